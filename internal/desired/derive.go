@@ -1,0 +1,299 @@
+package desired
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/vincent-petithory/dataurl"
+)
+
+// Ignition's defaults for nodes that declare no mode (internal/exec/util).
+const (
+	defaultFileMode = 0o644
+	defaultDirMode  = 0o755
+	unitDir         = "/etc/systemd/system"
+	unitFileMode    = 0o644
+	sshKeysFileMode = 0o600
+)
+
+// Accounts resolves user and group names the way the target root would: from
+// its own /etc/passwd and /etc/group (not the host's NSS).
+type Accounts interface {
+	LookupUser(name string) (User, bool)
+	LookupGroup(name string) (gid int, ok bool)
+}
+
+// User is a passwd entry.
+type User struct {
+	Name string
+	UID  int
+	GID  int
+	Home string
+}
+
+// Derive turns a merged config into entries, sorted by path. It does not touch
+// the disk except through acct.
+func Derive(cfg types.Config, acct Accounts) (State, error) {
+	var st State
+	add := func(e Entry) { st.Entries = append(st.Entries, e) }
+
+	for _, d := range cfg.Storage.Directories {
+		e := node(KindDirectory, d.Node, acct)
+		e.Type = TypeDirectory
+		e.Mode = mode(d.Mode, defaultDirMode)
+		add(e)
+	}
+	for _, f := range cfg.Storage.Files {
+		e := node(KindFile, f.Node, acct)
+		e.Type = TypeRegular
+		e.Mode = mode(f.Mode, defaultFileMode)
+		c, err := fileContent(f)
+		if err != nil {
+			return st, fmt.Errorf("file %q: %w", f.Path, err)
+		}
+		e.Content = c
+		add(e)
+	}
+	for _, l := range cfg.Storage.Links {
+		e := node(KindLink, l.Node, acct)
+		e.Type = TypeSymlink
+		if l.Target != nil {
+			e.Target = *l.Target
+		}
+		if l.Hard != nil && *l.Hard {
+			e.Kind, e.Type = KindHardLink, TypeHardLink
+			e.Target = path.Clean(e.Target)
+			// A hard link's owner is its target's: Ignition warns when one is given.
+			e.UID, e.GID, e.OwnerProblem = nil, nil, ""
+		} else if l.User.ID == nil && l.User.Name == nil && l.Group.ID == nil && l.Group.Name == nil {
+			// Ownership of a symlink is rarely meaningful; check it only when declared.
+			e.UID, e.GID = nil, nil
+		}
+		add(e)
+	}
+	for _, u := range cfg.Systemd.Units {
+		deriveUnit(u, add)
+	}
+	for _, u := range cfg.Passwd.Users {
+		if len(u.SSHAuthorizedKeys) == 0 {
+			continue
+		}
+		add(sshKeys(u, acct))
+	}
+	for _, a := range cfg.KernelArguments.ShouldExist {
+		add(Entry{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: string(a), ArgPresent: true})
+	}
+	for _, a := range cfg.KernelArguments.ShouldNotExist {
+		add(Entry{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: string(a), ArgPresent: false})
+	}
+	sort.SliceStable(st.Entries, func(i, j int) bool { return st.Entries[i].Path < st.Entries[j].Path })
+	return st, nil
+}
+
+func node(k Kind, n types.Node, acct Accounts) Entry {
+	e := Entry{Kind: k, Path: path.Clean(n.Path)}
+	zero := 0
+	switch {
+	case n.User.ID != nil:
+		e.UID = n.User.ID
+	case n.User.Name != nil && *n.User.Name != "":
+		if u, ok := acct.LookupUser(*n.User.Name); ok {
+			uid := u.UID
+			e.UID = &uid
+		} else {
+			e.OwnerProblem = fmt.Sprintf("user %q does not exist in the target's passwd", *n.User.Name)
+		}
+	default:
+		e.UID = &zero
+	}
+	switch {
+	case n.Group.ID != nil:
+		e.GID = n.Group.ID
+	case n.Group.Name != nil && *n.Group.Name != "":
+		if gid, ok := acct.LookupGroup(*n.Group.Name); ok {
+			e.GID = &gid
+		} else {
+			e.OwnerProblem = fmt.Sprintf("group %q does not exist in the target's group file", *n.Group.Name)
+		}
+	default:
+		g := 0
+		e.GID = &g
+	}
+	return e
+}
+
+func mode(m *int, def uint32) *uint32 {
+	v := def
+	if m != nil {
+		v = uint32(*m) & 0o7777
+	}
+	return &v
+}
+
+// fileContent works out what a declared file must hold, following Ignition's
+// file stage: contents (decoded, decompressed), then each append fragment.
+func fileContent(f types.File) (*Content, error) {
+	c := &Content{}
+	base := f.Contents
+	switch {
+	case base.Source == nil:
+		if f.Overwrite != nil && *f.Overwrite {
+			c.Exact = []byte{} // Ignition truncates: an empty base
+		} else if len(f.Append) == 0 {
+			return nil, nil // existing content is kept: nothing declared
+		}
+	default:
+		data, hash, why, err := resource(base)
+		if err != nil {
+			return nil, fmt.Errorf("contents: %w", err)
+		}
+		switch {
+		case why != "":
+			c.Unverifiable = why
+			return c, nil
+		case hash != nil:
+			c.Hash = hash
+		default:
+			c.Exact = data
+		}
+	}
+	var suffix []byte
+	for i, a := range f.Append {
+		data, _, why, err := resource(a)
+		if err != nil {
+			return nil, fmt.Errorf("append %d: %w", i, err)
+		}
+		if why != "" || data == nil {
+			return &Content{Unverifiable: fmt.Sprintf("append %d: %s", i, orRemote(why))}, nil
+		}
+		suffix = append(suffix, data...)
+	}
+	if c.Exact != nil {
+		c.Exact = append(c.Exact, suffix...)
+	} else {
+		c.Suffix = suffix
+	}
+	return c, nil
+}
+
+func orRemote(why string) string {
+	if why != "" {
+		return why
+	}
+	return "remote source: its length is unknown, so the content after it cannot be located"
+}
+
+// resource decodes an Ignition resource. It returns the bytes of a data URL
+// (decompressed), or the verification hash of a remote source, or why the
+// source cannot be verified without fetching it (it is never fetched).
+func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, err error) {
+	if r.Source == nil {
+		return []byte{}, nil, "", nil
+	}
+	src := *r.Source
+	u, err := url.Parse(src)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("invalid source URL: %w", err)
+	}
+	if u.Scheme != "data" {
+		if r.Verification.Hash == nil {
+			return nil, nil, fmt.Sprintf("remote %s source without verification.hash; its content is not verified (never fetched)", u.Scheme), nil
+		}
+		if r.Compression != nil && *r.Compression != "" {
+			return nil, nil, fmt.Sprintf("remote %s source is %s-compressed; verification.hash covers the compressed bytes, not the file", u.Scheme, *r.Compression), nil
+		}
+		algo, sum, ok := strings.Cut(*r.Verification.Hash, "-")
+		if !ok {
+			return nil, nil, "", fmt.Errorf("invalid verification.hash %q", *r.Verification.Hash)
+		}
+		return nil, &Hash{Algorithm: algo, Hex: strings.ToLower(sum)}, "", nil
+	}
+	du, err := dataurl.DecodeString(src)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("undecodable data URL: %w", err)
+	}
+	data = du.Data
+	if r.Compression != nil && *r.Compression == "gzip" {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("gzip data URL: %w", err)
+		}
+		data, err = io.ReadAll(zr)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("gzip data URL: %w", err)
+		}
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil, "", nil
+}
+
+func deriveUnit(u types.Unit, add func(Entry)) {
+	unitPath := path.Join(unitDir, u.Name)
+	masked := u.Mask != nil && *u.Mask
+	root := 0
+	fileMode := uint32(unitFileMode)
+	switch {
+	case masked:
+		add(Entry{Kind: KindMask, Path: unitPath, Unit: u.Name, Type: TypeSymlink, Target: "/dev/null"})
+	case u.Contents != nil:
+		add(Entry{Kind: KindUnit, Path: unitPath, Unit: u.Name, Type: TypeRegular,
+			Mode: &fileMode, UID: &root, GID: &root, Content: &Content{Exact: []byte(*u.Contents)}})
+	case u.Mask != nil:
+		// mask: false — Ignition removes an existing mask.
+		add(Entry{Kind: KindUnmask, Path: unitPath, Unit: u.Name, Type: TypeNotMasked})
+	}
+	for _, d := range u.Dropins {
+		if d.Contents == nil {
+			continue
+		}
+		add(Entry{Kind: KindDropin, Path: path.Join(unitDir, u.Name+".d", d.Name), Unit: u.Name, Type: TypeRegular,
+			Mode: &fileMode, UID: &root, GID: &root, Content: &Content{Exact: []byte(*d.Contents)}})
+	}
+	if u.Enabled != nil && !masked {
+		en := *u.Enabled
+		add(Entry{Kind: KindEnablement, Path: unitPath, Unit: u.Name, Type: TypeNone, Enabled: &en})
+	}
+}
+
+// sshKeys is the fragment Ignition writes for a user's keys:
+// ~USER/.ssh/authorized_keys.d/ignition, the keys joined by newlines and
+// newline-terminated, mode 0600, owned by the user.
+func sshKeys(u types.PasswdUser, acct Accounts) Entry {
+	keys := make([]string, len(u.SSHAuthorizedKeys))
+	for i, k := range u.SSHAuthorizedKeys {
+		keys[i] = string(k)
+	}
+	ks := strings.Join(keys, "\n")
+	if !strings.HasSuffix(ks, "\n") {
+		ks += "\n"
+	}
+	m := uint32(sshKeysFileMode)
+	e := Entry{Kind: KindSSHKeys, Type: TypeRegular, Mode: &m, User: u.Name, Content: &Content{Exact: []byte(ks)}}
+	home := ""
+	if u.HomeDir != nil && *u.HomeDir != "" {
+		home = *u.HomeDir
+	}
+	if pw, ok := acct.LookupUser(u.Name); ok {
+		if home == "" {
+			home = pw.Home
+		}
+		uid, gid := pw.UID, pw.GID
+		e.UID, e.GID = &uid, &gid
+	} else {
+		e.OwnerProblem = fmt.Sprintf("user %q does not exist in the target's passwd", u.Name)
+	}
+	if home == "" {
+		home = path.Join("/home", u.Name) // useradd's default
+	}
+	e.Path = path.Join(home, ".ssh", "authorized_keys.d", "ignition")
+	return e
+}

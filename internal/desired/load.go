@@ -1,0 +1,333 @@
+package desired
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
+	v3 "github.com/coreos/ignition/v2/config/v3_5"
+	"github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/ignition/v2/config/validate"
+	"github.com/coreos/vcontext/report"
+	"sigs.k8s.io/yaml"
+)
+
+// DefaultDirs are the desired-state locations, in precedence order: a file in
+// a later directory masks the file of the same name in an earlier one (the
+// systemd convention: /etc overrides /usr/lib).
+var DefaultDirs = []string{"/usr/lib/drift-monitor/desired.d", "/etc/drift-monitor/desired.d"}
+
+// extensions a config fragment may have; other files in a directory are ignored.
+var extensions = []string{".ign", ".json", ".yaml", ".yml"}
+
+func isFragment(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return false // editors' swap and backup files, atomic-write temporaries
+	}
+	ext := filepath.Ext(name)
+	for _, e := range extensions {
+		if ext == e {
+			return true
+		}
+	}
+	return false
+}
+
+// IsFragmentName reports whether a file with this base name is read as a config
+// fragment when it lies in a config directory.
+func IsFragmentName(name string) bool { return isFragment(name) }
+
+// LoadError is a config that cannot be loaded: it names the file and, where
+// Ignition's report has them, the line, column and JSON path of the problem.
+type LoadError struct {
+	File    string
+	Line    int // 0 when unknown
+	Column  int
+	Context string // the config path, e.g. $.storage.files.0.path
+	Err     error
+}
+
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
+	}
+	b.WriteString(": ")
+	if e.Context != "" && e.Context != "$" {
+		fmt.Fprintf(&b, "%s: ", e.Context)
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Fragments lists the config files to load, in merge order.
+//
+// With no explicit paths, it reads DefaultDirs under root, keeps only fragment
+// names, lets a later directory mask a name from an earlier one, and orders
+// them by file name. Explicit paths (files or directories) replace the
+// defaults; each directory contributes its fragments in lexical order, and the
+// paths are taken in the order given. A missing default directory is not an
+// error; a missing explicit path is.
+func Fragments(root string, explicit []string) ([]string, error) {
+	if len(explicit) == 0 {
+		byName := map[string]string{}
+		for _, d := range DefaultDirs {
+			dir := filepath.Join(root, d)
+			names, err := readFragmentDir(dir)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range names {
+				byName[n] = filepath.Join(dir, n)
+			}
+		}
+		names := make([]string, 0, len(byName))
+		for n := range byName {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		files := make([]string, len(names))
+		for i, n := range names {
+			files[i] = byName[n]
+		}
+		return files, nil
+	}
+	var files []string
+	for _, p := range explicit {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, &LoadError{File: p, Err: errors.Unwrap(err)}
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		names, err := readFragmentDir(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			files = append(files, filepath.Join(p, n))
+		}
+	}
+	return files, nil
+}
+
+func readFragmentDir(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, &LoadError{File: dir, Err: errors.Unwrap(err)}
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() || !isFragment(e.Name()) {
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Fragment is one parsed config file.
+type Fragment struct {
+	File   string
+	Config types.Config
+	// Warnings are Ignition's non-fatal findings (deprecations, unused keys).
+	Warnings []string
+}
+
+// LoadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
+// 3.5.0, translated to 3.5.0) or a MachineConfig in YAML or JSON.
+func LoadFile(file string) (Fragment, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return Fragment{}, &LoadError{File: file, Err: unwrapPathError(err)}
+	}
+	return Parse(file, raw)
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Parse parses the bytes of a config named file (the name picks YAML or JSON
+// and appears in errors).
+func Parse(file string, raw []byte) (Fragment, error) {
+	frag := Fragment{File: file}
+	ext := filepath.Ext(file)
+	isYAML := ext == ".yaml" || ext == ".yml"
+	if isYAML {
+		j, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return frag, &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+		}
+		raw = j
+	}
+	mc, isMC, err := asMachineConfig(raw)
+	if err != nil {
+		return frag, &LoadError{File: file, Err: err}
+	}
+	if !isMC {
+		if isYAML {
+			return frag, &LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig); Butane is not supported")}
+		}
+		cfg, rpt, err := parseIgnition(raw)
+		if err != nil {
+			return frag, reportError(file, rpt, err, true)
+		}
+		frag.Config = cfg
+		frag.Warnings = warnings(rpt)
+		return frag, nil
+	}
+	if len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null" {
+		cfg, rpt, err := parseIgnition(mc.Spec.Config)
+		if err != nil {
+			// Positions would point into the re-encoded spec.config, not into the
+			// file: report the config path only.
+			le := reportError(file, rpt, err, false)
+			if le.Context != "" {
+				le.Context = "spec.config" + strings.TrimPrefix(le.Context, "$")
+			} else {
+				le.Context = "spec.config"
+			}
+			return frag, le
+		}
+		frag.Config = cfg
+		frag.Warnings = warnings(rpt)
+	} else {
+		frag.Config.Ignition.Version = types.MaxVersion.String()
+	}
+	for _, a := range mc.Spec.KernelArguments {
+		frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, types.KernelArgument(a))
+	}
+	return frag, nil
+}
+
+// parseIgnition accepts the specs this tool supports: 3.0.0 up to the newest
+// stable one. Experimental specs are refused as unknown versions.
+func parseIgnition(raw []byte) (types.Config, report.Report, error) {
+	return v3.ParseCompatibleVersion(raw)
+}
+
+type machineConfig struct {
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	Spec       struct {
+		Config          json.RawMessage `json:"config"`
+		KernelArguments []string        `json:"kernelArguments"`
+	} `json:"spec"`
+}
+
+// asMachineConfig decides whether raw JSON is a MachineConfig object rather
+// than an Ignition config, by its kind.
+func asMachineConfig(raw []byte) (machineConfig, bool, error) {
+	var probe struct {
+		Kind *string `json:"kind"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil || probe.Kind == nil {
+		// Not a MachineConfig; Ignition's parser reports syntax errors with
+		// positions.
+		return machineConfig{}, false, nil
+	}
+	if *probe.Kind != "MachineConfig" {
+		return machineConfig{}, false, fmt.Errorf("unsupported object kind %q (want an Ignition config or kind: MachineConfig)", *probe.Kind)
+	}
+	var mc machineConfig
+	if err := json.Unmarshal(raw, &mc); err != nil {
+		return mc, false, fmt.Errorf("invalid MachineConfig: %w", err)
+	}
+	return mc, true, nil
+}
+
+func reportError(file string, rpt report.Report, err error, positions bool) *LoadError {
+	le := &LoadError{File: file, Err: err}
+	for _, e := range rpt.Entries {
+		if !e.Kind.IsFatal() {
+			continue
+		}
+		le.Err = errors.New(e.Message)
+		if e.Context.Len() > 0 {
+			le.Context = e.Context.String()
+		}
+		if positions && e.Marker.StartP != nil {
+			le.Line, le.Column = int(e.Marker.StartP.Line), int(e.Marker.StartP.Column)
+		}
+		break
+	}
+	if errors.Is(err, ignerrors.ErrUnknownVersion) {
+		le.Err = fmt.Errorf("%w (supported: 3.0.0 to %s)", err, types.MaxVersion)
+	}
+	return le
+}
+
+func warnings(rpt report.Report) []string {
+	var w []string
+	for _, e := range rpt.Entries {
+		if !e.Kind.IsFatal() {
+			w = append(w, e.String())
+		}
+	}
+	return w
+}
+
+// Merge merges fragments in order with Ignition's merge semantics (a later
+// fragment's entry replaces an earlier one with the same key) and validates
+// the result, so that entries from different fragments that conflict (one path
+// declared as a file and as a directory) are refused.
+func Merge(frags []Fragment) (types.Config, error) {
+	var merged types.Config
+	merged.Ignition.Version = types.MaxVersion.String()
+	for _, f := range frags {
+		merged = v3.Merge(merged, f.Config)
+	}
+	if rpt := validate.ValidateWithContext(merged, nil); rpt.IsFatal() {
+		names := make([]string, len(frags))
+		for i, f := range frags {
+			names[i] = f.File
+		}
+		le := reportError(strings.Join(names, ", "), rpt, ignerrors.ErrInvalid, false)
+		le.Err = fmt.Errorf("fragments conflict after merging: %w", le.Err)
+		return merged, le
+	}
+	return merged, nil
+}
+
+// Load finds, parses and merges the desired configuration. See Fragments for
+// how root and explicit paths are used. It fails on the first bad file.
+func Load(root string, explicit []string) (types.Config, []Fragment, error) {
+	files, err := Fragments(root, explicit)
+	if err != nil {
+		return types.Config{}, nil, err
+	}
+	frags := make([]Fragment, 0, len(files))
+	for _, f := range files {
+		frag, err := LoadFile(f)
+		if err != nil {
+			return types.Config{}, nil, err
+		}
+		frags = append(frags, frag)
+	}
+	cfg, err := Merge(frags)
+	return cfg, frags, err
+}

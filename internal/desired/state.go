@@ -1,0 +1,190 @@
+// Package desired turns a machine's declared configuration — Ignition configs
+// and OpenShift MachineConfigs — into the plain list of entries that must hold
+// on disk.
+//
+// It promises: configs are parsed, validated and translated to the newest
+// supported spec by Ignition's own packages, never by hand; fragments merge with
+// Ignition's merge semantics; every entry carries a host path (never prefixed
+// by a --root). It does not promise anything about the disk: deriving is pure,
+// except for the target root's account databases, read through Accounts.
+package desired
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+)
+
+// Kind is the noun an entry is reported under.
+type Kind string
+
+// The kinds of entry. Units contribute several entries (unit file, drop-ins,
+// mask, enablement), each checked and reported on its own.
+const (
+	KindFile       Kind = "file"
+	KindDirectory  Kind = "directory"
+	KindLink       Kind = "link"
+	KindHardLink   Kind = "hardlink"
+	KindUnit       Kind = "unit"
+	KindDropin     Kind = "dropin"
+	KindMask       Kind = "mask"
+	KindUnmask     Kind = "unmask"
+	KindEnablement Kind = "enablement"
+	KindSSHKeys    Kind = "sshkeys"
+	KindKernelArg  Kind = "kernel-argument"
+)
+
+// Type is what must stand at an entry's path.
+type Type int
+
+const (
+	// TypeRegular: a regular file (not a symlink to one).
+	TypeRegular Type = iota
+	// TypeDirectory: a directory.
+	TypeDirectory
+	// TypeSymlink: a symbolic link whose target reads exactly Entry.Target.
+	TypeSymlink
+	// TypeHardLink: a non-directory sharing its inode with Entry.Target.
+	TypeHardLink
+	// TypeNotMasked: anything but a symlink to /dev/null (or nothing).
+	TypeNotMasked
+	// TypeNone: nothing on disk; the entry is checked through another
+	// observation (enablement, kernel arguments).
+	TypeNone
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeRegular:
+		return "regular file"
+	case TypeDirectory:
+		return "directory"
+	case TypeSymlink:
+		return "symbolic link"
+	case TypeHardLink:
+		return "hard link"
+	case TypeNotMasked:
+		return "unmasked unit"
+	}
+	return "nothing"
+}
+
+// Entry is one declared thing. Fields that are nil or empty are not declared
+// and therefore not checked.
+type Entry struct {
+	Kind Kind
+	// Path is the absolute, cleaned host path (for enablement: the unit file's
+	// path; for kernel arguments: /proc/cmdline).
+	Path string
+	// Unit names the systemd unit for unit, drop-in, mask and enablement entries.
+	Unit string
+	// User names the account whose SSH keys an sshkeys entry holds.
+	User string
+	Type Type
+
+	// Mode holds the permission bits with setuid, setgid and sticky (07777).
+	Mode *uint32
+	UID  *int
+	GID  *int
+	// OwnerProblem explains why a declared owner or group could not be resolved
+	// in the target root; it is reported as an owner drift.
+	OwnerProblem string
+
+	Content *Content
+
+	// Target: for symlinks, the target exactly as written; for hard links, the
+	// host path of the file the link must share an inode with.
+	Target string
+
+	// Enabled is the declared enablement of Unit (enablement entries).
+	Enabled *bool
+
+	// Arg and ArgPresent declare a kernel argument that must (or must not) be
+	// on the running kernel's command line.
+	Arg        string
+	ArgPresent bool
+}
+
+// Secret reports whether the entry's content must never be shown: its declared
+// mode is not world-readable (or not declared at all for a file that holds
+// content from a remote source).
+func (e *Entry) Secret() bool {
+	if e.Mode == nil {
+		return true
+	}
+	return *e.Mode&0o004 == 0
+}
+
+// ID identifies an entry within a state: two entries never share it.
+func (e *Entry) ID() string {
+	switch e.Kind {
+	case KindEnablement:
+		return string(e.Kind) + ":" + e.Unit
+	case KindKernelArg:
+		return string(e.Kind) + ":" + e.Arg
+	}
+	return string(e.Kind) + ":" + e.Path
+}
+
+// Content is what a regular file must hold.
+//
+// Exactly one of these shapes:
+//   - Exact != nil: the file holds exactly these bytes;
+//   - Hash != nil: the file holds a base whose digest is Hash, followed by Suffix;
+//   - neither: the file ends with Suffix (its base is whatever was there, as
+//     Ignition's overwrite=false leaves it);
+//   - Unverifiable != "": the content cannot be verified offline; only type,
+//     mode and owner are checked.
+type Content struct {
+	Exact        []byte
+	Hash         *Hash
+	Suffix       []byte
+	Unverifiable string
+
+	sum *[sha256.Size]byte
+}
+
+// Digest is the SHA-256 of Exact, computed once.
+func (c *Content) Digest() [sha256.Size]byte {
+	if c.sum == nil {
+		s := sha256.Sum256(c.Exact)
+		c.sum = &s
+	}
+	return *c.sum
+}
+
+// Hash is a verification hash from a config: algorithm "sha256" or "sha512"
+// and the hex digest.
+type Hash struct {
+	Algorithm string
+	Hex       string
+}
+
+func (h Hash) String() string { return h.Algorithm + "-" + h.Hex }
+
+// State is the whole desired state of a machine.
+type State struct {
+	Entries []Entry
+	// Files lists the config fragments the state came from, in merge order.
+	Files []string
+}
+
+// FileMode converts declared bits to an fs.FileMode, for display.
+func FileMode(bits uint32) fs.FileMode {
+	m := fs.FileMode(bits & 0o777)
+	if bits&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if bits&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if bits&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+// FormatMode prints mode bits the way chmod takes them: 0644, 04755.
+func FormatMode(bits uint32) string {
+	return fmt.Sprintf("%04o", bits&0o7777)
+}
