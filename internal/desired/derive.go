@@ -204,7 +204,7 @@ func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, e
 	}
 	if u.Scheme != "data" {
 		if r.Verification.Hash == nil {
-			return nil, nil, fmt.Sprintf("remote %s source without verification.hash; its content is not verified (never fetched)", u.Scheme), nil
+			return nil, nil, fmt.Sprintf("remote %s source without verification.hash (never fetched)", u.Scheme), nil
 		}
 		if r.Compression != nil && *r.Compression != "" {
 			return nil, nil, fmt.Sprintf("remote %s source is %s-compressed; verification.hash covers the compressed bytes, not the file", u.Scheme, *r.Compression), nil

@@ -331,3 +331,24 @@ func Load(root string, explicit []string) (types.Config, []Fragment, error) {
 	cfg, err := Merge(frags)
 	return cfg, frags, err
 }
+
+// LoadState loads the configuration (see Load) and derives the entries, with
+// owners resolved in root's account files.
+func LoadState(root string, explicit []string) (State, error) {
+	cfg, frags, err := Load(root, explicit)
+	if err != nil {
+		return State{}, err
+	}
+	acct, err := ReadAccounts(root)
+	if err != nil {
+		return State{}, fmt.Errorf("reading accounts in %s: %w", root, err)
+	}
+	st, err := Derive(cfg, acct)
+	if err != nil {
+		return State{}, err
+	}
+	for _, f := range frags {
+		st.Files = append(st.Files, f.File)
+	}
+	return st, nil
+}

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+)
+
+func runCheck(ctx context.Context, args []string, std Stdio) int {
+	fs := newFlags("check", std.Err)
+	var configs multiFlag
+	format := formatFlag("text")
+	fs.Var(&configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
+	root := fs.String("root", "/", "check the tree mounted at `DIR` as if it were /")
+	fs.Var(&format, "format", "output `FORMAT`: text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json]\n\n"+
+			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
+			"1 drift found, 2 the check could not be done.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return ExitFailed
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(std.Err, "drift-monitor check: unexpected argument %q\n", fs.Arg(0))
+		return ExitFailed
+	}
+	res, err := runFullCheck(ctx, *root, configs)
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", drift.EscapeControl(err.Error()))
+		return ExitFailed
+	}
+	if format == "json" {
+		err = writeJSON(std.Out, *root, &res)
+	} else {
+		err = writeText(std.Out, &res)
+	}
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor check: writing the report: %v\n", err)
+		return ExitFailed
+	}
+	if !res.Clean() {
+		return ExitDrift
+	}
+	return ExitClean
+}
+
+// checkResult is a check's outcome with what it was checked against.
+type checkResult struct {
+	check.Result
+	Files []string
+}
+
+func runFullCheck(ctx context.Context, root string, configs []string) (checkResult, error) {
+	st, err := os.Stat(root)
+	if err != nil {
+		return checkResult{}, fmt.Errorf("root: %w", err)
+	}
+	if !st.IsDir() {
+		return checkResult{}, fmt.Errorf("root %s: not a directory", root)
+	}
+	state, err := desired.LoadState(root, configs)
+	if err != nil {
+		return checkResult{}, err
+	}
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		return checkResult{}, err
+	}
+	defer r.Close()
+	c := &check.Checker{Root: r, Units: unitStates(root)}
+	if isLiveRoot(root) {
+		c.Cmdline = check.ProcCmdline
+	}
+	return checkResult{Result: c.All(ctx, state.Entries), Files: state.Files}, nil
+}
+
+// isLiveRoot reports whether root is the running host's /, whose kernel
+// command line is /proc/cmdline.
+func isLiveRoot(root string) bool {
+	a, err1 := os.Stat(root)
+	b, err2 := os.Stat("/")
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+type jsonReport struct {
+	Root    string        `json:"root"`
+	Clean   bool          `json:"clean"`
+	Checked int           `json:"checked"`
+	Configs []string      `json:"configs"`
+	Drift   []drift.Drift `json:"drift"`
+	Notices []drift.Drift `json:"notices"`
+}
+
+func writeJSON(w io.Writer, root string, res *checkResult) error {
+	rep := jsonReport{Root: root, Clean: res.Clean(), Checked: res.Checked, Configs: res.Files,
+		Drift: res.Drift, Notices: res.Notices}
+	if rep.Drift == nil {
+		rep.Drift = []drift.Drift{}
+	}
+	if rep.Notices == nil {
+		rep.Notices = []drift.Drift{}
+	}
+	if rep.Configs == nil {
+		rep.Configs = []string{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+func writeText(w io.Writer, res *checkResult) error {
+	ew := &errWriter{w: w}
+	for _, n := range res.Notices {
+		ew.printf("notice: %s\n", n.Message)
+	}
+	for _, d := range res.Drift {
+		ew.printf("%s\n", d.Message)
+		if d.Kind == drift.Content && d.Diff == "" {
+			ew.printf("  want: %s\n  got:  %s\n", d.Want, d.Got)
+		}
+		if d.Diff != "" {
+			ew.printf("%s", d.Diff)
+		}
+	}
+	switch {
+	case len(res.Files) == 0:
+		ew.printf("No desired configuration found: nothing to check.\n")
+	case res.Clean():
+		ew.printf("No drift: %d entries match %d config files.\n", res.Checked, len(res.Files))
+	default:
+		ew.printf("Drift: %d differences in %d entries.\n", len(res.Drift), res.Checked)
+	}
+	return ew.err
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}

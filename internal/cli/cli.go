@@ -1,0 +1,99 @@
+// Package cli implements drift-monitor's command line: it parses arguments,
+// wires the internal packages together and maps outcomes to exit statuses.
+// The exit statuses and the JSON output are contracts (DESIGN.md).
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit statuses of check and status.
+const (
+	ExitClean   = 0
+	ExitDrift   = 1
+	ExitFailed  = 2 // the check could not be done: bad config, unreadable root, bad usage
+	ExitNoDaemn = 3 // status: the daemon is not running or unreachable
+)
+
+// Stdio are the streams a command uses.
+type Stdio struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+const usage = `usage:
+  drift-monitor check   [--config PATH]... [--root DIR] [--format text|json]
+  drift-monitor daemon  [--config PATH]... [daemon options]
+  drift-monitor status  [--format text|json]
+  drift-monitor inhibit --who WHO --why WHY -- COMMAND [ARG]...
+
+Run "drift-monitor COMMAND --help" for a command's options.
+`
+
+// Version is set at link time (see the Makefile).
+var Version = "dev"
+
+// errUsage marks a usage error already explained on stderr.
+var errUsage = errors.New("usage error")
+
+// Run runs one command line and returns its exit status.
+func Run(ctx context.Context, args []string, std Stdio) int {
+	if len(args) == 0 {
+		fmt.Fprint(std.Err, usage)
+		return ExitFailed
+	}
+	switch args[0] {
+	case "check":
+		return runCheck(ctx, args[1:], std)
+	case "version", "--version":
+		fmt.Fprintf(std.Out, "drift-monitor %s\n", Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(std.Out, usage)
+		return 0
+	}
+	fmt.Fprintf(std.Err, "drift-monitor: unknown command %q\n%s", args[0], usage)
+	return ExitFailed
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// formatFlag is --format text|json.
+type formatFlag string
+
+func (f *formatFlag) String() string { return string(*f) }
+func (f *formatFlag) Set(v string) error {
+	if v != "text" && v != "json" {
+		return fmt.Errorf("must be text or json")
+	}
+	*f = formatFlag(v)
+	return nil
+}
+
+func newFlags(name string, errw io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("drift-monitor "+name, flag.ContinueOnError)
+	fs.SetOutput(errw)
+	return fs
+}
+
+// parse parses flags; it returns errUsage after printing the problem, or
+// flag.ErrHelp when help was asked for.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
+}

@@ -1,0 +1,282 @@
+package drift
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+)
+
+// Compare lists how the observation differs from the entry; nil when it does
+// not. Type is decided first: once the type differs, nothing else is compared.
+func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
+	d := newDrifts(e)
+	if ob.Err != nil {
+		d.add(Unreadable, fmt.Sprintf("cannot examine %s: %v", Noun(e), ob.Err), "", "")
+		return d.list
+	}
+	switch e.Type {
+	case desired.TypeNotMasked:
+		if ob.Type == ondisk.Symlink && ob.Target == "/dev/null" {
+			d.add(Masked, fmt.Sprintf("%s is masked, want unmasked", Noun(e)), "unmasked", "masked")
+		}
+		return d.list
+	case desired.TypeNone:
+		return nil
+	}
+	if e.Kind == desired.KindMask {
+		// A mask's failure mode is one thing for its reader: the unit can start.
+		if ob.Type != ondisk.Symlink || ob.Target != e.Target {
+			got := ob.Type.String()
+			if ob.Type == ondisk.Symlink {
+				got = "symbolic link to " + ob.Target
+			}
+			d.add(Unmasked, fmt.Sprintf("%s is not masked: want %q linked to /dev/null, got %s", Noun(e), e.Path, article(got)), "masked", got)
+		}
+		return d.list
+	}
+	want := wantType(e.Type)
+	if ob.Type == ondisk.Absent {
+		d.add(Missing, fmt.Sprintf("%s does not exist", Noun(e)), want.String(), "nothing")
+		return d.list
+	}
+	if ob.Type != want {
+		d.add(Type, fmt.Sprintf("type mismatch for %s: want %s, got %s", Noun(e), want, ob.Type), want.String(), ob.Type.String())
+		return d.list
+	}
+	switch e.Type {
+	case desired.TypeSymlink:
+		if ob.Target != e.Target {
+			d.add(Target, fmt.Sprintf("target mismatch for %s: want %q, got %q", Noun(e), e.Target, ob.Target), e.Target, ob.Target)
+		}
+	case desired.TypeHardLink:
+		switch {
+		case ob.TargetErr != nil:
+			d.add(Unreadable, fmt.Sprintf("cannot examine the target %q of %s: %v", e.Target, Noun(e), ob.TargetErr), "", "")
+		case ob.TargetType == ondisk.Absent:
+			d.add(HardLink, fmt.Sprintf("%s does not share an inode with %q: the target does not exist", Noun(e), e.Target), e.Target, "")
+		case ob.TargetDev != ob.Dev || ob.TargetIno != ob.Ino:
+			d.add(HardLink, fmt.Sprintf("%s does not share an inode with %q", Noun(e), e.Target), e.Target, "another inode")
+		}
+	}
+	if e.Mode != nil && ob.Type != ondisk.Symlink && ob.Mode != *e.Mode {
+		w, g := desired.FormatMode(*e.Mode), desired.FormatMode(ob.Mode)
+		d.add(Mode, fmt.Sprintf("mode mismatch for %s: want %s, got %s", Noun(e), w, g), w, g)
+	}
+	if e.OwnerProblem != "" {
+		d.add(Owner, fmt.Sprintf("owner mismatch for %s: %s", Noun(e), e.OwnerProblem), "", fmt.Sprintf("%d:%d", ob.UID, ob.GID))
+	}
+	if e.UID != nil && ob.UID != *e.UID {
+		d.add(Owner, fmt.Sprintf("owner mismatch for %s: want uid %d, got uid %d", Noun(e), *e.UID, ob.UID), fmt.Sprint(*e.UID), fmt.Sprint(ob.UID))
+	}
+	if e.GID != nil && ob.GID != *e.GID {
+		d.add(Group, fmt.Sprintf("group mismatch for %s: want gid %d, got gid %d", Noun(e), *e.GID, ob.GID), fmt.Sprint(*e.GID), fmt.Sprint(ob.GID))
+	}
+	if e.Type == desired.TypeRegular && e.Content != nil {
+		compareContent(e, &ob.Content, d)
+	}
+	return d.list
+}
+
+func article(s string) string {
+	if s == "nothing" {
+		return s
+	}
+	if strings.ContainsRune("aeiou", rune(s[0])) {
+		return "an " + s
+	}
+	return "a " + s
+}
+
+func wantType(t desired.Type) ondisk.FileType {
+	switch t {
+	case desired.TypeDirectory:
+		return ondisk.Directory
+	case desired.TypeSymlink:
+		return ondisk.Symlink
+	}
+	return ondisk.Regular // regular files and hard links (to regular files)
+}
+
+type drifts struct {
+	e    *desired.Entry
+	list []Drift
+}
+
+func newDrifts(e *desired.Entry) *drifts { return &drifts{e: e} }
+
+func (d *drifts) add(k Kind, msg, want, got string) *Drift {
+	d.list = append(d.list, Drift{
+		Kind: k, Entry: d.e.Kind, Path: d.e.Path, Unit: d.e.Unit, User: d.e.User,
+		Message: msg, Want: want, Got: got, EntryID: d.e.ID(),
+	})
+	return &d.list[len(d.list)-1]
+}
+
+func compareContent(e *desired.Entry, c *ondisk.ContentResult, d *drifts) {
+	switch c.State {
+	case ondisk.ReadFailed:
+		d.add(Unreadable, fmt.Sprintf("cannot read %s: %v", Noun(e), c.Err), "", "")
+		return
+	case ondisk.Differs:
+	default:
+		return
+	}
+	got := describe(c.GotSize, c.GotDigest)
+	var want string
+	w := e.Content
+	switch {
+	case w.Exact != nil:
+		sum := w.Digest()
+		want = describe(int64(len(w.Exact)), hex.EncodeToString(sum[:]))
+	case w.Hash != nil:
+		want = w.Hash.String()
+		if len(w.Suffix) > 0 {
+			want += fmt.Sprintf(" followed by %d appended bytes", len(w.Suffix))
+		}
+	default:
+		s := sha256.Sum256(w.Suffix)
+		want = fmt.Sprintf("ending with %d bytes, sha256 %s", len(w.Suffix), hex.EncodeToString(s[:]))
+	}
+	dr := d.add(Content, fmt.Sprintf("content mismatch for %s", Noun(e)), want, got)
+	if e.Secret() || w.Exact == nil || c.Got == nil {
+		return
+	}
+	dr.Diff = Unified(e.Path, w.Exact, c.Got)
+}
+
+func describe(size int64, digest string) string {
+	return fmt.Sprintf("%d bytes, sha256 %s", size, digest)
+}
+
+// Unified is a deterministic unified diff (-want +got) of two texts, with
+// control characters escaped so that the file cannot drive a terminal. It
+// returns "" when either side is not text.
+func Unified(name string, want, got []byte) string {
+	if !isText(want) || !isText(got) {
+		return ""
+	}
+	diff := udiff.Unified(Escape(name)+" (want)", Escape(name)+" (got)", string(want), string(got))
+	lines := strings.SplitAfter(diff, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		body := strings.TrimSuffix(l, "\n")
+		b.WriteString(escapeDiffLine(body))
+		if len(body) < len(l) {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// escapeDiffLine keeps tabs (common in configs) and escapes other control
+// characters.
+func escapeDiffLine(s string) string {
+	parts := strings.Split(s, "\t")
+	for i, p := range parts {
+		parts[i] = EscapeControl(p)
+	}
+	return strings.Join(parts, "\t")
+}
+
+func isText(b []byte) bool {
+	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
+}
+
+// enabledStates satisfy `enabled: true`: systemd cannot make these units any
+// more enabled (a static unit has no [Install] section to act on).
+var enabledStates = map[string]bool{
+	"enabled": true, "enabled-runtime": true, "static": true, "indirect": true,
+	"generated": true, "transient": true, "alias": true, "linked": true, "linked-runtime": true,
+}
+
+// CompareEnablement compares a unit's declared enablement with its unit file
+// state as systemd names it (`systemctl is-enabled`); err is a failure to ask.
+func CompareEnablement(e *desired.Entry, state string, err error) []Drift {
+	if e.Enabled == nil {
+		return nil
+	}
+	d := newDrifts(e)
+	if err != nil {
+		d.add(Unreadable, fmt.Sprintf("cannot determine whether %s is enabled: %v", Noun(e), err), "", "")
+		return d.list
+	}
+	want, ok := "enabled", enabledStates[state]
+	if !*e.Enabled {
+		want, ok = "disabled", state != "enabled" && state != "enabled-runtime"
+	}
+	if !ok {
+		d.add(Enablement, fmt.Sprintf("%s is %s, want %s", Noun(e), state, want), want, state)
+	}
+	return d.list
+}
+
+// CompareKernelArg checks a declared kernel argument against the running
+// kernel's command line, split into arguments.
+func CompareKernelArg(e *desired.Entry, args []string, err error) []Drift {
+	d := newDrifts(e)
+	if err != nil {
+		d.add(Unreadable, fmt.Sprintf("cannot read the kernel command line: %v", err), "", "")
+		return d.list
+	}
+	present := false
+	for _, a := range args {
+		if a == e.Arg {
+			present = true
+			break
+		}
+	}
+	switch {
+	case e.ArgPresent && !present:
+		d.add(KernelArg, fmt.Sprintf("%s is missing from /proc/cmdline", Noun(e)), e.Arg, "")
+	case !e.ArgPresent && present:
+		d.add(KernelArg, fmt.Sprintf("%s is present in /proc/cmdline, want it absent", Noun(e)), "absent: "+e.Arg, e.Arg)
+	}
+	return d.list
+}
+
+// SplitCmdline splits a kernel command line into arguments the way the kernel
+// does: on white space, except inside double quotes (which are kept, as in
+// /proc/cmdline and Ignition's kernelArguments).
+func SplitCmdline(s string) []string {
+	var args []string
+	var cur strings.Builder
+	quoted, in := false, false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+			cur.WriteRune(r)
+			in = true
+		case !quoted && (r == ' ' || r == '\t' || r == '\n'):
+			if in {
+				args = append(args, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		args = append(args, cur.String())
+	}
+	return args
+}
+
+// Notice returns the notice an entry carries whatever the disk holds: a
+// content that cannot be verified offline.
+func Notice(e *desired.Entry) *Drift {
+	if e.Content == nil || e.Content.Unverifiable == "" {
+		return nil
+	}
+	return &Drift{Kind: Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User,
+		Message: fmt.Sprintf("content of %s is not verified: %s", Noun(e), e.Content.Unverifiable), EntryID: e.ID()}
+}

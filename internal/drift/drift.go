@@ -1,0 +1,137 @@
+// Package drift compares a declared entry with an observation of the disk and
+// describes every difference as a Drift: a plain value that the command line,
+// the journal and the bus all print.
+//
+// Compare is pure: it never touches the disk. It promises that content is
+// shown (as a unified diff) only when the entry's declared mode is
+// world-readable and both sides are text; otherwise only sizes and digests
+// appear. It does not decide what is worth reporting twice: that is the
+// daemon's job.
+package drift
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+)
+
+// Kind is what differs.
+type Kind string
+
+const (
+	Missing    Kind = "missing"
+	Type       Kind = "type"
+	Content    Kind = "content"
+	Mode       Kind = "mode"
+	Owner      Kind = "owner"
+	Group      Kind = "group"
+	Target     Kind = "target"
+	HardLink   Kind = "hardlink"
+	Unmasked   Kind = "unmasked"
+	Masked     Kind = "masked"
+	Enablement Kind = "enablement"
+	KernelArg  Kind = "kernel-argument"
+	Unreadable Kind = "unreadable"
+	// Unverifiable is a notice, not drift: the content of a file from a remote
+	// source without a verification hash cannot be checked without fetching it.
+	Unverifiable Kind = "unverifiable"
+)
+
+// Drift is one difference between an entry and the disk.
+type Drift struct {
+	Kind    Kind         `json:"kind"`
+	Entry   desired.Kind `json:"entry"`
+	Path    string       `json:"path"`
+	Unit    string       `json:"unit,omitempty"`
+	User    string       `json:"user,omitempty"`
+	Message string       `json:"message"`
+	Want    string       `json:"want,omitempty"`
+	Got     string       `json:"got,omitempty"`
+	// Diff is a unified diff (-want +got) of a non-secret text file.
+	Diff string `json:"diff,omitempty"`
+	// EntryID identifies the entry the drift belongs to (see desired.Entry.ID).
+	EntryID string `json:"-"`
+}
+
+// Key identifies a drift across checks: the same entry differing in the same
+// way has the same key, whatever the details.
+func (d *Drift) Key() string { return d.EntryID + "|" + string(d.Kind) }
+
+// Subject is the short name of what drifted, for status lines: the unit for
+// unit-level drift, else the escaped path.
+func (d *Drift) Subject() string {
+	switch d.Entry {
+	case desired.KindEnablement, desired.KindMask, desired.KindUnmask:
+		return Escape(d.Unit)
+	case desired.KindKernelArg:
+		return "kernel argument " + Escape(d.Want)
+	}
+	return Escape(d.Path)
+}
+
+// Noun names an entry in messages, in the seed's style: file "/etc/x".
+func Noun(e *desired.Entry) string {
+	switch e.Kind {
+	case desired.KindFile:
+		return fmt.Sprintf("file %q", e.Path)
+	case desired.KindDirectory:
+		return fmt.Sprintf("directory %q", e.Path)
+	case desired.KindLink:
+		return fmt.Sprintf("link %q", e.Path)
+	case desired.KindHardLink:
+		return fmt.Sprintf("hard link %q", e.Path)
+	case desired.KindUnit:
+		return fmt.Sprintf("unit %q (%q)", e.Unit, e.Path)
+	case desired.KindMask, desired.KindUnmask, desired.KindEnablement:
+		return fmt.Sprintf("unit %q", e.Unit)
+	case desired.KindDropin:
+		return fmt.Sprintf("drop-in %q", e.Path)
+	case desired.KindSSHKeys:
+		return fmt.Sprintf("SSH keys of user %q (%q)", e.User, e.Path)
+	case desired.KindKernelArg:
+		return fmt.Sprintf("kernel argument %q", e.Arg)
+	}
+	return fmt.Sprintf("%q", e.Path)
+}
+
+// Escape makes a name safe for a terminal, a status line or a journal field:
+// control characters, invalid UTF-8 and backslashes become Go escapes; every
+// other character, including non-ASCII letters, stays as it is.
+func Escape(s string) string { return escape(s, true) }
+
+// EscapeControl escapes control characters and invalid UTF-8 but leaves
+// backslashes alone: for file content shown in diffs, where they are common.
+func EscapeControl(s string) string { return escape(s, false) }
+
+func escape(s string, backslash bool) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || backslash && r == '\\' || !unicode.IsPrint(r) && r != ' ' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\' && backslash:
+			b.WriteString(`\\`)
+		case r == ' ' || r == '\\' || unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			e := fmt.Sprintf("%q", string(r))
+			b.WriteString(e[1 : len(e)-1])
+		}
+		i += size
+	}
+	return b.String()
+}

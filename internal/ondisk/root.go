@@ -1,0 +1,108 @@
+// Package ondisk observes what stands at declared paths inside a root: the
+// type, mode, owner, inode and — streamed, never read whole — whether a
+// regular file's content matches what is wanted.
+//
+// Every host path is resolved inside the root with openat2(RESOLVE_IN_ROOT),
+// the kernel's own "as if this directory were /": symlinks in parent
+// directories are followed the way Ignition's JoinPath follows them when it
+// writes the files, and nothing resolves outside the root. The last component
+// of a path is never followed.
+//
+// It promises to never open anything but a regular file for reading (no FIFO
+// blocks it, no device is opened), to stop reading at the first difference,
+// and to report an unreadable path as an error on its observation rather than
+// fail. It does not promise an atomic view: the file may change between the
+// stat and the read; the caller re-checks on the next event.
+package ondisk
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Root is an open directory that host paths are resolved in.
+type Root struct {
+	dir string
+	fd  int
+}
+
+// OpenRoot opens dir as the root ("/" for the running host).
+func OpenRoot(dir string) (*Root, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening root %s: %w", dir, err)
+	}
+	return &Root{dir: dir, fd: fd}, nil
+}
+
+// Close releases the root's descriptor.
+func (r *Root) Close() error { return unix.Close(r.fd) }
+
+// Dir is the directory the root was opened from.
+func (r *Root) Dir() string { return r.dir }
+
+// Join returns the path of a host path inside the root, lexically (for
+// messages and watches; observations go through openat2).
+func (r *Root) Join(hostPath string) string {
+	if r.dir == "/" {
+		return hostPath
+	}
+	return path.Join(r.dir, hostPath)
+}
+
+// openDir opens a host directory inside the root, resolving symlinks in it as
+// if the root were /.
+func (r *Root) openDir(hostDir string) (int, error) {
+	rel := strings.TrimPrefix(hostDir, "/")
+	if rel == "" {
+		rel = "."
+	}
+	how := unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	for {
+		fd, err := unix.Openat2(r.fd, rel, &how)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+			// EAGAIN: a concurrent rename raced the resolution; try again.
+			continue
+		}
+		return fd, err
+	}
+}
+
+// dirCache keeps the last opened parent directory: entries are checked in path
+// order, so consecutive entries mostly share their parent.
+type dirCache struct {
+	root *Root
+	path string
+	fd   int
+	err  error
+}
+
+func (c *dirCache) get(hostDir string) (int, error) {
+	if c.fd >= 0 && c.path == hostDir {
+		return c.fd, nil
+	}
+	if c.err != nil && c.path == hostDir {
+		return -1, c.err
+	}
+	c.close()
+	c.path = hostDir
+	c.fd, c.err = c.root.openDir(hostDir)
+	if c.err != nil {
+		c.fd = -1
+	}
+	return c.fd, c.err
+}
+
+func (c *dirCache) close() {
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+	}
+	c.fd, c.err, c.path = -1, nil, ""
+}
