@@ -194,7 +194,9 @@ func orRemote(why string) string {
 // (decompressed), or the verification hash of a remote source, or why the
 // source cannot be verified without fetching it (it is never fetched).
 func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, err error) {
-	if r.Source == nil {
+	if r.Source == nil || *r.Source == "" {
+		// Ignition fetches nothing for an empty source ("" parses as a URL
+		// without a scheme): the file it writes is empty.
 		return []byte{}, nil, "", nil
 	}
 	src := *r.Source
