@@ -208,9 +208,8 @@ func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, e
 		if r.Verification.Hash == nil {
 			return nil, nil, fmt.Sprintf("remote %s source without verification.hash (never fetched)", u.Scheme), nil
 		}
-		if r.Compression != nil && *r.Compression != "" {
-			return nil, nil, fmt.Sprintf("remote %s source is %s-compressed; verification.hash covers the compressed bytes, not the file", u.Scheme, *r.Compression), nil
-		}
+		// With compression, the hash describes the decompressed file (Ignition
+		// verifies after decompressing): what the disk holds.
 		algo, sum, ok := strings.Cut(*r.Verification.Hash, "-")
 		if !ok {
 			return nil, nil, "", fmt.Errorf("invalid verification.hash %q", *r.Verification.Hash)
