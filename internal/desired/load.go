@@ -194,7 +194,7 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		}
 		cfg, rpt, err := parseIgnition(raw)
 		if err != nil {
-			return frag, reportError(file, rpt, err, true)
+			return frag, reportError(file, raw, rpt, err, true)
 		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
@@ -205,7 +205,7 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		if err != nil {
 			// Positions would point into the re-encoded spec.config, not into the
 			// file: report the config path only.
-			le := reportError(file, rpt, err, false)
+			le := reportError(file, mc.Spec.Config, rpt, err, false)
 			if le.Context != "" {
 				le.Context = "spec.config" + strings.TrimPrefix(le.Context, "$")
 			} else {
@@ -260,7 +260,9 @@ func asMachineConfig(raw []byte) (machineConfig, bool, error) {
 	return mc, true, nil
 }
 
-func reportError(file string, rpt report.Report, err error, positions bool) *LoadError {
+// reportError turns Ignition's report on raw into a LoadError; positions
+// says whether raw is the file itself, so that positions in it mean something.
+func reportError(file string, raw []byte, rpt report.Report, err error, positions bool) *LoadError {
 	le := &LoadError{File: file, Err: err}
 	for _, e := range rpt.Entries {
 		if !e.Kind.IsFatal() {
@@ -271,14 +273,40 @@ func reportError(file string, rpt report.Report, err error, positions bool) *Loa
 			le.Context = e.Context.String()
 		}
 		if positions && e.Marker.StartP != nil {
-			le.Line, le.Column = int(e.Marker.StartP.Line), int(e.Marker.StartP.Column)
+			p := e.Marker.StartP
+			le.Line, le.Column = int(p.Line), int(p.Column)
+			if le.Line == 0 && p.Index > 0 && p.Index <= int64(len(raw)) {
+				// Ignition cannot place a JSON syntax error on a line (it
+				// has no tree of a broken document) but keeps its offset.
+				le.Line, le.Column = lineColumn(raw, p.Index)
+			}
 		}
 		break
 	}
 	if errors.Is(err, ignerrors.ErrUnknownVersion) {
-		le.Err = fmt.Errorf("%w (supported: 3.0.0 to %s)", err, types.MaxVersion)
+		le.Err = fmt.Errorf("%w %q (supported: 3.0.0 to %s)", err, configVersion(raw), types.MaxVersion)
 	}
 	return le
+}
+
+// lineColumn converts the offset of a JSON syntax error (the bytes read up to
+// and including the offending one) into its 1-based line and column.
+func lineColumn(raw []byte, offset int64) (line, column int) {
+	before := raw[:offset-1]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	column = len(before) - bytes.LastIndexByte(before, '\n')
+	return line, column
+}
+
+// configVersion is the ignition.version a config declares, for messages.
+func configVersion(raw []byte) string {
+	var stub struct {
+		Ignition struct {
+			Version string `json:"version"`
+		} `json:"ignition"`
+	}
+	_ = json.Unmarshal(raw, &stub) // only called once Ignition has read the version
+	return stub.Ignition.Version
 }
 
 func warnings(rpt report.Report) []string {
@@ -306,7 +334,7 @@ func Merge(frags []Fragment) (types.Config, error) {
 		for i, f := range frags {
 			names[i] = f.File
 		}
-		le := reportError(strings.Join(names, ", "), rpt, ignerrors.ErrInvalid, false)
+		le := reportError(strings.Join(names, ", "), nil, rpt, ignerrors.ErrInvalid, false)
 		le.Err = fmt.Errorf("fragments conflict after merging: %w", le.Err)
 		return merged, le
 	}
