@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -324,6 +325,9 @@ func warnings(rpt report.Report) []string {
 // the result, so that entries from different fragments that conflict (one path
 // declared as a file and as a directory) are refused.
 func Merge(frags []Fragment) (types.Config, error) {
+	if err := typeConflicts(frags); err != nil {
+		return types.Config{}, err
+	}
 	var merged types.Config
 	merged.Ignition.Version = types.MaxVersion.String()
 	for _, f := range frags {
@@ -339,6 +343,45 @@ func Merge(frags []Fragment) (types.Config, error) {
 		return merged, le
 	}
 	return merged, nil
+}
+
+// typeConflicts refuses a path declared as one type of node (file, directory,
+// link) in a fragment and as another type in a later one. Ignition's merge
+// shares one key space for the three lists and would silently keep only the
+// later node: an admin's file would vanish from the checks because another
+// fragment happens to declare a directory there.
+func typeConflicts(frags []Fragment) error {
+	type decl struct{ what, file string }
+	seen := map[string]decl{}
+	for _, f := range frags {
+		check := func(what, list string, i int, p string) error {
+			p = path.Clean(p)
+			prev, ok := seen[p]
+			if ok && prev.what != what && prev.file != f.File {
+				return &LoadError{File: f.File, Context: fmt.Sprintf("$.storage.%s.%d", list, i),
+					Err: fmt.Errorf("%q is declared as a %s here and as a %s in %s", p, what, prev.what, prev.file)}
+			}
+			seen[p] = decl{what, f.File}
+			return nil
+		}
+		s := &f.Config.Storage
+		for i, n := range s.Files {
+			if err := check("file", "files", i, n.Path); err != nil {
+				return err
+			}
+		}
+		for i, n := range s.Directories {
+			if err := check("directory", "directories", i, n.Path); err != nil {
+				return err
+			}
+		}
+		for i, n := range s.Links {
+			if err := check("link", "links", i, n.Path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Load finds, parses and merges the desired configuration. See Fragments for
