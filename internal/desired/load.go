@@ -197,6 +197,9 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		if err != nil {
 			return frag, reportError(file, raw, rpt, err, true)
 		}
+		if ctx, err := undecodable(cfg); err != nil {
+			return frag, &LoadError{File: file, Context: ctx, Err: err}
+		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
 		return frag, nil
@@ -214,6 +217,9 @@ func Parse(file string, raw []byte) (Fragment, error) {
 			}
 			return frag, le
 		}
+		if ctx, err := undecodable(cfg); err != nil {
+			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
+		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
 	} else {
@@ -223,6 +229,18 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, types.KernelArgument(a))
 	}
 	return frag, nil
+}
+
+// undecodable finds file contents that Ignition's validation accepts but that
+// cannot be decoded (a gzip data URL that is not gzip): Derive would fail on
+// them after merging, when the file that declared them is no longer known.
+func undecodable(cfg types.Config) (context string, err error) {
+	for i, f := range cfg.Storage.Files {
+		if _, err := fileContent(f); err != nil {
+			return fmt.Sprintf("$.storage.files.%d", i), err
+		}
+	}
+	return "", nil
 }
 
 // parseIgnition accepts the specs this tool supports: 3.0.0 up to the newest
