@@ -120,7 +120,10 @@ func node(k Kind, n types.Node, acct Accounts) Entry {
 		if gid, ok := acct.LookupGroup(*n.Group.Name); ok {
 			e.GID = &gid
 		} else {
-			e.OwnerProblem = fmt.Sprintf("group %q does not exist in the target's group file", *n.Group.Name)
+			if e.OwnerProblem != "" {
+				e.OwnerProblem += "; " // both unknown: report both
+			}
+			e.OwnerProblem += fmt.Sprintf("group %q does not exist in the target's group file", *n.Group.Name)
 		}
 	default:
 		g := 0
