@@ -225,8 +225,11 @@ func Parse(file string, raw []byte) (Fragment, error) {
 	} else {
 		frag.Config.Ignition.Version = types.MaxVersion.String()
 	}
-	for _, a := range mc.Spec.KernelArguments {
-		frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, types.KernelArgument(a))
+	for _, s := range mc.Spec.KernelArguments {
+		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
+		for _, a := range splitKernelArguments(s) {
+			frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, types.KernelArgument(a))
+		}
 	}
 	return frag, nil
 }
@@ -241,6 +244,33 @@ func undecodable(cfg types.Config) (context string, err error) {
 		}
 	}
 	return "", nil
+}
+
+// splitKernelArguments splits a string into kernel arguments as the kernel's
+// next_arg does: on white space outside double quotes, which are kept.
+func splitKernelArguments(s string) []string {
+	var args []string
+	start, quoted := -1, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !quoted && strings.IndexByte(" \t\n\v\f\r", c) >= 0 {
+			if start >= 0 {
+				args = append(args, s[start:i])
+				start = -1
+			}
+			continue
+		}
+		if c == '"' {
+			quoted = !quoted
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		args = append(args, s[start:])
+	}
+	return args
 }
 
 // parseIgnition accepts the specs this tool supports: 3.0.0 up to the newest
