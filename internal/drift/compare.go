@@ -254,7 +254,7 @@ func SplitCmdline(s string) []string {
 			quoted = !quoted
 			cur.WriteRune(r)
 			in = true
-		case !quoted && (r == ' ' || r == '\t' || r == '\n'):
+		case !quoted && strings.ContainsRune(" \t\n\v\f\r", r): // the kernel's isspace
 			if in {
 				args = append(args, cur.String())
 				cur.Reset()
