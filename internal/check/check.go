@@ -59,7 +59,9 @@ func (r *Result) Clean() bool { return len(r.Drift) == 0 }
 // worker's observer keeps open.
 const chunk = 64
 
-// All checks every entry.
+// All checks every entry. When ctx is done before every entry was checked,
+// the result is partial (unchecked entries show no drift): callers must look
+// at ctx.Err() before trusting it.
 func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	res := Result{Checked: len(entries)}
 	perEntry := make([][]drift.Drift, len(entries))

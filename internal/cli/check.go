@@ -85,7 +85,12 @@ func runFullCheck(ctx context.Context, root string, configs []string) (checkResu
 	if isLiveRoot(root) {
 		c.Cmdline = check.ProcCmdline
 	}
-	return checkResult{Result: c.All(ctx, state.Entries), Files: state.Files}, nil
+	res := c.All(ctx, state.Entries)
+	if err := ctx.Err(); err != nil {
+		// All stopped early: what it found is not the machine's state.
+		return checkResult{}, fmt.Errorf("check interrupted: %w", err)
+	}
+	return checkResult{Result: res, Files: state.Files}, nil
 }
 
 // isLiveRoot reports whether root is the running host's /, whose kernel
