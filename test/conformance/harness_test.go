@@ -1,0 +1,530 @@
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// ignitionBinary is where Debian's ignition package installs Ignition.
+const ignitionBinary = "/usr/lib/dracut/modules.d/30ignition/ignition"
+
+// Deadlines for the processes the harness runs; generous, each run takes
+// well under a second.
+const (
+	ignitionTimeout = time.Minute
+	checkTimeout    = time.Minute
+)
+
+// binary is the drift-monitor built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "drift-monitor-conformance-bin-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "drift-monitor")
+	if err := buildBinary(binary); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// buildBinary builds ./cmd/drift-monitor of the enclosing module into out.
+func buildBinary(out string) error {
+	mod, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/drift-monitor")
+	cmd.Dir = mod
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building drift-monitor in %s: %v\n%s", mod, err, b)
+	}
+	return nil
+}
+
+// moduleRoot walks up from the working directory to the directory holding go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// requireTier skips (or, with CI=true, fails) a test where the tier cannot run.
+func requireTier(t *testing.T) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root (Ignition chowns files to their declared owners)")
+	}
+	if _, err := os.Stat(ignitionBinary); err != nil {
+		missing = append(missing, "Ignition at "+ignitionBinary+" (apt-get install ignition)")
+	}
+	if _, err := exec.LookPath("systemctl"); err != nil {
+		missing = append(missing, "systemctl on PATH (apt-get install systemd)")
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := "the conformance tier needs " + strings.Join(missing, " and ")
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// account is a user (with a same-named primary group) added to the root's
+// copies of the host's account databases, as an image would ship it.
+type account struct {
+	name string
+	id   int
+}
+
+// accounts exist before Ignition runs; Ignition adds others it is told about
+// (with useradd --root).
+var accounts = []account{{"core", 1000}, {"alice", 1001}}
+
+// applyIgnition provisions a fresh root with cfgJSON the way a first boot
+// does: Ignition's fetch-offline and files stages, then systemctl preset for
+// every unit the config declares `enabled` for. It returns the root.
+func applyIgnition(t *testing.T, cfgJSON []byte) string {
+	t.Helper()
+	root, log, err := runIgnition(t, cfgJSON)
+	if err != nil {
+		t.Fatalf("%v\nconfig:\n%s\nIgnition's log:\n%s", err, cfgJSON, log)
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if strings.HasPrefix(line, "WARNING") {
+			t.Logf("Ignition: %s", line)
+		}
+	}
+	if units := presetUnits(t, cfgJSON); len(units) > 0 {
+		systemctl(t, root, append([]string{"preset"}, units...)...)
+	}
+	return root
+}
+
+// runIgnition runs Ignition's fetch-offline and files stages for cfgJSON on
+// a fresh root, and returns the root and Ignition's log.
+func runIgnition(t *testing.T, cfgJSON []byte) (root, log string, err error) {
+	t.Helper()
+	// Not t.TempDir: its directories are 0700 and Ignition writes SSH keys as
+	// the user, who must be able to reach the root's /home.
+	dir, err := os.MkdirTemp("", "drift-monitor-conformance-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+	})
+	root = filepath.Join(dir, "root")
+	run := filepath.Join(dir, "run")
+	bin := filepath.Join(dir, "bin")
+	for _, d := range []string{root, run, bin, filepath.Join(root, "etc", "selinux")} {
+		mustMkdir(t, d, 0o755)
+	}
+	for _, d := range []string{dir, root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
+	writeAccounts(t, root)
+	// Ignition relabels with setfiles at the end of the files stage; without
+	// SELinux a stub that swallows the list of paths is enough.
+	mustWrite(t, filepath.Join(bin, "setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n", 0o755)
+	cfgPath := filepath.Join(dir, "ignition.ign")
+	mustWrite(t, cfgPath, string(cfgJSON), 0o600)
+
+	env := append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"IGNITION_CONFIG_FILE="+cfgPath)
+	common := []string{"-platform", "file", "-root", root,
+		"-config-cache", filepath.Join(run, "cache.json"),
+		"-state-file", filepath.Join(run, "state"), "-log-to-stdout"}
+	stages := [][]string{
+		{"-stage", "fetch-offline", "-neednet", filepath.Join(run, "neednet")},
+		{"-stage", "files"},
+	}
+	var out bytes.Buffer
+	for _, stage := range stages {
+		ctx, cancel := context.WithTimeout(t.Context(), ignitionTimeout)
+		cmd := exec.CommandContext(ctx, ignitionBinary, append(stage, common...)...)
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err = cmd.Run()
+		cancel()
+		if err != nil {
+			return root, ignitionLog(out.String()), fmt.Errorf("running Ignition's %s stage: %w", stage[1], err)
+		}
+	}
+	return root, ignitionLog(out.String()), nil
+}
+
+// ignitionLog drops the noise of a machine without journald.
+func ignitionLog(s string) string {
+	var keep []string
+	for _, line := range strings.Split(s, "\n") {
+		if !strings.Contains(line, "failed to log systemd journal entry") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// presetUnits lists the units a config declares `enabled` for: Ignition only
+// writes them into a preset file, and first boot applies it.
+func presetUnits(t *testing.T, cfgJSON []byte) []string {
+	t.Helper()
+	var cfg struct {
+		Systemd struct {
+			Units []struct {
+				Name    string `json:"name"`
+				Enabled *bool  `json:"enabled"`
+			} `json:"units"`
+		} `json:"systemd"`
+	}
+	if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+		t.Fatalf("reading units of the config: %v", err)
+	}
+	var units []string
+	for _, u := range cfg.Systemd.Units {
+		if u.Enabled != nil {
+			units = append(units, u.Name)
+		}
+	}
+	return units
+}
+
+// writeAccounts copies the host's passwd, group and shadow into root, minus
+// anything that collides with the test accounts, plus the test accounts and
+// their home directories.
+func writeAccounts(t *testing.T, root string) {
+	t.Helper()
+	names := map[string]bool{}
+	ids := map[string]bool{}
+	for _, a := range accounts {
+		names[a.name] = true
+		ids[fmt.Sprint(a.id)] = true
+	}
+	collides := func(line string) bool {
+		f := strings.Split(line, ":")
+		return names[f[0]] || (len(f) > 2 && ids[f[2]])
+	}
+	dropped := map[string]bool{}
+	filter := func(file string, add func(a account) string) {
+		b, err := os.ReadFile(filepath.Join("/etc", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+			name, _, _ := strings.Cut(line, ":")
+			drop := collides(line)
+			if file == "shadow" { // no ids: follow what passwd dropped
+				drop = names[name] || dropped[name]
+			}
+			if drop {
+				if file == "passwd" {
+					dropped[name] = true
+				}
+				continue
+			}
+			out.WriteString(line + "\n")
+		}
+		for _, a := range accounts {
+			out.WriteString(add(a) + "\n")
+		}
+		mustWrite(t, filepath.Join(root, "etc", file), out.String(), 0o644)
+	}
+	filter("passwd", func(a account) string {
+		return fmt.Sprintf("%s:x:%d:%d::/home/%s:/bin/bash", a.name, a.id, a.id, a.name)
+	})
+	filter("group", func(a account) string { return fmt.Sprintf("%s:x:%d:", a.name, a.id) })
+	filter("shadow", func(a account) string { return a.name + ":!:19000:0:99999:7:::" })
+	if err := os.Chmod(filepath.Join(root, "etc/shadow"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	// Homes as useradd --create-home leaves them on Fedora CoreOS: 0700, the user's.
+	mustMkdir(t, filepath.Join(root, "home"), 0o755)
+	for _, a := range accounts {
+		home := filepath.Join(root, "home", a.name)
+		mustMkdir(t, home, 0o700)
+		if err := os.Chown(home, a.id, a.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Report is what `drift-monitor check --format json` prints.
+type Report struct {
+	Root    string `json:"root"`
+	Clean   bool   `json:"clean"`
+	Checked int    `json:"checked"`
+	Drift   []Item `json:"drift"`
+	Notices []Item `json:"notices"`
+}
+
+// Item is one drift or notice.
+type Item struct {
+	Kind    string          `json:"kind"`
+	Entry   string          `json:"entry"`
+	Path    string          `json:"path"`
+	Unit    string          `json:"unit"`
+	User    string          `json:"user"`
+	Message string          `json:"message"`
+	Diff    json.RawMessage `json:"diff"`
+	Want    json.RawMessage `json:"want"`
+	Got     json.RawMessage `json:"got"`
+}
+
+// key is what identifies a reported item in the tests' expectations.
+type key struct {
+	Kind, Entry, Path, Unit, User string
+}
+
+func (it Item) key() key { return key{it.Kind, it.Entry, it.Path, it.Unit, it.User} }
+
+// keys returns the items' keys, sorted.
+func keys(items []Item) []key {
+	ks := make([]key, 0, len(items))
+	for _, it := range items {
+		ks = append(ks, it.key())
+	}
+	sortKeys(ks)
+	return ks
+}
+
+func sortKeys(ks []key) {
+	slices.SortFunc(ks, func(a, b key) int {
+		return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+	})
+}
+
+// unitEntries are the entries that carry a "unit".
+var unitEntries = map[string]bool{"unit": true, "dropin": true, "mask": true, "unmask": true, "enablement": true}
+
+// result is one run of the binary.
+type result struct {
+	exit           int
+	stdout, stderr string
+}
+
+// runBinary runs drift-monitor with args; it fails the test only if the
+// binary could not be run at all.
+func runBinary(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), checkTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr) && exitErr.Exited():
+	default:
+		t.Fatalf("running drift-monitor %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return result{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+}
+
+// check runs `drift-monitor check --root ROOT --config CFG --format json` and
+// returns its exit status and report. It fails the test on anything the
+// contract rules out whatever the case: an exit status other than 0 or 1,
+// output that is not one JSON object, a status that disagrees with the report,
+// items without their contract fields, and paths that carry the root.
+func check(t *testing.T, root, cfgFile string, extra ...string) (int, Report) {
+	t.Helper()
+	args := append([]string{"check", "--root", root, "--config", cfgFile, "--format", "json"}, extra...)
+	r := runBinary(t, args...)
+	if r.exit != 0 && r.exit != 1 {
+		t.Fatalf("drift-monitor %s: exit %d, want 0 or 1\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), r.exit, r.stderr, r.stdout)
+	}
+	var rep Report
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("check output is not a JSON report: %v\nstdout:\n%s", err, r.stdout)
+	}
+	if err := dec.Decode(&json.RawMessage{}); err != io.EOF {
+		t.Fatalf("check printed more than one JSON object (next: %v)\nstdout:\n%s", err, r.stdout)
+	}
+	if rep.Root != root {
+		t.Errorf("report root = %q, want the --root given, %q", rep.Root, root)
+	}
+	if rep.Clean != (r.exit == 0) || rep.Clean != (len(rep.Drift) == 0) {
+		t.Errorf("exit %d, clean %v and %d drift items disagree", r.exit, rep.Clean, len(rep.Drift))
+	}
+	for _, it := range append(slices.Clone(rep.Drift), rep.Notices...) {
+		if err := itemProblem(it, root); err != nil {
+			t.Errorf("item %+v: %v", it.key(), err)
+		}
+	}
+	assertNoRoot(t, "JSON output (outside its \"root\" field)", stripRootField(t, r.stdout), root)
+	if r.stderr != "" {
+		t.Logf("check stderr:\n%s", r.stderr)
+	}
+	return r.exit, rep
+}
+
+// itemProblem reports what an item lacks of the contract.
+func itemProblem(it Item, root string) error {
+	switch {
+	case it.Kind == "" || it.Entry == "" || it.Message == "":
+		return errors.New("kind, entry and message are required")
+	case !filepath.IsAbs(it.Path):
+		return fmt.Errorf("path %q is not an absolute host path", it.Path)
+	case strings.HasPrefix(it.Path, root):
+		return fmt.Errorf("path %q carries the --root", it.Path)
+	case unitEntries[it.Entry] != (it.Unit != ""):
+		return fmt.Errorf("unit %q: want a unit exactly for unit-related entries", it.Unit)
+	case (it.Entry == "sshkeys") != (it.User != ""):
+		return fmt.Errorf("user %q: want a user exactly for sshkeys entries", it.User)
+	}
+	return nil
+}
+
+// stripRootField removes the report's top-level "root" — the one place the
+// --root may appear — and returns the rest, re-encoded.
+func stripRootField(t *testing.T, stdout string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &m); err != nil {
+		t.Fatalf("check output is not a JSON object: %v", err)
+	}
+	delete(m, "root")
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// assertNoRoot fails if out mentions the temporary root.
+func assertNoRoot(t *testing.T, what, out, root string) {
+	t.Helper()
+	if strings.Contains(out, root) {
+		t.Errorf("%s mentions the temporary root %s; paths must be host paths:\n%s", what, root, out)
+	}
+}
+
+// wantDrift asserts exit status 1 and exactly the drifts want.
+func wantDrift(t *testing.T, root string, exit int, rep Report, want []key) {
+	t.Helper()
+	sortKeys(want)
+	if diff := cmp.Diff(want, keys(rep.Drift)); diff != "" {
+		t.Errorf("drift (-want +got):\n%s\nreport:\n%s\nroot:\n%s", diff, pretty(rep), describeTree(root))
+	}
+	if exit != 1 {
+		t.Errorf("exit %d, want 1", exit)
+	}
+}
+
+// wantClean asserts exit status 0 and no drift.
+func wantClean(t *testing.T, root string, exit int, rep Report) {
+	t.Helper()
+	if exit != 0 || len(rep.Drift) != 0 {
+		t.Errorf("exit %d with drift %v, want exit 0 and no drift\nreport:\n%s\nroot:\n%s", exit, keys(rep.Drift), pretty(rep), describeTree(root))
+	}
+	if rep.Checked == 0 {
+		t.Errorf("checked 0 entries; the config declares some")
+	}
+}
+
+func pretty(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// describeTree lists root the way `ls -ln` would, for failure messages.
+func describeTree(root string) string {
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", p, err)
+			return nil
+		}
+		rel := "/" + strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", rel, err)
+			return nil
+		}
+		line := fmt.Sprintf("%07o %4d:%-4d %6d ino=%d %s", st.Mode, st.Uid, st.Gid, st.Size, st.Ino, rel)
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(p)
+			line += " -> " + target
+		}
+		b.WriteString(line + "\n")
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(&b, "walking: %v\n", err)
+	}
+	return b.String()
+}
+
+// systemctl runs `systemctl --root=ROOT ARGS...`.
+func systemctl(t *testing.T, root string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), checkTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "systemctl", append([]string{"--root=" + root}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("systemctl --root %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func mustMkdir(t *testing.T, p string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWrite(t *testing.T, p, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
