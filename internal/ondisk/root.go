@@ -75,6 +75,10 @@ func (r *Root) openDir(hostDir string) (int, error) {
 	}
 }
 
+// OpenDir opens a host directory inside the root as an O_PATH descriptor
+// (for inotify, through /proc/self/fd). The caller closes it.
+func (r *Root) OpenDir(hostDir string) (int, error) { return r.openDir(hostDir) }
+
 // dirCache keeps the last opened parent directory: entries are checked in path
 // order, so consecutive entries mostly share their parent.
 type dirCache struct {
