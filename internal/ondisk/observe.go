@@ -381,6 +381,9 @@ func differs(dfd int, name string) ContentResult {
 	}
 	if r.GotSize <= DiffLimit {
 		r.Got = head.Bytes()
+		if r.Got == nil {
+			r.Got = []byte{} // an empty file is still text to diff against
+		}
 	}
 	r.GotDigest = hex.EncodeToString(h.Sum(nil))
 	return r
