@@ -1,0 +1,421 @@
+package desired
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// cmpEntries compares entries without Content's cached digest.
+var cmpEntries = cmpopts.IgnoreUnexported(Content{})
+
+type emptyAccounts struct{}
+
+func (emptyAccounts) LookupUser(string) (User, bool) { return User{}, false }
+func (emptyAccounts) LookupGroup(string) (int, bool) { return 0, false }
+
+// fixtureAccounts reads testdata/root: alice and wheel in /etc, core and adm
+// in /usr/lib (nss-altfiles), shadowed in both (the /etc entry wins).
+func fixtureAccounts(t *testing.T) *RootAccounts {
+	t.Helper()
+	a, err := ReadAccounts("testdata/root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestReadAccounts(t *testing.T) {
+	a := fixtureAccounts(t)
+	users := []struct {
+		name string
+		want User
+		ok   bool
+	}{
+		{"root", User{Name: "root", UID: 0, GID: 0, Home: "/root"}, true},
+		{"alice", User{Name: "alice", UID: 1000, GID: 1000, Home: "/home/alice"}, true},
+		{"core", User{Name: "core", UID: 1001, GID: 1001, Home: "/var/home/core"}, true},
+		{"shadowed", User{Name: "shadowed", UID: 1500, GID: 1500, Home: "/home/shadowed-etc"}, true},
+		{"broken", User{}, false}, // its uid is not a number
+		{"nobody", User{}, false},
+		{"# a comment", User{}, false},
+	}
+	for _, u := range users {
+		got, ok := a.LookupUser(u.name)
+		if ok != u.ok || got != u.want {
+			t.Errorf("LookupUser(%q) = %+v, %v; want %+v, %v", u.name, got, ok, u.want, u.ok)
+		}
+	}
+	groups := []struct {
+		name string
+		want int
+		ok   bool
+	}{
+		{"root", 0, true}, {"wheel", 10, true}, {"adm", 4, true}, {"core", 1001, true}, {"shadowed", 1500, true}, {"nogroup", 0, false},
+	}
+	for _, g := range groups {
+		got, ok := a.LookupGroup(g.name)
+		if ok != g.ok || got != g.want {
+			t.Errorf("LookupGroup(%q) = %d, %v; want %d, %v", g.name, got, ok, g.want, g.ok)
+		}
+	}
+
+	t.Run("no account files", func(t *testing.T) {
+		a, err := ReadAccounts(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := a.LookupUser("root"); ok {
+			t.Error("found root in an empty root")
+		}
+	})
+	t.Run("unreadable account file", func(t *testing.T) {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "etc/passwd"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadAccounts(root); err == nil {
+			t.Error("ReadAccounts with a directory as etc/passwd succeeded")
+		}
+	})
+}
+
+// config wraps the storage, systemd and passwd sections of a 3.5.0 config.
+func config(body string) string {
+	return `{"ignition":{"version":"3.5.0"},` + body + `}`
+}
+
+func derive(t *testing.T, acct Accounts, raw string) []Entry {
+	t.Helper()
+	frag, err := Parse("test.ign", []byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Derive(frag.Config, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Entries
+}
+
+const (
+	sha512OfBase = "9225b916768c9d224ca68a3c74052617df0f59f85647fdd88e2b130d29a60bb8b66a94b0a10812c7ef2b94326eeb71f73e309f76e16f5110bc4472b706c11731"
+	sha256OfBase = "cae662172fd450bb0cd710a769079c05bfc5d8e35efa6576edc7d0377afdd4a2"
+)
+
+func TestDerive(t *testing.T) {
+	root, mode644, mode755 := ptr(0), ptr[uint32](0o644), ptr[uint32](0o755)
+	file := func(p string) Entry {
+		return Entry{Kind: KindFile, Path: p, Type: TypeRegular, Mode: mode644, UID: root, GID: root}
+	}
+	withContent := func(e Entry, c *Content) Entry { e.Content = c; return e }
+
+	tests := []struct {
+		name string
+		cfg  string
+		want []Entry
+	}{
+		{
+			name: "file defaults",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a"}]}`),
+			want: []Entry{file("/etc/a")},
+		},
+		{
+			name: "directory defaults",
+			cfg:  config(`"storage":{"directories":[{"path":"/var/lib/x"}]}`),
+			want: []Entry{{Kind: KindDirectory, Path: "/var/lib/x", Type: TypeDirectory, Mode: mode755, UID: root, GID: root}},
+		},
+		{
+			name: "modes with setuid, setgid and sticky",
+			cfg: config(`"storage":{"files":[{"path":"/usr/local/bin/su","mode":3565}],
+				"directories":[{"path":"/srv/shared","mode":1023},{"path":"/srv/group","mode":1533}]}`),
+			want: []Entry{
+				{Kind: KindDirectory, Path: "/srv/group", Type: TypeDirectory, Mode: ptr[uint32](0o2775), UID: root, GID: root},
+				{Kind: KindDirectory, Path: "/srv/shared", Type: TypeDirectory, Mode: ptr[uint32](0o1777), UID: root, GID: root},
+				{Kind: KindFile, Path: "/usr/local/bin/su", Type: TypeRegular, Mode: ptr[uint32](0o6755), UID: root, GID: root},
+			},
+		},
+		{
+			name: "owner and group by id",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"id":1234},"group":{"id":4321}}]}`),
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644, UID: ptr(1234), GID: ptr(4321)}},
+		},
+		{
+			name: "owner and group by name in /etc",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"alice"},"group":{"name":"wheel"}}]}`),
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644, UID: ptr(1000), GID: ptr(10)}},
+		},
+		{
+			name: "owner and group by name in /usr/lib (nss-altfiles)",
+			cfg:  config(`"storage":{"directories":[{"path":"/var/home/core/x","user":{"name":"core"},"group":{"name":"adm"}}]}`),
+			want: []Entry{{Kind: KindDirectory, Path: "/var/home/core/x", Type: TypeDirectory, Mode: mode755, UID: ptr(1001), GID: ptr(4)}},
+		},
+		{
+			name: "/etc/passwd wins over /usr/lib/passwd",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"shadowed"},"group":{"name":"shadowed"}}]}`),
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644, UID: ptr(1500), GID: ptr(1500)}},
+		},
+		{
+			name: "unknown user",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"mallory"}}]}`),
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644, GID: root,
+				OwnerProblem: `user "mallory" does not exist in the target's passwd`}},
+		},
+		{
+			name: "unknown user and group",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"mallory"},"group":{"name":"evil"}}]}`),
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644,
+				OwnerProblem: `user "mallory" does not exist in the target's passwd; group "evil" does not exist in the target's group file`}},
+		},
+		{
+			name: "data URL, plain",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,hello%20world%0A"}}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte("hello world\n")})},
+		},
+		{
+			name: "data URL, base64",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:text/plain;charset=utf-8;base64,aGVsbG8="}}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte("hello")})},
+		},
+		{
+			name: "data URL, gzip",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"compression":"gzip","source":"data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA=="}}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte("hello gzip\n")})},
+		},
+		{
+			name: "empty data URL",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,"}}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte{}})},
+		},
+		{
+			name: "contents and append fragments",
+			cfg: config(`"storage":{"files":[{"path":"/etc/a","overwrite":true,"contents":{"source":"data:,base%0A"},
+				"append":[{"source":"data:,one%0A"},{"source":"data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA==","compression":"gzip"}]}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte("base\none\nhello gzip\n")})},
+		},
+		{
+			name: "append fragments to whatever is there",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","append":[{"source":"data:,one%0A"},{"source":"data:,two%0A"}]}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Suffix: []byte("one\ntwo\n")})},
+		},
+		{
+			name: "no source and no overwrite declares no content",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","mode":384}]}`),
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: ptr[uint32](0o600), UID: root, GID: root}},
+		},
+		{
+			name: "empty source is an empty file",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","overwrite":true,"contents":{"source":""}}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte{}})},
+		},
+		{
+			name: "remote source with a sha512 verification hash",
+			cfg: config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"https://example.com/a",
+				"verification":{"hash":"sha512-` + strings.ToUpper(sha512OfBase) + `"}}}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Hash: &Hash{Algorithm: "sha512", Hex: sha512OfBase}})},
+		},
+		{
+			name: "remote source with a sha256 hash, then an append",
+			cfg: config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"s3://bucket/a",
+				"verification":{"hash":"sha256-` + sha256OfBase + `"}},"append":[{"source":"data:,tail"}]}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Hash: &Hash{Algorithm: "sha256", Hex: sha256OfBase}, Suffix: []byte("tail")})},
+		},
+		{
+			name: "compressed remote source: the hash describes the decompressed file",
+			cfg: config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"https://example.com/a.gz","compression":"gzip",
+				"verification":{"hash":"sha256-` + sha256OfBase + `"}}}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Hash: &Hash{Algorithm: "sha256", Hex: sha256OfBase}})},
+		},
+		{
+			name: "remote source without a hash",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"https://example.com/a"}}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Unverifiable: "remote https source without verification.hash (never fetched)"})},
+		},
+		{
+			name: "remote append after a data URL",
+			cfg: config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,x"},
+				"append":[{"source":"https://example.com/tail","verification":{"hash":"sha256-` + sha256OfBase + `"}}]}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Unverifiable: "append 0: remote source: its length is unknown, so the content after it cannot be located"})},
+		},
+		{
+			name: "symbolic links: target as written, owner only when declared",
+			cfg: config(`"storage":{"links":[{"path":"/etc/rel","target":"../usr/share/x"},
+				{"path":"/etc/owned","target":"/x","user":{"id":5},"group":{"name":"wheel"}}]}`),
+			want: []Entry{
+				{Kind: KindLink, Path: "/etc/owned", Type: TypeSymlink, Target: "/x", UID: ptr(5), GID: ptr(10)},
+				{Kind: KindLink, Path: "/etc/rel", Type: TypeSymlink, Target: "../usr/share/x"},
+			},
+		},
+		{
+			name: "hard link",
+			cfg: config(`"storage":{"files":[{"path":"/etc/target"}],
+				"links":[{"path":"/etc/hard","target":"/etc/target","hard":true}]}`),
+			want: []Entry{
+				{Kind: KindHardLink, Path: "/etc/hard", Type: TypeHardLink, Target: "/etc/target"},
+				file("/etc/target"),
+			},
+		},
+		{
+			name: "unit with contents, drop-ins and enablement",
+			cfg: config(`"systemd":{"units":[{"name":"app.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n",
+				"dropins":[{"name":"10-env.conf","contents":"[Service]\nEnvironment=A=1\n"},{"name":"20-empty.conf"}]}]}`),
+			want: []Entry{
+				{Kind: KindUnit, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: TypeRegular,
+					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte("[Service]\nExecStart=/bin/true\n")}},
+				{Kind: KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: TypeNone, Enabled: ptr(true)},
+				{Kind: KindDropin, Path: "/etc/systemd/system/app.service.d/10-env.conf", Unit: "app.service", Type: TypeRegular,
+					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte("[Service]\nEnvironment=A=1\n")}},
+			},
+		},
+		{
+			name: "drop-in for a unit the config does not write",
+			cfg:  config(`"systemd":{"units":[{"name":"sshd.service","dropins":[{"name":"x.conf","contents":""}]}]}`),
+			want: []Entry{
+				{Kind: KindDropin, Path: "/etc/systemd/system/sshd.service.d/x.conf", Unit: "sshd.service", Type: TypeRegular,
+					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte{}}},
+			},
+		},
+		{
+			name: "masked unit: no enablement",
+			cfg:  config(`"systemd":{"units":[{"name":"bad.service","mask":true,"enabled":false}]}`),
+			want: []Entry{{Kind: KindMask, Path: "/etc/systemd/system/bad.service", Unit: "bad.service", Type: TypeSymlink, Target: "/dev/null"}},
+		},
+		{
+			name: "mask false: unmasked, and disabled",
+			cfg:  config(`"systemd":{"units":[{"name":"x.service","mask":false,"enabled":false}]}`),
+			want: []Entry{
+				{Kind: KindUnmask, Path: "/etc/systemd/system/x.service", Unit: "x.service", Type: TypeNotMasked},
+				{Kind: KindEnablement, Path: "/etc/systemd/system/x.service", Unit: "x.service", Type: TypeNone, Enabled: ptr(false)},
+			},
+		},
+		{
+			name: "enablement only",
+			cfg:  config(`"systemd":{"units":[{"name":"chronyd.service","enabled":true}]}`),
+			want: []Entry{{Kind: KindEnablement, Path: "/etc/systemd/system/chronyd.service", Unit: "chronyd.service", Type: TypeNone, Enabled: ptr(true)}},
+		},
+		{
+			name: "SSH keys of a user in /etc/passwd",
+			cfg:  config(`"passwd":{"users":[{"name":"alice","sshAuthorizedKeys":["ssh-ed25519 AAAA one","ssh-rsa BBBB two"]},{"name":"nokeys"}]}`),
+			want: []Entry{{Kind: KindSSHKeys, Path: "/home/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: TypeRegular,
+				Mode: ptr[uint32](0o600), UID: ptr(1000), GID: ptr(1000),
+				Content: &Content{Exact: []byte("ssh-ed25519 AAAA one\nssh-rsa BBBB two\n")}}},
+		},
+		{
+			name: "SSH keys of core from /usr/lib/passwd, already newline-terminated",
+			cfg:  config(`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA core\n"]}]}`),
+			want: []Entry{{Kind: KindSSHKeys, Path: "/var/home/core/.ssh/authorized_keys.d/ignition", User: "core", Type: TypeRegular,
+				Mode: ptr[uint32](0o600), UID: ptr(1001), GID: ptr(1001), Content: &Content{Exact: []byte("ssh-ed25519 AAAA core\n")}}},
+		},
+		{
+			name: "SSH keys with homeDir in the config",
+			cfg:  config(`"passwd":{"users":[{"name":"alice","homeDir":"/srv/alice","sshAuthorizedKeys":["k"]}]}`),
+			want: []Entry{{Kind: KindSSHKeys, Path: "/srv/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: TypeRegular,
+				Mode: ptr[uint32](0o600), UID: ptr(1000), GID: ptr(1000), Content: &Content{Exact: []byte("k\n")}}},
+		},
+		{
+			name: "SSH keys of a user the target does not know",
+			cfg:  config(`"passwd":{"users":[{"name":"bob","sshAuthorizedKeys":["k"]}]}`),
+			want: []Entry{{Kind: KindSSHKeys, Path: "/home/bob/.ssh/authorized_keys.d/ignition", User: "bob", Type: TypeRegular,
+				Mode: ptr[uint32](0o600), OwnerProblem: `user "bob" does not exist in the target's passwd`,
+				Content: &Content{Exact: []byte("k\n")}}},
+		},
+		{
+			name: "kernel arguments",
+			cfg:  config(`"kernelArguments":{"shouldExist":["nosmt","foo=\"a b\""],"shouldNotExist":["quiet"]}`),
+			want: []Entry{
+				{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: "nosmt", ArgPresent: true},
+				{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: `foo="a b"`, ArgPresent: true},
+				{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: "quiet"},
+			},
+		},
+		{
+			name: "entries sorted by path",
+			cfg: config(`"storage":{"files":[{"path":"/z"},{"path":"/a/b"}],"directories":[{"path":"/m"}]},
+				"systemd":{"units":[{"name":"a.service","enabled":true}]}`),
+			want: []Entry{
+				file("/a/b"),
+				{Kind: KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service", Type: TypeNone, Enabled: ptr(true)},
+				{Kind: KindDirectory, Path: "/m", Type: TypeDirectory, Mode: mode755, UID: root, GID: root},
+				file("/z"),
+			},
+		},
+	}
+	acct := fixtureAccounts(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := derive(t, acct, tt.cfg)
+			if diff := cmp.Diff(tt.want, got, cmpEntries); diff != "" {
+				t.Errorf("Derive (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDeriveOverwriteWithoutSource: every spec refuses overwrite: true
+// without a source (see TestParseErrors), but Derive is pure and may be given
+// any config: Ignition would truncate, so the file must be empty.
+func TestDeriveOverwriteWithoutSource(t *testing.T) {
+	var cfg types.Config
+	cfg.Storage.Files = []types.File{
+		{Node: types.Node{Path: "/etc/empty", Overwrite: ptr(true)}},
+		{Node: types.Node{Path: "/etc/appended", Overwrite: ptr(true)},
+			FileEmbedded1: types.FileEmbedded1{Append: []types.Resource{{Source: ptr("data:,x")}}}},
+	}
+	st, err := Derive(cfg, emptyAccounts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{
+		{Kind: KindFile, Path: "/etc/appended", Type: TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0), Content: &Content{Exact: []byte("x")}},
+		{Kind: KindFile, Path: "/etc/empty", Type: TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0), Content: &Content{Exact: []byte{}}},
+	}
+	if diff := cmp.Diff(want, st.Entries, cmpEntries); diff != "" {
+		t.Errorf("Derive (-want +got):\n%s", diff)
+	}
+	if st.Entries[1].Content.Exact == nil {
+		t.Error("overwrite without source: Exact is nil (no content declared), want empty")
+	}
+}
+
+func TestEntryHelpers(t *testing.T) {
+	secret := []struct {
+		mode *uint32
+		want bool
+	}{{nil, true}, {ptr[uint32](0o600), true}, {ptr[uint32](0o640), true}, {ptr[uint32](0o644), false}, {ptr[uint32](0o604), false}}
+	for _, s := range secret {
+		e := Entry{Mode: s.mode}
+		if got := e.Secret(); got != s.want {
+			t.Errorf("Secret() with mode %v = %v, want %v", s.mode, got, s.want)
+		}
+	}
+	ids := map[string]Entry{
+		"file:/etc/a":                {Kind: KindFile, Path: "/etc/a"},
+		"enablement:a.service":       {Kind: KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service"},
+		"kernel-argument:nosmt":      {Kind: KindKernelArg, Path: "/proc/cmdline", Arg: "nosmt"},
+		"unit:/etc/systemd/system/x": {Kind: KindUnit, Path: "/etc/systemd/system/x", Unit: "x"},
+	}
+	for want, e := range ids {
+		if got := e.ID(); got != want {
+			t.Errorf("ID() = %q, want %q", got, want)
+		}
+	}
+	for bits, want := range map[uint32]string{0o644: "0644", 0o4755: "4755", 0o1777: "1777", 0o7: "0007"} {
+		if got := FormatMode(bits); got != want {
+			t.Errorf("FormatMode(%o) = %q, want %q", bits, got, want)
+		}
+	}
+	if got := FileMode(0o7755).String(); got != "ugtrwxr-xr-x" {
+		t.Errorf("FileMode(07755) = %q", got)
+	}
+	c := &Content{Exact: []byte("x")}
+	if c.Digest() != c.Digest() || c.Digest() == (&Content{Exact: []byte("y")}).Digest() {
+		t.Error("Digest is not a stable digest of Exact")
+	}
+}

@@ -1,0 +1,42 @@
+package desired
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzParse: whatever bytes a config file holds, Parse never panics and
+// returns either a usable fragment (one that Derive and Merge accept, so no
+// error surfaces later without the file's name) or a LoadError whose message
+// starts with the file's name. The seed corpus (testdata/fuzz/FuzzParse) runs
+// in every plain `go test`.
+func FuzzParse(f *testing.F) {
+	f.Fuzz(func(t *testing.T, asYAML bool, raw []byte) {
+		name := "/etc/drift-monitor/desired.d/50-fuzz.ign"
+		if asYAML {
+			name = "/etc/drift-monitor/desired.d/50-fuzz.yaml"
+		}
+		frag, err := Parse(name, raw)
+		if err != nil {
+			var le *LoadError
+			if !errors.As(err, &le) || le.File != name {
+				t.Fatalf("Parse error %v (%T) is not a LoadError for %s", err, err, name)
+			}
+			if !strings.HasPrefix(err.Error(), name+":") {
+				t.Fatalf("Parse error %q does not start with the file name", err)
+			}
+			return
+		}
+		if frag.File != name || frag.Config.Ignition.Version != "3.5.0" {
+			t.Fatalf("Parse = file %q, version %q; want %q, 3.5.0", frag.File, frag.Config.Ignition.Version, name)
+		}
+		cfg, err := Merge([]Fragment{frag})
+		if err != nil {
+			t.Fatalf("Merge of a parsed fragment: %v", err)
+		}
+		if _, err := Derive(cfg, emptyAccounts{}); err != nil {
+			t.Fatalf("Derive of a parsed fragment: %v", err)
+		}
+	})
+}
