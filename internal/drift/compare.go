@@ -79,7 +79,7 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 		d.add(Group, fmt.Sprintf("group mismatch for %s: want gid %d, got gid %d", Noun(e), *e.GID, ob.GID), fmt.Sprint(*e.GID), fmt.Sprint(ob.GID))
 	}
 	if e.Type == desired.TypeRegular && e.Content != nil {
-		compareContent(e, &ob.Content, d)
+		compareContent(e, ob, d)
 	}
 	return d.list
 }
@@ -119,7 +119,8 @@ func (d *drifts) add(k Kind, msg, want, got string) *Drift {
 	return &d.list[len(d.list)-1]
 }
 
-func compareContent(e *desired.Entry, c *ondisk.ContentResult, d *drifts) {
+func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
+	c := &ob.Content
 	switch c.State {
 	case ondisk.ReadFailed:
 		d.add(Unreadable, fmt.Sprintf("cannot read %s: %v", Noun(e), c.Err), "", "")
@@ -145,7 +146,10 @@ func compareContent(e *desired.Entry, c *ondisk.ContentResult, d *drifts) {
 		want = fmt.Sprintf("ending with %d bytes, sha256 %s", len(w.Suffix), hex.EncodeToString(s[:]))
 	}
 	dr := d.add(Content, fmt.Sprintf("content mismatch for %s", Noun(e)), want, got)
-	if e.Secret() || w.Exact == nil || c.Got == nil {
+	// The bytes on disk are shown only if both the config and the file's
+	// current mode let anyone read them: a file someone made 0600 may now
+	// hold a secret, whatever the config says it should hold.
+	if e.Secret() || ob.Mode&0o004 == 0 || w.Exact == nil || c.Got == nil {
 		return
 	}
 	dr.Diff = Unified(e.Path, w.Exact, c.Got)
