@@ -31,12 +31,13 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 		return nil
 	}
 	if e.Kind == desired.KindMask {
-		// A mask's failure mode is one thing for its reader: the unit can start.
-		if ob.Type != ondisk.Symlink || ob.Target != e.Target {
+		// A mask that is gone or replaced lets the unit start: "unmasked". A
+		// mask symlink retargeted elsewhere is reported like any link: "target".
+		switch {
+		case ob.Type == ondisk.Symlink && ob.Target != e.Target:
+			d.add(Target, fmt.Sprintf("%s is not masked: %q points to %q, want %q", Noun(e), e.Path, ob.Target, e.Target), e.Target, ob.Target)
+		case ob.Type != ondisk.Symlink:
 			got := ob.Type.String()
-			if ob.Type == ondisk.Symlink {
-				got = "symbolic link to " + ob.Target
-			}
 			d.add(Unmasked, fmt.Sprintf("%s is not masked: want %q linked to /dev/null, got %s", Noun(e), e.Path, article(got)), "masked", got)
 		}
 		return d.list
