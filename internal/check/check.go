@@ -9,6 +9,7 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"sort"
@@ -110,6 +111,10 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 		res.Drift = append(res.Drift, perEntry[i]...)
 		if n := drift.Notice(&entries[i]); n != nil {
 			res.Notices = append(res.Notices, *n)
+		}
+		if e := &entries[i]; e.Kind == desired.KindKernelArg && c.Cmdline == nil {
+			res.Notices = append(res.Notices, drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path,
+				Message: fmt.Sprintf("%s is not checked: kernel arguments are checked on the live host only", drift.Noun(e)), EntryID: e.ID()})
 		}
 	}
 	Sort(res.Drift)
