@@ -1,0 +1,818 @@
+package drift_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// fixture builds a tree inside a root; paths are host paths and modes are
+// chmod(2) bits (07777).
+type fixture struct {
+	t    *testing.T
+	root string
+}
+
+func (f *fixture) path(p string) string { return filepath.Join(f.root, p) }
+
+func (f *fixture) parent(p string) {
+	f.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(f.path(p)), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) dir(p string, mode uint32) {
+	f.t.Helper()
+	if err := os.MkdirAll(f.path(p), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	f.chmod(p, mode)
+}
+
+func (f *fixture) file(p, content string, mode uint32) {
+	f.t.Helper()
+	f.parent(p)
+	if err := os.WriteFile(f.path(p), []byte(content), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	f.chmod(p, mode)
+}
+
+func (f *fixture) chmod(p string, mode uint32) {
+	f.t.Helper()
+	if err := unix.Chmod(f.path(p), mode); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) symlink(p, target string) {
+	f.t.Helper()
+	f.parent(p)
+	if err := os.Symlink(target, f.path(p)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) link(p, target string) {
+	f.t.Helper()
+	f.parent(p)
+	if err := os.Link(f.path(target), f.path(p)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) fifo(p string) {
+	f.t.Helper()
+	f.parent(p)
+	if err := unix.Mkfifo(f.path(p), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) chown(p string, uid, gid int) {
+	f.t.Helper()
+	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
+		f.t.Skip("changing owners needs root")
+	}
+	if err := os.Lchown(f.path(p), uid, gid); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// check observes e in root and compares, with a deadline: a FIFO opened for
+// reading would block forever.
+func check(t *testing.T, root string, e desired.Entry) []drift.Drift {
+	t.Helper()
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o := ondisk.NewObserver(r)
+	defer o.Close()
+	done := make(chan []drift.Drift, 1)
+	go func() {
+		ob := o.Observe(&e)
+		done <- drift.Compare(&e, &ob)
+	}()
+	select {
+	case d := <-done:
+		return d
+	case <-time.After(10 * time.Second):
+		t.Fatalf("checking %s blocked", e.Path)
+	}
+	return nil
+}
+
+// expect builds the drift an entry is expected to produce.
+func expect(e desired.Entry, k drift.Kind, msg, want, got string) drift.Drift {
+	return drift.Drift{Kind: k, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User,
+		Message: msg, Want: want, Got: got, EntryID: e.ID()}
+}
+
+func withDiff(d drift.Drift, diff string) drift.Drift { d.Diff = diff; return d }
+
+func digest(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+
+func describe(s string) string { return fmt.Sprintf("%d bytes, sha256 %s", len(s), digest(s)) }
+
+func file(p string, mode uint32, content string) desired.Entry {
+	return desired.Entry{Kind: desired.KindFile, Path: p, Type: desired.TypeRegular, Mode: ptr(mode),
+		UID: ptr(0), GID: ptr(0), Content: &desired.Content{Exact: []byte(content)}}
+}
+
+func dir(p string, mode uint32) desired.Entry {
+	return desired.Entry{Kind: desired.KindDirectory, Path: p, Type: desired.TypeDirectory, Mode: ptr(mode), UID: ptr(0), GID: ptr(0)}
+}
+
+func symlink(p, target string) desired.Entry {
+	return desired.Entry{Kind: desired.KindLink, Path: p, Type: desired.TypeSymlink, Target: target}
+}
+
+func hardlink(p, target string) desired.Entry {
+	return desired.Entry{Kind: desired.KindHardLink, Path: p, Type: desired.TypeHardLink, Target: target}
+}
+
+func mask(unit string) desired.Entry {
+	return desired.Entry{Kind: desired.KindMask, Path: "/etc/systemd/system/" + unit, Unit: unit, Type: desired.TypeSymlink, Target: "/dev/null"}
+}
+
+func unmask(unit string) desired.Entry {
+	return desired.Entry{Kind: desired.KindUnmask, Path: "/etc/systemd/system/" + unit, Unit: unit, Type: desired.TypeNotMasked}
+}
+
+func withOwner(e desired.Entry, uid, gid int) desired.Entry { e.UID, e.GID = &uid, &gid; return e }
+
+func TestCompareOnDisk(t *testing.T) {
+	chrony := file("/etc/chrony.conf", 0o644, "server a.example.com iburst\nmakestep 1.0 3\n")
+	secret := file("/etc/secret.key", 0o600, "MARKER-WANT-SECRET\n")
+	unit := desired.Entry{Kind: desired.KindUnit, Path: "/etc/systemd/system/app.service", Unit: "app.service",
+		Type: desired.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0),
+		Content: &desired.Content{Exact: []byte("[Service]\nExecStart=/usr/bin/app\n")}}
+	dropin := desired.Entry{Kind: desired.KindDropin, Path: "/etc/systemd/system/app.service.d/10-env.conf", Unit: "app.service",
+		Type: desired.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0),
+		Content: &desired.Content{Exact: []byte("[Service]\nEnvironment=A=1\n")}}
+	keys := desired.Entry{Kind: desired.KindSSHKeys, Path: "/var/home/core/.ssh/authorized_keys.d/ignition", User: "core",
+		Type: desired.TypeRegular, Mode: ptr[uint32](0o600), UID: ptr(0), GID: ptr(0),
+		Content: &desired.Content{Exact: []byte("ssh-ed25519 AAAA-MARKER-WANT-KEY core\n")}}
+	noOwnerProblem := file("/etc/owned", 0o644, "")
+	noOwnerProblem.UID, noOwnerProblem.OwnerProblem = nil, `user "mallory" does not exist in the target's passwd`
+	big := strings.Repeat("0123456789abcdef", 5<<20/16)
+	bigLast := big[:len(big)-1] + "X"
+	base := "fetched base\n"
+	h256, h512 := sha256.Sum256([]byte(base)), sha512.Sum512([]byte(base))
+	hashed := func(algo, hexSum, suffix string) desired.Entry {
+		e := file("/etc/hashed", 0o644, "")
+		e.Content = &desired.Content{Hash: &desired.Hash{Algorithm: algo, Hex: hexSum}, Suffix: []byte(suffix)}
+		return e
+	}
+	suffixOnly := file("/etc/hosts", 0o644, "")
+	suffixOnly.Content = &desired.Content{Suffix: []byte("10.0.0.1 db\n")}
+	binary := file("/usr/lib/blob", 0o644, "\x00\x01\x02")
+
+	tests := []struct {
+		name  string
+		setup func(f *fixture)
+		entry desired.Entry
+		want  []drift.Drift
+	}{
+		// Regular files.
+		{
+			name:  "file equal",
+			setup: func(f *fixture) { f.file(chrony.Path, string(chrony.Content.Exact), 0o644) },
+			entry: chrony,
+		},
+		{
+			name:  "file content differs, same size",
+			setup: func(f *fixture) { f.file(chrony.Path, "server b.example.com iburst\nmakestep 1.0 3\n", 0o644) },
+			entry: chrony,
+			want: []drift.Drift{withDiff(expect(chrony, drift.Content, `content mismatch for file "/etc/chrony.conf"`,
+				describe(string(chrony.Content.Exact)), describe("server b.example.com iburst\nmakestep 1.0 3\n")),
+				"--- /etc/chrony.conf (want)\n+++ /etc/chrony.conf (got)\n@@ -1,2 +1,2 @@\n-server a.example.com iburst\n+server b.example.com iburst\n makestep 1.0 3\n")},
+		},
+		{
+			name:  "file content differs, different size",
+			setup: func(f *fixture) { f.file(chrony.Path, "server a.example.com iburst\n", 0o644) },
+			entry: chrony,
+			want: []drift.Drift{withDiff(expect(chrony, drift.Content, `content mismatch for file "/etc/chrony.conf"`,
+				describe(string(chrony.Content.Exact)), describe("server a.example.com iburst\n")),
+				"--- /etc/chrony.conf (want)\n+++ /etc/chrony.conf (got)\n@@ -1,2 +1 @@\n server a.example.com iburst\n-makestep 1.0 3\n")},
+		},
+		{
+			name:  "file emptied",
+			setup: func(f *fixture) { f.file(chrony.Path, "", 0o644) },
+			entry: chrony,
+			want: []drift.Drift{withDiff(expect(chrony, drift.Content, `content mismatch for file "/etc/chrony.conf"`,
+				describe(string(chrony.Content.Exact)), describe("")),
+				"--- /etc/chrony.conf (want)\n+++ /etc/chrony.conf (got)\n@@ -1,2 +0,0 @@\n-server a.example.com iburst\n-makestep 1.0 3\n")},
+		},
+		{
+			name:  "empty file equal",
+			setup: func(f *fixture) { f.file("/etc/empty", "", 0o644) },
+			entry: file("/etc/empty", 0o644, ""),
+		},
+		{
+			name:  "5 MiB file differing in its last byte: content drift, no diff",
+			setup: func(f *fixture) { f.file("/var/big", bigLast, 0o644) },
+			entry: file("/var/big", 0o644, big),
+			want: []drift.Drift{expect(file("/var/big", 0o644, big), drift.Content, `content mismatch for file "/var/big"`,
+				describe(big), describe(bigLast))},
+		},
+		{
+			name:  "5 MiB file equal",
+			setup: func(f *fixture) { f.file("/var/big", big, 0o644) },
+			entry: file("/var/big", 0o644, big),
+		},
+		{
+			name:  "binary content: no diff",
+			setup: func(f *fixture) { f.file(binary.Path, "\x00\x01\x03", 0o644) },
+			entry: binary,
+			want: []drift.Drift{expect(binary, drift.Content, `content mismatch for file "/usr/lib/blob"`,
+				describe("\x00\x01\x02"), describe("\x00\x01\x03"))},
+		},
+		{
+			name:  "sha256 with an appended suffix, equal",
+			setup: func(f *fixture) { f.file("/etc/hashed", base+"tail", 0o644) },
+			entry: hashed("sha256", hex.EncodeToString(h256[:]), "tail"),
+		},
+		{
+			name:  "sha512, equal",
+			setup: func(f *fixture) { f.file("/etc/hashed", base, 0o644) },
+			entry: hashed("sha512", hex.EncodeToString(h512[:]), ""),
+		},
+		{
+			name:  "sha512, differs",
+			setup: func(f *fixture) { f.file("/etc/hashed", "other\n", 0o644) },
+			entry: hashed("sha512", hex.EncodeToString(h512[:]), ""),
+			want: []drift.Drift{expect(hashed("sha512", hex.EncodeToString(h512[:]), ""), drift.Content, `content mismatch for file "/etc/hashed"`,
+				"sha512-"+hex.EncodeToString(h512[:]), describe("other\n"))},
+		},
+		{
+			name:  "sha256 right, suffix wrong",
+			setup: func(f *fixture) { f.file("/etc/hashed", base+"TAIL", 0o644) },
+			entry: hashed("sha256", hex.EncodeToString(h256[:]), "tail"),
+			want: []drift.Drift{expect(hashed("sha256", hex.EncodeToString(h256[:]), "tail"), drift.Content, `content mismatch for file "/etc/hashed"`,
+				"sha256-"+hex.EncodeToString(h256[:])+" followed by 4 appended bytes", describe(base+"TAIL"))},
+		},
+		{
+			name:  "suffix only, equal",
+			setup: func(f *fixture) { f.file("/etc/hosts", "127.0.0.1 localhost\n10.0.0.1 db\n", 0o644) },
+			entry: suffixOnly,
+		},
+		{
+			name:  "suffix only, differs",
+			setup: func(f *fixture) { f.file("/etc/hosts", "127.0.0.1 localhost\n", 0o644) },
+			entry: suffixOnly,
+			want: []drift.Drift{expect(suffixOnly, drift.Content, `content mismatch for file "/etc/hosts"`,
+				"ending with 12 bytes, sha256 "+digest("10.0.0.1 db\n"), describe("127.0.0.1 localhost\n"))},
+		},
+		{
+			name:  "mode",
+			setup: func(f *fixture) { f.file(chrony.Path, string(chrony.Content.Exact), 0o664) },
+			entry: chrony,
+			want:  []drift.Drift{expect(chrony, drift.Mode, `mode mismatch for file "/etc/chrony.conf": want 0644, got 0664`, "0644", "0664")},
+		},
+		{
+			name:  "setuid lost",
+			setup: func(f *fixture) { f.file("/usr/bin/x", "", 0o755) },
+			entry: file("/usr/bin/x", 0o4755, ""),
+			want:  []drift.Drift{expect(file("/usr/bin/x", 0o4755, ""), drift.Mode, `mode mismatch for file "/usr/bin/x": want 4755, got 0755`, "4755", "0755")},
+		},
+		{
+			name:  "setgid gained",
+			setup: func(f *fixture) { f.file("/usr/bin/x", "", 0o2755) },
+			entry: file("/usr/bin/x", 0o755, ""),
+			want:  []drift.Drift{expect(file("/usr/bin/x", 0o755, ""), drift.Mode, `mode mismatch for file "/usr/bin/x": want 0755, got 2755`, "0755", "2755")},
+		},
+		{
+			name:  "sticky bit lost on a directory",
+			setup: func(f *fixture) { f.dir("/srv/tmp", 0o777) },
+			entry: dir("/srv/tmp", 0o1777),
+			want:  []drift.Drift{expect(dir("/srv/tmp", 0o1777), drift.Mode, `mode mismatch for directory "/srv/tmp": want 1777, got 0777`, "1777", "0777")},
+		},
+		{
+			name:  "owner",
+			setup: func(f *fixture) { f.file("/etc/owned", "", 0o644); f.chown("/etc/owned", 1000, 0) },
+			entry: file("/etc/owned", 0o644, ""),
+			want:  []drift.Drift{expect(file("/etc/owned", 0o644, ""), drift.Owner, `owner mismatch for file "/etc/owned": want uid 0, got uid 1000`, "0", "1000")},
+		},
+		{
+			name:  "group",
+			setup: func(f *fixture) { f.file("/etc/owned", "", 0o644); f.chown("/etc/owned", 1000, 10) },
+			entry: withOwner(file("/etc/owned", 0o644, ""), 1000, 0),
+			want: []drift.Drift{expect(withOwner(file("/etc/owned", 0o644, ""), 1000, 0), drift.Group,
+				`group mismatch for file "/etc/owned": want gid 0, got gid 10`, "0", "10")},
+		},
+		{
+			name:  "owner declared by a name the target does not know",
+			setup: func(f *fixture) { f.file("/etc/owned", "", 0o644) },
+			entry: noOwnerProblem,
+			want: []drift.Drift{expect(noOwnerProblem, drift.Owner,
+				`owner mismatch for file "/etc/owned": user "mallory" does not exist in the target's passwd`, "", "0:0")},
+		},
+		{
+			name:  "mode, owner and content at once",
+			setup: func(f *fixture) { f.file(chrony.Path, "x\n", 0o666); f.chown(chrony.Path, 5, 6) },
+			entry: chrony,
+			want: []drift.Drift{
+				expect(chrony, drift.Mode, `mode mismatch for file "/etc/chrony.conf": want 0644, got 0666`, "0644", "0666"),
+				expect(chrony, drift.Owner, `owner mismatch for file "/etc/chrony.conf": want uid 0, got uid 5`, "0", "5"),
+				expect(chrony, drift.Group, `group mismatch for file "/etc/chrony.conf": want gid 0, got gid 6`, "0", "6"),
+				withDiff(expect(chrony, drift.Content, `content mismatch for file "/etc/chrony.conf"`, describe(string(chrony.Content.Exact)), describe("x\n")),
+					"--- /etc/chrony.conf (want)\n+++ /etc/chrony.conf (got)\n@@ -1,2 +1 @@\n-server a.example.com iburst\n-makestep 1.0 3\n+x\n"),
+			},
+		},
+
+		// What stands at the path.
+		{
+			name:  "missing",
+			setup: func(f *fixture) { f.dir("/etc", 0o755) },
+			entry: chrony,
+			want:  []drift.Drift{expect(chrony, drift.Missing, `file "/etc/chrony.conf" does not exist`, "regular file", "nothing")},
+		},
+		{
+			name:  "missing parent",
+			setup: func(f *fixture) {},
+			entry: file("/etc/a/b/c", 0o644, ""),
+			want:  []drift.Drift{expect(file("/etc/a/b/c", 0o644, ""), drift.Missing, `file "/etc/a/b/c" does not exist`, "regular file", "nothing")},
+		},
+		{
+			name:  "parent is a file",
+			setup: func(f *fixture) { f.file("/etc/a", "", 0o644) },
+			entry: file("/etc/a/b", 0o644, ""),
+			want:  []drift.Drift{expect(file("/etc/a/b", 0o644, ""), drift.Missing, `file "/etc/a/b" does not exist`, "regular file", "nothing")},
+		},
+		{
+			name:  "file became a directory",
+			setup: func(f *fixture) { f.dir(chrony.Path, 0o755) },
+			entry: chrony,
+			want: []drift.Drift{expect(chrony, drift.Type,
+				`type mismatch for file "/etc/chrony.conf": want regular file, got directory`, "regular file", "directory")},
+		},
+		{
+			name: "file became a symlink (even to the right content)",
+			setup: func(f *fixture) {
+				f.file("/usr/etc/chrony.conf", string(chrony.Content.Exact), 0o644)
+				f.symlink(chrony.Path, "/usr/etc/chrony.conf")
+			},
+			entry: chrony,
+			want: []drift.Drift{expect(chrony, drift.Type,
+				`type mismatch for file "/etc/chrony.conf": want regular file, got symbolic link`, "regular file", "symbolic link")},
+		},
+		{
+			name:  "FIFO where a file is declared: reported, never opened",
+			setup: func(f *fixture) { f.fifo(chrony.Path) },
+			entry: chrony,
+			want: []drift.Drift{expect(chrony, drift.Type,
+				`type mismatch for file "/etc/chrony.conf": want regular file, got special file`, "regular file", "special file")},
+		},
+		{
+			name:  "directory became a file",
+			setup: func(f *fixture) { f.file("/var/lib/app", "", 0o755) },
+			entry: dir("/var/lib/app", 0o755),
+			want: []drift.Drift{expect(dir("/var/lib/app", 0o755), drift.Type,
+				`type mismatch for directory "/var/lib/app": want directory, got regular file`, "directory", "regular file")},
+		},
+		{
+			name:  "directory equal",
+			setup: func(f *fixture) { f.dir("/var/lib/app", 0o750) },
+			entry: dir("/var/lib/app", 0o750),
+		},
+		{
+			name:  "symlink became a file",
+			setup: func(f *fixture) { f.file("/etc/localtime", "TZif", 0o644) },
+			entry: symlink("/etc/localtime", "../usr/share/zoneinfo/UTC"),
+			want: []drift.Drift{expect(symlink("/etc/localtime", "../usr/share/zoneinfo/UTC"), drift.Type,
+				`type mismatch for link "/etc/localtime": want symbolic link, got regular file`, "symbolic link", "regular file")},
+		},
+		{
+			name:  "symlink equal, target as written (dangling is fine)",
+			setup: func(f *fixture) { f.symlink("/etc/localtime", "../usr/share/zoneinfo/UTC") },
+			entry: symlink("/etc/localtime", "../usr/share/zoneinfo/UTC"),
+		},
+		{
+			name:  "symlink retargeted",
+			setup: func(f *fixture) { f.symlink("/etc/localtime", "/usr/share/zoneinfo/UTC") },
+			entry: symlink("/etc/localtime", "../usr/share/zoneinfo/UTC"),
+			want: []drift.Drift{expect(symlink("/etc/localtime", "../usr/share/zoneinfo/UTC"), drift.Target,
+				`target mismatch for link "/etc/localtime": want "../usr/share/zoneinfo/UTC", got "/usr/share/zoneinfo/UTC"`,
+				"../usr/share/zoneinfo/UTC", "/usr/share/zoneinfo/UTC")},
+		},
+		{
+			name:  "symlink owner, when declared",
+			setup: func(f *fixture) { f.symlink("/etc/l", "x"); f.chown("/etc/l", 7, 0) },
+			entry: withOwner(symlink("/etc/l", "x"), 0, 0),
+			want: []drift.Drift{expect(withOwner(symlink("/etc/l", "x"), 0, 0), drift.Owner,
+				`owner mismatch for link "/etc/l": want uid 0, got uid 7`, "0", "7")},
+		},
+		{
+			name: "absolute symlink in a parent resolves inside the root",
+			setup: func(f *fixture) {
+				f.file("/var/home/core/.ssh/authorized_keys.d/ignition", string(keys.Content.Exact), 0o600)
+				f.symlink("/home", "/var/home")
+			},
+			entry: func() desired.Entry { e := keys; e.Path = "/home/core/.ssh/authorized_keys.d/ignition"; return e }(),
+		},
+		{
+			name: "symlink climbing out with .. stays inside the root",
+			setup: func(f *fixture) {
+				f.file(chrony.Path, string(chrony.Content.Exact), 0o644)
+				f.symlink("/a/up", "../../../../../../../../../../..")
+			},
+			entry: func() desired.Entry { e := chrony; e.Path = "/a/up/etc/chrony.conf"; return e }(),
+		},
+
+		// Hard links.
+		{
+			name:  "hard link sharing the inode",
+			setup: func(f *fixture) { f.file("/etc/target", "t", 0o644); f.link("/etc/hard", "/etc/target") },
+			entry: hardlink("/etc/hard", "/etc/target"),
+		},
+		{
+			name:  "hard link broken into a copy",
+			setup: func(f *fixture) { f.file("/etc/target", "t", 0o644); f.file("/etc/hard", "t", 0o644) },
+			entry: hardlink("/etc/hard", "/etc/target"),
+			want: []drift.Drift{expect(hardlink("/etc/hard", "/etc/target"), drift.HardLink,
+				`hard link "/etc/hard" does not share an inode with "/etc/target"`, "/etc/target", "another inode")},
+		},
+		{
+			name:  "hard link whose target is gone",
+			setup: func(f *fixture) { f.file("/etc/hard", "t", 0o644) },
+			entry: hardlink("/etc/hard", "/etc/target"),
+			want: []drift.Drift{expect(hardlink("/etc/hard", "/etc/target"), drift.HardLink,
+				`hard link "/etc/hard" does not share an inode with "/etc/target": the target does not exist`, "/etc/target", "")},
+		},
+		{
+			name:  "hard link missing",
+			setup: func(f *fixture) { f.file("/etc/target", "t", 0o644) },
+			entry: hardlink("/etc/hard", "/etc/target"),
+			want: []drift.Drift{expect(hardlink("/etc/hard", "/etc/target"), drift.Missing,
+				`hard link "/etc/hard" does not exist`, "regular file", "nothing")},
+		},
+
+		// Units.
+		{
+			name:  "unit contents differ",
+			setup: func(f *fixture) { f.file(unit.Path, "[Service]\nExecStart=/usr/bin/other\n", 0o644) },
+			entry: unit,
+			want: []drift.Drift{withDiff(expect(unit, drift.Content, `content mismatch for unit "app.service" ("/etc/systemd/system/app.service")`,
+				describe(string(unit.Content.Exact)), describe("[Service]\nExecStart=/usr/bin/other\n")),
+				"--- /etc/systemd/system/app.service (want)\n+++ /etc/systemd/system/app.service (got)\n@@ -1,2 +1,2 @@\n [Service]\n-ExecStart=/usr/bin/app\n+ExecStart=/usr/bin/other\n")},
+		},
+		{
+			name:  "drop-in missing",
+			setup: func(f *fixture) { f.file(unit.Path, string(unit.Content.Exact), 0o644) },
+			entry: dropin,
+			want: []drift.Drift{expect(dropin, drift.Missing, `drop-in "/etc/systemd/system/app.service.d/10-env.conf" does not exist`,
+				"regular file", "nothing")},
+		},
+		{
+			name:  "masked",
+			setup: func(f *fixture) { f.symlink("/etc/systemd/system/bad.service", "/dev/null") },
+			entry: mask("bad.service"),
+		},
+		{
+			name:  "mask retargeted",
+			setup: func(f *fixture) { f.symlink("/etc/systemd/system/bad.service", "/usr/lib/systemd/system/bad.service") },
+			entry: mask("bad.service"),
+			want: []drift.Drift{expect(mask("bad.service"), drift.Target,
+				`unit "bad.service" is not masked: "/etc/systemd/system/bad.service" points to "/usr/lib/systemd/system/bad.service", want "/dev/null"`,
+				"/dev/null", "/usr/lib/systemd/system/bad.service")},
+		},
+		{
+			name:  "mask removed",
+			setup: func(f *fixture) { f.dir("/etc/systemd/system", 0o755) },
+			entry: mask("bad.service"),
+			want: []drift.Drift{expect(mask("bad.service"), drift.Unmasked,
+				`unit "bad.service" is not masked: want "/etc/systemd/system/bad.service" linked to /dev/null, got nothing`, "masked", "nothing")},
+		},
+		{
+			name:  "mask replaced by a unit file",
+			setup: func(f *fixture) { f.file("/etc/systemd/system/bad.service", "[Unit]\n", 0o644) },
+			entry: mask("bad.service"),
+			want: []drift.Drift{expect(mask("bad.service"), drift.Unmasked,
+				`unit "bad.service" is not masked: want "/etc/systemd/system/bad.service" linked to /dev/null, got a regular file`, "masked", "regular file")},
+		},
+		{
+			name:  "unmask: nothing there",
+			setup: func(f *fixture) {},
+			entry: unmask("x.service"),
+		},
+		{
+			name:  "unmask: a unit file there",
+			setup: func(f *fixture) { f.file("/etc/systemd/system/x.service", "[Unit]\n", 0o644) },
+			entry: unmask("x.service"),
+		},
+		{
+			name:  "unmask: masked again",
+			setup: func(f *fixture) { f.symlink("/etc/systemd/system/x.service", "/dev/null") },
+			entry: unmask("x.service"),
+			want:  []drift.Drift{expect(unmask("x.service"), drift.Masked, `unit "x.service" is masked, want unmasked`, "unmasked", "masked")},
+		},
+
+		// Secrets and errors.
+		{
+			name:  "secret content differs: sizes and digests only",
+			setup: func(f *fixture) { f.file(secret.Path, "MARKER-GOT-SECRET!\n", 0o600) },
+			entry: secret,
+			want: []drift.Drift{expect(secret, drift.Content, `content mismatch for file "/etc/secret.key"`,
+				describe("MARKER-WANT-SECRET\n"), describe("MARKER-GOT-SECRET!\n"))},
+		},
+		{
+			name:  "world-readable in the config, 0600 on disk: no bytes shown",
+			setup: func(f *fixture) { f.file(chrony.Path, "MARKER-GOT-SECRET\n", 0o600) },
+			entry: chrony,
+			want: []drift.Drift{
+				expect(chrony, drift.Mode, `mode mismatch for file "/etc/chrony.conf": want 0644, got 0600`, "0644", "0600"),
+				expect(chrony, drift.Content, `content mismatch for file "/etc/chrony.conf"`,
+					describe(string(chrony.Content.Exact)), describe("MARKER-GOT-SECRET\n")),
+			},
+		},
+		{
+			name:  "SSH keys differ: no key material shown",
+			setup: func(f *fixture) { f.file(keys.Path, "ssh-ed25519 AAAA-MARKER-GOT-KEY mallory\n", 0o600) },
+			entry: keys,
+			want: []drift.Drift{expect(keys, drift.Content, `content mismatch for SSH keys of user "core" ("/var/home/core/.ssh/authorized_keys.d/ignition")`,
+				describe(string(keys.Content.Exact)), describe("ssh-ed25519 AAAA-MARKER-GOT-KEY mallory\n"))},
+		},
+		{
+			name:  "parent cannot be examined",
+			setup: func(f *fixture) { f.symlink("/etc", "/etc") },
+			entry: chrony,
+			want: []drift.Drift{expect(chrony, drift.Unreadable,
+				`cannot examine file "/etc/chrony.conf": too many levels of symbolic links`, "", "")},
+		},
+		{
+			name:  "hard link target cannot be examined",
+			setup: func(f *fixture) { f.file("/etc/hard", "", 0o644); f.symlink("/loop", "/loop") },
+			entry: hardlink("/etc/hard", "/loop/target"),
+			want: []drift.Drift{expect(hardlink("/etc/hard", "/loop/target"), drift.Unreadable,
+				`cannot examine the target "/loop/target" of hard link "/etc/hard": too many levels of symbolic links`, "", "")},
+		},
+		{
+			name:  "unverifiable content: only type, mode and owner",
+			setup: func(f *fixture) { f.file("/etc/remote", "anything", 0o644) },
+			entry: func() desired.Entry {
+				e := file("/etc/remote", 0o644, "")
+				e.Content = &desired.Content{Unverifiable: "remote https source without verification.hash (never fetched)"}
+				return e
+			}(),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fixture{t: t, root: t.TempDir()}
+			tt.setup(f)
+			got := check(t, f.root, tt.entry)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Compare (-want +got):\n%s", diff)
+			}
+			js, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(js, []byte("MARKER")) {
+				t.Errorf("secret bytes in the drift: %s", js)
+			}
+		})
+	}
+}
+
+// TestCompareReadFailed: a read error in the middle of a comparison is an
+// unreadable drift (root cannot be denied a read: the kernel refuses reads
+// of /proc/self/mem at offset 0).
+func TestCompareReadFailed(t *testing.T) {
+	if _, err := os.Stat("/proc/self/mem"); err != nil {
+		t.Skip("no /proc")
+	}
+	e := file("/mem", 0o600, "x")
+	got := check(t, "/proc/self", e)
+	want := []drift.Drift{expect(e, drift.Unreadable, `cannot read file "/mem": input/output error`, "", "")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Compare (-want +got):\n%s", diff)
+	}
+}
+
+// TestCompareObservations covers what a fixture cannot easily produce.
+func TestCompareObservations(t *testing.T) {
+	f := file("/etc/a", 0o644, "a\n")
+	tests := []struct {
+		name  string
+		entry desired.Entry
+		ob    ondisk.Observation
+		want  []drift.Drift
+	}{
+		{
+			name:  "observation error wins over everything",
+			entry: f,
+			ob:    ondisk.Observation{Err: unix.EACCES, Type: ondisk.Regular, Mode: 0o600},
+			want:  []drift.Drift{expect(f, drift.Unreadable, `cannot examine file "/etc/a": permission denied`, "", "")},
+		},
+		{
+			name:  "content read failed",
+			entry: f,
+			ob:    ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Content: ondisk.ContentResult{State: ondisk.ReadFailed, Err: unix.EACCES}},
+			want:  []drift.Drift{expect(f, drift.Unreadable, `cannot read file "/etc/a": permission denied`, "", "")},
+		},
+		{
+			name:  "content differs but too large to keep: no diff",
+			entry: f,
+			ob: ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Content: ondisk.ContentResult{State: ondisk.Differs,
+				GotSize: 1 << 30, GotDigest: "d"}},
+			want: []drift.Drift{expect(f, drift.Content, `content mismatch for file "/etc/a"`, describe("a\n"), "1073741824 bytes, sha256 d")},
+		},
+		{
+			name:  "mode of a symlink is never compared",
+			entry: func() desired.Entry { e := symlink("/etc/l", "x"); e.Mode = ptr[uint32](0o644); return e }(),
+			ob:    ondisk.Observation{Type: ondisk.Symlink, Mode: 0o777, Target: "x"},
+		},
+		{
+			name:  "enablement and kernel arguments are not compared here",
+			entry: desired.Entry{Kind: desired.KindEnablement, Unit: "a.service", Type: desired.TypeNone, Enabled: ptr(true)},
+			ob:    ondisk.Observation{Type: ondisk.Absent},
+		},
+		{
+			name:  "mask: observation error",
+			entry: mask("a.service"),
+			ob:    ondisk.Observation{Err: unix.EIO},
+			want:  []drift.Drift{expect(mask("a.service"), drift.Unreadable, `cannot examine unit "a.service": input/output error`, "", "")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := drift.Compare(&tt.entry, &tt.ob)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Compare (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCompareEnablement(t *testing.T) {
+	on := desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service", Type: desired.TypeNone, Enabled: ptr(true)}
+	off := on
+	off.Enabled = ptr(false)
+	tests := []struct {
+		entry desired.Entry
+		state string
+		err   error
+		want  []drift.Drift
+	}{
+		{on, "enabled", nil, nil},
+		{on, "enabled-runtime", nil, nil},
+		{on, "static", nil, nil},
+		{on, "indirect", nil, nil},
+		{on, "alias", nil, nil},
+		{on, "generated", nil, nil},
+		{on, "linked", nil, nil},
+		{on, "disabled", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is disabled, want enabled`, "enabled", "disabled")}},
+		{on, "masked", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is masked, want enabled`, "enabled", "masked")}},
+		{on, "not-found", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is not-found, want enabled`, "enabled", "not-found")}},
+		{off, "disabled", nil, nil},
+		{off, "static", nil, nil},
+		{off, "masked", nil, nil},
+		{off, "not-found", nil, nil},
+		{off, "enabled", nil, []drift.Drift{expect(off, drift.Enablement, `unit "a.service" is enabled, want disabled`, "disabled", "enabled")}},
+		{off, "enabled-runtime", nil, []drift.Drift{expect(off, drift.Enablement, `unit "a.service" is enabled-runtime, want disabled`, "disabled", "enabled-runtime")}},
+		{on, "", errors.New("no bus"), []drift.Drift{expect(on, drift.Unreadable, `cannot determine whether unit "a.service" is enabled: no bus`, "", "")}},
+		{desired.Entry{Kind: desired.KindEnablement, Unit: "a.service"}, "disabled", nil, nil},
+	}
+	for _, tt := range tests {
+		got := drift.CompareEnablement(&tt.entry, tt.state, tt.err)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("CompareEnablement(enabled=%v, %q, %v) (-want +got):\n%s", tt.entry.Enabled, tt.state, tt.err, diff)
+		}
+	}
+}
+
+func TestCompareKernelArg(t *testing.T) {
+	karg := func(arg string, present bool) desired.Entry {
+		return desired.Entry{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Type: desired.TypeNone, Arg: arg, ArgPresent: present}
+	}
+	cmdline := drift.SplitCmdline("BOOT_IMAGE=/vmlinuz root=UUID=1 foo=\"a b\" nosmt quiet\n")
+	tests := []struct {
+		entry desired.Entry
+		err   error
+		want  []drift.Drift
+	}{
+		{karg("nosmt", true), nil, nil},
+		{karg(`foo="a b"`, true), nil, nil},
+		{karg("mitigations=off", false), nil, nil},
+		{karg("mitigations=off", true), nil, []drift.Drift{expect(karg("mitigations=off", true), drift.KernelArg,
+			`kernel argument "mitigations=off" is missing from /proc/cmdline`, "mitigations=off", "")}},
+		{karg("quiet", false), nil, []drift.Drift{expect(karg("quiet", false), drift.KernelArg,
+			`kernel argument "quiet" is present in /proc/cmdline, want it absent`, "absent: quiet", "quiet")}},
+		{karg("root", true), nil, []drift.Drift{expect(karg("root", true), drift.KernelArg,
+			`kernel argument "root" is missing from /proc/cmdline`, "root", "")}}, // whole arguments only
+		{karg("nosmt", true), errors.New("boom"), []drift.Drift{expect(karg("nosmt", true), drift.Unreadable,
+			`cannot read the kernel command line: boom`, "", "")}},
+	}
+	for _, tt := range tests {
+		got := drift.CompareKernelArg(&tt.entry, cmdline, tt.err)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("CompareKernelArg(%q, present=%v) (-want +got):\n%s", tt.entry.Arg, tt.entry.ArgPresent, diff)
+		}
+	}
+}
+
+func TestSplitCmdline(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"\n", nil},
+		{"a", []string{"a"}},
+		{"BOOT_IMAGE=(hd0,gpt3)/vmlinuz root=UUID=x rw\n", []string{"BOOT_IMAGE=(hd0,gpt3)/vmlinuz", "root=UUID=x", "rw"}},
+		{"  a \t b\n", []string{"a", "b"}},
+		{"a\rb\vc\fd", []string{"a", "b", "c", "d"}},
+		{`foo="bar baz" qux`, []string{`foo="bar baz"`, "qux"}},
+		{`"quoted whole" x`, []string{`"quoted whole"`, "x"}},
+		{`a="x y"z b`, []string{`a="x y"z`, "b"}},
+		{`open="never closed x`, []string{`open="never closed x`}},
+		{`e=""`, []string{`e=""`}},
+		{"ünï=cödé", []string{"ünï=cödé"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, drift.SplitCmdline(tt.in)); diff != "" {
+			t.Errorf("SplitCmdline(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+func TestNotice(t *testing.T) {
+	e := file("/etc/remote", 0o644, "")
+	e.Content = &desired.Content{Unverifiable: "remote https source without verification.hash (never fetched)"}
+	want := &drift.Drift{Kind: drift.Unverifiable, Entry: desired.KindFile, Path: "/etc/remote", EntryID: "file:/etc/remote",
+		Message: `content of file "/etc/remote" is not verified: remote https source without verification.hash (never fetched)`}
+	if diff := cmp.Diff(want, drift.Notice(&e)); diff != "" {
+		t.Errorf("Notice (-want +got):\n%s", diff)
+	}
+	for _, e := range []desired.Entry{file("/etc/a", 0o644, "x"), dir("/etc", 0o755)} {
+		if n := drift.Notice(&e); n != nil {
+			t.Errorf("Notice(%s) = %+v, want nil", e.Path, n)
+		}
+	}
+}
+
+func TestDriftNames(t *testing.T) {
+	en := desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/a\x1b.service", Unit: "a\x1b.service", Enabled: ptr(true)}
+	d := drift.CompareEnablement(&en, "disabled", nil)[0]
+	if got := d.Key(); got != "enablement:a\x1b.service|enablement" {
+		t.Errorf("Key = %q", got)
+	}
+	if got := d.Subject(); got != `a\x1b.service` {
+		t.Errorf("Subject = %q, want the escaped unit name", got)
+	}
+	f := file("/etc/new\nline", 0o644, "")
+	fd := drift.Compare(&f, &ondisk.Observation{})[0]
+	if got := fd.Subject(); got != `/etc/new\nline` {
+		t.Errorf("Subject = %q", got)
+	}
+	if strings.ContainsAny(fd.Message, "\n\x1b") {
+		t.Errorf("Message %q holds a control character", fd.Message)
+	}
+	if fd.Key() == drift.Compare(&f, &ondisk.Observation{Type: ondisk.Directory})[0].Key() {
+		t.Error("a missing file and a type mismatch share a key")
+	}
+	k := desired.Entry{Kind: desired.KindKernelArg, Arg: "nosmt", ArgPresent: true}
+	kd := drift.CompareKernelArg(&k, nil, nil)[0]
+	if got := kd.Subject(); got != "kernel argument nosmt" {
+		t.Errorf("Subject = %q", got)
+	}
+	nouns := map[string]desired.Entry{
+		`file "/a"`:                      {Kind: desired.KindFile, Path: "/a"},
+		`directory "/a"`:                 {Kind: desired.KindDirectory, Path: "/a"},
+		`link "/a"`:                      {Kind: desired.KindLink, Path: "/a"},
+		`hard link "/a"`:                 {Kind: desired.KindHardLink, Path: "/a"},
+		`unit "u" ("/a")`:                {Kind: desired.KindUnit, Path: "/a", Unit: "u"},
+		`unit "u"`:                       {Kind: desired.KindMask, Path: "/a", Unit: "u"},
+		`drop-in "/a"`:                   {Kind: desired.KindDropin, Path: "/a", Unit: "u"},
+		`SSH keys of user "core" ("/a")`: {Kind: desired.KindSSHKeys, Path: "/a", User: "core"},
+		`kernel argument "x"`:            {Kind: desired.KindKernelArg, Arg: "x"},
+		`file "/\x1b[2J"`:                {Kind: desired.KindFile, Path: "/\x1b[2J"},
+	}
+	for want, e := range nouns {
+		if got := drift.Noun(&e); got != want {
+			t.Errorf("Noun(%+v) = %q, want %q", e, got, want)
+		}
+	}
+}
