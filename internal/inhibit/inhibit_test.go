@@ -1,0 +1,153 @@
+package inhibit
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the inhibitor tests need root (lock files are root's)")
+		}
+		t.Skip("needs root: lock files must be root's")
+	}
+}
+
+func newMonitor(t *testing.T) (string, *Monitor) {
+	t.Helper()
+	requireRoot(t)
+	dir := filepath.Join(t.TempDir(), "inhibit.d")
+	m, err := Watch(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return dir, m
+}
+
+// next waits (bounded) for the next change and returns the held whos.
+func next(t *testing.T, m *Monitor, within time.Duration) []string {
+	t.Helper()
+	select {
+	case held := <-m.Changes():
+		whos := []string{}
+		for _, h := range held {
+			whos = append(whos, h.Who)
+		}
+		return whos
+	case <-time.After(within):
+		t.Fatalf("no change in the held inhibitors within %s (held: %v)", within, m.Held())
+		return nil
+	}
+}
+
+func TestTakeAndRelease(t *testing.T) {
+	dir, m := newMonitor(t)
+	l, err := Take(dir, "my-updater", "applying config v42", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"my-updater"}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("held after Take (-want +got):\n%s", diff)
+	}
+	h := m.Held()[0]
+	if h.Why != "applying config v42" || h.PID != os.Getpid() {
+		t.Errorf("held = %+v, want why and pid from the file", h)
+	}
+	if got, want := h.String(), "my-updater (pid "+strconv.Itoa(os.Getpid())+"): applying config v42"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	l2, err := Take(dir, "second", "also", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"my-updater", "second"}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("two holders (-want +got):\n%s", diff)
+	}
+	l.Release()
+	if diff := cmp.Diff([]string{"second"}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("after one release (-want +got):\n%s", diff)
+	}
+	l2.Release()
+	if diff := cmp.Diff([]string{}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("after both releases (-want +got):\n%s", diff)
+	}
+}
+
+// The shell protocol from the package documentation, and a holder killed
+// with SIGKILL releasing its inhibitor within a second.
+func TestShellProtocolAndSIGKILL(t *testing.T) {
+	dir, m := newMonitor(t)
+	cmd := exec.Command("sh", "-c", `exec 9>"$1/shell-updater.lock"; flock 9; printf 'who=shell-updater why=from a shell pid=%d\n' $$ >&9; exec sleep 60`, "sh", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if diff := cmp.Diff([]string{"shell-updater"}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("held (-want +got):\n%s", diff)
+	}
+	if h := m.Held()[0]; h.Why != "from a shell" || h.PID != cmd.Process.Pid {
+		t.Errorf("held = %+v, want why and pid %d from the file", h, cmd.Process.Pid)
+	}
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGKILL)
+	if diff := cmp.Diff([]string{}, next(t, m, time.Second)); diff != "" {
+		t.Fatalf("after SIGKILL (-want +got):\n%s", diff)
+	}
+	cmd.Wait()
+	t.Logf("released %s after SIGKILL", time.Since(start))
+}
+
+func TestFilesNotOwnedByRootAreIgnored(t *testing.T) {
+	dir, m := newMonitor(t)
+	p := filepath.Join(dir, "nobody.lock")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	os.Chown(p, 65534, 65534)
+	syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
+	f.WriteString("who=nobody\n")
+	// A root holder after it: the first change must name only root's.
+	l, err := Take(dir, "root-holder", "", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if diff := cmp.Diff([]string{"root-holder"}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("held (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnsureDirRefusesAWritableDirectory(t *testing.T) {
+	requireRoot(t)
+	dir := filepath.Join(t.TempDir(), "inhibit.d")
+	os.Mkdir(dir, 0o777)
+	os.Chmod(dir, 0o777)
+	if err := EnsureDir(dir); err == nil {
+		t.Fatal("EnsureDir accepted a world-writable directory")
+	}
+}
+
+func TestParse(t *testing.T) {
+	cases := map[string]Inhibitor{
+		"who=a\nwhy=b c\npid=12\n":           {Who: "a", Why: "b c", PID: 12, File: "/d/x.lock"},
+		"who=shell why=from a shell pid=7\n": {Who: "shell", Why: "from a shell", PID: 7, File: "/d/x.lock"},
+		"":                                   {Who: "x", File: "/d/x.lock"},
+	}
+	for content, want := range cases {
+		if diff := cmp.Diff(want, parse("/d/x.lock", []byte(content))); diff != "" {
+			t.Errorf("parse(%q) (-want +got):\n%s", content, diff)
+		}
+	}
+}
