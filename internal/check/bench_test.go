@@ -1,0 +1,108 @@
+package check_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+)
+
+// benchState builds a clean machine of n files in directories of 100: a
+// config of data URLs (512 bytes each, every tenth 8 KiB) parsed and derived
+// as the daemon would, and a root holding exactly that. Clean is the costly
+// case: every byte of every file is read and compared.
+func benchState(b *testing.B, n int) (string, []desired.Entry) {
+	b.Helper()
+	root := b.TempDir()
+	var cfg strings.Builder
+	cfg.WriteString(`{"ignition":{"version":"3.5.0"},"storage":{"files":[`)
+	for i := 0; i < n; i++ {
+		size := 512
+		if i%10 == 0 {
+			size = 8 << 10
+		}
+		content := bytes.Repeat([]byte{byte('a' + i%26)}, size)
+		copy(content, fmt.Sprintf("file %d\n", i))
+		p := fmt.Sprintf("/srv/d%03d/f%05d.conf", i/100, i)
+		if i > 0 {
+			cfg.WriteByte(',')
+		}
+		fmt.Fprintf(&cfg, `{"path":%q,"mode":420,"contents":{"source":"data:;base64,%s"}}`, p, base64.StdEncoding.EncodeToString(content))
+		full := filepath.Join(root, p)
+		if i%100 == 0 {
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(full, content, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Chmod(full, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg.WriteString(`]}}`)
+	frag, err := desired.Parse("bench.ign", []byte(cfg.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := desired.Derive(frag.Config, emptyAccounts{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(st.Entries) != n {
+		b.Fatalf("%d entries, want %d", len(st.Entries), n)
+	}
+	return root, st.Entries
+}
+
+type emptyAccounts struct{}
+
+func (emptyAccounts) LookupUser(string) (desired.User, bool) { return desired.User{}, false }
+func (emptyAccounts) LookupGroup(string) (int, bool)         { return 0, false }
+
+// BenchmarkFullCheck: one full check of a clean machine.
+func BenchmarkFullCheck(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			root, entries := benchState(b, n)
+			c := newChecker(b, root)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res := c.All(context.Background(), entries)
+				if !res.Clean() {
+					b.Fatalf("drift in a clean root: %+v", res.Drift[0])
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEntry: re-checking one entry after an event, among n. Its cost
+// must not grow with n.
+func BenchmarkEntry(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			root, entries := benchState(b, n)
+			c := newChecker(b, root)
+			o := ondisk.NewObserver(c.Root)
+			defer o.Close()
+			e := &entries[n/2+1] // a 512-byte file
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if ds := c.Entry(o, e); len(ds) != 0 {
+					b.Fatalf("drift in a clean root: %+v", ds)
+				}
+			}
+		})
+	}
+}
