@@ -179,6 +179,10 @@ func Parse(file string, raw []byte) (Fragment, error) {
 	ext := filepath.Ext(file)
 	isYAML := ext == ".yaml" || ext == ".yml"
 	if isYAML {
+		if n := yamlDocuments(raw); n > 1 {
+			// YAMLToJSON would keep the first and drop the rest silently.
+			return frag, &LoadError{File: file, Err: fmt.Errorf("holds %d YAML documents; put one MachineConfig in each file", n)}
+		}
 		j, err := yaml.YAMLToJSON(raw)
 		if err != nil {
 			return frag, &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
@@ -271,6 +275,44 @@ func splitKernelArguments(s string) []string {
 		args = append(args, s[start:])
 	}
 	return args
+}
+
+// yamlDocuments counts the documents of a YAML stream that hold more than
+// comments, directives and white space. Document markers ("---", "...")
+// stand at the start of a line, where no scalar's content can.
+func yamlDocuments(raw []byte) int {
+	n, content := 0, false
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		if rest, ok := documentMarker(line); ok {
+			if content {
+				n++
+			}
+			content = hasContent(rest)
+			continue
+		}
+		if !bytes.HasPrefix(line, []byte("%")) && hasContent(line) {
+			content = true
+		}
+	}
+	if content {
+		n++
+	}
+	return n
+}
+
+func documentMarker(line []byte) (rest []byte, ok bool) {
+	for _, m := range []string{"---", "..."} {
+		if rest, found := bytes.CutPrefix(line, []byte(m)); found &&
+			(len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r') {
+			return rest, true
+		}
+	}
+	return nil, false
+}
+
+func hasContent(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	return len(t) > 0 && t[0] != '#'
 }
 
 // parseIgnition accepts the specs this tool supports: 3.0.0 up to the newest

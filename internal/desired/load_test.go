@@ -179,6 +179,12 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"must hold a MachineConfig", "Butane is not supported"},
 		},
 		{
+			name: "YAML with two MachineConfigs",
+			file: "two.yaml",
+			raw:  "kind: MachineConfig\nspec:\n  kernelArguments: [a]\n---\nkind: MachineConfig\nspec:\n  kernelArguments: [b]\n",
+			want: []string{"holds 2 YAML documents"},
+		},
+		{
 			name: "YAML that is nothing",
 			file: "empty.yml",
 			raw:  "",
@@ -437,6 +443,31 @@ func TestParseMachineConfig(t *testing.T) {
 			t.Error(err)
 		}
 	})
+}
+
+func TestYAMLDocuments(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{"", 0},
+		{"# only a comment\n", 0},
+		{"kind: MachineConfig\n", 1},
+		{"---\nkind: MachineConfig\n", 1},
+		{"%YAML 1.2\n---\nkind: MachineConfig\n...\n", 1},
+		{"---\n# header\n---\nkind: MachineConfig\n---\n", 1},
+		{"a: 1\n---\nb: 2\n", 2},
+		{"a: 1\n...\nb: 2\n", 2},
+		{"--- {a: 1}\n--- {b: 2}\n", 2},
+		{"a: 1\r\n---\r\nb: 2\r\n", 2},
+		{"a: |\n  ---\n  not a marker\nb: ----\n", 1},
+		{"a: 1\n----\n", 1}, // not a marker: part of the document
+	}
+	for _, tt := range tests {
+		if got := yamlDocuments([]byte(tt.in)); got != tt.want {
+			t.Errorf("yamlDocuments(%q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
 }
 
 func TestSplitKernelArguments(t *testing.T) {
