@@ -317,8 +317,20 @@ func hasContent(line []byte) bool {
 
 // parseIgnition accepts the specs this tool supports: 3.0.0 up to the newest
 // stable one. Experimental specs are refused as unknown versions.
+//
+// A config of an older spec is validated again once translated: Merge
+// validates with the newest spec's rules, and what an older spec let pass
+// (a 3.0.0 link without a target) would otherwise be refused there, as a
+// "conflict" between fragments, naming all of them.
 func parseIgnition(raw []byte) (types.Config, report.Report, error) {
-	return v3.ParseCompatibleVersion(raw)
+	cfg, rpt, err := v3.ParseCompatibleVersion(raw)
+	if err != nil || configVersion(raw) == types.MaxVersion.String() {
+		return cfg, rpt, err
+	}
+	if r := validate.ValidateWithContext(cfg, nil); r.IsFatal() {
+		return types.Config{}, r, ignerrors.ErrInvalid
+	}
+	return cfg, rpt, nil
 }
 
 type machineConfig struct {

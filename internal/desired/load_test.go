@@ -179,6 +179,13 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"must hold a MachineConfig", "Butane is not supported"},
 		},
 		{
+			name:    "3.0.0 link without a target: valid in 3.0.0, not once translated",
+			file:    "old-link.ign",
+			raw:     `{"ignition":{"version":"3.0.0"},"storage":{"links":[{"path":"/x"}]}}`,
+			want:    []string{"link target is required"},
+			context: "$.storage.links.0.target",
+		},
+		{
 			name: "YAML with two MachineConfigs",
 			file: "two.yaml",
 			raw:  "kind: MachineConfig\nspec:\n  kernelArguments: [a]\n---\nkind: MachineConfig\nspec:\n  kernelArguments: [b]\n",
