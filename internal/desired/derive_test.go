@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/coreos/ignition/v2/config/v3_5/types"
@@ -13,7 +14,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// cmpEntries compares entries without Content's cached digest.
+// cmpEntries compares entries, whatever unexported state Content keeps.
 var cmpEntries = cmpopts.IgnoreUnexported(Content{})
 
 type emptyAccounts struct{}
@@ -418,4 +419,22 @@ func TestEntryHelpers(t *testing.T) {
 	if c.Digest() != c.Digest() || c.Digest() == (&Content{Exact: []byte("y")}).Digest() {
 		t.Error("Digest is not a stable digest of Exact")
 	}
+}
+
+// TestDigestConcurrent: entries are shared by concurrent checks; run with
+// -race.
+func TestDigestConcurrent(t *testing.T) {
+	c := &Content{Exact: []byte("shared by a full check and an event's re-check")}
+	want := c.Digest()
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c.Digest() != want {
+				t.Error("Digest changed")
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -140,17 +140,13 @@ type Content struct {
 	Hash         *Hash
 	Suffix       []byte
 	Unverifiable string
-
-	sum *[sha256.Size]byte
 }
 
-// Digest is the SHA-256 of Exact, computed once.
+// Digest is the SHA-256 of Exact. It is computed on every call: entries are
+// shared by concurrent checks (a full check and an event's re-check), and it
+// is only needed to describe a drift.
 func (c *Content) Digest() [sha256.Size]byte {
-	if c.sum == nil {
-		s := sha256.Sum256(c.Exact)
-		c.sum = &s
-	}
-	return *c.sum
+	return sha256.Sum256(c.Exact)
 }
 
 // Hash is a verification hash from a config: algorithm "sha256" or "sha512"
