@@ -81,7 +81,9 @@ func runFullCheck(ctx context.Context, root string, configs []string) (checkResu
 		return checkResult{}, err
 	}
 	defer r.Close()
-	c := &check.Checker{Root: r, Units: unitStates(root)}
+	units, release := unitStates(ctx, root)
+	defer release()
+	c := &check.Checker{Root: r, Units: units}
 	if isLiveRoot(root) {
 		c.Cmdline = check.ProcCmdline
 	}

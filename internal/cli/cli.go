@@ -51,6 +51,8 @@ func Run(ctx context.Context, args []string, std Stdio) int {
 	switch args[0] {
 	case "check":
 		return runCheck(ctx, args[1:], std)
+	case "daemon":
+		return runDaemon(ctx, args[1:], std)
 	case "version", "--version":
 		fmt.Fprintf(std.Out, "drift-monitor %s\n", Version)
 		return 0

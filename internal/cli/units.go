@@ -1,7 +1,22 @@
 package cli
 
-import "github.com/drift-monitor/drift-monitor/internal/check"
+import (
+	"context"
 
-// unitStates picks how enablement is determined: offline, from the unit files
-// under root, as systemctl --root computes it.
-func unitStates(root string) check.UnitStates { return nil }
+	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/systemd"
+)
+
+// unitStates picks how enablement is determined: from the running systemd
+// over D-Bus when checking the live host, otherwise offline from the unit
+// files under root, as `systemctl --root` computes it. The returned func
+// releases what was opened.
+func unitStates(ctx context.Context, root string) (check.UnitStates, func()) {
+	if isLiveRoot(root) && systemd.Booted() {
+		if conn, err := systemd.Connect(ctx); err == nil {
+			return conn, func() { conn.Close() }
+		}
+	}
+	return enablement.Offline{Root: root}, func() {}
+}

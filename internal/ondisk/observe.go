@@ -388,3 +388,20 @@ func differs(dfd int, name string) ContentResult {
 	r.GotDigest = hex.EncodeToString(h.Sum(nil))
 	return r
 }
+
+// TypeOf returns the type of what stands at a host path (Absent when
+// nothing does), resolving parents inside the root like Observe.
+func (o *Observer) TypeOf(hostPath string) FileType {
+	var ob Observation
+	dir, base := path.Split(hostPath)
+	dfd, err := o.dirs.get(path.Clean(dir))
+	if err != nil {
+		return Absent
+	}
+	var st unix.Stat_t
+	if fstatat(dfd, base, &st) != nil {
+		return Absent
+	}
+	fill(&ob, &st)
+	return ob.Type
+}

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/daemon"
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/notify"
+	"github.com/drift-monitor/drift-monitor/internal/systemd"
+)
+
+func runDaemon(ctx context.Context, args []string, std Stdio) int {
+	fs := newFlags("daemon", std.Err)
+	var configs, excludes multiFlag
+	o := daemon.Options{Version: Version}
+	fs.Var(&configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
+	fs.StringVar(&o.Root, "root", "/", "monitor the tree at `DIR` as if it were / (for tests; enablement is then computed offline)")
+	fs.DurationVar(&o.Interval, "interval", time.Hour, "time between periodic full checks, the safety net (0 disables)")
+	fs.DurationVar(&o.Settle, "settle", 3*time.Second, "how long a file being written must stay quiet, unclosed, before it is checked anyway")
+	fs.DurationVar(&o.PollInterval, "poll-interval", 10*time.Second, "polling period for directories that could not be watched (inotify limit)")
+	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN` (repeatable)")
+	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
+	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
+	debug := fs.Bool("debug", false, "log debug records")
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return ExitFailed
+	}
+	o.Configs, o.Exclude = configs, excludes
+
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	o.Log = slog.New(journal.NewHandler(std.Err, journal.WithLevel(level)))
+	o.Notify = notify.New()
+	if o.Root == "/" && systemd.Booted() {
+		conn, err := systemd.Connect(ctx)
+		if err != nil {
+			o.Log.Warn(fmt.Sprintf("cannot reach systemd over D-Bus, computing enablement from unit files: %v", err))
+		} else {
+			defer conn.Close()
+			u, err := newBusUnits(ctx, conn)
+			if err != nil {
+				o.Log.Warn(fmt.Sprintf("cannot subscribe to systemd's unit file changes: %v", err))
+			}
+			o.Units, o.Hook = u, conn
+		}
+	}
+	if o.OnDrift != "" && o.Hook == nil {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --on-drift needs systemd over D-Bus\n")
+		return ExitFailed
+	}
+
+	reload := make(chan struct{}, 1)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if err := daemon.Run(ctx, o, reload); err != nil {
+		o.Log.Error(err.Error())
+		return 1
+	}
+	return 0
+}
+
+// busUnits asks systemd for enablement and relays its unit-file signals.
+type busUnits struct {
+	conn    *systemd.Conn
+	changed <-chan struct{}
+}
+
+func newBusUnits(ctx context.Context, conn *systemd.Conn) (*busUnits, error) {
+	ch, err := conn.WatchUnitFiles(ctx)
+	return &busUnits{conn: conn, changed: ch}, err
+}
+
+func (b *busUnits) UnitFileState(unit string) (string, error) { return b.conn.UnitFileState(unit) }
+func (b *busUnits) Changed() <-chan struct{}                  { return b.changed }

@@ -1,0 +1,148 @@
+package daemon
+
+import (
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/fsnotify/fsnotify"
+)
+
+// configDebounce lets a burst of changes to the desired-state files (an
+// editor's temporary file, a package installing several fragments) settle
+// into one reload.
+const configDebounce = 250 * time.Millisecond
+
+// configWatch watches the desired-state locations with fsnotify: its
+// portable create/write/remove/rename events are all a reload needs.
+type configWatch struct {
+	root    string
+	targets []string // host paths (inside root) of config dirs and files
+	fw      *fsnotify.Watcher
+	out     chan struct{}
+	stop    chan struct{}
+	rewatch chan struct{}
+}
+
+func newConfigWatch(root string, explicit []string, excludeFile string) (*configWatch, error) {
+	c := &configWatch{root: root, out: make(chan struct{}, 1), stop: make(chan struct{}), rewatch: make(chan struct{}, 1)}
+	if len(explicit) == 0 {
+		for _, d := range desired.DefaultDirs {
+			c.targets = append(c.targets, filepath.Join(root, d))
+		}
+	} else {
+		for _, p := range explicit {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return c, err
+			}
+			c.targets = append(c.targets, abs)
+		}
+	}
+	if excludeFile != "" {
+		c.targets = append(c.targets, filepath.Join(root, excludeFile))
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return c, err
+	}
+	c.fw = fw
+	c.add()
+	go c.loop()
+	return c, nil
+}
+
+// add watches each target, or its nearest existing ancestor.
+func (c *configWatch) add() {
+	for _, t := range c.targets {
+		for p := t; ; p = filepath.Dir(p) {
+			if err := c.fw.Add(p); err == nil || p == "/" || p == "." {
+				break
+			}
+		}
+	}
+}
+
+// relevant: the event touches a target, a fragment inside a target
+// directory, or a directory on the way to one.
+func (c *configWatch) relevant(name string) bool {
+	for _, t := range c.targets {
+		if name == t || under(t, name) {
+			return true
+		}
+		if path.Dir(name) == t && desired.IsFragmentName(path.Base(name)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *configWatch) loop() {
+	var timer *time.Timer
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.rewatch:
+			c.add()
+		case ev, ok := <-c.fw.Events:
+			if !ok {
+				return
+			}
+			if !c.relevant(ev.Name) {
+				continue
+			}
+			if ev.Has(fsnotify.Create) {
+				c.add() // a directory on the way may have appeared
+			}
+			if timer == nil {
+				timer = time.NewTimer(configDebounce)
+			} else {
+				timer.Reset(configDebounce)
+			}
+			fire = timer.C
+		case <-c.fw.Errors:
+			// Overflow or a vanished watch: reload to be sure.
+			select {
+			case c.out <- struct{}{}:
+			default:
+			}
+		case <-fire:
+			fire = nil
+			select {
+			case c.out <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Changed delivers a value when the desired-state files changed.
+func (c *configWatch) Changed() <-chan struct{} {
+	if c == nil {
+		return nil
+	}
+	return c.out
+}
+
+// Rewatch re-adds watches (after a reload, directories may have appeared).
+func (c *configWatch) Rewatch() {
+	if c == nil || c.fw == nil {
+		return
+	}
+	select {
+	case c.rewatch <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops watching.
+func (c *configWatch) Close() {
+	if c == nil || c.fw == nil {
+		return
+	}
+	close(c.stop)
+	c.fw.Close()
+}
