@@ -1,0 +1,217 @@
+package journal
+
+import "strings"
+
+// MESSAGE_IDs, one per record type. They were generated once with
+// `journalctl --new-id128` and must never change: admins filter on them
+// (`journalctl MESSAGE_ID=…`) and the catalog is keyed by them.
+const (
+	// MsgStarted: the daemon started and is loading its desired state.
+	MsgStarted = "8b0b39fbb9b249ac86ffc0286dff375a"
+	// MsgReady: the first full check is done (READY=1 was sent).
+	MsgReady = "e8dfcfc985ce42489b66712d946e4a75"
+	// MsgDriftDetected: one entry stopped matching its desired state.
+	MsgDriftDetected = "d9919dc81c6b4fe685c3babdbad8d8d9"
+	// MsgDriftResolved: an entry that drifted matches again.
+	MsgDriftResolved = "b18cc3fb8eed46159699a7acbb8c0764"
+	// MsgReloaded: the desired state was re-read (SIGHUP, systemctl reload,
+	// the last inhibitor released).
+	MsgReloaded = "cf5e743c6b274f0b899d2ddd43d6a0ab"
+	// MsgLoadFailed: the desired state could not be loaded; the last good one
+	// stays in force.
+	MsgLoadFailed = "caa901836f56409eaf593ca3c63f64e7"
+	// MsgWatchesExhausted: inotify watches ran out; some paths are polled.
+	MsgWatchesExhausted = "e351ea282f9b47caac4ae2f832c85719"
+	// MsgWatchesRestored: every directory is watched again; polling stopped.
+	MsgWatchesRestored = "754f294c407544c99e3fa417f86e651e"
+	// MsgQueueOverflow: the inotify queue overflowed; a full check follows.
+	MsgQueueOverflow = "f66f7d5cb417444a82b9e039579ad67f"
+	// MsgInhibited: an inhibitor was taken; drift is not reported meanwhile.
+	MsgInhibited = "6715476f77304f95829d61c3e13b9ce7"
+	// MsgResumed: the last inhibitor was released; monitoring resumed.
+	MsgResumed = "c2585180d8b94e96a8ddc5ba2a2cfd1c"
+	// MsgStopping: the daemon is shutting down.
+	MsgStopping = "5b1ec22f3ee24526bcd9728bc485c97a"
+	// MsgHookFailed: the on-drift unit could not be started.
+	MsgHookFailed = "65967b676b2c4957b58a49d55c7eb400"
+	// MsgCheckFailed: a check (or part of one) could not be done.
+	MsgCheckFailed = "32bc281c85da42438efffa441666fd57"
+)
+
+// Catalog header values shared by every entry.
+const (
+	CatalogDefinedBy     = "drift-monitor"
+	CatalogSupport       = "https://github.com/drift-monitor/drift-monitor/issues"
+	CatalogDocumentation = "man:drift-monitor(8)"
+)
+
+// CatalogEntry describes one record type for journalctl -x.
+type CatalogEntry struct {
+	ID      string // the MESSAGE_ID
+	Name    string // the Go constant, for humans and tests
+	Subject string // one line; may use @FIELD@ of the record
+	Body    string // paragraphs separated by blank lines; may use @FIELD@
+}
+
+// Catalog lists every record type, in the order of the constants.
+var Catalog = []CatalogEntry{
+	{
+		ID: MsgStarted, Name: "MsgStarted",
+		Subject: "drift-monitor started",
+		Body: `The drift-monitor daemon started. It loads the desired configuration from
+/usr/lib/drift-monitor/desired.d/ and /etc/drift-monitor/desired.d/ (or the
+--config paths in its command line), starts watching the declared paths and
+units, and runs a first full check.
+
+The service reports that it is ready once that first check is done.`,
+	},
+	{
+		ID: MsgReady, Name: "MsgReady",
+		Subject: "First full check done",
+		Body: `drift-monitor finished its first full check of the machine against the
+desired configuration and told systemd that it is ready. From now on each
+drift is logged once when it appears and once when it is resolved.
+
+The status line of "systemctl status drift-monitor" shows the current
+summary; "drift-monitor check" prints the full report.`,
+	},
+	{
+		ID: MsgDriftDetected, Name: "MsgDriftDetected",
+		Subject: "Configuration drift: @DRIFT_PATH@ (@DRIFT_KIND@)",
+		Body: `@DRIFT_PATH@ no longer matches the machine's desired configuration
+(what differs: @DRIFT_KIND@). The record's message says how it differs; for
+files that are world-readable in the desired configuration it includes a
+diff, for other files only sizes and digests.
+
+Something changed the machine outside its configuration management. Find out
+what (an admin, a package, a tool), then either restore the desired state or
+change the desired configuration under /etc/drift-monitor/desired.d/ and run
+"systemctl reload drift-monitor". Update tools should wrap planned changes in
+"drift-monitor inhibit" so that they are not reported as drift.
+
+The drift is logged once more when it is resolved.`,
+	},
+	{
+		ID: MsgDriftResolved, Name: "MsgDriftResolved",
+		Subject: "Configuration drift resolved: @DRIFT_PATH@",
+		Body: `@DRIFT_PATH@ matches the machine's desired configuration again: the
+drift reported earlier for it is resolved, either because the entry was
+restored or because the desired configuration changed.
+
+No action is needed.`,
+	},
+	{
+		ID: MsgReloaded, Name: "MsgReloaded",
+		Subject: "Desired configuration reloaded",
+		Body: `drift-monitor re-read its desired configuration, because it was asked to
+("systemctl reload drift-monitor", SIGHUP), because the desired-state
+directories changed, or because the last inhibitor was released, and ran a
+full check against it.
+
+No action is needed.`,
+	},
+	{
+		ID: MsgLoadFailed, Name: "MsgLoadFailed",
+		Subject: "Desired configuration could not be loaded",
+		Body: `drift-monitor could not load its desired configuration. The record's
+message names the file and what is wrong with it. The daemon keeps checking
+against the last configuration that loaded (none, if this happened at start).
+
+Fix the named file ("drift-monitor check --config FILE" shows the same
+error) and run "systemctl reload drift-monitor".`,
+	},
+	{
+		ID: MsgWatchesExhausted, Name: "MsgWatchesExhausted",
+		Subject: "inotify watches exhausted: polling instead",
+		Body: `drift-monitor could not place all the inotify watches it needs because the
+per-user limit fs.inotify.max_user_watches was reached. It polls the
+directories it could not watch instead, so changes there are seen later and
+at a higher cost, but they are still seen.
+
+Raise the limit, for example with a file in /etc/sysctl.d/ that sets
+fs.inotify.max_user_watches, and apply it with "sysctl --system". The daemon
+places the missing watches by itself when it can.`,
+	},
+	{
+		ID: MsgWatchesRestored, Name: "MsgWatchesRestored",
+		Subject: "All paths are watched again",
+		Body: `Every directory drift-monitor needs is watched with inotify again; it stopped
+polling.
+
+No action is needed.`,
+	},
+	{
+		ID: MsgQueueOverflow, Name: "MsgQueueOverflow",
+		Subject: "inotify queue overflowed: full check",
+		Body: `The kernel dropped inotify events for drift-monitor because its event queue
+overflowed (fs.inotify.max_queued_events), usually during a burst of file
+changes. Because events were lost, drift-monitor runs a full check, so no
+drift is missed.
+
+If this happens often, raise fs.inotify.max_queued_events.`,
+	},
+	{
+		ID: MsgInhibited, Name: "MsgInhibited",
+		Subject: "Drift monitoring inhibited",
+		Body: `An update tool took an inhibitor ("drift-monitor inhibit"): while any
+inhibitor is held, drift is neither reported nor acted on, so that the
+transition is not mistaken for drift. The record and the status line say who
+holds it and why.
+
+An inhibitor is released when its holder exits, even when it is killed.`,
+	},
+	{
+		ID: MsgResumed, Name: "MsgResumed",
+		Subject: "Drift monitoring resumed",
+		Body: `The last inhibitor was released. drift-monitor re-read its desired
+configuration, since the transition may have changed it, and ran a full
+check.
+
+No action is needed.`,
+	},
+	{
+		ID: MsgStopping, Name: "MsgStopping",
+		Subject: "drift-monitor stopping",
+		Body: `The drift-monitor daemon is shutting down. Until it runs again, drift on this
+machine is not detected.`,
+	},
+	{
+		ID: MsgHookFailed, Name: "MsgHookFailed",
+		Subject: "On-drift unit @DRIFT_UNIT@ could not be started",
+		Body: `drift-monitor is configured to start a unit when drift appears, and starting
+@DRIFT_UNIT@ failed. The record's message has the reason.
+
+Check the unit with "systemctl status @DRIFT_UNIT@" and
+"journalctl -u @DRIFT_UNIT@".`,
+	},
+	{
+		ID: MsgCheckFailed, Name: "MsgCheckFailed",
+		Subject: "Check could not be done",
+		Body: `drift-monitor could not check part of the machine, for example because a
+path could not be read, systemd could not be asked about a unit, or watching
+failed. The record's message names what failed. Entries that could not be
+checked are neither reported as drift nor as clean.
+
+Fix the cause named in the message; the next check retries.`,
+	},
+}
+
+// CatalogText renders Catalog in systemd's message catalog format
+// (systemd.catalog(7)), ready to be installed as
+// /usr/lib/systemd/catalog/drift-monitor.catalog and picked up by
+// `journalctl --update-catalog`.
+func CatalogText() string {
+	var b strings.Builder
+	b.WriteString("# Message catalog for drift-monitor's journal records (see systemd.catalog(7)).\n")
+	b.WriteString("# Generated from internal/journal.Catalog; do not edit by hand.\n")
+	for _, e := range Catalog {
+		b.WriteString("\n-- " + e.ID + "\n")
+		b.WriteString("Subject: " + e.Subject + "\n")
+		b.WriteString("Defined-By: " + CatalogDefinedBy + "\n")
+		b.WriteString("Support: " + CatalogSupport + "\n")
+		b.WriteString("Documentation: " + CatalogDocumentation + "\n")
+		b.WriteString("\n")
+		b.WriteString(strings.TrimSpace(e.Body) + "\n")
+	}
+	return b.String()
+}
