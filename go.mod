@@ -3,21 +3,21 @@ module github.com/drift-monitor/drift-monitor
 go 1.26.8
 
 require (
+	github.com/aymanbagabas/go-udiff v0.4.2
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/coreos/ignition/v2 v2.24.0
 	github.com/coreos/vcontext v0.0.0-20230201181013-d72178a18687
+	github.com/fsnotify/fsnotify v1.10.1
+	github.com/godbus/dbus/v5 v5.2.4
+	github.com/google/go-cmp v0.7.0
 	github.com/vincent-petithory/dataurl v1.0.0
+	golang.org/x/sys v0.50.0
 	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.39.2 // indirect
-	github.com/aymanbagabas/go-udiff v0.4.2 // indirect
 	github.com/coreos/go-json v0.0.0-20230131223807-18775e0fb4fb // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
-	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	github.com/godbus/dbus/v5 v5.2.4 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,6 +29,9 @@ import (
 type Root struct {
 	dir string
 	fd  int
+	// noOpenat2 is set once openat2 turned out to be unavailable;
+	// openat2Worked once it succeeded (a later EPERM is then a real one).
+	noOpenat2, openat2Worked atomic.Bool
 }
 
 // OpenRoot opens dir as the root ("/" for the running host).
@@ -65,14 +69,109 @@ func (r *Root) openDir(hostDir string) (int, error) {
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	}
-	for {
+	for !r.noOpenat2.Load() {
 		fd, err := unix.Openat2(r.fd, rel, &how)
 		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 			// EAGAIN: a concurrent rename raced the resolution; try again.
 			continue
 		}
+		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) && !r.openat2Worked.Load() {
+			// A kernel before 5.6, or a seccomp filter that does not know
+			// openat2 (systemd's SystemCallFilter= answers ENOSYS or EPERM):
+			// resolve in user space from now on.
+			r.noOpenat2.Store(true)
+			break
+		}
+		if err == nil {
+			r.openat2Worked.Store(true)
+		}
 		return fd, err
 	}
+	return r.resolveDir(rel)
+}
+
+// maxSymlinks bounds symlink expansion, as the kernel's ELOOP does.
+const maxSymlinks = 40
+
+// resolveDir is openat2(RESOLVE_IN_ROOT) in user space: walk the components
+// with O_NOFOLLOW, expanding symlinks as if the root were /, and never
+// leaving it ("..", absolute targets). Slower (one system call per
+// component), used only where openat2 is unavailable.
+func (r *Root) resolveDir(rel string) (int, error) {
+	todo := strings.Split(rel, "/")
+	cur, err := unix.Dup(r.fd)
+	if err != nil {
+		return -1, err
+	}
+	var stack []int // descriptors of the directories above cur, for ".."
+	closeAll := func() {
+		unix.Close(cur)
+		for _, fd := range stack {
+			unix.Close(fd)
+		}
+	}
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(stack) > 0 {
+				unix.Close(cur)
+				cur, stack = stack[len(stack)-1], stack[:len(stack)-1]
+			}
+			continue
+		}
+		fd, err := unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeAll()
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			closeAll()
+			return -1, err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			stack = append(stack, cur)
+			cur = fd
+		case unix.S_IFLNK:
+			unix.Close(fd)
+			if links++; links > maxSymlinks {
+				closeAll()
+				return -1, unix.ELOOP
+			}
+			target, err := readlinkat(cur, c)
+			if err != nil {
+				closeAll()
+				return -1, err
+			}
+			if strings.HasPrefix(target, "/") {
+				// Absolute: from the root again.
+				for _, fd := range stack {
+					unix.Close(fd)
+				}
+				unix.Close(cur)
+				stack = nil
+				if cur, err = unix.Dup(r.fd); err != nil {
+					return -1, err
+				}
+			}
+			todo = append(strings.Split(target, "/"), todo...)
+		default:
+			unix.Close(fd)
+			closeAll()
+			return -1, unix.ENOTDIR
+		}
+	}
+	for _, fd := range stack {
+		unix.Close(fd)
+	}
+	return cur, nil
 }
 
 // OpenDir opens a host directory inside the root as an O_PATH descriptor
