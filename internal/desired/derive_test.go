@@ -416,7 +416,8 @@ func TestEntryHelpers(t *testing.T) {
 		t.Errorf("FileMode(07755) = %q", got)
 	}
 	c := &Content{Exact: []byte("x")}
-	if c.Digest() != c.Digest() || c.Digest() == (&Content{Exact: []byte("y")}).Digest() {
+	first, second := c.Digest(), c.Digest()
+	if first != second || first == (&Content{Exact: []byte("y")}).Digest() {
 		t.Error("Digest is not a stable digest of Exact")
 	}
 }

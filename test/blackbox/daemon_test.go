@@ -103,8 +103,9 @@ func TestWritesInProgressAreNotDrift(t *testing.T) {
 		name  string
 		write func(t *testing.T)
 	}{
+		// One redirection: one open that truncates, two writes, one close.
 		{"shell redirection", func(t *testing.T) {
-			f.run("sh", "-c", `printf 'hello ' > "$1"; printf 'world\n' >> "$1"`, "sh", target)
+			f.run("sh", "-c", `{ printf 'hello '; printf 'world\n'; } > "$1"`, "sh", target)
 		}},
 		{"cp", func(t *testing.T) { f.run("cp", good, target) }},
 		{"editor: write a temporary file, rename it into place", func(t *testing.T) {
