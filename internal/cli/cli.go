@@ -14,10 +14,10 @@ import (
 
 // Exit statuses of check and status.
 const (
-	ExitClean   = 0
-	ExitDrift   = 1
-	ExitFailed  = 2 // the check could not be done: bad config, unreadable root, bad usage
-	ExitNoDaemn = 3 // status: the daemon is not running or unreachable
+	ExitClean    = 0
+	ExitDrift    = 1
+	ExitFailed   = 2 // the check could not be done: bad config, unreadable root, bad usage
+	ExitNoDaemon = 3 // status: the daemon is not running or unreachable
 )
 
 // Stdio are the streams a command uses.
@@ -53,6 +53,10 @@ func Run(ctx context.Context, args []string, std Stdio) int {
 		return runCheck(ctx, args[1:], std)
 	case "daemon":
 		return runDaemon(ctx, args[1:], std)
+	case "status":
+		return runStatus(ctx, args[1:], std)
+	case "inhibit":
+		return runInhibit(ctx, args[1:], std)
 	case "version", "--version":
 		fmt.Fprintf(std.Out, "drift-monitor %s\n", Version)
 		return 0

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/notify"
 	"github.com/drift-monitor/drift-monitor/internal/systemd"
@@ -29,6 +31,8 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN` (repeatable)")
 	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
+	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
+	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
 	if err := parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -79,7 +83,27 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 			}
 		}
 	}()
-	if err := daemon.Run(ctx, o, reload); err != nil {
+	d, err := daemon.New(o)
+	if err != nil {
+		o.Log.Error(err.Error())
+		return 1
+	}
+	defer d.Close()
+	if *bus {
+		ic := dbusapi.NewInterceptor()
+		conn, err := dbusapi.ConnectSystemBus(ic)
+		if err == nil {
+			defer conn.Close()
+			var srv *dbusapi.Server
+			if srv, err = dbusapi.Export(conn, ic, d, o.InhibitDir, Version); err == nil {
+				d.SetPublisher(srv)
+			}
+		}
+		if err != nil {
+			o.Log.Warn(fmt.Sprintf("no D-Bus API (drift-monitor status will not reach this daemon): %v", err))
+		}
+	}
+	if err := d.Run(ctx, reload); err != nil {
 		o.Log.Error(err.Error())
 		return 1
 	}

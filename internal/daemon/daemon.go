@@ -25,9 +25,11 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
@@ -73,6 +75,8 @@ type Options struct {
 	// (relative to Root) with more, one per line.
 	Exclude     []string
 	ExcludeFile string
+	// InhibitDir is where inhibitor lock files are followed ("" disables).
+	InhibitDir string
 	// OnDrift names a unit to start when drift appears.
 	OnDrift string
 	Version string
@@ -102,11 +106,16 @@ type Daemon struct {
 	lastStatus string
 	ready      bool
 	done       chan struct{}
+
+	inhibitors []inhibit.Inhibitor
+	requests   chan func(context.Context) // calls from the bus, run by the loop
+	pub        Publisher
+	lastCheck  time.Time
 }
 
-// Run runs the daemon until ctx ends or reload is closed. reload delivers
-// SIGHUP-style reload requests.
-func Run(ctx context.Context, o Options, reload <-chan struct{}) error {
+// New prepares a daemon; Run starts it. Close releases what New opened
+// (Run does not).
+func New(o Options) (*Daemon, error) {
 	if o.Root == "" {
 		o.Root = "/"
 	}
@@ -121,21 +130,18 @@ func Run(ctx context.Context, o Options, reload <-chan struct{}) error {
 	}
 	root, err := ondisk.OpenRoot(o.Root)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer root.Close()
 	w, err := watch.New(root)
 	if err != nil {
-		return err
+		root.Close()
+		return nil, err
 	}
-	defer w.Close()
 	d := &Daemon{
 		o: o, log: o.Log, root: root, w: w, obs: ondisk.NewObserver(root),
 		track: newTracker(), pending: map[string]*time.Timer{}, settled: make(chan string, 64),
-		done: make(chan struct{}), ix: newIndex(nil),
+		done: make(chan struct{}), ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
-	defer close(d.done)
-	defer d.obs.Close()
 	d.checker = &check.Checker{Root: root}
 	if o.Units != nil {
 		d.checker.Units = o.Units
@@ -145,7 +151,34 @@ func Run(ctx context.Context, o Options, reload <-chan struct{}) error {
 	if isLiveRoot(o.Root) {
 		d.checker.Cmdline = check.ProcCmdline
 	}
-	return d.run(ctx, reload)
+	return d, nil
+}
+
+// Close releases the daemon's root, watches and descriptors.
+func (d *Daemon) Close() {
+	d.obs.Close()
+	d.w.Close()
+	d.root.Close()
+}
+
+// SetPublisher makes the daemon publish its state (the D-Bus API). Call it
+// before Run.
+func (d *Daemon) SetPublisher(p Publisher) { d.pub = p }
+
+// Publisher receives the daemon's state after every change.
+type Publisher interface {
+	Update(dbusapi.Snapshot)
+}
+
+// Run runs a daemon until ctx ends; reload delivers SIGHUP-style reload
+// requests.
+func Run(ctx context.Context, o Options, reload <-chan struct{}) error {
+	d, err := New(o)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Run(ctx, reload)
 }
 
 func isLiveRoot(root string) bool {
@@ -159,8 +192,21 @@ type readResult struct {
 	err error
 }
 
-func (d *Daemon) run(ctx context.Context, reload <-chan struct{}) error {
+// Run runs the event loop until ctx ends.
+func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
+	defer close(d.done)
 	d.record(ctx, slog.LevelInfo, journal.MsgStarted, fmt.Sprintf("Starting drift-monitor %s", d.o.Version))
+	var inhibChanges <-chan []inhibit.Inhibitor
+	if d.o.InhibitDir != "" {
+		m, err := inhibit.Watch(d.o.InhibitDir)
+		if err != nil {
+			d.record(ctx, slog.LevelError, journal.MsgCheckFailed, fmt.Sprintf("cannot follow inhibitors in %s: %v", d.o.InhibitDir, err))
+		} else {
+			defer m.Close()
+			inhibChanges = m.Changes()
+			d.setInhibitors(ctx, m.Held())
+		}
+	}
 	if err := d.load(ctx); err != nil {
 		d.loadFailed = err.Error()
 	}
@@ -187,12 +233,17 @@ func (d *Daemon) run(ctx context.Context, reload <-chan struct{}) error {
 	}
 	defer cfg.Close()
 
-	d.fullCheck(ctx, "first check")
+	if !d.inhibited() {
+		// While inhibited (inhibitors survive restarts), the first check
+		// waits for the release: a half-applied transition is not drift.
+		d.fullCheck(ctx, "first check")
+	}
 	d.ready = true
 	if d.o.Notify != nil {
 		d.o.Notify.Ready(d.status())
 	}
-	d.record(ctx, slog.LevelInfo, journal.MsgReady, fmt.Sprintf("First check done: %s", d.status()))
+	d.record(ctx, slog.LevelInfo, journal.MsgReady, fmt.Sprintf("Started: %s", d.status()))
+	d.publish()
 
 	var periodic <-chan time.Time
 	if d.o.Interval > 0 {
@@ -225,6 +276,7 @@ func (d *Daemon) run(ctx context.Context, reload <-chan struct{}) error {
 			poll.Stop()
 			poll = nil
 		}
+		active := !d.inhibited()
 		select {
 		case <-ctx.Done():
 			if d.o.Notify != nil {
@@ -233,32 +285,57 @@ func (d *Daemon) run(ctx context.Context, reload <-chan struct{}) error {
 			d.record(context.Background(), slog.LevelInfo, journal.MsgStopping, "Stopping drift-monitor")
 			return nil
 		case r := <-events:
-			d.handle(ctx, r.evs)
+			// While inhibited, events are dropped: the release re-reads the
+			// desired state and checks everything.
+			if active {
+				d.handle(ctx, r.evs)
+			}
 			if r.err != nil {
 				d.watchError(ctx, r.err)
 			}
 		case p := <-d.settled:
-			d.settle(ctx, p)
+			if active {
+				d.settle(ctx, p)
+			}
+		case held := <-inhibChanges:
+			d.setInhibitors(ctx, held)
 		case <-cfg.Changed():
-			d.reload(ctx, "the desired-state files changed")
+			if active {
+				d.reload(ctx, "the desired-state files changed")
+			}
 			cfg.Rewatch()
 		case _, ok := <-reload:
 			if !ok {
 				reload = nil
 				continue
 			}
-			d.reload(ctx, "reload requested")
+			if active {
+				d.reload(ctx, "reload requested")
+			} else if d.o.Notify != nil {
+				// Nothing to do until the release, which reloads anyway.
+				d.o.Notify.Reloading()
+				d.o.Notify.Ready(d.status())
+			}
 			cfg.Rewatch()
 		case <-unitsChanged:
-			d.checkEntries(ctx, d.ix.enablement)
+			if active {
+				d.checkEntries(ctx, d.ix.enablement)
+			}
 		case <-periodic:
-			d.fullCheck(ctx, "periodic check")
+			if active {
+				d.fullCheck(ctx, "periodic check")
+			}
 		case <-pollC():
-			d.pollUnwatched(ctx)
+			if active {
+				d.pollUnwatched(ctx)
+			}
+		case req := <-d.requests:
+			req(ctx)
 		case reply := <-pings:
 			close(reply)
 		}
 		d.updateStatus()
+		d.publish()
 	}
 }
 
@@ -420,6 +497,7 @@ func (d *Daemon) checkEntry(ctx context.Context, i int) {
 // known of them: their half-written content is not a drift.
 func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	res := d.checker.All(ctx, d.ix.entries)
+	d.lastCheck = time.Now()
 	now := map[string][]drift.Drift{}
 	for _, dr := range res.Drift {
 		now[dr.EntryID] = append(now[dr.EntryID], dr)
@@ -528,6 +606,9 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 
 func (d *Daemon) status() string {
 	in := statusInput{drift: d.track.all(), paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled())}
+	for _, h := range d.inhibitors {
+		in.inhibitors = append(in.inhibitors, drift.Escape(h.String()))
+	}
 	if d.loadFailed != "" {
 		in.loadFailed = drift.Escape(d.loadFailed)
 	}

@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	os.Chmod(dir, 0o755) // unprivileged runs of the binary, too
 	binary = filepath.Join(dir, "drift-monitor")
 	build := exec.Command("go", "build", "-o", binary, "github.com/drift-monitor/drift-monitor/cmd/drift-monitor")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -118,6 +119,31 @@ type daemonProc struct {
 // sd_notify socket of its own, and waits for READY=1.
 func startDaemon(t *testing.T, root string, args ...string) *daemonProc {
 	t.Helper()
+	return startDaemonWith(t, root, daemonOpts{args: args})
+}
+
+// daemonOpts: bus is a private bus's address ("" runs without the D-Bus
+// API); inhibitDir defaults to a fresh temporary directory — the tier never
+// touches the host's /run/drift-monitor nor its system bus.
+type daemonOpts struct {
+	bus        string
+	inhibitDir string
+	args       []string
+}
+
+func startDaemonWith(t *testing.T, root string, o daemonOpts) *daemonProc {
+	t.Helper()
+	if o.inhibitDir == "" {
+		o.inhibitDir = filepath.Join(t.TempDir(), "inhibit.d")
+	}
+	args := append([]string{"--inhibit-dir", o.inhibitDir}, o.args...)
+	env := []string{"DBUS_SYSTEM_BUS_ADDRESS=" + o.bus}
+	if o.bus == "" {
+		args = append(args, "--bus=false")
+		env = []string{"DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/refuse-the-real-system-bus"}
+	} else {
+		requirePrivateBus(t, o.bus)
+	}
 	sockDir, err := os.MkdirTemp("", "dm-notify-")
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +156,7 @@ func startDaemon(t *testing.T, root string, args ...string) *daemonProc {
 	}
 	d := &daemonProc{t: t, update: make(chan struct{}, 1), exited: make(chan error, 1)}
 	cmd := exec.Command(binary, append([]string{"daemon", "--root", root}, args...)...)
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
+	cmd.Env = append(append(os.Environ(), "NOTIFY_SOCKET="+sock), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+)
+
+// Exit statuses of inhibit when COMMAND could not run (as a shell has them).
+const (
+	exitCannotRun = 126
+	exitNotFound  = 127
+)
+
+func runInhibit(ctx context.Context, args []string, std Stdio) int {
+	fs := newFlags("inhibit", std.Err)
+	who := fs.String("who", "", "`WHO` holds the inhibitor (shown in the status line and journal)")
+	why := fs.String("why", "", "`WHY` it is held")
+	dir := fs.String("inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
+	fs.Usage = func() {
+		fmt.Fprintf(std.Err, "usage: drift-monitor inhibit --who WHO --why WHY -- COMMAND [ARG]...\n\n"+
+			"Suspends drift reporting while COMMAND runs (root only); exits with COMMAND's status.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return ExitFailed
+	}
+	if *who == "" || *why == "" || fs.NArg() == 0 {
+		fmt.Fprintln(std.Err, "drift-monitor inhibit: --who, --why and a COMMAND are required")
+		fs.Usage()
+		return ExitFailed
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(std.Err, "drift-monitor inhibit: only root can take an inhibitor")
+		return ExitFailed
+	}
+	lock, err := inhibit.Take(*dir, *who, *why, os.Getpid())
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor inhibit: %s\n", drift.EscapeControl(err.Error()))
+		return ExitFailed
+	}
+	defer lock.Release()
+
+	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = std.In, std.Out, std.Err
+	// Signals meant for the command (Ctrl-C, systemctl stop of a wrapper
+	// unit) are passed on; the inhibitor is released when it has ended.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor inhibit: %v\n", err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return exitNotFound
+		}
+		return exitCannotRun
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case s := <-sigs:
+			cmd.Process.Signal(s)
+		case err := <-done:
+			return exitStatus(cmd, err)
+		}
+	}
+}
+
+// exitStatus is COMMAND's exit status, or 128+N when signal N killed it.
+func exitStatus(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return exitCannotRun
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
+}
