@@ -147,9 +147,13 @@ func writeText(w io.Writer, res *checkResult) error {
 	case len(res.Files) == 0:
 		ew.printf("No desired configuration found: nothing to check.\n")
 	case res.Clean():
-		ew.printf("No drift: %d entries match %d config files.\n", res.Checked, len(res.Files))
+		verb := "match"
+		if res.Checked == 1 {
+			verb = "matches"
+		}
+		ew.printf("No drift: %s %s %s.\n", count(res.Checked, "entry", "entries"), verb, count(len(res.Files), "config file", "config files"))
 	default:
-		ew.printf("Drift: %d differences in %d entries.\n", len(res.Drift), res.Checked)
+		ew.printf("Drift: %s in %s.\n", count(len(res.Drift), "difference", "differences"), count(res.Checked, "entry", "entries"))
 	}
 	return ew.err
 }
@@ -163,4 +167,11 @@ func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
+}
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -204,7 +204,7 @@ func TestCheckClean(t *testing.T) {
 
 	// No --config: the default locations, inside the root.
 	code, stdout, stderr := run(t, context.Background(), "check", "--root", root)
-	if code != cli.ExitClean || stdout != "No drift: 1 entries match 1 config files.\n" || stderr != "" {
+	if code != cli.ExitClean || stdout != "No drift: 1 entry matches 1 config file.\n" || stderr != "" {
 		t.Errorf("check = %d, %q, %q; want 0 and a one-line summary", code, stdout, stderr)
 	}
 	code, stdout, _ = run(t, context.Background(), "check", "--root", root, "--format", "json")
