@@ -14,6 +14,10 @@ import (
 // per event.
 type tracker struct {
 	byEntry map[string][]drift.Drift
+	// sorted caches all() until the next change: the status line and the
+	// bus read it after every event, and most events change nothing.
+	sorted []drift.Drift
+	fresh  bool
 }
 
 func newTracker() *tracker { return &tracker{byEntry: map[string][]drift.Drift{}} }
@@ -23,6 +27,10 @@ func newTracker() *tracker { return &tracker{byEntry: map[string][]drift.Drift{}
 // not reported again: its key is the same.
 func (t *tracker) update(entryID string, now []drift.Drift) (appeared, resolved []drift.Drift) {
 	old := t.byEntry[entryID]
+	if len(old) == 0 && len(now) == 0 {
+		return nil, nil
+	}
+	t.fresh = false
 	appeared, resolved = diffKeys(old, now)
 	if len(now) == 0 {
 		delete(t.byEntry, entryID)
@@ -39,6 +47,7 @@ func (t *tracker) replace(now map[string][]drift.Drift) (appeared, resolved []dr
 		if _, ok := now[id]; !ok {
 			resolved = append(resolved, old...)
 			delete(t.byEntry, id)
+			t.fresh = false
 		}
 	}
 	ids := make([]string, 0, len(now))
@@ -76,13 +85,17 @@ func diffKeys(old, now []drift.Drift) (appeared, resolved []drift.Drift) {
 	return appeared, resolved
 }
 
-// all lists the current drift, sorted.
+// all lists the current drift, sorted. The caller must not modify it.
 func (t *tracker) all() []drift.Drift {
+	if t.fresh {
+		return t.sorted
+	}
 	var out []drift.Drift
 	for _, ds := range t.byEntry {
 		out = append(out, ds...)
 	}
 	check.Sort(out)
+	t.sorted, t.fresh = out, true
 	return out
 }
 
