@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeNotifier records sd_notify calls.
+type fakeNotifier struct {
+	mu        sync.Mutex
+	watchdogs int
+	ready     chan struct{}
+	interval  time.Duration
+}
+
+func (f *fakeNotifier) Ready(string) error {
+	select {
+	case f.ready <- struct{}{}:
+	default:
+	}
+	return nil
+}
+func (f *fakeNotifier) Status(string) error { return nil }
+func (f *fakeNotifier) Reloading() error    { return nil }
+func (f *fakeNotifier) Stopping() error     { return nil }
+func (f *fakeNotifier) Watchdog() error {
+	f.mu.Lock()
+	f.watchdogs++
+	f.mu.Unlock()
+	return nil
+}
+func (f *fakeNotifier) WatchdogInterval() (time.Duration, bool) { return f.interval, true }
+func (f *fakeNotifier) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.watchdogs
+}
+
+// WATCHDOG=1 is sent only while the event loop answers: a stuck loop stops
+// the pings, and systemd restarts the service.
+func TestWatchdogOnlyWhileTheLoopIsAlive(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(root, "c.ign")
+	os.WriteFile(cfg, []byte(`{"ignition":{"version":"3.4.0"}}`), 0o644)
+	n := &fakeNotifier{ready: make(chan struct{}, 1), interval: 40 * time.Millisecond}
+	d, err := New(Options{Root: root, Configs: []string{cfg}, Notify: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, nil) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-n.ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready within 10s")
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(5 * time.Millisecond) // a poll interval inside a bounded wait
+		}
+	}
+	waitFor("watchdog pings from a live loop", func() bool { return n.count() >= 3 })
+
+	// Block the loop: the pings must stop.
+	block := make(chan struct{})
+	blocked := make(chan struct{})
+	go d.do(ctx, func(context.Context) error { close(blocked); <-block; return nil })
+	<-blocked
+	time.Sleep(2 * n.interval) // let a ping already under way finish
+	before := n.count()
+	time.Sleep(5 * n.interval) // five intervals of a stuck loop: the behaviour under test
+	if after := n.count(); after != before {
+		t.Errorf("WATCHDOG=1 sent %d times while the loop was stuck", after-before)
+	}
+	close(block)
+	waitFor("pings again once the loop is free", func() bool { return n.count() > before })
+}
