@@ -276,6 +276,13 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 			poll.Stop()
 			poll = nil
 		}
+		if d.exhausted && len(d.w.Polled()) == 0 {
+			// Every wanted directory has a watch again, whether a poll's
+			// retry placed it or a reload or a vanished directory freed
+			// watches: say so, so that running out again is said again.
+			d.exhausted = false
+			d.record(ctx, slog.LevelInfo, journal.MsgWatchesRestored, "Every directory is watched again: polling stopped")
+		}
 		active := !d.inhibited()
 		select {
 		case <-ctx.Done():
@@ -588,7 +595,7 @@ func (d *Daemon) watchError(ctx context.Context, err error) {
 // and tries to watch them again.
 func (d *Daemon) pollUnwatched(ctx context.Context) {
 	polled := d.w.Polled()
-	err := d.w.Retry()
+	_ = d.w.Retry() // ErrExhausted while some still cannot be watched: they stay polled, and the loop says when none is left
 	seen := map[int]bool{}
 	for _, dir := range polled {
 		d.ix.affected(dir, true, func(i int) {
@@ -597,10 +604,6 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 				d.checkEntry(ctx, i)
 			}
 		})
-	}
-	if err == nil && d.exhausted {
-		d.exhausted = false
-		d.record(ctx, slog.LevelInfo, journal.MsgWatchesRestored, "Every directory is watched again: polling stopped")
 	}
 }
 

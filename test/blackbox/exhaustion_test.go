@@ -1,0 +1,380 @@
+package blackbox
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Why a user namespace: the inotify watch limit is counted per user and per
+// user namespace, and a namespace's own limit
+// (/proc/sys/user/max_inotify_watches inside it) binds only the processes
+// in it (and those below). Running the daemon as root of a fresh user
+// namespace whose limit is a handful of watches exhausts them for that
+// daemon alone; the machine's fs.inotify.max_user_watches, which other
+// daemons on the machine rely on, is never touched.
+
+// fourDirs declares one file in each of four directories: with a limit of
+// three watches (one goes to the inhibitor directory), some are watched and
+// the others can only be polled.
+const fourDirs = `{"ignition":{"version":"3.2.0"},"storage":{"files":[
+ {"path":"/etc/d1/f","mode":420,"contents":{"source":"data:,one%0A"}},
+ {"path":"/etc/d2/f","mode":420,"contents":{"source":"data:,two%0A"}},
+ {"path":"/etc/d3/f","mode":420,"contents":{"source":"data:,three%0A"}},
+ {"path":"/etc/d4/f","mode":420,"contents":{"source":"data:,four%0A"}}]}}`
+
+var fourDirsContent = map[string]string{"/etc/d1": "one\n", "/etc/d2": "two\n", "/etc/d3": "three\n", "/etc/d4": "four\n"}
+
+const msgRestored = "754f294c407544c99e3fa417f86e651e"
+
+// watchLimitScript runs as: sh -c watchLimitScript sh LIMIT COMMAND ARG...
+// inside the new user namespace: it sets the namespace's limit, then becomes
+// the daemon (same pid).
+const watchLimitScript = `echo "$1" >/proc/sys/user/max_inotify_watches || exit 125
+shift
+exec "$@"`
+
+// startDaemonWithWatchLimit is startDaemon for a daemon that runs as root of
+// a user namespace of its own whose inotify watch limit is limit. It skips
+// the test where user namespaces cannot be created (fails with CI=true).
+func startDaemonWithWatchLimit(t *testing.T, root string, limit int, args ...string) *daemonProc {
+	t.Helper()
+	requireUserNamespaces(t)
+	sockDir, err := os.MkdirTemp("", "dm-notify-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock := filepath.Join(sockDir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemonProc{t: t, update: make(chan struct{}, 1), exited: make(chan error, 1)}
+	daemonArgs := append([]string{"daemon", "--root", root, "--inhibit-dir", filepath.Join(t.TempDir(), "inhibit.d"), "--bus=false"}, args...)
+	cmd := exec.Command("/bin/sh", append([]string{"-c", watchLimitScript, "sh", strconv.Itoa(limit), binary}, daemonArgs...)...)
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock,
+		"DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/refuse-the-real-system-bus")
+	cmd.SysProcAttr = userNamespace()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd = cmd
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			d.mu.Lock()
+			d.recs = append(d.recs, parseRecord(sc.Text()))
+			d.mu.Unlock()
+			d.pulse()
+		}
+		d.exited <- cmd.Wait()
+		conn.Close()
+	}()
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			d.mu.Lock()
+			d.notes = append(d.notes, string(buf[:n]))
+			d.mu.Unlock()
+			d.pulse()
+		}
+	}()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-d.exited:
+			case <-time.After(10 * time.Second):
+				d.cmd.Process.Kill()
+			}
+		}
+		if t.Failed() {
+			t.Logf("daemon stderr:\n%s", d.log())
+		}
+	})
+	d.waitNotify("READY=1", 30*time.Second)
+	return d
+}
+
+// userNamespace makes the command root of a new user namespace, mapped to
+// the test's own uid and gid.
+func userNamespace() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+	}
+}
+
+// requireUserNamespaces skips the test (fails it with CI=true) unless this
+// process can create a user namespace and set its inotify limit there.
+func requireUserNamespaces(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", watchLimitScript, "sh", "7", "cat", "/proc/sys/user/max_inotify_watches")
+	cmd.SysProcAttr = userNamespace()
+	out, err := cmd.CombinedOutput()
+	if err == nil && strings.TrimSpace(string(out)) == "7" {
+		return
+	}
+	reason := fmt.Sprintf("cannot set an inotify watch limit in a new user namespace: %v %s", err, out)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true does not allow skipping)", reason)
+	}
+	t.Skip(reason)
+}
+
+// inUserNamespace runs a shell script in the user namespace of pid.
+func inUserNamespace(t *testing.T, pid int, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "nsenter", "--user", "-t", strconv.Itoa(pid), "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nsenter --user -t %d sh -c %q: %v\n%s", pid, script, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// inotifyWatches returns the inode of every directory pid's inotify
+// instances watch, one per watch, from /proc/PID/fdinfo.
+func inotifyWatches(pid int) ([]uint64, error) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return nil, err
+	}
+	var inos []uint64
+	for _, fd := range fds {
+		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); l != "anon_inode:inotify" {
+			continue
+		}
+		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+		if err != nil {
+			return nil, err
+		}
+		// inotify wd:1 ino:1a2b sdev:800001 mask:... (ino in hex)
+		for _, line := range strings.Split(string(info), "\n") {
+			if !strings.HasPrefix(line, "inotify ") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "ino:"); ok {
+					ino, err := strconv.ParseUint(v, 16, 64)
+					if err != nil {
+						return nil, fmt.Errorf("fdinfo line %q: %w", line, err)
+					}
+					inos = append(inos, ino)
+				}
+			}
+		}
+	}
+	return inos, nil
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// watchedDirs splits the declared directories into those the daemon holds
+// an inotify watch on and the others, and returns the total number of
+// watches it holds.
+func watchedDirs(t *testing.T, d *daemonProc, f *fixture, dirs []string) (watched, unwatched []string, total int) {
+	t.Helper()
+	inos, err := inotifyWatches(d.cmd.Process.Pid)
+	if err != nil {
+		t.Fatalf("reading the daemon's inotify watches: %v", err)
+	}
+	has := map[uint64]bool{}
+	for _, i := range inos {
+		has[i] = true
+	}
+	for _, dir := range dirs {
+		if has[inode(t, f.host(dir))] {
+			watched = append(watched, dir)
+		} else {
+			unwatched = append(unwatched, dir)
+		}
+	}
+	return watched, unwatched, len(inos)
+}
+
+func readInt(t *testing.T, p string) int {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestInotifyExhaustionFallsBackToPolling proves that a daemon that runs out
+// of inotify watches says so in its status line and journal, still detects
+// drift in the directories it could not watch (by polling every
+// --poll-interval; the periodic full check is off), and says so again when
+// watches become available. The limit is that of the daemon's own user
+// namespace: the test shows that it binds the daemon and nothing else.
+func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
+	const limit = 3
+	f := newFixture(t, fourDirs)
+	dirs := []string{"/etc/d1", "/etc/d2", "/etc/d3", "/etc/d4"}
+	for _, dir := range dirs {
+		f.write(dir+"/f", fourDirsContent[dir], 0o644)
+	}
+	hostWatches := readInt(t, "/proc/sys/fs/inotify/max_user_watches")
+	hostNSWatches := readInt(t, "/proc/sys/user/max_inotify_watches")
+
+	d := startDaemonWithWatchLimit(t, f.root, limit, "--poll-interval", "500ms", "--interval", "0")
+	pid := d.cmd.Process.Pid
+
+	t.Run("the limit binds the daemon alone", func(t *testing.T) {
+		if got := inUserNamespace(t, pid, "cat /proc/sys/user/max_inotify_watches"); got != strconv.Itoa(limit) {
+			t.Errorf("max_inotify_watches in the daemon's user namespace = %s, want %d", got, limit)
+		}
+		own, _ := os.Readlink("/proc/self/ns/user")
+		its, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid))
+		if own == its {
+			t.Errorf("the daemon runs in the test's user namespace %s", own)
+		}
+		_, _, total := watchedDirs(t, d, f, dirs)
+		if total != limit {
+			t.Errorf("the daemon holds %d inotify watches, want exactly the limit, %d", total, limit)
+		}
+		// This process, outside the namespace, watches more than the limit.
+		fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		for i := 0; i < limit+2; i++ {
+			dir := t.TempDir()
+			if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE); err != nil {
+				t.Fatalf("the test's own watch %d of %d: %v", i+1, limit+2, err)
+			}
+		}
+	})
+
+	watched, unwatched, _ := watchedDirs(t, d, f, dirs)
+	if len(watched) == 0 || len(unwatched) == 0 {
+		t.Fatalf("watched %v, unwatched %v: want some of each", watched, unwatched)
+	}
+	t.Logf("watched: %v; polled: %v", watched, unwatched)
+	polling := fmt.Sprintf("; polling %d directories: inotify watches exhausted", len(unwatched))
+	if len(unwatched) == 1 {
+		polling = "; polling 1 directory: inotify watches exhausted"
+	}
+
+	t.Run("status and journal say so", func(t *testing.T) {
+		d.waitStatus("No drift: watching 4 paths, 0 units" + polling)
+		r, _ := d.waitRecord(0, msgExhausted, nil)
+		if !strings.Contains(r.Message, fmt.Sprintf("polling %d directories every 500ms", len(unwatched))) {
+			t.Errorf("exhausted record does not say what is polled and how often: %q", r.Message)
+		}
+		if r.Level != "WARN" {
+			t.Errorf("exhausted record level %s, want WARN", r.Level)
+		}
+	})
+
+	// Drift in a directory that has no watch is found by polling.
+	for _, dir := range []string{unwatched[len(unwatched)-1], watched[0]} {
+		t.Run("drift in "+dir, func(t *testing.T) {
+			p := dir + "/f"
+			m := d.mark()
+			start := time.Now()
+			f.write(p, "drifted\n", 0o644)
+			d.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
+			t.Logf("%s: drift seen after %v", p, time.Since(start).Round(time.Millisecond))
+			d.waitStatus(fmt.Sprintf("Drift: 1 path differs (%s: content)%s", p, polling))
+			m = d.mark()
+			f.write(p, fourDirsContent[dir], 0o644)
+			d.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
+			d.waitStatus("No drift: watching 4 paths, 0 units" + polling)
+		})
+	}
+
+	t.Run("watches restored when the limit is raised", func(t *testing.T) {
+		m := d.mark()
+		inUserNamespace(t, pid, "echo 64 >/proc/sys/user/max_inotify_watches")
+		d.waitRecord(m, msgRestored, nil)
+		d.waitStatus("No drift: watching 4 paths, 0 units")
+		if _, un, _ := watchedDirs(t, d, f, dirs); len(un) > 0 {
+			t.Errorf("after the restore, %v still have no watch", un)
+		}
+		p := unwatched[0] + "/f"
+		m = d.mark()
+		f.write(p, "drifted\n", 0o644)
+		d.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": p})
+	})
+
+	if got := readInt(t, "/proc/sys/fs/inotify/max_user_watches"); got != hostWatches {
+		t.Errorf("fs.inotify.max_user_watches changed from %d to %d", hostWatches, got)
+	}
+	if got := readInt(t, "/proc/sys/user/max_inotify_watches"); got != hostNSWatches {
+		t.Errorf("this namespace's user.max_inotify_watches changed from %d to %d", hostNSWatches, got)
+	}
+}
+
+// TestWatchesRestoredByReload proves that when a reload drops the declared
+// directories that could not be watched, the daemon journals that polling
+// stopped, not only its status line; and that when a later reload runs out
+// of watches again, it journals that again.
+func TestWatchesRestoredByReload(t *testing.T) {
+	f := newFixture(t, fourDirs)
+	for dir, content := range fourDirsContent {
+		f.write(dir+"/f", content, 0o644)
+	}
+	d := startDaemonWithWatchLimit(t, f.root, 3, "--poll-interval", "500ms", "--interval", "0")
+	d.waitRecord(0, msgExhausted, nil)
+
+	// The desired-state directory may have no watch either (the daemon's
+	// own watches took them all): reload by signal.
+	reload := func(config string) int {
+		t.Helper()
+		m := d.mark()
+		f.write("/etc/drift-monitor/desired.d/50-test.ign", config, 0o644)
+		d.cmd.Process.Signal(syscall.SIGHUP)
+		d.waitRecord(m, msgReloaded, nil)
+		return m
+	}
+
+	m := reload(`{"ignition":{"version":"3.2.0"},"storage":{"files":[
+ {"path":"/etc/d1/f","mode":420,"contents":{"source":"data:,one%0A"}}]}}`)
+	d.waitStatus("No drift: watching 1 path, 0 units")
+	d.waitRecord(m, msgRestored, nil)
+
+	m = reload(fourDirs)
+	// How many are polled depends on what the config watch took meanwhile.
+	d.wait("a status line saying the watches ran out", 20*time.Second, func() bool {
+		s := d.status()
+		return strings.HasPrefix(s, "No drift: watching 4 paths, 0 units; polling ") && strings.HasSuffix(s, ": inotify watches exhausted")
+	})
+	d.waitRecord(m, msgExhausted, nil)
+}
