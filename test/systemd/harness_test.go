@@ -1,0 +1,334 @@
+package systemd_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/nspawn"
+)
+
+// binary is drift-monitor built once for the tier; unitFile is the unit as
+// shipped. Both are bound read-only into every container that runs the
+// daemon, where a package would install them.
+var binary, unitFile string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dm-systemd-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binary = filepath.Join(dir, "drift-monitor")
+	build := exec.Command("go", "build", "-o", binary, "github.com/drift-monitor/drift-monitor/cmd/drift-monitor")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building drift-monitor:", err)
+		os.Exit(2)
+	}
+	// go test runs a package's tests in its directory: test/systemd.
+	if unitFile, err = filepath.Abs("../../units/drift-monitor.service"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// The MESSAGE_IDs the tests look for (internal/journal/catalog.go). They are
+// spelled out rather than imported: they are a contract with whoever reads
+// the journal, and a changed id must fail here.
+const (
+	msgReady         = "e8dfcfc985ce42489b66712d946e4a75"
+	msgDriftDetected = "d9919dc81c6b4fe685c3babdbad8d8d9"
+	msgDriftResolved = "b18cc3fb8eed46159699a7acbb8c0764"
+	msgLoadFailed    = "caa901836f56409eaf593ca3c63f64e7"
+	msgStopping      = "5b1ec22f3ee24526bcd9728bc485c97a"
+)
+
+const (
+	service    = "drift-monitor.service"
+	configPath = "/etc/drift-monitor/desired.d/50-test.ign"
+	// recordTimeout bounds the wait for a record or a status line the
+	// daemon owes after an inotify event or a D-Bus signal: it comes within
+	// milliseconds; the margin is for a loaded CI machine.
+	recordTimeout = 20 * time.Second
+)
+
+// file is a path the test provisions in the container, as Ignition would
+// have before the daemon starts.
+type file struct {
+	path    string
+	content string
+	mode    fs.FileMode
+}
+
+// setup describes a host for bootDaemon.
+type setup struct {
+	config string // the desired Ignition config, at configPath
+	files  []file
+	// commands run after the files are written (systemctl enable...), each
+	// through sh -c.
+	commands []string
+	// dropIn, when set, is installed as
+	// /etc/systemd/system/drift-monitor.service.d/test.conf.
+	dropIn string
+}
+
+// host is a booted container whose drift-monitor.service runs on a
+// provisioned desired state, seen from one test or subtest (see in).
+type host struct {
+	*machine
+	t *testing.T
+}
+
+// machine is what the tests and subtests of one container share.
+type machine struct {
+	*nspawn.Machine
+	ctx context.Context
+	// inv is the InvocationID of the service's current run: its journal
+	// records, and only those, carry it as _SYSTEMD_INVOCATION_ID.
+	inv string
+}
+
+// in returns h for the subtest t: its failures end t, not the parent (whose
+// FailNow must not be called from a subtest).
+func (h *host) in(t *testing.T) *host { return &host{h.machine, t} }
+
+// bootDaemon boots a container with the built binary and the shipped unit,
+// provisions s, and (re)starts drift-monitor.service. First boot applies the
+// presets, so the service may already have started on a bare /etc and
+// reported everything missing: restarting it after provisioning gives a run
+// of its own, told apart by its invocation id. `systemctl restart` of a
+// Type=notify service returns once it sent READY=1, after its first check.
+func bootDaemon(t *testing.T, s setup) *host {
+	t.Helper()
+	m := nspawn.Boot(t, nspawn.Options{BindRO: []nspawn.Mount{
+		{Src: binary, Dst: "/usr/bin/drift-monitor"},
+		{Src: unitFile, Dst: "/usr/lib/systemd/system/" + service},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	h := &host{&machine{Machine: m, ctx: ctx}, t}
+	t.Cleanup(func() {
+		if t.Failed() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			out, _, err := m.Run(ctx, "journalctl", "-u", service, "--no-pager", "-o", "short-monotonic")
+			t.Logf("%s: journalctl -u %s (%v):\n%s", m.Name, service, err, out)
+		}
+	})
+	m.WriteFile(t, configPath, []byte(s.config), 0o644)
+	for _, f := range s.files {
+		m.WriteFile(t, f.path, []byte(f.content), f.mode)
+	}
+	for _, c := range s.commands {
+		m.MustRun(t, "sh", "-c", c)
+	}
+	if s.dropIn != "" {
+		m.WriteFile(t, "/etc/systemd/system/"+service+".d/test.conf", []byte(s.dropIn), 0o644)
+		m.MustRun(t, "systemctl", "daemon-reload")
+	}
+	m.MustRun(t, "systemctl", "restart", service)
+	h.inv = h.prop("InvocationID")
+	if st := h.prop("ActiveState"); st != "active" || h.inv == "" {
+		t.Fatalf("after systemctl restart: ActiveState=%s InvocationID=%q, want active with an invocation", st, h.inv)
+	}
+	return h
+}
+
+// prop returns a property of drift-monitor.service (systemctl show).
+func (h *host) prop(name string) string {
+	h.t.Helper()
+	return strings.TrimSpace(h.MustRun(h.t, "systemctl", "show", "-p", name, "--value", service))
+}
+
+// status is the service's STATUS= line as systemd has it.
+func (h *host) status() (string, error) {
+	out, errOut, err := h.Run(h.ctx, "systemctl", "show", "-p", "StatusText", "--value", service)
+	if err != nil {
+		return "", fmt.Errorf("%v: %s", err, errOut)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// waitStatus waits until systemd's StatusText for the service is want.
+func (h *host) waitStatus(want string) {
+	h.t.Helper()
+	h.WaitFor(h.t, recordTimeout, fmt.Sprintf("StatusText %q", want), func() (bool, string) {
+		got, err := h.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		return got == want, fmt.Sprintf("StatusText %q", got)
+	})
+}
+
+// statusShows asserts that `systemctl status` prints the status line.
+func (h *host) statusShows(status string) {
+	h.t.Helper()
+	out := h.MustRun(h.t, "systemctl", "status", "--no-pager", "--full", "--lines=0", service)
+	if want := fmt.Sprintf("Status: %q", status); !strings.Contains(out, want) {
+		h.t.Errorf("systemctl status has no line %s:\n%s", want, out)
+	}
+}
+
+// entry is one journal entry, as nspawn.JournalEntries returns it.
+type entry map[string]any
+
+// field returns a field's value; a field present several times gives its
+// values joined by newlines.
+func (e entry) field(name string) string {
+	switch v := e[name].(type) {
+	case string:
+		return v
+	case []string:
+		return strings.Join(v, "\n")
+	}
+	return ""
+}
+
+func (e entry) matches(id string, fields map[string]string) bool {
+	if e.field("MESSAGE_ID") != id {
+		return false
+	}
+	for k, v := range fields {
+		if e.field(k) != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (e entry) String() string {
+	var b strings.Builder
+	b.WriteString(e.field("MESSAGE"))
+	for _, k := range []string{"MESSAGE_ID", "PRIORITY", "DRIFT_KIND", "DRIFT_ENTRY", "DRIFT_PATH", "DRIFT_UNIT"} {
+		if v := e.field(k); v != "" {
+			fmt.Fprintf(&b, " %s=%s", k, v)
+		}
+	}
+	return b.String()
+}
+
+// invocationArgs is the journalctl command line for the entries of the
+// service's current run: only the daemon's own records carry
+// _SYSTEMD_INVOCATION_ID (systemd's about the unit carry INVOCATION_ID).
+func (h *host) invocationArgs() []string {
+	return []string{"journalctl", "-o", "json", "--all", "-q", "--no-pager", "_SYSTEMD_INVOCATION_ID=" + h.inv}
+}
+
+// records returns the records of the current run, oldest first.
+func (h *host) records() ([]entry, error) {
+	out, errOut, err := h.Run(h.ctx, h.invocationArgs()...)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, errOut)
+	}
+	es, err := nspawn.JournalEntries(out)
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]entry, len(es))
+	for i, e := range es {
+		rs[i] = e
+	}
+	return rs, nil
+}
+
+// mark returns how many records the current run has written so far, once
+// journald has stored everything it received: a later waitRecord or
+// between(from...) looks only at what came after.
+func (h *host) mark() int {
+	h.t.Helper()
+	h.MustRun(h.t, "journalctl", "--sync")
+	rs, err := h.records()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return len(rs)
+}
+
+// waitRecord waits for a record of the current run with the MESSAGE_ID and
+// fields, after the first from records, and returns it with its index.
+func (h *host) waitRecord(from int, id string, fields map[string]string) (entry, int) {
+	h.t.Helper()
+	return h.waitRecordWithin(recordTimeout, from, id, fields)
+}
+
+// waitRecordWithin is waitRecord with its own bound.
+func (h *host) waitRecordWithin(timeout time.Duration, from int, id string, fields map[string]string) (entry, int) {
+	h.t.Helper()
+	var got entry
+	at := -1
+	h.WaitFor(h.t, timeout, fmt.Sprintf("a record %s %v after record %d", id, fields, from), func() (bool, string) {
+		rs, err := h.records()
+		if err != nil {
+			return false, err.Error()
+		}
+		for i := from; i < len(rs); i++ {
+			if rs[i].matches(id, fields) {
+				got, at = rs[i], i
+				return true, ""
+			}
+		}
+		var last []string
+		for _, r := range rs[min(from, len(rs)):] {
+			last = append(last, r.String())
+		}
+		return false, fmt.Sprintf("%d records after %d:\n%s", len(rs)-min(from, len(rs)), from, strings.Join(last, "\n"))
+	})
+	return got, at
+}
+
+// between returns the records with index in [from, to) that match id and
+// fields.
+func (h *host) between(from, to int, id string, fields map[string]string) []entry {
+	h.t.Helper()
+	rs, err := h.records()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []entry
+	for i := from; i < to && i < len(rs); i++ {
+		if rs[i].matches(id, fields) {
+			out = append(out, rs[i])
+		}
+	}
+	return out
+}
+
+// sentinel is the declared file the tests drift on purpose: the daemon
+// handles events in order, so once the sentinel's drift record is in the
+// journal, a record for an earlier change would be there before it.
+const sentinel = "/etc/sentinel"
+
+var sentinelFile = file{sentinel, "s\n", 0o644}
+
+// noDriftSince proves that nothing the test did since mark drifted path:
+// it drifts the sentinel, waits for that record, asserts that no drift
+// record for path came before it, and restores the sentinel.
+func (h *host) noDriftSince(from int, path string) {
+	h.t.Helper()
+	h.MustRun(h.t, "chmod", "0600", sentinel)
+	_, at := h.waitRecord(from, msgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+	if got := h.between(from, at, msgDriftDetected, map[string]string{"DRIFT_PATH": path}); len(got) > 0 {
+		h.t.Errorf("false drift reported for %s: %s", path, got[0])
+	}
+	m := h.mark()
+	h.MustRun(h.t, "chmod", "0644", sentinel)
+	h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+}
+
+// sh runs a shell script inside the container and fails the test unless it
+// succeeds.
+func (h *host) sh(script string, args ...string) string {
+	h.t.Helper()
+	return h.MustRun(h.t, append([]string{"sh", "-c", script, "sh"}, args...)...)
+}
