@@ -34,8 +34,21 @@ unit:
 demo: build
 	./test/demo/demo.sh
 
+# bench: measure drift-monitor against its targets and write docs/benchmarks.md
+# (with docs/benchmarks-micro.txt, the raw `go test -bench` output for
+# benchstat): a full check against AIDE and cat, detection latency with the
+# daemon running against the naive strategy, the cost of waiting, and the Go
+# micro-benchmarks. Needs root, aide and ~1.5 GiB under /var/tmp; takes about
+# an hour. BENCH_QUICK=1: smaller N and fewer runs, about 2 minutes, written
+# to _build/benchmarks-quick.md. BENCH_ARGS passes more flags (e.g. -parts 2).
+# `make test` never runs these: bench/ has no tests, the Go benchmarks only
+# run with -bench.
+BENCHSTAT := $(shell $(GO) env GOPATH)/bin/benchstat
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+	@test -x $(BENCHSTAT) || $(GO) install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+	$(GO) build -o bin/drift-bench ./bench
+	./bin/drift-bench -bin $(BIN) -benchstat $(BENCHSTAT) $(if $(filter 1,$(BENCH_QUICK)),-quick) $(BENCH_ARGS) \
+		-invoked '$(if $(filter 1,$(BENCH_QUICK)),BENCH_QUICK=1 )make bench$(if $(BENCH_ARGS), BENCH_ARGS="$(BENCH_ARGS)")'
 
 clean:
 	rm -rf bin _build

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+)
+
+// A contender is one way of reading a fixture in full, timed as a process.
+type contender struct {
+	Key  string // short name for the table
+	Desc string // the exact command, for the report
+	Cmd  []string
+	OK   []int // exit codes that mean success
+}
+
+// fullResult is the outcome of part 1 for one fixture.
+type fullResult struct {
+	Label    string
+	Files    int
+	Bytes    int64
+	Runs     int
+	Order    []string
+	Cont     map[string]contender
+	Samples  map[string][]run
+	Phases   []phaseReport
+	AIDEInit time.Duration
+}
+
+func (r *fullResult) medWall(k string) time.Duration {
+	var ds []time.Duration
+	for _, s := range r.Samples[k] {
+		ds = append(ds, s.Wall)
+	}
+	return median(ds)
+}
+
+func (r *fullResult) medCPU(k string) time.Duration {
+	var ds []time.Duration
+	for _, s := range r.Samples[k] {
+		ds = append(ds, s.CPU)
+	}
+	return median(ds)
+}
+
+func (r *fullResult) maxRSS(k string) int64 {
+	var m int64
+	for _, s := range r.Samples[k] {
+		m = max(m, s.MaxRSS)
+	}
+	return m
+}
+
+// aideConf writes an AIDE configuration that checks p+u+g+sha256 of the
+// fixture's regular files only, with its databases in the fixture directory.
+// It is as fair to AIDE as it can be: one worker per CPU (AIDE's default is
+// one), and no hashing of its own database for the report (database_attrs=E;
+// the default hashes it with eleven algorithms).
+func aideConf(f *fixture, workers int) (string, error) {
+	dir := filepath.Join(f.Dir, "aide")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	sel := filepath.Join(f.Root, "etc/bench")
+	if f.big {
+		sel = filepath.Join(f.Root, filepath.Dir(bigPath))
+	}
+	conf := fmt.Sprintf(`# drift-monitor bench: the declared files only, sha256 + permissions + owner.
+database_in=file:%[1]s/aide.db
+database_out=file:%[1]s/aide.db.new
+gzip_dbout=no
+database_attrs=E
+num_workers=%[3]d
+report_url=stdout
+DM = p+u+g+sha256
+%[2]s f DM
+`, dir, sel, workers)
+	p := filepath.Join(dir, "aide.conf")
+	return p, os.WriteFile(p, []byte(conf), 0o644)
+}
+
+func (b *bench) fullCheck(ctx context.Context, f *fixture, label string) (*fullResult, error) {
+	conf, err := aideConf(f, runtime.NumCPU())
+	if err != nil {
+		return nil, err
+	}
+	b.logf("part 1 %s: aide --init", label)
+	init, err := timeCmd(ctx, []int{0}, "aide", "--init", "-c", conf)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(filepath.Join(f.Dir, "aide/aide.db.new"), filepath.Join(f.Dir, "aide/aide.db")); err != nil {
+		return nil, err
+	}
+	par := 2 * runtime.NumCPU()
+	res := &fullResult{Label: label, Files: len(f.Paths), Bytes: f.Bytes, Runs: b.runs, Cont: map[string]contender{},
+		Samples: map[string][]run{}, AIDEInit: init.Wall}
+	add := func(c contender) {
+		res.Order = append(res.Order, c.Key)
+		res.Cont[c.Key] = c
+	}
+	add(contender{Key: "drift-monitor", Cmd: []string{b.bin, "check", "--root", f.Root, "--config", f.Cfg}, OK: []int{0}})
+	add(contender{Key: "aide", Cmd: []string{"aide", "--check", "-c", conf}, OK: []int{0}})
+	add(contender{Key: "cat", Cmd: []string{"sh", "-c", fmt.Sprintf("find %s -type f -print0 | xargs -0 cat > /dev/null", f.Root)}, OK: []int{0}})
+	add(contender{Key: "read1", Cmd: []string{b.self, "read", "-j", "1", f.Root}, OK: []int{0}})
+	add(contender{Key: "readP", Cmd: []string{b.self, "read", "-j", strconv.Itoa(par), f.Root}, OK: []int{0}})
+	if f.big {
+		add(contender{Key: "sha512sum", Cmd: []string{"sh", "-c", "sha512sum " + filepath.Join(f.Root, bigPath) + " > /dev/null"}, OK: []int{0}})
+	}
+	add(contender{Key: "phases", Cmd: []string{b.self, "phases", "--root", f.Root, "--config", f.Cfg}, OK: []int{0}})
+	for _, k := range res.Order {
+		c := res.Cont[k]
+		c.Desc = shellQuote(c.Cmd)
+		res.Cont[k] = c
+	}
+
+	// Warm the page cache and every binary once, then alternate.
+	for _, k := range res.Order {
+		c := res.Cont[k]
+		if _, err := timeCmd(ctx, c.OK, c.Cmd[0], c.Cmd[1:]...); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < b.runs; i++ {
+		b.logf("part 1 %s: round %d/%d", label, i+1, b.runs)
+		for _, k := range res.Order {
+			c := res.Cont[k]
+			if k == "phases" {
+				p, r, err := runPhases(ctx, c.Cmd)
+				if err != nil {
+					return nil, err
+				}
+				res.Phases = append(res.Phases, p)
+				res.Samples[k] = append(res.Samples[k], r)
+				continue
+			}
+			r, err := timeCmd(ctx, c.OK, c.Cmd[0], c.Cmd[1:]...)
+			if err != nil {
+				return nil, err
+			}
+			res.Samples[k] = append(res.Samples[k], r)
+		}
+	}
+	return res, nil
+}
+
+// phaseReport splits drift-monitor's check into loading the desired state
+// and comparing it with the disk, measured inside one process.
+type phaseReport struct {
+	Entries   int   `json:"entries"`
+	LoadNS    int64 `json:"load_ns"`
+	CompareNS int64 `json:"compare_ns"`
+	// After loading: the live heap (after a GC) and the total allocated.
+	HeapLive  uint64 `json:"heap_live"`
+	HeapAlloc uint64 `json:"heap_total_alloc"`
+	MaxRSS    int64  `json:"max_rss"`
+}
+
+func runPhases(ctx context.Context, argv []string) (phaseReport, run, error) {
+	var p phaseReport
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	r := run{Wall: time.Since(start)}
+	if err != nil {
+		return p, r, fmt.Errorf("%v: %w", argv, err)
+	}
+	r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.MaxRSS = ru.Maxrss << 10
+	}
+	if err := json.Unmarshal(out, &p); err != nil {
+		return p, r, fmt.Errorf("%v: %w", argv, err)
+	}
+	p.MaxRSS = r.MaxRSS
+	return p, r, nil
+}
+
+// cmdPhases is `drift-bench phases --root R --config C`: what `drift-monitor
+// check` does, timed by phase (the comparison runs twice; the second, warm,
+// is reported).
+func cmdPhases(args []string) error {
+	flags := newFlagSet("phases")
+	root := flags.String("root", "", "fixture root")
+	cfg := flags.String("config", "", "config")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	start := time.Now()
+	st, err := desired.LoadState(*root, []string{*cfg})
+	if err != nil {
+		return err
+	}
+	load := time.Since(start)
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	r, err := ondisk.OpenRoot(*root)
+	if err != nil {
+		return err
+	}
+	c := &check.Checker{Root: r, Units: enablement.Offline{Root: *root}}
+	var cmp time.Duration
+	for i := 0; i < 2; i++ {
+		t := time.Now()
+		res := c.All(context.Background(), st.Entries)
+		cmp = time.Since(t)
+		if !res.Clean() {
+			return fmt.Errorf("drift in a clean fixture: %s", res.Drift[0].Message)
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(phaseReport{Entries: len(st.Entries), LoadNS: int64(load), CompareNS: int64(cmp),
+		HeapLive: ms.HeapAlloc, HeapAlloc: ms.TotalAlloc})
+}
+
+// cmdRead is `drift-bench read -j J ROOT`: a floor that only walks the tree,
+// opens and reads every regular file, in one process with J goroutines.
+func cmdRead(args []string) error {
+	flags := newFlagSet("read")
+	j := flags.Int("j", 1, "goroutines reading")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	root := flags.Arg(0)
+	files := make(chan string, 1024)
+	var wg sync.WaitGroup
+	errs := make(chan error, *j)
+	for w := 0; w < *j; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 128<<10)
+			for p := range files {
+				if err := readAll(p, buf); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			if *j == 1 {
+				return readAll(p, nil)
+			}
+			files <- p
+		}
+		return nil
+	})
+	close(files)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+var readBuf = make([]byte, 128<<10)
+
+func readAll(p string, buf []byte) error {
+	if buf == nil {
+		buf = readBuf
+	}
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// idleResult is part 3 for one N: what the daemon costs while nothing
+// happens, over consecutive windows (the Go runtime forces a GC every two
+// minutes and returns freed memory to the kernel in the background: one
+// window may hold a GC and the next none).
+type idleResult struct {
+	Files    int
+	Ready    time.Duration // start → READY=1: load + first full check
+	HWMReady int64         // VmHWM right after READY=1
+	Windows  []idleWindow
+	HWM      int64 // VmHWM: peak resident memory since start (the load)
+	Watches  int   // inotify watches (inotify wd: lines in fdinfo)
+	Cmd      string
+}
+
+type idleWindow struct {
+	Window   time.Duration
+	CPU      time.Duration // utime+stime over the window (/proc/PID/stat)
+	SchedCPU time.Duration // on-CPU time over the window (sum of /proc/PID/task/*/schedstat)
+	Switches int64         // context switches over the window, all threads (voluntary + involuntary)
+	Threads  int
+	RSS      int64 // VmRSS at the end of the window
+}
+
+// worst is the window with the most CPU.
+func (r *idleResult) worst() idleWindow {
+	var w idleWindow
+	for _, x := range r.Windows {
+		if x.CPU >= w.CPU {
+			w = x
+		}
+	}
+	return w
+}
+
+func (r *idleResult) lastRSS() int64 {
+	if len(r.Windows) == 0 {
+		return 0
+	}
+	return r.Windows[len(r.Windows)-1].RSS
+}
+
+// procSample is what /proc says of a process at one moment.
+type procSample struct {
+	at       time.Time
+	ticks    int64 // utime + stime, in clock ticks
+	schedNS  int64
+	switches int64
+	threads  int
+}
+
+const clockTicks = 100 // USER_HZ on Linux
+
+func sampleProc(pid int) (procSample, error) {
+	s := procSample{at: time.Now()}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
+	f := strings.Fields(rest)
+	ut, _ := strconv.ParseInt(f[11], 10, 64) // field 14
+	st, _ := strconv.ParseInt(f[12], 10, 64) // field 15
+	s.ticks = ut + st
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return s, err
+	}
+	s.threads = len(tasks)
+	for _, t := range tasks {
+		dir := fmt.Sprintf("/proc/%d/task/%s", pid, t.Name())
+		if b, err := os.ReadFile(dir + "/schedstat"); err == nil {
+			if fs := strings.Fields(string(b)); len(fs) > 0 {
+				n, _ := strconv.ParseInt(fs[0], 10, 64)
+				s.schedNS += n
+			}
+		}
+		if b, err := os.ReadFile(dir + "/status"); err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
+					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					s.switches += n
+				} else if v, ok := strings.CutPrefix(l, "nonvoluntary_ctxt_switches:"); ok {
+					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					s.switches += n
+				}
+			}
+		}
+	}
+	return s, nil
+}
+
+// memKB reads a Vm* line of /proc/PID/status, in bytes.
+func memOf(pid int, key string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n << 10
+		}
+	}
+	return 0
+}
+
+// inotifyWatches counts the watches a process holds, over all its inotify
+// descriptors.
+func inotifyWatches(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		n += strings.Count(string(b), "inotify wd:")
+	}
+	return n
+}
+
+// idle starts the daemon with its default options (but --root and
+// --config), lets it settle after READY=1, then measures quiet windows.
+func (b *bench) idle(ctx context.Context, f *fixture, window, settle time.Duration, windows int) (*idleResult, error) {
+	argv := []string{b.bin, "daemon", "--root", f.Root, "--config", f.Cfg}
+	m, err := startMonitor(ctx, 10*time.Minute, argv...)
+	if err != nil {
+		return nil, err
+	}
+	defer m.stop()
+	pid := m.pid()
+	res := &idleResult{Files: len(f.Paths), Ready: m.readyAt.Sub(m.started), Cmd: shellQuote(argv),
+		HWMReady: memOf(pid, "VmHWM")}
+	select {
+	case <-time.After(settle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s0, err := sampleProc(pid)
+	if err != nil {
+		return nil, err
+	}
+	for k := 0; k < windows; k++ {
+		select {
+		case <-time.After(window):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		s1, err := sampleProc(pid)
+		if err != nil {
+			return nil, err
+		}
+		res.Windows = append(res.Windows, idleWindow{
+			Window:   s1.at.Sub(s0.at),
+			CPU:      time.Duration(s1.ticks-s0.ticks) * (time.Second / clockTicks),
+			SchedCPU: time.Duration(s1.schedNS - s0.schedNS),
+			Switches: s1.switches - s0.switches,
+			Threads:  s1.threads,
+			RSS:      memOf(pid, "VmRSS"),
+		})
+		s0 = s1
+	}
+	res.HWM = memOf(pid, "VmHWM")
+	res.Watches = inotifyWatches(pid)
+	m.drain()
+	return res, nil
+}

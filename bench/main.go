@@ -1,0 +1,331 @@
+// Command drift-bench measures drift-monitor against its targets and writes
+// the report (docs/benchmarks.md): a full check against AIDE and against
+// reading the bytes with cat, the detection latency of the running daemon
+// against the naive re-validate-everything strategy, the cost of waiting,
+// and the Go micro-benchmarks of the hot paths.
+//
+// It is run by `make bench` (BENCH_QUICK=1 for a short run); it is a main
+// package without tests, so `go test ./...` never runs it. It needs root
+// (the fixtures are owned by root, as a host's /etc is), aide, and free
+// space for the fixtures (about 1.4 GiB in full mode) under -work.
+//
+// Subcommands used by the benchmark itself: `read` (the one-process read
+// floor), `phases` (load and compare timed apart), `naive` (the baseline
+// monitor).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	sub := ""
+	if len(os.Args) > 1 {
+		sub = os.Args[1]
+	}
+	switch sub {
+	case "read":
+		err = cmdRead(os.Args[2:])
+	case "phases":
+		err = cmdPhases(os.Args[2:])
+	case "naive":
+		err = cmdNaive(os.Args[2:])
+	default:
+		err = cmdRun(ctx, os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drift-bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func newFlagSet(name string) *flag.FlagSet {
+	return flag.NewFlagSet("drift-bench "+name, flag.ContinueOnError)
+}
+
+// bench holds the parameters of one run.
+type bench struct {
+	bin, self, moduleDir, benchstat string
+	quick                           bool
+	runs                            int
+	fullN                           []int
+	bigSize                         int64
+	latN                            []int
+	changes                         int
+	naiveChanges                    map[int]int
+	idleN                           []int
+	idleWindow, idleSettle          time.Duration
+	idleWindows                     int
+	microCount                      int
+	microTime                       string
+	microShort                      bool
+	start                           time.Time
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func cmdRun(ctx context.Context, args []string) error {
+	flags := newFlagSet("run")
+	b := &bench{start: time.Now()}
+	flags.StringVar(&b.bin, "bin", "bin/drift-monitor", "the drift-monitor binary")
+	quick := flags.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run: smaller N, fewer runs (default from BENCH_QUICK=1)")
+	out := flags.String("out", "", "report file (default docs/benchmarks.md, or _build/benchmarks-quick.md with -quick)")
+	work := flags.String("work", "/var/tmp/drift-bench", "directory for the fixtures")
+	keep := flags.Bool("keep", false, "keep the fixtures for the next run")
+	parts := flags.String("parts", "1234", "parts to run: 1 full check, 2 latency, 3 idle, 4 micro-benchmarks")
+	invoked := flags.String("invoked", "", "the command the user ran (for the report)")
+	flags.StringVar(&b.benchstat, "benchstat", "benchstat", "the benchstat binary")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	b.quick = *quick
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("needs root: the fixtures are owned by root, as a host's /etc is")
+	}
+	var err error
+	if b.bin, err = filepath.Abs(b.bin); err != nil {
+		return err
+	}
+	if b.self, err = os.Executable(); err != nil {
+		return err
+	}
+	if b.moduleDir, err = moduleDir(); err != nil {
+		return err
+	}
+	if _, err := exec.LookPath("aide"); err != nil && strings.Contains(*parts, "1") {
+		return fmt.Errorf("aide is needed for part 1 (apt-get install aide): %w", err)
+	}
+	if b.quick {
+		b.runs = 3
+		b.fullN = []int{1000, 10000}
+		b.bigSize = 128 << 20
+		b.latN = []int{100, 10000}
+		b.changes = 50
+		b.naiveChanges = map[int]int{100: 50, 10000: 20}
+		b.idleN = []int{10000}
+		b.idleWindow, b.idleSettle, b.idleWindows = 10*time.Second, 2*time.Second, 1
+		b.microCount, b.microTime, b.microShort = 1, "100ms", true
+		if *out == "" {
+			*out = filepath.Join(b.moduleDir, "_build/benchmarks-quick.md")
+		}
+	} else {
+		b.runs = 5
+		b.fullN = []int{1000, 10000, 100000}
+		b.bigSize = 1 << 30
+		b.latN = []int{100, 10000, 100000}
+		b.changes = 200
+		// The naive strategy re-reads every file per event: at 100,000 files
+		// each change costs seconds, so fewer changes are made there.
+		b.naiveChanges = map[int]int{100: 200, 10000: 200, 100000: 20}
+		b.idleN = []int{10000, 100000}
+		// Two windows of 60 s: the Go runtime forces a GC every 2 minutes.
+		b.idleWindow, b.idleSettle, b.idleWindows = 60*time.Second, 5*time.Second, 2
+		b.microCount, b.microTime = 6, "1s"
+		if *out == "" {
+			*out = filepath.Join(b.moduleDir, "docs/benchmarks.md")
+		}
+	}
+	rep := &report{Quick: b.quick, Started: b.start, Invoked: *invoked, Argv: shellQuote(os.Args), Machine: describeMachine(b.bin)}
+	rep.Load = append(rep.Load, loadMark("start"))
+	if err := os.MkdirAll(*work, 0o755); err != nil {
+		return err
+	}
+	need := int64(256 << 20)
+	if !b.quick {
+		need = 2 << 30 // 1 GiB file + 100,000 small files and their config
+	}
+	var sfs syscall.Statfs_t
+	if err := syscall.Statfs(*work, &sfs); err == nil && int64(sfs.Bavail)*sfs.Bsize < need {
+		return fmt.Errorf("%s has %s free, the fixtures need %s", *work, fmtBytes(int64(sfs.Bavail)*sfs.Bsize), fmtBytes(need))
+	}
+	if !*keep {
+		defer os.RemoveAll(*work)
+	}
+	fixtures := map[int]*fixture{}
+	small := func(n int) (*fixture, error) {
+		if f, ok := fixtures[n]; ok {
+			return f, nil
+		}
+		b.logf("fixture: %d files", n)
+		f, err := makeFixture(filepath.Join(*work, fmt.Sprintf("n%d", n)), n)
+		if err != nil {
+			return nil, fmt.Errorf("fixture of %d files: %w", n, err)
+		}
+		fixtures[n] = f
+		return f, nil
+	}
+
+	if strings.Contains(*parts, "1") {
+		for _, n := range b.fullN {
+			f, err := small(n)
+			if err != nil {
+				return err
+			}
+			r, err := b.fullCheck(ctx, f, fmt.Sprintf("%d files", n))
+			if err != nil {
+				return err
+			}
+			rep.Full = append(rep.Full, r)
+		}
+		b.logf("fixture: one file of %s", fmtBytes(b.bigSize))
+		big, err := makeBigFixture(filepath.Join(*work, "big"), b.bigSize)
+		if err != nil {
+			return err
+		}
+		r, err := b.fullCheck(ctx, big, "1 file of "+fmtBytes(b.bigSize))
+		if err != nil {
+			return err
+		}
+		rep.Full = append(rep.Full, r)
+		rep.Load = append(rep.Load, loadMark("after part 1"))
+	}
+	if strings.Contains(*parts, "2") {
+		for _, n := range b.latN {
+			f, err := small(n)
+			if err != nil {
+				return err
+			}
+			for _, s := range []string{"drift-monitor", "naive"} {
+				changes := b.changes
+				if s == "naive" {
+					changes = b.naiveChanges[n]
+				}
+				b.logf("part 2 %s N=%d: %d changes", s, n, changes)
+				r, err := b.latency(ctx, f, s, changes)
+				if err != nil {
+					return err
+				}
+				rep.Latency = append(rep.Latency, r)
+			}
+		}
+		rep.Load = append(rep.Load, loadMark("after part 2"))
+	}
+	if strings.Contains(*parts, "3") {
+		for _, n := range b.idleN {
+			f, err := small(n)
+			if err != nil {
+				return err
+			}
+			b.logf("part 3 N=%d: %d × %s idle", n, b.idleWindows, b.idleWindow)
+			r, err := b.idle(ctx, f, b.idleWindow, b.idleSettle, b.idleWindows)
+			if err != nil {
+				return err
+			}
+			rep.Idle = append(rep.Idle, r)
+		}
+		rep.Load = append(rep.Load, loadMark("after part 3"))
+	}
+	if strings.Contains(*parts, "4") {
+		raw := strings.TrimSuffix(*out, ".md") + "-micro.txt"
+		r, err := b.micro(ctx, raw)
+		if err != nil {
+			return err
+		}
+		rep.Micro = r
+		rep.Load = append(rep.Load, loadMark("after part 4"))
+	}
+	rep.Took = time.Since(b.start)
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return err
+	}
+	if n, err := os.ReadFile(filepath.Join(b.moduleDir, "bench/NOTES.md")); err == nil {
+		rep.Notes = string(n)
+	}
+	text := rep.markdown()
+	if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(rep.summary())
+	b.logf("report written to %s", *out)
+	return nil
+}
+
+func moduleDir() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("run drift-bench inside the drift-monitor module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// shellQuote renders argv as a shell command line.
+func shellQuote(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			b.WriteString(a)
+			continue
+		}
+		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	return b.String()
+}
+
+type loadAvg struct {
+	When string
+	Avg  string
+}
+
+func loadMark(when string) loadAvg {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) >= 3 {
+		return loadAvg{when, strings.Join(f[:3], " ")}
+	}
+	return loadAvg{when, "?"}
+}
+
+// machine describes where the figures were taken.
+type machine struct {
+	CPUs, Model, Kernel, Go, AIDE, Binary, Mem, FS string
+}
+
+func describeMachine(bin string) machine {
+	m := machine{CPUs: fmt.Sprint(runtime.NumCPU()), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				m.Model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
+		m.Kernel = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		m.Go = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("aide", "--version").CombinedOutput(); err == nil {
+		m.AIDE = strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+	}
+	if out, err := exec.Command(bin, "--version").Output(); err == nil {
+		m.Binary = strings.TrimSpace(string(out))
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		m.Mem = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"))
+	}
+	return m
+}

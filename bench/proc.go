@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+)
+
+// record is one plain line of a monitor's stderr (LEVEL message
+// MESSAGE_ID=... DRIFT_PATH=...), stamped when the benchmark read it.
+type record struct {
+	At   time.Time
+	ID   string
+	Path string
+	Line string
+}
+
+// monitor is a running monitor process (the real daemon, or the naive
+// baseline) with its stderr and sd_notify socket read by the benchmark.
+type monitor struct {
+	cmd     *exec.Cmd
+	recs    chan record
+	ready   chan struct{}
+	exited  chan error
+	sockDir string
+	started time.Time
+	readyAt time.Time
+	tail    []string // last lines, for errors
+}
+
+// startMonitor runs argv with NOTIFY_SOCKET set and waits for READY=1.
+func startMonitor(ctx context.Context, timeout time.Duration, argv ...string) (*monitor, error) {
+	sockDir, err := os.MkdirTemp("", "drift-bench-notify-")
+	if err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(sockDir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		os.RemoveAll(sockDir)
+		return nil, err
+	}
+	m := &monitor{recs: make(chan record, 1<<16), ready: make(chan struct{}), exited: make(chan error, 1), sockDir: sockDir}
+	m.cmd = exec.Command(argv[0], argv[1:]...)
+	m.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
+	stderr, err := m.cmd.StderrPipe()
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	m.started = time.Now()
+	if err := m.cmd.Start(); err != nil {
+		conn.Close()
+		os.RemoveAll(sockDir)
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 4<<20)
+		for sc.Scan() {
+			r := parseRecord(sc.Text())
+			r.At = time.Now()
+			m.recs <- r
+		}
+		m.exited <- m.cmd.Wait()
+		conn.Close()
+	}()
+	go func() {
+		buf := make([]byte, 64<<10)
+		once := false
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			for _, l := range strings.Split(string(buf[:n]), "\n") {
+				if l == "READY=1" && !once {
+					once = true
+					m.readyAt = time.Now()
+					close(m.ready)
+				}
+			}
+		}
+	}()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-m.ready:
+			return m, nil
+		case r := <-m.recs:
+			m.keep(r.Line)
+		case err := <-m.exited:
+			return nil, fmt.Errorf("%v exited before READY=1 (%v):\n%s", argv, err, strings.Join(m.tail, "\n"))
+		case <-deadline.C:
+			m.stop()
+			return nil, fmt.Errorf("%v: no READY=1 after %s:\n%s", argv, timeout, strings.Join(m.tail, "\n"))
+		case <-ctx.Done():
+			m.stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (m *monitor) keep(line string) {
+	if len(m.tail) >= 20 {
+		m.tail = m.tail[1:]
+	}
+	m.tail = append(m.tail, line)
+}
+
+func (m *monitor) pid() int { return m.cmd.Process.Pid }
+
+// waitRecord consumes records until one with the MESSAGE_ID naming path
+// arrives and returns when it was read.
+func (m *monitor) waitRecord(id, path string, timeout time.Duration) (time.Time, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case r := <-m.recs:
+			m.keep(r.Line)
+			if r.ID == id && r.Path == path {
+				return r.At, nil
+			}
+		case err := <-m.exited:
+			m.exited <- err
+			return time.Time{}, fmt.Errorf("monitor exited (%v) waiting for %s on %s:\n%s", err, id, path, strings.Join(m.tail, "\n"))
+		case <-deadline.C:
+			return time.Time{}, fmt.Errorf("no record %s for %s after %s:\n%s", id, path, timeout, strings.Join(m.tail, "\n"))
+		}
+	}
+}
+
+// drain discards the records read so far.
+func (m *monitor) drain() {
+	for {
+		select {
+		case r := <-m.recs:
+			m.keep(r.Line)
+		default:
+			return
+		}
+	}
+}
+
+// stop ends the monitor with SIGTERM (SIGKILL after 10 s).
+func (m *monitor) stop() {
+	defer os.RemoveAll(m.sockDir)
+	if m.cmd.Process == nil {
+		return
+	}
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case r := <-m.recs:
+			m.keep(r.Line)
+		case <-m.exited:
+			return
+		case <-t.C:
+			m.cmd.Process.Kill()
+			<-m.exited
+			return
+		}
+	}
+}
+
+// parseRecord splits a plain record line; values may be quoted.
+func parseRecord(line string) record {
+	r := record{Line: line}
+	i := strings.Index(line, " MESSAGE_ID=")
+	if i < 0 {
+		return r
+	}
+	for _, kv := range splitFields(line[i+1:]) {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(v, `"`) {
+			v = strings.TrimSuffix(strings.TrimPrefix(v, `"`), `"`)
+		}
+		switch k {
+		case "MESSAGE_ID":
+			r.ID = v
+		case "DRIFT_PATH":
+			r.Path = v
+		}
+	}
+	return r
+}
+
+func splitFields(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && quoted && i+1 < len(s):
+			cur.WriteByte(c)
+			cur.WriteByte(s[i+1])
+			i++
+		case c == '"':
+			quoted = !quoted
+			cur.WriteByte(c)
+		case c == ' ' && !quoted:
+			out = append(out, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// sdNotify sends one datagram to NOTIFY_SOCKET (for the naive baseline).
+func sdNotify(state string) error {
+	sock := os.Getenv("NOTIFY_SOCKET")
+	if sock == "" {
+		return errors.New("NOTIFY_SOCKET not set")
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Write([]byte(state))
+	return err
+}
+
+var (
+	msgDrift    = journal.MsgDriftDetected
+	msgResolved = journal.MsgDriftResolved
+)
