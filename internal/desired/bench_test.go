@@ -1,0 +1,126 @@
+package desired_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+)
+
+// benchConfig writes an Ignition config (spec 3.4.0) declaring n files with
+// data URLs, 90% of 512 bytes and 10% of 8 KiB, as the benchmark fixtures
+// (bench/) do; the content is only in the config, never on disk.
+func benchConfig(b *testing.B, n int) string {
+	b.Helper()
+	f := filepath.Join(b.TempDir(), "config.ign")
+	out, err := os.Create(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(out)
+	w.WriteString(`{"ignition":{"version":"3.4.0"},"storage":{"files":[`)
+	for i := 0; i < n; i++ {
+		size := 512
+		if i%10 == 9 {
+			size = 8 << 10
+		}
+		c := bytes.Repeat([]byte{byte('a' + i%26)}, size)
+		copy(c, fmt.Sprintf("file %d\n", i))
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		fmt.Fprintf(w, "\n"+`{"path":"/etc/bench/d%04d/f%06d.conf","mode":420,"contents":{"source":"data:;base64,%s"}}`,
+			i/100, i, base64.StdEncoding.EncodeToString(c))
+	}
+	w.WriteString("\n]}}\n")
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return f
+}
+
+// heapPeak samples the heap's live objects while running, for a peak that
+// MemStats (a total and a current value) cannot give.
+type heapPeak struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	peak uint64
+}
+
+const heapObjects = "/memory/classes/heap/objects:bytes"
+
+func startHeapPeak() *heapPeak {
+	h := &heapPeak{stop: make(chan struct{})}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		s := []metrics.Sample{{Name: heapObjects}}
+		t := time.NewTicker(200 * time.Microsecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			h.peak = max(h.peak, s[0].Value.Uint64())
+			select {
+			case <-h.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heapPeak) end() uint64 {
+	close(h.stop)
+	h.wg.Wait()
+	return h.peak
+}
+
+// BenchmarkLoadState: reading, parsing, validating and deriving a desired
+// state of n declared files: what the daemon does at start and on every
+// reload, and `drift-monitor check` on every run. It reports the peak heap
+// during a load (sampled) and the heap the loaded state keeps alive.
+func BenchmarkLoadState(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			if n > 10000 && testing.Short() {
+				b.Skip("100,000 files take tens of seconds per load; not in -short")
+			}
+			cfg := benchConfig(b, n)
+			root := b.TempDir()
+			b.ReportAllocs()
+			var peak, live uint64
+			for b.Loop() {
+				runtime.GC()
+				h := startHeapPeak()
+				st, err := desired.LoadState(root, []string{cfg})
+				peak = max(peak, h.end())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(st.Entries) != n {
+					b.Fatalf("%d entries, want %d", len(st.Entries), n)
+				}
+				runtime.GC()
+				s := []metrics.Sample{{Name: heapObjects}}
+				metrics.Read(s)
+				live = s[0].Value.Uint64()
+				runtime.KeepAlive(st)
+			}
+			b.ReportMetric(float64(peak), "peak-heap-B")
+			b.ReportMetric(float64(live), "live-heap-B")
+		})
+	}
+}
