@@ -1,6 +1,10 @@
 package daemon
 
 import (
+	"errors"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 	"path"
 	"path/filepath"
 	"time"
@@ -22,11 +26,11 @@ type configWatch struct {
 	fw      *fsnotify.Watcher
 	out     chan struct{}
 	stop    chan struct{}
-	rewatch chan struct{}
+	blind   atomic.Bool
 }
 
 func newConfigWatch(root string, explicit []string, excludeFile string) (*configWatch, error) {
-	c := &configWatch{root: root, out: make(chan struct{}, 1), stop: make(chan struct{}), rewatch: make(chan struct{}, 1)}
+	c := &configWatch{root: root, out: make(chan struct{}, 1), stop: make(chan struct{})}
 	if len(explicit) == 0 {
 		for _, d := range desired.DefaultDirs {
 			c.targets = append(c.targets, filepath.Join(root, d))
@@ -55,14 +59,29 @@ func newConfigWatch(root string, explicit []string, excludeFile string) (*config
 
 // add watches each target, or its nearest existing ancestor.
 func (c *configWatch) add() {
+	blind := false
 	for _, t := range c.targets {
 		for p := t; ; p = filepath.Dir(p) {
-			if err := c.fw.Add(p); err == nil || p == "/" || p == "." {
+			err := c.fw.Add(p)
+			if err == nil {
+				break
+			}
+			if errors.Is(err, unix.ENOSPC) {
+				// Out of inotify watches: say so (Blind) and retry later.
+				blind = true
+				break
+			}
+			if p == "/" || p == "." {
 				break
 			}
 		}
 	}
+	c.blind.Store(blind)
 }
+
+// Blind reports whether some desired-state location has no watch (the inotify
+// limit was reached): changes there are seen only on reload.
+func (c *configWatch) Blind() bool { return c != nil && c.blind.Load() }
 
 // relevant: the event touches a target, a fragment inside a target
 // directory, or a directory on the way to one.
@@ -85,8 +104,6 @@ func (c *configWatch) loop() {
 		select {
 		case <-c.stop:
 			return
-		case <-c.rewatch:
-			c.add()
 		case ev, ok := <-c.fw.Events:
 			if !ok {
 				return
@@ -127,15 +144,15 @@ func (c *configWatch) Changed() <-chan struct{} {
 	return c.out
 }
 
-// Rewatch re-adds watches (after a reload, directories may have appeared).
+// Rewatch re-adds watches (after a reload, directories may have appeared;
+// after inotify watches were exhausted, some may be free again). It is
+// synchronous, so that Blind is current when it returns; fsnotify's Add may
+// be called from any goroutine.
 func (c *configWatch) Rewatch() {
 	if c == nil || c.fw == nil {
 		return
 	}
-	select {
-	case c.rewatch <- struct{}{}:
-	default:
-	}
+	c.add()
 }
 
 // Close stops watching.

@@ -107,6 +107,7 @@ type Daemon struct {
 	ready      bool
 	done       chan struct{}
 
+	cfg        *configWatch
 	inhibitors []inhibit.Inhibitor
 	requests   chan func(context.Context) // calls from the bus, run by the loop
 	pub        Publisher
@@ -228,6 +229,7 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 		}
 	}()
 	cfg, err := newConfigWatch(d.o.Root, d.o.Configs, d.o.ExcludeFile)
+	d.cfg = cfg
 	if err != nil {
 		d.record(ctx, slog.LevelWarn, journal.MsgLoadFailed, fmt.Sprintf("cannot watch the desired-state locations (reload with SIGHUP): %v", err))
 	}
@@ -281,6 +283,7 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 			// retry placed it or a reload or a vanished directory freed
 			// watches: say so, so that running out again is said again.
 			d.exhausted = false
+			d.cfg.Rewatch()
 			d.record(ctx, slog.LevelInfo, journal.MsgWatchesRestored, "Every directory is watched again: polling stopped")
 		}
 		active := !d.inhibited()
@@ -596,13 +599,29 @@ func (d *Daemon) watchError(ctx context.Context, err error) {
 func (d *Daemon) pollUnwatched(ctx context.Context) {
 	polled := d.w.Polled()
 	_ = d.w.Retry() // ErrExhausted while some still cannot be watched: they stay polled, and the loop says when none is left
+	if d.cfg.Blind() {
+		d.cfg.Rewatch()
+	}
 	seen := map[int]bool{}
+	now := time.Now()
 	for _, dir := range polled {
 		d.ix.affected(dir, true, func(i int) {
-			if !seen[i] && path.Dir(d.ix.entries[i].Path) == dir {
-				seen[i] = true
-				d.checkEntry(ctx, i)
+			e := &d.ix.entries[i]
+			if seen[i] || path.Dir(e.Path) != dir {
+				return
 			}
+			seen[i] = true
+			// Without inotify there is no close-after-write to wait for: a
+			// regular file modified within the settle time may be half
+			// written, so it waits for the next poll (as a file that keeps
+			// being written waits for quiet under inotify).
+			if e.Type == desired.TypeRegular {
+				d.obs.Forget()
+				if typ, mtime := d.obs.Stat(e.Path); typ == ondisk.Regular && now.Sub(mtime) < d.o.Settle {
+					return
+				}
+			}
+			d.checkEntry(ctx, i)
 		})
 	}
 }
@@ -615,6 +634,7 @@ func (d *Daemon) status() string {
 	if d.loadFailed != "" {
 		in.loadFailed = drift.Escape(d.loadFailed)
 	}
+	in.configBlind = d.cfg.Blind()
 	return statusLine(in)
 }
 

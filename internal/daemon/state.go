@@ -106,8 +106,10 @@ type statusInput struct {
 	units      int
 	polled     int
 	loadFailed string // why the last reload was refused ("" when it was not)
-	inhibitors []string
-	starting   bool
+	// configBlind: the desired-state files could not be watched.
+	configBlind bool
+	inhibitors  []string
+	starting    bool
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -153,6 +155,9 @@ func statusLine(in statusInput) string {
 	}
 	if in.polled > 0 {
 		fmt.Fprintf(&b, "; polling %s: inotify watches exhausted", plural(in.polled, "directory"))
+	}
+	if in.configBlind {
+		b.WriteString("; desired-state files not watched (inotify watches exhausted): reload to apply changes")
 	}
 	if in.loadFailed != "" {
 		fmt.Fprintf(&b, "; new config refused (%s), checking against the last good one", in.loadFailed)

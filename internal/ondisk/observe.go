@@ -11,6 +11,7 @@ import (
 	"io"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"golang.org/x/sys/unix"
@@ -392,16 +393,23 @@ func differs(dfd int, name string) ContentResult {
 // TypeOf returns the type of what stands at a host path (Absent when
 // nothing does), resolving parents inside the root like Observe.
 func (o *Observer) TypeOf(hostPath string) FileType {
+	t, _ := o.Stat(hostPath)
+	return t
+}
+
+// Stat returns the type and modification time of what stands at a host
+// path (Absent and the zero time when nothing does).
+func (o *Observer) Stat(hostPath string) (FileType, time.Time) {
 	var ob Observation
 	dir, base := path.Split(hostPath)
 	dfd, err := o.dirs.get(path.Clean(dir))
 	if err != nil {
-		return Absent
+		return Absent, time.Time{}
 	}
 	var st unix.Stat_t
 	if fstatat(dfd, base, &st) != nil {
-		return Absent
+		return Absent, time.Time{}
 	}
 	fill(&ob, &st)
-	return ob.Type
+	return ob.Type, time.Unix(st.Mtim.Unix())
 }

@@ -193,6 +193,12 @@ func TestFileTurnedIntoDirectoryOrLink(t *testing.T) {
 	d.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "type"})
 	os.Remove(f.host("/etc/etc-file"))
 	os.Symlink("sentinel", f.host("/etc/etc-file"))
+	// The daemon may see the directory gone before the link appears
+	// (missing, then type again): flush its events with a sentinel drift
+	// before looking at what follows.
+	os.Chmod(f.host("/etc/sentinel"), 0o600)
+	d.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/sentinel"})
+	os.Chmod(f.host("/etc/sentinel"), 0o644)
 	d.waitStatus("Drift: 1 path differs (/etc/etc-file: type)")
 	m = d.mark()
 	os.Remove(f.host("/etc/etc-file"))

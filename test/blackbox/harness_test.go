@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -129,6 +130,10 @@ type daemonOpts struct {
 	bus        string
 	inhibitDir string
 	args       []string
+	// prefix runs the binary through another command (prefix..., binary,
+	// "daemon", ...), with attr for that command's process.
+	prefix []string
+	attr   *syscall.SysProcAttr
 }
 
 func startDaemonWith(t *testing.T, root string, o daemonOpts) *daemonProc {
@@ -155,8 +160,13 @@ func startDaemonWith(t *testing.T, root string, o daemonOpts) *daemonProc {
 		t.Fatal(err)
 	}
 	d := &daemonProc{t: t, update: make(chan struct{}, 1), exited: make(chan error, 1)}
-	cmd := exec.Command(binary, append([]string{"daemon", "--root", root}, args...)...)
+	argv := append([]string{binary, "daemon", "--root", root}, args...)
+	if len(o.prefix) > 0 {
+		argv = append(append([]string(nil), o.prefix...), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), "NOTIFY_SOCKET="+sock), env...)
+	cmd.SysProcAttr = o.attr
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
