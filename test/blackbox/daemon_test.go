@@ -255,3 +255,23 @@ func TestStopsCleanly(t *testing.T) {
 }
 
 var _ = exec.Command
+
+// Exclusions: a declared path that another component legitimately rewrites
+// is neither watched nor reported; the admin lists it in a file the daemon
+// re-reads on reload.
+func TestExclusions(t *testing.T) {
+	f := cleanTwoFiles(t)
+	f.write("/etc/drift-monitor/exclude.conf", "# rotated by the CA operator\n/etc/etc-file\n", 0o644)
+	d := startDaemon(t, f.root, "--exclude-from", "/etc/drift-monitor/exclude.conf")
+	d.waitStatus("No drift: watching 2 paths, 0 units")
+	m := d.mark()
+	f.write("/etc/etc-file", "rotated\n", 0o644)
+	noDriftBefore(t, d, f, m, "/etc/etc-file")
+
+	// Dropping the exclusion and reloading brings the path back.
+	m = d.mark()
+	f.write("/etc/drift-monitor/exclude.conf", "# nothing excluded\n", 0o644)
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	d.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
+	d.waitStatus("Drift: 1 path differs (/etc/etc-file: content)")
+}
