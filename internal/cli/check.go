@@ -38,7 +38,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor check: unexpected argument %q\n", fs.Arg(0))
 		return ExitFailed
 	}
-	res, err := runFullCheck(ctx, *root, configs)
+	res, err := runFullCheck(ctx, *root, configs, std.Err)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", drift.EscapeControl(err.Error()))
 		return ExitFailed
@@ -64,7 +64,7 @@ type checkResult struct {
 	Files []string
 }
 
-func runFullCheck(ctx context.Context, root string, configs []string) (checkResult, error) {
+func runFullCheck(ctx context.Context, root string, configs []string, warn io.Writer) (checkResult, error) {
 	st, err := os.Stat(root)
 	if err != nil {
 		return checkResult{}, fmt.Errorf("root: %w", err)
@@ -75,6 +75,9 @@ func runFullCheck(ctx context.Context, root string, configs []string) (checkResu
 	state, err := desired.LoadState(root, configs)
 	if err != nil {
 		return checkResult{}, err
+	}
+	for _, w := range state.Warnings {
+		fmt.Fprintf(warn, "drift-monitor check: warning: %s\n", drift.EscapeControl(w))
 	}
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {

@@ -358,3 +358,19 @@ func golden(t *testing.T, file, got string) {
 		t.Errorf("output differs from %s (-want +got):\n%s", file, diff)
 	}
 }
+
+// Ignition's warnings (an unused key is usually a typo) reach the admin on
+// stderr, with the file and the place, without changing the verdict.
+func TestCheckPrintsConfigWarnings(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "typo.ign")
+	os.WriteFile(cfg, []byte(`{"ignition":{"version":"3.3.0"},"storage":{"directories":[{"path":"/","mdoe":493}]}}`), 0o644)
+	code, _, stderr := run(t, context.Background(), "check", "--root", root, "--config", cfg)
+	want := "drift-monitor check: warning: " + cfg + ": warning at $.storage.directories.0.mdoe, line 1 col 71: unused key mdoe\n"
+	if stderr != want {
+		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+	if code == cli.ExitFailed {
+		t.Errorf("a warning made the check fail (exit %d)", code)
+	}
+}

@@ -359,6 +359,9 @@ func (d *Daemon) load(ctx context.Context) error {
 			slog.String("CONFIG_ERROR", err.Error()))
 		return err
 	}
+	for _, w := range st.Warnings {
+		d.log.Warn("config warning: " + w)
+	}
 	excl, err := d.exclusions()
 	if err != nil {
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed, fmt.Sprintf("Refusing the exclusions, keeping the last good state: %v", err))

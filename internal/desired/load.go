@@ -522,6 +522,9 @@ func LoadState(root string, explicit []string) (State, error) {
 	}
 	for _, f := range frags {
 		st.Files = append(st.Files, f.File)
+		for _, w := range f.Warnings {
+			st.Warnings = append(st.Warnings, f.File+": "+w)
+		}
 	}
 	return st, nil
 }

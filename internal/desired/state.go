@@ -163,6 +163,9 @@ type State struct {
 	Entries []Entry
 	// Files lists the config fragments the state came from, in merge order.
 	Files []string
+	// Warnings are Ignition's non-fatal findings, each prefixed with its
+	// file (unused keys, deprecated fields).
+	Warnings []string
 }
 
 // FileMode converts declared bits to an fs.FileMode, for display.
