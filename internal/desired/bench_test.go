@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,10 +89,19 @@ func (h *heapPeak) end() uint64 {
 	return h.peak
 }
 
+// cpuTime is the process's user + system time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkLoadState: reading, parsing, validating and deriving a desired
 // state of n declared files: what the daemon does at start and on every
 // reload, and `drift-monitor check` on every run. It reports the peak heap
-// during a load (sampled) and the heap the loaded state keeps alive.
+// during a load (sampled), the heap the loaded state keeps alive, and the
+// CPU time per load (all threads, the GC's included: steadier than sec/op
+// on a shared machine).
 func BenchmarkLoadState(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
@@ -102,10 +112,13 @@ func BenchmarkLoadState(b *testing.B) {
 			root := b.TempDir()
 			b.ReportAllocs()
 			var peak, live uint64
+			var cpu time.Duration
 			for b.Loop() {
 				runtime.GC()
 				h := startHeapPeak()
+				c0 := cpuTime()
 				st, err := desired.LoadState(root, []string{cfg})
+				cpu += cpuTime() - c0
 				peak = max(peak, h.end())
 				if err != nil {
 					b.Fatal(err)
@@ -121,6 +134,7 @@ func BenchmarkLoadState(b *testing.B) {
 			}
 			b.ReportMetric(float64(peak), "peak-heap-B")
 			b.ReportMetric(float64(live), "live-heap-B")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
