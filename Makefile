@@ -52,3 +52,25 @@ bench: build
 
 clean:
 	rm -rf bin _build
+
+# rpm: the source tarball (the tree plus vendored Go modules), the SRPM and
+# the binary RPM, built offline with rpmbuild into $(RPM_TOPDIR) (see
+# packaging/build-rpm.sh). RELEASE=N builds release N of the same version,
+# which rpm -U takes as an upgrade; RPMBUILD_FLAGS='--without check' skips
+# the unit tests in %check.
+RELEASE        ?= 1
+RPM_TOPDIR     ?= _build/rpm
+RPMBUILD_FLAGS ?=
+.PHONY: rpm man
+rpm:
+	RELEASE='$(RELEASE)' RPM_TOPDIR='$(RPM_TOPDIR)' RPMBUILD_FLAGS='$(RPMBUILD_FLAGS)' ./packaging/build-rpm.sh
+
+# man: regenerate what comes from internal/journal.Catalog (the journal
+# message catalog and the man page's MESSAGE_ID list), check the man page
+# with groff's warnings on, and render it to _build/man/ (man -l to read it).
+man:
+	$(GO) run ./tools/gencatalog
+	@out=$$(groff -man -ww -z packaging/drift-monitor.8 2>&1); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
+	@mkdir -p _build/man
+	gzip -9nc packaging/drift-monitor.8 >_build/man/drift-monitor.8.gz
+	groff -man -Tutf8 -P-cbou packaging/drift-monitor.8 >_build/man/drift-monitor.8.txt
