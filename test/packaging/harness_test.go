@@ -1,0 +1,221 @@
+package packaging
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// buildTimeout bounds one `make rpm` (a cold Go build cache takes minutes on
+// a small machine; a warm one takes seconds).
+const buildTimeout = 8 * time.Minute
+
+// work is a directory for what tests of this binary share (built RPMs and
+// binaries), removed when they are done.
+var work string
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(busClientEnv); addr != "" {
+		os.Exit(busClient(addr)) // the unprivileged client of buspolicy_test.go
+	}
+	var err error
+	if work, err = os.MkdirTemp("", "dm-packaging-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(work)
+	os.Exit(code)
+}
+
+// repoRoot is the repository's top directory (this package is test/packaging).
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(filepath.Dir(wd))
+	if _, err := os.Stat(filepath.Join(root, "drift-monitor.spec")); err != nil {
+		t.Fatalf("no drift-monitor.spec in %s: %v", root, err)
+	}
+	return root
+}
+
+// unavailable skips the test with the reason, or fails it when CI=true.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	why := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: not skipping)", why)
+	}
+	t.Skipf("skipping: %s (with CI=true this fails instead)", why)
+}
+
+// requireTools skips (or with CI=true fails) unless every tool is on PATH.
+func requireTools(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			unavailable(t, "%s is not on PATH", tool)
+		}
+	}
+}
+
+// requireRoot skips (or with CI=true fails) unless the test runs as root.
+func requireRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		unavailable(t, "%s needs root", why)
+	}
+}
+
+// run runs a command and returns its standard output, failing the test with
+// both outputs if it does not exit 0.
+func run(t testing.TB, dir string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n--- stdout ---\n%s--- stderr ---\n%s", name, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// version is the package version, from the file VERSION.
+func version(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// built is what one `make rpm` produced.
+type built struct {
+	Release int
+	Topdir  string
+	RPM     string // the binary RPM
+	SRPM    string
+	Tarball string
+	Log     string // make's output
+}
+
+var (
+	buildMu sync.Mutex
+	builds  = map[int]*built{}
+)
+
+// buildRPM runs `make rpm RELEASE=release` into a directory of its own, once
+// per test binary and release, and returns what it made. It fails the test if
+// the build fails or does not produce the SRPM and the binary RPM.
+func buildRPM(t testing.TB, release int) *built {
+	t.Helper()
+	requireTools(t, "make", "rpmbuild", "rpmspec", "rpm", "go", "git", "tar", "gzip")
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if b, ok := builds[release]; ok {
+		return b
+	}
+	root := repoRoot(t)
+	topdir := filepath.Join(work, "rpm-"+strconv.Itoa(release))
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	// --without check: the unit tests in %check are the unit tier's, which
+	// `make test` runs; this tier tests the package.
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "rpm",
+		"RELEASE="+strconv.Itoa(release), "RPM_TOPDIR="+topdir, "RPMBUILD_FLAGS=--without check")
+	cmd.Dir = root
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make rpm RELEASE=%d: %v (%v)\n%s", release, err, ctx.Err(), tail(string(out), 80))
+	}
+	t.Logf("make rpm RELEASE=%d took %v", release, time.Since(start).Round(time.Second))
+	ver := version(t)
+	arch := goarchToRPM(runtime.GOARCH)
+	b := &built{
+		Release: release,
+		Topdir:  topdir,
+		RPM:     filepath.Join(topdir, "RPMS", arch, fmt.Sprintf("drift-monitor-%s-%d.%s.rpm", ver, release, arch)),
+		SRPM:    filepath.Join(topdir, "SRPMS", fmt.Sprintf("drift-monitor-%s-%d.src.rpm", ver, release)),
+		Tarball: filepath.Join(topdir, "SOURCES", fmt.Sprintf("drift-monitor-%s.tar.gz", ver)),
+		Log:     string(out),
+	}
+	for _, p := range []string{b.RPM, b.SRPM, b.Tarball} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("make rpm RELEASE=%d did not make %s: %v\n%s", release, p, err, tail(string(out), 40))
+		}
+	}
+	builds[release] = b
+	return b
+}
+
+// goarchToRPM maps GOARCH to rpm's architecture name.
+func goarchToRPM(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	}
+	return goarch
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// binary builds ./cmd/drift-monitor once per test binary and returns its path.
+func binary(t testing.TB) string {
+	t.Helper()
+	root := repoRoot(t)
+	binOnce.Do(func() {
+		binPath = filepath.Join(work, "drift-monitor")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/drift-monitor")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/drift-monitor: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("(last %d of %d lines)", n, len(lines))}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// runStatus runs a command for at most two minutes and returns its combined
+// output and how it exited, for commands whose exit status is an answer.
+func runStatus(dir string, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
