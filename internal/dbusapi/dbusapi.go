@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
@@ -229,7 +230,7 @@ func (s *Server) Update(snap Snapshot) {
 	set("WatchedPaths", snap.WatchedPaths)
 	set("Units", snap.Units)
 	s.mu.Lock()
-	changed := !equalDrift(s.lastDrift, snap.Drift)
+	changed := !slices.Equal(s.lastDrift, snap.Drift)
 	s.lastDrift = snap.Drift
 	s.mu.Unlock()
 	if changed {
@@ -242,31 +243,11 @@ func equalVariant(a, b any) bool {
 	switch av := a.(type) {
 	case []Inhibitor:
 		bv, ok := b.([]Inhibitor)
-		if !ok || len(av) != len(bv) {
-			return false
-		}
-		for i := range av {
-			if av[i] != bv[i] {
-				return false
-			}
-		}
-		return true
+		return ok && slices.Equal(av, bv)
 	case string, uint32, uint64:
 		return a == b
 	}
 	return false
-}
-
-func equalDrift(a, b []Drift) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // callerUID asks the bus for the uid of a sender.

@@ -11,11 +11,9 @@ package drift
 
 import (
 	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 )
 
 // Kind is what differs.
@@ -97,41 +95,10 @@ func Noun(e *desired.Entry) string {
 	return fmt.Sprintf("%q", e.Path)
 }
 
-// Escape makes a name safe for a terminal, a status line or a journal field:
-// control characters, invalid UTF-8 and backslashes become Go escapes; every
-// other character, including non-ASCII letters, stays as it is.
-func Escape(s string) string { return escape(s, true) }
+// Escape makes a name safe for a terminal, a status line or a journal field
+// (see escape.Name).
+func Escape(s string) string { return escape.Name(s) }
 
-// EscapeControl escapes control characters and invalid UTF-8 but leaves
-// backslashes alone: for file content shown in diffs, where they are common.
-func EscapeControl(s string) string { return escape(s, false) }
-
-func escape(s string, backslash bool) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || backslash && r == '\\' || !unicode.IsPrint(r) && r != ' ' {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\' && backslash:
-			b.WriteString(`\\`)
-		case r == ' ' || r == '\\' || unicode.IsPrint(r):
-			b.WriteRune(r)
-		default:
-			e := fmt.Sprintf("%q", string(r))
-			b.WriteString(e[1 : len(e)-1])
-		}
-		i += size
-	}
-	return b.String()
-}
+// EscapeControl escapes control characters but leaves backslashes alone, for
+// file content shown in diffs (see escape.Text).
+func EscapeControl(s string) string { return escape.Text(s) }

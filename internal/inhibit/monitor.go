@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -150,7 +151,7 @@ func (m *Monitor) update(names []string) {
 		m.probeLocked(n)
 	}
 	now := m.heldLocked()
-	changed := !sameSet(now, m.held)
+	changed := !slices.Equal(now, m.held)
 	m.held = now
 	m.mu.Unlock()
 	if changed {
@@ -160,18 +161,6 @@ func (m *Monitor) update(names []string) {
 		}
 		m.out <- now
 	}
-}
-
-func sameSet(a, b []Inhibitor) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func parseNames(buf []byte) []string {

@@ -25,6 +25,7 @@ import (
 	"context"
 	"encoding"
 	"fmt"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"io"
 	"log/slog"
 	"runtime"
@@ -382,38 +383,7 @@ func parsePriority(s string) (sysjournal.Priority, bool) {
 // EscapeMessage returns s with every backslash, control character,
 // non-printable rune and invalid byte written as a Go escape (\n, \x1b,
 // \u202e, \\), so that the result is one line that cannot drive a terminal.
-// Printable text, spaces and quotes are kept as they are.
-func EscapeMessage(s string) string {
-	if !needsEscape(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == ' ' || r == '"' || strconv.IsPrint(r):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRune(r) // '\n', '\x1b', '\u202e'
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += size
-	}
-	return b.String()
-}
-
-func needsEscape(s string) bool {
-	for _, r := range s {
-		if r == '\\' || r == utf8.RuneError || (r != ' ' && !strconv.IsPrint(r)) {
-			return true
-		}
-	}
-	return false
-}
+func EscapeMessage(s string) string { return escape.Name(s) }
 
 // QuoteValue returns v as it is when it is a non-empty run of printable
 // characters without spaces, quotes, '=' or backslashes, and as a Go quoted
