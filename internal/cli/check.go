@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,11 +26,8 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 			"1 drift found, 2 the check could not be done.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return ExitFailed
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(std.Err, "drift-monitor check: unexpected argument %q\n", fs.Arg(0))

@@ -39,9 +39,6 @@ Run "drift-monitor COMMAND --help" for a command's options.
 // Version is set at link time (see the Makefile).
 var Version = "dev"
 
-// errUsage marks a usage error already explained on stderr.
-var errUsage = errors.New("usage error")
-
 // Run runs one command line and returns its exit status.
 func Run(ctx context.Context, args []string, std Stdio) int {
 	if len(args) == 0 {
@@ -92,14 +89,15 @@ func newFlags(name string, errw io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses flags; it returns errUsage after printing the problem, or
-// flag.ErrHelp when help was asked for.
-func parse(fs *flag.FlagSet, args []string) error {
+// parse parses flags. When it returns false the command must exit with
+// code: 0 after --help, ExitFailed after a usage error (already explained on
+// stderr by the flag package).
+func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return 0, false
 		}
-		return errUsage
+		return ExitFailed, false
 	}
-	return nil
+	return 0, true
 }

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -34,11 +32,8 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
 	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
-	if err := parse(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return ExitFailed
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	o.Configs, o.Exclude = configs, excludes
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,11 +29,8 @@ func runInhibit(ctx context.Context, args []string, std Stdio) int {
 			"Suspends drift reporting while COMMAND runs (root only); exits with COMMAND's status.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return ExitFailed
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	if *who == "" || *why == "" || fs.NArg() == 0 {
 		fmt.Fprintln(std.Err, "drift-monitor inhibit: --who, --why and a COMMAND are required")

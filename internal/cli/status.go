@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -50,11 +48,8 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 			"3 the daemon is not running or not reachable.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return ExitFailed
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	rep, err := readStatus(ctx)
 	if err != nil {
