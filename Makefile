@@ -1,7 +1,7 @@
 # drift-monitor — the entry points. `make test` is exactly what CI runs.
 GO        ?= go
 BIN       := bin/drift-monitor
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0)
+VERSION   ?= $(shell cat VERSION)$(shell git rev-parse --short HEAD 2>/dev/null | sed "s/^/+git/")
 LDFLAGS   := -X github.com/drift-monitor/drift-monitor/internal/cli.Version=$(VERSION)
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
