@@ -39,6 +39,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -116,7 +117,6 @@ func Take(dir, who, why string, pid int) (*Lock, error) {
 	if len(base) > 64 {
 		base = base[:64]
 	}
-	name := fmt.Sprintf("%s-%d%s", base, pid, Suffix)
 	tmp, err := os.CreateTemp(dir, ".take-*")
 	if err != nil {
 		return nil, fmt.Errorf("creating an inhibitor in %s: %w", dir, err)
@@ -133,11 +133,58 @@ func Take(dir, who, why string, pid int) (*Lock, error) {
 	if _, err := tmp.WriteString(content); err != nil {
 		return fail(fmt.Errorf("writing %s: %w", tmp.Name(), err))
 	}
-	final := filepath.Join(dir, name)
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		return fail(fmt.Errorf("placing %s: %w", final, err))
+	final, err := place(dir, tmp.Name(), fmt.Sprintf("%s-%d", base, pid))
+	if err != nil {
+		return fail(err)
 	}
 	return &Lock{f: tmp, path: final}, nil
+}
+
+// placing serialises place within a process: the daemon takes the
+// inhibitors of every D-Bus caller, concurrently.
+var placing sync.Mutex
+
+// place renames the locked file tmp to the first name NAME.lock,
+// NAME-2.lock, … that holds no inhibitor. One process may hold several
+// inhibitors under one who (a D-Bus client with two operations under way;
+// every caller outside the daemon's pid namespace has pid 0): renaming over
+// a held one would orphan its lock — the daemon would stop seeing it while
+// it is still held, and its release would remove the other one's file. A
+// name whose file nobody holds any more (a D-Bus caller closed its
+// descriptor) is reused, so that a long-lived caller does not pile up files.
+func place(dir, tmp, name string) (string, error) {
+	placing.Lock()
+	defer placing.Unlock()
+	for n := 1; ; n++ {
+		final := filepath.Join(dir, name+Suffix)
+		if n > 1 {
+			final = filepath.Join(dir, fmt.Sprintf("%s-%d%s", name, n, Suffix))
+		}
+		err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, final, unix.RENAME_NOREPLACE)
+		if err == nil {
+			return final, nil
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			return "", fmt.Errorf("placing %s: %w", final, err)
+		}
+		if released(final) {
+			if err := os.Rename(tmp, final); err != nil {
+				return "", fmt.Errorf("placing %s: %w", final, err)
+			}
+			return final, nil
+		}
+	}
+}
+
+// released reports whether the file at p is a lock that nobody holds.
+func released(p string) bool {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && !locked(fd)
 }
 
 // Release drops the inhibitor: the file is removed, then the lock released.

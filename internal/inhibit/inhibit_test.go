@@ -83,6 +83,55 @@ func TestTakeAndRelease(t *testing.T) {
 	}
 }
 
+// One process taking two inhibitors under one who (a D-Bus client with two
+// operations under way) holds two: releasing one leaves the other held, and
+// a name whose inhibitor was released is reused.
+func TestTakeTwiceUnderOneName(t *testing.T) {
+	dir, m := newMonitor(t)
+	pid := os.Getpid()
+	a, err := Take(dir, "agent", "first", pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, m, 5*time.Second)
+	b, err := Take(dir, "agent", "second", pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Path() == b.Path() {
+		t.Fatalf("both inhibitors are %s", a.Path())
+	}
+	if diff := cmp.Diff([]string{"agent", "agent"}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("held after two Takes (-want +got):\n%s", diff)
+	}
+	// Released the D-Bus way: the descriptor closes, the file stays.
+	a.CloseKeepingFile()
+	if diff := cmp.Diff([]string{"agent"}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("after closing the first (-want +got):\n%s", diff)
+	}
+	if h := m.Held(); len(h) != 1 || h[0].Why != "second" {
+		t.Fatalf("held = %+v, want the second", h)
+	}
+	c, err := Take(dir, "agent", "third", pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if c.Path() != a.Path() {
+		t.Errorf("third inhibitor at %s, want the released name %s reused", c.Path(), a.Path())
+	}
+	if diff := cmp.Diff([]string{"agent", "agent"}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("held after the third Take (-want +got):\n%s", diff)
+	}
+	b.Release()
+	if diff := cmp.Diff([]string{"agent"}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("after releasing the second (-want +got):\n%s", diff)
+	}
+	if h := m.Held(); len(h) != 1 || h[0].Why != "third" {
+		t.Fatalf("held = %+v, want the third", h)
+	}
+}
+
 // The shell protocol from the package documentation, and a holder killed
 // with SIGKILL releasing its inhibitor within a second.
 func TestShellProtocolAndSIGKILL(t *testing.T) {
