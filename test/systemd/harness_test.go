@@ -16,8 +16,9 @@ import (
 
 // binary is drift-monitor built once for the tier; unitFile is the unit as
 // shipped. Both are bound read-only into every container that runs the
-// daemon, where a package would install them.
-var binary, unitFile string
+// daemon, where a package would install them. busPolicy is the shipped
+// D-Bus policy, bound in where a test asks for it (setup.busPolicy).
+var binary, unitFile, busPolicy string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "dm-systemd-")
@@ -34,6 +35,10 @@ func TestMain(m *testing.M) {
 	}
 	// go test runs a package's tests in its directory: test/systemd.
 	if unitFile, err = filepath.Abs("../../units/drift-monitor.service"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if busPolicy, err = filepath.Abs("../../packaging/" + busPolicyName); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -80,7 +85,18 @@ type setup struct {
 	// dropIn, when set, is installed as
 	// /etc/systemd/system/drift-monitor.service.d/test.conf.
 	dropIn string
+	// flags, when set, are appended to the unit's ExecStart through that
+	// drop-in (which must then be left empty), one word each.
+	flags []string
+	// busPolicy binds the shipped D-Bus policy where the package installs
+	// it, so that the daemon may own its name on the system bus. It is
+	// there from boot: dbus-daemon reads it when it starts.
+	busPolicy bool
 }
+
+// busPolicyName is the policy file, in packaging/ and in
+// /usr/share/dbus-1/system.d/.
+const busPolicyName = "org.driftmonitor.DriftMonitor1.conf"
 
 // host is a booted container whose drift-monitor.service runs on a
 // provisioned desired state, seen from one test or subtest (see in).
@@ -110,10 +126,27 @@ func (h *host) in(t *testing.T) *host { return &host{h.machine, t} }
 // Type=notify service returns once it sent READY=1, after its first check.
 func bootDaemon(t *testing.T, s setup) *host {
 	t.Helper()
-	m := nspawn.Boot(t, nspawn.Options{BindRO: []nspawn.Mount{
+	binds := []nspawn.Mount{
 		{Src: binary, Dst: "/usr/bin/drift-monitor"},
 		{Src: unitFile, Dst: "/usr/lib/systemd/system/" + service},
-	}})
+	}
+	if s.busPolicy {
+		binds = append(binds, nspawn.Mount{Src: busPolicy, Dst: "/usr/share/dbus-1/system.d/" + busPolicyName})
+	}
+	if len(s.flags) > 0 {
+		if s.dropIn != "" {
+			t.Fatal("bootDaemon: setup has both flags and a dropIn")
+		}
+		for _, f := range s.flags {
+			// Written as they are into ExecStart=, where systemd would split
+			// or expand these.
+			if f == "" || strings.ContainsAny(f, " \t\n\"'\\%$;") {
+				t.Fatalf("bootDaemon: flag %q needs quoting in ExecStart=", f)
+			}
+		}
+		s.dropIn = "[Service]\nExecStart=\nExecStart=/usr/bin/drift-monitor daemon " + strings.Join(s.flags, " ") + "\n"
+	}
+	m := nspawn.Boot(t, nspawn.Options{BindRO: binds})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	h := &host{&machine{Machine: m, ctx: ctx}, t}
