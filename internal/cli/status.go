@@ -129,7 +129,7 @@ func writeStatusText(w io.Writer, r *statusReport) error {
 	} else {
 		ew.printf("Last check: none yet\n")
 	}
-	ew.printf("Watching:   %d paths, %d units\n", r.WatchedPaths, r.Units)
+	ew.printf("Watching:   %s, %s\n", count(int(r.WatchedPaths), "path", "paths"), count(int(r.Units), "unit", "units"))
 	if len(r.Inhibitors) == 0 {
 		ew.printf("Inhibitors: none\n")
 	} else {
