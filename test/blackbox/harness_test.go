@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"net"
 	"os"
 	"os/exec"
@@ -47,53 +48,10 @@ type record struct {
 	Line    string
 }
 
-// parseRecord splits a plain line. Values may be quoted; messages never
-// contain " KEY=" runs in these tests.
+// parseRecord reads one plain line of the daemon's stderr.
 func parseRecord(line string) record {
-	r := record{Line: line, Fields: map[string]string{}}
-	level, rest, _ := strings.Cut(line, " ")
-	r.Level = level
-	i := strings.Index(rest, " MESSAGE_ID=")
-	if i < 0 {
-		r.Message = rest
-		return r
-	}
-	r.Message = rest[:i]
-	for _, kv := range splitFields(rest[i+1:]) {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(v, `"`) {
-			v = strings.TrimSuffix(strings.TrimPrefix(v, `"`), `"`)
-		}
-		r.Fields[k] = v
-	}
-	return r
-}
-
-func splitFields(s string) []string {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' && quoted && i+1 < len(s):
-			cur.WriteByte(c)
-			cur.WriteByte(s[i+1])
-			i++
-		case c == '"':
-			quoted = !quoted
-			cur.WriteByte(c)
-		case c == ' ' && !quoted:
-			out = append(out, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
+	p := journal.ParsePlain(line)
+	return record{Level: p.Level, Message: p.Message, Fields: p.Fields, Line: line}
 }
 
 // The MESSAGE_IDs of the records the tests wait for (internal/journal).
