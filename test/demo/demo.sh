@@ -49,6 +49,8 @@ CGDIRS="${cgdirs[*]}" sh -c 'for d in $CGDIRS; do echo $$ >"$d/cgroup.procs"; do
   --bind-ro="$bin":/usr/bin/drift-monitor \
   --bind-ro="$top/units/drift-monitor.service":/usr/lib/systemd/system/drift-monitor.service \
   --bind-ro="$top/test/demo/example.ign":/usr/lib/drift-monitor/desired.d/50-example.ign \
+  --bind-ro="$top/packaging/org.driftmonitor.DriftMonitor1.conf":/usr/share/dbus-1/system.d/org.driftmonitor.DriftMonitor1.conf \
+  --bind-ro="$top/packaging/drift-monitor.catalog":/usr/lib/systemd/catalog/drift-monitor.catalog \
   -- systemd.firstboot=off >"$work/nspawn.log" 2>&1 &
 nspawn_pid=$!
 init=
@@ -84,6 +86,7 @@ inside sh -c '
 '
 inside drift-monitor check && echo "(drift-monitor check: exit 0, no drift)"
 
+inside journalctl --update-catalog
 say "systemctl restart drift-monitor"
 # First boot applied the presets, so the service already started before the
 # files were provisioned (and reported them missing): start it afresh.
@@ -103,6 +106,12 @@ say "drift: printf 'not-the-data' > /etc/etc-file; chmod 644 -> 640 on the secre
 inside sh -c "printf 'not-the-data' > /etc/etc-file; chmod 640 /etc/demo/secret.token"
 wait_status "Drift: 2 paths differ"
 inside systemctl status drift-monitor --no-pager | sed -n 1,6p
+
+say "drift-monitor status (asks the daemon over D-Bus; exit 1: drifted)"
+inside drift-monitor status || true
+
+say "journalctl -x explains a record (the message catalog)"
+inside journalctl -u drift-monitor -x --no-pager -n 4 MESSAGE_ID=d9919dc81c6b4fe685c3babdbad8d8d9 | tail -n 14
 
 say "drift: systemctl disable demo.service (seen through systemd's D-Bus signal)"
 inside systemctl disable demo.service 2>/dev/null
