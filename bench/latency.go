@@ -20,55 +20,78 @@ type latencyResult struct {
 	Cmd      string
 }
 
-// latency starts the monitor on the fixture and makes changes random
-// declared files: each is written wrong (open, truncate, write, close, as a
-// real writer), timed until the drift record naming it is read, then
-// restored and timed until the resolved record.
-func (b *bench) latency(ctx context.Context, f *fixture, strategy string, changes int) (*latencyResult, error) {
-	var argv []string
-	switch strategy {
-	case "drift-monitor":
-		argv = []string{b.bin, "daemon", "--root", f.Root, "--config", f.Cfg, "--interval", "0"}
-	case "naive":
-		argv = []string{b.self, "naive", "--root", f.Root, "--config", f.Cfg}
+// latency starts one monitor per fixture (all at once: they wait while
+// another is changed) and makes changes to random declared files, taking
+// the fixtures in turn so that every N sees the same machine: each change
+// writes a file wrong (open, truncate, write, close, as a real writer),
+// timed until the drift record naming it is read, then restores it, timed
+// until the resolved record. A settle pause after READY=1 lets the runtime
+// return the memory of loading first (steady state is what is measured).
+func (b *bench) latency(ctx context.Context, fs []*fixture, strategy string, changes int, settle time.Duration) ([]*latencyResult, error) {
+	var ms []*monitor
+	defer func() {
+		for _, m := range ms {
+			m.stop()
+		}
+	}()
+	var res []*latencyResult
+	var rngs []*rand.Rand
+	for _, f := range fs {
+		var argv []string
+		switch strategy {
+		case "drift-monitor":
+			argv = []string{b.bin, "daemon", "--root", f.Root, "--config", f.Cfg, "--interval", "0"}
+		case "naive":
+			argv = []string{b.self, "naive", "--root", f.Root, "--config", f.Cfg}
+		}
+		m, err := startMonitor(ctx, 10*time.Minute, argv...)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+		res = append(res, &latencyResult{Strategy: strategy, Files: len(f.Paths), Changes: changes, Ready: m.readyAt.Sub(m.started), Cmd: shellQuote(argv)})
+		rngs = append(rngs, rand.New(rand.NewPCG(uint64(len(f.Paths)), 42)))
 	}
-	m, err := startMonitor(ctx, 10*time.Minute, argv...)
-	if err != nil {
-		return nil, err
+	select {
+	case <-time.After(settle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	defer m.stop()
-	res := &latencyResult{Strategy: strategy, Files: len(f.Paths), Changes: changes, Ready: m.readyAt.Sub(m.started), Cmd: shellQuote(argv)}
-	rng := rand.New(rand.NewPCG(uint64(len(f.Paths)), 42))
 	// A naive monitor may take seconds per event at large N.
 	timeout := 60 * time.Second
-	m.drain()
+	for _, m := range ms {
+		m.drain()
+	}
 	for k := 0; k < changes; k++ {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		for j, f := range fs {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			m, r := ms[j], res[j]
+			i := rngs[j].IntN(len(f.Paths))
+			p := f.Paths[i]
+			host := filepath.Join(f.Root, p)
+			t0 := time.Now()
+			if err := os.WriteFile(host, wrong(i, k), 0o644); err != nil {
+				return nil, err
+			}
+			at, err := m.waitRecord(msgDrift, p, timeout)
+			if err != nil {
+				return nil, fmt.Errorf("%s N=%d change %d: %w", strategy, len(f.Paths), k, err)
+			}
+			r.Detect = append(r.Detect, at.Sub(t0))
+			t1 := time.Now()
+			if err := os.WriteFile(host, content(i), 0o644); err != nil {
+				return nil, err
+			}
+			at, err = m.waitRecord(msgResolved, p, timeout)
+			if err != nil {
+				return nil, fmt.Errorf("%s N=%d restore %d: %w", strategy, len(f.Paths), k, err)
+			}
+			r.Resolve = append(r.Resolve, at.Sub(t1))
 		}
-		i := rng.IntN(len(f.Paths))
-		p := f.Paths[i]
-		host := filepath.Join(f.Root, p)
-		t0 := time.Now()
-		if err := os.WriteFile(host, wrong(i, k), 0o644); err != nil {
-			return nil, err
-		}
-		at, err := m.waitRecord(msgDrift, p, timeout)
-		if err != nil {
-			return nil, fmt.Errorf("%s N=%d change %d: %w", strategy, len(f.Paths), k, err)
-		}
-		res.Detect = append(res.Detect, at.Sub(t0))
-		t1 := time.Now()
-		if err := os.WriteFile(host, content(i), 0o644); err != nil {
-			return nil, err
-		}
-		at, err = m.waitRecord(msgResolved, p, timeout)
-		if err != nil {
-			return nil, fmt.Errorf("%s N=%d restore %d: %w", strategy, len(f.Paths), k, err)
-		}
-		res.Resolve = append(res.Resolve, at.Sub(t1))
-		if (k+1)%50 == 0 {
-			b.logf("part 2 %s N=%d: %d/%d changes", strategy, len(f.Paths), k+1, changes)
+		if (k+1)%100 == 0 || k+1 == changes {
+			b.logf("part 2 %s: %d/%d changes at each N", strategy, k+1, changes)
 		}
 	}
 	return res, nil

@@ -24,7 +24,7 @@ import (
 // path (here with drift-monitor's own engine, check.Checker.All, so that only
 // the strategy differs). It writes the same records as the daemon, on stderr,
 // and sends READY=1 after its first check.
-func cmdNaive(args []string) error {
+func cmdNaive(ctx context.Context, args []string) error {
 	flags := newFlagSet("naive")
 	root := flags.String("root", "", "fixture root")
 	cfg := flags.String("config", "", "config")
@@ -59,7 +59,6 @@ func cmdNaive(args []string) error {
 		}
 	}
 	log := slog.New(journal.NewHandler(os.Stderr, journal.WithNative(false)))
-	ctx := context.Background()
 	known := map[string]drift.Drift{}
 	validate := func() {
 		res := c.All(ctx, st.Entries)
@@ -85,6 +84,8 @@ func cmdNaive(args []string) error {
 	}
 	for {
 		select {
+		case <-ctx.Done():
+			return nil
 		case _, ok := <-w.Events:
 			if !ok {
 				return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -199,7 +200,9 @@ func (r *report) markdown() string {
 		p("`naive` is the original MCO monitor's strategy, implemented in `bench/naive.go` with drift-monitor's own check engine: fsnotify on the same directories, every declared path re-validated (`check.Checker.All`) on every event.\n\n")
 		p("| declared | strategy | changes | detect p50 | p95 | p99 | max | resolve p50 | p95 | p99 | max | start → READY |\n")
 		p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-		for _, l := range r.Latency {
+		lat := append([]*latencyResult(nil), r.Latency...)
+		sort.SliceStable(lat, func(i, j int) bool { return lat[i].Files < lat[j].Files })
+		for _, l := range lat {
 			p("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Files, l.Strategy, len(l.Detect),
 				fmtDur(percentile(l.Detect, 50)), fmtDur(percentile(l.Detect, 95)), fmtDur(percentile(l.Detect, 99)), fmtDur(maxDur(l.Detect)),
 				fmtDur(percentile(l.Resolve, 50)), fmtDur(percentile(l.Resolve, 95)), fmtDur(percentile(l.Resolve, 99)), fmtDur(maxDur(l.Resolve)),
