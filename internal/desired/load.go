@@ -152,6 +152,10 @@ type Fragment struct {
 	Config types.Config
 	// Warnings are Ignition's non-fatal findings (deprecations, unused keys).
 	Warnings []string
+	// validated: Config passed Ignition's validation with the newest spec's
+	// rules as it is (Parse of an Ignition config); Merge need not validate
+	// it again when it is the only fragment.
+	validated bool
 }
 
 // LoadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
@@ -206,6 +210,7 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
+		frag.validated = true
 		return frag, nil
 	}
 	if len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null" {
@@ -434,6 +439,12 @@ func Merge(frags []Fragment) (types.Config, error) {
 	merged.Ignition.Version = types.MaxVersion.String()
 	for _, f := range frags {
 		merged = v3.Merge(merged, f.Config)
+	}
+	if len(frags) == 1 && frags[0].validated {
+		// Nothing to conflict with, and validated when parsed: validating
+		// again would cost as much as the parse's validation (a third of a
+		// load of 10,000 files).
+		return merged, nil
 	}
 	if rpt := validate.ValidateWithContext(merged, nil); rpt.IsFatal() {
 		names := make([]string, len(frags))
