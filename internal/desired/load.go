@@ -193,7 +193,7 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		}
 		raw = j
 	}
-	mc, isMC, err := asMachineConfig(raw)
+	mc, isMC, version, err := asMachineConfig(raw)
 	if err != nil {
 		return frag, &LoadError{File: file, Err: err}
 	}
@@ -201,7 +201,7 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		if isYAML {
 			return frag, &LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig); Butane is not supported")}
 		}
-		cfg, rpt, err := parseIgnition(raw)
+		cfg, rpt, err := parseIgnition(raw, version)
 		if err != nil {
 			return frag, reportError(file, raw, rpt, err, true)
 		}
@@ -214,7 +214,7 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		return frag, nil
 	}
 	if len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null" {
-		cfg, rpt, err := parseIgnition(mc.Spec.Config)
+		cfg, rpt, err := parseIgnition(mc.Spec.Config, configVersion(mc.Spec.Config))
 		if err != nil {
 			// Positions would point into the re-encoded spec.config, not into the
 			// file: report the config path only.
@@ -327,9 +327,11 @@ func hasContent(line []byte) bool {
 // validates with the newest spec's rules, and what an older spec let pass
 // (a 3.0.0 link without a target) would otherwise be refused there, as a
 // "conflict" between fragments, naming all of them.
-func parseIgnition(raw []byte) (types.Config, report.Report, error) {
+//
+// version is the ignition.version raw declares (the caller has read it).
+func parseIgnition(raw []byte, version string) (types.Config, report.Report, error) {
 	cfg, rpt, err := v3.ParseCompatibleVersion(raw)
-	if err != nil || configVersion(raw) == types.MaxVersion.String() {
+	if err != nil || version == types.MaxVersion.String() {
 		return cfg, rpt, err
 	}
 	if r := validate.ValidateWithContext(cfg, nil); r.IsFatal() {
@@ -348,24 +350,28 @@ type machineConfig struct {
 }
 
 // asMachineConfig decides whether raw JSON is a MachineConfig object rather
-// than an Ignition config, by its kind.
-func asMachineConfig(raw []byte) (machineConfig, bool, error) {
+// than an Ignition config, by its kind; it also returns the ignition.version
+// raw declares (for an Ignition config), from the same reading: each reading
+// of a large config scans all of it.
+func asMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
 	var probe struct {
-		Kind *string `json:"kind"`
+		Kind     *string `json:"kind"`
+		Ignition struct {
+			Version string `json:"version"`
+		} `json:"ignition"`
 	}
 	if err := json.Unmarshal(raw, &probe); err != nil || probe.Kind == nil {
 		// Not a MachineConfig; Ignition's parser reports syntax errors with
 		// positions.
-		return machineConfig{}, false, nil
+		return machineConfig{}, false, probe.Ignition.Version, nil
 	}
 	if *probe.Kind != "MachineConfig" {
-		return machineConfig{}, false, fmt.Errorf("unsupported object kind %q (want an Ignition config or kind: MachineConfig)", *probe.Kind)
+		return machineConfig{}, false, "", fmt.Errorf("unsupported object kind %q (want an Ignition config or kind: MachineConfig)", *probe.Kind)
 	}
-	var mc machineConfig
 	if err := json.Unmarshal(raw, &mc); err != nil {
-		return mc, false, fmt.Errorf("invalid MachineConfig: %w", err)
+		return mc, false, "", fmt.Errorf("invalid MachineConfig: %w", err)
 	}
-	return mc, true, nil
+	return mc, true, "", nil
 }
 
 // reportError turns Ignition's report on raw into a LoadError; positions
