@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"runtime/debug"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
@@ -375,6 +376,10 @@ func (d *Daemon) load(ctx context.Context) error {
 	}
 	d.ix = newIndex(kept)
 	d.files = st.Files
+	// Parsing a config allocates several times its size (Ignition's JSON
+	// tree, validation, translation): hand that back to the kernel now
+	// rather than idle with it resident until the next GC cycle.
+	defer debug.FreeOSMemory()
 	d.loadFailed = ""
 	for p, t := range d.pending {
 		t.Stop()
