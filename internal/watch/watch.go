@@ -94,6 +94,9 @@ type Watcher struct {
 	byDir map[string]int32
 	// polled: wanted directories that could not be watched (limit reached).
 	polled map[string]bool
+	// onMissing, in tests, runs when a directory was found missing: it
+	// creates it to reproduce the race with a concurrent mkdir.
+	onMissing func(dir string)
 }
 
 // New starts an inotify instance for directories inside root.
@@ -157,23 +160,35 @@ func dirsOf(m map[string]bool) []string {
 func (w *Watcher) ensureLocked(dirs []string) error {
 	var exhausted error
 	for _, d := range dirs {
-		for p := d; ; p = path.Dir(p) {
-			if _, ok := w.byDir[p]; ok {
-				break
+		// A directory below the ancestor just watched may have appeared
+		// between the failed attempt on it and the watch on the ancestor:
+		// its creation then made no event. Once an ancestor is watched, try
+		// the wanted directory again (each round adds a deeper watch or
+		// stops, so the rounds are bounded by the depth).
+		for again := true; again; {
+			again = false
+			for p := d; ; p = path.Dir(p) {
+				if _, ok := w.byDir[p]; ok {
+					break
+				}
+				err := w.addLocked(p)
+				if err == nil {
+					again = p != d
+					break
+				}
+				if errors.Is(err, ErrExhausted) {
+					exhausted = err
+					w.polled[d] = true
+					break
+				}
+				if p == "/" {
+					break // the root itself cannot be watched: nothing more to try
+				}
+				// ENOENT, ENOTDIR: not there (yet); watch further up.
+				if w.onMissing != nil {
+					w.onMissing(p)
+				}
 			}
-			err := w.addLocked(p)
-			if err == nil {
-				break
-			}
-			if errors.Is(err, ErrExhausted) {
-				exhausted = err
-				w.polled[d] = true
-				break
-			}
-			if p == "/" {
-				break // the root itself cannot be watched: nothing more to try
-			}
-			// ENOENT, ENOTDIR: not there (yet); watch further up.
 		}
 	}
 	return exhausted

@@ -170,3 +170,26 @@ func TestSymlinkedParentResolvesInsideRoot(t *testing.T) {
 	os.WriteFile(h.host("/var/home/core/k"), []byte("x"), 0o600)
 	h.expect("/home/core/k", Write)
 }
+
+// A directory created between the failed attempt to watch it and the watch
+// on its ancestor makes no event there: the watcher must look again.
+func TestDirectoryCreatedWhileMovingTheWatch(t *testing.T) {
+	h := newHarness(t)
+	os.MkdirAll(h.host("/etc"), 0o755)
+	h.w.onMissing = func(dir string) {
+		if dir == "/etc/app" {
+			os.Mkdir(h.host("/etc/app"), 0o755) // the concurrent mkdir
+		}
+	}
+	if err := h.w.Watch([]string{"/etc/app"}); err != nil {
+		t.Fatal(err)
+	}
+	h.w.mu.Lock()
+	_, watched := h.w.byDir["/etc/app"]
+	h.w.mu.Unlock()
+	if !watched {
+		t.Fatal("/etc/app, created while the watch moved up to /etc, has no watch")
+	}
+	os.WriteFile(h.host("/etc/app/x.conf"), []byte("x"), 0o644)
+	h.expect("/etc/app/x.conf", Write)
+}
