@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -92,6 +93,27 @@ func (b *bench) latency(ctx context.Context, fs []*fixture, strategy string, cha
 		}
 		if (k+1)%100 == 0 || k+1 == changes {
 			b.logf("part 2 %s: %d/%d changes at each N", strategy, k+1, changes)
+		}
+	}
+	// DRIFT_BENCH_SAMPLES=FILE keeps every sample, in order (for
+	// investigations: where in the run the slow ones fall).
+	if p := os.Getenv("DRIFT_BENCH_SAMPLES"); p != "" {
+		var out strings.Builder
+		for _, r := range res {
+			for k := range r.Detect {
+				fmt.Fprintf(&out, "%s %d %d %d %d\n", r.Strategy, r.Files, k, r.Detect[k].Microseconds(), r.Resolve[k].Microseconds())
+			}
+		}
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		_, err = f.WriteString(out.String())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return res, nil

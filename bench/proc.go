@@ -64,12 +64,26 @@ func startMonitor(ctx context.Context, timeout time.Duration, argv ...string) (*
 		os.RemoveAll(sockDir)
 		return nil, err
 	}
+	// DRIFT_BENCH_LOG=FILE keeps every line the monitors write, stamped
+	// (for investigations: e.g. with GODEBUG=gctrace=1).
+	var logw *os.File
+	if p := os.Getenv("DRIFT_BENCH_LOG"); p != "" {
+		if logw, err = os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+			return nil, err
+		}
+	}
 	go func() {
+		if logw != nil {
+			defer logw.Close()
+		}
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 4<<20)
 		for sc.Scan() {
 			r := parseRecord(sc.Text())
 			r.At = time.Now()
+			if logw != nil {
+				fmt.Fprintf(logw, "%s %d %s\n", r.At.Format("15:04:05.000000"), m.cmd.Process.Pid, r.Line)
+			}
 			m.recs <- r
 		}
 		m.exited <- m.cmd.Wait()
