@@ -191,53 +191,11 @@ func (m *monitor) stop() {
 	}
 }
 
-// parseRecord splits a plain record line; values may be quoted.
+// parseRecord reads the fields the benchmark needs from a plain record line
+// (the daemon's stderr format, read back by the journal package).
 func parseRecord(line string) record {
-	r := record{Line: line}
-	i := strings.Index(line, " MESSAGE_ID=")
-	if i < 0 {
-		return r
-	}
-	for _, kv := range splitFields(line[i+1:]) {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(v, `"`) {
-			v = strings.TrimSuffix(strings.TrimPrefix(v, `"`), `"`)
-		}
-		switch k {
-		case "MESSAGE_ID":
-			r.ID = v
-		case "DRIFT_PATH":
-			r.Path = v
-		}
-	}
-	return r
-}
-
-func splitFields(s string) []string {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' && quoted && i+1 < len(s):
-			cur.WriteByte(c)
-			cur.WriteByte(s[i+1])
-			i++
-		case c == '"':
-			quoted = !quoted
-			cur.WriteByte(c)
-		case c == ' ' && !quoted:
-			out = append(out, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
+	p := journal.ParsePlain(line)
+	return record{Line: line, ID: p.Fields[journal.FieldMessageID], Path: p.Fields[journal.FieldDriftPath]}
 }
 
 // sdNotify sends one datagram to NOTIFY_SOCKET (for the naive baseline).
