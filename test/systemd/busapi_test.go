@@ -221,9 +221,7 @@ type busInhibitor struct {
 func TestBusAPIOnTheSystemBus(t *testing.T) {
 	t.Parallel()
 	h := bootDaemon(t, setup{
-		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
- {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
- {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]}}`,
+		config:    etcFileAndSentinel,
 		files:     []file{etcFileOK, sentinelFile},
 		busPolicy: true,
 	})

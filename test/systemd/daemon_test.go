@@ -26,6 +26,11 @@ var (
 	enableDemo   = "systemctl daemon-reload && systemctl enable --quiet " + demoUnit
 )
 
+// etcFileAndSentinel declares exactly etcFileOK and sentinelFile.
+const etcFileAndSentinel = `{"ignition":{"version":"3.4.0"},"storage":{"files":[
+ {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
+ {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]}}`
+
 // demoUnitJSON is demoUnit as an Ignition systemd.units item.
 var demoUnitJSON = fmt.Sprintf(`{"name":%q,"enabled":true,"contents":%q}`, demoUnit, demoUnitTxt)
 
@@ -304,10 +309,8 @@ func TestEnablementSeenWithoutRescan(t *testing.T) {
 func TestReloadWithBrokenFragment(t *testing.T) {
 	t.Parallel()
 	h := bootDaemon(t, setup{
-		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
- {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
- {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]}}`,
-		files: []file{etcFileOK, sentinelFile},
+		config: etcFileAndSentinel,
+		files:  []file{etcFileOK, sentinelFile},
 	})
 	h.waitStatus("No drift: watching 2 paths, 0 units")
 	pid := h.prop("MainPID")

@@ -154,9 +154,7 @@ func (e entry) realtime() int64 {
 func TestInhibitSuspendsAndResumes(t *testing.T) {
 	t.Parallel()
 	h := bootDaemon(t, setup{
-		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
- {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
- {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]}}`,
+		config:    etcFileAndSentinel,
 		files:     []file{etcFileOK, sentinelFile},
 		busPolicy: true,
 	})
@@ -359,10 +357,8 @@ printf 'v2\n' >/etc/etc-file`
 func TestInhibitorsSurviveRestart(t *testing.T) {
 	t.Parallel()
 	h := bootDaemon(t, setup{
-		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
- {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
- {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]}}`,
-		files: []file{etcFileOK, sentinelFile},
+		config: etcFileAndSentinel,
+		files:  []file{etcFileOK, sentinelFile},
 	})
 	h.waitStatus("No drift: watching 2 paths, 0 units")
 	const who, why = "rpm-upgrade", "upgrading drift-monitor"
@@ -569,10 +565,8 @@ func TestReadmeUpdateToolExample(t *testing.T) {
 	t.Parallel()
 	script := readmeExample(t)
 	h := bootDaemon(t, setup{
-		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
- {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
- {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]}}`,
-		files: []file{etcFileOK, sentinelFile},
+		config: etcFileAndSentinel,
+		files:  []file{etcFileOK, sentinelFile},
 	})
 	h.waitStatus("No drift: watching 2 paths, 0 units")
 	const path = "/root/update-tool-example.sh"
@@ -608,9 +602,7 @@ func TestOnDriftHook(t *testing.T) {
 		marker = "/var/lib/drift-alert.marker"
 	)
 	h := bootDaemon(t, setup{
-		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
- {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
- {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]}}`,
+		config: etcFileAndSentinel,
 		files: []file{etcFileOK, sentinelFile, {"/etc/systemd/system/" + alert,
 			"[Unit]\nDescription=drift-monitor test: alert on drift\n\n[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >>" + marker + "'\n", 0o644}},
 		flags: []string{"--on-drift", alert},
