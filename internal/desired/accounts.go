@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io/fs"
@@ -20,12 +19,38 @@ type RootAccounts struct {
 	groups map[string]int
 }
 
+// accountFiles are the account databases ReadAccounts reads, in lookup order:
+// users from the first two, groups from the last two.
+var accountFiles = [4]string{"/etc/passwd", "/usr/lib/passwd", "/etc/group", "/usr/lib/group"}
+
 // ReadAccounts reads the account databases under root. Missing files are
 // empty databases; an unreadable one is an error.
 func ReadAccounts(root string) (*RootAccounts, error) {
+	raw, err := readAccountFiles(root)
+	if err != nil {
+		return nil, err
+	}
+	return parseAccounts(raw), nil
+}
+
+// readAccountFiles reads accountFiles under root; a missing file is nil.
+func readAccountFiles(root string) ([4][]byte, error) {
+	var raw [4][]byte
+	for i, f := range accountFiles {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return raw, err
+		}
+		raw[i] = data
+	}
+	return raw, nil
+}
+
+// parseAccounts parses the contents of accountFiles.
+func parseAccounts(raw [4][]byte) *RootAccounts {
 	a := &RootAccounts{users: map[string]User{}, groups: map[string]int{}}
-	for _, f := range []string{"/etc/passwd", "/usr/lib/passwd"} {
-		if err := readColonFile(filepath.Join(root, f), func(fields []string) {
+	for _, data := range raw[:2] {
+		colonLines(data, func(fields []string) {
 			if len(fields) < 6 {
 				return
 			}
@@ -37,12 +62,10 @@ func ReadAccounts(root string) (*RootAccounts, error) {
 			if _, dup := a.users[fields[0]]; !dup {
 				a.users[fields[0]] = User{Name: fields[0], UID: uid, GID: gid, Home: fields[5]}
 			}
-		}); err != nil {
-			return nil, err
-		}
+		})
 	}
-	for _, f := range []string{"/etc/group", "/usr/lib/group"} {
-		if err := readColonFile(filepath.Join(root, f), func(fields []string) {
+	for _, data := range raw[2:] {
+		colonLines(data, func(fields []string) {
 			if len(fields) < 3 {
 				return
 			}
@@ -53,30 +76,22 @@ func ReadAccounts(root string) (*RootAccounts, error) {
 			if _, dup := a.groups[fields[0]]; !dup {
 				a.groups[fields[0]] = gid
 			}
-		}); err != nil {
-			return nil, err
-		}
+		})
 	}
-	return a, nil
+	return a
 }
 
-func readColonFile(file string, line func([]string)) error {
-	data, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		t := sc.Text()
-		if t == "" || strings.HasPrefix(t, "#") {
+// colonLines calls line with the fields of each line of data that is neither
+// empty nor a comment.
+func colonLines(data []byte, line func([]string)) {
+	for len(data) > 0 {
+		var t []byte
+		t, data, _ = bytes.Cut(data, []byte("\n"))
+		if len(t) == 0 || t[0] == '#' {
 			continue
 		}
-		line(strings.Split(t, ":"))
+		line(strings.Split(string(t), ":"))
 	}
-	return sc.Err()
 }
 
 // LookupUser implements Accounts.

@@ -526,13 +526,34 @@ func typeConflicts(frags []Fragment) error {
 // Load finds, parses and merges the desired configuration. See Fragments for
 // how root and explicit paths are used. It fails on the first bad file.
 func Load(root string, explicit []string) (types.Config, []Fragment, error) {
-	files, err := Fragments(root, explicit)
+	files, raws, err := readFragments(root, explicit)
 	if err != nil {
 		return types.Config{}, nil, err
 	}
+	return parseFragments(files, raws)
+}
+
+// readFragments finds the config files (see Fragments) and reads them.
+func readFragments(root string, explicit []string) (files []string, raws [][]byte, err error) {
+	files, err = Fragments(root, explicit)
+	if err != nil {
+		return nil, nil, err
+	}
+	raws = make([][]byte, len(files))
+	for i, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, nil, &LoadError{File: f, Err: unwrapPathError(err)}
+		}
+		raws[i] = raw
+	}
+	return files, raws, nil
+}
+
+func parseFragments(files []string, raws [][]byte) (types.Config, []Fragment, error) {
 	frags := make([]Fragment, 0, len(files))
-	for _, f := range files {
-		frag, err := LoadFile(f)
+	for i, f := range files {
+		frag, err := Parse(f, raws[i])
 		if err != nil {
 			return types.Config{}, nil, err
 		}
@@ -543,17 +564,21 @@ func Load(root string, explicit []string) (types.Config, []Fragment, error) {
 }
 
 // LoadState loads the configuration (see Load) and derives the entries, with
-// owners resolved in root's account files.
+// owners resolved in root's account files. It is (*StateCache)(nil).LoadState:
+// it parses every time.
 func LoadState(root string, explicit []string) (State, error) {
-	cfg, frags, err := Load(root, explicit)
+	var c *StateCache
+	return c.LoadState(root, explicit)
+}
+
+// deriveState parses the config files' contents and derives the entries with
+// the accounts read from root's account files (whose contents acct holds).
+func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (State, error) {
+	cfg, frags, err := parseFragments(files, raws)
 	if err != nil {
 		return State{}, err
 	}
-	acct, err := ReadAccounts(root)
-	if err != nil {
-		return State{}, fmt.Errorf("reading accounts in %s: %w", root, err)
-	}
-	st, err := Derive(cfg, acct)
+	st, err := Derive(cfg, parseAccounts(acct))
 	if err != nil {
 		return State{}, err
 	}

@@ -1,0 +1,560 @@
+package desired
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// StateCache keeps derived states on disk, the way AIDE keeps its database,
+// so that a check does not parse and validate the whole Ignition config again
+// (at 10,000 files that is 95% of a check's time).
+//
+// An entry is named by a SHA-256 of everything a derivation reads: the
+// executable's Go build ID (new code never reads an old entry), the root, the
+// config files' names and contents and the root's account files. A changed
+// byte in any of them is another name, so an entry is never stale and needs
+// no invalidation. Only successful loads are kept: a bad config is parsed
+// every time and reported with its position.
+//
+// Entries hold secret files' declared contents: the directory is 0700 and
+// every entry 0600, owned by the caller. A directory or entry that another
+// user could have written is neither read nor written. Nothing but a speed-up
+// depends on the cache: when it cannot be used the state is parsed.
+//
+// A nil *StateCache is valid and caches nothing.
+type StateCache struct {
+	Dir string
+	// MaxBytes bounds the entries kept (the newest is always kept); 0 is
+	// DefaultCacheBytes.
+	MaxBytes int64
+	// Map maps an entry into memory rather than reading it: for a process
+	// that loads once and exits (check), whose declared contents then stay
+	// in the page cache instead of being copied onto fresh heap pages (on
+	// these machines reading 13 MB cost 40 ms, mapping it 3 ms). The mapping
+	// is never released, and an entry truncated while mapped would fault:
+	// the daemon, which lives long and reloads, reads.
+	Map bool
+}
+
+// DefaultCacheBytes bounds a cache directory's size unless the newest entry
+// alone is larger (a config of 100,000 files derives about 140 MB).
+const DefaultCacheBytes = 256 << 20
+
+const (
+	cacheMagic  = "drift-monitor state cache 1\n"
+	cacheSuffix = ".state"
+)
+
+// DefaultCache is the cache used by `check` and the daemon: the directory
+// systemd gives the unit ($CACHE_DIRECTORY, from CacheDirectory=) or, for
+// root, /var/cache/drift-monitor; nil (no cache) for other users, whose
+// entries root must never read.
+func DefaultCache() *StateCache {
+	if d := os.Getenv("CACHE_DIRECTORY"); d != "" {
+		d, _, _ = strings.Cut(d, ":")
+		return &StateCache{Dir: d}
+	}
+	if os.Geteuid() == 0 {
+		return &StateCache{Dir: "/var/cache/drift-monitor"}
+	}
+	return nil
+}
+
+// LoadState is the package's LoadState through the cache.
+func (c *StateCache) LoadState(root string, explicit []string) (State, error) {
+	files, err := Fragments(root, explicit)
+	if err != nil {
+		return State{}, err
+	}
+	acct, err := readAccountFiles(root)
+	if err != nil {
+		return State{}, fmt.Errorf("reading accounts in %s: %w", root, err)
+	}
+	if c != nil {
+		// The config files are hashed as they are read, without holding them:
+		// on a hit their bytes are not needed.
+		if key, ok := keyOf(root, files, acct, nil); ok {
+			if st, ok := c.get(key); ok {
+				return st, nil
+			}
+		}
+	}
+	raws := make([][]byte, len(files))
+	for i, f := range files {
+		if raws[i], err = os.ReadFile(f); err != nil {
+			return State{}, &LoadError{File: f, Err: unwrapPathError(err)}
+		}
+	}
+	st, err := deriveState(root, files, raws, acct)
+	if err != nil {
+		return State{}, err
+	}
+	if c != nil {
+		// Named by the bytes parsed, which may differ from those hashed above.
+		if key, ok := keyOf(root, files, acct, raws); ok {
+			c.put(key, &st)
+		}
+	}
+	return st, nil
+}
+
+// keyOf names the derivation of files (with contents raws, or as they are
+// read now if raws is nil) and the account files acct under root by this
+// executable. ok is false when the executable cannot be identified or a file
+// cannot be read whole.
+func keyOf(root string, files []string, acct [4][]byte, raws [][]byte) (key [sha256.Size]byte, ok bool) {
+	id := executableID()
+	if id == nil {
+		return key, false
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return key, false
+	}
+	h := sha256.New()
+	length := func(n int64) {
+		// Every field is length-prefixed, so that no two sequences of fields
+		// hash alike.
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(n))
+		h.Write(b[:])
+	}
+	field := func(b []byte) {
+		length(int64(len(b)))
+		h.Write(b)
+	}
+	field([]byte(cacheMagic))
+	field(id)
+	field([]byte(abs))
+	for _, a := range acct {
+		if a == nil {
+			field([]byte("missing"))
+		} else {
+			field([]byte("present"))
+			field(a)
+		}
+	}
+	var buf []byte
+	for i, name := range files {
+		field([]byte(name))
+		if raws != nil {
+			field(raws[i])
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			return key, false
+		}
+		fi, err := f.Stat()
+		if err == nil {
+			length(fi.Size())
+			if buf == nil {
+				buf = make([]byte, 256<<10)
+			}
+			var n int64
+			n, err = io.CopyBuffer(struct{ io.Writer }{h}, io.LimitReader(f, fi.Size()+1), buf)
+			if err == nil && n != fi.Size() {
+				err = errors.New("changed while read")
+			}
+		}
+		f.Close()
+		if err != nil {
+			return key, false
+		}
+	}
+	h.Sum(key[:0])
+	return key, true
+}
+
+var (
+	exeIDOnce sync.Once
+	exeID     []byte
+)
+
+// executableID identifies the running code: the Go build ID, a hash of the
+// build's inputs, or (when the binary has none) the executable file's inode,
+// size and modification time. Nil when neither can be read.
+func executableID() []byte {
+	exeIDOnce.Do(func() {
+		exe, err := os.Executable()
+		if err != nil {
+			return
+		}
+		if f, err := elf.Open(exe); err == nil {
+			if s := f.Section(".note.go.buildid"); s != nil {
+				if data, err := s.Data(); err == nil && len(data) > 16 {
+					exeID = append([]byte("buildid:"), data...)
+				}
+			}
+			f.Close()
+		}
+		if exeID != nil {
+			return
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(exe, &st); err == nil {
+			exeID = fmt.Appendf(nil, "file:%d:%d:%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
+		}
+	})
+	return exeID
+}
+
+// trusted reports whether fi, a cache directory or entry, can only have been
+// written by the caller (or root).
+func trusted(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	euid := uint32(os.Geteuid())
+	return (st.Uid == euid || st.Uid == 0) && fi.Mode().Perm()&0o022 == 0
+}
+
+func (c *StateCache) entryPath(key [sha256.Size]byte) string {
+	return filepath.Join(c.Dir, hex.EncodeToString(key[:])+cacheSuffix)
+}
+
+// get reads the entry named key, if there is a trustworthy one.
+func (c *StateCache) get(key [sha256.Size]byte) (State, bool) {
+	if fi, err := os.Lstat(c.Dir); err != nil || !fi.IsDir() || !trusted(fi) {
+		return State{}, false
+	}
+	f, err := os.OpenFile(c.entryPath(key), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return State{}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || !trusted(fi) {
+		return State{}, false
+	}
+	var data []byte
+	if c.Map && fi.Size() > 0 && fi.Size() == int64(int(fi.Size())) {
+		data, err = syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_POPULATE)
+	} else {
+		data = make([]byte, fi.Size())
+		_, err = io.ReadFull(f, data)
+	}
+	if err != nil {
+		return State{}, false
+	}
+	st, err := decodeState(data, key)
+	return st, err == nil
+}
+
+// put writes st as the entry named key (a temporary file renamed into place,
+// so that a reader never sees half an entry) and trims the directory. Errors
+// are ignored: the cache is only a speed-up.
+func (c *StateCache) put(key [sha256.Size]byte, st *State) {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return
+	}
+	if fi, err := os.Lstat(c.Dir); err != nil || !fi.IsDir() || !trusted(fi) {
+		return
+	}
+	tmp, err := os.CreateTemp(c.Dir, ".tmp-*")
+	if err != nil {
+		return
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	if encodeState(w, key, st) != nil || w.Flush() != nil || tmp.Chmod(0o600) != nil || tmp.Close() != nil {
+		tmp.Close()
+		return
+	}
+	if os.Rename(tmp.Name(), c.entryPath(key)) == nil {
+		c.trim(key)
+	}
+}
+
+// trim removes the oldest entries beyond MaxBytes; keep is never removed.
+func (c *StateCache) trim(keep [sha256.Size]byte) {
+	max := c.MaxBytes
+	if max == 0 {
+		max = DefaultCacheBytes
+	}
+	des, err := os.ReadDir(c.Dir)
+	if err != nil {
+		return
+	}
+	type ent struct {
+		name string
+		fi   fs.FileInfo
+	}
+	var ents []ent
+	for _, de := range des {
+		if !strings.HasSuffix(de.Name(), cacheSuffix) {
+			continue
+		}
+		if fi, err := de.Info(); err == nil && fi.Mode().IsRegular() {
+			ents = append(ents, ent{de.Name(), fi})
+		}
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].fi.ModTime().After(ents[j].fi.ModTime()) })
+	newest := filepath.Base(c.entryPath(keep))
+	var total int64
+	for _, e := range ents {
+		if e.name == newest {
+			continue
+		}
+		total += e.fi.Size()
+	}
+	// The kept entry counts first; then the newest others while they fit.
+	if fi, err := os.Stat(filepath.Join(c.Dir, newest)); err == nil {
+		total = fi.Size()
+	}
+	for _, e := range ents {
+		if e.name == newest {
+			continue
+		}
+		total += e.fi.Size()
+		if total > max {
+			os.Remove(filepath.Join(c.Dir, e.name))
+		}
+	}
+}
+
+// The entry format, after the magic and the key: the config files, the
+// warnings, then the entries, each as flags and fields in a fixed order.
+// Numbers are varints, strings and byte strings a length and their bytes.
+// The declared contents are not copied out of the buffer the entry was read
+// into: a state's Exact slices share it (capped, so that nothing appends
+// into a neighbour).
+const (
+	flagMode = 1 << iota
+	flagUID
+	flagGID
+	flagEnabled
+	flagEnabledTrue
+	flagArgPresent
+	flagContent
+	flagExact
+	flagHash
+)
+
+// encodeState writes the magic, the key and st.
+func encodeState(w io.Writer, key [sha256.Size]byte, st *State) error {
+	b := make([]byte, 0, 64<<10)
+	b = append(b, cacheMagic...)
+	b = append(b, key[:]...)
+	b = appendStrings(b, st.Files)
+	b = appendStrings(b, st.Warnings)
+	b = binary.AppendUvarint(b, uint64(len(st.Entries)))
+	for i := range st.Entries {
+		b = appendEntry(b, &st.Entries[i])
+		if len(b) >= 60<<10 {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+func appendBytes(b, s []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+func appendEntry(b []byte, e *Entry) []byte {
+	var flags uint64
+	set := func(f uint64, on bool) {
+		if on {
+			flags |= f
+		}
+	}
+	set(flagMode, e.Mode != nil)
+	set(flagUID, e.UID != nil)
+	set(flagGID, e.GID != nil)
+	set(flagEnabled, e.Enabled != nil)
+	set(flagEnabledTrue, e.Enabled != nil && *e.Enabled)
+	set(flagArgPresent, e.ArgPresent)
+	c := e.Content
+	set(flagContent, c != nil)
+	set(flagExact, c != nil && c.Exact != nil)
+	set(flagHash, c != nil && c.Hash != nil)
+	b = binary.AppendUvarint(b, flags)
+	for _, s := range [...]string{string(e.Kind), e.Path, e.Unit, e.User, e.OwnerProblem, e.Target, e.Arg} {
+		b = appendString(b, s)
+	}
+	b = binary.AppendVarint(b, int64(e.Type))
+	if e.Mode != nil {
+		b = binary.AppendUvarint(b, uint64(*e.Mode))
+	}
+	if e.UID != nil {
+		b = binary.AppendVarint(b, int64(*e.UID))
+	}
+	if e.GID != nil {
+		b = binary.AppendVarint(b, int64(*e.GID))
+	}
+	if c != nil {
+		if c.Exact != nil {
+			b = appendBytes(b, c.Exact)
+		}
+		if c.Hash != nil {
+			b = appendString(b, c.Hash.Algorithm)
+			b = appendString(b, c.Hash.Hex)
+		}
+		b = appendBytes(b, c.Suffix)
+		b = appendString(b, c.Unverifiable)
+	}
+	return b
+}
+
+var errCacheEntry = errors.New("not a state cache entry for this key")
+
+// reader takes what encodeState wrote apart; the first malformed field sets
+// err, and every later read returns zero values.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errCacheEntry
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errCacheEntry
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = errCacheEntry
+		return nil
+	}
+	s := r.b[:n:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) string() string { return string(r.bytes()) }
+
+func (r *reader) strings() []string {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.err = errCacheEntry
+	}
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	ss := make([]string, n)
+	for i := range ss {
+		ss[i] = r.string()
+	}
+	return ss
+}
+
+func (r *reader) entry() Entry {
+	flags := r.uvarint()
+	e := Entry{Kind: Kind(r.string()), Path: r.string(), Unit: r.string(), User: r.string(),
+		OwnerProblem: r.string(), Target: r.string(), Arg: r.string()}
+	e.Type = Type(r.varint())
+	e.ArgPresent = flags&flagArgPresent != 0
+	if flags&flagMode != 0 {
+		m := uint32(r.uvarint())
+		e.Mode = &m
+	}
+	if flags&flagUID != 0 {
+		u := int(r.varint())
+		e.UID = &u
+	}
+	if flags&flagGID != 0 {
+		g := int(r.varint())
+		e.GID = &g
+	}
+	if flags&flagEnabled != 0 {
+		on := flags&flagEnabledTrue != 0
+		e.Enabled = &on
+	}
+	if flags&flagContent != 0 {
+		c := &Content{}
+		if flags&flagExact != 0 {
+			c.Exact = r.bytes()
+		}
+		if flags&flagHash != 0 {
+			c.Hash = &Hash{Algorithm: r.string(), Hex: r.string()}
+		}
+		if s := r.bytes(); len(s) > 0 {
+			c.Suffix = s
+		}
+		c.Unverifiable = r.string()
+		e.Content = c
+	}
+	return e
+}
+
+// decodeState reads what encodeState wrote, and checks that it is the entry
+// for key (not a file renamed over another name).
+func decodeState(data []byte, key [sha256.Size]byte) (State, error) {
+	head := len(cacheMagic) + sha256.Size
+	if len(data) < head || string(data[:len(cacheMagic)]) != cacheMagic || !bytes.Equal(data[len(cacheMagic):head], key[:]) {
+		return State{}, errCacheEntry
+	}
+	r := &reader{b: data[head:]}
+	st := State{Files: r.strings(), Warnings: r.strings()}
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		return State{}, errCacheEntry
+	}
+	st.Entries = make([]Entry, 0, n)
+	for range n {
+		st.Entries = append(st.Entries, r.entry())
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errCacheEntry
+	}
+	if r.err != nil {
+		return State{}, r.err
+	}
+	return st, nil
+}

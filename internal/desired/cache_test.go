@@ -1,0 +1,378 @@
+package desired
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fill sets every field of the value v points to to something other than its
+// zero value, following pointers: an Entry filled this way has every field
+// the wire form must carry.
+func fill(t *testing.T, v reflect.Value) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(7)
+	case reflect.Uint32, reflect.Uint64:
+		v.SetUint(7)
+	case reflect.Slice:
+		if v.Type().Elem().Kind() != reflect.Uint8 {
+			t.Fatalf("fill: slice of %s", v.Type().Elem())
+		}
+		v.SetBytes([]byte("bytes"))
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(t, v.Elem())
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			fill(t, v.Field(i))
+		}
+	default:
+		t.Fatalf("fill: %s has a field of kind %s; teach fill and toWire/fromWire about it", v.Type(), v.Kind())
+	}
+}
+
+func roundTrip(t *testing.T, st State) State {
+	t.Helper()
+	var key [sha256.Size]byte
+	key[0] = 1
+	var buf bytes.Buffer
+	if err := encodeState(&buf, key, &st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeState(buf.Bytes(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestCacheWireForm: a state comes back from its cache entry exactly, field
+// by field, including what gob alone would lose (a pointer to zero is uid 0
+// or enabled=false, not "undeclared"; an empty exact content is not "no exact
+// content"). A field added to Entry without the wire form fails here.
+func TestCacheWireForm(t *testing.T) {
+	var full Entry
+	fill(t, reflect.ValueOf(&full).Elem())
+	zero := Entry{Kind: KindFile, Path: "/etc/zero", Mode: ptr[uint32](0), UID: ptr(0), GID: ptr(0),
+		Enabled: ptr(false), Content: &Content{Exact: []byte{}}}
+	hashed := Entry{Kind: KindFile, Path: "/etc/h", Content: &Content{Hash: &Hash{Algorithm: "sha512", Hex: "ab"}, Suffix: []byte("tail")}}
+	bare := Entry{Kind: KindKernelArg, Path: "/proc/cmdline", Arg: "quiet"}
+	want := State{Entries: []Entry{full, zero, hashed, bare}, Files: []string{"/a.ign", "/b.yaml"}, Warnings: []string{"/a.ign: unused key"}}
+	got := roundTrip(t, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if got.Entries[1].Content.Exact == nil {
+		t.Error("an empty exact content came back as no exact content")
+	}
+}
+
+// TestCacheWireMany: entries of different shapes, more than one write's
+// worth, come back as they were (a field one entry omits must not take the
+// value of the entry before it).
+func TestCacheWireMany(t *testing.T) {
+	var want State
+	for i := range 5000 {
+		e := Entry{Kind: KindFile, Path: fmt.Sprintf("/etc/f%d", i)}
+		switch i % 3 {
+		case 0:
+			e.Mode, e.UID, e.Content = ptr[uint32](0o640), ptr(i), &Content{Exact: []byte(e.Path)}
+		case 1:
+			e.Content = &Content{Suffix: []byte("s")}
+		}
+		want.Entries = append(want.Entries, e)
+	}
+	if diff := cmp.Diff(want, roundTrip(t, want)); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// cacheRoot writes a root with account files and one config declaring a
+// file owned by alice, and returns the root and the config's path.
+func cacheRoot(t *testing.T) (root, cfg string) {
+	root = t.TempDir()
+	writeFile(t, filepath.Join(root, "etc/passwd"), "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n")
+	writeFile(t, filepath.Join(root, "etc/group"), "root:x:0:\n")
+	cfg = filepath.Join(root, "etc/drift-monitor/desired.d/10-a.ign")
+	writeFile(t, cfg, `{"ignition":{"version":"3.4.0"},"storage":{"files":[
+{"path":"/etc/a","mode":384,"user":{"name":"alice"},"contents":{"source":"data:,secret"}},
+{"path":"/etc/b","mode":420,"user":{"id":0},"group":{"id":0}}]},
+"systemd":{"units":[{"name":"x.service","enabled":false}]},"unused":1}`)
+	return root, cfg
+}
+
+func cacheEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*"+cacheSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestStateCache(t *testing.T) {
+	root, cfg := cacheRoot(t)
+	uncached, err := LoadState(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uncached.Warnings) == 0 {
+		t.Fatal("the fixture's unused key gave no warning")
+	}
+	c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache")}
+
+	t.Run("miss then hit give the parsed state", func(t *testing.T) {
+		for i, what := range []string{"miss", "hit"} {
+			got, err := c.LoadState(root, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(uncached, got); diff != "" {
+				t.Errorf("%s (-uncached +cached):\n%s", what, diff)
+			}
+			if n := len(cacheEntries(t, c.Dir)); n != 1 {
+				t.Errorf("after load %d: %d entries, want 1", i+1, n)
+			}
+		}
+		fi, err := os.Stat(c.Dir)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("cache directory: %v, mode %v; want 0700", err, fi.Mode().Perm())
+		}
+		fi, err = os.Stat(cacheEntries(t, c.Dir)[0])
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("cache entry: %v, mode %v; want 0600 (it holds secret contents)", err, fi.Mode().Perm())
+		}
+	})
+
+	t.Run("a mapped hit gives the parsed state", func(t *testing.T) {
+		m := &StateCache{Dir: c.Dir, Map: true}
+		got, err := m.LoadState(root, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(uncached, got); diff != "" {
+			t.Errorf("mapped hit (-uncached +cached):\n%s", diff)
+		}
+	})
+
+	// A hit is served from the entry, not parsed: an entry planted under the
+	// key with one entry fewer comes back as it is.
+	t.Run("a hit reads the entry", func(t *testing.T) {
+		key, ok := keyOf(root, []string{cfg}, mustAccounts(t, root), [][]byte{mustRead(t, cfg)})
+		if !ok {
+			t.Fatal("no key: the test binary has no identity")
+		}
+		streamed, ok := keyOf(root, []string{cfg}, mustAccounts(t, root), nil)
+		if !ok || streamed != key {
+			t.Fatalf("the key of the files as read (%x, %v) is not the key of their bytes (%x)", streamed, ok, key)
+		}
+		planted := uncached
+		planted.Entries = planted.Entries[1:]
+		c.put(key, &planted)
+		got, err := c.LoadState(root, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(planted, got); diff != "" {
+			t.Errorf("hit (-planted +got):\n%s", diff)
+		}
+		c.put(key, &uncached)
+	})
+
+	t.Run("any input changed is another entry", func(t *testing.T) {
+		before := len(cacheEntries(t, c.Dir))
+		// The config: alice's file is now 0644.
+		writeFile(t, cfg, strings.Replace(string(mustRead(t, cfg)), `"mode":384`, `"mode":420`, 1))
+		st, err := c.LoadState(root, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := *st.Entries[0].Mode; m != 0o644 {
+			t.Errorf("after the config changed, mode %o; want 644", m)
+		}
+		// An account file: alice is now uid 1001.
+		writeFile(t, filepath.Join(root, "etc/passwd"), "root:x:0:0::/root:/bin/sh\nalice:x:1001:1000::/home/alice:/bin/sh\n")
+		st, err = c.LoadState(root, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := *st.Entries[0].UID; u != 1001 {
+			t.Errorf("after /etc/passwd changed, uid %d; want 1001", u)
+		}
+		// A second config file, in /usr/lib.
+		writeFile(t, filepath.Join(root, "usr/lib/drift-monitor/desired.d/20-b.ign"),
+			`{"ignition":{"version":"3.4.0"},"storage":{"directories":[{"path":"/etc/d"}]}}`)
+		st, err = c.LoadState(root, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Files) != 2 {
+			t.Errorf("after a fragment was added, files %q; want 2", st.Files)
+		}
+		if n := len(cacheEntries(t, c.Dir)); n != before+3 {
+			t.Errorf("%d entries, want %d", n, before+3)
+		}
+	})
+
+	t.Run("a bad config is reported, not cached", func(t *testing.T) {
+		before := len(cacheEntries(t, c.Dir))
+		bad := filepath.Join(root, "etc/drift-monitor/desired.d/30-bad.ign")
+		writeFile(t, bad, `{"ignition":{"version":"3.4.0"},`)
+		defer os.Remove(bad)
+		for range 2 {
+			if _, err := c.LoadState(root, nil); err == nil || !strings.HasPrefix(err.Error(), bad+":") {
+				t.Errorf("LoadState = %v, want an error naming %s", err, bad)
+			}
+		}
+		if n := len(cacheEntries(t, c.Dir)); n != before {
+			t.Errorf("%d entries, want %d", n, before)
+		}
+	})
+
+	t.Run("a damaged entry is parsed again", func(t *testing.T) {
+		want, err := LoadState(root, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, _ := keyOf(root, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
+		p := c.entryPath(key)
+		data := mustRead(t, p)
+		if err := os.WriteFile(p, data[:len(data)/2], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.LoadState(root, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("after truncating the entry (-want +got):\n%s", diff)
+		}
+		// An entry renamed over another key's name is refused by its key.
+		other := c.entryPath([sha256.Size]byte{9})
+		if err := os.WriteFile(other, mustRead(t, p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.get([sha256.Size]byte{9}); ok {
+			t.Error("an entry stored under another key's name was read")
+		}
+	})
+
+	t.Run("an entry others could write is not read", func(t *testing.T) {
+		key, _ := keyOf(root, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
+		p := c.entryPath(key)
+		if _, ok := c.get(key); !ok {
+			t.Fatal("no entry to start with")
+		}
+		if err := os.Chmod(p, 0o622); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.get(key); ok {
+			t.Error("a group- and world-writable entry was read")
+		}
+		os.Chmod(p, 0o600)
+		if err := os.Chmod(c.Dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Chmod(c.Dir, 0o700)
+		if _, ok := c.get(key); ok {
+			t.Error("an entry in a world-writable directory was read")
+		}
+		// A symbolic link in place of the entry is not followed.
+		os.Chmod(c.Dir, 0o700)
+		os.Rename(p, p+".real")
+		os.Symlink(p+".real", p)
+		if _, ok := c.get(key); ok {
+			t.Error("an entry behind a symbolic link was read")
+		}
+	})
+
+	t.Run("the directory is trimmed to its budget, newest first", func(t *testing.T) {
+		small := &StateCache{Dir: t.TempDir(), MaxBytes: 1}
+		os.Chmod(small.Dir, 0o700)
+		for _, mode := range []string{"384", "416", "420"} {
+			writeFile(t, cfg, `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","mode":`+mode+`}]}}`)
+			if _, err := small.LoadState(root, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		key, _ := keyOf(root, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
+		if got := cacheEntries(t, small.Dir); len(got) != 1 || got[0] != small.entryPath(key) {
+			t.Errorf("entries %q; want only the newest, %s", got, small.entryPath(key))
+		}
+	})
+}
+
+// TestCacheEntryDamage: an entry cut short anywhere, or with any byte
+// changed, is refused or read as some state, never a panic.
+func TestCacheEntryDamage(t *testing.T) {
+	var full Entry
+	fill(t, reflect.ValueOf(&full).Elem())
+	st := State{Entries: []Entry{full, {Kind: KindFile, Path: "/etc/z", UID: ptr(0)}}, Files: []string{"/a"}, Warnings: []string{"w"}}
+	var key [sha256.Size]byte
+	var buf bytes.Buffer
+	if err := encodeState(&buf, key, &st); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	for n := range len(data) {
+		if _, err := decodeState(data[:n:n], key); err == nil {
+			t.Errorf("an entry cut to %d of %d bytes was read", n, len(data))
+		}
+	}
+	for i := range data {
+		for _, x := range []byte{0x01, 0x80, 0xff} {
+			d := bytes.Clone(data)
+			d[i] ^= x
+			decodeState(d, key)
+		}
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustAccounts(t *testing.T, root string) [4][]byte {
+	t.Helper()
+	a, err := readAccountFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func mustFragments(t *testing.T, root string) []string {
+	t.Helper()
+	f, err := Fragments(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func mustRaws(t *testing.T, root string) [][]byte {
+	t.Helper()
+	var raws [][]byte
+	for _, f := range mustFragments(t, root) {
+		raws = append(raws, mustRead(t, f))
+	}
+	return raws
+}
