@@ -20,8 +20,9 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	fs.Var(&configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
 	root := fs.String("root", "/", "check the tree mounted at `DIR` as if it were /")
 	fs.Var(&format, "format", "output `FORMAT`: text or json")
+	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
 	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json]\n\n"+
+		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
 			"1 drift found, 2 the check could not be done.\n\n")
 		fs.PrintDefaults()
@@ -33,7 +34,13 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor check: unexpected argument %q\n", fs.Arg(0))
 		return ExitFailed
 	}
-	res, err := runFullCheck(ctx, *root, configs, std.Err)
+	cache := desired.DefaultCache()
+	if *noCache {
+		cache = nil
+	} else if cache != nil {
+		cache.Map = true
+	}
+	res, err := runFullCheck(ctx, cache, *root, configs, std.Err)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", drift.EscapeControl(err.Error()))
 		return ExitFailed
@@ -59,7 +66,9 @@ type checkResult struct {
 	Files []string
 }
 
-func runFullCheck(ctx context.Context, root string, configs []string, warn io.Writer) (checkResult, error) {
+// runFullCheck loads the desired state (through cache, which may be nil) and
+// compares root with it.
+func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, configs []string, warn io.Writer) (checkResult, error) {
 	st, err := os.Stat(root)
 	if err != nil {
 		return checkResult{}, fmt.Errorf("root: %w", err)
@@ -67,7 +76,7 @@ func runFullCheck(ctx context.Context, root string, configs []string, warn io.Wr
 	if !st.IsDir() {
 		return checkResult{}, fmt.Errorf("root %s: not a directory", root)
 	}
-	state, err := desired.LoadState(root, configs)
+	state, err := cache.LoadState(root, configs)
 	if err != nil {
 		return checkResult{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/notify"
@@ -32,10 +33,14 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
 	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
+	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	o.Configs, o.Exclude = configs, excludes
+	if !*noCache {
+		o.Cache = desired.DefaultCache()
+	}
 
 	level := slog.LevelInfo
 	if *debug {

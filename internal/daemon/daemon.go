@@ -63,6 +63,9 @@ type Starter interface {
 type Options struct {
 	Root    string
 	Configs []string
+	// Cache keeps derived states across loads and runs; nil parses every
+	// time.
+	Cache *desired.StateCache
 	// Interval between periodic full checks (the safety net); 0 disables.
 	Interval time.Duration
 	// Settle is how long a file that is being written (modified, not yet
@@ -353,7 +356,7 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 // load reads the desired state and makes it current; on failure the last good
 // state stays.
 func (d *Daemon) load(ctx context.Context) error {
-	st, err := desired.LoadState(d.o.Root, d.o.Configs)
+	st, err := d.o.Cache.LoadState(d.o.Root, d.o.Configs)
 	if err != nil {
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,
 			fmt.Sprintf("Refusing the desired state, keeping the last good one: %v", err),

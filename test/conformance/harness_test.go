@@ -350,10 +350,17 @@ type result struct {
 // binary could not be run at all.
 func runBinary(t *testing.T, args ...string) result {
 	t.Helper()
+	return runBinaryEnv(t, nil, args...)
+}
+
+// runBinaryEnv is runBinary with env added to the environment.
+func runBinaryEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), checkTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var exitErr *exec.ExitError
@@ -371,10 +378,24 @@ func runBinary(t *testing.T, args ...string) result {
 // contract rules out whatever the case: an exit status other than 0 or 1,
 // output that is not one JSON object, a status that disagrees with the report,
 // items without their contract fields, and paths that carry the root.
+//
+// Every check runs twice with a cache directory of its own: the first parses
+// the config and stores the derived state, the second must be served from
+// that entry (the same inode: not parsed and stored again) and print exactly
+// what the first printed.
 func check(t *testing.T, root, cfgFile string, extra ...string) (int, Report) {
 	t.Helper()
 	args := append([]string{"check", "--root", root, "--config", cfgFile, "--format", "json"}, extra...)
-	r := runBinary(t, args...)
+	env := []string{"CACHE_DIRECTORY=" + filepath.Join(t.TempDir(), "cache")}
+	r := runBinaryEnv(t, env, args...)
+	entry := cacheEntry(t, env[0][len("CACHE_DIRECTORY="):])
+	if again := runBinaryEnv(t, env, args...); again != r {
+		t.Errorf("drift-monitor %s: served from the cache, it printed otherwise:\nparsed: exit %d\n%s%s\ncached: exit %d\n%s%s",
+			strings.Join(args, " "), r.exit, r.stdout, r.stderr, again.exit, again.stdout, again.stderr)
+	}
+	if after := cacheEntry(t, env[0][len("CACHE_DIRECTORY="):]); !os.SameFile(entry, after) {
+		t.Errorf("the second check stored its state again instead of reading the first one's")
+	}
 	if r.exit != 0 && r.exit != 1 {
 		t.Fatalf("drift-monitor %s: exit %d, want 0 or 1\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), r.exit, r.stderr, r.stdout)
 	}
@@ -402,6 +423,20 @@ func check(t *testing.T, root, cfgFile string, extra ...string) (int, Report) {
 		t.Logf("check stderr:\n%s", r.stderr)
 	}
 	return r.exit, rep
+}
+
+// cacheEntry returns the one state cache entry in dir.
+func cacheEntry(t *testing.T, dir string) os.FileInfo {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, "*.state"))
+	if len(m) != 1 {
+		t.Fatalf("state cache %s holds %q; want one entry", dir, m)
+	}
+	fi, err := os.Stat(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
 }
 
 // itemProblem reports what an item lacks of the contract.
