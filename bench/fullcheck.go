@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
@@ -198,11 +199,37 @@ func cmdPhases(args []string) error {
 	flags := newFlagSet("phases")
 	root := flags.String("root", "", "fixture root")
 	cfg := flags.String("config", "", "config")
+	cpuprofile := flags.String("cpuprofile", "", "write a CPU profile of the load to this file")
+	memprofile := flags.String("memprofile", "", "write an allocation profile of the load to this file")
+	cacheDir := flags.String("cache", "", "load through a state cache in `DIR` (as check does); empty parses")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
+	if *memprofile != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
+	if *cpuprofile != "" {
+		out, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
-	st, err := desired.LoadState(*root, []string{*cfg})
+	var cache *desired.StateCache
+	if *cacheDir != "" {
+		cache = &desired.StateCache{Dir: *cacheDir}
+	}
+	st, err := cache.LoadState(*root, []string{*cfg})
+	pprof.StopCPUProfile()
+	if *memprofile != "" {
+		if err := writeHeapProfile(*memprofile); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -226,6 +253,37 @@ func cmdPhases(args []string) error {
 	}
 	return json.NewEncoder(os.Stdout).Encode(phaseReport{Entries: len(st.Entries), LoadNS: int64(load), CompareNS: int64(cmp),
 		HeapLive: ms.HeapAlloc, HeapAlloc: ms.TotalAlloc})
+}
+
+func writeHeapProfile(path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(out, 0); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// cmdFixture is `drift-bench fixture -n N DIR`: writes (or reuses) the
+// N-file fixture of part 1 under DIR, for profiling by hand.
+func cmdFixture(args []string) error {
+	flags := newFlagSet("fixture")
+	n := flags.Int("n", 10000, "declared files")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if flags.NArg() != 1 {
+		return fmt.Errorf("usage: drift-bench fixture -n N DIR")
+	}
+	f, err := makeFixture(flags.Arg(0), *n)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("root %s\nconfig %s\n", f.Root, f.Cfg)
+	return nil
 }
 
 // cmdRead is `drift-bench read -j J ROOT`: a floor that only walks the tree,

@@ -11,7 +11,7 @@
 //
 // Subcommands used by the benchmark itself: `read` (the one-process read
 // floor), `phases` (load and compare timed apart), `naive` (the baseline
-// monitor).
+// monitor); `fixture` writes a part-1 fixture for profiling by hand.
 package main
 
 import (
@@ -41,6 +41,8 @@ func main() {
 		err = cmdRead(os.Args[2:])
 	case "phases":
 		err = cmdPhases(os.Args[2:])
+	case "fixture":
+		err = cmdFixture(os.Args[2:])
 	case "naive":
 		err = cmdNaive(ctx, os.Args[2:])
 	default:
