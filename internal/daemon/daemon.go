@@ -95,6 +95,7 @@ type Options struct {
 type Daemon struct {
 	o       Options
 	log     *slog.Logger
+	gc      *gcTuner
 	root    *ondisk.Root
 	checker *check.Checker
 	obs     *ondisk.Observer
@@ -143,7 +144,7 @@ func New(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{
-		o: o, log: o.Log, root: root, w: w, obs: ondisk.NewObserver(root),
+		o: o, log: o.Log, gc: newGCTuner(), root: root, w: w, obs: ondisk.NewObserver(root),
 		track: newTracker(), pending: map[string]*time.Timer{}, settled: make(chan string, 64),
 		done: make(chan struct{}), ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
@@ -356,6 +357,13 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 // load reads the desired state and makes it current; on failure the last good
 // state stays.
 func (d *Daemon) load(ctx context.Context) error {
+	d.gc.loading()
+	// Deferred first, so run last: after the load's garbage is returned.
+	defer func() {
+		if limit := d.gc.loaded(); limit > 0 {
+			d.log.Debug(fmt.Sprintf("state loaded; garbage collection now at a %d MiB memory limit", limit>>20))
+		}
+	}()
 	st, err := d.o.Cache.LoadState(d.o.Root, d.o.Configs)
 	if err != nil {
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,
