@@ -137,9 +137,11 @@ func inotifyWatches(pid int) int {
 }
 
 // idle starts the daemon with its default options (but --root and
-// --config), lets it settle after READY=1, then measures quiet windows.
+// --config, and --no-cache: the load measured is the parse, the worst case
+// and the figure comparable across commits), lets it settle after READY=1,
+// then measures quiet windows.
 func (b *bench) idle(ctx context.Context, f *fixture, window, settle time.Duration, windows int) (*idleResult, error) {
-	argv := []string{b.bin, "daemon", "--root", f.Root, "--config", f.Cfg}
+	argv := []string{b.bin, "daemon", "--root", f.Root, "--config", f.Cfg, "--no-cache"}
 	m, err := startMonitor(ctx, 10*time.Minute, argv...)
 	if err != nil {
 		return nil, err

@@ -41,7 +41,8 @@ func (b *bench) latency(ctx context.Context, fs []*fixture, strategy string, cha
 		var argv []string
 		switch strategy {
 		case "drift-monitor":
-			argv = []string{b.bin, "daemon", "--root", f.Root, "--config", f.Cfg, "--interval", "0"}
+			// --no-cache: start-up parses, as the naive monitor does.
+			argv = []string{b.bin, "daemon", "--root", f.Root, "--config", f.Cfg, "--interval", "0", "--no-cache"}
 		case "naive":
 			argv = []string{b.self, "naive", "--root", f.Root, "--config", f.Cfg}
 		}
