@@ -39,7 +39,9 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	}
 	o.Configs, o.Exclude = configs, excludes
 	if !*noCache {
-		o.Cache = desired.DefaultCache()
+		if o.Cache = desired.DefaultCache(); o.Cache != nil {
+			o.Cache.Lazy = true
+		}
 	}
 
 	level := slog.LevelInfo

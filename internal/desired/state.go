@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
+	"os"
 )
 
 // Kind is the noun an entry is reported under.
@@ -130,6 +131,8 @@ func (e *Entry) ID() string {
 //
 // Exactly one of these shapes:
 //   - Exact != nil: the file holds exactly these bytes;
+//   - Stored != nil: the same, for a state that keeps only the bytes' size
+//     and digest in memory (a daemon's state served from the cache);
 //   - Hash != nil: the file holds a base whose digest is Hash, followed by Suffix;
 //   - neither: the file ends with Suffix (its base is whatever was there, as
 //     Ignition's overwrite=false leaves it);
@@ -137,16 +140,67 @@ func (e *Entry) ID() string {
 //     mode and owner are checked.
 type Content struct {
 	Exact        []byte
+	Stored       *Stored
 	Hash         *Hash
 	Suffix       []byte
 	Unverifiable string
 }
 
-// Digest is the SHA-256 of Exact. It is computed on every call: entries are
-// shared by concurrent checks (a full check and an event's re-check), and it
-// is only needed to describe a drift.
+// ExactSize reports whether the file must hold exact bytes (Exact or Stored)
+// and how many.
+func (c *Content) ExactSize() (int64, bool) {
+	switch {
+	case c.Exact != nil:
+		return int64(len(c.Exact)), true
+	case c.Stored != nil:
+		return c.Stored.Size, true
+	}
+	return 0, false
+}
+
+// Digest is the SHA-256 of the exact bytes. For Exact it is computed on every
+// call: entries are shared by concurrent checks (a full check and an event's
+// re-check), and it is only needed to describe a drift.
 func (c *Content) Digest() [sha256.Size]byte {
+	if c.Stored != nil {
+		return c.Stored.Sum
+	}
 	return sha256.Sum256(c.Exact)
+}
+
+// ExactBytes returns the exact bytes: Exact, or Stored's read back.
+func (c *Content) ExactBytes() ([]byte, error) {
+	if c.Stored != nil {
+		return c.Stored.Read()
+	}
+	return c.Exact, nil
+}
+
+// Stored is exact content kept on disk rather than in memory: its size and
+// SHA-256, and where the bytes are (a state cache entry, whose name is a
+// digest of its contents: the bytes there never change; they may be gone).
+type Stored struct {
+	Size int64
+	Sum  [sha256.Size]byte
+	file string
+	off  int64
+}
+
+// Read reads the bytes back and checks them against Sum.
+func (s *Stored) Read() ([]byte, error) {
+	f, err := os.Open(s.file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, s.Size)
+	if _, err := f.ReadAt(b, s.off); err != nil {
+		return nil, fmt.Errorf("reading the declared content back from %s: %w", s.file, err)
+	}
+	if sha256.Sum256(b) != s.Sum {
+		return nil, fmt.Errorf("reading the declared content back from %s: digest mismatch", s.file)
+	}
+	return b, nil
 }
 
 // Hash is a verification hash from a config: algorithm "sha256" or "sha512"

@@ -131,7 +131,8 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 		return
 	}
 	w := e.Content
-	if w.Exact != nil && c.GotSize == int64(len(w.Exact)) {
+	exactSize, exact := w.ExactSize()
+	if exact && c.GotSize == exactSize {
 		// The file changed between the streamed comparison and the re-read
 		// that describes it, and now matches: a write completed meanwhile.
 		if sum := w.Digest(); c.GotDigest == hex.EncodeToString(sum[:]) {
@@ -141,9 +142,9 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 	got := describe(c.GotSize, c.GotDigest)
 	var want string
 	switch {
-	case w.Exact != nil:
+	case exact:
 		sum := w.Digest()
-		want = describe(int64(len(w.Exact)), hex.EncodeToString(sum[:]))
+		want = describe(exactSize, hex.EncodeToString(sum[:]))
 	case w.Hash != nil:
 		want = w.Hash.String()
 		if len(w.Suffix) > 0 {
@@ -157,10 +158,14 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 	// The bytes on disk are shown only if both the config and the file's
 	// current mode let anyone read them: a file someone made 0600 may now
 	// hold a secret, whatever the config says it should hold.
-	if e.Secret() || ob.Mode&0o004 == 0 || w.Exact == nil || c.Got == nil {
+	if e.Secret() || ob.Mode&0o004 == 0 || !exact || c.Got == nil {
 		return
 	}
-	dr.Diff = Unified(e.Path, w.Exact, c.Got)
+	// A stored content that cannot be read back (its cache entry was
+	// removed) leaves the sizes and digests above, without a diff.
+	if b, err := w.ExactBytes(); err == nil {
+		dr.Diff = Unified(e.Path, b, c.Got)
+	}
 }
 
 func describe(size int64, digest string) string {

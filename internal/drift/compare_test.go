@@ -577,6 +577,7 @@ func TestCompareOnDisk(t *testing.T) {
 			}(),
 		},
 	}
+	cache := &desired.StateCache{Dir: t.TempDir()}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fixture{t: t, root: t.TempDir()}
@@ -584,6 +585,21 @@ func TestCompareOnDisk(t *testing.T) {
 			got := check(t, f.root, tt.entry)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Compare (-want +got):\n%s", diff)
+			}
+			if c := tt.entry.Content; c != nil && c.Exact != nil {
+				// The same entry as the daemon holds it, its content Stored
+				// (size and digest; the bytes read back for a diff), must
+				// give the same drift.
+				lazy, err := cache.Lazify(&desired.State{Entries: []desired.Entry{tt.entry}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if lazy.Entries[0].Content.Stored == nil {
+					t.Fatal("Lazify kept the content in memory")
+				}
+				if diff := cmp.Diff(tt.want, check(t, f.root, lazy.Entries[0])); diff != "" {
+					t.Errorf("Compare with the content stored (-want +got):\n%s", diff)
+				}
 			}
 			js, err := json.Marshal(got)
 			if err != nil {

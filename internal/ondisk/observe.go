@@ -246,9 +246,10 @@ func openFile(dfd int, name string) (int, error) {
 // compare streams a regular file against the wanted content and stops at the
 // first difference; size decides before any byte is read where it can.
 func compare(dfd int, name string, size int64, want *desired.Content) ContentResult {
+	exactSize, exact := want.ExactSize()
 	switch {
-	case want.Exact != nil:
-		if size != int64(len(want.Exact)) {
+	case exact:
+		if size != exactSize {
 			return differs(dfd, name)
 		}
 		if size == 0 {
@@ -270,6 +271,8 @@ func compare(dfd int, name string, size int64, want *desired.Content) ContentRes
 	switch {
 	case want.Exact != nil:
 		same, err = equalStream(fileReader(fd), want.Exact, buf)
+	case want.Stored != nil:
+		same, err = equalDigest(fd, want.Stored, buf)
 	case want.Hash != nil:
 		same, err = hashThenSuffix(fd, size, want, buf)
 	default:
@@ -305,6 +308,18 @@ func equalStream(r io.Reader, want []byte, buf []byte) (bool, error) {
 		want = want[got:]
 	}
 	return true, nil
+}
+
+// equalDigest reads the file (whose size was found equal by stat) and
+// compares its SHA-256 with the stored content's.
+func equalDigest(fd int, want *desired.Stored, buf []byte) (bool, error) {
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, io.LimitReader(fileReader(fd), want.Size), buf)
+	if err != nil {
+		return false, err
+	}
+	var sum [sha256.Size]byte
+	return n == want.Size && [sha256.Size]byte(h.Sum(sum[:0])) == want.Sum, nil
 }
 
 func newHash(algo string) (hash.Hash, error) {

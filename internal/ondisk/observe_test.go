@@ -378,6 +378,19 @@ func TestObserveContent(t *testing.T) {
 			})); diff != "" {
 				t.Errorf("content (-want +got):\n%s", diff)
 			}
+			if c.Exact == nil {
+				return
+			}
+			// Kept as its size and digest (a daemon's state), the content
+			// compares the same.
+			stored := desired.Content{Stored: &desired.Stored{Size: int64(len(c.Exact)), Sum: sha256.Sum256(c.Exact)}}
+			ob = observe(t, f.root, desired.Entry{Path: "/etc/f", Type: desired.TypeRegular, Content: &stored})
+			got = result{State: ob.Content.State, Got: ob.Content.Got, GotSize: ob.Content.GotSize, GotDigest: ob.Content.GotDigest}
+			if diff := cmp.Diff(tt.res, got, cmp.Comparer(func(a, b []byte) bool {
+				return bytes.Equal(a, b) && (a == nil) == (b == nil)
+			})); diff != "" {
+				t.Errorf("stored content (-want +got):\n%s", diff)
+			}
 		})
 	}
 }
