@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -113,9 +114,18 @@ func (c *StateCache) LoadState(root string, explicit []string) (State, error) {
 	if c != nil {
 		// Named by the bytes parsed, which may differ from those hashed above.
 		if key, ok := keyOf(root, files, acct, raws); ok && c.put(key, &st) && c.Lazy {
+			// The parse's garbage and the state just stored are most of the
+			// heap: return them first, so that the lazy state is laid out
+			// in few spans rather than among the freed ones, which the
+			// runtime cannot return while one object in them lives.
+			st, raws = State{}, nil
+			debug.FreeOSMemory()
 			if lazy, ok := c.get(key); ok {
 				return lazy, nil
 			}
+			// The entry vanished in between (removed by hand): parse again.
+			var none *StateCache
+			return none.LoadState(root, explicit)
 		}
 	}
 	return st, nil
