@@ -16,6 +16,7 @@ import (
 // window may hold a GC and the next none).
 type idleResult struct {
 	Files    int
+	Start    string        // "cold" (empty state cache: the config parsed) or "warm" (a restart)
 	Ready    time.Duration // start → READY=1: load + first full check
 	HWMReady int64         // VmHWM right after READY=1
 	Windows  []idleWindow
@@ -136,19 +137,37 @@ func inotifyWatches(pid int) int {
 	return n
 }
 
+// freshCacheDir empties and returns a state cache directory for the
+// daemons started on fixture f.
+func freshCacheDir(f *fixture) (string, error) {
+	dir := filepath.Join(f.Dir, "daemon-cache")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
 // idle starts the daemon with its default options (but --root and
-// --config, and --no-cache: the load measured is the parse, the worst case
-// and the figure comparable across commits), lets it settle after READY=1,
-// then measures quiet windows.
-func (b *bench) idle(ctx context.Context, f *fixture, window, settle time.Duration, windows int) (*idleResult, error) {
-	argv := []string{b.bin, "daemon", "--root", f.Root, "--config", f.Cfg, "--no-cache"}
+// --config) and a state cache directory, lets it settle after READY=1, then
+// measures quiet windows. start "cold" empties the cache first (the config
+// is parsed: a first boot, a new config); "warm" keeps what the cold start
+// stored (any restart).
+func (b *bench) idle(ctx context.Context, f *fixture, start string, window, settle time.Duration, windows int) (*idleResult, error) {
+	dir := filepath.Join(f.Dir, "daemon-cache")
+	if start == "cold" {
+		var err error
+		if dir, err = freshCacheDir(f); err != nil {
+			return nil, err
+		}
+	}
+	argv := []string{"env", "CACHE_DIRECTORY=" + dir, b.bin, "daemon", "--root", f.Root, "--config", f.Cfg}
 	m, err := startMonitor(ctx, 10*time.Minute, argv...)
 	if err != nil {
 		return nil, err
 	}
 	defer m.stop()
 	pid := m.pid()
-	res := &idleResult{Files: len(f.Paths), Ready: m.readyAt.Sub(m.started), Cmd: shellQuote(argv),
+	res := &idleResult{Files: len(f.Paths), Start: start, Ready: m.readyAt.Sub(m.started), Cmd: shellQuote(argv),
 		HWMReady: memOf(pid, "VmHWM")}
 	select {
 	case <-time.After(settle):

@@ -41,8 +41,14 @@ func (b *bench) latency(ctx context.Context, fs []*fixture, strategy string, cha
 		var argv []string
 		switch strategy {
 		case "drift-monitor":
-			// --no-cache: start-up parses, as the naive monitor does.
-			argv = []string{b.bin, "daemon", "--root", f.Root, "--config", f.Cfg, "--interval", "0", "--no-cache"}
+			// As deployed, with a state cache of its own, empty: start-up
+			// parses (as the naive monitor does), then the daemon holds the
+			// contents as digests.
+			dir, err := freshCacheDir(f)
+			if err != nil {
+				return nil, err
+			}
+			argv = []string{"env", "CACHE_DIRECTORY=" + dir, b.bin, "daemon", "--root", f.Root, "--config", f.Cfg, "--interval", "0"}
 		case "naive":
 			argv = []string{b.self, "naive", "--root", f.Root, "--config", f.Cfg}
 		}

@@ -240,12 +240,14 @@ func cmdRun(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			b.logf("part 3 N=%d: %d × %s idle", n, b.idleWindows, b.idleWindow)
-			r, err := b.idle(ctx, f, b.idleWindow, b.idleSettle, b.idleWindows)
-			if err != nil {
-				return err
+			for _, start := range []string{"cold", "warm"} {
+				b.logf("part 3 N=%d, %s start: %d × %s idle", n, start, b.idleWindows, b.idleWindow)
+				r, err := b.idle(ctx, f, start, b.idleWindow, b.idleSettle, b.idleWindows)
+				if err != nil {
+					return err
+				}
+				rep.Idle = append(rep.Idle, r)
 			}
-			rep.Idle = append(rep.Idle, r)
 		}
 		rep.Load = append(rep.Load, loadMark("after part 3"))
 	}
