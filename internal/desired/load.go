@@ -350,7 +350,11 @@ func hasContent(line []byte) bool {
 //
 // version is the ignition.version raw declares (the caller has read it).
 func parseIgnition(raw []byte, version string) (types.Config, report.Report, error) {
-	cfg, rpt, err := v3.ParseCompatibleVersion(raw)
+	parse := specParser(version)
+	if parse == nil {
+		parse = v3.ParseCompatibleVersion
+	}
+	cfg, rpt, err := parse(raw)
 	if err != nil || version == types.MaxVersion.String() {
 		return cfg, rpt, err
 	}
