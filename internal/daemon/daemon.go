@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"runtime/debug"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
@@ -162,6 +161,7 @@ func New(o Options) (*Daemon, error) {
 
 // Close releases the daemon's root, watches and descriptors.
 func (d *Daemon) Close() {
+	d.gc.close()
 	d.obs.Close()
 	d.w.Close()
 	d.root.Close()
@@ -358,7 +358,6 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 // state stays.
 func (d *Daemon) load(ctx context.Context) error {
 	d.gc.loading()
-	// Deferred first, so run last: after the load's garbage is returned.
 	defer func() {
 		if limit := d.gc.loaded(); limit > 0 {
 			d.log.Debug(fmt.Sprintf("state loaded; garbage collection now at a %d MiB memory limit", limit>>20))
@@ -387,10 +386,6 @@ func (d *Daemon) load(ctx context.Context) error {
 	}
 	d.ix = newIndex(kept)
 	d.files = st.Files
-	// Parsing a config allocates several times its size (Ignition's JSON
-	// tree, validation, translation): hand that back to the kernel now
-	// rather than idle with it resident until the next GC cycle.
-	defer debug.FreeOSMemory()
 	d.loadFailed = ""
 	for p, t := range d.pending {
 		t.Stop()
