@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // StateCache keeps derived states on disk, the way AIDE keeps its database,
@@ -94,11 +95,13 @@ func (c *StateCache) LoadState(root string, explicit []string) (State, error) {
 	}
 	if c != nil {
 		// The config files are hashed as they are read, without holding them:
-		// on a hit their bytes are not needed.
-		if key, ok := keyOf(root, files, acct, nil); ok {
-			if st, ok := c.get(key); ok {
-				return st, nil
-			}
+		// on a hit their bytes are not needed. Configs that cannot be hashed
+		// so (a pipe) are not cached at all.
+		key, ok := keyOf(root, files, acct, nil)
+		if !ok {
+			c = nil
+		} else if st, ok := c.get(key); ok {
+			return st, nil
 		}
 	}
 	raws := make([][]byte, len(files))
@@ -191,11 +194,20 @@ func keyOf(root string, files []string, acct [4][]byte, raws [][]byte) (key [sha
 			field(raws[i])
 			continue
 		}
-		f, err := os.Open(name)
+		// A pipe or a device has no size to trust, and opening one here
+		// (even without reading) could take what the parse needs from its
+		// writer: only regular files are hashed, the rest not cached.
+		if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() {
+			return key, false
+		}
+		f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return key, false
 		}
 		fi, err := f.Stat()
+		if err == nil && !fi.Mode().IsRegular() {
+			err = errors.New("not a regular file")
+		}
 		if err == nil {
 			length(fi.Size())
 			if buf == nil {
@@ -226,9 +238,13 @@ var (
 // size and modification time. Nil when neither can be read.
 func executableID() []byte {
 	exeIDOnce.Do(func() {
-		exe, err := os.Executable()
-		if err != nil {
-			return
+		// /proc/self/exe is the running binary even after an upgrade
+		// replaced the file at its path.
+		exe := "/proc/self/exe"
+		if _, err := os.Stat(exe); err != nil {
+			if exe, err = os.Executable(); err != nil {
+				return
+			}
 		}
 		if f, err := elf.Open(exe); err == nil {
 			if s := f.Section(".note.go.buildid"); s != nil {
@@ -249,125 +265,160 @@ func executableID() []byte {
 	return exeID
 }
 
-// trusted reports whether fi, a cache directory or entry, can only have been
+// trusted reports whether st, a cache directory or entry, can only have been
 // written by the caller (or root).
-func trusted(fi fs.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return false
-	}
+func trusted(st *unix.Stat_t) bool {
 	euid := uint32(os.Geteuid())
-	return (st.Uid == euid || st.Uid == 0) && fi.Mode().Perm()&0o022 == 0
+	return (st.Uid == euid || st.Uid == 0) && st.Mode&0o022 == 0
+}
+
+func entryName(key [sha256.Size]byte) string {
+	return hex.EncodeToString(key[:]) + cacheSuffix
 }
 
 func (c *StateCache) entryPath(key [sha256.Size]byte) string {
-	return filepath.Join(c.Dir, hex.EncodeToString(key[:])+cacheSuffix)
+	return filepath.Join(c.Dir, entryName(key))
 }
 
-// get reads the entry named key, if there is a trustworthy one.
+// openDir opens the cache directory, which must be a directory (not a
+// symbolic link to one) that only the caller or root can write; create
+// makes it first (0700). Entries are then opened, created and renamed
+// relative to it, so that nothing can swap the directory in between.
+func (c *StateCache) openDir(create bool) (int, bool) {
+	if create {
+		if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+			return -1, false
+		}
+	}
+	fd, err := unix.Open(c.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || !trusted(&st) {
+		unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
+}
+
+// get reads the entry named key, if there is a trustworthy one, and marks
+// it used (its modification time: trim keeps the most recently used).
 func (c *StateCache) get(key [sha256.Size]byte) (State, bool) {
-	if fi, err := os.Lstat(c.Dir); err != nil || !fi.IsDir() || !trusted(fi) {
+	dfd, ok := c.openDir(false)
+	if !ok {
 		return State{}, false
 	}
-	path := c.entryPath(key)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	defer unix.Close(dfd)
+	name := entryName(key)
+	// O_NONBLOCK: a FIFO in its place must not block the open.
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return State{}, false
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || !trusted(fi) {
+	f := os.NewFile(uintptr(fd), filepath.Join(c.Dir, name))
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !trusted(&st) {
+		f.Close()
 		return State{}, false
 	}
-	size := fi.Size()
-	var st State
+	size := st.Size
+	var state State
 	switch {
 	case c.Lazy:
-		st, err = decodeLazy(f, size, path, key)
+		// The entry stays open: its stored contents are read from it, even
+		// after it is removed from the directory.
+		state, err = decodeLazy(f, size, key)
 	case c.Map && size > 0 && size == int64(int(size)):
 		var data []byte
-		if data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_POPULATE); err == nil {
-			st, err = decodeState(data, key)
+		if data, err = unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE); err == nil {
+			state, err = decodeState(data, key)
 		}
 	default:
 		data := make([]byte, size)
 		if _, err = io.ReadFull(f, data); err == nil {
-			st, err = decodeState(data, key)
+			state, err = decodeState(data, key)
 		}
 	}
-	return st, err == nil
+	if !c.Lazy || err != nil {
+		f.Close()
+	}
+	if err != nil {
+		return State{}, false
+	}
+	unix.UtimesNanoAt(dfd, name, nil, unix.AT_SYMLINK_NOFOLLOW)
+	return state, true
 }
 
 // put writes st as the entry named key (a temporary file renamed into place,
 // so that a reader never sees half an entry) and trims the directory. Errors
 // are ignored: the cache is only a speed-up.
 func (c *StateCache) put(key [sha256.Size]byte, st *State) bool {
-	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+	dfd, ok := c.openDir(true)
+	if !ok {
 		return false
 	}
-	if fi, err := os.Lstat(c.Dir); err != nil || !fi.IsDir() || !trusted(fi) {
-		return false
-	}
-	tmp, err := os.CreateTemp(c.Dir, ".tmp-*")
+	defer unix.Close(dfd)
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := ".tmp-" + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return false
 	}
-	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if encodeState(w, key, st) != nil || w.Flush() != nil || tmp.Chmod(0o600) != nil || tmp.Close() != nil {
-		tmp.Close()
+	f := os.NewFile(uintptr(fd), tmp)
+	w := bufio.NewWriterSize(f, 1<<20)
+	if encodeState(w, key, st) != nil || w.Flush() != nil || f.Close() != nil ||
+		unix.Renameat(dfd, tmp, dfd, entryName(key)) != nil {
+		f.Close()
+		unix.Unlinkat(dfd, tmp, 0)
 		return false
 	}
-	if os.Rename(tmp.Name(), c.entryPath(key)) != nil {
-		return false
-	}
-	c.trim(key)
+	c.trim(dfd, entryName(key))
 	return true
 }
 
-// trim removes the oldest entries beyond MaxBytes; keep is never removed.
-func (c *StateCache) trim(keep [sha256.Size]byte) {
+// trim removes the least recently used entries beyond MaxBytes; keep is
+// never removed.
+func (c *StateCache) trim(dfd int, keep string) {
 	max := c.MaxBytes
 	if max == 0 {
 		max = DefaultCacheBytes
 	}
-	des, err := os.ReadDir(c.Dir)
+	dup, err := unix.Dup(dfd)
+	if err != nil {
+		return
+	}
+	dir := os.NewFile(uintptr(dup), c.Dir)
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
 	if err != nil {
 		return
 	}
 	type ent struct {
-		name string
-		fi   fs.FileInfo
+		name  string
+		size  int64
+		mtime int64
 	}
 	var ents []ent
-	for _, de := range des {
-		if !strings.HasSuffix(de.Name(), cacheSuffix) {
+	total := int64(0)
+	for _, n := range names {
+		var st unix.Stat_t
+		if !strings.HasSuffix(n, cacheSuffix) || unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			st.Mode&unix.S_IFMT != unix.S_IFREG {
 			continue
 		}
-		if fi, err := de.Info(); err == nil && fi.Mode().IsRegular() {
-			ents = append(ents, ent{de.Name(), fi})
+		if n == keep {
+			total += st.Size
+			continue
 		}
+		ents = append(ents, ent{n, st.Size, st.Mtim.Nano()})
 	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].fi.ModTime().After(ents[j].fi.ModTime()) })
-	newest := filepath.Base(c.entryPath(keep))
-	var total int64
+	sort.Slice(ents, func(i, j int) bool { return ents[i].mtime > ents[j].mtime })
 	for _, e := range ents {
-		if e.name == newest {
-			continue
-		}
-		total += e.fi.Size()
-	}
-	// The kept entry counts first; then the newest others while they fit.
-	if fi, err := os.Stat(filepath.Join(c.Dir, newest)); err == nil {
-		total = fi.Size()
-	}
-	for _, e := range ents {
-		if e.name == newest {
-			continue
-		}
-		total += e.fi.Size()
+		total += e.size
 		if total > max {
-			os.Remove(filepath.Join(c.Dir, e.name))
+			unix.Unlinkat(dfd, e.name, 0)
 		}
 	}
 }
@@ -496,9 +547,9 @@ type reader struct {
 	err     error
 	blob    []byte
 	blobLen int64
-	blobOff int64 // of the blob in the entry file
-	file    string
-	next    int64 // offset in the blob of the next exact content
+	blobOff int64    // of the blob in the entry file
+	file    *os.File // the entry, for a lazy reading
+	next    int64    // offset in the blob of the next exact content
 }
 
 func (r *reader) uvarint() uint64 {
@@ -573,7 +624,7 @@ func (r *reader) exact(c *Content) {
 	if r.blob != nil {
 		c.Exact = r.blob[r.next : r.next+int64(n) : r.next+int64(n)]
 	} else {
-		c.Stored = &Stored{Size: int64(n), Sum: [sha256.Size]byte(sum), file: r.file, off: r.blobOff + r.next}
+		c.Stored = &Stored{Size: int64(n), Sum: [sha256.Size]byte(sum), f: r.file, off: r.blobOff + r.next}
 	}
 	r.next += int64(n)
 }
@@ -609,6 +660,11 @@ func (r *reader) entry() Entry {
 			c.Hash = &Hash{Algorithm: r.string(), Hex: r.string()}
 		}
 		if s := r.bytes(); len(s) > 0 {
+			if r.blob == nil {
+				// A lazy reading's metadata buffer is dropped after it:
+				// a slice of it would keep all of it.
+				s = bytes.Clone(s)
+			}
 			c.Suffix = s
 		}
 		c.Unverifiable = r.string()
@@ -631,11 +687,17 @@ func splitHead(head []byte, key [sha256.Size]byte) (metaLen uint64, metaOff int,
 	return metaLen, n + m, nil
 }
 
+// minEntryLen is the least an encoded entry takes: its flags, seven string
+// lengths and its type.
+const minEntryLen = 9
+
 // decodeMeta takes the metadata apart.
 func decodeMeta(r *reader) (State, error) {
 	st := State{Files: r.strings(), Warnings: r.strings()}
 	n := r.uvarint()
-	if n > uint64(len(r.b)) {
+	// An entry takes at least minEntryLen bytes: a damaged count must not
+	// make the decoder allocate many times the entry's size.
+	if n > uint64(len(r.b))/minEntryLen {
 		return State{}, errCacheEntry
 	}
 	st.Entries = make([]Entry, 0, n)
@@ -662,9 +724,9 @@ func decodeState(data []byte, key [sha256.Size]byte) (State, error) {
 	return decodeMeta(&reader{b: data[off:end], blob: data[end:], blobLen: int64(len(data) - end)})
 }
 
-// decodeLazy reads only the metadata of the entry in f (of size bytes, at
-// path): the exact contents become Stored.
-func decodeLazy(f *os.File, size int64, path string, key [sha256.Size]byte) (State, error) {
+// decodeLazy reads only the metadata of the entry in f (of size bytes): the
+// exact contents become Stored, read from f.
+func decodeLazy(f *os.File, size int64, key [sha256.Size]byte) (State, error) {
 	head := make([]byte, min(size, int64(len(cacheMagic)+sha256.Size+binary.MaxVarintLen64)))
 	if _, err := f.ReadAt(head, 0); err != nil {
 		return State{}, err
@@ -678,5 +740,5 @@ func decodeLazy(f *os.File, size int64, path string, key [sha256.Size]byte) (Sta
 		return State{}, err
 	}
 	end := int64(off) + int64(metaLen)
-	return decodeMeta(&reader{b: meta, blobLen: size - end, blobOff: end, file: path})
+	return decodeMeta(&reader{b: meta, blobLen: size - end, blobOff: end, file: f})
 }

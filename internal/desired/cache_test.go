@@ -9,8 +9,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // fill sets every field of the value v points to to something other than its
@@ -162,9 +164,83 @@ func TestCacheLazy(t *testing.T) {
 	if b, err := s.Read(); err == nil {
 		t.Errorf("a changed content was read back: %q", b)
 	}
+	// Removed from the directory (trimmed, or by hand), the entry stays
+	// readable: the state holds it open.
 	os.Remove(c.entryPath(key))
-	if b, err := stored[1].Read(); err == nil {
-		t.Errorf("a content of a removed entry was read back: %q", b)
+	if b, err := stored[1].Read(); err != nil || !bytes.Equal(b, want.Entries[3].Content.Exact) {
+		t.Errorf("a content of a removed entry read back as %q, %v; want %q", b, err, want.Entries[3].Content.Exact)
+	}
+}
+
+// TestCacheTrimKeepsRecentlyUsed: a hit marks its entry used, so trimming
+// removes the entry used least recently, not the one written first (a
+// daemon's entry, read at every restart, outlives the checks of other
+// roots).
+func TestCacheTrimKeepsRecentlyUsed(t *testing.T) {
+	st := State{Entries: []Entry{{Kind: KindFile, Path: "/etc/a", Content: &Content{Exact: bytes.Repeat([]byte("x"), 1000)}}}}
+	c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache")}
+	a, b, d := [sha256.Size]byte{1}, [sha256.Size]byte{2}, [sha256.Size]byte{3}
+	for _, k := range [][sha256.Size]byte{a, b} {
+		if !c.put(k, &st) {
+			t.Fatal("put failed")
+		}
+	}
+	fi, err := os.Stat(c.entryPath(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.MaxBytes = 2*fi.Size() + fi.Size()/2 // room for two entries
+	// Both written an hour ago, b last: then a is used now.
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(c.entryPath(a), old, old)
+	os.Chtimes(c.entryPath(b), old.Add(time.Second), old.Add(time.Second))
+	if _, ok := c.get(a); !ok {
+		t.Fatal("no hit")
+	}
+	if !c.put(d, &st) {
+		t.Fatal("put failed")
+	}
+	var got []string
+	for _, p := range cacheEntries(t, c.Dir) {
+		got = append(got, filepath.Base(p))
+	}
+	if want := []string{entryName(a), entryName(d)}; !cmp.Equal(want, got) {
+		t.Errorf("entries after trimming: %q; want the one just used and the one just written, %q", got, want)
+	}
+}
+
+// TestCacheConfigFromAPipe: a config that is not a regular file (a pipe,
+// --config /dev/stdin) is not cached, and parses whole.
+func TestCacheConfigFromAPipe(t *testing.T) {
+	root, cfg := cacheRoot(t)
+	raw := mustRead(t, cfg)
+	want, err := LoadState(root, []string{cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "config.ign")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- os.WriteFile(fifo, raw, 0o600) }()
+	c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache")}
+	got, err := c.LoadState(root, []string{fifo})
+	if err != nil {
+		t.Fatalf("LoadState(a pipe): %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want.Files = []string{fifo}
+	for i, w := range want.Warnings {
+		want.Warnings[i] = fifo + strings.TrimPrefix(w, cfg)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("state from a pipe (-from the file +from the pipe):\n%s", diff)
+	}
+	if n := len(cacheEntries(t, c.Dir)); n != 0 {
+		t.Errorf("%d entries stored for a config read from a pipe", n)
 	}
 }
 
@@ -407,7 +483,7 @@ func TestCacheEntryDamage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := decodeLazy(f, int64(n), cut, key); err == nil {
+		if _, err := decodeLazy(f, int64(n), key); err == nil {
 			t.Errorf("an entry cut to %d of %d bytes was read lazily", n, len(data))
 		}
 		f.Close()

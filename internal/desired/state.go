@@ -11,6 +11,7 @@ package desired
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -177,28 +178,27 @@ func (c *Content) ExactBytes() ([]byte, error) {
 }
 
 // Stored is exact content kept on disk rather than in memory: its size and
-// SHA-256, and where the bytes are (a state cache entry, whose name is a
-// digest of its contents: the bytes there never change; they may be gone).
+// SHA-256, and where the bytes are: in a state cache entry, held open by
+// every Stored of the state (closed when the state is garbage), so that
+// they stay readable when the entry is removed from its directory.
 type Stored struct {
 	Size int64
 	Sum  [sha256.Size]byte
-	file string
+	f    *os.File
 	off  int64
 }
 
 // Read reads the bytes back and checks them against Sum.
 func (s *Stored) Read() ([]byte, error) {
-	f, err := os.Open(s.file)
-	if err != nil {
-		return nil, err
+	if s.f == nil {
+		return nil, errors.New("the declared content is not stored anywhere")
 	}
-	defer f.Close()
 	b := make([]byte, s.Size)
-	if _, err := f.ReadAt(b, s.off); err != nil {
-		return nil, fmt.Errorf("reading the declared content back from %s: %w", s.file, err)
+	if _, err := s.f.ReadAt(b, s.off); err != nil {
+		return nil, fmt.Errorf("reading the declared content back from %s: %w", s.f.Name(), err)
 	}
 	if sha256.Sum256(b) != s.Sum {
-		return nil, fmt.Errorf("reading the declared content back from %s: digest mismatch", s.file)
+		return nil, fmt.Errorf("reading the declared content back from %s: digest mismatch", s.f.Name())
 	}
 	return b, nil
 }

@@ -158,7 +158,9 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 	// The bytes on disk are shown only if both the config and the file's
 	// current mode let anyone read them: a file someone made 0600 may now
 	// hold a secret, whatever the config says it should hold.
-	if e.Secret() || ob.Mode&0o004 == 0 || !exact || c.Got == nil {
+	// Nor is a diff made against a declared content larger than a file kept
+	// for one (a stored content would be read back for nothing).
+	if e.Secret() || ob.Mode&0o004 == 0 || !exact || c.Got == nil || exactSize > ondisk.DiffLimit {
 		return
 	}
 	// A stored content that cannot be read back (its cache entry was
