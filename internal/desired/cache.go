@@ -64,7 +64,7 @@ type StateCache struct {
 const DefaultCacheBytes = 256 << 20
 
 const (
-	cacheMagic  = "drift-monitor state cache 1\n"
+	cacheMagic  = "drift-monitor state cache 2\n"
 	cacheSuffix = ".state"
 )
 
@@ -508,7 +508,7 @@ func appendEntry(b []byte, e *Entry) []byte {
 	set(flagExact, c != nil && c.Exact != nil)
 	set(flagHash, c != nil && c.Hash != nil)
 	b = binary.AppendUvarint(b, flags)
-	for _, s := range [...]string{string(e.Kind), e.Path, e.Unit, e.User, e.OwnerProblem, e.Target, e.Arg} {
+	for _, s := range [...]string{string(e.Kind), e.Path, e.Unit, e.User, e.OwnerProblem, e.GroupProblem, e.Target, e.Arg} {
 		b = appendString(b, s)
 	}
 	b = binary.AppendVarint(b, int64(e.Type))
@@ -632,7 +632,7 @@ func (r *reader) exact(c *Content) {
 func (r *reader) entry() Entry {
 	flags := r.uvarint()
 	e := Entry{Kind: Kind(r.string()), Path: r.string(), Unit: r.string(), User: r.string(),
-		OwnerProblem: r.string(), Target: r.string(), Arg: r.string()}
+		OwnerProblem: r.string(), GroupProblem: r.string(), Target: r.string(), Arg: r.string()}
 	e.Type = Type(r.varint())
 	e.ArgPresent = flags&flagArgPresent != 0
 	if flags&flagMode != 0 {
@@ -687,9 +687,9 @@ func splitHead(head []byte, key [sha256.Size]byte) (metaLen uint64, metaOff int,
 	return metaLen, n + m, nil
 }
 
-// minEntryLen is the least an encoded entry takes: its flags, seven string
+// minEntryLen is the least an encoded entry takes: its flags, eight string
 // lengths and its type.
-const minEntryLen = 9
+const minEntryLen = 10
 
 // decodeMeta takes the metadata apart.
 func decodeMeta(r *reader) (State, error) {

@@ -71,7 +71,7 @@ func Derive(cfg types.Config, acct Accounts) (State, error) {
 			e.Kind, e.Type = KindHardLink, TypeHardLink
 			e.Target = path.Clean(e.Target)
 			// A hard link's owner is its target's: Ignition warns when one is given.
-			e.UID, e.GID, e.OwnerProblem = nil, nil, ""
+			e.UID, e.GID, e.OwnerProblem, e.GroupProblem = nil, nil, "", ""
 		} else if l.User.ID == nil && l.User.Name == nil && l.Group.ID == nil && l.Group.Name == nil {
 			// Ownership of a symlink is rarely meaningful; check it only when declared.
 			e.UID, e.GID = nil, nil
@@ -120,10 +120,7 @@ func node(k Kind, n types.Node, acct Accounts) Entry {
 		if gid, ok := acct.LookupGroup(*n.Group.Name); ok {
 			e.GID = &gid
 		} else {
-			if e.OwnerProblem != "" {
-				e.OwnerProblem += "; " // both unknown: report both
-			}
-			e.OwnerProblem += fmt.Sprintf("group %q does not exist in the target's group file", *n.Group.Name)
+			e.GroupProblem = fmt.Sprintf("group %q does not exist in the target's group file", *n.Group.Name)
 		}
 	default:
 		g := 0

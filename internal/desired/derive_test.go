@@ -173,7 +173,8 @@ func TestDerive(t *testing.T) {
 			name: "unknown user and group",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"mallory"},"group":{"name":"evil"}}]}`),
 			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644,
-				OwnerProblem: `user "mallory" does not exist in the target's passwd; group "evil" does not exist in the target's group file`}},
+				OwnerProblem: `user "mallory" does not exist in the target's passwd`,
+				GroupProblem: `group "evil" does not exist in the target's group file`}},
 		},
 		{
 			name: "data URL, plain",

@@ -88,9 +88,11 @@ type Entry struct {
 	Mode *uint32
 	UID  *int
 	GID  *int
-	// OwnerProblem explains why a declared owner or group could not be resolved
-	// in the target root; it is reported as an owner drift.
+	// OwnerProblem explains why a declared owner (user name) could not be
+	// resolved in the target root, GroupProblem why a declared group could
+	// not; they are reported as owner and group drift.
 	OwnerProblem string
+	GroupProblem string
 
 	Content *Content
 

@@ -73,6 +73,9 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 	if e.OwnerProblem != "" {
 		d.add(Owner, fmt.Sprintf("owner mismatch for %s: %s", Noun(e), e.OwnerProblem), "", fmt.Sprintf("%d:%d", ob.UID, ob.GID))
 	}
+	if e.GroupProblem != "" {
+		d.add(Group, fmt.Sprintf("group mismatch for %s: %s", Noun(e), e.GroupProblem), "", fmt.Sprint(ob.GID))
+	}
 	if e.UID != nil && ob.UID != *e.UID {
 		d.add(Owner, fmt.Sprintf("owner mismatch for %s: want uid %d, got uid %d", Noun(e), *e.UID, ob.UID), fmt.Sprint(*e.UID), fmt.Sprint(ob.UID))
 	}

@@ -175,6 +175,8 @@ func TestCompareOnDisk(t *testing.T) {
 		Content: &desired.Content{Exact: []byte("ssh-ed25519 AAAA-MARKER-WANT-KEY core\n")}}
 	noOwnerProblem := file("/etc/owned", 0o644, "")
 	noOwnerProblem.UID, noOwnerProblem.OwnerProblem = nil, `user "mallory" does not exist in the target's passwd`
+	noGroupProblem := file("/etc/owned", 0o644, "")
+	noGroupProblem.GID, noGroupProblem.GroupProblem = nil, `group "evil" does not exist in the target's group file`
 	big := strings.Repeat("0123456789abcdef", 5<<20/16)
 	bigLast := big[:len(big)-1] + "X"
 	base := "fetched base\n"
@@ -327,6 +329,13 @@ func TestCompareOnDisk(t *testing.T) {
 			entry: noOwnerProblem,
 			want: []drift.Drift{expect(noOwnerProblem, drift.Owner,
 				`owner mismatch for file "/etc/owned": user "mallory" does not exist in the target's passwd`, "", "0:0")},
+		},
+		{
+			name:  "group declared by a name the target does not know",
+			setup: func(f *fixture) { f.file("/etc/owned", "", 0o644) },
+			entry: noGroupProblem,
+			want: []drift.Drift{expect(noGroupProblem, drift.Group,
+				`group mismatch for file "/etc/owned": group "evil" does not exist in the target's group file`, "", "0")},
 		},
 		{
 			name:  "mode, owner and content at once",

@@ -163,6 +163,19 @@ func TestMutations(t *testing.T) {
 		{"group changed", base, func(t *testing.T, r string) {
 			chown(t, r, "/var/lib/app/by-id", -1, 1001)
 		}, []key{drifted("group", "file", "/var/lib/app/by-id")}},
+		{"a group declared by name no longer in the root's group file", base, func(t *testing.T, r string) {
+			data, err := os.ReadFile(filepath.Join(r, "etc/group"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []string
+			for _, l := range strings.SplitAfter(string(data), "\n") {
+				if !strings.HasPrefix(l, "alice:") {
+					kept = append(kept, l)
+				}
+			}
+			rewrite(t, r, "/etc/group", strings.Join(kept, ""))
+		}, []key{drifted("group", "directory", "/srv/shared")}},
 		{"mode and owner changed at once", base, func(t *testing.T, r string) {
 			chmod(t, r, "/etc/plain.conf", 0o666)
 			chown(t, r, "/etc/plain.conf", 1000, -1)
