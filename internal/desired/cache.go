@@ -104,11 +104,9 @@ func (c *StateCache) LoadState(root string, explicit []string) (State, error) {
 			return st, nil
 		}
 	}
-	raws := make([][]byte, len(files))
-	for i, f := range files {
-		if raws[i], err = os.ReadFile(f); err != nil {
-			return State{}, &LoadError{File: f, Err: unwrapPathError(err)}
-		}
+	raws, err := readConfigs(files)
+	if err != nil {
+		return State{}, err
 	}
 	st, err := deriveState(root, files, raws, acct)
 	if err != nil {
@@ -552,24 +550,16 @@ type reader struct {
 	next    int64    // offset in the blob of the next exact content
 }
 
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errCacheEntry
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *reader) uvarint() uint64 { return number(r, binary.Uvarint) }
 
-func (r *reader) varint() int64 {
+func (r *reader) varint() int64 { return number(r, binary.Varint) }
+
+// number reads one varint with decode (binary.Uvarint or binary.Varint).
+func number[T uint64 | int64](r *reader, decode func([]byte) (T, int)) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(r.b)
+	v, n := decode(r.b)
 	if n <= 0 {
 		r.err = errCacheEntry
 		return 0

@@ -161,11 +161,24 @@ type Fragment struct {
 // LoadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
 // 3.5.0, translated to 3.5.0) or a MachineConfig in YAML or JSON.
 func LoadFile(file string) (Fragment, error) {
-	raw, err := os.ReadFile(file)
+	raw, err := readConfigs([]string{file})
 	if err != nil {
-		return Fragment{}, &LoadError{File: file, Err: unwrapPathError(err)}
+		return Fragment{}, err
 	}
-	return Parse(file, raw)
+	return Parse(file, raw[0])
+}
+
+// readConfigs reads the config files; an error names the file.
+func readConfigs(files []string) ([][]byte, error) {
+	raws := make([][]byte, len(files))
+	for i, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, &LoadError{File: f, Err: unwrapPathError(err)}
+		}
+		raws[i] = raw
+	}
+	return raws, nil
 }
 
 func unwrapPathError(err error) error {
@@ -530,28 +543,15 @@ func typeConflicts(frags []Fragment) error {
 // Load finds, parses and merges the desired configuration. See Fragments for
 // how root and explicit paths are used. It fails on the first bad file.
 func Load(root string, explicit []string) (types.Config, []Fragment, error) {
-	files, raws, err := readFragments(root, explicit)
+	files, err := Fragments(root, explicit)
+	if err != nil {
+		return types.Config{}, nil, err
+	}
+	raws, err := readConfigs(files)
 	if err != nil {
 		return types.Config{}, nil, err
 	}
 	return parseFragments(files, raws)
-}
-
-// readFragments finds the config files (see Fragments) and reads them.
-func readFragments(root string, explicit []string) (files []string, raws [][]byte, err error) {
-	files, err = Fragments(root, explicit)
-	if err != nil {
-		return nil, nil, err
-	}
-	raws = make([][]byte, len(files))
-	for i, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return nil, nil, &LoadError{File: f, Err: unwrapPathError(err)}
-		}
-		raws[i] = raw
-	}
-	return files, raws, nil
 }
 
 func parseFragments(files []string, raws [][]byte) (types.Config, []Fragment, error) {
