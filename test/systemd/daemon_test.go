@@ -360,7 +360,7 @@ func TestReloadWithBrokenFragment(t *testing.T) {
 }
 
 // TestKillAndStop proves that the unit brings the daemon back after a
-// SIGKILL (Restart=on-failure: a new main process, active only once it sent
+// SIGKILL (Restart=always: a new main process, active only once it sent
 // READY=1 again) and that `systemctl stop` ends it cleanly (Result=success,
 // a stopping record).
 func TestKillAndStop(t *testing.T) {
@@ -400,6 +400,66 @@ func TestKillAndStop(t *testing.T) {
 		m := h.mark()
 		h.sh(`printf 'x\n' >/etc/etc-file`)
 		h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+	})
+
+	t.Run("a burst of kills: it keeps coming back", func(t *testing.T) {
+		// Six kills in a row, each as soon as the new process exists (before
+		// it is ready): systemd's default start limit (5 starts in 10 s)
+		// would leave the unit in start-limit-hit, dead for good.
+		h := h.in(t)
+		h.sh(`printf 'hello world\n' >/etc/etc-file`)
+		h.waitStatus(clean)
+		before, _ := strconv.Atoi(h.prop("NRestarts"))
+		const kills = 6
+		pid := h.prop("MainPID")
+		for i := 0; i < kills; i++ {
+			if _, _, err := h.Run(h.ctx, "kill", "-9", pid); err != nil {
+				t.Logf("kill %s: %v (it had already gone)", pid, err)
+			}
+			last := pid
+			h.WaitFor(t, 30*time.Second, fmt.Sprintf("main process %d after the kill of %s", i+2, last), func() (bool, string) {
+				out, _, err := h.Run(h.ctx, "systemctl", "show", "-p", "MainPID", "-p", "ActiveState", "-p", "Result", service)
+				pid = parseProps(out)["MainPID"]
+				return err == nil && pid != "0" && pid != last, strings.ReplaceAll(out, "\n", " ")
+			})
+		}
+		h.WaitFor(t, 60*time.Second, "active and running after the burst", func() (bool, string) {
+			out, _, err := h.Run(h.ctx, "systemctl", "show", "-p", "MainPID", "-p", "ActiveState", "-p", "SubState", "-p", "Result", service)
+			p := parseProps(out)
+			return err == nil && p["ActiveState"] == "active" && p["SubState"] == "running", strings.ReplaceAll(out, "\n", " ")
+		})
+		if got, _ := strconv.Atoi(h.prop("NRestarts")); got != before+kills {
+			t.Errorf("NRestarts=%d, want %d", got, before+kills)
+		}
+		h.inv = h.prop("InvocationID")
+		h.waitStatus(clean)
+	})
+
+	t.Run("a usage error is not restarted", func(t *testing.T) {
+		// A bad flag does not fix itself: the unit fails (exit status 2)
+		// instead of restarting forever.
+		h := h.in(t)
+		h.WriteFile(t, "/etc/systemd/system/"+service+".d/bad-flag.conf",
+			[]byte("[Service]\nExecStart=\nExecStart=/usr/bin/drift-monitor daemon --no-such-flag\n"), 0o644)
+		h.MustRun(t, "systemctl", "daemon-reload")
+		if _, _, err := h.Run(h.ctx, "systemctl", "restart", service); err == nil {
+			t.Errorf("systemctl restart with a bad flag succeeded")
+		}
+		h.WaitFor(t, 30*time.Second, "failed with exit status 2", func() (bool, string) {
+			out, _, _ := h.Run(h.ctx, "systemctl", "show", "-p", "ActiveState", "-p", "Result", "-p", "ExecMainStatus", service)
+			p := parseProps(out)
+			return p["ActiveState"] == "failed" && p["Result"] == "exit-code" && p["ExecMainStatus"] == "2", strings.ReplaceAll(out, "\n", " ")
+		})
+		// systemctl restart resets the count: any automatic restart since
+		// shows.
+		if got := h.prop("NRestarts"); got != "0" {
+			t.Errorf("NRestarts=%s after a usage error, want 0 (not restarted)", got)
+		}
+		h.MustRun(t, "rm", "/etc/systemd/system/"+service+".d/bad-flag.conf")
+		h.MustRun(t, "systemctl", "daemon-reload")
+		h.MustRun(t, "systemctl", "restart", service)
+		h.inv = h.prop("InvocationID")
+		h.waitStatus(clean)
 	})
 
 	t.Run("systemctl stop: a clean stop", func(t *testing.T) {
