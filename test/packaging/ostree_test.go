@@ -358,8 +358,9 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 	// systemd's mark that /var is up to date with /usr, as after a boot.
 	writeFile(t, filepath.Join(stateVar, ".updated"), 0o644, "")
 
+	var dep2 string
 	t.Run("upgrade", func(t *testing.T) {
-		dep2 := deploy(t, r2.RPM)
+		dep2 = deploy(t, r2.RPM)
 		if dep2 == dep1 {
 			t.Fatalf("release 2 deployed as release 1's deployment %s", dep1)
 		}
@@ -399,6 +400,28 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 		cat := run(t, "", "journalctl", "--root="+booted, "--list-catalog", journal.MsgDriftDetected)
 		if !strings.Contains(cat, "Configuration drift") {
 			t.Errorf("the deployment's catalog does not explain %s: %q", journal.MsgDriftDetected, cat)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	// An administrator who disabled the unit keeps it disabled, although
+	// every deployment's %post applies the preset again in its pristine
+	// /etc: ostree's merge carries the removal of the link over.
+	t.Run("disabled stays disabled", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(dep2, presetLink)); err != nil {
+			t.Fatal(err)
+		}
+		dep3 := deploy(t, r2.RPM)
+		if dep3 == dep2 {
+			t.Fatalf("the third deployment is the second's, %s", dep2)
+		}
+		if target, err := os.Readlink(filepath.Join(dep3, presetLink)); !os.IsNotExist(err) {
+			t.Errorf("/%s is back after the upgrade (-> %q, %v): the admin's systemctl disable was undone", presetLink, target, err)
+		}
+		if _, err := os.Stat(filepath.Join(dep3, adminConfig)); err != nil {
+			t.Errorf("the second upgrade lost the administrator's config: %v", err)
 		}
 	})
 }
