@@ -25,9 +25,10 @@
 //     that passes only preset): each succeeds with no output and the preset
 //     enables the unit. Its files, committed as /usr with its /etc as
 //     /usr/etc, deploy in a real ostree sysroot with desired.d root's only
-//     and the preset's link, and the next release deploys over them keeping
-//     an administrator's config, with /var/.updated gone so that the boot
-//     rebuilds the journal catalog from the new /usr.
+//     and the preset's link, over a base deployment keeping a config put in
+//     /etc before the reboot; the next release deploys over them keeping an
+//     administrator's configs and a `systemctl disable`, with /var/.updated
+//     gone so that the boot rebuilds the journal catalog from the new /usr.
 //
 // Tests that need root, rpmbuild, dbus-daemon, systemd-nspawn, bwrap or ostree skip with the
 // reason where those are missing, and fail instead when CI=true.

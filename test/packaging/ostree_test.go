@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -299,16 +300,21 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 	run(t, "", "ostree", "admin", "os-init", "--sysroot="+sysroot, osname)
 	stateVar := filepath.Join(sysroot, "ostree/deploy", osname, "var")
 
-	// deploy commits the tree for rpmFile and deploys it; it returns the
-	// deployment's directory.
+	// deploy commits the tree for rpmFile (none: the base OS alone) and
+	// deploys it; it returns the deployment's directory.
 	deploy := func(t *testing.T, rpmFile string) string {
 		t.Helper()
-		r := newRootfs(t, rpmFile)
-		installInSandbox(t, r, rpmFile)
 		tree := filepath.Join(t.TempDir(), "tree")
 		mkdirAll(t, tree, 0o755)
-		run(t, "", "cp", "-a", filepath.Join(r.Stage, "usr"), filepath.Join(tree, "usr"))
-		run(t, "", "cp", "-a", filepath.Join(r.Dir, "etc"), filepath.Join(tree, "usr/etc"))
+		if rpmFile == "" {
+			mkdirAll(t, filepath.Join(tree, "usr/etc"), 0o755)
+			mkdirAll(t, filepath.Join(tree, "usr/lib"), 0o755)
+		} else {
+			r := newRootfs(t, rpmFile)
+			installInSandbox(t, r, rpmFile)
+			run(t, "", "cp", "-a", filepath.Join(r.Stage, "usr"), filepath.Join(tree, "usr"))
+			run(t, "", "cp", "-a", filepath.Join(r.Dir, "etc"), filepath.Join(tree, "usr/etc"))
+		}
 		// ostree deploys only a tree with an os-release and a kernel.
 		writeFile(t, filepath.Join(tree, "usr/lib/os-release"), 0o644, "ID=dm-test\nNAME=\"drift-monitor test OS\"\nVERSION_ID=1\n")
 		if err := os.Symlink("../usr/lib/os-release", filepath.Join(tree, "usr/etc/os-release")); err != nil {
@@ -319,7 +325,7 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 		writeFile(t, filepath.Join(kdir, "vmlinuz"), 0o644, "not a kernel\n")
 		writeFile(t, filepath.Join(kdir, "initramfs.img"), 0o644, "not an initramfs\n")
 		run(t, "", "ostree", "--repo="+repo, "commit", "--branch="+ref, "--tree=dir="+tree,
-			"--subject="+filepath.Base(rpmFile))
+			"--subject=base OS "+filepath.Base(rpmFile))
 		run(t, "", "ostree", "admin", "deploy", "--sysroot="+sysroot, "--os="+osname, ref)
 		rev := strings.TrimSpace(run(t, "", "ostree", "--repo="+repo, "rev-parse", ref))
 		dir := filepath.Join(sysroot, "ostree/deploy", osname, "deploy", rev+".0")
@@ -335,11 +341,38 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 		if err != nil {
 			t.Fatalf("deployment has no /etc/drift-monitor/desired.d: %v", err)
 		}
-		if got := fi.Mode(); got != os.ModeDir|0o700 {
-			t.Errorf("/etc/drift-monitor/desired.d: mode %v, want drwx------ (configs hold secrets)", got)
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || fi.Mode() != os.ModeDir|0o700 || st.Uid != 0 || st.Gid != 0 {
+			t.Errorf("/etc/drift-monitor/desired.d: mode %v owner %+v, want drwx------ root:root (configs hold secrets)", fi.Mode(), fi.Sys())
 		}
 		if target, err := os.Readlink(filepath.Join(dep, presetLink)); err != nil || !isUnitPath(target) {
 			t.Errorf("/%s: %q %v, want a link to the unit (the preset)", presetLink, target, err)
+		}
+	}
+
+	// The host before the package, and the README's way of layering it: a
+	// config put in /etc before the reboot into the deployment that has
+	// the package (install -d -m 0700, install -m 0600).
+	dep0 := deploy(t, "")
+	const earlyConfig = "etc/drift-monitor/desired.d/40-early.ign"
+	mkdirAll(t, filepath.Join(dep0, "etc/drift-monitor"), 0o755)
+	if err := os.Mkdir(filepath.Join(dep0, "etc/drift-monitor/desired.d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dep0, earlyConfig), 0o600, sampleIgnition)
+
+	// kept asserts that the deployment dep still has the config at rel.
+	kept := func(t *testing.T, dep, rel string) {
+		t.Helper()
+		got, err := os.ReadFile(filepath.Join(dep, rel))
+		if err != nil {
+			t.Errorf("the deployment lost the administrator's /%s: %v", rel, err)
+			return
+		}
+		if string(got) != sampleIgnition {
+			t.Errorf("/%s in the new deployment: %q, want %q", rel, got, sampleIgnition)
+		}
+		if fi, err := os.Stat(filepath.Join(dep, rel)); err != nil || fi.Mode() != 0o600 {
+			t.Errorf("/%s in the new deployment: mode %v (%v), want 0600", rel, fi.Mode(), err)
 		}
 	}
 
@@ -347,6 +380,7 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 	t.Run("install", func(t *testing.T) {
 		dep1 = deploy(t, r1.RPM)
 		check(t, dep1)
+		kept(t, dep1, earlyConfig)
 	})
 	if t.Failed() {
 		return
@@ -365,16 +399,8 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 			t.Fatalf("release 2 deployed as release 1's deployment %s", dep1)
 		}
 		check(t, dep2)
-		got, err := os.ReadFile(filepath.Join(dep2, adminConfig))
-		if err != nil {
-			t.Fatalf("the upgrade lost the administrator's config: %v", err)
-		}
-		if string(got) != sampleIgnition {
-			t.Errorf("/%s after the upgrade: %q, want %q", adminConfig, got, sampleIgnition)
-		}
-		if fi, err := os.Stat(filepath.Join(dep2, adminConfig)); err != nil || fi.Mode() != 0o600 {
-			t.Errorf("/%s after the upgrade: %v %v, want mode 0600", adminConfig, fi.Mode(), err)
-		}
+		kept(t, dep2, adminConfig)
+		kept(t, dep2, earlyConfig)
 
 		// The catalog after the reboot: ostree removed /var/.updated, so
 		// systemd-journal-catalog-update.service (ConditionNeedsUpdate=/var)
@@ -420,9 +446,7 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 		if target, err := os.Readlink(filepath.Join(dep3, presetLink)); !os.IsNotExist(err) {
 			t.Errorf("/%s is back after the upgrade (-> %q, %v): the admin's systemctl disable was undone", presetLink, target, err)
 		}
-		if _, err := os.Stat(filepath.Join(dep3, adminConfig)); err != nil {
-			t.Errorf("the second upgrade lost the administrator's config: %v", err)
-		}
+		kept(t, dep3, adminConfig)
 	})
 }
 
