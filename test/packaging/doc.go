@@ -19,7 +19,17 @@
 //     (test/nspawn): preset, start, a drift explained by journalctl -x, an
 //     upgrade that restarts the daemon while inhibitors stay held, an erase
 //     that stops and disables it, and systemd-analyze security.
+//   - ostree_test.go: the package on rpm-ostree. Its %pre, %post and
+//     %posttrans run in the bubblewrap sandbox rpm-ostree runs them in (no
+//     network, /var read-only, /run a tmpfs, SYSTEMD_OFFLINE=1, a systemctl
+//     that passes only preset): each succeeds with no output and the preset
+//     enables the unit. Its files, committed as /usr with its /etc as
+//     /usr/etc, deploy in a real ostree sysroot with desired.d root's only
+//     and the preset's link, over a base deployment keeping a config put in
+//     /etc before the reboot; the next release deploys over them keeping an
+//     administrator's configs and a `systemctl disable`, with /var/.updated
+//     gone so that the boot rebuilds the journal catalog from the new /usr.
 //
-// Tests that need root, rpmbuild, dbus-daemon or systemd-nspawn skip with the
+// Tests that need root, rpmbuild, dbus-daemon, systemd-nspawn, bwrap or ostree skip with the
 // reason where those are missing, and fail instead when CI=true.
 package packaging

@@ -197,7 +197,7 @@ func TestRPMMetadata(t *testing.T) {
 	// Where the systemd macros exist (Fedora) these are theirs; here, the
 	// spec's fallbacks, which must do the same work.
 	for name, wants := range map[string][]string{
-		"postinstall":   {"systemctl --no-reload preset drift-monitor.service", "systemctl daemon-reload", "journalctl --update-catalog"},
+		"postinstall":   {"systemctl --no-reload --quiet preset drift-monitor.service", "systemctl daemon-reload", "journalctl --update-catalog"},
 		"preuninstall":  {"[ $1 -eq 0 ]", "systemctl --no-reload disable --now drift-monitor.service"},
 		"postuninstall": {"[ $1 -ge 1 ]", "systemctl try-restart drift-monitor.service", "systemctl daemon-reload", "journalctl --update-catalog"},
 	} {
