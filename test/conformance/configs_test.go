@@ -45,8 +45,9 @@ type file struct {
 }
 
 type directory struct {
-	Path  string `json:"path"`
-	Mode  *int   `json:"mode,omitempty"`
+	Path      string `json:"path"`
+	Overwrite *bool  `json:"overwrite,omitempty"`
+	Mode      *int   `json:"mode,omitempty"`
 	User  *owner `json:"user,omitempty"`
 	Group *owner `json:"group,omitempty"`
 }
@@ -191,6 +192,8 @@ type fixture struct {
 	apply config
 	// declare is the config drift-monitor is given; the zero value means apply.
 	declare *config
+	// before writes, before Ignition runs, what the image already holds.
+	before func(t *testing.T, root string)
 	// fixup does, after Ignition, what Ignition 2.14 cannot; each use says why.
 	fixup func(t *testing.T, root string)
 }
@@ -199,7 +202,7 @@ type fixture struct {
 // (outside the root), and returns both paths.
 func (f fixture) provision(t *testing.T) (root, cfgFile string) {
 	t.Helper()
-	root = applyIgnition(t, f.apply.json())
+	root = applyIgnition(t, f.apply.json(), f.before)
 	if f.fixup != nil {
 		f.fixup(t, root)
 	}
@@ -415,3 +418,57 @@ var kernelArgs = fixture{apply: config{
 	Storage:         &storage{Files: []file{{Path: "/etc/kargs-witness", Mode: mode(0o644), Contents: plainURL("x")}}},
 	KernelArguments: &kernelArguments{ShouldExist: []string{"drift_monitor.conformance=1"}, ShouldNotExist: []string{"quiet"}},
 }}
+
+// preexisting declares nodes the image holds before Ignition runs, without
+// a mode or owner where Ignition keeps the existing node's (append only, no
+// contents, a directory without overwrite), next to ones it creates afresh.
+var preexisting = fixture{
+	before: func(t *testing.T, root string) {
+		mustMkdir(t, at(root, "/etc/pre"), 0o755)
+		for _, f := range []struct {
+			path     string
+			mode     os.FileMode
+			uid, gid int
+		}{
+			{"/etc/pre/appended", 0o600, 1000, 1000},
+			{"/etc/pre/kept", 0o640, 1001, 1000},
+			{"/etc/pre/kept-mode", 0o644, 1000, 1001},
+			{"/etc/pre/owned", 0o660, 1001, 1001},
+		} {
+			mustWrite(t, at(root, f.path), "from the image\n", f.mode)
+			chmod(t, root, f.path, uint32(f.mode))
+			chown(t, root, f.path, f.uid, f.gid)
+		}
+		for _, d := range []struct {
+			path     string
+			mode     os.FileMode
+			uid, gid int
+		}{
+			{"/var/pre", 0o700, 1000, 1000},
+			{"/var/pre-owned", 0o750, 1001, 1001},
+			{"/var/pre-replaced", 0o700, 1000, 1000},
+		} {
+			mustMkdir(t, at(root, d.path), d.mode)
+			chmod(t, root, d.path, uint32(d.mode))
+			chown(t, root, d.path, d.uid, d.gid)
+		}
+	},
+	apply: config{
+		Ignition: version{"3.3.0"},
+		Storage: &storage{
+			Files: []file{
+				{Path: "/etc/pre/appended", Append: []resource{*percentURL("from Ignition\n")}},
+				{Path: "/etc/pre/kept"},
+				{Path: "/etc/pre/kept-mode", Mode: mode(0o600)},
+				{Path: "/etc/pre/owned", User: named("core")},
+				{Path: "/etc/pre/new-append", Append: []resource{*percentURL("created by appending\n")}},
+				{Path: "/etc/pre/new-empty"},
+			},
+			Directories: []directory{
+				{Path: "/var/pre"},
+				{Path: "/var/pre-owned", User: named("core")},
+				{Path: "/var/pre-replaced", Overwrite: ptr(true)},
+			},
+		},
+	},
+}

@@ -44,6 +44,7 @@ func TestCleanAfterIgnition(t *testing.T) {
 		{name: "remote sources with and without verification.hash", fixture: remoteFixture,
 			notices: []key{drifted("unverifiable", "file", "/opt/remote/unverified.bin")}},
 		{name: "setuid, setgid and sticky bits, as Ignition 2.15+ writes them", fixture: specialBits},
+		{name: "nodes the image held before Ignition: their mode and owner kept", fixture: preexisting},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,6 +189,22 @@ func TestMutations(t *testing.T) {
 			rename(t, r, "/etc/b64.conf", "/etc/b64.conf.orig")
 			symlink(t, r, "b64.conf.orig", "/etc/b64.conf")
 		}, []key{drifted("type", "file", "/etc/b64.conf")}},
+		// Nodes that existed before Ignition ran: what is declared still is.
+		{"kept file: declared mode changed", preexisting, func(t *testing.T, r string) {
+			chmod(t, r, "/etc/pre/kept-mode", 0o644)
+		}, []key{drifted("mode", "file", "/etc/pre/kept-mode")}},
+		{"kept file: declared owner changed", preexisting, func(t *testing.T, r string) {
+			chown(t, r, "/etc/pre/owned", 1001, -1)
+		}, []key{drifted("owner", "file", "/etc/pre/owned")}},
+		{"kept file: appended fragment lost", preexisting, func(t *testing.T, r string) {
+			rewrite(t, r, "/etc/pre/appended", "from the image\n")
+		}, []key{drifted("content", "file", "/etc/pre/appended")}},
+		{"kept directory: declared owner changed", preexisting, func(t *testing.T, r string) {
+			chown(t, r, "/var/pre-owned", 1001, -1)
+		}, []key{drifted("owner", "directory", "/var/pre-owned")}},
+		{"directory replaced by overwrite: Ignition's default mode changed", preexisting, func(t *testing.T, r string) {
+			chmod(t, r, "/var/pre-replaced", 0o700)
+		}, []key{drifted("mode", "directory", "/var/pre-replaced")}},
 		{"file deleted", base, func(t *testing.T, r string) {
 			remove(t, r, "/etc/gz.conf")
 		}, []key{drifted("missing", "file", "/etc/gz.conf")}},
@@ -394,6 +411,14 @@ func TestNotDrift(t *testing.T) {
 			create(t, r, "/home/core/.ssh/authorized_keys.d/extra", coreKey2+"\n")
 			create(t, r, "/home/core/.ssh/authorized_keys", coreKey1+"\n")
 		}},
+		{"undeclared mode and owner of kept nodes changed", preexisting, func(t *testing.T, r string) {
+			for _, p := range []string{"/etc/pre/appended", "/etc/pre/kept", "/etc/pre/new-empty", "/var/pre"} {
+				chmod(t, r, p, 0o700)
+				chown(t, r, p, 1001, 1001)
+			}
+			chown(t, r, "/etc/pre/owned", -1, 0)
+			chown(t, r, "/etc/pre/kept-mode", 0, 0)
+		}},
 		{"an unmanaged drop-in beside a declared one", base, func(t *testing.T, r string) {
 			create(t, r, unitDir+"/foo.service.d/99-local.conf", "[Service]\nNice=0\n")
 		}},
@@ -528,7 +553,7 @@ func TestInvalidConfig(t *testing.T) {
 	root, _ := base.provision(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, log, err := runIgnition(t, tt.cfg.json())
+			_, log, err := runIgnition(t, tt.cfg.json(), nil)
 			if (err == nil) != tt.ignitionAccepts {
 				t.Errorf("Ignition applies the config: %v, want %v\nIgnition's log:\n%s", err == nil, tt.ignitionAccepts, log)
 			}

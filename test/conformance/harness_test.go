@@ -121,9 +121,12 @@ var accounts = []account{{"core", 1000}, {"alice", 1001}}
 // applyIgnition provisions a fresh root with cfgJSON the way a first boot
 // does: Ignition's fetch-offline and files stages, then systemctl preset for
 // every unit the config declares `enabled` for. It returns the root.
-func applyIgnition(t *testing.T, cfgJSON []byte) string {
+//
+// before, when not nil, prepares the root before Ignition runs: what a host
+// image holds already.
+func applyIgnition(t *testing.T, cfgJSON []byte, before func(t *testing.T, root string)) string {
 	t.Helper()
-	root, log, err := runIgnition(t, cfgJSON)
+	root, log, err := runIgnition(t, cfgJSON, before)
 	if err != nil {
 		t.Fatalf("%v\nconfig:\n%s\nIgnition's log:\n%s", err, cfgJSON, log)
 	}
@@ -140,7 +143,7 @@ func applyIgnition(t *testing.T, cfgJSON []byte) string {
 
 // runIgnition runs Ignition's fetch-offline and files stages for cfgJSON on
 // a fresh root, and returns the root and Ignition's log.
-func runIgnition(t *testing.T, cfgJSON []byte) (root, log string, err error) {
+func runIgnition(t *testing.T, cfgJSON []byte, before func(t *testing.T, root string)) (root, log string, err error) {
 	t.Helper()
 	// Not t.TempDir: its directories are 0700 and Ignition writes SSH keys as
 	// the user, who must be able to reach the root's /home.
@@ -166,6 +169,9 @@ func runIgnition(t *testing.T, cfgJSON []byte) (root, log string, err error) {
 	}
 	mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
 	writeAccounts(t, root)
+	if before != nil {
+		before(t, root)
+	}
 	// Ignition relabels with setfiles at the end of the files stage; without
 	// SELinux a stub that swallows the list of paths is enough.
 	mustWrite(t, filepath.Join(bin, "setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n", 0o755)
