@@ -48,8 +48,8 @@ type directory struct {
 	Path      string `json:"path"`
 	Overwrite *bool  `json:"overwrite,omitempty"`
 	Mode      *int   `json:"mode,omitempty"`
-	User  *owner `json:"user,omitempty"`
-	Group *owner `json:"group,omitempty"`
+	User      *owner `json:"user,omitempty"`
+	Group     *owner `json:"group,omitempty"`
 }
 
 type link struct {
