@@ -439,6 +439,7 @@ const (
 	flagContent
 	flagExact
 	flagHash
+	flagModeOptional
 )
 
 // encodeState writes the magic, the key and st.
@@ -505,6 +506,7 @@ func appendEntry(b []byte, e *Entry) []byte {
 	set(flagContent, c != nil)
 	set(flagExact, c != nil && c.Exact != nil)
 	set(flagHash, c != nil && c.Hash != nil)
+	set(flagModeOptional, e.ModeOptional != 0)
 	b = binary.AppendUvarint(b, flags)
 	for _, s := range [...]string{string(e.Kind), e.Path, e.Unit, e.User, e.OwnerProblem, e.GroupProblem, e.Target, e.Arg} {
 		b = appendString(b, s)
@@ -512,6 +514,9 @@ func appendEntry(b []byte, e *Entry) []byte {
 	b = binary.AppendVarint(b, int64(e.Type))
 	if e.Mode != nil {
 		b = binary.AppendUvarint(b, uint64(*e.Mode))
+	}
+	if e.ModeOptional != 0 {
+		b = binary.AppendUvarint(b, uint64(e.ModeOptional))
 	}
 	if e.UID != nil {
 		b = binary.AppendVarint(b, int64(*e.UID))
@@ -628,6 +633,9 @@ func (r *reader) entry() Entry {
 	if flags&flagMode != 0 {
 		m := uint32(r.uvarint())
 		e.Mode = &m
+	}
+	if flags&flagModeOptional != 0 {
+		e.ModeOptional = uint32(r.uvarint())
 	}
 	if flags&flagUID != 0 {
 		u := int(r.varint())

@@ -51,7 +51,7 @@ func Derive(cfg types.Config, acct Accounts) (State, error) {
 		fresh := d.Overwrite != nil && *d.Overwrite
 		e := node(KindDirectory, d.Node, acct, fresh)
 		e.Type = TypeDirectory
-		e.Mode = mode(d.Mode, defaultDirMode, fresh)
+		e.Mode, e.ModeOptional = mode(d.Mode, defaultDirMode, fresh)
 		add(e)
 	}
 	for _, f := range cfg.Storage.Files {
@@ -67,7 +67,7 @@ func Derive(cfg types.Config, acct Accounts) (State, error) {
 		fresh := (f.Overwrite != nil && *f.Overwrite) || f.Contents.Source != nil
 		e := node(KindFile, f.Node, acct, fresh)
 		e.Type = TypeRegular
-		e.Mode = mode(f.Mode, defaultFileMode, fresh)
+		e.Mode, e.ModeOptional = mode(f.Mode, defaultFileMode, fresh)
 		c, err := fileContent(f)
 		if err != nil {
 			return st, fmt.Errorf("file %q: %w", f.Path, err)
@@ -149,15 +149,26 @@ func node(k Kind, n types.Node, acct Accounts, fresh bool) Entry {
 
 // mode is the declared mode, or Ignition's default for a node it creates
 // (fresh); nil for a kept node without a declared mode.
-func mode(m *int, def uint32, fresh bool) *uint32 {
+//
+// Setuid, setgid and sticky bits are optional: every spec Derive reads is
+// older than 3.6.0 (types is v3_5), and Ignition has ignored them for those
+// specs at one time or another. Up to 2.14 it chmod'ed with os.FileMode(mode),
+// whose permission bits drop them; 2.15 to 2.21 applied them (and lost setuid
+// on files to the chown that followed); 2.22 and later mask them when they
+// translate to 3.6.0 (config/v3_6/translate/translate.go, "& ^07000"). So a
+// declared bit may be set or clear on disk, and its validation warning stays;
+// a bit not declared is still drift.
+func mode(m *int, def uint32, fresh bool) (want *uint32, optional uint32) {
 	if m == nil && !fresh {
-		return nil
+		return nil, 0
 	}
 	v := def
 	if m != nil {
 		v = uint32(*m) & 0o7777
 	}
-	return &v
+	optional = v & 0o7000
+	v &^= optional
+	return &v, optional
 }
 
 // fileContent works out what a declared file must hold, following Ignition's

@@ -161,9 +161,10 @@ func TestDerive(t *testing.T) {
 			cfg: config(`"storage":{"files":[{"path":"/usr/local/bin/su","mode":3565}],
 				"directories":[{"path":"/srv/shared","mode":1023},{"path":"/srv/group","mode":1533}]}`),
 			want: []Entry{
-				{Kind: KindDirectory, Path: "/srv/group", Type: TypeDirectory, Mode: ptr[uint32](0o2775)},
-				{Kind: KindDirectory, Path: "/srv/shared", Type: TypeDirectory, Mode: ptr[uint32](0o1777)},
-				{Kind: KindFile, Path: "/usr/local/bin/su", Type: TypeRegular, Mode: ptr[uint32](0o6755)},
+				// Specs before 3.6.0 ignore them: optional on disk.
+				{Kind: KindDirectory, Path: "/srv/group", Type: TypeDirectory, Mode: ptr[uint32](0o775), ModeOptional: 0o2000},
+				{Kind: KindDirectory, Path: "/srv/shared", Type: TypeDirectory, Mode: ptr[uint32](0o777), ModeOptional: 0o1000},
+				{Kind: KindFile, Path: "/usr/local/bin/su", Type: TypeRegular, Mode: ptr[uint32](0o755), ModeOptional: 0o6000},
 			},
 		},
 		{
@@ -462,4 +463,24 @@ func TestDigestConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A special bit a spec ignores stays optional and keeps Ignition's warning.
+func TestSpecialBitsKeepTheWarning(t *testing.T) {
+	for _, v := range []string{"3.0.0", "3.3.0", "3.4.0", "3.5.0"} {
+		frag, err := Parse("test.ign", []byte(`{"ignition":{"version":"`+v+`"},"storage":{"files":[{"path":"/usr/bin/x","mode":2541,"contents":{"source":"data:,"}}]}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(frag.Warnings, "\n"), "setuid/setgid/sticky") {
+			t.Errorf("spec %s: warnings %q lack Ignition's on special bits", v, frag.Warnings)
+		}
+		st, err := Derive(frag.Config, emptyAccounts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := st.Entries[0]; *e.Mode != 0o755 || e.ModeOptional != 0o4000 {
+			t.Errorf("spec %s: mode %04o, optional %04o; want 0755, 4000", v, *e.Mode, e.ModeOptional)
+		}
+	}
 }

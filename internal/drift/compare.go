@@ -66,9 +66,13 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 			d.add(HardLink, fmt.Sprintf("%s does not share an inode with %q", Noun(e), e.Target), e.Target, "another inode")
 		}
 	}
-	if e.Mode != nil && ob.Type != ondisk.Symlink && ob.Mode != *e.Mode {
+	if e.Mode != nil && ob.Type != ondisk.Symlink && ob.Mode&^e.ModeOptional != *e.Mode {
 		w, g := desired.FormatMode(*e.Mode), desired.FormatMode(ob.Mode)
-		d.add(Mode, fmt.Sprintf("mode mismatch for %s: want %s, got %s", Noun(e), w, g), w, g)
+		also := ""
+		if e.ModeOptional != 0 {
+			also = fmt.Sprintf(" (or with bits %s, declared but not applied by the spec)", desired.FormatMode(e.ModeOptional))
+		}
+		d.add(Mode, fmt.Sprintf("mode mismatch for %s: want %s%s, got %s", Noun(e), w, also, g), w, g)
 	}
 	if e.OwnerProblem != "" {
 		d.add(Owner, fmt.Sprintf("owner mismatch for %s: %s", Noun(e), e.OwnerProblem), "", fmt.Sprintf("%d:%d", ob.UID, ob.GID))

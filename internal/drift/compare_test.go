@@ -305,6 +305,23 @@ func TestCompareOnDisk(t *testing.T) {
 			want:  []drift.Drift{expect(file("/usr/bin/x", 0o755, ""), drift.Mode, `mode mismatch for file "/usr/bin/x": want 0755, got 2755`, "0755", "2755")},
 		},
 		{
+			name:  "declared setuid a spec does not apply: absent on disk",
+			setup: func(f *fixture) { f.file("/usr/bin/x", "", 0o755) },
+			entry: optionalBits(file("/usr/bin/x", 0o755, ""), 0o4000),
+		},
+		{
+			name:  "declared setuid a spec does not apply: present on disk",
+			setup: func(f *fixture) { f.file("/usr/bin/x", "", 0o4755) },
+			entry: optionalBits(file("/usr/bin/x", 0o755, ""), 0o4000),
+		},
+		{
+			name:  "declared setuid a spec does not apply: setgid gained",
+			setup: func(f *fixture) { f.file("/usr/bin/x", "", 0o6755) },
+			entry: optionalBits(file("/usr/bin/x", 0o755, ""), 0o4000),
+			want: []drift.Drift{expect(optionalBits(file("/usr/bin/x", 0o755, ""), 0o4000), drift.Mode,
+				`mode mismatch for file "/usr/bin/x": want 0755 (or with bits 4000, declared but not applied by the spec), got 6755`, "0755", "6755")},
+		},
+		{
 			name:  "sticky bit lost on a directory",
 			setup: func(f *fixture) { f.dir("/srv/tmp", 0o777) },
 			entry: dir("/srv/tmp", 0o1777),
@@ -840,4 +857,9 @@ func TestDriftNames(t *testing.T) {
 			t.Errorf("Noun(%+v) = %q, want %q", e, got, want)
 		}
 	}
+}
+
+func optionalBits(e desired.Entry, bits uint32) desired.Entry {
+	e.ModeOptional = bits
+	return e
 }
