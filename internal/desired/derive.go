@@ -279,7 +279,10 @@ func deriveUnit(u types.Unit, add func(Entry)) {
 	switch {
 	case masked:
 		add(Entry{Kind: KindMask, Path: unitPath, Unit: u.Name, Type: TypeSymlink, Target: "/dev/null"})
-	case u.Contents != nil:
+	case u.Contents != nil && *u.Contents != "":
+		// Ignition writes no unit file for empty contents (writeSystemdUnit in
+		// internal/exec/stages/files/units.go: cutil.NilOrEmpty), while an
+		// empty drop-in is written (only a nil one is skipped).
 		add(Entry{Kind: KindUnit, Path: unitPath, Unit: u.Name, Type: TypeRegular,
 			Mode: &fileMode, UID: &root, GID: &root, Content: &Content{Exact: []byte(*u.Contents)}})
 	case u.Mask != nil:

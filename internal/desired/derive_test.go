@@ -301,6 +301,18 @@ func TestDerive(t *testing.T) {
 			},
 		},
 		{
+			// Ignition writes no unit file for empty contents, but an empty drop-in.
+			name: "unit with empty contents: no unit file",
+			cfg: config(`"systemd":{"units":[{"name":"e.service","contents":"","enabled":true,"mask":false,
+				"dropins":[{"name":"x.conf","contents":""}]}]}`),
+			want: []Entry{
+				{Kind: KindUnmask, Path: "/etc/systemd/system/e.service", Unit: "e.service", Type: TypeNotMasked},
+				{Kind: KindEnablement, Path: "/etc/systemd/system/e.service", Unit: "e.service", Type: TypeNone, Enabled: ptr(true)},
+				{Kind: KindDropin, Path: "/etc/systemd/system/e.service.d/x.conf", Unit: "e.service", Type: TypeRegular,
+					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte{}}},
+			},
+		},
+		{
 			name: "drop-in for a unit the config does not write",
 			cfg:  config(`"systemd":{"units":[{"name":"sshd.service","dropins":[{"name":"x.conf","contents":""}]}]}`),
 			want: []Entry{

@@ -216,10 +216,14 @@ func isText(b []byte) bool {
 }
 
 // enabledStates satisfy `enabled: true`: systemd cannot make these units any
-// more enabled (a static unit has no [Install] section to act on).
+// more enabled (a static unit has no [Install] section to act on). Nor a unit
+// without a unit file anywhere ("not-found"): Ignition only writes a preset
+// line for it (createSystemdPresetFile in
+// internal/exec/stages/files/units.go), which `systemctl preset` skips.
 var enabledStates = map[string]bool{
 	"enabled": true, "enabled-runtime": true, "static": true, "indirect": true,
 	"generated": true, "transient": true, "alias": true, "linked": true, "linked-runtime": true,
+	"not-found": true,
 }
 
 // CompareEnablement compares a unit's declared enablement with its unit file

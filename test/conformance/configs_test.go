@@ -472,3 +472,15 @@ var preexisting = fixture{
 		},
 	},
 }
+
+// unitsWithoutFiles declares units Ignition writes no file for: empty
+// contents (an empty drop-in is written) and enablement only, with no unit
+// file anywhere (Ignition writes a preset line, which preset-all skips).
+var unitsWithoutFiles = fixture{apply: config{
+	Ignition: version{"3.3.0"},
+	Systemd: &systemd{Units: []unit{
+		{Name: "empty.service", Enabled: ptr(true), Contents: ptr(""),
+			Dropins: []dropin{{Name: "10-empty.conf", Contents: ptr("")}}},
+		{Name: "ghost.service", Enabled: ptr(true)},
+	}},
+}}

@@ -45,6 +45,7 @@ func TestCleanAfterIgnition(t *testing.T) {
 			notices: []key{drifted("unverifiable", "file", "/opt/remote/unverified.bin")}},
 		{name: "setuid, setgid and sticky bits, as Ignition 2.15+ writes them", fixture: specialBits},
 		{name: "nodes the image held before Ignition: their mode and owner kept", fixture: preexisting},
+		{name: "units without a unit file: empty contents, enablement only", fixture: unitsWithoutFiles},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,6 +200,12 @@ func TestMutations(t *testing.T) {
 		{"directory replaced by overwrite: Ignition's default mode changed", preexisting, func(t *testing.T, r string) {
 			chmod(t, r, "/var/pre-replaced", 0o700)
 		}, []key{drifted("mode", "directory", "/var/pre-replaced")}},
+		{"empty drop-in of a unit without a file gained content", unitsWithoutFiles, func(t *testing.T, r string) {
+			rewrite(t, r, unitDir+"/empty.service.d/10-empty.conf", "[Service]\nNice=1\n")
+		}, []key{unitDrift("content", "dropin", "empty.service", unitDir+"/empty.service.d/10-empty.conf")}},
+		{"empty drop-in of a unit without a file deleted", unitsWithoutFiles, func(t *testing.T, r string) {
+			remove(t, r, unitDir+"/empty.service.d/10-empty.conf")
+		}, []key{unitDrift("missing", "dropin", "empty.service", unitDir+"/empty.service.d/10-empty.conf")}},
 		{"file deleted", base, func(t *testing.T, r string) {
 			remove(t, r, "/etc/gz.conf")
 		}, []key{drifted("missing", "file", "/etc/gz.conf")}},

@@ -135,7 +135,7 @@ func applyIgnition(t *testing.T, cfgJSON []byte, before func(t *testing.T, root 
 			t.Logf("Ignition: %s", line)
 		}
 	}
-	if units := presetUnits(t, cfgJSON); len(units) > 0 {
+	if units := presetUnits(t, root, cfgJSON); len(units) > 0 {
 		systemctl(t, root, append([]string{"preset"}, units...)...)
 	}
 	return root
@@ -216,7 +216,11 @@ func ignitionLog(s string) string {
 
 // presetUnits lists the units a config declares `enabled` for: Ignition only
 // writes them into a preset file, and first boot applies it.
-func presetUnits(t *testing.T, cfgJSON []byte) []string {
+//
+// Units with no unit file in the root are left out: first boot's preset-all
+// knows only the units that exist, and `systemctl preset NAME` fails on one
+// that does not.
+func presetUnits(t *testing.T, root string, cfgJSON []byte) []string {
 	t.Helper()
 	var cfg struct {
 		Systemd struct {
@@ -231,7 +235,7 @@ func presetUnits(t *testing.T, cfgJSON []byte) []string {
 	}
 	var units []string
 	for _, u := range cfg.Systemd.Units {
-		if u.Enabled != nil {
+		if u.Enabled != nil && unitFileExists(root, u.Name) {
 			units = append(units, u.Name)
 		}
 	}
@@ -568,4 +572,21 @@ func mustWrite(t *testing.T, p, content string, mode os.FileMode) {
 	if err := os.WriteFile(p, []byte(content), mode); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// unitFileExists reports whether root holds a unit file for name (or, for an
+// instance, its template) in /etc or /usr/lib.
+func unitFileExists(root, name string) bool {
+	names := []string{name}
+	if at := strings.IndexByte(name, '@'); at >= 0 {
+		names = append(names, name[:at+1]+name[strings.LastIndexByte(name, '.'):])
+	}
+	for _, dir := range []string{"etc/systemd/system", "usr/lib/systemd/system"} {
+		for _, n := range names {
+			if _, err := os.Lstat(filepath.Join(root, dir, n)); err == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
