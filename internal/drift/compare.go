@@ -43,6 +43,14 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 		return d.list
 	}
 	want := wantType(e.Type)
+	if e.Type == desired.TypeHardLink && ob.TargetErr == nil && ob.TargetType != ondisk.Absent && ob.TargetType != ondisk.Directory {
+		// link(2) does not follow a symlink: a hard link to one is a symlink
+		// sharing its inode (Ignition's WriteLink calls os.Link; linkEntry.create
+		// compares an existing link with its target by os.Lstat and SameFile,
+		// internal/exec/stages/files/filesystemEntries.go). The inode decides,
+		// so the type to expect is the target's own.
+		want = ob.TargetType
+	}
 	if ob.Type == ondisk.Absent {
 		d.add(Missing, fmt.Sprintf("%s does not exist", Noun(e)), want.String(), "nothing")
 		return d.list

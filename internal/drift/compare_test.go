@@ -473,6 +473,31 @@ func TestCompareOnDisk(t *testing.T) {
 			entry: hardlink("/etc/hard", "/etc/target"),
 		},
 		{
+			// link(2) does not follow a symlink: the link is a symlink too.
+			name:  "hard link to a symbolic link, sharing its inode",
+			setup: func(f *fixture) { f.symlink("/etc/sym", "target"); f.link("/etc/hard", "/etc/sym") },
+			entry: hardlink("/etc/hard", "/etc/sym"),
+		},
+		{
+			name:  "hard link to a fifo, sharing its inode",
+			setup: func(f *fixture) { f.fifo("/etc/fifo"); f.link("/etc/hard", "/etc/fifo") },
+			entry: hardlink("/etc/hard", "/etc/fifo"),
+		},
+		{
+			name:  "hard link to a symbolic link replaced by an identical symlink",
+			setup: func(f *fixture) { f.symlink("/etc/sym", "target"); f.symlink("/etc/hard", "target") },
+			entry: hardlink("/etc/hard", "/etc/sym"),
+			want: []drift.Drift{expect(hardlink("/etc/hard", "/etc/sym"), drift.HardLink,
+				`hard link "/etc/hard" does not share an inode with "/etc/sym"`, "/etc/sym", "another inode")},
+		},
+		{
+			name:  "hard link to a symbolic link replaced by a regular file",
+			setup: func(f *fixture) { f.symlink("/etc/sym", "target"); f.file("/etc/hard", "t", 0o644) },
+			entry: hardlink("/etc/hard", "/etc/sym"),
+			want: []drift.Drift{expect(hardlink("/etc/hard", "/etc/sym"), drift.Type,
+				`type mismatch for hard link "/etc/hard": want symbolic link, got regular file`, "symbolic link", "regular file")},
+		},
+		{
 			name:  "hard link broken into a copy",
 			setup: func(f *fixture) { f.file("/etc/target", "t", 0o644); f.file("/etc/hard", "t", 0o644) },
 			entry: hardlink("/etc/hard", "/etc/target"),

@@ -484,3 +484,16 @@ var unitsWithoutFiles = fixture{apply: config{
 		{Name: "ghost.service", Enabled: ptr(true)},
 	}},
 }}
+
+// hardLinkToSymlink: Ignition's os.Link does not follow a symlink target, so
+// the hard link is a second name of the symlink's inode.
+var hardLinkToSymlink = fixture{apply: config{
+	Ignition: version{"3.3.0"},
+	Storage: &storage{
+		Files: []file{{Path: "/etc/hl/real", Mode: mode(0o644), Contents: plainURL("real")}},
+		Links: []link{
+			{Path: "/etc/hl/sym", Target: "real"},
+			{Path: "/etc/hl/deeper/hard", Target: "/etc/hl/sym", Hard: true},
+		},
+	},
+}}

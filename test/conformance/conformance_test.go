@@ -46,6 +46,7 @@ func TestCleanAfterIgnition(t *testing.T) {
 		{name: "setuid, setgid and sticky bits, as Ignition 2.15+ writes them", fixture: specialBits},
 		{name: "nodes the image held before Ignition: their mode and owner kept", fixture: preexisting},
 		{name: "units without a unit file: empty contents, enablement only", fixture: unitsWithoutFiles},
+		{name: "a hard link to a symbolic link", fixture: hardLinkToSymlink},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,6 +253,14 @@ func TestMutations(t *testing.T) {
 		{"hard link target rewritten atomically (the file is fine, the link is not)", base, func(t *testing.T, r string) {
 			atomicRewrite(t, r, "/etc/linked.txt")
 		}, []key{drifted("hardlink", "hardlink", "/etc/linked.hard")}},
+		{"hard link to a symlink replaced by an identical symlink", hardLinkToSymlink, func(t *testing.T, r string) {
+			remove(t, r, "/etc/hl/deeper/hard")
+			symlink(t, r, "real", "/etc/hl/deeper/hard")
+		}, []key{drifted("hardlink", "hardlink", "/etc/hl/deeper/hard")}},
+		{"hard link to a symlink replaced by the file it points to", hardLinkToSymlink, func(t *testing.T, r string) {
+			remove(t, r, "/etc/hl/deeper/hard")
+			copyFile(t, r, "/etc/hl/real", "/etc/hl/deeper/hard")
+		}, []key{drifted("type", "hardlink", "/etc/hl/deeper/hard")}},
 		{"spec 3.1.0: hard link replaced by a symlink", v31, func(t *testing.T, r string) {
 			retarget(t, r, "/etc/v31/hard", "/etc/v31/typed")
 		}, []key{drifted("type", "hardlink", "/etc/v31/hard")}},
