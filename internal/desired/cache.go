@@ -83,8 +83,18 @@ func DefaultCache() *StateCache {
 	return nil
 }
 
-// LoadState is the package's LoadState through the cache.
+// LoadState is the package's LoadState through the cache, with the SSH
+// keys where root's layout puts them (decided each time: it is the host's,
+// not the config's).
 func (c *StateCache) LoadState(root string, explicit []string) (State, error) {
+	st, err := c.loadState(root, explicit)
+	if err != nil {
+		return st, err
+	}
+	return st, applySSHLayout(root, &st)
+}
+
+func (c *StateCache) loadState(root string, explicit []string) (State, error) {
 	files, err := Fragments(root, explicit)
 	if err != nil {
 		return State{}, err
@@ -126,7 +136,7 @@ func (c *StateCache) LoadState(root string, explicit []string) (State, error) {
 			}
 			// The entry vanished in between (removed by hand): parse again.
 			var none *StateCache
-			return none.LoadState(root, explicit)
+			return none.loadState(root, explicit)
 		}
 	}
 	return st, nil

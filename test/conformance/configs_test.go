@@ -192,8 +192,8 @@ type fixture struct {
 	apply config
 	// declare is the config drift-monitor is given; the zero value means apply.
 	declare *config
-	// before writes, before Ignition runs, what the image already holds.
-	before func(t *testing.T, root string)
+	// prepare is what the host has before Ignition runs.
+	prepare prepare
 	// fixup does, after Ignition, what Ignition 2.14 cannot; each use says why.
 	fixup func(t *testing.T, root string)
 }
@@ -202,7 +202,7 @@ type fixture struct {
 // (outside the root), and returns both paths.
 func (f fixture) provision(t *testing.T) (root, cfgFile string) {
 	t.Helper()
-	root = applyIgnition(t, f.apply.json(), f.before)
+	root = applyIgnition(t, f.apply.json(), f.prepare)
 	if f.fixup != nil {
 		f.fixup(t, root)
 	}
@@ -422,7 +422,7 @@ var kernelArgs = fixture{apply: config{
 // preexisting declares nodes the image holds before Ignition runs, without
 // a mode or owner where Ignition keeps the existing node's (append only, no
 // contents, a directory without overwrite), next to ones it creates afresh.
-var preexisting = fixture{
+var preexisting = fixture{prepare: prepare{
 	before: func(t *testing.T, root string) {
 		mustMkdir(t, at(root, "/etc/pre"), 0o755)
 		for _, f := range []struct {
@@ -452,7 +452,7 @@ var preexisting = fixture{
 			chmod(t, root, d.path, uint32(d.mode))
 			chown(t, root, d.path, d.uid, d.gid)
 		}
-	},
+	}},
 	apply: config{
 		Ignition: version{"3.3.0"},
 		Storage: &storage{
@@ -497,3 +497,21 @@ var hardLinkToSymlink = fixture{apply: config{
 		},
 	},
 }}
+
+// rhel8Keys is a RHEL 8 host (RHCOS 4.12 and older are alike): its Ignition
+// build writes SSH keys to ~/.ssh/authorized_keys
+// (WRITE_AUTHORIZED_KEYS_FRAGMENT false, internal/distro/distro.go), which
+// Ignition 2.14 takes from its environment too.
+var rhel8Keys = fixture{
+	prepare: prepare{
+		before: func(t *testing.T, root string) {
+			mustMkdir(t, at(root, "/usr/lib"), 0o755)
+			mustWrite(t, at(root, "/usr/lib/os-release"), "NAME=\"Red Hat Enterprise Linux\"\nID=\"rhel\"\nVERSION_ID=\"8.6\"\n", 0o644)
+		},
+		env: []string{"IGNITION_WRITE_AUTHORIZED_KEYS_FRAGMENT=false"},
+	},
+	apply: config{
+		Ignition: version{"3.3.0"},
+		Passwd:   &passwd{Users: []user{{Name: "core", SSHAuthorizedKeys: []string{coreKey1, coreKey2}}}},
+	},
+}

@@ -47,6 +47,7 @@ func TestCleanAfterIgnition(t *testing.T) {
 		{name: "nodes the image held before Ignition: their mode and owner kept", fixture: preexisting},
 		{name: "units without a unit file: empty contents, enablement only", fixture: unitsWithoutFiles},
 		{name: "a hard link to a symbolic link", fixture: hardLinkToSymlink},
+		{name: "SSH keys in ~/.ssh/authorized_keys on RHEL 8", fixture: rhel8Keys},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,6 +208,9 @@ func TestMutations(t *testing.T) {
 		{"empty drop-in of a unit without a file deleted", unitsWithoutFiles, func(t *testing.T, r string) {
 			remove(t, r, unitDir+"/empty.service.d/10-empty.conf")
 		}, []key{unitDrift("missing", "dropin", "empty.service", unitDir+"/empty.service.d/10-empty.conf")}},
+		{"RHEL 8: a key added to authorized_keys", rhel8Keys, func(t *testing.T, r string) {
+			appendTo(t, r, "/home/core/.ssh/authorized_keys", aliceKey+"\n")
+		}, []key{keysDrift("content", "core", "/home/core/.ssh/authorized_keys")}},
 		{"file deleted", base, func(t *testing.T, r string) {
 			remove(t, r, "/etc/gz.conf")
 		}, []key{drifted("missing", "file", "/etc/gz.conf")}},
@@ -557,7 +561,7 @@ func TestInvalidConfig(t *testing.T) {
 	root, _ := base.provision(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, log, err := runIgnition(t, tt.cfg.json(), nil)
+			_, log, err := runIgnition(t, tt.cfg.json(), prepare{})
 			if (err == nil) != tt.ignitionAccepts {
 				t.Errorf("Ignition applies the config: %v, want %v\nIgnition's log:\n%s", err == nil, tt.ignitionAccepts, log)
 			}

@@ -121,12 +121,9 @@ var accounts = []account{{"core", 1000}, {"alice", 1001}}
 // applyIgnition provisions a fresh root with cfgJSON the way a first boot
 // does: Ignition's fetch-offline and files stages, then systemctl preset for
 // every unit the config declares `enabled` for. It returns the root.
-//
-// before, when not nil, prepares the root before Ignition runs: what a host
-// image holds already.
-func applyIgnition(t *testing.T, cfgJSON []byte, before func(t *testing.T, root string)) string {
+func applyIgnition(t *testing.T, cfgJSON []byte, prep prepare) string {
 	t.Helper()
-	root, log, err := runIgnition(t, cfgJSON, before)
+	root, log, err := runIgnition(t, cfgJSON, prep)
 	if err != nil {
 		t.Fatalf("%v\nconfig:\n%s\nIgnition's log:\n%s", err, cfgJSON, log)
 	}
@@ -143,7 +140,17 @@ func applyIgnition(t *testing.T, cfgJSON []byte, before func(t *testing.T, root 
 
 // runIgnition runs Ignition's fetch-offline and files stages for cfgJSON on
 // a fresh root, and returns the root and Ignition's log.
-func runIgnition(t *testing.T, cfgJSON []byte, before func(t *testing.T, root string)) (root, log string, err error) {
+// prepare is what a host has before Ignition runs.
+type prepare struct {
+	// before, when not nil, writes in the root what the image holds already.
+	before func(t *testing.T, root string)
+	// env is added to Ignition's environment: the build settings a
+	// distribution bakes in can be set there (IGNITION_WRITE_AUTHORIZED_KEYS_FRAGMENT,
+	// internal/distro/distro.go).
+	env []string
+}
+
+func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, err error) {
 	t.Helper()
 	// Not t.TempDir: its directories are 0700 and Ignition writes SSH keys as
 	// the user, who must be able to reach the root's /home.
@@ -169,8 +176,8 @@ func runIgnition(t *testing.T, cfgJSON []byte, before func(t *testing.T, root st
 	}
 	mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
 	writeAccounts(t, root)
-	if before != nil {
-		before(t, root)
+	if prep.before != nil {
+		prep.before(t, root)
 	}
 	// Ignition relabels with setfiles at the end of the files stage; without
 	// SELinux a stub that swallows the list of paths is enough.
@@ -181,6 +188,7 @@ func runIgnition(t *testing.T, cfgJSON []byte, before func(t *testing.T, root st
 	env := append(os.Environ(),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"IGNITION_CONFIG_FILE="+cfgPath)
+	env = append(env, prep.env...)
 	common := []string{"-platform", "file", "-root", root,
 		"-config-cache", filepath.Join(run, "cache.json"),
 		"-state-file", filepath.Join(run, "state"), "-log-to-stdout"}
