@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -277,6 +278,36 @@ func CompareKernelArg(e *desired.Entry, args []string, err error) []Drift {
 		d.add(KernelArg, fmt.Sprintf("%s is present in /proc/cmdline, want it absent", Noun(e)), "absent: "+e.Arg, e.Arg)
 	}
 	return d.list
+}
+
+// CompareKernelArgNextBoot checks a declared kernel argument against the
+// next boot's command line, args, read from source (a boot loader entry).
+func CompareKernelArgNextBoot(e *desired.Entry, args []string, source string) []Drift {
+	d := newDrifts(e)
+	present := slices.Contains(args, e.Arg)
+	switch {
+	case e.ArgPresent && !present:
+		d.add(KernelArg, fmt.Sprintf("%s is missing from the next boot's command line (%s)", Noun(e), source), e.Arg, "")
+	case !e.ArgPresent && present:
+		d.add(KernelArg, fmt.Sprintf("%s is present in the next boot's command line (%s), want it absent", Noun(e), source), "absent: "+e.Arg, e.Arg)
+	}
+	return d.list
+}
+
+// PendingReboot is the notice for a declared kernel argument that the next
+// boot's command line (next, from source) satisfies and the running
+// kernel's (running) does not: a reboot will apply it. nil otherwise.
+func PendingReboot(e *desired.Entry, running, next []string, source string) *Drift {
+	inNext, inRunning := slices.Contains(next, e.Arg), slices.Contains(running, e.Arg)
+	if inNext != e.ArgPresent || inRunning == e.ArgPresent {
+		return nil
+	}
+	how := "is not in /proc/cmdline yet"
+	if !e.ArgPresent {
+		how = "is still in /proc/cmdline"
+	}
+	return &Drift{Kind: RebootPending, Entry: e.Kind, Path: e.Path, EntryID: e.ID(),
+		Message: fmt.Sprintf("reboot pending: %s %s; the next boot's command line (%s) has it as declared", Noun(e), how, source)}
 }
 
 // SplitCmdline splits a kernel command line into arguments the way the kernel
