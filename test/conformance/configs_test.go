@@ -425,32 +425,27 @@ var kernelArgs = fixture{apply: config{
 var preexisting = fixture{prepare: prepare{
 	before: func(t *testing.T, root string) {
 		mustMkdir(t, at(root, "/etc/pre"), 0o755)
-		for _, f := range []struct {
+		for _, n := range []struct {
 			path     string
+			dir      bool
 			mode     os.FileMode
 			uid, gid int
 		}{
-			{"/etc/pre/appended", 0o600, 1000, 1000},
-			{"/etc/pre/kept", 0o640, 1001, 1000},
-			{"/etc/pre/kept-mode", 0o644, 1000, 1001},
-			{"/etc/pre/owned", 0o660, 1001, 1001},
+			{"/etc/pre/appended", false, 0o600, 1000, 1000},
+			{"/etc/pre/kept", false, 0o640, 1001, 1000},
+			{"/etc/pre/kept-mode", false, 0o644, 1000, 1001},
+			{"/etc/pre/owned", false, 0o660, 1001, 1001},
+			{"/var/pre", true, 0o700, 1000, 1000},
+			{"/var/pre-owned", true, 0o750, 1001, 1001},
+			{"/var/pre-replaced", true, 0o700, 1000, 1000},
 		} {
-			mustWrite(t, at(root, f.path), "from the image\n", f.mode)
-			chmod(t, root, f.path, uint32(f.mode))
-			chown(t, root, f.path, f.uid, f.gid)
-		}
-		for _, d := range []struct {
-			path     string
-			mode     os.FileMode
-			uid, gid int
-		}{
-			{"/var/pre", 0o700, 1000, 1000},
-			{"/var/pre-owned", 0o750, 1001, 1001},
-			{"/var/pre-replaced", 0o700, 1000, 1000},
-		} {
-			mustMkdir(t, at(root, d.path), d.mode)
-			chmod(t, root, d.path, uint32(d.mode))
-			chown(t, root, d.path, d.uid, d.gid)
+			if n.dir {
+				mustMkdir(t, at(root, n.path), n.mode)
+			} else {
+				mustWrite(t, at(root, n.path), "from the image\n", n.mode)
+			}
+			chmod(t, root, n.path, uint32(n.mode))
+			chown(t, root, n.path, n.uid, n.gid)
 		}
 	}},
 	apply: config{
