@@ -2,7 +2,6 @@ package check_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,67 +11,11 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/test/ostree"
 )
 
-// ostreeSysroot deploys a tree twice in a fresh ostree sysroot with the
-// real ostree (Debian's package), the second time adding kargs: ostree
-// writes the boot loader entries of both deployments, the second the
-// default. It returns the sysroot.
-func ostreeSysroot(t *testing.T, first, second []string) string {
-	t.Helper()
-	if _, err := exec.LookPath("ostree"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ostree is not installed (apt-get install ostree)")
-		}
-		t.Skip("ostree is not installed")
-	}
-	dir := t.TempDir()
-	sysroot, tree := filepath.Join(dir, "sysroot"), filepath.Join(dir, "tree")
-	for p, content := range map[string]string{
-		"usr/lib/modules/6.1.0/vmlinuz":       "kernel",
-		"usr/lib/modules/6.1.0/initramfs.img": "initramfs",
-		"usr/lib/os-release":                  "ID=testos\nVERSION_ID=1\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(tree, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(tree, p), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(tree, "usr/etc"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("../usr/lib/os-release", filepath.Join(tree, "usr/etc/os-release")); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) {
-		t.Helper()
-		cmd := exec.CommandContext(t.Context(), "ostree", args...)
-		// Deployments are made immutable (chattr +i) unless told otherwise:
-		// the test's clean-up could not remove them.
-		cmd.Env = append(os.Environ(), "OSTREE_SYSROOT_DEBUG=mutable-deployments")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("ostree %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	if err := os.Mkdir(sysroot, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run("admin", "init-fs", sysroot)
-	run("admin", "os-init", "--sysroot="+sysroot, "testos")
-	run("--repo="+filepath.Join(sysroot, "ostree/repo"), "commit", "--branch=testos/x86_64", "--tree=dir="+tree, "-s", "test")
-	deploy := func(kargs []string) {
-		args := []string{"admin", "deploy", "--sysroot=" + sysroot, "--os=testos"}
-		run(append(append(args, kargs...), "testos/x86_64")...)
-	}
-	deploy(first)
-	deploy(second)
-	return sysroot
-}
-
 func TestBootLoaderEntriesOfOstree(t *testing.T) {
-	sysroot := ostreeSysroot(t, []string{"--karg=root=/dev/vda4", "--karg=old=1"},
+	sysroot := ostree.Sysroot(t, []string{"--karg=root=/dev/vda4", "--karg=old=1"},
 		[]string{"--karg-delete=old=1", "--karg-append=hugepages=4", "--karg-append=hugepages=8"})
 	cmdline, source, ok, err := check.BootLoaderEntries(filepath.Join(sysroot, "boot/loader/entries"))()
 	if err != nil || !ok {
