@@ -40,6 +40,11 @@ type Checker struct {
 	Root    *ondisk.Root
 	Units   UnitStates
 	Cmdline Cmdline
+	// NextBoot, on a live host, reads the next boot's command line (nil: the
+	// running kernel's is all there is). Declared kernel arguments are
+	// checked against the next boot when it says; a running kernel that
+	// differs is then a "reboot pending" notice, not drift.
+	NextBoot NextBoot
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int
@@ -66,12 +71,9 @@ const chunk = 64
 func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	res := Result{Checked: len(entries)}
 	perEntry := make([][]drift.Drift, len(entries))
-	var cmdline []string
-	var cmdErr error
-	if c.Cmdline != nil {
-		var s string
-		s, cmdErr = c.Cmdline()
-		cmdline = drift.SplitCmdline(s)
+	var k kargs
+	if hasKernelArgs(entries) {
+		k = c.readKargs()
 	}
 	workers := c.Workers
 	if workers <= 0 {
@@ -91,7 +93,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			for start := range next {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
-					perEntry[i] = c.entry(o, &entries[i], cmdline, cmdErr)
+					perEntry[i] = c.entry(o, &entries[i], &k)
 				}
 			}
 		}()
@@ -112,6 +114,11 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 		if n := drift.Notice(&entries[i]); n != nil {
 			res.Notices = append(res.Notices, *n)
 		}
+		if e := &entries[i]; e.Kind == desired.KindKernelArg && k.nextOK && k.nextErr == nil && k.runErr == nil {
+			if n := drift.PendingReboot(e, k.running, k.next, k.nextSource); n != nil {
+				res.Notices = append(res.Notices, *n)
+			}
+		}
 		if e := &entries[i]; e.Kind == desired.KindKernelArg && c.Cmdline == nil {
 			res.Notices = append(res.Notices, drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path,
 				Message: fmt.Sprintf("%s is not checked: kernel arguments are checked on the live host only", drift.Noun(e)), EntryID: e.ID()})
@@ -124,17 +131,48 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 // Entry checks one entry with a fresh view of its parent directory.
 func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) []drift.Drift {
 	o.Forget()
-	var cmdline []string
-	var cmdErr error
-	if e.Kind == desired.KindKernelArg && c.Cmdline != nil {
-		var s string
-		s, cmdErr = c.Cmdline()
-		cmdline = drift.SplitCmdline(s)
+	var k kargs
+	if e.Kind == desired.KindKernelArg {
+		k = c.readKargs()
 	}
-	return c.entry(o, e, cmdline, cmdErr)
+	return c.entry(o, e, &k)
 }
 
-func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, cmdline []string, cmdErr error) []drift.Drift {
+// kargs are the command lines a check compares kernel arguments with.
+type kargs struct {
+	running    []string
+	runErr     error
+	next       []string
+	nextSource string
+	nextOK     bool
+	nextErr    error
+}
+
+func hasKernelArgs(entries []desired.Entry) bool {
+	for i := range entries {
+		if entries[i].Kind == desired.KindKernelArg {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Checker) readKargs() kargs {
+	var k kargs
+	if c.Cmdline == nil {
+		return k
+	}
+	s, err := c.Cmdline()
+	k.running, k.runErr = drift.SplitCmdline(s), err
+	if c.NextBoot != nil {
+		var next string
+		next, k.nextSource, k.nextOK, k.nextErr = c.NextBoot()
+		k.next = drift.SplitCmdline(next)
+	}
+	return k
+}
+
+func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs) []drift.Drift {
 	switch e.Kind {
 	case desired.KindEnablement:
 		if c.Units == nil {
@@ -146,7 +184,13 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, cmdline []string, 
 		if c.Cmdline == nil {
 			return nil
 		}
-		return drift.CompareKernelArg(e, cmdline, cmdErr)
+		if k.nextErr != nil {
+			return drift.CompareKernelArg(e, nil, k.nextErr)
+		}
+		if k.nextOK {
+			return drift.CompareKernelArgNextBoot(e, k.next, k.nextSource)
+		}
+		return drift.CompareKernelArg(e, k.running, k.runErr)
 	}
 	ob := o.Observe(e)
 	return drift.Compare(e, &ob)

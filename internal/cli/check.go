@@ -93,6 +93,7 @@ func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, c
 	c := &check.Checker{Root: r, Units: units}
 	if isLiveRoot(root) {
 		c.Cmdline = check.ProcCmdline
+		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
 	}
 	res := c.All(ctx, state.Entries)
 	if err := ctx.Err(); err != nil {

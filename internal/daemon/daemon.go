@@ -155,6 +155,7 @@ func New(o Options) (*Daemon, error) {
 	}
 	if isLiveRoot(o.Root) {
 		d.checker.Cmdline = check.ProcCmdline
+		d.checker.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
 	}
 	return d, nil
 }

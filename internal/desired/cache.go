@@ -83,8 +83,18 @@ func DefaultCache() *StateCache {
 	return nil
 }
 
-// LoadState is the package's LoadState through the cache.
+// LoadState is the package's LoadState through the cache, with the SSH
+// keys where root's layout puts them (decided each time: it is the host's,
+// not the config's).
 func (c *StateCache) LoadState(root string, explicit []string) (State, error) {
+	st, err := c.loadState(root, explicit)
+	if err != nil {
+		return st, err
+	}
+	return st, applySSHLayout(root, &st)
+}
+
+func (c *StateCache) loadState(root string, explicit []string) (State, error) {
 	files, err := Fragments(root, explicit)
 	if err != nil {
 		return State{}, err
@@ -126,7 +136,7 @@ func (c *StateCache) LoadState(root string, explicit []string) (State, error) {
 			}
 			// The entry vanished in between (removed by hand): parse again.
 			var none *StateCache
-			return none.LoadState(root, explicit)
+			return none.loadState(root, explicit)
 		}
 	}
 	return st, nil
@@ -439,6 +449,7 @@ const (
 	flagContent
 	flagExact
 	flagHash
+	flagModeOptional
 )
 
 // encodeState writes the magic, the key and st.
@@ -505,6 +516,7 @@ func appendEntry(b []byte, e *Entry) []byte {
 	set(flagContent, c != nil)
 	set(flagExact, c != nil && c.Exact != nil)
 	set(flagHash, c != nil && c.Hash != nil)
+	set(flagModeOptional, e.ModeOptional != 0)
 	b = binary.AppendUvarint(b, flags)
 	for _, s := range [...]string{string(e.Kind), e.Path, e.Unit, e.User, e.OwnerProblem, e.GroupProblem, e.Target, e.Arg} {
 		b = appendString(b, s)
@@ -512,6 +524,9 @@ func appendEntry(b []byte, e *Entry) []byte {
 	b = binary.AppendVarint(b, int64(e.Type))
 	if e.Mode != nil {
 		b = binary.AppendUvarint(b, uint64(*e.Mode))
+	}
+	if e.ModeOptional != 0 {
+		b = binary.AppendUvarint(b, uint64(e.ModeOptional))
 	}
 	if e.UID != nil {
 		b = binary.AppendVarint(b, int64(*e.UID))
@@ -628,6 +643,9 @@ func (r *reader) entry() Entry {
 	if flags&flagMode != 0 {
 		m := uint32(r.uvarint())
 		e.Mode = &m
+	}
+	if flags&flagModeOptional != 0 {
+		e.ModeOptional = uint32(r.uvarint())
 	}
 	if flags&flagUID != 0 {
 		u := int(r.varint())

@@ -14,7 +14,8 @@ import (
 	"github.com/vincent-petithory/dataurl"
 )
 
-// Ignition's defaults for nodes that declare no mode (internal/exec/util).
+// Ignition's defaults for nodes it creates without a declared mode
+// (internal/exec/util/file.go: DefaultFilePermissions, DefaultDirectoryPermissions).
 const (
 	defaultFileMode = 0o644
 	defaultDirMode  = 0o755
@@ -45,15 +46,28 @@ func Derive(cfg types.Config, acct Accounts) (State, error) {
 	add := func(e Entry) { st.Entries = append(st.Entries, e) }
 
 	for _, d := range cfg.Storage.Directories {
-		e := node(KindDirectory, d.Node, acct)
+		// Without overwrite, an existing directory keeps its mode and owner
+		// (Ignition's dirEntry.create only sets what is declared).
+		fresh := d.Overwrite != nil && *d.Overwrite
+		e := node(KindDirectory, d.Node, acct, fresh)
 		e.Type = TypeDirectory
-		e.Mode = mode(d.Mode, defaultDirMode)
+		e.Mode, e.ModeOptional = mode(d.Mode, defaultDirMode, fresh)
 		add(e)
 	}
 	for _, f := range cfg.Storage.Files {
-		e := node(KindFile, f.Node, acct)
+		// Ignition writes a new inode (a renamed temporary file, mode 0644,
+		// owned by root) when it removes the old node (overwrite) or fetches a
+		// base (contents.source: an existing node then fails the stage). A
+		// file with only append fragments, or nothing at all, is the existing
+		// file when there is one: its mode and owner stay unless declared
+		// (fileEntry.create, util.PerformFetch and util.SetPermissions, which
+		// defaults the owner to the node's own; docs/configuration-v3_*.md,
+		// "mode": "or the existing file's permissions if overwrite is false,
+		// contents is unspecified, and a file already exists at the path").
+		fresh := (f.Overwrite != nil && *f.Overwrite) || f.Contents.Source != nil
+		e := node(KindFile, f.Node, acct, fresh)
 		e.Type = TypeRegular
-		e.Mode = mode(f.Mode, defaultFileMode)
+		e.Mode, e.ModeOptional = mode(f.Mode, defaultFileMode, fresh)
 		c, err := fileContent(f)
 		if err != nil {
 			return st, fmt.Errorf("file %q: %w", f.Path, err)
@@ -62,7 +76,7 @@ func Derive(cfg types.Config, acct Accounts) (State, error) {
 		add(e)
 	}
 	for _, l := range cfg.Storage.Links {
-		e := node(KindLink, l.Node, acct)
+		e := node(KindLink, l.Node, acct, true)
 		e.Type = TypeSymlink
 		if l.Target != nil {
 			e.Target = *l.Target
@@ -97,7 +111,11 @@ func Derive(cfg types.Config, acct Accounts) (State, error) {
 	return st, nil
 }
 
-func node(k Kind, n types.Node, acct Accounts) Entry {
+// node is an entry's path and owner. The owner Ignition gives a node it does
+// not declare one for is the node's own (util.SetPermissions): root for a node
+// it creates (fresh), and whatever was there for one it keeps — then no owner
+// is desired.
+func node(k Kind, n types.Node, acct Accounts, fresh bool) Entry {
 	e := Entry{Kind: k, Path: path.Clean(n.Path)}
 	zero := 0
 	switch {
@@ -110,7 +128,7 @@ func node(k Kind, n types.Node, acct Accounts) Entry {
 		} else {
 			e.OwnerProblem = fmt.Sprintf("user %q does not exist in the target's passwd", *n.User.Name)
 		}
-	default:
+	case fresh:
 		e.UID = &zero
 	}
 	switch {
@@ -122,19 +140,35 @@ func node(k Kind, n types.Node, acct Accounts) Entry {
 		} else {
 			e.GroupProblem = fmt.Sprintf("group %q does not exist in the target's group file", *n.Group.Name)
 		}
-	default:
+	case fresh:
 		g := 0
 		e.GID = &g
 	}
 	return e
 }
 
-func mode(m *int, def uint32) *uint32 {
+// mode is the declared mode, or Ignition's default for a node it creates
+// (fresh); nil for a kept node without a declared mode.
+//
+// Setuid, setgid and sticky bits are optional: every spec Derive reads is
+// older than 3.6.0 (types is v3_5), and Ignition has ignored them for those
+// specs at one time or another. Up to 2.14 it chmod'ed with os.FileMode(mode),
+// whose permission bits drop them; 2.15 to 2.21 applied them (and lost setuid
+// on files to the chown that followed); 2.22 and later mask them when they
+// translate to 3.6.0 (config/v3_6/translate/translate.go, "& ^07000"). So a
+// declared bit may be set or clear on disk, and its validation warning stays;
+// a bit not declared is still drift.
+func mode(m *int, def uint32, fresh bool) (want *uint32, optional uint32) {
+	if m == nil && !fresh {
+		return nil, 0
+	}
 	v := def
 	if m != nil {
 		v = uint32(*m) & 0o7777
 	}
-	return &v
+	optional = v & 0o7000
+	v &^= optional
+	return &v, optional
 }
 
 // fileContent works out what a declared file must hold, following Ignition's
@@ -245,7 +279,10 @@ func deriveUnit(u types.Unit, add func(Entry)) {
 	switch {
 	case masked:
 		add(Entry{Kind: KindMask, Path: unitPath, Unit: u.Name, Type: TypeSymlink, Target: "/dev/null"})
-	case u.Contents != nil:
+	case u.Contents != nil && *u.Contents != "":
+		// Ignition writes no unit file for empty contents (writeSystemdUnit in
+		// internal/exec/stages/files/units.go: cutil.NilOrEmpty), while an
+		// empty drop-in is written (only a nil one is skipped).
 		add(Entry{Kind: KindUnit, Path: unitPath, Unit: u.Name, Type: TypeRegular,
 			Mode: &fileMode, UID: &root, GID: &root, Content: &Content{Exact: []byte(*u.Contents)}})
 	case u.Mask != nil:

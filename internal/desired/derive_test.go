@@ -116,6 +116,8 @@ func TestDerive(t *testing.T) {
 	file := func(p string) Entry {
 		return Entry{Kind: KindFile, Path: p, Type: TypeRegular, Mode: mode644, UID: root, GID: root}
 	}
+	// kept is a file Ignition may find there: it keeps its mode and owner.
+	kept := func(p string) Entry { return Entry{Kind: KindFile, Path: p, Type: TypeRegular} }
 	withContent := func(e Entry, c *Content) Entry { e.Content = c; return e }
 
 	tests := []struct {
@@ -124,13 +126,34 @@ func TestDerive(t *testing.T) {
 		want []Entry
 	}{
 		{
-			name: "file defaults",
+			// Ignition keeps an existing file: its mode and owner are not declared.
+			name: "file without a source or overwrite",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a"}]}`),
-			want: []Entry{file("/etc/a")},
+			want: []Entry{kept("/etc/a")},
 		},
 		{
-			name: "directory defaults",
+			name: "file with a source: Ignition's defaults",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,"}}]}`),
+			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte{}})},
+		},
+		{
+			name: "append only: an existing file keeps its mode and owner",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","append":[{"source":"data:,x"}]}]}`),
+			want: []Entry{withContent(kept("/etc/a"), &Content{Suffix: []byte("x")})},
+		},
+		{
+			name: "append only, owner declared: that owner, no mode",
+			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"id":7},"append":[{"source":"data:,x"}]}]}`),
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, UID: ptr(7), Content: &Content{Suffix: []byte("x")}}},
+		},
+		{
+			name: "directory without overwrite keeps an existing one's mode and owner",
 			cfg:  config(`"storage":{"directories":[{"path":"/var/lib/x"}]}`),
+			want: []Entry{{Kind: KindDirectory, Path: "/var/lib/x", Type: TypeDirectory}},
+		},
+		{
+			name: "directory with overwrite: Ignition's defaults",
+			cfg:  config(`"storage":{"directories":[{"path":"/var/lib/x","overwrite":true}]}`),
 			want: []Entry{{Kind: KindDirectory, Path: "/var/lib/x", Type: TypeDirectory, Mode: mode755, UID: root, GID: root}},
 		},
 		{
@@ -138,41 +161,42 @@ func TestDerive(t *testing.T) {
 			cfg: config(`"storage":{"files":[{"path":"/usr/local/bin/su","mode":3565}],
 				"directories":[{"path":"/srv/shared","mode":1023},{"path":"/srv/group","mode":1533}]}`),
 			want: []Entry{
-				{Kind: KindDirectory, Path: "/srv/group", Type: TypeDirectory, Mode: ptr[uint32](0o2775), UID: root, GID: root},
-				{Kind: KindDirectory, Path: "/srv/shared", Type: TypeDirectory, Mode: ptr[uint32](0o1777), UID: root, GID: root},
-				{Kind: KindFile, Path: "/usr/local/bin/su", Type: TypeRegular, Mode: ptr[uint32](0o6755), UID: root, GID: root},
+				// Specs before 3.6.0 ignore them: optional on disk.
+				{Kind: KindDirectory, Path: "/srv/group", Type: TypeDirectory, Mode: ptr[uint32](0o775), ModeOptional: 0o2000},
+				{Kind: KindDirectory, Path: "/srv/shared", Type: TypeDirectory, Mode: ptr[uint32](0o777), ModeOptional: 0o1000},
+				{Kind: KindFile, Path: "/usr/local/bin/su", Type: TypeRegular, Mode: ptr[uint32](0o755), ModeOptional: 0o6000},
 			},
 		},
 		{
 			name: "owner and group by id",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"id":1234},"group":{"id":4321}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644, UID: ptr(1234), GID: ptr(4321)}},
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, UID: ptr(1234), GID: ptr(4321)}},
 		},
 		{
 			name: "owner and group by name in /etc",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"alice"},"group":{"name":"wheel"}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644, UID: ptr(1000), GID: ptr(10)}},
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, UID: ptr(1000), GID: ptr(10)}},
 		},
 		{
 			name: "owner and group by name in /usr/lib (nss-altfiles)",
 			cfg:  config(`"storage":{"directories":[{"path":"/var/home/core/x","user":{"name":"core"},"group":{"name":"adm"}}]}`),
-			want: []Entry{{Kind: KindDirectory, Path: "/var/home/core/x", Type: TypeDirectory, Mode: mode755, UID: ptr(1001), GID: ptr(4)}},
+			want: []Entry{{Kind: KindDirectory, Path: "/var/home/core/x", Type: TypeDirectory, UID: ptr(1001), GID: ptr(4)}},
 		},
 		{
 			name: "/etc/passwd wins over /usr/lib/passwd",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"shadowed"},"group":{"name":"shadowed"}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644, UID: ptr(1500), GID: ptr(1500)}},
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, UID: ptr(1500), GID: ptr(1500)}},
 		},
 		{
 			name: "unknown user",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"mallory"}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644, GID: root,
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular,
 				OwnerProblem: `user "mallory" does not exist in the target's passwd`}},
 		},
 		{
 			name: "unknown user and group",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"mallory"},"group":{"name":"evil"}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: mode644,
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular,
 				OwnerProblem: `user "mallory" does not exist in the target's passwd`,
 				GroupProblem: `group "evil" does not exist in the target's group file`}},
 		},
@@ -205,12 +229,12 @@ func TestDerive(t *testing.T) {
 		{
 			name: "append fragments to whatever is there",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","append":[{"source":"data:,one%0A"},{"source":"data:,two%0A"}]}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Suffix: []byte("one\ntwo\n")})},
+			want: []Entry{withContent(kept("/etc/a"), &Content{Suffix: []byte("one\ntwo\n")})},
 		},
 		{
 			name: "no source and no overwrite declares no content",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","mode":384}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: ptr[uint32](0o600), UID: root, GID: root}},
+			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: ptr[uint32](0o600)}},
 		},
 		{
 			name: "empty source is an empty file",
@@ -261,7 +285,7 @@ func TestDerive(t *testing.T) {
 				"links":[{"path":"/etc/hard","target":"/etc/target","hard":true}]}`),
 			want: []Entry{
 				{Kind: KindHardLink, Path: "/etc/hard", Type: TypeHardLink, Target: "/etc/target"},
-				file("/etc/target"),
+				kept("/etc/target"),
 			},
 		},
 		{
@@ -274,6 +298,18 @@ func TestDerive(t *testing.T) {
 				{Kind: KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: TypeNone, Enabled: ptr(true)},
 				{Kind: KindDropin, Path: "/etc/systemd/system/app.service.d/10-env.conf", Unit: "app.service", Type: TypeRegular,
 					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte("[Service]\nEnvironment=A=1\n")}},
+			},
+		},
+		{
+			// Ignition writes no unit file for empty contents, but an empty drop-in.
+			name: "unit with empty contents: no unit file",
+			cfg: config(`"systemd":{"units":[{"name":"e.service","contents":"","enabled":true,"mask":false,
+				"dropins":[{"name":"x.conf","contents":""}]}]}`),
+			want: []Entry{
+				{Kind: KindUnmask, Path: "/etc/systemd/system/e.service", Unit: "e.service", Type: TypeNotMasked},
+				{Kind: KindEnablement, Path: "/etc/systemd/system/e.service", Unit: "e.service", Type: TypeNone, Enabled: ptr(true)},
+				{Kind: KindDropin, Path: "/etc/systemd/system/e.service.d/x.conf", Unit: "e.service", Type: TypeRegular,
+					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte{}}},
 			},
 		},
 		{
@@ -342,10 +378,10 @@ func TestDerive(t *testing.T) {
 			cfg: config(`"storage":{"files":[{"path":"/z"},{"path":"/a/b"}],"directories":[{"path":"/m"}]},
 				"systemd":{"units":[{"name":"a.service","enabled":true}]}`),
 			want: []Entry{
-				file("/a/b"),
+				kept("/a/b"),
 				{Kind: KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service", Type: TypeNone, Enabled: ptr(true)},
-				{Kind: KindDirectory, Path: "/m", Type: TypeDirectory, Mode: mode755, UID: root, GID: root},
-				file("/z"),
+				{Kind: KindDirectory, Path: "/m", Type: TypeDirectory},
+				kept("/z"),
 			},
 		},
 	}
@@ -439,4 +475,24 @@ func TestDigestConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A special bit a spec ignores stays optional and keeps Ignition's warning.
+func TestSpecialBitsKeepTheWarning(t *testing.T) {
+	for _, v := range []string{"3.0.0", "3.3.0", "3.4.0", "3.5.0"} {
+		frag, err := Parse("test.ign", []byte(`{"ignition":{"version":"`+v+`"},"storage":{"files":[{"path":"/usr/bin/x","mode":2541,"contents":{"source":"data:,"}}]}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(frag.Warnings, "\n"), "setuid/setgid/sticky") {
+			t.Errorf("spec %s: warnings %q lack Ignition's on special bits", v, frag.Warnings)
+		}
+		st, err := Derive(frag.Config, emptyAccounts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := st.Entries[0]; *e.Mode != 0o755 || e.ModeOptional != 0o4000 {
+			t.Errorf("spec %s: mode %04o, optional %04o; want 0755, 4000", v, *e.Mode, e.ModeOptional)
+		}
+	}
 }

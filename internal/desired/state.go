@@ -86,8 +86,12 @@ type Entry struct {
 
 	// Mode holds the permission bits with setuid, setgid and sticky (07777).
 	Mode *uint32
-	UID  *int
-	GID  *int
+	// ModeOptional holds special bits (of 07000, never in Mode) that the
+	// node may have or not: declared by a spec that Ignition does not
+	// apply them for.
+	ModeOptional uint32
+	UID          *int
+	GID          *int
 	// OwnerProblem explains why a declared owner (user name) could not be
 	// resolved in the target root, GroupProblem why a declared group could
 	// not; they are reported as owner and group drift.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -43,6 +44,14 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 		return d.list
 	}
 	want := wantType(e.Type)
+	if e.Type == desired.TypeHardLink && ob.TargetErr == nil && ob.TargetType != ondisk.Absent && ob.TargetType != ondisk.Directory {
+		// link(2) does not follow a symlink: a hard link to one is a symlink
+		// sharing its inode (Ignition's WriteLink calls os.Link; linkEntry.create
+		// compares an existing link with its target by os.Lstat and SameFile,
+		// internal/exec/stages/files/filesystemEntries.go). The inode decides,
+		// so the type to expect is the target's own.
+		want = ob.TargetType
+	}
 	if ob.Type == ondisk.Absent {
 		d.add(Missing, fmt.Sprintf("%s does not exist", Noun(e)), want.String(), "nothing")
 		return d.list
@@ -66,9 +75,13 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 			d.add(HardLink, fmt.Sprintf("%s does not share an inode with %q", Noun(e), e.Target), e.Target, "another inode")
 		}
 	}
-	if e.Mode != nil && ob.Type != ondisk.Symlink && ob.Mode != *e.Mode {
+	if e.Mode != nil && ob.Type != ondisk.Symlink && ob.Mode&^e.ModeOptional != *e.Mode {
 		w, g := desired.FormatMode(*e.Mode), desired.FormatMode(ob.Mode)
-		d.add(Mode, fmt.Sprintf("mode mismatch for %s: want %s, got %s", Noun(e), w, g), w, g)
+		also := ""
+		if e.ModeOptional != 0 {
+			also = fmt.Sprintf(" (or with bits %s, declared but not applied by the spec)", desired.FormatMode(e.ModeOptional))
+		}
+		d.add(Mode, fmt.Sprintf("mode mismatch for %s: want %s%s, got %s", Noun(e), w, also, g), w, g)
 	}
 	if e.OwnerProblem != "" {
 		d.add(Owner, fmt.Sprintf("owner mismatch for %s: %s", Noun(e), e.OwnerProblem), "", fmt.Sprintf("%d:%d", ob.UID, ob.GID))
@@ -212,10 +225,14 @@ func isText(b []byte) bool {
 }
 
 // enabledStates satisfy `enabled: true`: systemd cannot make these units any
-// more enabled (a static unit has no [Install] section to act on).
+// more enabled (a static unit has no [Install] section to act on). Nor a unit
+// without a unit file anywhere ("not-found"): Ignition only writes a preset
+// line for it (createSystemdPresetFile in
+// internal/exec/stages/files/units.go), which `systemctl preset` skips.
 var enabledStates = map[string]bool{
 	"enabled": true, "enabled-runtime": true, "static": true, "indirect": true,
 	"generated": true, "transient": true, "alias": true, "linked": true, "linked-runtime": true,
+	"not-found": true,
 }
 
 // CompareEnablement compares a unit's declared enablement with its unit file
@@ -261,6 +278,36 @@ func CompareKernelArg(e *desired.Entry, args []string, err error) []Drift {
 		d.add(KernelArg, fmt.Sprintf("%s is present in /proc/cmdline, want it absent", Noun(e)), "absent: "+e.Arg, e.Arg)
 	}
 	return d.list
+}
+
+// CompareKernelArgNextBoot checks a declared kernel argument against the
+// next boot's command line, args, read from source (a boot loader entry).
+func CompareKernelArgNextBoot(e *desired.Entry, args []string, source string) []Drift {
+	d := newDrifts(e)
+	present := slices.Contains(args, e.Arg)
+	switch {
+	case e.ArgPresent && !present:
+		d.add(KernelArg, fmt.Sprintf("%s is missing from the next boot's command line (%s)", Noun(e), source), e.Arg, "")
+	case !e.ArgPresent && present:
+		d.add(KernelArg, fmt.Sprintf("%s is present in the next boot's command line (%s), want it absent", Noun(e), source), "absent: "+e.Arg, e.Arg)
+	}
+	return d.list
+}
+
+// PendingReboot is the notice for a declared kernel argument that the next
+// boot's command line (next, from source) satisfies and the running
+// kernel's (running) does not: a reboot will apply it. nil otherwise.
+func PendingReboot(e *desired.Entry, running, next []string, source string) *Drift {
+	inNext, inRunning := slices.Contains(next, e.Arg), slices.Contains(running, e.Arg)
+	if inNext != e.ArgPresent || inRunning == e.ArgPresent {
+		return nil
+	}
+	how := "is not in /proc/cmdline yet"
+	if !e.ArgPresent {
+		how = "is still in /proc/cmdline"
+	}
+	return &Drift{Kind: RebootPending, Entry: e.Kind, Path: e.Path, EntryID: e.ID(),
+		Message: fmt.Sprintf("reboot pending: %s %s; the next boot's command line (%s) has it as declared", Noun(e), how, source)}
 }
 
 // SplitCmdline splits a kernel command line into arguments the way the kernel

@@ -305,6 +305,23 @@ func TestCompareOnDisk(t *testing.T) {
 			want:  []drift.Drift{expect(file("/usr/bin/x", 0o755, ""), drift.Mode, `mode mismatch for file "/usr/bin/x": want 0755, got 2755`, "0755", "2755")},
 		},
 		{
+			name:  "declared setuid a spec does not apply: absent on disk",
+			setup: func(f *fixture) { f.file("/usr/bin/x", "", 0o755) },
+			entry: optionalBits(file("/usr/bin/x", 0o755, ""), 0o4000),
+		},
+		{
+			name:  "declared setuid a spec does not apply: present on disk",
+			setup: func(f *fixture) { f.file("/usr/bin/x", "", 0o4755) },
+			entry: optionalBits(file("/usr/bin/x", 0o755, ""), 0o4000),
+		},
+		{
+			name:  "declared setuid a spec does not apply: setgid gained",
+			setup: func(f *fixture) { f.file("/usr/bin/x", "", 0o6755) },
+			entry: optionalBits(file("/usr/bin/x", 0o755, ""), 0o4000),
+			want: []drift.Drift{expect(optionalBits(file("/usr/bin/x", 0o755, ""), 0o4000), drift.Mode,
+				`mode mismatch for file "/usr/bin/x": want 0755 (or with bits 4000, declared but not applied by the spec), got 6755`, "0755", "6755")},
+		},
+		{
 			name:  "sticky bit lost on a directory",
 			setup: func(f *fixture) { f.dir("/srv/tmp", 0o777) },
 			entry: dir("/srv/tmp", 0o1777),
@@ -454,6 +471,31 @@ func TestCompareOnDisk(t *testing.T) {
 			name:  "hard link sharing the inode",
 			setup: func(f *fixture) { f.file("/etc/target", "t", 0o644); f.link("/etc/hard", "/etc/target") },
 			entry: hardlink("/etc/hard", "/etc/target"),
+		},
+		{
+			// link(2) does not follow a symlink: the link is a symlink too.
+			name:  "hard link to a symbolic link, sharing its inode",
+			setup: func(f *fixture) { f.symlink("/etc/sym", "target"); f.link("/etc/hard", "/etc/sym") },
+			entry: hardlink("/etc/hard", "/etc/sym"),
+		},
+		{
+			name:  "hard link to a fifo, sharing its inode",
+			setup: func(f *fixture) { f.fifo("/etc/fifo"); f.link("/etc/hard", "/etc/fifo") },
+			entry: hardlink("/etc/hard", "/etc/fifo"),
+		},
+		{
+			name:  "hard link to a symbolic link replaced by an identical symlink",
+			setup: func(f *fixture) { f.symlink("/etc/sym", "target"); f.symlink("/etc/hard", "target") },
+			entry: hardlink("/etc/hard", "/etc/sym"),
+			want: []drift.Drift{expect(hardlink("/etc/hard", "/etc/sym"), drift.HardLink,
+				`hard link "/etc/hard" does not share an inode with "/etc/sym"`, "/etc/sym", "another inode")},
+		},
+		{
+			name:  "hard link to a symbolic link replaced by a regular file",
+			setup: func(f *fixture) { f.symlink("/etc/sym", "target"); f.file("/etc/hard", "t", 0o644) },
+			entry: hardlink("/etc/hard", "/etc/sym"),
+			want: []drift.Drift{expect(hardlink("/etc/hard", "/etc/sym"), drift.Type,
+				`type mismatch for hard link "/etc/hard": want symbolic link, got regular file`, "symbolic link", "regular file")},
 		},
 		{
 			name:  "hard link broken into a copy",
@@ -710,7 +752,8 @@ func TestCompareEnablement(t *testing.T) {
 		{on, "linked", nil, nil},
 		{on, "disabled", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is disabled, want enabled`, "enabled", "disabled")}},
 		{on, "masked", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is masked, want enabled`, "enabled", "masked")}},
-		{on, "not-found", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is not-found, want enabled`, "enabled", "not-found")}},
+		// No unit file anywhere: Ignition writes only a preset line, as for a static unit.
+		{on, "not-found", nil, nil},
 		{off, "disabled", nil, nil},
 		{off, "static", nil, nil},
 		{off, "masked", nil, nil},
@@ -840,4 +883,9 @@ func TestDriftNames(t *testing.T) {
 			t.Errorf("Noun(%+v) = %q, want %q", e, got, want)
 		}
 	}
+}
+
+func optionalBits(e desired.Entry, bits uint32) desired.Entry {
+	e.ModeOptional = bits
+	return e
 }

@@ -36,6 +36,9 @@ const (
 	// Unverifiable is a notice, not drift: the content of a file from a remote
 	// source without a verification hash cannot be checked without fetching it.
 	Unverifiable Kind = "unverifiable"
+	// RebootPending is a notice, not drift: the next boot's kernel command
+	// line has a declared argument as declared, the running kernel's not.
+	RebootPending Kind = "reboot-pending"
 )
 
 // Drift is one difference between an entry and the disk.

@@ -45,10 +45,11 @@ type file struct {
 }
 
 type directory struct {
-	Path  string `json:"path"`
-	Mode  *int   `json:"mode,omitempty"`
-	User  *owner `json:"user,omitempty"`
-	Group *owner `json:"group,omitempty"`
+	Path      string `json:"path"`
+	Overwrite *bool  `json:"overwrite,omitempty"`
+	Mode      *int   `json:"mode,omitempty"`
+	User      *owner `json:"user,omitempty"`
+	Group     *owner `json:"group,omitempty"`
 }
 
 type link struct {
@@ -191,6 +192,8 @@ type fixture struct {
 	apply config
 	// declare is the config drift-monitor is given; the zero value means apply.
 	declare *config
+	// prepare is what the host has before Ignition runs.
+	prepare prepare
 	// fixup does, after Ignition, what Ignition 2.14 cannot; each use says why.
 	fixup func(t *testing.T, root string)
 }
@@ -199,7 +202,7 @@ type fixture struct {
 // (outside the root), and returns both paths.
 func (f fixture) provision(t *testing.T) (root, cfgFile string) {
 	t.Helper()
-	root = applyIgnition(t, f.apply.json())
+	root = applyIgnition(t, f.apply.json(), f.prepare)
 	if f.fixup != nil {
 		f.fixup(t, root)
 	}
@@ -415,3 +418,95 @@ var kernelArgs = fixture{apply: config{
 	Storage:         &storage{Files: []file{{Path: "/etc/kargs-witness", Mode: mode(0o644), Contents: plainURL("x")}}},
 	KernelArguments: &kernelArguments{ShouldExist: []string{"drift_monitor.conformance=1"}, ShouldNotExist: []string{"quiet"}},
 }}
+
+// preexisting declares nodes the image holds before Ignition runs, without
+// a mode or owner where Ignition keeps the existing node's (append only, no
+// contents, a directory without overwrite), next to ones it creates afresh.
+var preexisting = fixture{prepare: prepare{
+	before: func(t *testing.T, root string) {
+		mustMkdir(t, at(root, "/etc/pre"), 0o755)
+		for _, n := range []struct {
+			path     string
+			dir      bool
+			mode     os.FileMode
+			uid, gid int
+		}{
+			{"/etc/pre/appended", false, 0o600, 1000, 1000},
+			{"/etc/pre/kept", false, 0o640, 1001, 1000},
+			{"/etc/pre/kept-mode", false, 0o644, 1000, 1001},
+			{"/etc/pre/owned", false, 0o660, 1001, 1001},
+			{"/var/pre", true, 0o700, 1000, 1000},
+			{"/var/pre-owned", true, 0o750, 1001, 1001},
+			{"/var/pre-replaced", true, 0o700, 1000, 1000},
+		} {
+			if n.dir {
+				mustMkdir(t, at(root, n.path), n.mode)
+			} else {
+				mustWrite(t, at(root, n.path), "from the image\n", n.mode)
+			}
+			chmod(t, root, n.path, uint32(n.mode))
+			chown(t, root, n.path, n.uid, n.gid)
+		}
+	}},
+	apply: config{
+		Ignition: version{"3.3.0"},
+		Storage: &storage{
+			Files: []file{
+				{Path: "/etc/pre/appended", Append: []resource{*percentURL("from Ignition\n")}},
+				{Path: "/etc/pre/kept"},
+				{Path: "/etc/pre/kept-mode", Mode: mode(0o600)},
+				{Path: "/etc/pre/owned", User: named("core")},
+				{Path: "/etc/pre/new-append", Append: []resource{*percentURL("created by appending\n")}},
+				{Path: "/etc/pre/new-empty"},
+			},
+			Directories: []directory{
+				{Path: "/var/pre"},
+				{Path: "/var/pre-owned", User: named("core")},
+				{Path: "/var/pre-replaced", Overwrite: ptr(true)},
+			},
+		},
+	},
+}
+
+// unitsWithoutFiles declares units Ignition writes no file for: empty
+// contents (an empty drop-in is written) and enablement only, with no unit
+// file anywhere (Ignition writes a preset line, which preset-all skips).
+var unitsWithoutFiles = fixture{apply: config{
+	Ignition: version{"3.3.0"},
+	Systemd: &systemd{Units: []unit{
+		{Name: "empty.service", Enabled: ptr(true), Contents: ptr(""),
+			Dropins: []dropin{{Name: "10-empty.conf", Contents: ptr("")}}},
+		{Name: "ghost.service", Enabled: ptr(true)},
+	}},
+}}
+
+// hardLinkToSymlink: Ignition's os.Link does not follow a symlink target, so
+// the hard link is a second name of the symlink's inode.
+var hardLinkToSymlink = fixture{apply: config{
+	Ignition: version{"3.3.0"},
+	Storage: &storage{
+		Files: []file{{Path: "/etc/hl/real", Mode: mode(0o644), Contents: plainURL("real")}},
+		Links: []link{
+			{Path: "/etc/hl/sym", Target: "real"},
+			{Path: "/etc/hl/deeper/hard", Target: "/etc/hl/sym", Hard: true},
+		},
+	},
+}}
+
+// rhel8Keys is a RHEL 8 host (RHCOS 4.12 and older are alike): its Ignition
+// build writes SSH keys to ~/.ssh/authorized_keys
+// (WRITE_AUTHORIZED_KEYS_FRAGMENT false, internal/distro/distro.go), which
+// Ignition 2.14 takes from its environment too.
+var rhel8Keys = fixture{
+	prepare: prepare{
+		before: func(t *testing.T, root string) {
+			mustMkdir(t, at(root, "/usr/lib"), 0o755)
+			mustWrite(t, at(root, "/usr/lib/os-release"), "NAME=\"Red Hat Enterprise Linux\"\nID=\"rhel\"\nVERSION_ID=\"8.6\"\n", 0o644)
+		},
+		env: []string{"IGNITION_WRITE_AUTHORIZED_KEYS_FRAGMENT=false"},
+	},
+	apply: config{
+		Ignition: version{"3.3.0"},
+		Passwd:   &passwd{Users: []user{{Name: "core", SSHAuthorizedKeys: []string{coreKey1, coreKey2}}}},
+	},
+}

@@ -121,9 +121,9 @@ var accounts = []account{{"core", 1000}, {"alice", 1001}}
 // applyIgnition provisions a fresh root with cfgJSON the way a first boot
 // does: Ignition's fetch-offline and files stages, then systemctl preset for
 // every unit the config declares `enabled` for. It returns the root.
-func applyIgnition(t *testing.T, cfgJSON []byte) string {
+func applyIgnition(t *testing.T, cfgJSON []byte, prep prepare) string {
 	t.Helper()
-	root, log, err := runIgnition(t, cfgJSON)
+	root, log, err := runIgnition(t, cfgJSON, prep)
 	if err != nil {
 		t.Fatalf("%v\nconfig:\n%s\nIgnition's log:\n%s", err, cfgJSON, log)
 	}
@@ -132,7 +132,7 @@ func applyIgnition(t *testing.T, cfgJSON []byte) string {
 			t.Logf("Ignition: %s", line)
 		}
 	}
-	if units := presetUnits(t, cfgJSON); len(units) > 0 {
+	if units := presetUnits(t, root, cfgJSON); len(units) > 0 {
 		systemctl(t, root, append([]string{"preset"}, units...)...)
 	}
 	return root
@@ -140,7 +140,17 @@ func applyIgnition(t *testing.T, cfgJSON []byte) string {
 
 // runIgnition runs Ignition's fetch-offline and files stages for cfgJSON on
 // a fresh root, and returns the root and Ignition's log.
-func runIgnition(t *testing.T, cfgJSON []byte) (root, log string, err error) {
+// prepare is what a host has before Ignition runs.
+type prepare struct {
+	// before, when not nil, writes in the root what the image holds already.
+	before func(t *testing.T, root string)
+	// env is added to Ignition's environment: the build settings a
+	// distribution bakes in can be set there (IGNITION_WRITE_AUTHORIZED_KEYS_FRAGMENT,
+	// internal/distro/distro.go).
+	env []string
+}
+
+func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, err error) {
 	t.Helper()
 	// Not t.TempDir: its directories are 0700 and Ignition writes SSH keys as
 	// the user, who must be able to reach the root's /home.
@@ -166,6 +176,9 @@ func runIgnition(t *testing.T, cfgJSON []byte) (root, log string, err error) {
 	}
 	mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
 	writeAccounts(t, root)
+	if prep.before != nil {
+		prep.before(t, root)
+	}
 	// Ignition relabels with setfiles at the end of the files stage; without
 	// SELinux a stub that swallows the list of paths is enough.
 	mustWrite(t, filepath.Join(bin, "setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n", 0o755)
@@ -175,6 +188,7 @@ func runIgnition(t *testing.T, cfgJSON []byte) (root, log string, err error) {
 	env := append(os.Environ(),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"IGNITION_CONFIG_FILE="+cfgPath)
+	env = append(env, prep.env...)
 	common := []string{"-platform", "file", "-root", root,
 		"-config-cache", filepath.Join(run, "cache.json"),
 		"-state-file", filepath.Join(run, "state"), "-log-to-stdout"}
@@ -210,7 +224,11 @@ func ignitionLog(s string) string {
 
 // presetUnits lists the units a config declares `enabled` for: Ignition only
 // writes them into a preset file, and first boot applies it.
-func presetUnits(t *testing.T, cfgJSON []byte) []string {
+//
+// Units with no unit file in the root are left out: first boot's preset-all
+// knows only the units that exist, and `systemctl preset NAME` fails on one
+// that does not.
+func presetUnits(t *testing.T, root string, cfgJSON []byte) []string {
 	t.Helper()
 	var cfg struct {
 		Systemd struct {
@@ -225,7 +243,7 @@ func presetUnits(t *testing.T, cfgJSON []byte) []string {
 	}
 	var units []string
 	for _, u := range cfg.Systemd.Units {
-		if u.Enabled != nil {
+		if u.Enabled != nil && unitFileExists(root, u.Name) {
 			units = append(units, u.Name)
 		}
 	}
@@ -562,4 +580,21 @@ func mustWrite(t *testing.T, p, content string, mode os.FileMode) {
 	if err := os.WriteFile(p, []byte(content), mode); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// unitFileExists reports whether root holds a unit file for name (or, for an
+// instance, its template) in /etc or /usr/lib.
+func unitFileExists(root, name string) bool {
+	names := []string{name}
+	if at := strings.IndexByte(name, '@'); at >= 0 {
+		names = append(names, name[:at+1]+name[strings.LastIndexByte(name, '.'):])
+	}
+	for _, dir := range []string{"etc/systemd/system", "usr/lib/systemd/system"} {
+		for _, n := range names {
+			if _, err := os.Lstat(filepath.Join(root, dir, n)); err == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
