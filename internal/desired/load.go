@@ -152,6 +152,9 @@ type Fragment struct {
 	Config types.Config
 	// Warnings are Ignition's non-fatal findings (deprecations, unused keys).
 	Warnings []string
+	// Unfetched are the child configs (ignition.config.merge, replace) that
+	// need the network: Config lacks what they declare.
+	Unfetched []Unfetched
 	// validated: Config passed Ignition's validation with the newest spec's
 	// rules as it is (Parse of an Ignition config); Merge need not validate
 	// it again when it is the only fragment.
@@ -218,12 +221,15 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		if err != nil {
 			return frag, reportError(file, raw, rpt, err, true)
 		}
-		if ctx, err := undecodable(cfg); err != nil {
-			return frag, &LoadError{File: file, Context: ctx, Err: err}
-		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
 		frag.validated = true
+		if err := resolveChildren(&frag); err != nil {
+			return frag, &LoadError{File: file, Err: err}
+		}
+		if ctx, err := undecodable(frag.Config); err != nil {
+			return frag, &LoadError{File: file, Context: ctx, Err: err}
+		}
 		return frag, nil
 	}
 	if len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null" {
@@ -239,11 +245,14 @@ func Parse(file string, raw []byte) (Fragment, error) {
 			}
 			return frag, le
 		}
-		if ctx, err := undecodable(cfg); err != nil {
-			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
-		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
+		if err := resolveChildren(&frag); err != nil {
+			return frag, &LoadError{File: file, Context: "spec.config", Err: err}
+		}
+		if ctx, err := undecodable(frag.Config); err != nil {
+			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
+		}
 	} else {
 		frag.Config.Ignition.Version = types.MaxVersion.String()
 	}
@@ -587,10 +596,23 @@ func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (St
 		return State{}, err
 	}
 	for _, f := range frags {
+		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)
 		for _, w := range f.Warnings {
 			st.Warnings = append(st.Warnings, f.File+": "+w)
 		}
 	}
 	return st, nil
+}
+
+// hostPath is file as the host under root sees it: file without root.
+func hostPath(root, file string) string {
+	if rel, err := filepath.Rel(root, file); err == nil && root != "" && filepath.Clean(root) != "/" &&
+		rel != ".." && !strings.HasPrefix(rel, "../") {
+		return "/" + rel
+	}
+	if abs, err := filepath.Abs(file); err == nil {
+		return abs
+	}
+	return file
 }
