@@ -52,10 +52,15 @@ type Unfetched struct {
 	// Replace: the child replaces its parent, so nothing of the parent is
 	// checked either.
 	Replace bool
+	// Why, when set, is what the notice says instead of "never fetched".
+	Why string
 }
 
 // unverifiable is the text of its notice.
 func (u Unfetched) unverifiable() string {
+	if u.Why != "" {
+		return u.Why
+	}
 	if u.Replace {
 		return "it is never fetched (it needs the network) and replaces the config that references it: " +
 			"nothing that config declares is checked, and nothing the child declares is known"

@@ -155,6 +155,8 @@ type Fragment struct {
 	// Unfetched are the child configs (ignition.config.merge, replace) that
 	// need the network: Config lacks what they declare.
 	Unfetched []Unfetched
+	// machineConfig: the fragment is a MachineConfig, written by the MCD.
+	machineConfig bool
 	// validated: Config passed Ignition's validation with the newest spec's
 	// rules as it is (Parse of an Ignition config); Merge need not validate
 	// it again when it is the only fragment.
@@ -230,10 +232,24 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		if ctx, err := undecodable(frag.Config); err != nil {
 			return frag, &LoadError{File: file, Context: ctx, Err: err}
 		}
+		if ctx, err := negativeIDs(frag.Config, 0); err != nil {
+			return frag, &LoadError{File: file, Context: ctx, Err: err}
+		}
 		return frag, nil
 	}
-	if len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null" {
-		cfg, rpt, err := parseIgnition(mc.Spec.Config, configVersion(mc.Spec.Config))
+	frag.machineConfig = true
+	specVersion := configVersion(mc.Spec.Config)
+	switch {
+	case strings.HasPrefix(specVersion, "2."):
+		// The MCO translates a spec 2.x config with ign-converter, which
+		// drift-monitor does not carry (nor does Ignition's config module):
+		// say so rather than refuse the node's kernel arguments too.
+		frag.Config.Ignition.Version = types.MaxVersion.String()
+		frag.Unfetched = []Unfetched{{Ref: "spec.config", Source: "Ignition spec " + specVersion,
+			Why: "drift-monitor reads Ignition spec 3.x only (the machine-config operator translates 2.x with ign-converter): " +
+				"nothing spec.config declares is checked, only the kernel arguments"}}
+	case len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null":
+		cfg, rpt, err := parseIgnition(mc.Spec.Config, specVersion)
 		if err != nil {
 			// Positions would point into the re-encoded spec.config, not into the
 			// file: report the config path only.
@@ -253,13 +269,29 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		if ctx, err := undecodable(frag.Config); err != nil {
 			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
 		}
-	} else {
+		if ctx, err := negativeIDs(frag.Config, -1); err != nil {
+			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
+		}
+	default:
 		frag.Config.Ignition.Version = types.MaxVersion.String()
+	}
+	// kernelArguments is a list in which repeats are normal (hugepagesz=1G
+	// hugepages=4 hugepagesz=2M hugepages=4): the MCD checks that every
+	// declared argument is on the command line (machine-config-operator
+	// pkg/daemon/daemon.go, validateKernelArguments), not Ignition's
+	// shouldExist set, whose validation forbids duplicates. One entry per
+	// distinct argument is that check.
+	seen := map[types.KernelArgument]bool{}
+	for _, a := range frag.Config.KernelArguments.ShouldExist {
+		seen[a] = true
 	}
 	for _, s := range mc.Spec.KernelArguments {
 		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
 		for _, a := range splitKernelArguments(s) {
-			frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, types.KernelArgument(a))
+			if ka := types.KernelArgument(a); !seen[ka] {
+				seen[ka] = true
+				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
+			}
 		}
 	}
 	return frag, nil
@@ -279,6 +311,42 @@ func undecodable(cfg types.Config) (context string, err error) {
 		}
 		if _, err := fileContent(f); err != nil {
 			return fmt.Sprintf("$.storage.files.%d", i), err
+		}
+	}
+	return "", nil
+}
+
+// negativeIDs refuses a user or group id below min. Ignition validates no
+// sign and hands the id to chown, where -1 means "unchanged" and other
+// negative values wrap to ids nobody declares: in an Ignition config (min 0)
+// any negative id is a mistake. The MCD writes MachineConfigs, whose -1
+// means "leave as created" (min -1; see node).
+func negativeIDs(cfg types.Config, min int) (context string, err error) {
+	check := func(list string, i int, n types.Node) (string, error) {
+		for _, id := range []struct {
+			what string
+			v    *int
+		}{{"user", n.User.ID}, {"group", n.Group.ID}} {
+			if id.v != nil && *id.v < min {
+				return fmt.Sprintf("$.storage.%s.%d.%s.id", list, i, id.what),
+					fmt.Errorf("%s id %d is negative: not an id", id.what, *id.v)
+			}
+		}
+		return "", nil
+	}
+	for i, f := range cfg.Storage.Files {
+		if ctx, err := check("files", i, f.Node); err != nil {
+			return ctx, err
+		}
+	}
+	for i, d := range cfg.Storage.Directories {
+		if ctx, err := check("directories", i, d.Node); err != nil {
+			return ctx, err
+		}
+	}
+	for i, l := range cfg.Storage.Links {
+		if ctx, err := check("links", i, l.Node); err != nil {
+			return ctx, err
 		}
 	}
 	return "", nil
@@ -402,16 +470,29 @@ type machineConfig struct {
 func asMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
 	var probe struct {
 		Kind     *string `json:"kind"`
-		Ignition struct {
+		Ignition *struct {
 			Version string `json:"version"`
 		} `json:"ignition"`
+		Spec *struct {
+			Config json.RawMessage `json:"config"`
+		} `json:"spec"`
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil || probe.Kind == nil {
+	err = json.Unmarshal(raw, &probe)
+	// The MCD's /etc/machine-config-daemon/currentconfig is a MachineConfig
+	// that lost its kind and apiVersion (a typed object from the informer's
+	// cache, marshalled: machine-config-operator pkg/daemon/daemon.go,
+	// storeCurrentConfigOnDisk). Its shape tells it: a spec holding a config,
+	// and no ignition section of its own.
+	currentConfig := err == nil && probe.Kind == nil && probe.Ignition == nil && probe.Spec != nil && len(probe.Spec.Config) > 0
+	if !currentConfig && (err != nil || probe.Kind == nil) {
 		// Not a MachineConfig; Ignition's parser reports syntax errors with
 		// positions.
-		return machineConfig{}, false, probe.Ignition.Version, nil
+		if probe.Ignition != nil {
+			version = probe.Ignition.Version
+		}
+		return machineConfig{}, false, version, nil
 	}
-	if *probe.Kind != "MachineConfig" {
+	if !currentConfig && *probe.Kind != "MachineConfig" {
 		return machineConfig{}, false, "", fmt.Errorf("unsupported object kind %q (want an Ignition config or kind: MachineConfig)", *probe.Kind)
 	}
 	if err := json.Unmarshal(raw, &mc); err != nil {
@@ -595,6 +676,7 @@ func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (St
 	if err != nil {
 		return State{}, err
 	}
+	emptyDropins(&st, frags)
 	for _, f := range frags {
 		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)
@@ -615,4 +697,30 @@ func hostPath(root, file string) string {
 		return abs
 	}
 	return file
+}
+
+// emptyDropins lets a drop-in declared empty by a MachineConfig be absent:
+// the MCD deletes an empty drop-in instead of writing it
+// (machine-config-operator pkg/daemon/update.go, writeUnits: "Dropin for %s
+// has no content, skipping write"); Ignition writes it empty.
+func emptyDropins(st *State, frags []Fragment) {
+	mcEmpty := map[string]bool{}
+	for _, f := range frags {
+		if !f.machineConfig {
+			continue
+		}
+		for _, u := range f.Config.Systemd.Units {
+			for _, d := range u.Dropins {
+				if d.Contents != nil && *d.Contents == "" {
+					mcEmpty[path.Join(unitDir, u.Name+".d", d.Name)] = true
+				}
+			}
+		}
+	}
+	for i := range st.Entries {
+		e := &st.Entries[i]
+		if e.Kind == KindDropin && mcEmpty[e.Path] && e.Content != nil && len(e.Content.Exact) == 0 {
+			e.MayBeAbsent = true
+		}
+	}
 }

@@ -108,6 +108,11 @@ type Entry struct {
 	// Enabled is the declared enablement of Unit (enablement entries).
 	Enabled *bool
 
+	// MayBeAbsent: nothing at Path satisfies the entry too. The MCD deletes
+	// a drop-in whose contents are empty instead of writing it
+	// (machine-config-operator pkg/daemon/update.go, writeUnits).
+	MayBeAbsent bool
+
 	// Arg and ArgPresent declare a kernel argument that must (or must not) be
 	// on the running kernel's command line.
 	Arg        string

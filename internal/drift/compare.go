@@ -44,6 +44,9 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 	}
 	want := wantType(e.Type)
 	if ob.Type == ondisk.Absent {
+		if e.MayBeAbsent {
+			return nil
+		}
 		d.add(Missing, fmt.Sprintf("%s does not exist", Noun(e)), want.String(), "nothing")
 		return d.list
 	}

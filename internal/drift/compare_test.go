@@ -675,6 +675,21 @@ func TestCompareObservations(t *testing.T) {
 			ob:    ondisk.Observation{Type: ondisk.Absent},
 		},
 		{
+			name: "an empty MachineConfig drop-in may be absent",
+			entry: func() desired.Entry {
+				e := file("/etc/systemd/system/a.service.d/x.conf", 0o644, "")
+				e.MayBeAbsent = true
+				return e
+			}(),
+			ob: ondisk.Observation{Type: ondisk.Absent},
+		},
+		{
+			name:  "but not a directory in its place",
+			entry: func() desired.Entry { e := file("/etc/a", 0o644, ""); e.MayBeAbsent = true; return e }(),
+			ob:    ondisk.Observation{Type: ondisk.Directory, Mode: 0o755},
+			want:  []drift.Drift{expect(file("/etc/a", 0o644, ""), drift.Type, `type mismatch for file "/etc/a": want regular file, got directory`, "regular file", "directory")},
+		},
+		{
 			name:  "mask: observation error",
 			entry: mask("a.service"),
 			ob:    ondisk.Observation{Err: unix.EIO},

@@ -92,7 +92,7 @@ func Noun(e *desired.Entry) string {
 	case desired.KindKernelArg:
 		return fmt.Sprintf("kernel argument %q", e.Arg)
 	case desired.KindConfig:
-		return fmt.Sprintf("child config %s of %q", Escape(e.Target), e.Path)
+		return fmt.Sprintf("%s of config %q", Escape(e.Target), e.Path)
 	}
 	return fmt.Sprintf("%q", e.Path)
 }
