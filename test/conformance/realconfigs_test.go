@@ -136,3 +136,86 @@ func applyOnImage(t *testing.T, cfgJSON []byte, units []mcUnit) string {
 	}
 	return root
 }
+
+// mcdConfig is a MachineConfig with what the MCD writes and Ignition's
+// shouldExist cannot say: repeated kernel arguments, an empty drop-in, and
+// ids of -1.
+const mcdSpecConfig = `{"ignition":{"version":"3.2.0"},
+ "storage":{"files":[{"path":"/etc/mcd/unowned.conf","mode":420,"user":{"id":-1},"group":{"id":-1},
+   "contents":{"source":"data:,as%20created%0A"}}]},
+ "systemd":{"units":[{"name":"crio.service","dropins":[{"name":"10-mco-default-madv.conf","contents":""},
+   {"name":"20-nice.conf","contents":"[Service]\nNice=5\n"}]}]}}`
+
+const mcdKargs = `["hugepagesz=1G hugepages=4 hugepagesz=2M hugepages=4","y=0","z=4","y=1","z=4"]`
+
+// TestMachineConfigAsTheMCDWrites: the MCD's rules hold on a root Ignition
+// wrote from a MachineConfig, for its YAML-less JSON form and for the
+// currentconfig the MCD keeps (no kind, no apiVersion).
+func TestMachineConfigAsTheMCDWrites(t *testing.T) {
+	requireTier(t)
+	forms := map[string]string{
+		"MachineConfig": `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"99-mcd"},` +
+			`"spec":{"config":` + mcdSpecConfig + `,"kernelArguments":` + mcdKargs + `}}`,
+		"currentconfig": `{"metadata":{"name":"rendered-worker-0"},"spec":{"config":` + mcdSpecConfig +
+			`,"kernelArguments":` + mcdKargs + `,"osImageURL":""},"status":{}}`,
+	}
+	tests := []struct {
+		name   string
+		mutate func(t *testing.T, root string)
+		want   []key
+	}{
+		{name: "empty drop-in deleted, as the MCD does",
+			mutate: func(t *testing.T, r string) { remove(t, r, unitDir+"/crio.service.d/10-mco-default-madv.conf") }},
+		{name: "empty drop-in left empty, as Ignition writes it"},
+		{name: "the -1 file's owner changed: none is desired",
+			mutate: func(t *testing.T, r string) { chown(t, r, "/etc/mcd/unowned.conf", 1000, 1000) }},
+		{name: "the empty drop-in gained content",
+			mutate: func(t *testing.T, r string) {
+				rewrite(t, r, unitDir+"/crio.service.d/10-mco-default-madv.conf", "[Service]\nNice=-5\n")
+			},
+			want: []key{unitDrift("content", "dropin", "crio.service", unitDir+"/crio.service.d/10-mco-default-madv.conf")}},
+	}
+	for form, doc := range forms {
+		for _, tt := range tests {
+			t.Run(form+"/"+tt.name, func(t *testing.T) {
+				root := applyIgnition(t, []byte(mcdSpecConfig))
+				if tt.mutate != nil {
+					tt.mutate(t, root)
+				}
+				name := "99-mcd.json"
+				if form == "currentconfig" {
+					name = "currentconfig"
+				}
+				cfg := filepath.Join(filepath.Dir(root), name)
+				mustWrite(t, cfg, doc, 0o600)
+				exit, rep := check(t, root, cfg)
+				if len(tt.want) == 0 {
+					wantClean(t, root, exit, rep)
+				} else {
+					wantDrift(t, root, exit, rep, tt.want)
+				}
+				var args []string
+				for _, n := range rep.Notices {
+					if n.Entry == "kernel-argument" {
+						args = append(args, n.Message)
+					}
+				}
+				if len(args) != 6 {
+					t.Errorf("%d kernel-argument notices, want one per distinct argument (6): %v", len(args), args)
+				}
+			})
+		}
+	}
+}
+
+// TestNegativeIDInIgnitionConfig: outside a MachineConfig a negative id is
+// a mistake, refused with exit 2 and the file named.
+func TestNegativeIDInIgnitionConfig(t *testing.T) {
+	requireTier(t)
+	cfg := filepath.Join(t.TempDir(), "10-negative.ign")
+	mustWrite(t, cfg, `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/x","user":{"id":-1}}]}}`, 0o600)
+	r := runBinary(t, "check", "--root", t.TempDir(), "--config", cfg)
+	if r.exit != 2 || !strings.Contains(r.stderr, cfg) || !strings.Contains(r.stderr, "user id -1 is negative") {
+		t.Errorf("exit %d, stderr %q: want exit 2 naming %s and the negative id", r.exit, r.stderr, cfg)
+	}
+}
