@@ -302,6 +302,10 @@ func Notice(e *desired.Entry) *Drift {
 	if e.Content == nil || e.Content.Unverifiable == "" {
 		return nil
 	}
+	msg := fmt.Sprintf("content of %s is not verified: %s", Noun(e), e.Content.Unverifiable)
+	if e.Kind == desired.KindConfig {
+		msg = fmt.Sprintf("%s is not checked: %s", Noun(e), e.Content.Unverifiable)
+	}
 	return &Drift{Kind: Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User,
-		Message: fmt.Sprintf("content of %s is not verified: %s", Noun(e), e.Content.Unverifiable), EntryID: e.ID()}
+		Message: msg, EntryID: e.ID()}
 }

@@ -806,6 +806,13 @@ func TestNotice(t *testing.T) {
 	if diff := cmp.Diff(want, drift.Notice(&e)); diff != "" {
 		t.Errorf("Notice (-want +got):\n%s", diff)
 	}
+	child := desired.Entry{Kind: desired.KindConfig, Type: desired.TypeNone, Path: "/etc/node.ign",
+		Target: "ignition.config.merge.0 (https://example.com/c\x1b.ign)", Content: &desired.Content{Unverifiable: "it is never fetched"}}
+	want = &drift.Drift{Kind: drift.Unverifiable, Entry: desired.KindConfig, Path: "/etc/node.ign", EntryID: child.ID(),
+		Message: `ignition.config.merge.0 (https://example.com/c\x1b.ign) of config "/etc/node.ign" is not checked: it is never fetched`}
+	if diff := cmp.Diff(want, drift.Notice(&child)); diff != "" {
+		t.Errorf("Notice of a child config (-want +got):\n%s", diff)
+	}
 	for _, e := range []desired.Entry{file("/etc/a", 0o644, "x"), dir("/etc", 0o755)} {
 		if n := drift.Notice(&e); n != nil {
 			t.Errorf("Notice(%s) = %+v, want nil", e.Path, n)

@@ -65,6 +65,8 @@ func TestChildConfigs(t *testing.T) {
 		mutate  func(t *testing.T, root string)
 		want    []key
 		notices []key // the config notices, exactly
+		// nothingChecked: a remote replace leaves no entry to check.
+		nothingChecked bool
 	}{
 		{name: "merge: clean", fixture: mergeFixture},
 		{name: "merge: the child's file mutated", fixture: mergeFixture,
@@ -88,7 +90,7 @@ func TestChildConfigs(t *testing.T) {
 			notices: []key{drifted("unverifiable", "config", "")}},
 		{name: "remote replace: a notice, nothing of the parent checked", fixture: remoteReplce,
 			mutate:  func(t *testing.T, r string) { rewrite(t, r, "/etc/children/parent.conf", "tampered\n") },
-			notices: []key{drifted("unverifiable", "config", "")}},
+			notices: []key{drifted("unverifiable", "config", "")}, nothingChecked: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,9 +99,14 @@ func TestChildConfigs(t *testing.T) {
 				tt.mutate(t, root)
 			}
 			exit, rep := check(t, root, cfg)
-			if len(tt.want) == 0 {
+			switch {
+			case tt.nothingChecked:
+				if exit != 0 || len(rep.Drift) != 0 || rep.Checked != 0 {
+					t.Errorf("exit %d, drift %v, %d checked: want exit 0, no drift, nothing checked", exit, keys(rep.Drift), rep.Checked)
+				}
+			case len(tt.want) == 0:
 				wantClean(t, root, exit, rep)
-			} else {
+			default:
 				wantDrift(t, root, exit, rep, tt.want)
 			}
 			var notices []key
