@@ -34,6 +34,44 @@ import (
 // arn) needs the network and is never fetched: the child becomes an
 // Unfetched, reported as an unverifiable notice.
 
+// Supplies are local copies of remote children, so that what they declare
+// is checked without fetching anything: a file named *.child among the
+// config files (in the desired-state locations, or given with --config)
+// whose SHA-512 or SHA-256 equals a remote child's verification.hash is that
+// child's (decompressed) bytes, as Ignition would have verified them. A
+// remote child without verification.hash cannot be matched to a file: it
+// stays unfetched.
+type Supplies struct {
+	byHash map[string][]byte // "sha512-<hex>", "sha256-<hex>"
+	file   map[string]string // hash: the file
+	used   map[string]bool   // file: matched by a child
+	order  []string
+}
+
+func (s *Supplies) add(file string, raw []byte) {
+	if s.byHash == nil {
+		s.byHash, s.file, s.used = map[string][]byte{}, map[string]string{}, map[string]bool{}
+	}
+	s512, s256 := sha512.Sum512(raw), sha256.Sum256(raw)
+	for _, h := range []string{"sha512-" + hex.EncodeToString(s512[:]), "sha256-" + hex.EncodeToString(s256[:])} {
+		s.byHash[h], s.file[h] = raw, file
+	}
+	s.order = append(s.order, file)
+}
+
+// lookup returns the bytes whose digest is hash (as a config declares it).
+func (s Supplies) lookup(hash string) ([]byte, string, bool) {
+	algo, sum, _ := strings.Cut(hash, "-")
+	h := strings.ToLower(algo) + "-" + strings.ToLower(sum)
+	raw, ok := s.byHash[h]
+	if ok {
+		s.used[s.file[h]] = true
+	}
+	return raw, s.file[h], ok
+}
+
+func (s Supplies) files() []string { return s.order }
+
 // maxChildDepth bounds the nesting of data-URL children. Each level is
 // strictly smaller than its parent, so nesting ends anyway; the bound keeps a
 // hostile config from costing more than a plain one of its size.
@@ -72,7 +110,7 @@ func (u Unfetched) unverifiable() string {
 // renderChildren resolves cfg's child configs as Ignition does (see above).
 // It returns the rendered config, the children it could not fetch, and the
 // warnings of the children's parsing, prefixed with their reference.
-func renderChildren(cfg types.Config, ref string, depth int) (types.Config, []Unfetched, []string, error) {
+func renderChildren(cfg types.Config, ref string, depth int, sup Supplies) (types.Config, []Unfetched, []string, error) {
 	refs := cfg.Ignition.Config
 	if refs.Replace.Source == nil && len(refs.Merge) == 0 {
 		return cfg, nil, nil, nil
@@ -82,7 +120,7 @@ func renderChildren(cfg types.Config, ref string, depth int) (types.Config, []Un
 	}
 	if refs.Replace.Source != nil {
 		r := join(ref, "ignition.config.replace")
-		child, un, warn, err := fetchChild(refs.Replace, r, depth)
+		child, un, warn, err := fetchChild(refs.Replace, r, sup)
 		if err != nil || un != nil {
 			var empty types.Config
 			empty.Ignition.Version = types.MaxVersion.String()
@@ -92,7 +130,7 @@ func renderChildren(cfg types.Config, ref string, depth int) (types.Config, []Un
 			}
 			return empty, nil, nil, err
 		}
-		rendered, uns, w, err := renderChildren(child, r, depth+1)
+		rendered, uns, w, err := renderChildren(child, r, depth+1, sup)
 		return rendered, uns, append(warn, w...), err
 	}
 	merged := cfg
@@ -100,7 +138,7 @@ func renderChildren(cfg types.Config, ref string, depth int) (types.Config, []Un
 	var warnings []string
 	for i, res := range refs.Merge {
 		r := join(ref, fmt.Sprintf("ignition.config.merge.%d", i))
-		child, un, warn, err := fetchChild(res, r, depth)
+		child, un, warn, err := fetchChild(res, r, sup)
 		if err != nil {
 			return cfg, nil, nil, err
 		}
@@ -108,7 +146,7 @@ func renderChildren(cfg types.Config, ref string, depth int) (types.Config, []Un
 			unfetched = append(unfetched, *un)
 			continue
 		}
-		rendered, uns, w, err := renderChildren(child, r, depth+1)
+		rendered, uns, w, err := renderChildren(child, r, depth+1, sup)
 		if err != nil {
 			return cfg, nil, nil, err
 		}
@@ -126,19 +164,27 @@ func join(parent, ref string) string {
 	return parent + " > " + ref
 }
 
-// fetchChild parses a data-URL child, or describes a remote one.
-func fetchChild(res types.Resource, ref string, depth int) (types.Config, *Unfetched, []string, error) {
+// fetchChild parses a data-URL child or a remote one supplied locally, or
+// describes a remote one.
+func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *Unfetched, []string, error) {
 	u, err := url.Parse(*res.Source)
 	if err != nil {
 		return types.Config{}, nil, nil, fmt.Errorf("%s: invalid source URL: %w", ref, err)
 	}
+	var raw []byte
 	if u.Scheme != "data" {
 		clean := *u
 		clean.User, clean.RawQuery, clean.ForceQuery, clean.Fragment, clean.RawFragment = nil, "", false, "", ""
-		return types.Config{}, &Unfetched{Ref: ref, Source: clean.String()}, nil, nil
-	}
-	raw, _, _, err := resource(res) // decodes and decompresses, as the fetcher does
-	if err != nil {
+		if res.Verification.Hash == nil {
+			return types.Config{}, &Unfetched{Ref: ref, Source: clean.String()}, nil, nil
+		}
+		local, file, ok := sup.lookup(*res.Verification.Hash)
+		if !ok {
+			return types.Config{}, &Unfetched{Ref: ref, Source: clean.String()}, nil, nil
+		}
+		raw = local
+		ref += " (" + clean.String() + ", supplied by " + file + ")"
+	} else if raw, _, _, err = resource(res); err != nil { // decodes and decompresses, as the fetcher does
 		return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	if err := verifyChild(res.Verification, raw); err != nil {
@@ -187,12 +233,12 @@ func verifyChild(v types.Verification, raw []byte) error {
 // resolveChildren renders frag's children into frag.Config and validates the
 // result, as Ignition validates nothing after merging but the stages would
 // fail on a config that does not validate.
-func resolveChildren(frag *Fragment) error {
+func resolveChildren(frag *Fragment, sup Supplies) error {
 	refs := frag.Config.Ignition.Config
 	if refs.Replace.Source == nil && len(refs.Merge) == 0 {
 		return nil
 	}
-	cfg, un, warn, err := renderChildren(frag.Config, "", 0)
+	cfg, un, warn, err := renderChildren(frag.Config, "", 0, sup)
 	if err != nil {
 		return err
 	}

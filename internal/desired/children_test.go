@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
@@ -155,4 +156,69 @@ func TestHostPath(t *testing.T) {
 			t.Errorf("hostPath(%q, %q) = %q, want %q", tt.root, tt.file, got, tt.want)
 		}
 	}
+}
+
+// TestSuppliedChild: a *.child file whose digest is a remote child's
+// verification.hash stands for the child; one that matches nothing is a
+// warning, and the child stays unfetched.
+func TestSuppliedChild(t *testing.T) {
+	child := `{"ignition":{"version":"3.3.0"},"storage":{"files":[` + fileAt("/etc/remote-child", "declared") + `]}}`
+	parent := func(hash string) string {
+		return withChildren("3.3.0", "merge", fmt.Sprintf(`[{"source":"https://example.com/c.ign","verification":{"hash":%q}}]`, hash),
+			fileAt("/etc/parent", "parent"))
+	}
+	tests := []struct {
+		name      string
+		hash      string
+		supply    string
+		files     []string
+		unfetched int
+		warning   string
+	}{
+		{"sha512 matches", sha512Hex(child), child, []string{"/etc/parent", "/etc/remote-child"}, 0, ""},
+		{"sha256 matches, upper case", "sha256-" + strings.ToUpper(sha256Hex(child)), child, []string{"/etc/parent", "/etc/remote-child"}, 0, ""},
+		{"another file's digest", sha512Hex(child), child + " ", []string{"/etc/parent"}, 1, "/d/c.child: supplies no child config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := deriveState("/", []string{"/d/10.ign", "/d/c.child"}, [][]byte{[]byte(parent(tt.hash)), []byte(tt.supply)}, [4][]byte{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var files []string
+			unfetched := 0
+			for _, e := range st.Entries {
+				switch e.Kind {
+				case KindFile:
+					files = append(files, e.Path)
+				case KindConfig:
+					unfetched++
+				}
+			}
+			if diff := cmp.Diff(tt.files, files); diff != "" {
+				t.Errorf("files (-want +got):\n%s", diff)
+			}
+			if unfetched != tt.unfetched {
+				t.Errorf("%d unfetched children, want %d", unfetched, tt.unfetched)
+			}
+			if diff := cmp.Diff([]string{"/d/10.ign", "/d/c.child"}, st.Files); diff != "" {
+				t.Errorf("files the state came from (-want +got):\n%s", diff)
+			}
+			warned := false
+			for _, w := range st.Warnings {
+				warned = warned || (tt.warning != "" && strings.HasPrefix(w, tt.warning))
+			}
+			if warned != (tt.warning != "") {
+				t.Errorf("warnings %q, want one starting %q", st.Warnings, tt.warning)
+			}
+		})
+	}
+	if !IsFragmentName("worker.child") {
+		t.Error("a .child file is not read with the config files: its changes would not reload the daemon")
+	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

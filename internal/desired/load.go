@@ -28,11 +28,18 @@ var DefaultDirs = []string{"/usr/lib/drift-monitor/desired.d", "/etc/drift-monit
 // extensions a config fragment may have; other files in a directory are ignored.
 var extensions = []string{".ign", ".json", ".yaml", ".yml"}
 
+// childExt names a file that supplies the bytes of a remote child config
+// (see Supplies): read with the fragments, never merged as one.
+const childExt = ".child"
+
 func isFragment(name string) bool {
 	if strings.HasPrefix(name, ".") {
 		return false // editors' swap and backup files, atomic-write temporaries
 	}
 	ext := filepath.Ext(name)
+	if ext == childExt {
+		return true
+	}
 	for _, e := range extensions {
 		if ext == e {
 			return true
@@ -195,8 +202,11 @@ func unwrapPathError(err error) error {
 }
 
 // Parse parses the bytes of a config named file (the name picks YAML or JSON
-// and appears in errors).
-func Parse(file string, raw []byte) (Fragment, error) {
+// and appears in errors). Its remote child configs are never fetched.
+func Parse(file string, raw []byte) (Fragment, error) { return parse(file, raw, Supplies{}) }
+
+// parse is Parse with the local copies of remote children.
+func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 	frag := Fragment{File: file}
 	ext := filepath.Ext(file)
 	isYAML := ext == ".yaml" || ext == ".yml"
@@ -226,7 +236,7 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
 		frag.validated = true
-		if err := resolveChildren(&frag); err != nil {
+		if err := resolveChildren(&frag, sup); err != nil {
 			return frag, &LoadError{File: file, Err: err}
 		}
 		if ctx, err := undecodable(frag.Config); err != nil {
@@ -263,7 +273,7 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
-		if err := resolveChildren(&frag); err != nil {
+		if err := resolveChildren(&frag, sup); err != nil {
 			return frag, &LoadError{File: file, Context: "spec.config", Err: err}
 		}
 		if ctx, err := undecodable(frag.Config); err != nil {
@@ -645,16 +655,32 @@ func Load(root string, explicit []string) (types.Config, []Fragment, error) {
 }
 
 func parseFragments(files []string, raws [][]byte) (types.Config, []Fragment, error) {
+	cfg, frags, _, err := parseWithSupplies(files, raws)
+	return cfg, frags, err
+}
+
+// parseWithSupplies parses the fragments among files, with the .child files
+// among them as the local copies of remote children; it also returns those.
+func parseWithSupplies(files []string, raws [][]byte) (types.Config, []Fragment, Supplies, error) {
+	sup := Supplies{}
+	for i, f := range files {
+		if filepath.Ext(f) == childExt {
+			sup.add(f, raws[i])
+		}
+	}
 	frags := make([]Fragment, 0, len(files))
 	for i, f := range files {
-		frag, err := Parse(f, raws[i])
+		if filepath.Ext(f) == childExt {
+			continue
+		}
+		frag, err := parse(f, raws[i], sup)
 		if err != nil {
-			return types.Config{}, nil, err
+			return types.Config{}, nil, Supplies{}, err
 		}
 		frags = append(frags, frag)
 	}
 	cfg, err := Merge(frags)
-	return cfg, frags, err
+	return cfg, frags, sup, err
 }
 
 // LoadState loads the configuration (see Load) and derives the entries, with
@@ -668,7 +694,7 @@ func LoadState(root string, explicit []string) (State, error) {
 // deriveState parses the config files' contents and derives the entries with
 // the accounts read from root's account files (whose contents acct holds).
 func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (State, error) {
-	cfg, frags, err := parseFragments(files, raws)
+	cfg, frags, sup, err := parseWithSupplies(files, raws)
 	if err != nil {
 		return State{}, err
 	}
@@ -682,6 +708,12 @@ func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (St
 		st.Files = append(st.Files, f.File)
 		for _, w := range f.Warnings {
 			st.Warnings = append(st.Warnings, f.File+": "+w)
+		}
+	}
+	for _, f := range sup.files() {
+		st.Files = append(st.Files, f)
+		if !sup.used[f] {
+			st.Warnings = append(st.Warnings, f+": supplies no child config: its digest is no remote child's verification.hash")
 		}
 	}
 	return st, nil

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"encoding/base64"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -124,6 +125,47 @@ func TestChildConfigs(t *testing.T) {
 			}
 			if !slices.Equal(notices, tt.notices) {
 				t.Errorf("config notices %v, want %v", notices, tt.notices)
+			}
+		})
+	}
+}
+
+// TestSuppliedRemoteChild: a remote child with verification.hash, supplied
+// as a *.child file whose digest is that hash, is checked as if fetched; the
+// root is what Ignition writes from the same child in a data URL.
+func TestSuppliedRemoteChild(t *testing.T) {
+	requireTier(t)
+	childJSON := childCfg.json()
+	remoteChild := remote("https://configs.example.com/child.ign", sha512Of(string(childJSON)))
+	f := fixture{apply: mergeFixture.apply,
+		declare: ptr(filesConfig("3.3.0", &configRefs{Merge: []resource{*remoteChild}}, mergeFixture.apply.Storage.Files...))}
+	for _, tt := range []struct {
+		name   string
+		mutate func(t *testing.T, root string)
+		want   []key
+	}{
+		{name: "clean"},
+		{name: "the supplied child's file mutated",
+			mutate: func(t *testing.T, r string) { rewrite(t, r, "/etc/children/child.conf", "tampered\n") },
+			want:   []key{drifted("content", "file", "/etc/children/child.conf")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root, cfg := f.provision(t)
+			supply := filepath.Join(filepath.Dir(cfg), "child.child")
+			mustWrite(t, supply, string(childJSON), 0o600)
+			if tt.mutate != nil {
+				tt.mutate(t, root)
+			}
+			exit, rep := check(t, root, cfg, "--config", supply)
+			if len(tt.want) == 0 {
+				wantClean(t, root, exit, rep)
+			} else {
+				wantDrift(t, root, exit, rep, tt.want)
+			}
+			for _, n := range rep.Notices {
+				if n.Entry == "config" {
+					t.Errorf("notice %q: the supplied child is not unfetched", n.Message)
+				}
 			}
 		})
 	}
