@@ -110,6 +110,9 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	close(next)
 	wg.Wait()
 	for i := range entries {
+		if entries[i].Kind == desired.KindConfig {
+			res.Checked-- // a notice that something is not checked
+		}
 		res.Drift = append(res.Drift, perEntry[i]...)
 		if n := drift.Notice(&entries[i]); n != nil {
 			res.Notices = append(res.Notices, *n)

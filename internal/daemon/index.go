@@ -41,6 +41,8 @@ func newIndex(entries []desired.Entry) *index {
 		case desired.KindKernelArg:
 			ix.kargs = append(ix.kargs, i)
 			continue
+		case desired.KindConfig:
+			continue // a notice only: nothing on disk to watch
 		case desired.KindHardLink:
 			ix.targets[e.Target] = append(ix.targets[e.Target], i)
 			dirs[path.Dir(e.Target)] = true

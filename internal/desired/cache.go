@@ -450,6 +450,7 @@ const (
 	flagExact
 	flagHash
 	flagModeOptional
+	flagMayBeAbsent
 )
 
 // encodeState writes the magic, the key and st.
@@ -517,6 +518,7 @@ func appendEntry(b []byte, e *Entry) []byte {
 	set(flagExact, c != nil && c.Exact != nil)
 	set(flagHash, c != nil && c.Hash != nil)
 	set(flagModeOptional, e.ModeOptional != 0)
+	set(flagMayBeAbsent, e.MayBeAbsent)
 	b = binary.AppendUvarint(b, flags)
 	for _, s := range [...]string{string(e.Kind), e.Path, e.Unit, e.User, e.OwnerProblem, e.GroupProblem, e.Target, e.Arg} {
 		b = appendString(b, s)
@@ -640,6 +642,7 @@ func (r *reader) entry() Entry {
 		OwnerProblem: r.string(), GroupProblem: r.string(), Target: r.string(), Arg: r.string()}
 	e.Type = Type(r.varint())
 	e.ArgPresent = flags&flagArgPresent != 0
+	e.MayBeAbsent = flags&flagMayBeAbsent != 0
 	if flags&flagMode != 0 {
 		m := uint32(r.uvarint())
 		e.Mode = &m

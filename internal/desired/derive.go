@@ -118,6 +118,14 @@ func Derive(cfg types.Config, acct Accounts) (State, error) {
 func node(k Kind, n types.Node, acct Accounts, fresh bool) Entry {
 	e := Entry{Kind: k, Path: path.Clean(n.Path)}
 	zero := 0
+	// An id of -1 reaches here only from a MachineConfig (Parse refuses a
+	// negative id elsewhere). The MCD chowns only when neither id is -1
+	// (machine-config-operator pkg/daemon/file_writers.go,
+	// writeFileAtomically): the node keeps the owner and group it was
+	// created with, so neither is desired.
+	if unset := -1; (n.User.ID != nil && *n.User.ID == unset) || (n.Group.ID != nil && *n.Group.ID == unset) {
+		return e
+	}
 	switch {
 	case n.User.ID != nil:
 		e.UID = n.User.ID

@@ -28,11 +28,18 @@ var DefaultDirs = []string{"/usr/lib/drift-monitor/desired.d", "/etc/drift-monit
 // extensions a config fragment may have; other files in a directory are ignored.
 var extensions = []string{".ign", ".json", ".yaml", ".yml"}
 
+// childExt names a file that supplies the bytes of a remote child config
+// (see Supplies): read with the fragments, never merged as one.
+const childExt = ".child"
+
 func isFragment(name string) bool {
 	if strings.HasPrefix(name, ".") {
 		return false // editors' swap and backup files, atomic-write temporaries
 	}
 	ext := filepath.Ext(name)
+	if ext == childExt {
+		return true
+	}
 	for _, e := range extensions {
 		if ext == e {
 			return true
@@ -152,6 +159,11 @@ type Fragment struct {
 	Config types.Config
 	// Warnings are Ignition's non-fatal findings (deprecations, unused keys).
 	Warnings []string
+	// Unfetched are the child configs (ignition.config.merge, replace) that
+	// need the network: Config lacks what they declare.
+	Unfetched []Unfetched
+	// machineConfig: the fragment is a MachineConfig, written by the MCD.
+	machineConfig bool
 	// validated: Config passed Ignition's validation with the newest spec's
 	// rules as it is (Parse of an Ignition config); Merge need not validate
 	// it again when it is the only fragment.
@@ -190,8 +202,11 @@ func unwrapPathError(err error) error {
 }
 
 // Parse parses the bytes of a config named file (the name picks YAML or JSON
-// and appears in errors).
-func Parse(file string, raw []byte) (Fragment, error) {
+// and appears in errors). Its remote child configs are never fetched.
+func Parse(file string, raw []byte) (Fragment, error) { return parse(file, raw, Supplies{}) }
+
+// parse is Parse with the local copies of remote children.
+func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 	frag := Fragment{File: file}
 	ext := filepath.Ext(file)
 	isYAML := ext == ".yaml" || ext == ".yml"
@@ -218,16 +233,33 @@ func Parse(file string, raw []byte) (Fragment, error) {
 		if err != nil {
 			return frag, reportError(file, raw, rpt, err, true)
 		}
-		if ctx, err := undecodable(cfg); err != nil {
-			return frag, &LoadError{File: file, Context: ctx, Err: err}
-		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
 		frag.validated = true
+		if err := resolveChildren(&frag, sup); err != nil {
+			return frag, &LoadError{File: file, Err: err}
+		}
+		if ctx, err := undecodable(frag.Config); err != nil {
+			return frag, &LoadError{File: file, Context: ctx, Err: err}
+		}
+		if ctx, err := negativeIDs(frag.Config, 0); err != nil {
+			return frag, &LoadError{File: file, Context: ctx, Err: err}
+		}
 		return frag, nil
 	}
-	if len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null" {
-		cfg, rpt, err := parseIgnition(mc.Spec.Config, configVersion(mc.Spec.Config))
+	frag.machineConfig = true
+	specVersion := configVersion(mc.Spec.Config)
+	switch {
+	case strings.HasPrefix(specVersion, "2."):
+		// The MCO translates a spec 2.x config with ign-converter, which
+		// drift-monitor does not carry (nor does Ignition's config module):
+		// say so rather than refuse the node's kernel arguments too.
+		frag.Config.Ignition.Version = types.MaxVersion.String()
+		frag.Unfetched = []Unfetched{{Ref: "spec.config", Source: "Ignition spec " + specVersion,
+			Why: "drift-monitor reads Ignition spec 3.x only (the machine-config operator translates 2.x with ign-converter): " +
+				"nothing spec.config declares is checked, only the kernel arguments"}}
+	case len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null":
+		cfg, rpt, err := parseIgnition(mc.Spec.Config, specVersion)
 		if err != nil {
 			// Positions would point into the re-encoded spec.config, not into the
 			// file: report the config path only.
@@ -239,18 +271,37 @@ func Parse(file string, raw []byte) (Fragment, error) {
 			}
 			return frag, le
 		}
-		if ctx, err := undecodable(cfg); err != nil {
-			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
-		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
-	} else {
+		if err := resolveChildren(&frag, sup); err != nil {
+			return frag, &LoadError{File: file, Context: "spec.config", Err: err}
+		}
+		if ctx, err := undecodable(frag.Config); err != nil {
+			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
+		}
+		if ctx, err := negativeIDs(frag.Config, -1); err != nil {
+			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
+		}
+	default:
 		frag.Config.Ignition.Version = types.MaxVersion.String()
+	}
+	// kernelArguments is a list in which repeats are normal (hugepagesz=1G
+	// hugepages=4 hugepagesz=2M hugepages=4): the MCD checks that every
+	// declared argument is on the command line (machine-config-operator
+	// pkg/daemon/daemon.go, validateKernelArguments), not Ignition's
+	// shouldExist set, whose validation forbids duplicates. One entry per
+	// distinct argument is that check.
+	seen := map[types.KernelArgument]bool{}
+	for _, a := range frag.Config.KernelArguments.ShouldExist {
+		seen[a] = true
 	}
 	for _, s := range mc.Spec.KernelArguments {
 		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
 		for _, a := range splitKernelArguments(s) {
-			frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, types.KernelArgument(a))
+			if ka := types.KernelArgument(a); !seen[ka] {
+				seen[ka] = true
+				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
+			}
 		}
 	}
 	return frag, nil
@@ -270,6 +321,42 @@ func undecodable(cfg types.Config) (context string, err error) {
 		}
 		if _, err := fileContent(f); err != nil {
 			return fmt.Sprintf("$.storage.files.%d", i), err
+		}
+	}
+	return "", nil
+}
+
+// negativeIDs refuses a user or group id below min. Ignition validates no
+// sign and hands the id to chown, where -1 means "unchanged" and other
+// negative values wrap to ids nobody declares: in an Ignition config (min 0)
+// any negative id is a mistake. The MCD writes MachineConfigs, whose -1
+// means "leave as created" (min -1; see node).
+func negativeIDs(cfg types.Config, min int) (context string, err error) {
+	check := func(list string, i int, n types.Node) (string, error) {
+		for _, id := range []struct {
+			what string
+			v    *int
+		}{{"user", n.User.ID}, {"group", n.Group.ID}} {
+			if id.v != nil && *id.v < min {
+				return fmt.Sprintf("$.storage.%s.%d.%s.id", list, i, id.what),
+					fmt.Errorf("%s id %d is negative: not an id", id.what, *id.v)
+			}
+		}
+		return "", nil
+	}
+	for i, f := range cfg.Storage.Files {
+		if ctx, err := check("files", i, f.Node); err != nil {
+			return ctx, err
+		}
+	}
+	for i, d := range cfg.Storage.Directories {
+		if ctx, err := check("directories", i, d.Node); err != nil {
+			return ctx, err
+		}
+	}
+	for i, l := range cfg.Storage.Links {
+		if ctx, err := check("links", i, l.Node); err != nil {
+			return ctx, err
 		}
 	}
 	return "", nil
@@ -393,16 +480,29 @@ type machineConfig struct {
 func asMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
 	var probe struct {
 		Kind     *string `json:"kind"`
-		Ignition struct {
+		Ignition *struct {
 			Version string `json:"version"`
 		} `json:"ignition"`
+		Spec *struct {
+			Config json.RawMessage `json:"config"`
+		} `json:"spec"`
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil || probe.Kind == nil {
+	err = json.Unmarshal(raw, &probe)
+	// The MCD's /etc/machine-config-daemon/currentconfig is a MachineConfig
+	// that lost its kind and apiVersion (a typed object from the informer's
+	// cache, marshalled: machine-config-operator pkg/daemon/daemon.go,
+	// storeCurrentConfigOnDisk). Its shape tells it: a spec holding a config,
+	// and no ignition section of its own.
+	currentConfig := err == nil && probe.Kind == nil && probe.Ignition == nil && probe.Spec != nil && len(probe.Spec.Config) > 0
+	if !currentConfig && (err != nil || probe.Kind == nil) {
 		// Not a MachineConfig; Ignition's parser reports syntax errors with
 		// positions.
-		return machineConfig{}, false, probe.Ignition.Version, nil
+		if probe.Ignition != nil {
+			version = probe.Ignition.Version
+		}
+		return machineConfig{}, false, version, nil
 	}
-	if *probe.Kind != "MachineConfig" {
+	if !currentConfig && *probe.Kind != "MachineConfig" {
 		return machineConfig{}, false, "", fmt.Errorf("unsupported object kind %q (want an Ignition config or kind: MachineConfig)", *probe.Kind)
 	}
 	if err := json.Unmarshal(raw, &mc); err != nil {
@@ -555,16 +655,32 @@ func Load(root string, explicit []string) (types.Config, []Fragment, error) {
 }
 
 func parseFragments(files []string, raws [][]byte) (types.Config, []Fragment, error) {
+	cfg, frags, _, err := parseWithSupplies(files, raws)
+	return cfg, frags, err
+}
+
+// parseWithSupplies parses the fragments among files, with the .child files
+// among them as the local copies of remote children; it also returns those.
+func parseWithSupplies(files []string, raws [][]byte) (types.Config, []Fragment, Supplies, error) {
+	sup := Supplies{}
+	for i, f := range files {
+		if filepath.Ext(f) == childExt {
+			sup.add(f, raws[i])
+		}
+	}
 	frags := make([]Fragment, 0, len(files))
 	for i, f := range files {
-		frag, err := Parse(f, raws[i])
+		if filepath.Ext(f) == childExt {
+			continue
+		}
+		frag, err := parse(f, raws[i], sup)
 		if err != nil {
-			return types.Config{}, nil, err
+			return types.Config{}, nil, Supplies{}, err
 		}
 		frags = append(frags, frag)
 	}
 	cfg, err := Merge(frags)
-	return cfg, frags, err
+	return cfg, frags, sup, err
 }
 
 // LoadState loads the configuration (see Load) and derives the entries, with
@@ -578,7 +694,7 @@ func LoadState(root string, explicit []string) (State, error) {
 // deriveState parses the config files' contents and derives the entries with
 // the accounts read from root's account files (whose contents acct holds).
 func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (State, error) {
-	cfg, frags, err := parseFragments(files, raws)
+	cfg, frags, sup, err := parseWithSupplies(files, raws)
 	if err != nil {
 		return State{}, err
 	}
@@ -586,11 +702,57 @@ func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (St
 	if err != nil {
 		return State{}, err
 	}
+	emptyDropins(&st, frags)
 	for _, f := range frags {
+		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)
 		for _, w := range f.Warnings {
 			st.Warnings = append(st.Warnings, f.File+": "+w)
 		}
 	}
+	for _, f := range sup.files() {
+		st.Files = append(st.Files, f)
+		if !sup.used[f] {
+			st.Warnings = append(st.Warnings, f+": supplies no child config: its digest is no remote child's verification.hash")
+		}
+	}
 	return st, nil
+}
+
+// hostPath is file as the host under root sees it: file without root.
+func hostPath(root, file string) string {
+	if rel, err := filepath.Rel(root, file); err == nil && root != "" && filepath.Clean(root) != "/" &&
+		rel != ".." && !strings.HasPrefix(rel, "../") {
+		return "/" + rel
+	}
+	if abs, err := filepath.Abs(file); err == nil {
+		return abs
+	}
+	return file
+}
+
+// emptyDropins lets a drop-in declared empty by a MachineConfig be absent:
+// the MCD deletes an empty drop-in instead of writing it
+// (machine-config-operator pkg/daemon/update.go, writeUnits: "Dropin for %s
+// has no content, skipping write"); Ignition writes it empty.
+func emptyDropins(st *State, frags []Fragment) {
+	mcEmpty := map[string]bool{}
+	for _, f := range frags {
+		if !f.machineConfig {
+			continue
+		}
+		for _, u := range f.Config.Systemd.Units {
+			for _, d := range u.Dropins {
+				if d.Contents != nil && *d.Contents == "" {
+					mcEmpty[path.Join(unitDir, u.Name+".d", d.Name)] = true
+				}
+			}
+		}
+	}
+	for i := range st.Entries {
+		e := &st.Entries[i]
+		if e.Kind == KindDropin && mcEmpty[e.Path] && e.Content != nil && len(e.Content.Exact) == 0 {
+			e.MayBeAbsent = true
+		}
+	}
 }

@@ -34,6 +34,9 @@ const (
 	KindEnablement Kind = "enablement"
 	KindSSHKeys    Kind = "sshkeys"
 	KindKernelArg  Kind = "kernel-argument"
+	// KindConfig is a child config (ignition.config.merge or replace) that
+	// is never fetched: it carries a notice, nothing on disk is checked.
+	KindConfig Kind = "config"
 )
 
 // Type is what must stand at an entry's path.
@@ -101,11 +104,18 @@ type Entry struct {
 	Content *Content
 
 	// Target: for symlinks, the target exactly as written; for hard links, the
-	// host path of the file the link must share an inode with.
+	// host path of the file the link must share an inode with; for config
+	// entries, the child's reference and source (Path is the config file
+	// that references it).
 	Target string
 
 	// Enabled is the declared enablement of Unit (enablement entries).
 	Enabled *bool
+
+	// MayBeAbsent: nothing at Path satisfies the entry too. The MCD deletes
+	// a drop-in whose contents are empty instead of writing it
+	// (machine-config-operator pkg/daemon/update.go, writeUnits).
+	MayBeAbsent bool
 
 	// Arg and ArgPresent declare a kernel argument that must (or must not) be
 	// on the running kernel's command line.
@@ -130,6 +140,8 @@ func (e *Entry) ID() string {
 		return string(e.Kind) + ":" + e.Unit
 	case KindKernelArg:
 		return string(e.Kind) + ":" + e.Arg
+	case KindConfig:
+		return string(e.Kind) + ":" + e.Path + ":" + e.Target
 	}
 	return string(e.Kind) + ":" + e.Path
 }

@@ -53,6 +53,9 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 		want = ob.TargetType
 	}
 	if ob.Type == ondisk.Absent {
+		if e.MayBeAbsent {
+			return nil
+		}
 		d.add(Missing, fmt.Sprintf("%s does not exist", Noun(e)), want.String(), "nothing")
 		return d.list
 	}
@@ -346,6 +349,10 @@ func Notice(e *desired.Entry) *Drift {
 	if e.Content == nil || e.Content.Unverifiable == "" {
 		return nil
 	}
+	msg := fmt.Sprintf("content of %s is not verified: %s", Noun(e), e.Content.Unverifiable)
+	if e.Kind == desired.KindConfig {
+		msg = fmt.Sprintf("%s is not checked: %s", Noun(e), e.Content.Unverifiable)
+	}
 	return &Drift{Kind: Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User,
-		Message: fmt.Sprintf("content of %s is not verified: %s", Noun(e), e.Content.Unverifiable), EntryID: e.ID()}
+		Message: msg, EntryID: e.ID()}
 }

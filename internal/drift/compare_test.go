@@ -717,6 +717,21 @@ func TestCompareObservations(t *testing.T) {
 			ob:    ondisk.Observation{Type: ondisk.Absent},
 		},
 		{
+			name: "an empty MachineConfig drop-in may be absent",
+			entry: func() desired.Entry {
+				e := file("/etc/systemd/system/a.service.d/x.conf", 0o644, "")
+				e.MayBeAbsent = true
+				return e
+			}(),
+			ob: ondisk.Observation{Type: ondisk.Absent},
+		},
+		{
+			name:  "but not a directory in its place",
+			entry: func() desired.Entry { e := file("/etc/a", 0o644, ""); e.MayBeAbsent = true; return e }(),
+			ob:    ondisk.Observation{Type: ondisk.Directory, Mode: 0o755},
+			want:  []drift.Drift{expect(file("/etc/a", 0o644, ""), drift.Type, `type mismatch for file "/etc/a": want regular file, got directory`, "regular file", "directory")},
+		},
+		{
 			name:  "mask: observation error",
 			entry: mask("a.service"),
 			ob:    ondisk.Observation{Err: unix.EIO},
@@ -833,6 +848,13 @@ func TestNotice(t *testing.T) {
 		Message: `content of file "/etc/remote" is not verified: remote https source without verification.hash (never fetched)`}
 	if diff := cmp.Diff(want, drift.Notice(&e)); diff != "" {
 		t.Errorf("Notice (-want +got):\n%s", diff)
+	}
+	child := desired.Entry{Kind: desired.KindConfig, Type: desired.TypeNone, Path: "/etc/node.ign",
+		Target: "ignition.config.merge.0 (https://example.com/c\x1b.ign)", Content: &desired.Content{Unverifiable: "it is never fetched"}}
+	want = &drift.Drift{Kind: drift.Unverifiable, Entry: desired.KindConfig, Path: "/etc/node.ign", EntryID: child.ID(),
+		Message: `ignition.config.merge.0 (https://example.com/c\x1b.ign) of config "/etc/node.ign" is not checked: it is never fetched`}
+	if diff := cmp.Diff(want, drift.Notice(&child)); diff != "" {
+		t.Errorf("Notice of a child config (-want +got):\n%s", diff)
 	}
 	for _, e := range []desired.Entry{file("/etc/a", 0o644, "x"), dir("/etc", 0o755)} {
 		if n := drift.Notice(&e); n != nil {

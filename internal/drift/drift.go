@@ -94,6 +94,8 @@ func Noun(e *desired.Entry) string {
 		return fmt.Sprintf("SSH keys of user %q (%q)", e.User, e.Path)
 	case desired.KindKernelArg:
 		return fmt.Sprintf("kernel argument %q", e.Arg)
+	case desired.KindConfig:
+		return fmt.Sprintf("%s of config %q", Escape(e.Target), e.Path)
 	}
 	return fmt.Sprintf("%q", e.Path)
 }

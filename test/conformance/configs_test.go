@@ -22,10 +22,18 @@ type config struct {
 	Systemd         *systemd         `json:"systemd,omitempty"`
 	Passwd          *passwd          `json:"passwd,omitempty"`
 	KernelArguments *kernelArguments `json:"kernelArguments,omitempty"`
+	// Children is written as ignition.config.
+	Children *configRefs `json:"-"`
 }
 
 type version struct {
 	Version string `json:"version"`
+}
+
+// configRefs are child configs: ignition.config.merge and replace.
+type configRefs struct {
+	Merge   []resource `json:"merge,omitempty"`
+	Replace *resource  `json:"replace,omitempty"`
 }
 
 type storage struct {
@@ -107,7 +115,21 @@ type kernelArguments struct {
 }
 
 func (c config) json() []byte {
-	b, err := json.MarshalIndent(c, "", "  ")
+	var v any = c
+	if c.Children != nil {
+		type plain config // without this method
+		v = struct {
+			Ignition struct {
+				Version string      `json:"version"`
+				Config  *configRefs `json:"config"`
+			} `json:"ignition"`
+			plain
+		}{Ignition: struct {
+			Version string      `json:"version"`
+			Config  *configRefs `json:"config"`
+		}{c.Ignition.Version, c.Children}, plain: plain(c)}
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		panic(err) // plain values: cannot happen
 	}
