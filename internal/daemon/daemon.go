@@ -5,8 +5,10 @@
 // whoever asks.
 //
 // One goroutine, the event loop, owns all state; inotify, fsnotify, D-Bus
-// signals, timers and signals only send it messages. The watchdog is fed only
-// when that loop answers, so a stuck loop gets the service restarted.
+// signals, timers, signals and the background reader of large files only
+// send it messages. The watchdog is fed only when that loop answers, so a
+// stuck loop gets the service restarted; and nothing the loop does reads
+// more than inlineReadLimit of one file, so no file can stall it.
 //
 // It promises: a file being written is checked when its writer closes it (or
 // renames it into place), never in between; a write that never completes is
