@@ -106,3 +106,38 @@ func BenchmarkEntry(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEntrySizeDiffers: re-checking, after an event, a declared file
+// that was replaced by one of another size — up to a 74 GiB sparse file, as
+// `truncate -s 74G` makes. The size decides: the cost must not grow with the
+// file (read-B/op stays 0).
+func BenchmarkEntrySizeDiffers(b *testing.B) {
+	for _, size := range []int64{1 << 20, 2 << 30, 74 << 30} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			root := b.TempDir()
+			p := filepath.Join(root, "etc/big")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.Truncate(p, size); err != nil {
+				b.Fatal(err)
+			}
+			e := &desired.Entry{Kind: desired.KindFile, Path: "/etc/big", Type: desired.TypeRegular,
+				Content: &desired.Content{Exact: []byte("declared\n")}}
+			c := newChecker(b, root)
+			o := ondisk.NewObserver(c.Root)
+			defer o.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if ds := c.Entry(o, e); len(ds) != 1 {
+					b.Fatalf("drift %+v, want one content drift", ds)
+				}
+			}
+			b.ReportMetric(float64(o.BytesRead())/float64(b.N), "read-B/op")
+		})
+	}
+}

@@ -3,8 +3,12 @@
 // event-driven re-checks.
 //
 // It promises that a full check spreads over the cores and that re-checking
-// one entry costs the same however many entries the state has. It does not
-// cache observations: every call looks at the disk again.
+// one entry costs the same however many entries the state has. With a
+// ReadLimit it also promises that no entry costs more than reading that many
+// bytes: a content comparison that would read more is deferred (Deferred,
+// Outcome.Deferred) for ReadContent to finish on a goroutine that may take
+// that long, and the check says which. It does not cache observations: every
+// call looks at the disk again.
 package check
 
 import (
@@ -48,6 +52,17 @@ type Checker struct {
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int
+	// ReadLimit bounds what a full check reads of one file to compare its
+	// content (ondisk.Observer.ReadLimit): the content of a larger one is
+	// deferred. Zero reads everything, as `drift-monitor check` does.
+	ReadLimit int64
+}
+
+// Observer returns an observer of c.Root with c's ReadLimit.
+func (c *Checker) Observer() *ondisk.Observer {
+	o := ondisk.NewObserver(c.Root)
+	o.ReadLimit = c.ReadLimit
+	return o
 }
 
 // Result is the outcome of a check.
@@ -55,6 +70,26 @@ type Result struct {
 	Drift   []drift.Drift
 	Notices []drift.Drift
 	Checked int
+	// Deferred lists the entries whose content was not compared (ReadLimit):
+	// Drift holds everything else found of them.
+	Deferred []Deferred
+}
+
+// Deferred is an entry whose content comparison was deferred, and the
+// version of its file that was seen.
+type Deferred struct {
+	Index int // in the entries checked
+	Stamp ondisk.Stamp
+}
+
+// Outcome is one entry's check.
+type Outcome struct {
+	Drift []drift.Drift
+	// Deferred: the content was not compared (the observer's ReadLimit);
+	// Drift holds everything else, and ReadContent does the rest for the
+	// version Stamp names.
+	Deferred bool
+	Stamp    ondisk.Stamp
 }
 
 // Clean reports whether no drift was found.
@@ -84,16 +119,23 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	}
 	next := make(chan int)
 	var wg sync.WaitGroup
+	var mu sync.Mutex // res.Deferred
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o := ondisk.NewObserver(c.Root)
+			o := c.Observer()
 			defer o.Close()
 			for start := range next {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
-					perEntry[i] = c.entry(o, &entries[i], &k)
+					out := c.entry(o, &entries[i], &k, nil)
+					perEntry[i] = out.Drift
+					if out.Deferred {
+						mu.Lock()
+						res.Deferred = append(res.Deferred, Deferred{Index: i, Stamp: out.Stamp})
+						mu.Unlock()
+					}
 				}
 			}
 		}()
@@ -128,17 +170,28 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 		}
 	}
 	Sort(res.Drift)
+	sort.Slice(res.Deferred, func(i, j int) bool { return res.Deferred[i].Index < res.Deferred[j].Index })
 	return res
 }
 
-// Entry checks one entry with a fresh view of its parent directory.
+// Entry checks one entry with a fresh view of its parent directory. With an
+// observer that has a ReadLimit, a content too large to be compared is left
+// out (see Outcome).
 func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) []drift.Drift {
+	return c.Outcome(o, e, nil).Drift
+}
+
+// Outcome checks one entry like Entry, and says whether its content was
+// deferred. With read (a ReadContent of the entry), the content comparison
+// is taken from it when the file is still the version it read; otherwise
+// read is of no use and the content is compared, or deferred, afresh.
+func (c *Checker) Outcome(o *ondisk.Observer, e *desired.Entry, read *ContentRead) Outcome {
 	o.Forget()
 	var k kargs
 	if e.Kind == desired.KindKernelArg {
 		k = c.readKargs()
 	}
-	return c.entry(o, e, &k)
+	return c.entry(o, e, &k, read)
 }
 
 // kargs are the command lines a check compares kernel arguments with.
@@ -175,28 +228,59 @@ func (c *Checker) readKargs() kargs {
 	return k
 }
 
-func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs) []drift.Drift {
+// ContentRead is a content comparison done by ReadContent, and the version
+// of the file it was done on.
+type ContentRead struct {
+	Stamp   ondisk.Stamp
+	Content ondisk.ContentResult
+}
+
+// ReadContent compares the content of an entry's file with no bound on what
+// it reads: the comparison an Outcome deferred. It takes as long as reading
+// the file takes (minutes for tens of GiB), so it belongs on a goroutine of
+// its own, with an observer of its own (o's ReadLimit is ignored); it stops
+// when ctx is done. Only Outcome makes sense of the result, nil when nothing
+// was compared (ctx ended, the path is no longer a regular file).
+func (c *Checker) ReadContent(ctx context.Context, o *ondisk.Observer, e *desired.Entry) *ContentRead {
+	o.Forget()
+	limit := o.ReadLimit
+	o.ReadLimit = 0
+	defer func() { o.ReadLimit = limit }()
+	ob := o.ObserveContext(ctx, e)
+	if ctx.Err() != nil || ob.Err != nil || ob.Type != ondisk.Regular || ob.Content.State == ondisk.NotCompared {
+		return nil
+	}
+	return &ContentRead{Stamp: ob.Stamp, Content: ob.Content}
+}
+
+func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *ContentRead) Outcome {
 	switch e.Kind {
 	case desired.KindEnablement:
 		if c.Units == nil {
-			return nil
+			return Outcome{}
 		}
 		state, err := c.Units.UnitFileState(e.Unit)
-		return drift.CompareEnablement(e, state, err)
+		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
 	case desired.KindKernelArg:
 		if c.Cmdline == nil {
-			return nil
+			return Outcome{}
 		}
 		if k.nextErr != nil {
-			return drift.CompareKernelArg(e, nil, k.nextErr)
+			return Outcome{Drift: drift.CompareKernelArg(e, nil, k.nextErr)}
 		}
 		if k.nextOK {
-			return drift.CompareKernelArgNextBoot(e, k.next, k.nextSource)
+			return Outcome{Drift: drift.CompareKernelArgNextBoot(e, k.next, k.nextSource)}
 		}
-		return drift.CompareKernelArg(e, k.running, k.runErr)
+		return Outcome{Drift: drift.CompareKernelArg(e, k.running, k.runErr)}
 	}
 	ob := o.Observe(e)
-	return drift.Compare(e, &ob)
+	deferred := ob.Content.State == ondisk.Deferred
+	if deferred && read != nil && read.Stamp == ob.Stamp {
+		// The same version of the file: what was read of it still holds
+		// (its metadata is this fresh observation's).
+		ob.Content, deferred = read.Content, false
+	}
+	return Outcome{Drift: drift.Compare(e, &ob), Deferred: deferred, Stamp: ob.Stamp}
 }
 
 // Sort orders drift by path, then entry, then kind: output is deterministic.

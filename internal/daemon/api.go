@@ -41,11 +41,13 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 	d.inhibitors = held
 	if !wasInhibited || d.inhibited() {
 		if !wasInhibited && d.inhibited() {
-			// Writes under way belong to the transition now.
+			// Writes under way belong to the transition now, and so
+			// do the large files being read.
 			for p, t := range d.pending {
 				t.Stop()
 				delete(d.pending, p)
 			}
+			d.reads.reset()
 		}
 		return
 	}

@@ -5,8 +5,10 @@
 // whoever asks.
 //
 // One goroutine, the event loop, owns all state; inotify, fsnotify, D-Bus
-// signals, timers and signals only send it messages. The watchdog is fed only
-// when that loop answers, so a stuck loop gets the service restarted.
+// signals, timers, signals and the background reader of large files only
+// send it messages. The watchdog is fed only when that loop answers, so a
+// stuck loop gets the service restarted; and nothing the loop does reads
+// more than inlineReadLimit of one file, so no file can stall it.
 //
 // It promises: a file being written is checked when its writer closes it (or
 // renames it into place), never in between; a write that never completes is
@@ -102,6 +104,7 @@ type Daemon struct {
 	ix      *index
 	files   []string // config files of the current state
 	track   *tracker
+	reads   *contentReads // content too large to compare on the loop
 
 	pending    map[string]*time.Timer // paths with a write in progress
 	settled    chan string
@@ -147,7 +150,9 @@ func New(o Options) (*Daemon, error) {
 		track: newTracker(), pending: map[string]*time.Timer{}, settled: make(chan string, 64),
 		done: make(chan struct{}), ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
-	d.checker = &check.Checker{Root: root}
+	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit}
+	d.obs.ReadLimit = inlineReadLimit
+	d.reads = newContentReads(d.checker)
 	if o.Units != nil {
 		d.checker.Units = o.Units
 	} else {
@@ -236,6 +241,9 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 	}()
 	cfg, err := newConfigWatch(d.o.Root, d.o.Configs, d.o.ExcludeFile)
 	d.cfg = cfg
+	// Before the first check, which may defer reads: a large file is
+	// read while the daemon is already ready and watching.
+	d.reads.start(ctx)
 	if err != nil {
 		d.record(ctx, slog.LevelWarn, journal.MsgLoadFailed, fmt.Sprintf("cannot watch the desired-state locations (reload with SIGHUP): %v", err))
 	}
@@ -345,6 +353,8 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 			if active {
 				d.pollUnwatched(ctx)
 			}
+		case r := <-d.reads.done:
+			d.contentRead(ctx, r)
 		case req := <-d.requests:
 			req(ctx)
 		case reply := <-pings:
@@ -386,6 +396,7 @@ func (d *Daemon) load(ctx context.Context) error {
 		}
 	}
 	d.ix = newIndex(kept)
+	d.reads.reset() // their entries' indices and contents are the old state's
 	d.files = st.Files
 	d.loadFailed = ""
 	for p, t := range d.pending {
@@ -511,15 +522,22 @@ func (d *Daemon) checkEntries(ctx context.Context, is []int) {
 	}
 }
 
-func (d *Daemon) checkEntry(ctx context.Context, i int) {
+func (d *Daemon) checkEntry(ctx context.Context, i int) { d.checkEntryWith(ctx, i, nil) }
+
+// checkEntryWith checks entry i, taking its content comparison from read
+// (a background read's result) when that read is of the file as it is now.
+func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentRead) {
 	e := &d.ix.entries[i]
-	ds := d.checker.Entry(d.obs, e)
-	appeared, resolved := d.track.update(e.ID(), ds)
+	out := d.checker.Outcome(d.obs, e, read)
+	appeared, resolved := d.track.update(e.ID(), d.deferred(i, out.Drift, out))
 	d.report(ctx, appeared, resolved)
 }
 
 // fullCheck checks every entry. Paths with a write in progress keep what was
-// known of them: their half-written content is not a drift.
+// known of them: their half-written content is not a drift. A content too
+// large to be read on the loop is read in the background (contentReads), as
+// after an event: the full check takes a bounded time however large the
+// files are.
 func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	res := d.checker.All(ctx, d.ix.entries)
 	d.lastCheck = time.Now()
@@ -527,6 +545,15 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	for _, dr := range res.Drift {
 		now[dr.EntryID] = append(now[dr.EntryID], dr)
 	}
+	reading := map[string]bool{}
+	for _, df := range res.Deferred {
+		id := d.ix.entries[df.Index].ID()
+		reading[id] = true
+		if ds := d.deferred(df.Index, now[id], check.Outcome{Deferred: true, Stamp: df.Stamp}); len(ds) > 0 {
+			now[id] = ds
+		}
+	}
+	d.reads.keepOnly(reading)
 	for p := range d.pending {
 		d.ix.affected(p, false, func(i int) {
 			id := d.ix.entries[i].ID()
@@ -642,7 +669,7 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 }
 
 func (d *Daemon) status() string {
-	in := statusInput{drift: d.track.all(), paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled())}
+	in := statusInput{drift: d.track.all(), paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()), reading: d.reads.underWay()}
 	for _, h := range d.inhibitors {
 		in.inhibitors = append(in.inhibitors, drift.Escape(h.String()))
 	}

@@ -110,6 +110,9 @@ type statusInput struct {
 	configBlind bool
 	inhibitors  []string
 	starting    bool
+	// reading counts the files whose content is being compared in the
+	// background (too large for the loop): their drift is not known yet.
+	reading int
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -152,6 +155,9 @@ func statusLine(in statusInput) string {
 			fmt.Fprintf(&b, "%s: %s", s, strings.Join(kinds[s], ", "))
 		}
 		b.WriteString(")")
+	}
+	if in.reading > 0 {
+		fmt.Fprintf(&b, "; reading %s", plural(in.reading, "large file"))
 	}
 	if in.polled > 0 {
 		fmt.Fprintf(&b, "; polling %s: inotify watches exhausted", plural(in.polled, "directory"))

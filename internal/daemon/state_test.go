@@ -80,6 +80,8 @@ func TestStatusLine(t *testing.T) {
 		{"inhibited", statusInput{inhibitors: []string{"my-updater (pid 4711): applying config v42"}},
 			"Inhibited by my-updater (pid 4711): applying config v42"},
 		{"polling", statusInput{paths: 3, polled: 2}, "No drift: watching 3 paths, 0 units; polling 2 directories: inotify watches exhausted"},
+		{"reading", statusInput{paths: 3, reading: 1}, "No drift: watching 3 paths, 0 units; reading 1 large file"},
+		{"reading, drifted", statusInput{drift: []drift.Drift{chrony}, reading: 2}, "Drift: 1 path differs (/etc/chrony.conf: content); reading 2 large files"},
 		{"refused config", statusInput{paths: 3, loadFailed: "/etc/drift-monitor/desired.d/x.ign: bad"},
 			"No drift: watching 3 paths, 0 units; new config refused (/etc/drift-monitor/desired.d/x.ign: bad), checking against the last good one"},
 	}

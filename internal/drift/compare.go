@@ -189,7 +189,13 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 	}
 }
 
+// describe says what a file holds. A differing file larger than
+// ondisk.DiffLimit comes without a digest: its size says enough, and a digest
+// would cost reading all of it.
 func describe(size int64, digest string) string {
+	if digest == "" {
+		return fmt.Sprintf("%d bytes", size)
+	}
 	return fmt.Sprintf("%d bytes, sha256 %s", size, digest)
 }
 

@@ -236,7 +236,7 @@ func TestCompareOnDisk(t *testing.T) {
 			setup: func(f *fixture) { f.file("/var/big", bigLast, 0o644) },
 			entry: file("/var/big", 0o644, big),
 			want: []drift.Drift{expect(file("/var/big", 0o644, big), drift.Content, `content mismatch for file "/var/big"`,
-				describe(big), describe(bigLast))},
+				describe(big), fmt.Sprintf("%d bytes", len(bigLast)))}, // too large to be read for a digest
 		},
 		{
 			name:  "5 MiB file equal",

@@ -2,6 +2,7 @@ package ondisk
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
@@ -52,9 +53,14 @@ const (
 	Differs
 	// ReadFailed: the file could not be read (Content.Err says why).
 	ReadFailed
+	// Deferred: the comparison would have read more than the observer's
+	// ReadLimit, so nothing was read; an observer without a limit finishes
+	// it (Observation.Stamp names the version of the file it is about).
+	Deferred
 )
 
-// DiffLimit bounds the bytes of a differing file kept for a diff.
+// DiffLimit bounds the bytes of a differing file kept for a diff, and what is
+// read to describe one: a larger file is described by its size alone.
 const DiffLimit = 256 << 10
 
 // ContentResult is what a content comparison found. Got, GotSize and
@@ -63,11 +69,22 @@ type ContentResult struct {
 	State ContentState
 	Err   error
 	// Got holds the file's bytes when it is at most DiffLimit long.
-	Got       []byte
-	GotSize   int64
-	GotDigest string // sha256 hex of the whole file
-	// Algorithm of GotDigest when a verification hash was compared instead.
-	HashGot string
+	Got     []byte
+	GotSize int64
+	// GotDigest is the sha256 hex of the whole file when it is at most
+	// DiffLimit long (Got is set); "" for a larger file, whose digest would
+	// cost a read of all of it for a line in a report.
+	GotDigest string
+}
+
+// Stamp names a version of a file: writing to it changes its modification
+// time (and size, often), any change to its inode its change time, and
+// replacing it the inode. Two observations with equal stamps saw the same
+// content, as far as the kernel's timestamps can tell.
+type Stamp struct {
+	Dev, Ino     uint64
+	Size         int64
+	Mtime, Ctime int64 // nanoseconds since the epoch
 }
 
 // Observation is what stands at an entry's path.
@@ -82,6 +99,7 @@ type Observation struct {
 	Size   int64
 	Dev    uint64
 	Ino    uint64
+	Stamp  Stamp
 	Target string // symlink target, as written
 
 	Content ContentResult
@@ -100,7 +118,18 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b 
 // use: give each goroutine its own (they share the Root).
 type Observer struct {
 	dirs dirCache
+	// ReadLimit, when positive, bounds the bytes one observation reads to
+	// compare a file's content: a comparison that needs more is left
+	// Deferred, unread, for an observer without a limit to finish elsewhere
+	// (a daemon's event loop must answer its watchdog; a 74 GiB file takes
+	// minutes to hash). Zero reads whatever the comparison needs.
+	ReadLimit int64
+	read      int64
 }
+
+// BytesRead is how many bytes of file content the observer has read since
+// it was made: what a comparison cost, for tests and benchmarks.
+func (o *Observer) BytesRead() int64 { return o.read }
 
 // NewObserver returns an observer for root.
 func NewObserver(r *Root) *Observer {
@@ -116,6 +145,12 @@ func (o *Observer) Forget() { o.dirs.close() }
 
 // Observe examines the entry's path (and, for hard links, its target).
 func (o *Observer) Observe(e *desired.Entry) Observation {
+	return o.ObserveContext(context.Background(), e)
+}
+
+// ObserveContext is Observe, whose reads stop when ctx is done (the content
+// is then ReadFailed with ctx's error).
+func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observation {
 	var ob Observation
 	if e.Type == desired.TypeNone {
 		return ob
@@ -142,7 +177,7 @@ func (o *Observer) Observe(e *desired.Entry) Observation {
 		ob.Target, ob.Err = readlinkat(dfd, base)
 	case Regular:
 		if e.Type == desired.TypeRegular && e.Content != nil && e.Content.Unverifiable == "" {
-			ob.Content = compare(dfd, base, ob.Size, e.Content)
+			ob.Content = o.compare(ctx, dfd, base, ob.Size, e.Content)
 		}
 	}
 	if e.Type == desired.TypeHardLink && e.Target != "" {
@@ -188,6 +223,7 @@ func fill(ob *Observation, st *unix.Stat_t) {
 	ob.UID, ob.GID = int(st.Uid), int(st.Gid)
 	ob.Size = st.Size
 	ob.Dev, ob.Ino = st.Dev, st.Ino
+	ob.Stamp = Stamp{Dev: st.Dev, Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
 }
 
 func fstatat(dfd int, name string, st *unix.Stat_t) error {
@@ -232,6 +268,36 @@ func (f fileReader) Read(p []byte) (int, error) {
 	}
 }
 
+// counted reads a file for an observer: it counts what it reads and stops
+// when ctx is done.
+type counted struct {
+	ctx context.Context
+	fd  int
+	o   *Observer
+}
+
+func (r counted) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := fileReader(r.fd).Read(p)
+	r.o.read += int64(n)
+	return n, err
+}
+
+func (r counted) pread(p []byte, off int64) (int, error) {
+	for {
+		n, err := unix.Pread(r.fd, p, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if n > 0 {
+			r.o.read += int64(n)
+		}
+		return n, err
+	}
+}
+
 func openFile(dfd int, name string) (int, error) {
 	for {
 		// O_NONBLOCK: should a FIFO replace the file between stat and open,
@@ -244,25 +310,54 @@ func openFile(dfd int, name string) (int, error) {
 }
 
 // compare streams a regular file against the wanted content and stops at the
-// first difference; size decides before any byte is read where it can.
-func compare(dfd int, name string, size int64, want *desired.Content) ContentResult {
+// first difference. What stat says decides first, before anything is read:
+// a file of exact content with another size differs, whatever it holds.
+//
+// Every read is bounded by the size stat gave (or, for a description, by
+// DiffLimit), never by the end of the file: a file that grows while it is
+// read — a writer that never stops — cannot keep the observer reading. Its
+// writes raise their own events; the caller checks it again then.
+func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64, want *desired.Content) ContentResult {
 	exactSize, exact := want.ExactSize()
 	switch {
-	case exact:
-		if size != exactSize {
-			return differs(dfd, name)
-		}
-		if size == 0 {
-			return ContentResult{State: Equal}
-		}
-	case want.Hash == nil && size < int64(len(want.Suffix)):
-		return differs(dfd, name)
+	case exact && size != exactSize:
+		return o.differs(ctx, dfd, name, size)
+	case exact && size == 0:
+		return ContentResult{State: Equal}
+	case !exact && size < int64(len(want.Suffix)):
+		return o.differs(ctx, dfd, name, size)
+	}
+	// What the comparison reads: exact content, the file; a verification
+	// hash, the whole file (its base is hashed, its appended bytes
+	// compared); appended bytes alone, just them.
+	need := int64(len(want.Suffix))
+	if exact || want.Hash != nil {
+		need = size
+	}
+	if o.ReadLimit > 0 && need > o.ReadLimit && len(want.Suffix) == 0 {
+		return ContentResult{State: Deferred}
 	}
 	fd, err := openFile(dfd, name)
 	if err != nil {
 		return ContentResult{State: ReadFailed, Err: err}
 	}
 	defer unix.Close(fd)
+	r := counted{ctx: ctx, fd: fd, o: o}
+	if !exact {
+		// The appended bytes are where stat's size puts them: if they are
+		// not there, the base need not be hashed to know the file differs.
+		same, err := r.suffixAt(size, want.Suffix)
+		switch {
+		case err != nil:
+			return ContentResult{State: ReadFailed, Err: err}
+		case !same:
+			return o.differs(ctx, dfd, name, size)
+		case want.Hash == nil:
+			return ContentResult{State: Equal}
+		case o.ReadLimit > 0 && need > o.ReadLimit:
+			return ContentResult{State: Deferred}
+		}
+	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -270,13 +365,11 @@ func compare(dfd int, name string, size int64, want *desired.Content) ContentRes
 	var same bool
 	switch {
 	case want.Exact != nil:
-		same, err = equalStream(fileReader(fd), want.Exact, buf)
+		same, err = equalStream(r, want.Exact, buf)
 	case want.Stored != nil:
-		same, err = equalDigest(fd, want.Stored, buf)
-	case want.Hash != nil:
-		same, err = hashThenSuffix(fd, size, want, buf)
+		same, err = equalDigest(r, want.Stored, buf)
 	default:
-		same, err = suffixAt(fd, size, want.Suffix)
+		same, err = hashBase(r, size-int64(len(want.Suffix)), want.Hash, buf)
 	}
 	if err != nil {
 		return ContentResult{State: ReadFailed, Err: err}
@@ -284,7 +377,7 @@ func compare(dfd int, name string, size int64, want *desired.Content) ContentRes
 	if same {
 		return ContentResult{State: Equal}
 	}
-	return differs(dfd, name)
+	return o.differs(ctx, dfd, name, size)
 }
 
 // equalStream reads r to the end of want and reports whether it matched. It
@@ -312,9 +405,9 @@ func equalStream(r io.Reader, want []byte, buf []byte) (bool, error) {
 
 // equalDigest reads the file (whose size was found equal by stat) and
 // compares its SHA-256 with the stored content's.
-func equalDigest(fd int, want *desired.Stored, buf []byte) (bool, error) {
+func equalDigest(r io.Reader, want *desired.Stored, buf []byte) (bool, error) {
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, io.LimitReader(fileReader(fd), want.Size), buf)
+	n, err := io.CopyBuffer(h, io.LimitReader(r, want.Size), buf)
 	if err != nil {
 		return false, err
 	}
@@ -332,76 +425,71 @@ func newHash(algo string) (hash.Hash, error) {
 	return nil, fmt.Errorf("unsupported verification hash %q", algo)
 }
 
-// hashThenSuffix checks a file made of a hashed base followed by known bytes.
-func hashThenSuffix(fd int, size int64, want *desired.Content, buf []byte) (bool, error) {
-	baseLen := size - int64(len(want.Suffix))
-	if baseLen < 0 {
-		return false, nil
-	}
-	h, err := newHash(want.Hash.Algorithm)
+// hashBase reports whether the first n bytes of r have the verification
+// hash want (a remote source; the appended bytes after it were compared).
+func hashBase(r io.Reader, n int64, want *desired.Hash, buf []byte) (bool, error) {
+	h, err := newHash(want.Algorithm)
 	if err != nil {
 		return false, err
 	}
-	if _, err := io.CopyBuffer(h, io.LimitReader(fileReader(fd), baseLen), buf); err != nil {
+	got, err := io.CopyBuffer(h, io.LimitReader(r, n), buf)
+	if err != nil {
 		return false, err
 	}
-	if hex.EncodeToString(h.Sum(nil)) != want.Hash.Hex {
-		return false, nil
-	}
-	return suffixAt(fd, size, want.Suffix)
+	return got == n && hex.EncodeToString(h.Sum(nil)) == want.Hex, nil
 }
 
-func suffixAt(fd int, size int64, suffix []byte) (bool, error) {
+func (r counted) suffixAt(size int64, suffix []byte) (bool, error) {
 	if len(suffix) == 0 {
 		return true, nil
 	}
 	got := make([]byte, len(suffix))
-	n, err := unix.Pread(fd, got, size-int64(len(suffix)))
+	n, err := r.pread(got, size-int64(len(suffix)))
 	if err != nil {
 		return false, err
 	}
 	return n == len(suffix) && bytes.Equal(got, suffix), nil
 }
 
-// differs reads the file once more, whole, to describe the difference: its
-// size, digest and, when small, its bytes. Only drift takes this path.
-func differs(dfd int, name string) ContentResult {
-	r := ContentResult{State: Differs}
+// differs describes a file whose content differs: its size and, when it is
+// at most DiffLimit long, its bytes and digest, read once more. A larger file
+// is not read at all: its size (from stat) says what a report can use, and a
+// 74 GiB sparse file costs what a small one does. Only drift takes this path.
+func (o *Observer) differs(ctx context.Context, dfd int, name string, size int64) ContentResult {
+	r := ContentResult{State: Differs, GotSize: size}
+	if size > DiffLimit {
+		return r
+	}
 	fd, err := openFile(dfd, name)
 	if err != nil {
 		r.State, r.Err = ReadFailed, err
 		return r
 	}
 	defer unix.Close(fd)
-	h := sha256.New()
 	var head bytes.Buffer
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	rd := fileReader(fd)
-	for {
-		n, err := rd.Read(*bp)
-		if n > 0 {
-			h.Write((*bp)[:n])
-			if head.Len() <= DiffLimit {
-				head.Write((*bp)[:n])
-			}
-			r.GotSize += int64(n)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			r.State, r.Err = ReadFailed, err
-			return r
-		}
+	head.Grow(int(size) + 1)
+	// One byte past the limit tells a file that grew beyond it since the
+	// stat: it is then described by its size, as a large one is.
+	n, err := head.ReadFrom(io.LimitReader(counted{ctx: ctx, fd: fd, o: o}, DiffLimit+1))
+	if err != nil {
+		r.State, r.Err = ReadFailed, err
+		return r
 	}
-	if r.GotSize <= DiffLimit {
-		r.Got = head.Bytes()
-		if r.Got == nil {
-			r.Got = []byte{} // an empty file is still text to diff against
+	if n > DiffLimit {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Size > n {
+			n = st.Size
 		}
+		r.GotSize = n
+		return r
 	}
-	r.GotDigest = hex.EncodeToString(h.Sum(nil))
+	r.GotSize = n
+	r.Got = head.Bytes()
+	if r.Got == nil {
+		r.Got = []byte{} // an empty file is still text to diff against
+	}
+	sum := sha256.Sum256(r.Got)
+	r.GotDigest = hex.EncodeToString(sum[:])
 	return r
 }
 

@@ -11,8 +11,14 @@
 // It promises to never open anything but a regular file for reading (no FIFO
 // blocks it, no device is opened), to stop reading at the first difference,
 // and to report an unreadable path as an error on its observation rather than
-// fail. It does not promise an atomic view: the file may change between the
-// stat and the read; the caller re-checks on the next event.
+// fail. What is read is bounded by what stat said, never by where the file
+// ends: a file of exact content whose size differs is not read unless it is
+// small enough to be shown (DiffLimit); a file that grows while it is read
+// is read to its size at the stat; and an observer with a ReadLimit leaves a
+// comparison that would read more Deferred, unread, for an observer without
+// one to finish on a goroutine that may take that long. It does not promise
+// an atomic view: the file may change between the stat and the read; the
+// caller re-checks on the next event (Stamp tells versions apart).
 package ondisk
 
 import (

@@ -119,7 +119,7 @@ type mcUnit struct {
 // a preset line for them, and preset needs the unit file.
 func applyOnImage(t *testing.T, cfgJSON []byte, units []mcUnit) string {
 	t.Helper()
-	root, log, err := runIgnition(t, cfgJSON)
+	root, log, err := runIgnition(t, cfgJSON, prepare{})
 	if err != nil {
 		t.Fatalf("%v\nIgnition's log:\n%s", err, log)
 	}
@@ -131,7 +131,7 @@ func applyOnImage(t *testing.T, cfgJSON []byte, units []mcUnit) string {
 		mustMkdir(t, filepath.Dir(p), 0o755)
 		mustWrite(t, p, "[Unit]\nDescription=shipped by the image\n\n[Service]\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n", 0o644)
 	}
-	if names := presetUnits(t, cfgJSON); len(names) > 0 {
+	if names := presetUnits(t, root, cfgJSON); len(names) > 0 {
 		systemctl(t, root, append([]string{"preset"}, names...)...)
 	}
 	return root
@@ -178,7 +178,7 @@ func TestMachineConfigAsTheMCDWrites(t *testing.T) {
 	for form, doc := range forms {
 		for _, tt := range tests {
 			t.Run(form+"/"+tt.name, func(t *testing.T) {
-				root := applyIgnition(t, []byte(mcdSpecConfig))
+				root := applyIgnition(t, []byte(mcdSpecConfig), prepare{})
 				if tt.mutate != nil {
 					tt.mutate(t, root)
 				}

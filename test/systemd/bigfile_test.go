@@ -1,0 +1,116 @@
+package systemd_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLargeFiles proves, under the shipped unit (WatchdogSec=30s), that one
+// writable declared file cannot stall the daemon: a declared file replaced
+// by a 74 GiB sparse file, with another declared file tampered at the same
+// moment, has both drifts reported promptly — well within the watchdog —
+// and the 74 GiB are never read (the size says it all); a verification hash
+// over a 74 GiB file is computed in the background while the loop goes on
+// reporting other drift and feeding the watchdog, and is dropped when the
+// file is restored; a background read that finishes reports its drift; and
+// through all of it systemd never restarts the daemon.
+func TestLargeFiles(t *testing.T) {
+	t.Parallel()
+	const (
+		exact  = "/etc/big/exact.conf"
+		remote = "/etc/big/remote.bin"
+		other  = "/etc/other.conf"
+		// promptly bounds the wait for a drift the daemon owes at once: it
+		// comes within milliseconds; half the watchdog leaves the margin
+		// for a loaded machine, and a loop stuck on reading 74 GiB (minutes)
+		// is far beyond it.
+		promptly = 15 * time.Second
+	)
+	remoteSum := sha256.Sum256([]byte("remote\n"))
+	h := bootDaemon(t, setup{
+		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
+ {"path":"` + exact + `","mode":420,"contents":{"source":"data:,exact%0A"}},
+ {"path":"` + remote + `","mode":420,"contents":{"source":"https://example.com/remote.bin","verification":{"hash":"sha256-` + hex.EncodeToString(remoteSum[:]) + `"}}},
+ {"path":"` + other + `","mode":420,"contents":{"source":"data:,other%0A"}},
+ {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]}}`,
+		files: []file{{exact, "exact\n", 0o644}, {remote, "remote\n", 0o644}, {other, "other\n", 0o644}, sentinelFile},
+	})
+	const clean = "No drift: watching 4 paths, 0 units"
+	h.waitStatus(clean)
+	pid := h.prop("MainPID")
+	if got := h.prop("WatchdogUSec"); got != "30s" {
+		t.Fatalf("WatchdogUSec=%s, want the shipped 30s", got)
+	}
+
+	t.Run("a 74 GiB file of another size is not read", func(t *testing.T) {
+		h := h.in(t)
+		m := h.mark()
+		start := time.Now()
+		h.sh(`truncate -s 74G "$1" && printf 'tampered\n' >"$2"`, exact, other)
+		h.waitRecordWithin(promptly, m, msgDriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
+		r, _ := h.waitRecordWithin(promptly, m, msgDriftDetected, map[string]string{"DRIFT_PATH": exact, "DRIFT_KIND": "content"})
+		t.Logf("both drifts reported within %v", time.Since(start).Round(time.Millisecond))
+		if got, want := r.field("DRIFT_GOT"), fmt.Sprintf("%d bytes", int64(74)<<30); got != want {
+			t.Errorf("DRIFT_GOT=%q, want %q", got, want)
+		}
+		m = h.mark()
+		h.sh(`printf 'exact\n' >"$1" && printf 'other\n' >"$2"`, exact, other)
+		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": exact})
+		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": other})
+		h.waitStatus(clean)
+	})
+
+	t.Run("a verification hash over 74 GiB is computed in the background", func(t *testing.T) {
+		h := h.in(t)
+		m := h.mark()
+		h.sh(`truncate -s 74G "$1" && printf 'tampered\n' >"$2"`, remote, other)
+		h.waitRecordWithin(promptly, m, msgDriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
+		const reading = "Drift: 1 path differs (/etc/other.conf: content); reading 1 large file"
+		h.waitStatus(reading)
+		// The loop answers the watchdog while the 74 GiB are hashed (that
+		// takes minutes): systemd records a ping after the read began.
+		since := h.prop("WatchdogTimestampMonotonic")
+		h.WaitFor(t, 2*time.Minute, "a watchdog ping during the background read", func() (bool, string) {
+			out, _, err := h.Run(h.ctx, "systemctl", "show", "-p", "WatchdogTimestampMonotonic", "--value", service)
+			now := strings.TrimSpace(out)
+			return err == nil && now != since && now != "0", "WatchdogTimestampMonotonic=" + now
+		})
+		if st, err := h.status(); err != nil || st != reading {
+			t.Fatalf("status after a watchdog ping: %q (%v), want still %q", st, err, reading)
+		}
+		// Restored while it is read: the read is dropped, and nothing is
+		// reported of the version it was reading.
+		h.sh(`printf 'remote\n' >"$1" && printf 'other\n' >"$2"`, remote, other)
+		h.waitStatus(clean)
+		h.noDriftSince(m, remote)
+	})
+
+	t.Run("a background read reports its drift", func(t *testing.T) {
+		h := h.in(t)
+		m := h.mark()
+		h.sh(`truncate -s 64M "$1"`, remote) // over what the loop reads itself
+		r, _ := h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": remote, "DRIFT_KIND": "content"})
+		if got, want := r.field("DRIFT_GOT"), fmt.Sprintf("%d bytes", 64<<20); got != want {
+			t.Errorf("DRIFT_GOT=%q, want %q", got, want)
+		}
+		h.waitStatus("Drift: 1 path differs (/etc/big/remote.bin: content)")
+		m = h.mark()
+		h.sh(`printf 'remote\n' >"$1"`, remote)
+		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": remote})
+		h.waitStatus(clean)
+	})
+
+	if got := h.prop("NRestarts"); got != "0" {
+		t.Errorf("NRestarts=%s, want 0", got)
+	}
+	if got := h.prop("MainPID"); got != pid {
+		t.Errorf("MainPID=%s, was %s: the daemon was restarted", got, pid)
+	}
+	if got := h.prop("ActiveState"); got != "active" {
+		t.Errorf("ActiveState=%s", got)
+	}
+}
