@@ -40,6 +40,27 @@ func (f *fakeNotifier) count() int {
 	return f.watchdogs
 }
 
+// runDaemon runs a daemon with o and the notifier n until the test ends,
+// and returns once it is ready (its first check done).
+func runDaemon(t *testing.T, o Options, n *fakeNotifier) *Daemon {
+	t.Helper()
+	o.Notify = n
+	d, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, nil) }()
+	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	select {
+	case <-n.ready:
+	case <-time.After(20 * time.Second):
+		t.Fatal("not ready within 20s")
+	}
+	return d
+}
+
 // WATCHDOG=1 is sent only while the event loop answers: a stuck loop stops
 // the pings, and systemd restarts the service.
 func TestWatchdogOnlyWhileTheLoopIsAlive(t *testing.T) {
@@ -47,20 +68,8 @@ func TestWatchdogOnlyWhileTheLoopIsAlive(t *testing.T) {
 	cfg := filepath.Join(root, "c.ign")
 	os.WriteFile(cfg, []byte(`{"ignition":{"version":"3.4.0"}}`), 0o644)
 	n := &fakeNotifier{ready: make(chan struct{}, 1), interval: 40 * time.Millisecond}
-	d, err := New(Options{Root: root, Configs: []string{cfg}, Notify: n})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, nil) }()
-	defer func() { cancel(); <-done }()
-	select {
-	case <-n.ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("not ready within 10s")
-	}
+	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}}, n)
+	ctx := context.Background()
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)

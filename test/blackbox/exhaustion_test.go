@@ -22,9 +22,10 @@ import (
 // daemon alone; the machine's fs.inotify.max_user_watches, which other
 // daemons on the machine rely on, is never touched.
 
-// fourDirs declares one file in each of four directories: with a limit of
-// three watches (one goes to the inhibitor directory), some are watched and
-// the others can only be polled.
+// fourDirs declares one file in each of four directories of /etc: with a
+// limit of five watches (one goes to the inhibitor directory, two to the
+// root and /etc on the way to the four), some are watched and the others
+// can only be polled.
 const fourDirs = `{"ignition":{"version":"3.2.0"},"storage":{"files":[
  {"path":"/etc/d1/f","mode":420,"contents":{"source":"data:,one%0A"}},
  {"path":"/etc/d2/f","mode":420,"contents":{"source":"data:,two%0A"}},
@@ -181,7 +182,7 @@ func readInt(t *testing.T, p string) int {
 // watches become available. The limit is that of the daemon's own user
 // namespace: the test shows that it binds the daemon and nothing else.
 func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
-	const limit = 3
+	const limit = 5
 	f := newFixture(t, fourDirs)
 	dirs := []string{"/etc/d1", "/etc/d2", "/etc/d3", "/etc/d4"}
 	for _, dir := range dirs {
@@ -223,6 +224,11 @@ func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
 	watched, unwatched, _ := watchedDirs(t, d, f, dirs)
 	if len(watched) == 0 || len(unwatched) == 0 {
 		t.Fatalf("watched %v, unwatched %v: want some of each", watched, unwatched)
+	}
+	// The directories on the way are watched first (their moves would
+	// otherwise go unseen), and counted.
+	if _, un, _ := watchedDirs(t, d, f, []string{"/", "/etc"}); len(un) > 0 {
+		t.Errorf("%v, on the way to the declared directories, have no watch", un)
 	}
 	t.Logf("watched: %v; polled: %v", watched, unwatched)
 	polling := fmt.Sprintf("; polling %d directories: inotify watches exhausted", len(unwatched))
@@ -294,7 +300,9 @@ func TestWatchesRestoredByReload(t *testing.T) {
 	for dir, content := range fourDirsContent {
 		f.write(dir+"/f", content, 0o644)
 	}
-	d := startDaemonWithWatchLimit(t, f.root, 3, "--poll-interval", "500ms", "--interval", "0")
+	// Four: the inhibitor directory, the root and /etc on the way, and one
+	// of the four declared directories.
+	d := startDaemonWithWatchLimit(t, f.root, 4, "--poll-interval", "500ms", "--interval", "0")
 	d.waitRecord(0, msgExhausted, nil)
 
 	// The desired-state directory may have no watch either (the daemon's
@@ -310,7 +318,7 @@ func TestWatchesRestoredByReload(t *testing.T) {
 
 	m := reload(`{"ignition":{"version":"3.2.0"},"storage":{"files":[
  {"path":"/etc/d1/f","mode":420,"contents":{"source":"data:,one%0A"}}]}}`)
-	// With a limit of 3, the desired-state locations still lack a watch:
+	// With a limit of 4, the desired-state locations still lack a watch:
 	// the line may say so after the restore.
 	waitStatusPrefix(d, "No drift: watching 1 path, 0 units")
 	d.waitRecord(m, msgRestored, nil)
