@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,47 +18,6 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
-
-// records keeps what the daemon logs: message, MESSAGE_ID and DRIFT_PATH.
-type records struct {
-	mu   sync.Mutex
-	list []record
-}
-
-type record struct{ msg, id, path string }
-
-func (r *records) Enabled(context.Context, slog.Level) bool { return true }
-func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *records) WithGroup(string) slog.Handler            { return r }
-func (r *records) Handle(_ context.Context, rec slog.Record) error {
-	x := record{msg: rec.Message}
-	rec.Attrs(func(a slog.Attr) bool {
-		switch a.Key {
-		case "MESSAGE_ID":
-			x.id = a.Value.String()
-		case "DRIFT_PATH":
-			x.path = a.Value.String()
-		}
-		return true
-	})
-	r.mu.Lock()
-	r.list = append(r.list, x)
-	r.mu.Unlock()
-	return nil
-}
-
-// find returns the records with the MESSAGE_ID about path.
-func (r *records) find(id, path string) []record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []record
-	for _, x := range r.list {
-		if x.id == id && x.path == path {
-			out = append(out, x)
-		}
-	}
-	return out
-}
 
 // waitFor polls cond until it holds, within a bound generous for a loaded
 // machine (what it waits for comes within milliseconds).
@@ -252,7 +210,7 @@ func TestLargeReadOffTheLoop(t *testing.T) {
 	g = h.next()
 	waitFor(t, "the mode drift of /etc/big.bin while it is read", func() bool {
 		rs := h.log.find(journal.MsgDriftDetected, "/etc/big.bin")
-		return len(rs) == 2 && strings.HasPrefix(rs[1].msg, "mode mismatch")
+		return len(rs) == 2 && strings.HasPrefix(rs[1]["MESSAGE"], "mode mismatch")
 	})
 	if got := h.log.find(journal.MsgDriftResolved, "/etc/big.bin"); len(got) != 0 {
 		t.Errorf("drift of /etc/big.bin resolved while it is read: %v", got)
