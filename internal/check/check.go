@@ -40,6 +40,11 @@ type Checker struct {
 	Root    *ondisk.Root
 	Units   UnitStates
 	Cmdline Cmdline
+	// Declared holds the links and directories of the state the entries
+	// belong to (ondisk.Declare), which decide the symlinks followed on
+	// the way to a path. All collects it from its entries when it is nil;
+	// Entry needs it set.
+	Declared *ondisk.Declared
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int
@@ -80,6 +85,10 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	if n := (len(entries) + chunk - 1) / chunk; workers > n {
 		workers = n
 	}
+	decl := c.Declared
+	if decl == nil {
+		decl = ondisk.Declare(entries)
+	}
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -88,6 +97,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			defer wg.Done()
 			o := ondisk.NewObserver(c.Root)
 			defer o.Close()
+			o.Declare(decl)
 			for start := range next {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
@@ -123,6 +133,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 
 // Entry checks one entry with a fresh view of its parent directory.
 func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) []drift.Drift {
+	o.Declare(c.Declared)
 	o.Forget()
 	var cmdline []string
 	var cmdErr error

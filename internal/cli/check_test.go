@@ -3,6 +3,8 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"os"
@@ -372,5 +374,59 @@ func TestCheckPrintsConfigWarnings(t *testing.T) {
 	}
 	if code == cli.ExitFailed {
 		t.Errorf("a warning made the check fail (exit %d)", code)
+	}
+}
+
+// contains reports whether out holds any of subs, and which.
+func contains(out string, subs ...string) (string, bool) {
+	for _, s := range subs {
+		if strings.Contains(out, s) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// TestCheckParentSwappedForSymlink: a declared file's directory replaced by
+// a symlink into a directory only root may enter is a type drift of that
+// directory, and no output shows (or digests) what is behind the link.
+func TestCheckParentSwappedForSymlink(t *testing.T) {
+	const marker = "MARKER-BEHIND-THE-LINK"
+	root := t.TempDir()
+	for p, mode := range map[string]os.FileMode{"etc/bar": 0o755, "root/private": 0o700} {
+		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(root, p), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "root/private/file"), []byte(marker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/root/private", filepath.Join(root, "etc/bar/sub")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "swap.ign")
+	if err := os.WriteFile(cfg, []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[
+ {"path":"/etc/bar/sub/file","mode":420,"contents":{"source":"data:,public%0A"}}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(marker + "\n"))
+	for _, format := range []string{"text", "json"} {
+		code, stdout, stderr := run(t, context.Background(), "check", "--root", root, "--config", cfg, "--format", format)
+		if code != cli.ExitDrift {
+			t.Errorf("%s: exit status %d, want %d; stderr:\n%s", format, code, cli.ExitDrift, stderr)
+		}
+		if s, ok := contains(stdout+stderr, marker, hex.EncodeToString(sum[:])); ok {
+			t.Errorf("%s: output holds %s, what is behind the link:\n%s", format, s, stdout)
+		}
+		want := `type mismatch for file "/etc/bar/sub/file": "/etc/bar/sub": want directory, got symbolic link to "/root/private"`
+		if format == "json" {
+			want = `"kind": "type"`
+		}
+		if !strings.Contains(stdout, want) {
+			t.Errorf("%s: output has no %q:\n%s", format, want, stdout)
+		}
 	}
 }

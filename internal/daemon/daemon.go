@@ -385,6 +385,7 @@ func (d *Daemon) load(ctx context.Context) error {
 		}
 	}
 	d.ix = newIndex(kept)
+	d.checker.Declared = ondisk.Declare(d.ix.entries)
 	d.files = st.Files
 	d.loadFailed = ""
 	for p, t := range d.pending {

@@ -21,6 +21,18 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 		d.add(Unreadable, fmt.Sprintf("cannot examine %s: %v", Noun(e), ob.Err), "", "")
 		return d.list
 	}
+	if dt := ob.Detour; dt != nil && e.Type != desired.TypeNone {
+		// The path is not where it was declared: what is there is not the
+		// declared file's business, and was not looked at.
+		if dt.Want != "" {
+			want, got := fmt.Sprintf("symbolic link to %q", dt.Want), fmt.Sprintf("symbolic link to %q", dt.Target)
+			d.add(Type, fmt.Sprintf("type mismatch for %s: %q: want %s, got %s", Noun(e), dt.Path, want, got), want, got)
+		} else {
+			d.add(Type, fmt.Sprintf("type mismatch for %s: %q: want directory, got symbolic link to %q", Noun(e), dt.Path, dt.Target),
+				ondisk.Directory.String(), ondisk.Symlink.String())
+		}
+		return d.list
+	}
 	switch e.Type {
 	case desired.TypeNotMasked:
 		if ob.Type == ondisk.Symlink && ob.Target == "/dev/null" {
@@ -158,12 +170,12 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 		want = fmt.Sprintf("ending with %d bytes, sha256 %s", len(w.Suffix), hex.EncodeToString(s[:]))
 	}
 	dr := d.add(Content, fmt.Sprintf("content mismatch for %s", Noun(e)), want, got)
-	// The bytes on disk are shown only if both the config and the file's
-	// current mode let anyone read them: a file someone made 0600 may now
-	// hold a secret, whatever the config says it should hold.
-	// Nor is a diff made against a declared content larger than a file kept
-	// for one (a stored content would be read back for nothing).
-	if e.Secret() || ob.Mode&0o004 == 0 || !exact || c.Got == nil || exactSize > ondisk.DiffLimit {
+	// The bytes on disk are shown only if both the config and the file let
+	// anyone read them: a file someone made 0600, or moved where others
+	// cannot go, may now hold a secret, whatever the config says it should
+	// hold. Nor is a diff made against a declared content larger than a
+	// file kept for one (a stored content would be read back for nothing).
+	if e.Secret() || !ob.Public || !exact || c.Got == nil || exactSize > ondisk.DiffLimit {
 		return
 	}
 	// A stored content that cannot be read back (its cache entry was

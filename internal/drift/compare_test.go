@@ -563,6 +563,17 @@ func TestCompareOnDisk(t *testing.T) {
 				describe(string(keys.Content.Exact)), describe("ssh-ed25519 AAAA-MARKER-GOT-KEY mallory\n"))},
 		},
 		{
+			name: "parent swapped for a symlink into a directory only root may enter",
+			setup: func(f *fixture) {
+				f.file("/root/private/chrony.conf", "MARKER-GOT-BEHIND-THE-LINK\n", 0o644)
+				f.chmod("/root/private", 0o700)
+				f.symlink("/etc", "/root/private")
+			},
+			entry: chrony,
+			want: []drift.Drift{expect(chrony, drift.Type, `type mismatch for file "/etc/chrony.conf": "/etc": want directory, got symbolic link to "/root/private"`,
+				"directory", "symbolic link")},
+		},
+		{
 			name:  "parent cannot be examined",
 			setup: func(f *fixture) { f.symlink("/etc", "/etc") },
 			entry: chrony,
@@ -639,6 +650,9 @@ func TestCompareReadFailed(t *testing.T) {
 // TestCompareObservations covers what a fixture cannot easily produce.
 func TestCompareObservations(t *testing.T) {
 	f := file("/etc/a", 0o644, "a\n")
+	differs := func(got string) ondisk.ContentResult {
+		return ondisk.ContentResult{State: ondisk.Differs, Got: []byte(got), GotSize: int64(len(got)), GotDigest: digest(got)}
+	}
 	tests := []struct {
 		name  string
 		entry desired.Entry
@@ -663,6 +677,33 @@ func TestCompareObservations(t *testing.T) {
 			ob: ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Content: ondisk.ContentResult{State: ondisk.Differs,
 				GotSize: 1 << 30, GotDigest: "d"}},
 			want: []drift.Drift{expect(f, drift.Content, `content mismatch for file "/etc/a"`, describe("a\n"), "1073741824 bytes, sha256 d")},
+		},
+		{
+			name:  "content differs, world-readable where not everyone may go: no diff",
+			entry: f,
+			ob:    ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Content: differs("b\n")},
+			want:  []drift.Drift{expect(f, drift.Content, `content mismatch for file "/etc/a"`, describe("a\n"), describe("b\n"))},
+		},
+		{
+			name:  "content differs, anyone may read it: a diff",
+			entry: f,
+			ob:    ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Public: true, Content: differs("b\n")},
+			want: []drift.Drift{withDiff(expect(f, drift.Content, `content mismatch for file "/etc/a"`, describe("a\n"), describe("b\n")),
+				"--- /etc/a (want)\n+++ /etc/a (got)\n@@ -1 +1 @@\n-a\n+b\n")},
+		},
+		{
+			name:  "parent is an undeclared symlink: type drift of the parent, nothing else",
+			entry: f,
+			ob:    ondisk.Observation{Detour: &ondisk.Detour{Path: "/etc", Target: "/root/private"}, Type: ondisk.Regular, Content: differs("b\n")},
+			want: []drift.Drift{expect(f, drift.Type, `type mismatch for file "/etc/a": "/etc": want directory, got symbolic link to "/root/private"`,
+				"directory", "symbolic link")},
+		},
+		{
+			name:  "parent is a declared symlink with another target",
+			entry: f,
+			ob:    ondisk.Observation{Detour: &ondisk.Detour{Path: "/etc", Target: "/root/private", Want: "/usr/etc"}},
+			want: []drift.Drift{expect(f, drift.Type, `type mismatch for file "/etc/a": "/etc": want symbolic link to "/usr/etc", got symbolic link to "/root/private"`,
+				`symbolic link to "/usr/etc"`, `symbolic link to "/root/private"`)},
 		},
 		{
 			name:  "mode of a symlink is never compared",
