@@ -45,6 +45,9 @@ type Checker struct {
 	// the way to a path. All collects it from its entries when it is nil;
 	// Entry needs it set.
 	Declared *ondisk.Declared
+	// Key keys the digests of content that must not be shown (see
+	// drift.Key); the zero Key leaves them out.
+	Key drift.Key
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int
@@ -160,7 +163,7 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, cmdline []string, 
 		return drift.CompareKernelArg(e, cmdline, cmdErr)
 	}
 	ob := o.Observe(e)
-	return drift.Compare(e, &ob)
+	return drift.Compare(e, &ob, c.Key)
 }
 
 // Sort orders drift by path, then entry, then kind: output is deterministic.

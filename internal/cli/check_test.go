@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -334,12 +335,53 @@ func TestCheckEscapes(t *testing.T) {
 	}
 }
 
+// noSecrets asserts that out holds neither secret content nor a plain
+// digest of it (SHA-256 or SHA-512, which the size and a dictionary turn
+// back into the secret).
 func noSecrets(t *testing.T, out string) {
 	t.Helper()
 	for _, m := range []string{secretWant, secretGot, keyWant, keyGot} {
 		if strings.Contains(out, m) {
 			t.Errorf("output holds secret content %q:\n%s", m, out)
 		}
+	}
+	for _, c := range []string{"password=" + secretWant + "\n", "password=" + secretGot + "\n",
+		"ssh-ed25519 " + keyWant + " core@example\n", "ssh-ed25519 " + keyGot + " mallory\n"} {
+		a, b := sha256.Sum256([]byte(c)), sha512.Sum512([]byte(c))
+		if d, ok := contains(out, hex.EncodeToString(a[:]), hex.EncodeToString(b[:])); ok {
+			t.Errorf("output holds a plain digest %s of the secret %q:\n%s", d, c, out)
+		}
+	}
+}
+
+// TestCheckWithoutDigestKey: where the key cannot be had (here, a state
+// directory where nothing can be made), secret contents get their sizes
+// only, with a warning; the verdict is the same.
+func TestCheckWithoutDigestKey(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
+		t.Skip("the fixture chowns a file")
+	}
+	t.Setenv("STATE_DIRECTORY", "/proc/self/drift-monitor")
+	root, config := machine(t)
+	code, stdout, stderr := run(t, context.Background(), "check", "--root", root, "--config", config)
+	if code != cli.ExitDrift {
+		t.Errorf("exit status %d, want %d; stderr:\n%s", code, cli.ExitDrift, stderr)
+	}
+	if !strings.HasPrefix(stderr, "drift-monitor check: warning: ") || !strings.Contains(stderr, "/proc/self/drift-monitor") ||
+		!strings.HasSuffix(stderr, ": secret contents get no digests\n") {
+		t.Errorf("stderr = %q, want one warning naming the key's directory", stderr)
+	}
+	noSecrets(t, stdout)
+	for _, want := range []string{
+		"content mismatch for file \"/etc/secret.conf\"\n  want: 28 bytes\n  got:  27 bytes\n",
+		"  want: 41 bytes\n  got:  35 bytes\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output has no %q:\n%s", want, stdout)
+		}
+	}
+	if d, ok := contains(stdout, "hmac-sha256:"); ok {
+		t.Errorf("output holds %s without a key:\n%s", d, stdout)
 	}
 }
 

@@ -83,6 +83,9 @@ type Options struct {
 	// OnDrift names a unit to start when drift appears.
 	OnDrift string
 	Version string
+	// DigestKey keys the digests of content that must not be shown (see
+	// drift.Key); the zero Key leaves them out.
+	DigestKey drift.Key
 
 	Log    *slog.Logger
 	Notify Notifier
@@ -147,7 +150,7 @@ func New(o Options) (*Daemon, error) {
 		track: newTracker(), pending: map[string]*time.Timer{}, settled: make(chan string, 64),
 		done: make(chan struct{}), ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
-	d.checker = &check.Checker{Root: root}
+	d.checker = &check.Checker{Root: root, Key: o.DigestKey}
 	if o.Units != nil {
 		d.checker.Units = o.Units
 	} else {

@@ -15,7 +15,8 @@ import (
 
 // Compare lists how the observation differs from the entry; nil when it does
 // not. Type is decided first: once the type differs, nothing else is compared.
-func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
+// Digests of content that must not be shown are keyed with key (see Key).
+func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 	d := newDrifts(e)
 	if ob.Err != nil {
 		d.add(Unreadable, fmt.Sprintf("cannot examine %s: %v", Noun(e), ob.Err), "", "")
@@ -95,7 +96,7 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 		d.add(Group, fmt.Sprintf("group mismatch for %s: want gid %d, got gid %d", Noun(e), *e.GID, ob.GID), fmt.Sprint(*e.GID), fmt.Sprint(ob.GID))
 	}
 	if e.Type == desired.TypeRegular && e.Content != nil {
-		compareContent(e, ob, d)
+		compareContent(e, ob, d, key)
 	}
 	return d.list
 }
@@ -135,7 +136,7 @@ func (d *drifts) add(k Kind, msg, want, got string) *Drift {
 	return &d.list[len(d.list)-1]
 }
 
-func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
+func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts, key Key) {
 	c := &ob.Content
 	switch c.State {
 	case ondisk.ReadFailed:
@@ -154,28 +155,37 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 			return
 		}
 	}
-	got := describe(c.GotSize, c.GotDigest)
+	// The bytes on disk may be shown only if both the config and the file
+	// let anyone read them: a file someone made 0600, or moved where others
+	// cannot go, may now hold a secret, whatever the config says it should
+	// hold. What may be shown may have plain digests too; the rest only
+	// keyed ones.
+	shown := !e.Secret() && ob.Public
+	g := digester{key: key, plain: shown}
+	got := g.describe(c.GotSize, unhex(c.GotDigest))
 	var want string
 	switch {
 	case exact:
 		sum := w.Digest()
-		want = describe(exactSize, hex.EncodeToString(sum[:]))
+		want = g.describe(exactSize, sum[:])
 	case w.Hash != nil:
+		// The config's own digest of a content that may be secret: no more
+		// shown than the content (the config may be root's alone).
 		want = w.Hash.String()
+		if !shown {
+			want = fmt.Sprintf("the %s verification hash in the config", w.Hash.Algorithm)
+		}
 		if len(w.Suffix) > 0 {
 			want += fmt.Sprintf(" followed by %d appended bytes", len(w.Suffix))
 		}
 	default:
 		s := sha256.Sum256(w.Suffix)
-		want = fmt.Sprintf("ending with %d bytes, sha256 %s", len(w.Suffix), hex.EncodeToString(s[:]))
+		want = "ending with " + g.describe(int64(len(w.Suffix)), s[:])
 	}
 	dr := d.add(Content, fmt.Sprintf("content mismatch for %s", Noun(e)), want, got)
-	// The bytes on disk are shown only if both the config and the file let
-	// anyone read them: a file someone made 0600, or moved where others
-	// cannot go, may now hold a secret, whatever the config says it should
-	// hold. Nor is a diff made against a declared content larger than a
-	// file kept for one (a stored content would be read back for nothing).
-	if e.Secret() || !ob.Public || !exact || c.Got == nil || exactSize > ondisk.DiffLimit {
+	// Nor is a diff made against a declared content larger than a file kept
+	// for one (a stored content would be read back for nothing).
+	if !shown || !exact || c.Got == nil || exactSize > ondisk.DiffLimit {
 		return
 	}
 	// A stored content that cannot be read back (its cache entry was
@@ -183,10 +193,6 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 	if b, err := w.ExactBytes(); err == nil {
 		dr.Diff = Unified(e.Path, b, c.Got)
 	}
-}
-
-func describe(size int64, digest string) string {
-	return fmt.Sprintf("%d bytes, sha256 %s", size, digest)
 }
 
 // Unified is a deterministic unified diff (-want +got) of two texts, with

@@ -7,8 +7,10 @@
 // world-readable, any user could read the file where it was found, that
 // place is its declared location (a path that left it through a symlink is
 // a type drift, and its content was never read), and both sides are text.
-// Otherwise only sizes and digests appear. It does not decide what is worth
-// reporting twice: that is the daemon's job.
+// Otherwise only sizes and digests appear: plain SHA-256 ("sha256:HEX")
+// where the content could have been shown, and for the rest only digests
+// keyed with the host's Key ("hmac-sha256:HEX"), or none without one. It
+// does not decide what is worth reporting twice: that is the daemon's job.
 package drift
 
 import (
