@@ -2,6 +2,7 @@ package ondisk_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -203,5 +204,39 @@ func (f *fixture) lchown(p string, uid, gid int) {
 	}
 	if err := os.Lchown(f.path(p), uid, gid); err != nil {
 		f.t.Fatal(err)
+	}
+}
+
+// BenchmarkObserveFreshThroughLink is BenchmarkObserveFresh for a path
+// behind one of the image's links (/home -> /var/home): the resolution is
+// walked in user space and the link judged (where it leads is climbed to
+// the root) every time.
+func BenchmarkObserveFreshThroughLink(b *testing.B) {
+	root := b.TempDir()
+	data := []byte("in root\n")
+	if err := os.MkdirAll(filepath.Join(root, "var/home/core"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "var/home/core/.bashrc"), data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Symlink("/var/home", filepath.Join(root, "home")); err != nil {
+		b.Fatal(err)
+	}
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	o := ondisk.NewObserver(r)
+	defer o.Close()
+	e := &desired.Entry{Kind: desired.KindFile, Path: "/home/core/.bashrc", Type: desired.TypeRegular,
+		Content: &desired.Content{Exact: data}}
+	b.ReportAllocs()
+	for b.Loop() {
+		o.Forget()
+		if ob := o.Observe(e); ob.Content.State != ondisk.Equal {
+			b.Fatalf("content %v, want equal", ob.Content.State)
+		}
 	}
 }
