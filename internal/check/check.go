@@ -49,6 +49,14 @@ type Checker struct {
 	// checked against the next boot when it says; a running kernel that
 	// differs is then a "reboot pending" notice, not drift.
 	NextBoot NextBoot
+	// Declared holds the links and directories of the state the entries
+	// belong to (ondisk.Declare), which decide the symlinks followed on
+	// the way to a path. All collects it from its entries when it is nil;
+	// Entry needs it set.
+	Declared *ondisk.Declared
+	// Key keys the digests of content that must not be shown (see
+	// drift.Key); the zero Key leaves them out.
+	Key drift.Key
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int
@@ -117,6 +125,10 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	if n := (len(entries) + chunk - 1) / chunk; workers > n {
 		workers = n
 	}
+	decl := c.Declared
+	if decl == nil {
+		decl = ondisk.Declare(entries)
+	}
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex // res.Deferred
@@ -126,6 +138,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			defer wg.Done()
 			o := c.Observer()
 			defer o.Close()
+			o.Declare(decl)
 			for start := range next {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
@@ -186,6 +199,7 @@ func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) []drift.Drift {
 // is taken from it when the file is still the version it read; otherwise
 // read is of no use and the content is compared, or deferred, afresh.
 func (c *Checker) Outcome(o *ondisk.Observer, e *desired.Entry, read *ContentRead) Outcome {
+	o.Declare(c.Declared)
 	o.Forget()
 	var k kargs
 	if e.Kind == desired.KindKernelArg {
@@ -280,7 +294,7 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		// (its metadata is this fresh observation's).
 		ob.Content, deferred = read.Content, false
 	}
-	return Outcome{Drift: drift.Compare(e, &ob), Deferred: deferred, Stamp: ob.Stamp}
+	return Outcome{Drift: drift.Compare(e, &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp}
 }
 
 // Sort orders drift by path, then entry, then kind: output is deterministic.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
@@ -40,7 +41,11 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	} else if cache != nil {
 		cache.Map = true
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, std.Err)
+	key, err := hostKey()
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", drift.EscapeControl(err.Error()))
+	}
+	res, err := runFullCheck(ctx, cache, *root, configs, key, std.Err)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", drift.EscapeControl(err.Error()))
 		return ExitFailed
@@ -66,9 +71,24 @@ type checkResult struct {
 	Files []string
 }
 
+// hostKey is the host's digest key (package digestkey) as drift keys
+// digests with it; the zero Key, and no error, for a user who has none.
+// `check` run by root and the daemon share it: their digests agree.
+func hostKey() (drift.Key, error) {
+	dir := digestkey.Dir()
+	if dir == "" {
+		return drift.Key{}, nil
+	}
+	k, err := digestkey.Load(dir)
+	if err != nil {
+		return drift.Key{}, err
+	}
+	return drift.NewKey(k), nil
+}
+
 // runFullCheck loads the desired state (through cache, which may be nil) and
-// compares root with it.
-func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, configs []string, warn io.Writer) (checkResult, error) {
+// compares root with it, keying digests with key.
+func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, configs []string, key drift.Key, warn io.Writer) (checkResult, error) {
 	st, err := os.Stat(root)
 	if err != nil {
 		return checkResult{}, fmt.Errorf("root: %w", err)
@@ -90,7 +110,7 @@ func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, c
 	defer r.Close()
 	units, release := unitStates(ctx, root)
 	defer release()
-	c := &check.Checker{Root: r, Units: units}
+	c := &check.Checker{Root: r, Units: units, Key: key}
 	if isLiveRoot(root) {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)

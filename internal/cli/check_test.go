@@ -3,6 +3,9 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"os"
@@ -332,12 +335,53 @@ func TestCheckEscapes(t *testing.T) {
 	}
 }
 
+// noSecrets asserts that out holds neither secret content nor a plain
+// digest of it (SHA-256 or SHA-512, which the size and a dictionary turn
+// back into the secret).
 func noSecrets(t *testing.T, out string) {
 	t.Helper()
 	for _, m := range []string{secretWant, secretGot, keyWant, keyGot} {
 		if strings.Contains(out, m) {
 			t.Errorf("output holds secret content %q:\n%s", m, out)
 		}
+	}
+	for _, c := range []string{"password=" + secretWant + "\n", "password=" + secretGot + "\n",
+		"ssh-ed25519 " + keyWant + " core@example\n", "ssh-ed25519 " + keyGot + " mallory\n"} {
+		a, b := sha256.Sum256([]byte(c)), sha512.Sum512([]byte(c))
+		if d, ok := contains(out, hex.EncodeToString(a[:]), hex.EncodeToString(b[:])); ok {
+			t.Errorf("output holds a plain digest %s of the secret %q:\n%s", d, c, out)
+		}
+	}
+}
+
+// TestCheckWithoutDigestKey: where the key cannot be had (here, a state
+// directory where nothing can be made), secret contents get their sizes
+// only, with a warning; the verdict is the same.
+func TestCheckWithoutDigestKey(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
+		t.Skip("the fixture chowns a file")
+	}
+	t.Setenv("STATE_DIRECTORY", "/proc/self/drift-monitor")
+	root, config := machine(t)
+	code, stdout, stderr := run(t, context.Background(), "check", "--root", root, "--config", config)
+	if code != cli.ExitDrift {
+		t.Errorf("exit status %d, want %d; stderr:\n%s", code, cli.ExitDrift, stderr)
+	}
+	if !strings.HasPrefix(stderr, "drift-monitor check: warning: ") || !strings.Contains(stderr, "/proc/self/drift-monitor") ||
+		!strings.HasSuffix(stderr, ": secret contents get no digests\n") {
+		t.Errorf("stderr = %q, want one warning naming the key's directory", stderr)
+	}
+	noSecrets(t, stdout)
+	for _, want := range []string{
+		"content mismatch for file \"/etc/secret.conf\"\n  want: 28 bytes\n  got:  27 bytes\n",
+		"  want: 41 bytes\n  got:  35 bytes\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output has no %q:\n%s", want, stdout)
+		}
+	}
+	if d, ok := contains(stdout, "hmac-sha256:"); ok {
+		t.Errorf("output holds %s without a key:\n%s", d, stdout)
 	}
 }
 
@@ -372,5 +416,59 @@ func TestCheckPrintsConfigWarnings(t *testing.T) {
 	}
 	if code == cli.ExitFailed {
 		t.Errorf("a warning made the check fail (exit %d)", code)
+	}
+}
+
+// contains reports whether out holds any of subs, and which.
+func contains(out string, subs ...string) (string, bool) {
+	for _, s := range subs {
+		if strings.Contains(out, s) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// TestCheckParentSwappedForSymlink: a declared file's directory replaced by
+// a symlink into a directory only root may enter is a type drift of that
+// directory, and no output shows (or digests) what is behind the link.
+func TestCheckParentSwappedForSymlink(t *testing.T) {
+	const marker = "MARKER-BEHIND-THE-LINK"
+	root := t.TempDir()
+	for p, mode := range map[string]os.FileMode{"etc/bar": 0o755, "root/private": 0o700} {
+		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(root, p), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "root/private/file"), []byte(marker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/root/private", filepath.Join(root, "etc/bar/sub")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "swap.ign")
+	if err := os.WriteFile(cfg, []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[
+ {"path":"/etc/bar/sub/file","mode":420,"contents":{"source":"data:,public%0A"}}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(marker + "\n"))
+	for _, format := range []string{"text", "json"} {
+		code, stdout, stderr := run(t, context.Background(), "check", "--root", root, "--config", cfg, "--format", format)
+		if code != cli.ExitDrift {
+			t.Errorf("%s: exit status %d, want %d; stderr:\n%s", format, code, cli.ExitDrift, stderr)
+		}
+		if s, ok := contains(stdout+stderr, marker, hex.EncodeToString(sum[:])); ok {
+			t.Errorf("%s: output holds %s, what is behind the link:\n%s", format, s, stdout)
+		}
+		want := `type mismatch for file "/etc/bar/sub/file": "/etc/bar/sub": want directory, got symbolic link to "/root/private"`
+		if format == "json" {
+			want = `"kind": "type"`
+		}
+		if !strings.Contains(stdout, want) {
+			t.Errorf("%s: output has no %q:\n%s", format, want, stdout)
+		}
 	}
 }

@@ -49,6 +49,10 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		level = slog.LevelDebug
 	}
 	o.Log = slog.New(journal.NewHandler(std.Err, journal.WithLevel(level)))
+	var err error
+	if o.DigestKey, err = hostKey(); err != nil {
+		o.Log.Warn(fmt.Sprintf("no digest key, secret contents get no digests: %v", err))
+	}
 	o.Notify = notify.New()
 	if o.Root == "/" && systemd.Booted() {
 		conn, err := systemd.Connect(ctx)

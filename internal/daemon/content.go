@@ -49,10 +49,14 @@ type contentReads struct {
 
 // contentJob is one entry's deferred comparison, of one version of its file.
 type contentJob struct {
-	id     string
-	i      int // index in the daemon's entries; a load resets every job
-	e      *desired.Entry
-	stamp  ondisk.Stamp
+	id    string
+	i     int // index in the daemon's entries; a load resets every job
+	e     *desired.Entry
+	stamp ondisk.Stamp
+	// decl is the state's declared links and directories, taken on the
+	// loop when the job is made: a load replaces the checker's, and the
+	// worker must not read that field while the loop writes it.
+	decl   *ondisk.Declared
 	ctx    context.Context
 	cancel context.CancelFunc
 }
@@ -84,6 +88,7 @@ func (c *contentReads) start(ctx context.Context) {
 			if j == nil {
 				return
 			}
+			o.Declare(j.decl)
 			res := contentDone{job: j, read: c.read(j.ctx, o, j.e)}
 			select {
 			case c.done <- res:
@@ -132,7 +137,7 @@ func (c *contentReads) submit(i int, e *desired.Entry, stamp ondisk.Stamp) {
 	}
 	c.mu.Lock()
 	ctx, cancel := context.WithCancel(c.ctx)
-	j := &contentJob{id: id, i: i, e: e, stamp: stamp, ctx: ctx, cancel: cancel}
+	j := &contentJob{id: id, i: i, e: e, stamp: stamp, decl: c.checker.Declared, ctx: ctx, cancel: cancel}
 	c.jobs[id] = j
 	if _, waiting := c.queued[id]; !waiting {
 		c.order = append(c.order, id)

@@ -85,6 +85,9 @@ type Options struct {
 	// OnDrift names a unit to start when drift appears.
 	OnDrift string
 	Version string
+	// DigestKey keys the digests of content that must not be shown (see
+	// drift.Key); the zero Key leaves them out.
+	DigestKey drift.Key
 
 	Log    *slog.Logger
 	Notify Notifier
@@ -150,7 +153,7 @@ func New(o Options) (*Daemon, error) {
 		track: newTracker(), pending: map[string]*time.Timer{}, settled: make(chan string, 64),
 		done: make(chan struct{}), ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
-	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit}
+	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey}
 	d.obs.ReadLimit = inlineReadLimit
 	d.reads = newContentReads(d.checker)
 	if o.Units != nil {
@@ -397,6 +400,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	}
 	d.ix = newIndex(kept)
 	d.reads.reset() // their entries' indices and contents are the old state's
+	d.checker.Declared = ondisk.Declare(d.ix.entries)
 	d.files = st.Files
 	d.loadFailed = ""
 	for p, t := range d.pending {

@@ -16,10 +16,23 @@ import (
 
 // Compare lists how the observation differs from the entry; nil when it does
 // not. Type is decided first: once the type differs, nothing else is compared.
-func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
+// Digests of content that must not be shown are keyed with key (see Key).
+func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 	d := newDrifts(e)
 	if ob.Err != nil {
 		d.add(Unreadable, fmt.Sprintf("cannot examine %s: %v", Noun(e), ob.Err), "", "")
+		return d.list
+	}
+	if dt := ob.Detour; dt != nil && e.Type != desired.TypeNone {
+		// The path is not where it was declared: what is there is not the
+		// declared file's business, and was not looked at.
+		if dt.Want != "" {
+			want, got := fmt.Sprintf("symbolic link to %q", dt.Want), fmt.Sprintf("symbolic link to %q", dt.Target)
+			d.add(Type, fmt.Sprintf("type mismatch for %s: %q: want %s, got %s", Noun(e), dt.Path, want, got), want, got)
+		} else {
+			d.add(Type, fmt.Sprintf("type mismatch for %s: %q: want directory, got symbolic link to %q", Noun(e), dt.Path, dt.Target),
+				ondisk.Directory.String(), ondisk.Symlink.String())
+		}
 		return d.list
 	}
 	switch e.Type {
@@ -99,7 +112,7 @@ func Compare(e *desired.Entry, ob *ondisk.Observation) []Drift {
 		d.add(Group, fmt.Sprintf("group mismatch for %s: want gid %d, got gid %d", Noun(e), *e.GID, ob.GID), fmt.Sprint(*e.GID), fmt.Sprint(ob.GID))
 	}
 	if e.Type == desired.TypeRegular && e.Content != nil {
-		compareContent(e, ob, d)
+		compareContent(e, ob, d, key)
 	}
 	return d.list
 }
@@ -139,7 +152,7 @@ func (d *drifts) add(k Kind, msg, want, got string) *Drift {
 	return &d.list[len(d.list)-1]
 }
 
-func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
+func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts, key Key) {
 	c := &ob.Content
 	switch c.State {
 	case ondisk.ReadFailed:
@@ -158,28 +171,37 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 			return
 		}
 	}
-	got := describe(c.GotSize, c.GotDigest)
+	// The bytes on disk may be shown only if both the config and the file
+	// let anyone read them: a file someone made 0600, or moved where others
+	// cannot go, may now hold a secret, whatever the config says it should
+	// hold. What may be shown may have plain digests too; the rest only
+	// keyed ones.
+	shown := !e.Secret() && ob.Public
+	g := digester{key: key, plain: shown}
+	got := g.describe(c.GotSize, unhex(c.GotDigest))
 	var want string
 	switch {
 	case exact:
 		sum := w.Digest()
-		want = describe(exactSize, hex.EncodeToString(sum[:]))
+		want = g.describe(exactSize, sum[:])
 	case w.Hash != nil:
+		// The config's own digest of a content that may be secret: no more
+		// shown than the content (the config may be root's alone).
 		want = w.Hash.String()
+		if !shown {
+			want = fmt.Sprintf("the %s verification hash in the config", w.Hash.Algorithm)
+		}
 		if len(w.Suffix) > 0 {
 			want += fmt.Sprintf(" followed by %d appended bytes", len(w.Suffix))
 		}
 	default:
 		s := sha256.Sum256(w.Suffix)
-		want = fmt.Sprintf("ending with %d bytes, sha256 %s", len(w.Suffix), hex.EncodeToString(s[:]))
+		want = "ending with " + g.describe(int64(len(w.Suffix)), s[:])
 	}
 	dr := d.add(Content, fmt.Sprintf("content mismatch for %s", Noun(e)), want, got)
-	// The bytes on disk are shown only if both the config and the file's
-	// current mode let anyone read them: a file someone made 0600 may now
-	// hold a secret, whatever the config says it should hold.
 	// Nor is a diff made against a declared content larger than a file kept
 	// for one (a stored content would be read back for nothing).
-	if e.Secret() || ob.Mode&0o004 == 0 || !exact || c.Got == nil || exactSize > ondisk.DiffLimit {
+	if !shown || !exact || c.Got == nil || exactSize > ondisk.DiffLimit {
 		return
 	}
 	// A stored content that cannot be read back (its cache entry was
@@ -187,16 +209,6 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 	if b, err := w.ExactBytes(); err == nil {
 		dr.Diff = Unified(e.Path, b, c.Got)
 	}
-}
-
-// describe says what a file holds. A differing file larger than
-// ondisk.DiffLimit comes without a digest: its size says enough, and a digest
-// would cost reading all of it.
-func describe(size int64, digest string) string {
-	if digest == "" {
-		return fmt.Sprintf("%d bytes", size)
-	}
-	return fmt.Sprintf("%d bytes, sha256 %s", size, digest)
 }
 
 // Unified is a deterministic unified diff (-want +got) of two texts, with

@@ -2,6 +2,7 @@ package drift_test
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
@@ -111,7 +112,7 @@ func check(t *testing.T, root string, e desired.Entry) []drift.Drift {
 	done := make(chan []drift.Drift, 1)
 	go func() {
 		ob := o.Observe(&e)
-		done <- drift.Compare(&e, &ob)
+		done <- drift.Compare(&e, &ob, testKey)
 	}()
 	select {
 	case d := <-done:
@@ -132,7 +133,21 @@ func withDiff(d drift.Drift, diff string) drift.Drift { d.Diff = diff; return d 
 
 func digest(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 
-func describe(s string) string { return fmt.Sprintf("%d bytes, sha256 %s", len(s), digest(s)) }
+// describe is how a content that may be shown is described: its size and
+// plain SHA-256.
+func describe(s string) string { return fmt.Sprintf("%d bytes, sha256:%s", len(s), digest(s)) }
+
+// testKey is the host's digest key in these tests; keyed(s) describes a
+// content that must not be shown: its size and HMAC-SHA256 under testKey of
+// its SHA-256.
+var testKey = drift.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+
+func keyed(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	m := hmac.New(sha256.New, []byte("0123456789abcdef0123456789abcdef"))
+	m.Write(sum[:])
+	return fmt.Sprintf("%d bytes, hmac-sha256:%s", len(s), hex.EncodeToString(m.Sum(nil)))
+}
 
 func file(p string, mode uint32, content string) desired.Entry {
 	return desired.Entry{Kind: desired.KindFile, Path: p, Type: desired.TypeRegular, Mode: ptr(mode),
@@ -284,7 +299,7 @@ func TestCompareOnDisk(t *testing.T) {
 			setup: func(f *fixture) { f.file("/etc/hosts", "127.0.0.1 localhost\n", 0o644) },
 			entry: suffixOnly,
 			want: []drift.Drift{expect(suffixOnly, drift.Content, `content mismatch for file "/etc/hosts"`,
-				"ending with 12 bytes, sha256 "+digest("10.0.0.1 db\n"), describe("127.0.0.1 localhost\n"))},
+				"ending with 12 bytes, sha256:"+digest("10.0.0.1 db\n"), describe("127.0.0.1 localhost\n"))},
 		},
 		{
 			name:  "mode",
@@ -585,7 +600,7 @@ func TestCompareOnDisk(t *testing.T) {
 			setup: func(f *fixture) { f.file(secret.Path, "MARKER-GOT-SECRET!\n", 0o600) },
 			entry: secret,
 			want: []drift.Drift{expect(secret, drift.Content, `content mismatch for file "/etc/secret.key"`,
-				describe("MARKER-WANT-SECRET\n"), describe("MARKER-GOT-SECRET!\n"))},
+				keyed("MARKER-WANT-SECRET\n"), keyed("MARKER-GOT-SECRET!\n"))},
 		},
 		{
 			name:  "world-readable in the config, 0600 on disk: no bytes shown",
@@ -594,7 +609,7 @@ func TestCompareOnDisk(t *testing.T) {
 			want: []drift.Drift{
 				expect(chrony, drift.Mode, `mode mismatch for file "/etc/chrony.conf": want 0644, got 0600`, "0644", "0600"),
 				expect(chrony, drift.Content, `content mismatch for file "/etc/chrony.conf"`,
-					describe(string(chrony.Content.Exact)), describe("MARKER-GOT-SECRET\n")),
+					keyed(string(chrony.Content.Exact)), keyed("MARKER-GOT-SECRET\n")),
 			},
 		},
 		{
@@ -602,7 +617,18 @@ func TestCompareOnDisk(t *testing.T) {
 			setup: func(f *fixture) { f.file(keys.Path, "ssh-ed25519 AAAA-MARKER-GOT-KEY mallory\n", 0o600) },
 			entry: keys,
 			want: []drift.Drift{expect(keys, drift.Content, `content mismatch for SSH keys of user "core" ("/var/home/core/.ssh/authorized_keys.d/ignition")`,
-				describe(string(keys.Content.Exact)), describe("ssh-ed25519 AAAA-MARKER-GOT-KEY mallory\n"))},
+				keyed(string(keys.Content.Exact)), keyed("ssh-ed25519 AAAA-MARKER-GOT-KEY mallory\n"))},
+		},
+		{
+			name: "parent swapped for a symlink into a directory only root may enter",
+			setup: func(f *fixture) {
+				f.file("/root/private/chrony.conf", "MARKER-GOT-BEHIND-THE-LINK\n", 0o644)
+				f.chmod("/root/private", 0o700)
+				f.symlink("/etc", "/root/private")
+			},
+			entry: chrony,
+			want: []drift.Drift{expect(chrony, drift.Type, `type mismatch for file "/etc/chrony.conf": "/etc": want directory, got symbolic link to "/root/private"`,
+				"directory", "symbolic link")},
 		},
 		{
 			name:  "parent cannot be examined",
@@ -681,6 +707,17 @@ func TestCompareReadFailed(t *testing.T) {
 // TestCompareObservations covers what a fixture cannot easily produce.
 func TestCompareObservations(t *testing.T) {
 	f := file("/etc/a", 0o644, "a\n")
+	h := sha512.Sum512([]byte("hunter2"))
+	hunter2sha512 := hex.EncodeToString(h[:])
+	remote := file("/etc/remote", 0o600, "")
+	remote.Content = &desired.Content{Hash: &desired.Hash{Algorithm: "sha512", Hex: hunter2sha512}, Suffix: []byte("\n")}
+	remotePublic := remote
+	remotePublic.Mode = ptr[uint32](0o644)
+	appended := file("/etc/appended", 0o600, "")
+	appended.Content = &desired.Content{Suffix: []byte("token=hunter2\n")}
+	differs := func(got string) ondisk.ContentResult {
+		return ondisk.ContentResult{State: ondisk.Differs, Got: []byte(got), GotSize: int64(len(got)), GotDigest: digest(got)}
+	}
 	tests := []struct {
 		name  string
 		entry desired.Entry
@@ -702,9 +739,57 @@ func TestCompareObservations(t *testing.T) {
 		{
 			name:  "content differs but too large to keep: no diff",
 			entry: f,
-			ob: ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Content: ondisk.ContentResult{State: ondisk.Differs,
-				GotSize: 1 << 30, GotDigest: "d"}},
-			want: []drift.Drift{expect(f, drift.Content, `content mismatch for file "/etc/a"`, describe("a\n"), "1073741824 bytes, sha256 d")},
+			ob: ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Public: true, Content: ondisk.ContentResult{State: ondisk.Differs,
+				GotSize: 1 << 30, GotDigest: digest("big")}},
+			want: []drift.Drift{expect(f, drift.Content, `content mismatch for file "/etc/a"`, describe("a\n"), "1073741824 bytes, sha256:"+digest("big"))},
+		},
+		{
+			name:  "content differs, world-readable where not everyone may go: keyed digests, no diff",
+			entry: f,
+			ob:    ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Content: differs("b\n")},
+			want:  []drift.Drift{expect(f, drift.Content, `content mismatch for file "/etc/a"`, keyed("a\n"), keyed("b\n"))},
+		},
+		{
+			name:  "content differs, anyone may read it: plain digests and a diff",
+			entry: f,
+			ob:    ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Public: true, Content: differs("b\n")},
+			want: []drift.Drift{withDiff(expect(f, drift.Content, `content mismatch for file "/etc/a"`, describe("a\n"), describe("b\n")),
+				"--- /etc/a (want)\n+++ /etc/a (got)\n@@ -1 +1 @@\n-a\n+b\n")},
+		},
+		{
+			name:  "secret verification hash: neither the config's digest nor a plain one of the file",
+			entry: remote,
+			ob:    ondisk.Observation{Type: ondisk.Regular, Mode: 0o600, Content: differs("hunter3")},
+			want: []drift.Drift{expect(remote, drift.Content, `content mismatch for file "/etc/remote"`,
+				"the sha512 verification hash in the config followed by 1 appended bytes", keyed("hunter3"))},
+		},
+		{
+			name:  "public verification hash: the config's digest",
+			entry: remotePublic,
+			ob:    ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Public: true, Content: differs("other")},
+			want: []drift.Drift{expect(remotePublic, drift.Content, `content mismatch for file "/etc/remote"`,
+				"sha512-"+hunter2sha512+" followed by 1 appended bytes", describe("other"))},
+		},
+		{
+			name:  "secret ending: keyed digest of the suffix",
+			entry: appended,
+			ob:    ondisk.Observation{Type: ondisk.Regular, Mode: 0o600, Content: differs("x")},
+			want: []drift.Drift{expect(appended, drift.Content, `content mismatch for file "/etc/appended"`,
+				"ending with "+keyed("token=hunter2\n"), keyed("x"))},
+		},
+		{
+			name:  "parent is an undeclared symlink: type drift of the parent, nothing else",
+			entry: f,
+			ob:    ondisk.Observation{Detour: &ondisk.Detour{Path: "/etc", Target: "/root/private"}, Type: ondisk.Regular, Content: differs("b\n")},
+			want: []drift.Drift{expect(f, drift.Type, `type mismatch for file "/etc/a": "/etc": want directory, got symbolic link to "/root/private"`,
+				"directory", "symbolic link")},
+		},
+		{
+			name:  "parent is a declared symlink with another target",
+			entry: f,
+			ob:    ondisk.Observation{Detour: &ondisk.Detour{Path: "/etc", Target: "/root/private", Want: "/usr/etc"}},
+			want: []drift.Drift{expect(f, drift.Type, `type mismatch for file "/etc/a": "/etc": want symbolic link to "/usr/etc", got symbolic link to "/root/private"`,
+				`symbolic link to "/usr/etc"`, `symbolic link to "/root/private"`)},
 		},
 		{
 			name:  "mode of a symlink is never compared",
@@ -740,9 +825,38 @@ func TestCompareObservations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := drift.Compare(&tt.entry, &tt.ob)
+			got := drift.Compare(&tt.entry, &tt.ob, testKey)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Compare (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDigestsWithoutKey: without the host's key, content that must not be
+// shown gets its size only; content that may be shown keeps its plain
+// digest.
+func TestDigestsWithoutKey(t *testing.T) {
+	secret := file("/etc/secret", 0o600, "hunter2")
+	public := file("/etc/public", 0o644, "a\n")
+	tests := []struct {
+		name      string
+		entry     desired.Entry
+		ob        ondisk.Observation
+		want, got string
+	}{
+		{"secret", secret, ondisk.Observation{Type: ondisk.Regular, Mode: 0o600,
+			Content: ondisk.ContentResult{State: ondisk.Differs, GotSize: 7, GotDigest: digest("hunter3")}}, "7 bytes", "7 bytes"},
+		{"public, where not everyone may go", public, ondisk.Observation{Type: ondisk.Regular, Mode: 0o644,
+			Content: ondisk.ContentResult{State: ondisk.Differs, GotSize: 2, GotDigest: digest("b\n")}}, "2 bytes", "2 bytes"},
+		{"public", public, ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Public: true,
+			Content: ondisk.ContentResult{State: ondisk.Differs, GotSize: 2, GotDigest: digest("b\n")}}, describe("a\n"), describe("b\n")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := drift.Compare(&tt.entry, &tt.ob, drift.Key{})
+			if len(ds) != 1 || ds[0].Want != tt.want || ds[0].Got != tt.got {
+				t.Errorf("Compare without a key = %+v, want want %q, got %q", ds, tt.want, tt.got)
 			}
 		})
 	}
@@ -873,14 +987,14 @@ func TestDriftNames(t *testing.T) {
 		t.Errorf("Subject = %q, want the escaped unit name", got)
 	}
 	f := file("/etc/new\nline", 0o644, "")
-	fd := drift.Compare(&f, &ondisk.Observation{})[0]
+	fd := drift.Compare(&f, &ondisk.Observation{}, testKey)[0]
 	if got := fd.Subject(); got != `/etc/new\nline` {
 		t.Errorf("Subject = %q", got)
 	}
 	if strings.ContainsAny(fd.Message, "\n\x1b") {
 		t.Errorf("Message %q holds a control character", fd.Message)
 	}
-	if fd.Key() == drift.Compare(&f, &ondisk.Observation{Type: ondisk.Directory})[0].Key() {
+	if fd.Key() == drift.Compare(&f, &ondisk.Observation{Type: ondisk.Directory}, testKey)[0].Key() {
 		t.Error("a missing file and a type mismatch share a key")
 	}
 	k := desired.Entry{Kind: desired.KindKernelArg, Arg: "nosmt", ArgPresent: true}

@@ -3,10 +3,14 @@
 // the journal and the bus all print.
 //
 // Compare is pure: it never touches the disk. It promises that content is
-// shown (as a unified diff) only when the entry's declared mode and the
-// file's mode on disk are both world-readable and both sides are text;
-// otherwise only sizes and digests appear. It does not decide what is worth reporting twice: that is the
-// daemon's job.
+// shown (as a unified diff) only when the entry's declared mode is
+// world-readable, any user could read the file where it was found, that
+// place is its declared location (a path that left it through a symlink is
+// a type drift, and its content was never read), and both sides are text.
+// Otherwise only sizes and digests appear: plain SHA-256 ("sha256:HEX")
+// where the content could have been shown, and for the rest only digests
+// keyed with the host's Key ("hmac-sha256:HEX"), or none without one. It
+// does not decide what is worth reporting twice: that is the daemon's job.
 package drift
 
 import (

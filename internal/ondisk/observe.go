@@ -91,7 +91,11 @@ type Stamp struct {
 type Observation struct {
 	// Err is set when the path could not be examined (other than not
 	// existing): permission denied, I/O error, a parent that is not a directory.
-	Err    error
+	Err error
+	// Detour is set when a parent directory is a symlink the observer did
+	// not follow (see locate.go): the path is elsewhere than declared, and
+	// nothing else was examined.
+	Detour *Detour
 	Type   FileType
 	Mode   uint32 // 07777
 	UID    int
@@ -103,6 +107,11 @@ type Observation struct {
 	Target string // symlink target, as written
 
 	Content ContentResult
+	// Public: any user may read the file — it grants others read, and every
+	// directory from the root to it grants them search. Found out only for
+	// a regular file whose content differs, where it decides whether the
+	// content may be shown.
+	Public bool
 
 	// For hard links: the inode of the declared target (TargetErr when it
 	// cannot be examined; TargetType Absent when it does not exist).
@@ -143,6 +152,15 @@ func (o *Observer) Close() { o.dirs.close() }
 // whose parent directories may have been replaced since the last observation.
 func (o *Observer) Forget() { o.dirs.close() }
 
+// Declare sets the links and directories of the desired state the observed
+// entries belong to, which decide the symlinks followed on the way to them.
+func (o *Observer) Declare(d *Declared) {
+	if d != o.dirs.decl {
+		o.dirs.close()
+		o.dirs.decl = d
+	}
+}
+
 // Observe examines the entry's path (and, for hard links, its target).
 func (o *Observer) Observe(e *desired.Entry) Observation {
 	return o.ObserveContext(context.Background(), e)
@@ -156,12 +174,16 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 		return ob
 	}
 	dir, base := path.Split(e.Path)
-	dfd, err := o.dirs.get(path.Clean(dir))
+	dfd, detour, err := o.dirs.get(path.Clean(dir))
 	if err != nil {
 		// A missing or non-directory parent: the path does not exist.
 		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
 			ob.Err = err
 		}
+		return ob
+	}
+	if detour != nil {
+		ob.Detour = detour
 		return ob
 	}
 	var st unix.Stat_t
@@ -178,6 +200,10 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 	case Regular:
 		if e.Type == desired.TypeRegular && e.Content != nil && e.Content.Unverifiable == "" {
 			ob.Content = o.compare(ctx, dfd, base, ob.Size, e.Content)
+			if ob.Content.State == Differs && ob.Mode&0o004 != 0 {
+				// A failure to climb leaves it private: not shown.
+				ob.Public, _ = o.dirs.root.reachable(dfd)
+			}
 		}
 	}
 	if e.Type == desired.TypeHardLink && e.Target != "" {
@@ -188,6 +214,8 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 
 func (o *Observer) observeTarget(target string, ob *Observation) {
 	dir, base := path.Split(target)
+	// Resolved through any link in the root, as Ignition resolves it: the
+	// target is only stat'ed for its inode, never read.
 	dfd, err := o.dirs.root.openDir(path.Clean(dir))
 	if err != nil {
 		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
@@ -505,8 +533,8 @@ func (o *Observer) TypeOf(hostPath string) FileType {
 func (o *Observer) Stat(hostPath string) (FileType, time.Time) {
 	var ob Observation
 	dir, base := path.Split(hostPath)
-	dfd, err := o.dirs.get(path.Clean(dir))
-	if err != nil {
+	dfd, detour, err := o.dirs.get(path.Clean(dir))
+	if err != nil || detour != nil {
 		return Absent, time.Time{}
 	}
 	var st unix.Stat_t

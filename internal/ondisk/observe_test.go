@@ -83,13 +83,13 @@ func (f *fixture) fifo(p string) {
 // a few seconds (a FIFO opened for reading would block forever).
 func observe(t *testing.T, root string, e desired.Entry) ondisk.Observation {
 	t.Helper()
-	r, err := ondisk.OpenRoot(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	o := ondisk.NewObserver(r)
-	defer o.Close()
+	return observeDeclared(t, root, nil, e)
+}
+
+// observeDeclared is observe for an entry of a state that declares decl.
+func observeDeclared(t *testing.T, root string, decl *ondisk.Declared, e desired.Entry) ondisk.Observation {
+	t.Helper()
+	o := openObserver(t, root, decl)
 	done := make(chan ondisk.Observation, 1)
 	go func() { done <- o.Observe(&e) }()
 	select {
@@ -99,6 +99,20 @@ func observe(t *testing.T, root string, e desired.Entry) ondisk.Observation {
 		t.Fatalf("Observe(%s) blocked", e.Path)
 	}
 	return ondisk.Observation{}
+}
+
+// openObserver is an observer of root for entries of a state that declares
+// decl, closed (with its root) when the test ends.
+func openObserver(t *testing.T, root string, decl *ondisk.Declared) *ondisk.Observer {
+	t.Helper()
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := ondisk.NewObserver(r)
+	t.Cleanup(func() { o.Close(); r.Close() })
+	o.Declare(decl)
+	return o
 }
 
 // view is the part of an observation a test states.

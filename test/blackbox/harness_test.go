@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755) // unprivileged runs of the binary, too
 	binary = filepath.Join(dir, "drift-monitor")
+	// The digest key the runs make and share (internal/digestkey): a run as
+	// root must not make the host's in /var/lib/drift-monitor.
+	state := filepath.Join(dir, "state")
+	os.Setenv("STATE_DIRECTORY", state)
 	build := exec.Command("go", "build", "-o", binary, "github.com/drift-monitor/drift-monitor/cmd/drift-monitor")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -221,10 +221,10 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		m := h.mark()
 		h.sh(`printf '%s\n' "$1" >"$2"`, newMarker, secret)
 		r, _ := h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": secret, "DRIFT_KIND": "content", "DRIFT_ENTRY": "file"})
-		// Sizes and digests stand for the bytes.
+		// Sizes and keyed digests stand for the bytes.
 		for _, f := range []string{"DRIFT_WANT", "DRIFT_GOT"} {
-			if !strings.Contains(r.field(f), "sha256 ") {
-				t.Errorf("secret drift record: %s=%q, want a size and a digest", f, r.field(f))
+			if !strings.Contains(r.field(f), " bytes, hmac-sha256:") {
+				t.Errorf("secret drift record: %s=%q, want a size and a keyed digest", f, r.field(f))
 			}
 		}
 		h.waitStatus("Drift: 1 path differs (/etc/demo/secret.token: content)")
