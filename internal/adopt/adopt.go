@@ -27,7 +27,9 @@
 // at most a temporary file (not a fragment name) is left behind. The bytes
 // are the cache's, unchanged. It refuses a cache that drift-monitor's own
 // loader cannot load: a fragment the daemon refuses would stop it from
-// checking anything.
+// checking anything. Today that includes every real cache: the loader takes
+// stable specs only (3.0.0 to 3.5.0) and the cache is in an experimental one;
+// the unit then fails, naming the version, rather than blind the daemon.
 //
 // What it does not: it does not decide whether this is a first boot (the
 // unit's ConditionFirstBoot= does), fetch anything, or look at children of
@@ -99,9 +101,9 @@ func Adopt(src, dst string) (Result, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Parsed under dst's name, which picks JSON and is the name the daemon
-	// will load it under.
-	if _, err := desired.Parse(dst, raw); err != nil {
+	// Parsed as JSON, as dst's name will have the daemon parse it; named
+	// src in messages, the file that exists.
+	if _, err := desired.Parse(src, raw); err != nil {
 		return 0, &Error{"adopting", src, fmt.Errorf("%w: %v", ErrNotLoadable, err)}
 	}
 	return install(raw, dst)

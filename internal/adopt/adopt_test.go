@@ -148,6 +148,12 @@ func TestAdoptErrorsNameTheFile(t *testing.T) {
 			path: func(src, _ string) string { return src }, is: ErrNotLoadable,
 		},
 		{
+			// What Ignition 2.24 writes: its newest spec, experimental,
+			// which the loader refuses (internal/desired).
+			name: "experimental spec", content: []byte(strings.Replace(cache, `"3.4.0"`, `"3.6.0-experimental"`, 1)),
+			path: func(src, _ string) string { return src }, is: ErrNotLoadable,
+		},
+		{
 			name: "cache is a directory", content: nil,
 			setup: func(t *testing.T, src, _ string) {
 				if err := os.MkdirAll(src, 0o755); err != nil {
