@@ -32,6 +32,7 @@ const usage = `usage:
   drift-monitor daemon  [--config PATH]... [daemon options]
   drift-monitor status  [--format text|json]
   drift-monitor inhibit --who WHO --why WHY -- COMMAND [ARG]...
+  drift-monitor adopt   [--root DIR] [--from PATH] [--to PATH]
 
 Run "drift-monitor COMMAND --help" for a command's options.
 `
@@ -54,6 +55,8 @@ func Run(ctx context.Context, args []string, std Stdio) int {
 		return runStatus(ctx, args[1:], std)
 	case "inhibit":
 		return runInhibit(ctx, args[1:], std)
+	case "adopt":
+		return runAdopt(ctx, args[1:], std)
 	case "version", "--version":
 		fmt.Fprintf(std.Out, "drift-monitor %s\n", Version)
 		return 0

@@ -131,6 +131,7 @@ func TestManPageCoversJournalAndFiles(t *testing.T) {
 	for _, f := range []string{"/etc/drift-monitor/desired.d/", "/usr/lib/drift-monitor/desired.d/",
 		"/etc/drift-monitor/exclude.conf", "/run/drift-monitor/inhibit.d/", "/var/lib/drift-monitor/digest.key",
 		"/usr/lib/systemd/system/drift-monitor.service", "/usr/lib/systemd/system-preset/50-drift-monitor.preset",
+		"/usr/lib/systemd/system/drift-monitor-adopt.service", "/run/ignition.json",
 		"/usr/share/dbus-1/system.d/org.driftmonitor.DriftMonitor1.conf",
 		"/usr/lib/systemd/catalog/drift-monitor.catalog"} {
 		if !strings.Contains(files, f) {

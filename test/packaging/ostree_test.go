@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -346,6 +347,13 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 		}
 		if target, err := os.Readlink(filepath.Join(dep, presetLink)); err != nil || !isUnitPath(target) {
 			t.Errorf("/%s: %q %v, want a link to the unit (the preset)", presetLink, target, err)
+		}
+		// The first-boot adoption unit: enabled by the same preset, so that a
+		// host booted from this deployment for the first time adopts its
+		// Ignition config.
+		adoptLink := "etc/systemd/system/multi-user.target.wants/drift-monitor-adopt.service"
+		if target, err := os.Readlink(filepath.Join(dep, adoptLink)); err != nil || path.Base(target) != "drift-monitor-adopt.service" {
+			t.Errorf("/%s: %q %v, want a link to drift-monitor-adopt.service (the preset)", adoptLink, target, err)
 		}
 	}
 

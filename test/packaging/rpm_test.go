@@ -32,6 +32,7 @@ var wantFiles = map[string]fileEntry{
 	"/usr/lib/systemd/catalog/drift-monitor.catalog":                 {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/lib/systemd/system-preset/50-drift-monitor.preset":         {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/lib/systemd/system/drift-monitor.service":                  {Mode: "-rw-r--r--", Owner: "root:root"},
+	"/usr/lib/systemd/system/drift-monitor-adopt.service":            {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/share/dbus-1/system.d/org.driftmonitor.DriftMonitor1.conf": {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/share/doc/drift-monitor":                                   {Mode: "drwxr-xr-x", Owner: "root:root"},
 	"/usr/share/doc/drift-monitor/README.md":                         {Mode: "-rw-r--r--", Owner: "root:root", Flags: "d"},
@@ -139,7 +140,7 @@ func TestRPMSources(t *testing.T) {
 	}
 	top := "drift-monitor-" + ver + "/"
 	for _, want := range []string{"go.mod", "go.sum", "drift-monitor.spec", "LICENSE", "README.md", "VERSION",
-		"units/drift-monitor.service", "packaging/drift-monitor.8", "packaging/drift-monitor.catalog",
+		"units/drift-monitor.service", "units/drift-monitor-adopt.service", "packaging/drift-monitor.8", "packaging/drift-monitor.catalog",
 		"packaging/org.driftmonitor.DriftMonitor1.conf", "packaging/50-drift-monitor.preset",
 		"cmd/drift-monitor/main.go", "vendor/modules.txt", "vendor/github.com/godbus/dbus/v5/conn.go"} {
 		if !names[top+want] {
@@ -197,8 +198,8 @@ func TestRPMMetadata(t *testing.T) {
 	// Where the systemd macros exist (Fedora) these are theirs; here, the
 	// spec's fallbacks, which must do the same work.
 	for name, wants := range map[string][]string{
-		"postinstall":   {"systemctl --no-reload --quiet preset drift-monitor.service", "systemctl daemon-reload", "journalctl --update-catalog"},
-		"preuninstall":  {"[ $1 -eq 0 ]", "systemctl --no-reload disable --now drift-monitor.service"},
+		"postinstall":   {"systemctl --no-reload --quiet preset drift-monitor.service drift-monitor-adopt.service", "systemctl daemon-reload", "journalctl --update-catalog"},
+		"preuninstall":  {"[ $1 -eq 0 ]", "systemctl --no-reload disable --now drift-monitor.service drift-monitor-adopt.service"},
 		"postuninstall": {"[ $1 -ge 1 ]", "systemctl try-restart drift-monitor.service", "systemctl daemon-reload", "journalctl --update-catalog"},
 	} {
 		s := section(name)

@@ -18,7 +18,9 @@ import (
 // shipped. Both are bound read-only into every container that runs the
 // daemon, where a package would install them. busPolicy is the shipped
 // D-Bus policy, bound in where a test asks for it (setup.busPolicy).
-var binary, unitFile, busPolicy string
+// adoptUnitFile and presetFile are the first-boot adoption unit and the
+// package's preset, bound in by the tests of adoption (adopt_test.go).
+var binary, unitFile, busPolicy, adoptUnitFile, presetFile string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "dm-systemd-")
@@ -39,6 +41,14 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	if busPolicy, err = filepath.Abs("../../packaging/" + busPolicyName); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if adoptUnitFile, err = filepath.Abs("../../units/" + adoptService); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if presetFile, err = filepath.Abs("../../packaging/" + presetName); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

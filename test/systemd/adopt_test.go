@@ -1,0 +1,161 @@
+package systemd_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/nspawn"
+)
+
+const (
+	adoptService = "drift-monitor-adopt.service"
+	presetName   = "50-drift-monitor.preset"
+	// adoptedPath is where drift-monitor adopt saves the cache.
+	adoptedPath = "/etc/drift-monitor/desired.d/10-ignition-firstboot.json"
+	// adoptedFile is what the cache declares and the container lacks.
+	adoptedFile = "/etc/provisioned-by-ignition"
+)
+
+// ignitionCache is shaped as Ignition writes /run/ignition.json
+// (internal/exec/engine.go: json.Marshal of the rendered config, every
+// object written out, no indentation). The version is a stable spec: Ignition
+// writes its newest experimental one there, which drift-monitor's loader
+// refuses (see drift-monitor(8), ADOPTION).
+const ignitionCache = `{"ignition":{"config":{"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.5.0"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"` + adoptedFile + `","user":{},"contents":{"source":"data:,provisioned%0A","verification":{}},"mode":420}]},"systemd":{}}`
+
+// TestFirstBootAdoption boots a host as Fedora CoreOS's first boot leaves
+// it for the real root: Ignition's config cache in /run, a first boot (the
+// container's /etc has no machine-id yet), and the package's units, preset
+// and /etc/drift-monitor, nothing else. The preset enables both units; the
+// adopt unit saves the cache before the daemon starts, and the daemon
+// reports drift against it with no other set-up. A second start of the unit,
+// and a second boot on the same /etc/drift-monitor, keep the saved config
+// even though the cache changed.
+func TestFirstBootAdoption(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "ignition.json")
+	if err := os.WriteFile(cache, []byte(ignitionCache), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	// What the package installs as /etc/drift-monitor (mode 0755; its
+	// desired.d is left for adopt to create, mode 0700). Bound read-write so
+	// that it outlives the container, as /etc does a reboot.
+	etcDM := filepath.Join(dir, "etc-drift-monitor")
+	if err := os.Mkdir(etcDM, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	boot := func(t *testing.T) *host {
+		m := nspawn.Boot(t, nspawn.Options{
+			BindRO: []nspawn.Mount{
+				{Src: binary, Dst: "/usr/bin/drift-monitor"},
+				{Src: unitFile, Dst: "/usr/lib/systemd/system/" + service},
+				{Src: adoptUnitFile, Dst: "/usr/lib/systemd/system/" + adoptService},
+				{Src: presetFile, Dst: "/usr/lib/systemd/system-preset/" + presetName},
+				{Src: cache, Dst: "/run/ignition.json"},
+			},
+			Bind: []nspawn.Mount{{Src: etcDM, Dst: "/etc/drift-monitor"}},
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		t.Cleanup(cancel)
+		h := &host{&machine{Machine: m, ctx: ctx}, t}
+		t.Cleanup(func() {
+			if t.Failed() {
+				out, _, err := m.Run(context.Background(), "journalctl", "-u", adoptService, "-u", service, "--no-pager", "-o", "short-monotonic")
+				t.Logf("%s: journal of %s and %s (%v):\n%s", m.Name, adoptService, service, err, out)
+			}
+		})
+		return h
+	}
+	fragment := func(t *testing.T) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(etcDM, "desired.d", filepath.Base(adoptedPath)))
+		if err != nil {
+			t.Fatalf("the adopted config: %v", err)
+		}
+		return string(b)
+	}
+
+	h := boot(t)
+	for p, want := range map[string]string{"ConditionResult": "yes", "ActiveState": "active", "Result": "success"} {
+		if got := unitProp(h, adoptService, p); got != want {
+			t.Errorf("%s after the first boot: %s=%s, want %s", adoptService, p, got, want)
+		}
+	}
+	if got := fragment(t); got != ignitionCache {
+		t.Errorf("%s = %q, want the cache's bytes %q", adoptedPath, got, ignitionCache)
+	}
+	if got := h.sh(`stat -c '%a %U:%G' "$1" "$(dirname "$1")"`, adoptedPath); got != "600 root:root\n700 root:root\n" {
+		t.Errorf("modes of %s and its directory: %q, want 600 and 700, root's", adoptedPath, got)
+	}
+	// The adopt unit ran first: the daemon's run of this boot is its only
+	// one, and it loaded the adopted config from the start.
+	if got := h.prop("NRestarts"); got != "0" {
+		t.Errorf("%s NRestarts=%s, want 0", service, got)
+	}
+	after := strings.Fields(h.MustRun(t, "systemctl", "show", "-p", "After", "--value", service))
+	if !containsString(after, adoptService) {
+		t.Errorf("%s is not ordered after %s: After=%v", service, adoptService, after)
+	}
+	h.inv = h.prop("InvocationID")
+	h.waitRecord(0, msgDriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
+	h.waitStatus("Drift: 1 path differs (" + adoptedFile + ": missing)")
+
+	// The cache changes. A second start of the unit is no first boot any
+	// more (systemd-machine-id-commit has run): the condition fails. Run by
+	// hand, adopt finds the saved config and keeps it.
+	changed := strings.Replace(ignitionCache, "provisioned%0A", "changed%0A", 1)
+	if err := os.WriteFile(cache, []byte(changed), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	h.MustRun(t, "systemctl", "restart", adoptService)
+	if got := unitProp(h, adoptService, "ConditionResult"); got != "no" {
+		t.Errorf("%s started again: ConditionResult=%s, want no (ConditionFirstBoot=yes)", adoptService, got)
+	}
+	if got := fragment(t); got != ignitionCache {
+		t.Errorf("a second start of %s rewrote %s to %q", adoptService, adoptedPath, got)
+	}
+	out := h.MustRun(t, "drift-monitor", "adopt")
+	if want := adoptedPath + " exists: left as it is, /run/ignition.json not adopted\n"; out != want {
+		t.Errorf("drift-monitor adopt by hand printed %q, want %q", out, want)
+	}
+	if got := fragment(t); got != ignitionCache {
+		t.Errorf("drift-monitor adopt by hand rewrote %s to %q", adoptedPath, got)
+	}
+
+	// A host whose /etc/drift-monitor holds the saved config boots for the
+	// first time (a reinstall keeping /etc, or an admin's own config of that
+	// name): the unit runs and keeps it.
+	t.Run("second boot", func(t *testing.T) {
+		h := boot(t)
+		if got := unitProp(h, adoptService, "Result"); got != "success" {
+			t.Errorf("%s: Result=%s, want success", adoptService, got)
+		}
+		if got := fragment(t); got != ignitionCache {
+			t.Errorf("the second boot rewrote %s to %q", adoptedPath, got)
+		}
+		out := h.MustRun(t, "journalctl", "-u", adoptService, "-o", "cat", "--no-pager")
+		if want := adoptedPath + " exists: left as it is"; !strings.Contains(out, want) {
+			t.Errorf("the journal of %s has no %q:\n%s", adoptService, want, out)
+		}
+	})
+}
+
+// unitProp is a property of unit (systemctl show).
+func unitProp(h *host, unit, name string) string {
+	h.t.Helper()
+	return strings.TrimSpace(h.MustRun(h.t, "systemctl", "show", "-p", name, "--value", unit))
+}
+
+func containsString(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
