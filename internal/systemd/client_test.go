@@ -1,76 +1,16 @@
 package systemd
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
+	"github.com/drift-monitor/drift-monitor/internal/testbus"
 	godbus "github.com/godbus/dbus/v5"
 )
-
-// restartableBus is a private dbus-daemon on a fixed socket that a test
-// stops and starts again, as `systemctl restart dbus` does to the system
-// bus.
-type restartableBus struct {
-	t    *testing.T
-	sock string
-	cmd  *exec.Cmd
-}
-
-func newRestartableBus(t *testing.T) *restartableBus {
-	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		privateBus(t) // skips or fails as the other fake-bus tests do
-	}
-	b := &restartableBus{t: t, sock: filepath.Join(t.TempDir(), "bus")}
-	t.Cleanup(b.stop)
-	b.start()
-	return b
-}
-
-func (b *restartableBus) addr() string { return "unix:path=" + b.sock }
-
-func (b *restartableBus) start() {
-	b.t.Helper()
-	cmd := exec.Command("dbus-daemon", "--session", "--print-address", "--nofork", "--address="+b.addr())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.t.Fatal(err)
-	}
-	b.cmd = cmd
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- l
-	}()
-	select {
-	case l := <-line:
-		if strings.TrimSpace(l) == "" {
-			b.t.Fatal("dbus-daemon printed no address")
-		}
-	case <-time.After(10 * time.Second):
-		b.t.Fatal("dbus-daemon did not start within 10s")
-	}
-}
-
-func (b *restartableBus) stop() {
-	if b.cmd == nil {
-		return
-	}
-	_ = b.cmd.Process.Kill()
-	_ = b.cmd.Wait()
-	b.cmd = nil
-}
 
 // serveFakeSystemd puts a fake systemd on the bus at addr.
 func serveFakeSystemd(t *testing.T, addr string, listed map[string]string) *fakeManager {
@@ -121,12 +61,12 @@ func upAgain(t *testing.T, c *Client, what string) buslink.Event {
 // and systemd are back the Client is subscribed again (signals arrive) and
 // says that changes may have been missed.
 func TestClientComesBack(t *testing.T) {
-	b := newRestartableBus(t)
-	serveFakeSystemd(t, b.addr(), map[string]string{"kubelet.service": "enabled"})
+	b := testbus.New(t)
+	serveFakeSystemd(t, b.Addr(), map[string]string{"kubelet.service": "enabled"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := buslink.Options{Timeout: 10 * time.Second, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
-	c := DialWith(ctx, o, dialer(b.addr()))
+	c := DialWith(ctx, o, dialer(b.Addr()))
 	defer c.Close()
 	if e := nextEvent(t, c, "the first connection"); !e.Up || e.Missed {
 		t.Fatalf("first event = %+v, want up and nothing missed", e)
@@ -135,7 +75,7 @@ func TestClientComesBack(t *testing.T) {
 		t.Fatalf("UnitFileState = %q, %v", st, err)
 	}
 
-	b.stop()
+	b.Stop()
 	if e := nextEvent(t, c, "the loss"); e.Up || !e.Missed || e.Err == nil {
 		t.Fatalf("after the bus stopped: %+v, want down, Missed, and why", e)
 	}
@@ -149,7 +89,7 @@ func TestClientComesBack(t *testing.T) {
 
 	// The bus is back, systemd not yet: the Client cannot subscribe, so
 	// it is not up.
-	b.start()
+	b.Start()
 	deadline := time.After(300 * time.Millisecond) // several attempts at this backoff
 wait:
 	for {
@@ -166,7 +106,7 @@ wait:
 		t.Errorf("UnitFileState with the bus but not systemd: %v, want ErrUnavailable", err)
 	}
 
-	m := serveFakeSystemd(t, b.addr(), map[string]string{"kubelet.service": "disabled"})
+	m := serveFakeSystemd(t, b.Addr(), map[string]string{"kubelet.service": "disabled"})
 	if e := upAgain(t, c, "systemd back"); !e.Missed {
 		t.Errorf("up again = %+v, want Missed: the disable happened unseen", e)
 	}
