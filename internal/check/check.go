@@ -9,18 +9,24 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"sort"
 	"sync"
 
+	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // UnitStates answers what `systemctl is-enabled` would answer for a unit.
+// An error wrapping buslink.ErrUnavailable means that there is no answer
+// now (systemd cannot be reached): the entry's state is unknown, which is
+// neither drift nor clean (see Result.Unknown). Any other error is drift:
+// the state cannot be determined.
 type UnitStates interface {
 	UnitFileState(unit string) (string, error)
 }
@@ -50,6 +56,10 @@ type Result struct {
 	Drift   []drift.Drift
 	Notices []drift.Drift
 	Checked int
+	// Unknown lists the IDs of the entries whose state could not be
+	// determined now (see UnitStates): a caller that knew their state keeps
+	// what it knew.
+	Unknown []string
 }
 
 // Clean reports whether no drift was found.
@@ -66,6 +76,7 @@ const chunk = 64
 func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	res := Result{Checked: len(entries)}
 	perEntry := make([][]drift.Drift, len(entries))
+	known := make([]bool, len(entries))
 	var cmdline []string
 	var cmdErr error
 	if c.Cmdline != nil {
@@ -91,7 +102,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			for start := range next {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
-					perEntry[i] = c.entry(o, &entries[i], cmdline, cmdErr)
+					perEntry[i], known[i] = c.entry(o, &entries[i], cmdline, cmdErr)
 				}
 			}
 		}()
@@ -109,6 +120,9 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	wg.Wait()
 	for i := range entries {
 		res.Drift = append(res.Drift, perEntry[i]...)
+		if !known[i] && ctx.Err() == nil {
+			res.Unknown = append(res.Unknown, entries[i].ID())
+		}
 		if n := drift.Notice(&entries[i]); n != nil {
 			res.Notices = append(res.Notices, *n)
 		}
@@ -121,8 +135,10 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	return res
 }
 
-// Entry checks one entry with a fresh view of its parent directory.
-func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) []drift.Drift {
+// Entry checks one entry with a fresh view of its parent directory. known is
+// false when its state could not be determined now (see UnitStates): ds is
+// then empty, and means nothing.
+func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) (ds []drift.Drift, known bool) {
 	o.Forget()
 	var cmdline []string
 	var cmdErr error
@@ -134,22 +150,25 @@ func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) []drift.Drift {
 	return c.entry(o, e, cmdline, cmdErr)
 }
 
-func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, cmdline []string, cmdErr error) []drift.Drift {
+func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, cmdline []string, cmdErr error) ([]drift.Drift, bool) {
 	switch e.Kind {
 	case desired.KindEnablement:
 		if c.Units == nil {
-			return nil
+			return nil, true
 		}
 		state, err := c.Units.UnitFileState(e.Unit)
-		return drift.CompareEnablement(e, state, err)
+		if errors.Is(err, buslink.ErrUnavailable) {
+			return nil, false
+		}
+		return drift.CompareEnablement(e, state, err), true
 	case desired.KindKernelArg:
 		if c.Cmdline == nil {
-			return nil
+			return nil, true
 		}
-		return drift.CompareKernelArg(e, cmdline, cmdErr)
+		return drift.CompareKernelArg(e, cmdline, cmdErr), true
 	}
 	ob := o.Observe(e)
-	return drift.Compare(e, &ob)
+	return drift.Compare(e, &ob), true
 }
 
 // Sort orders drift by path, then entry, then kind: output is deterministic.

@@ -510,15 +510,22 @@ func (d *Daemon) checkEntries(ctx context.Context, is []int) {
 	}
 }
 
+// checkEntry checks one entry. An entry whose state cannot be determined
+// now (systemd is off the bus) keeps what was known of it: a bus error is
+// not drift.
 func (d *Daemon) checkEntry(ctx context.Context, i int) {
 	e := &d.ix.entries[i]
-	ds := d.checker.Entry(d.obs, e)
+	ds, known := d.checker.Entry(d.obs, e)
+	if !known {
+		return
+	}
 	appeared, resolved := d.track.update(e.ID(), ds)
 	d.report(ctx, appeared, resolved)
 }
 
 // fullCheck checks every entry. Paths with a write in progress keep what was
-// known of them: their half-written content is not a drift.
+// known of them: their half-written content is not a drift; so do entries
+// whose state could not be determined (systemd off the bus).
 func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	res := d.checker.All(ctx, d.ix.entries)
 	d.lastCheck = time.Now()
@@ -526,15 +533,18 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	for _, dr := range res.Drift {
 		now[dr.EntryID] = append(now[dr.EntryID], dr)
 	}
+	keep := func(id string) {
+		if old, ok := d.track.byEntry[id]; ok {
+			now[id] = old
+		} else {
+			delete(now, id)
+		}
+	}
 	for p := range d.pending {
-		d.ix.affected(p, false, func(i int) {
-			id := d.ix.entries[i].ID()
-			if old, ok := d.track.byEntry[id]; ok {
-				now[id] = old
-			} else {
-				delete(now, id)
-			}
-		})
+		d.ix.affected(p, false, func(i int) { keep(d.ix.entries[i].ID()) })
+	}
+	for _, id := range res.Unknown {
+		keep(id)
 	}
 	appeared, resolved := d.track.replace(now)
 	d.report(ctx, appeared, resolved)
