@@ -70,9 +70,7 @@ func (d *Daemon) snapshot() dbusapi.Snapshot {
 	if !d.lastCheck.IsZero() {
 		s.LastCheck = uint64(d.lastCheck.UnixMicro())
 	}
-	for _, dr := range d.track.all() {
-		s.Drift = append(s.Drift, dbusapi.Drift{Kind: string(dr.Kind), Entry: string(dr.Entry), Path: dr.Path, Unit: dr.Unit, Message: dr.Message})
-	}
+	s.Drift = d.track.busPage(0, d.track.count())
 	for _, h := range d.inhibitors {
 		s.Inhibitors = append(s.Inhibitors, dbusapi.Inhibitor{Who: h.Who, Why: h.Why, PID: uint32(h.PID)})
 	}
@@ -89,6 +87,19 @@ func (d *Daemon) snapshot() dbusapi.Snapshot {
 		s.State = "clean"
 	}
 	return s
+}
+
+// busPage is page as the bus carries it.
+func (t *tracker) busPage(offset, limit int) []dbusapi.Drift {
+	out := make([]dbusapi.Drift, 0, max(0, min(limit, t.count()-offset)))
+	if limit <= 0 {
+		return out
+	}
+	t.order.each(offset, func(dr *drift.Drift) bool {
+		out = append(out, dbusapi.Drift{Kind: string(dr.Kind), Entry: string(dr.Entry), Path: dr.Path, Unit: dr.Unit, Message: dr.Message})
+		return len(out) < limit
+	})
+	return out
 }
 
 func (d *Daemon) publish() {
@@ -125,7 +136,7 @@ func (d *Daemon) CheckNow(ctx context.Context) (clean bool, n int, err error) {
 			return fmt.Errorf("%w by %s", errInhibited, d.inhibitorNames())
 		}
 		d.fullCheck(lctx, "check requested over D-Bus")
-		n = len(d.track.all())
+		n = d.track.count()
 		return nil
 	})
 	return err == nil && n == 0, n, err

@@ -651,7 +651,8 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 }
 
 func (d *Daemon) status() string {
-	in := statusInput{drift: d.track.all(), paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled())}
+	in := statusInput{drift: d.track.head(3), subjects: len(d.track.subjects),
+		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled())}
 	for _, h := range d.inhibitors {
 		in.inhibitors = append(in.inhibitors, drift.Escape(h.String()))
 	}
