@@ -24,6 +24,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -47,10 +48,15 @@ type Notifier interface {
 
 // Units answers for unit enablement and says when unit files changed.
 type Units interface {
+	// UnitFileState fails with an error wrapping buslink.ErrUnavailable
+	// while systemd cannot be asked: the state is then unknown (see
+	// check.UnitStates).
 	UnitFileState(unit string) (string, error)
-	// Changed delivers a value whenever systemd's unit files may have changed
-	// (enable, disable, mask, daemon-reload); nil when not observable.
-	Changed() <-chan struct{}
+	// Events delivers what happened to the connection to systemd: lost,
+	// back (Missed: a change may have gone unseen), and unit files that may
+	// have changed (Changed: enable, disable, mask, daemon-reload); nil
+	// when not observable.
+	Events() <-chan buslink.Event
 }
 
 // Starter starts a systemd unit (the on-drift hook).
@@ -116,6 +122,15 @@ type Daemon struct {
 	requests   chan func(context.Context) // calls from the bus, run by the loop
 	pub        Publisher
 	lastCheck  time.Time
+	// Which bus connections are down: systemd's (enablement is not
+	// checked meanwhile) and the API's (drift-monitor status cannot
+	// answer).
+	unitsDown, apiDown bool
+	apiRefused         bool // the bus refused the API its name (said once)
+	// busHead is the first of the drift as the bus shows it, for the
+	// tracker's generation busGen: most events change nothing of it.
+	busHead []dbusapi.Drift
+	busGen  uint64
 }
 
 // New prepares a daemon; Run starts it. Close releases what New opened
@@ -171,9 +186,13 @@ func (d *Daemon) Close() {
 // before Run.
 func (d *Daemon) SetPublisher(p Publisher) { d.pub = p }
 
-// Publisher receives the daemon's state after every change.
+// Publisher receives the daemon's state after every change. Update must
+// not block.
 type Publisher interface {
 	Update(dbusapi.Snapshot)
+	// Events says when the publisher is off the bus and back; nil when not
+	// observable.
+	Events() <-chan buslink.Event
 }
 
 // Run runs a daemon until ctx ends; reload delivers SIGHUP-style reload
@@ -259,9 +278,12 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 		periodic = t.C
 	}
 	pings := d.startWatchdog(ctx)
-	var unitsChanged <-chan struct{}
+	var unitsEvents, apiEvents <-chan buslink.Event
 	if d.o.Units != nil {
-		unitsChanged = d.o.Units.Changed()
+		unitsEvents = d.o.Units.Events()
+	}
+	if d.pub != nil {
+		apiEvents = d.pub.Events()
 	}
 	var poll *time.Ticker
 	pollC := func() <-chan time.Time {
@@ -332,10 +354,10 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 				d.o.Notify.Ready(d.status())
 			}
 			cfg.Rewatch()
-		case <-unitsChanged:
-			if active {
-				d.checkEntries(ctx, d.ix.enablement)
-			}
+		case ev := <-unitsEvents:
+			d.unitsEvent(ctx, ev, active)
+		case ev := <-apiEvents:
+			d.apiEvent(ctx, ev)
 		case <-periodic:
 			if active {
 				d.fullCheck(ctx, "periodic check")
@@ -652,7 +674,8 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 
 func (d *Daemon) status() string {
 	in := statusInput{drift: d.track.head(3), subjects: len(d.track.subjects),
-		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled())}
+		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()),
+		unitsDown: d.unitsDown, apiDown: d.apiDown}
 	for _, h := range d.inhibitors {
 		in.inhibitors = append(in.inhibitors, drift.Escape(h.String()))
 	}
