@@ -268,3 +268,24 @@ func TestAPIRefused(t *testing.T) {
 	}
 }
 
+// TestStartingUntilTheFirstCheckIsDone: while the first check runs, the bus
+// says "starting" with a status line that says so, never "clean".
+func TestStartingUntilTheFirstCheckIsDone(t *testing.T) {
+	u := newFakeUnits(map[string]string{"a.service": "enabled"})
+	u.hold = make(chan struct{})
+	_, p, _ := unitDaemon(t, u)
+	s, _ := p.waitSnapshot(t, 0, "starting", func(s dbusapi.Snapshot) bool { return true })
+	if s.State != "starting" || s.StatusText != "Starting: first check of 0 paths, 1 unit" {
+		t.Errorf("first snapshot = %q, %q; want starting", s.State, s.StatusText)
+	}
+	for _, s := range p.all() {
+		if s.State != "starting" {
+			t.Fatalf("snapshot %q while the first check is held", s.State)
+		}
+	}
+	u.mu.Lock()
+	close(u.hold)
+	u.hold = nil
+	u.mu.Unlock()
+	p.waitSnapshot(t, 0, "clean once the first check is done", func(s dbusapi.Snapshot) bool { return s.State == "clean" })
+}

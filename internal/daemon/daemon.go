@@ -235,7 +235,10 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 	if err := d.load(ctx); err != nil {
 		d.loadFailed = err.Error()
 	}
-	d.setStatus(statusLine(statusInput{starting: true, paths: d.ix.paths, units: d.ix.units}))
+	// Until the first check is done, the status line and the bus say so:
+	// no drift known is not no drift.
+	d.setStatus(d.status())
+	d.publish()
 
 	events := make(chan readResult, 16)
 	go func() {
@@ -675,7 +678,7 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 func (d *Daemon) status() string {
 	in := statusInput{drift: d.track.head(3), subjects: len(d.track.subjects),
 		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()),
-		unitsDown: d.unitsDown, apiDown: d.apiDown}
+		starting: !d.ready, unitsDown: d.unitsDown, apiDown: d.apiDown}
 	for _, h := range d.inhibitors {
 		in.inhibitors = append(in.inhibitors, drift.Escape(h.String()))
 	}
