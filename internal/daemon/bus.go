@@ -64,12 +64,13 @@ func (d *Daemon) apiEvent(ctx context.Context, ev buslink.Event) {
 			fmt.Sprintf("The daemon's connection to the system bus is down (%v): drift-monitor status cannot reach it until it is back; reconnecting", ev.Err),
 			slog.String("BUS_LINK", linkAPI))
 	case ev.Up:
-		// A loss and return the loop did not see in between needs
-		// nothing: the server exported itself again.
-		if d.apiDown {
+		switch {
+		case d.apiDown || ev.Missed && !d.apiRefused:
+			// Missed without a loss seen: lost and back before the loop
+			// looked (the server exported itself again meanwhile).
 			d.record(ctx, slog.LevelInfo, journal.MsgBusRestored, "Back on the system bus: the D-Bus API answers again",
 				slog.String("BUS_LINK", linkAPI))
-		} else if d.apiRefused {
+		case d.apiRefused:
 			d.log.Info("The D-Bus API owns its name now")
 		}
 		d.apiDown, d.apiRefused = false, false
