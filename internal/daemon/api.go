@@ -95,15 +95,9 @@ func (d *Daemon) snapshot() dbusapi.Snapshot {
 
 // busPage is page as the bus carries it.
 func (t *tracker) busPage(offset, limit int) []dbusapi.Drift {
-	out := make([]dbusapi.Drift, 0, max(0, min(limit, t.count()-offset)))
-	if limit <= 0 {
-		return out
-	}
-	t.order.each(offset, func(dr *drift.Drift) bool {
-		out = append(out, dbusapi.Drift{Kind: string(dr.Kind), Entry: string(dr.Entry), Path: dr.Path, Unit: dr.Unit, Message: dr.Message})
-		return len(out) < limit
+	return pageOf(t, offset, limit, func(dr *drift.Drift) dbusapi.Drift {
+		return dbusapi.Drift{Kind: string(dr.Kind), Entry: string(dr.Entry), Path: dr.Path, Unit: dr.Unit, Message: dr.Message}
 	})
-	return out
 }
 
 // DriftPage returns at most limit drifts from offset on (for the bus's

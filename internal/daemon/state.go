@@ -185,12 +185,17 @@ func (t *tracker) head(k int) []drift.Drift {
 
 // page copies at most limit drifts in order, from offset on.
 func (t *tracker) page(offset, limit int) []drift.Drift {
-	out := make([]drift.Drift, 0, max(0, min(limit, t.count()-offset)))
+	return pageOf(t, offset, limit, func(d *drift.Drift) drift.Drift { return *d })
+}
+
+// pageOf is page with each drift made a T.
+func pageOf[T any](t *tracker, offset, limit int, as func(*drift.Drift) T) []T {
+	out := make([]T, 0, max(0, min(limit, t.count()-offset)))
 	if limit <= 0 {
 		return out
 	}
 	t.order.each(offset, func(d *drift.Drift) bool {
-		out = append(out, *d)
+		out = append(out, as(d))
 		return len(out) < limit
 	})
 	return out

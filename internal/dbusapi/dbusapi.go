@@ -388,15 +388,12 @@ type NameError struct{ Err error }
 func (e *NameError) Error() string { return fmt.Sprintf("cannot own %s: %v", BusName, e.Err) }
 func (e *NameError) Unwrap() error { return e.Err }
 
-// errorName is the D-Bus error name in err, or "".
+// errorName is the D-Bus error name in err, or "". godbus delivers an error
+// reply as a dbus.Error value (callTracker.handleDBusError in its conn.go).
 func errorName(err error) string {
 	var e dbus.Error
 	if errors.As(err, &e) {
 		return e.Name
-	}
-	var pe *dbus.Error
-	if errors.As(err, &pe) {
-		return pe.Name
 	}
 	return ""
 }

@@ -108,15 +108,9 @@ func (h *host) statusExits(timeout time.Duration, code int, prefix string) strin
 // reported once the bus is back.
 func TestBusRestart(t *testing.T) {
 	t.Parallel()
-	h := bootDaemon(t, setup{
-		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
- {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
- {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]},
- "systemd":{"units":[` + demoUnitJSON + `]}}`,
-		files:     []file{etcFileOK, sentinelFile, demoUnitFile},
-		commands:  []string{enableDemo},
-		busPolicy: true,
-	})
+	s := demoHost
+	s.busPolicy = true
+	h := bootDaemon(t, s)
 	const clean = "No drift: watching 3 paths, 1 unit"
 	const disabled = "Drift: 1 path differs (" + demoUnit + ": enablement)"
 	unitDrift := map[string]string{"DRIFT_UNIT": demoUnit, "DRIFT_KIND": "enablement"}
