@@ -36,7 +36,8 @@ func newTracker() *tracker {
 
 // update replaces what is known of one entry and returns what changed.
 // A drift that persists with other details (the content changed again) is
-// not reported again: its key is the same.
+// not reported again: its key is the same. The tracker keeps now (its order
+// points into it): the caller must not change it afterwards.
 func (t *tracker) update(entryID string, now []drift.Drift) (appeared, resolved []drift.Drift) {
 	old := t.byEntry[entryID]
 	if slices.Equal(old, now) {
@@ -59,7 +60,6 @@ func (t *tracker) update(entryID string, now []drift.Drift) (appeared, resolved 
 		delete(t.byEntry, entryID)
 		return appeared, resolved
 	}
-	now = slices.Clone(now) // the order points into it: nobody else may change it
 	t.byEntry[entryID] = now
 	for i := range now {
 		if !t.bulk {
@@ -101,7 +101,8 @@ func sameShown(a, b []drift.Drift) bool {
 }
 
 // replace sets everything known from a full check: entries that are absent
-// from now (clean, or no longer declared) lose their drift.
+// from now (clean, or no longer declared) lose their drift. It keeps now's
+// slices, as update does.
 func (t *tracker) replace(now map[string][]drift.Drift) (appeared, resolved []drift.Drift) {
 	var gone []string
 	for id := range t.byEntry {
