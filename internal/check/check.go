@@ -13,18 +13,24 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"sort"
 	"sync"
 
+	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // UnitStates answers what `systemctl is-enabled` would answer for a unit.
+// An error wrapping buslink.ErrUnavailable means that there is no answer
+// now (systemd cannot be reached): the entry's state is unknown, which is
+// neither drift nor clean (see Result.Unknown). Any other error is drift:
+// the state cannot be determined.
 type UnitStates interface {
 	UnitFileState(unit string) (string, error)
 }
@@ -78,6 +84,10 @@ type Result struct {
 	Drift   []drift.Drift
 	Notices []drift.Drift
 	Checked int
+	// Unknown lists the IDs of the entries whose state could not be
+	// determined now (see UnitStates): a caller that knew their state keeps
+	// what it knew.
+	Unknown []string
 	// Deferred lists the entries whose content was not compared (ReadLimit):
 	// Drift holds everything else found of them.
 	Deferred []Deferred
@@ -98,6 +108,9 @@ type Outcome struct {
 	// version Stamp names.
 	Deferred bool
 	Stamp    ondisk.Stamp
+	// Unknown: the state could not be determined now (see UnitStates);
+	// Drift is then empty, and means nothing.
+	Unknown bool
 }
 
 // Clean reports whether no drift was found.
@@ -114,6 +127,7 @@ const chunk = 64
 func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	res := Result{Checked: len(entries)}
 	perEntry := make([][]drift.Drift, len(entries))
+	known := make([]bool, len(entries))
 	var k kargs
 	if hasKernelArgs(entries) {
 		k = c.readKargs()
@@ -143,7 +157,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
 					out := c.entry(o, &entries[i], &k, nil)
-					perEntry[i] = out.Drift
+					perEntry[i], known[i] = out.Drift, !out.Unknown
 					if out.Deferred {
 						mu.Lock()
 						res.Deferred = append(res.Deferred, Deferred{Index: i, Stamp: out.Stamp})
@@ -169,6 +183,9 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			res.Checked-- // a notice that something is not checked
 		}
 		res.Drift = append(res.Drift, perEntry[i]...)
+		if !known[i] && ctx.Err() == nil {
+			res.Unknown = append(res.Unknown, entries[i].ID())
+		}
 		if n := drift.Notice(&entries[i]); n != nil {
 			res.Notices = append(res.Notices, *n)
 		}
@@ -190,8 +207,12 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 // Entry checks one entry with a fresh view of its parent directory. With an
 // observer that has a ReadLimit, a content too large to be compared is left
 // out (see Outcome).
-func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) []drift.Drift {
-	return c.Outcome(o, e, nil).Drift
+//
+// known is false when its state could not be determined now (see
+// UnitStates): ds is then empty, and means nothing.
+func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) (ds []drift.Drift, known bool) {
+	out := c.Outcome(o, e, nil)
+	return out.Drift, !out.Unknown
 }
 
 // Outcome checks one entry like Entry, and says whether its content was
@@ -274,6 +295,9 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 			return Outcome{}
 		}
 		state, err := c.Units.UnitFileState(e.Unit)
+		if errors.Is(err, buslink.ErrUnavailable) {
+			return Outcome{Unknown: true}
+		}
 		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
 	case desired.KindKernelArg:
 		if c.Cmdline == nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -31,6 +32,13 @@ func (f fakeUnits) UnitFileState(unit string) (string, error) {
 		return "", fmt.Errorf("unit %s: no such unit", unit)
 	}
 	return s, nil
+}
+
+// unreachableUnits is systemd off the bus.
+type unreachableUnits struct{}
+
+func (unreachableUnits) UnitFileState(unit string) (string, error) {
+	return "", fmt.Errorf("unit file state of %s: %w", unit, buslink.ErrUnavailable)
 }
 
 // manyFiles writes dirs×perDir files under root/srv and returns their
@@ -96,7 +104,8 @@ func oneByOne(c *check.Checker, entries []desired.Entry) []drift.Drift {
 	defer o.Close()
 	var ds []drift.Drift
 	for i := range entries {
-		ds = append(ds, c.Entry(o, &entries[i])...)
+		d, _ := c.Entry(o, &entries[i])
+		ds = append(ds, d...)
 	}
 	check.Sort(ds)
 	return ds
@@ -244,6 +253,24 @@ func TestAllMixedEntries(t *testing.T) {
 		res := c.All(context.Background(), entries[7:8])
 		if len(res.Drift) != 1 || res.Drift[0].Kind != drift.Unreadable || !strings.Contains(res.Drift[0].Message, "permission denied") {
 			t.Errorf("drift = %+v, want an unreadable kernel command line", res.Drift)
+		}
+	})
+	t.Run("systemd unreachable: enablement unknown, not drift", func(t *testing.T) {
+		c := newChecker(t, root)
+		c.Units = unreachableUnits{}
+		res := c.All(context.Background(), entries[2:7])
+		var kinds []drift.Kind
+		for _, d := range res.Drift {
+			kinds = append(kinds, d.Kind)
+		}
+		want := []string{entries[3].ID(), entries[4].ID(), entries[5].ID(), entries[6].ID()}
+		if len(res.Drift) != 0 || !cmp.Equal(res.Unknown, want) {
+			t.Errorf("drift %v, unknown %q; want none, and every enablement entry unknown", kinds, res.Unknown)
+		}
+		o := ondisk.NewObserver(c.Root)
+		defer o.Close()
+		if ds, known := c.Entry(o, &entries[3]); known || len(ds) != 0 {
+			t.Errorf("Entry = %+v, known %v; want unknown", ds, known)
 		}
 	})
 	t.Run("no command line: kernel arguments are a notice, not drift", func(t *testing.T) {

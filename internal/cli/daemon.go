@@ -55,17 +55,12 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	}
 	o.Notify = notify.New()
 	if o.Root == "/" && systemd.Booted() {
-		conn, err := systemd.Connect(ctx)
-		if err != nil {
-			o.Log.Warn(fmt.Sprintf("cannot reach systemd over D-Bus, computing enablement from unit files: %v", err))
-		} else {
-			defer conn.Close()
-			u, err := newBusUnits(ctx, conn)
-			if err != nil {
-				o.Log.Warn(fmt.Sprintf("cannot subscribe to systemd's unit file changes: %v", err))
-			}
-			o.Units, o.Hook = u, conn
-		}
+		// Kept connected, and subscribed, across restarts of the bus; the
+		// daemon journals when it is lost and back (its first attempt's
+		// failure included).
+		c := systemd.Dial(ctx)
+		defer c.Close()
+		o.Units, o.Hook = c, c
 	}
 	if o.OnDrift != "" && o.Hook == nil {
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --on-drift needs systemd over D-Bus\n")
@@ -96,18 +91,10 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	}
 	defer d.Close()
 	if *bus {
-		ic := dbusapi.NewInterceptor()
-		conn, err := dbusapi.ConnectSystemBus(ic)
-		if err == nil {
-			defer conn.Close()
-			var srv *dbusapi.Server
-			if srv, err = dbusapi.Export(conn, ic, d, o.InhibitDir, Version); err == nil {
-				d.SetPublisher(srv)
-			}
-		}
-		if err != nil {
-			o.Log.Warn(fmt.Sprintf("no D-Bus API (drift-monitor status will not reach this daemon): %v", err))
-		}
+		// Kept on the bus across its restarts, as the systemd connection is.
+		srv := dbusapi.Serve(ctx, d, dbusapi.Options{InhibitDir: o.InhibitDir, Version: Version})
+		defer srv.Close()
+		d.SetPublisher(srv)
 	}
 	if err := d.Run(ctx, reload); err != nil {
 		o.Log.Error(err.Error())
@@ -115,17 +102,3 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	}
 	return 0
 }
-
-// busUnits asks systemd for enablement and relays its unit-file signals.
-type busUnits struct {
-	conn    *systemd.Conn
-	changed <-chan struct{}
-}
-
-func newBusUnits(ctx context.Context, conn *systemd.Conn) (*busUnits, error) {
-	ch, err := conn.WatchUnitFiles(ctx)
-	return &busUnits{conn: conn, changed: ch}, err
-}
-
-func (b *busUnits) UnitFileState(unit string) (string, error) { return b.conn.UnitFileState(unit) }
-func (b *busUnits) Changed() <-chan struct{}                  { return b.changed }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -14,14 +15,20 @@ import (
 
 // statusReport is what `drift-monitor status --format json` prints.
 type statusReport struct {
-	State        string            `json:"state"`
-	Status       string            `json:"status"`
-	Drift        []statusDrift     `json:"drift"`
-	Inhibitors   []statusInhibitor `json:"inhibitors"`
-	LastCheck    *time.Time        `json:"last_check"`
-	WatchedPaths uint32            `json:"watched_paths"`
-	Units        uint32            `json:"units"`
-	Version      string            `json:"version"`
+	State  string `json:"state"`
+	Status string `json:"status"`
+	// DriftCount is how many drifts the daemon knows; Drift lists them
+	// all, unless DriftTruncated (see readStatus).
+	DriftCount     uint32            `json:"drift_count"`
+	DriftTruncated bool              `json:"drift_truncated"`
+	Drift          []statusDrift     `json:"drift"`
+	Inhibitors     []statusInhibitor `json:"inhibitors"`
+	LastCheck      *time.Time        `json:"last_check"`
+	WatchedPaths   uint32            `json:"watched_paths"`
+	Units          uint32            `json:"units"`
+	Version        string            `json:"version"`
+	// warning says why the drift is truncated, for stderr.
+	warning string
 }
 
 type statusDrift struct {
@@ -38,6 +45,11 @@ type statusInhibitor struct {
 	PID uint32 `json:"pid,omitempty"`
 }
 
+// statusCallTimeout bounds each call to the daemon: D-Bus's customary
+// method-call timeout. A daemon in the middle of a long full check answers
+// GetDrift once it is done.
+const statusCallTimeout = 25 * time.Second
+
 func runStatus(ctx context.Context, args []string, std Stdio) int {
 	fs := newFlags("status", std.Err)
 	format := formatFlag("text")
@@ -45,42 +57,78 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor status [--format text|json]\n\n"+
 			"Asks the running daemon over D-Bus. Exit status: 0 clean, 1 drifted,\n"+
-			"3 the daemon is not running or not reachable.\n\n")
+			"3 the daemon is not running or not reachable, 4 its first check has\n"+
+			"not finished. The first line of the text output is a summary.\n\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	rep, err := readStatus(ctx)
+	// The text format lists the drift the properties hold; json all of it.
+	rep, err := readStatus(ctx, format == "json")
 	if err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", drift.EscapeControl(err.Error()))
+		msg := drift.EscapeControl(err.Error())
+		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", msg)
+		// Node-problem-detector and friends read the first line of stdout.
+		if format == "json" {
+			err = writeStatusJSON(std.Out, &statusReport{State: "unknown", Status: msg, Drift: []statusDrift{}, Inhibitors: []statusInhibitor{}})
+		} else {
+			_, err = fmt.Fprintf(std.Out, "drift-monitor unknown: %s\n", msg)
+		}
+		if err != nil {
+			fmt.Fprintf(std.Err, "drift-monitor status: %v\n", err)
+		}
 		return ExitNoDaemon
 	}
-	if format == "json" {
-		enc := json.NewEncoder(std.Out)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
-	} else {
+	if rep.warning != "" {
+		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", drift.EscapeControl(rep.warning))
+	}
+	switch {
+	case format == "json":
+		err = writeStatusJSON(std.Out, rep)
+	case rep.State == "starting":
+		// Nothing is known yet: no list that could be read as clean.
+		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", drift.Escape(rep.Status))
+	default:
 		err = writeStatusText(std.Out, rep)
 	}
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor status: %v\n", err)
 		return ExitFailed
 	}
-	if len(rep.Drift) > 0 || rep.State == "error" {
+	switch {
+	case rep.State == "starting":
+		return ExitStarting
+	case rep.DriftCount > 0 || len(rep.Drift) > 0 || rep.State == "error":
 		return ExitDrift
 	}
 	return ExitClean
 }
 
-func readStatus(ctx context.Context) (*statusReport, error) {
+func writeStatusJSON(w io.Writer, rep *statusReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// readStatus reads the daemon's properties and, when all is set and the
+// properties hold only the first of the drift, pages through the rest with
+// GetDrift (see package dbusapi). A set that keeps changing while it is
+// paged through, or a daemon without GetDrift, leaves the report with what
+// the properties hold and DriftTruncated.
+func readStatus(ctx context.Context, all bool) (*statusReport, error) {
 	conn, err := dbus.ConnectSystemBus(dbus.WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", dbusapi.ErrUnreachable, err)
 	}
 	defer conn.Close()
+	call := func(obj dbus.BusObject, method string, args ...any) *dbus.Call {
+		cctx, cancel := context.WithTimeout(ctx, statusCallTimeout)
+		defer cancel()
+		return obj.CallWithContext(cctx, method, 0, args...)
+	}
 	var owned bool
-	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, dbusapi.BusName).Store(&owned); err != nil {
+	if err := call(conn.BusObject(), "org.freedesktop.DBus.NameHasOwner", dbusapi.BusName).Store(&owned); err != nil {
 		return nil, fmt.Errorf("%w: %v", dbusapi.ErrUnreachable, err)
 	}
 	if !owned {
@@ -88,7 +136,7 @@ func readStatus(ctx context.Context) (*statusReport, error) {
 	}
 	var props map[string]dbus.Variant
 	obj := conn.Object(dbusapi.BusName, dbusapi.Path)
-	if err := obj.CallWithContext(ctx, "org.freedesktop.DBus.Properties.GetAll", 0, dbusapi.Interface).Store(&props); err != nil {
+	if err := call(obj, "org.freedesktop.DBus.Properties.GetAll", dbusapi.Interface).Store(&props); err != nil {
 		return nil, fmt.Errorf("%w: reading its properties: %v", dbusapi.ErrUnreachable, err)
 	}
 	rep := &statusReport{Drift: []statusDrift{}, Inhibitors: []statusInhibitor{}}
@@ -110,6 +158,26 @@ func readStatus(ctx context.Context) (*statusReport, error) {
 	}
 	var ds []dbusapi.Drift
 	get("Drift", &ds)
+	if _, ok := props["DriftCount"]; ok {
+		get("DriftCount", &rep.DriftCount)
+	} else {
+		rep.DriftCount = uint32(len(ds)) // a daemon from before DriftCount
+	}
+	if all && int(rep.DriftCount) > len(ds) {
+		paged, err := pageDrift(func(offset uint32) (uint64, uint32, []dbusapi.Drift, error) {
+			var gen uint64
+			var total uint32
+			var page []dbusapi.Drift
+			err := call(obj, dbusapi.Interface+".GetDrift", offset, uint32(0)).Store(&gen, &total, &page)
+			return gen, total, page, err
+		})
+		if err == nil {
+			ds, rep.DriftCount = paged, uint32(len(paged))
+		} else {
+			rep.warning = fmt.Sprintf("listing only the first %d of %d drifts: %v", len(ds), rep.DriftCount, err)
+		}
+	}
+	rep.DriftTruncated = all && len(ds) < int(rep.DriftCount)
 	for _, d := range ds {
 		rep.Drift = append(rep.Drift, statusDrift(d))
 	}
@@ -119,6 +187,35 @@ func readStatus(ctx context.Context) (*statusReport, error) {
 		rep.Inhibitors = append(rep.Inhibitors, statusInhibitor(i))
 	}
 	return rep, nil
+}
+
+// errDriftChanging: the drift set changed between every two pages.
+var errDriftChanging = errors.New("the drift changed while it was read")
+
+// pageDrift reads every page from get (GetDrift at an offset): all of one
+// generation of the set, starting over when the generation changes, a few
+// times at most.
+func pageDrift(get func(offset uint32) (gen uint64, total uint32, page []dbusapi.Drift, err error)) ([]dbusapi.Drift, error) {
+	for range 3 {
+		var all []dbusapi.Drift
+		var first uint64
+		for {
+			gen, total, page, err := get(uint32(len(all)))
+			if err != nil {
+				return nil, err
+			}
+			if len(all) == 0 {
+				first = gen
+			} else if gen != first {
+				break // changed under us: again, from the start
+			}
+			all = append(all, page...)
+			if len(all) >= int(total) || len(page) == 0 {
+				return all, nil
+			}
+		}
+	}
+	return nil, errDriftChanging
 }
 
 func writeStatusText(w io.Writer, r *statusReport) error {
@@ -142,12 +239,15 @@ func writeStatusText(w io.Writer, r *statusReport) error {
 			ew.printf("  %s%s: %s\n", drift.Escape(i.Who), pid, drift.Escape(i.Why))
 		}
 	}
-	if len(r.Drift) == 0 {
+	if len(r.Drift) == 0 && r.DriftCount == 0 {
 		ew.printf("Drift:      none\n")
 	} else {
 		ew.printf("Drift:\n")
 		for _, d := range r.Drift {
 			ew.printf("  %-10s %s\n", d.Kind, drift.EscapeControl(d.Message))
+		}
+		if more := int(r.DriftCount) - len(r.Drift); more > 0 {
+			ew.printf("  … and %d more (drift-monitor status --format json lists them all)\n", more)
 		}
 	}
 	return ew.err

@@ -66,14 +66,16 @@ func inhibitorAttrs(h inhibit.Inhibitor) []slog.Attr {
 	return a
 }
 
-// snapshot is the state the bus shows.
+// snapshot is the state the bus shows: the first dbusapi.MaxDrift drifts and
+// their count, whatever the number of drifts.
 func (d *Daemon) snapshot() dbusapi.Snapshot {
-	s := dbusapi.Snapshot{StatusText: d.status(), WatchedPaths: uint32(d.ix.paths), Units: uint32(d.ix.units)}
+	if d.busHead == nil || d.busGen != d.track.gen {
+		d.busHead, d.busGen = d.track.busPage(0, dbusapi.MaxDrift), d.track.gen
+	}
+	s := dbusapi.Snapshot{StatusText: d.status(), WatchedPaths: uint32(d.ix.paths), Units: uint32(d.ix.units),
+		Drift: d.busHead, DriftCount: uint32(d.track.count()), DriftGeneration: d.track.gen}
 	if !d.lastCheck.IsZero() {
 		s.LastCheck = uint64(d.lastCheck.UnixMicro())
-	}
-	for _, dr := range d.track.all() {
-		s.Drift = append(s.Drift, dbusapi.Drift{Kind: string(dr.Kind), Entry: string(dr.Entry), Path: dr.Path, Unit: dr.Unit, Message: dr.Message})
 	}
 	for _, h := range d.inhibitors {
 		s.Inhibitors = append(s.Inhibitors, dbusapi.Inhibitor{Who: h.Who, Why: h.Why, PID: uint32(h.PID)})
@@ -83,7 +85,7 @@ func (d *Daemon) snapshot() dbusapi.Snapshot {
 		s.State = "starting"
 	case d.inhibited():
 		s.State = "inhibited"
-	case len(s.Drift) > 0:
+	case s.DriftCount > 0:
 		s.State = "drifted"
 	case d.loadFailed != "" && len(d.files) == 0:
 		s.State = "error"
@@ -91,6 +93,23 @@ func (d *Daemon) snapshot() dbusapi.Snapshot {
 		s.State = "clean"
 	}
 	return s
+}
+
+// busPage is page as the bus carries it.
+func (t *tracker) busPage(offset, limit int) []dbusapi.Drift {
+	return pageOf(t, offset, limit, func(dr *drift.Drift) dbusapi.Drift {
+		return dbusapi.Drift{Kind: string(dr.Kind), Entry: string(dr.Entry), Path: dr.Path, Unit: dr.Unit, Message: dr.Message}
+	})
+}
+
+// DriftPage returns at most limit drifts from offset on (for the bus's
+// GetDrift), with the total and the generation of the set they belong to.
+func (d *Daemon) DriftPage(ctx context.Context, offset, limit int) (gen uint64, total int, page []dbusapi.Drift, err error) {
+	err = d.do(ctx, func(context.Context) error {
+		gen, total, page = d.track.gen, d.track.count(), d.track.busPage(offset, limit)
+		return nil
+	})
+	return gen, total, page, err
 }
 
 func (d *Daemon) publish() {
@@ -127,7 +146,7 @@ func (d *Daemon) CheckNow(ctx context.Context) (clean bool, n int, err error) {
 			return fmt.Errorf("%w by %s", errInhibited, d.inhibitorNames())
 		}
 		d.fullCheck(lctx, "check requested over D-Bus")
-		n = len(d.track.all())
+		n = d.track.count()
 		return nil
 	})
 	return err == nil && n == 0, n, err

@@ -26,6 +26,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -49,10 +50,15 @@ type Notifier interface {
 
 // Units answers for unit enablement and says when unit files changed.
 type Units interface {
+	// UnitFileState fails with an error wrapping buslink.ErrUnavailable
+	// while systemd cannot be asked: the state is then unknown (see
+	// check.UnitStates).
 	UnitFileState(unit string) (string, error)
-	// Changed delivers a value whenever systemd's unit files may have changed
-	// (enable, disable, mask, daemon-reload); nil when not observable.
-	Changed() <-chan struct{}
+	// Events delivers what happened to the connection to systemd: lost,
+	// back (Missed: a change may have gone unseen), and unit files that may
+	// have changed (Changed: enable, disable, mask, daemon-reload); nil
+	// when not observable.
+	Events() <-chan buslink.Event
 }
 
 // Starter starts a systemd unit (the on-drift hook).
@@ -122,6 +128,15 @@ type Daemon struct {
 	requests   chan func(context.Context) // calls from the bus, run by the loop
 	pub        Publisher
 	lastCheck  time.Time
+	// Which bus connections are down: systemd's (enablement is not
+	// checked meanwhile) and the API's (drift-monitor status cannot
+	// answer).
+	unitsDown, apiDown bool
+	apiRefused         bool // the bus refused the API its name (said once)
+	// busHead is the first of the drift as the bus shows it, for the
+	// tracker's generation busGen: most events change nothing of it.
+	busHead []dbusapi.Drift
+	busGen  uint64
 }
 
 // New prepares a daemon; Run starts it. Close releases what New opened
@@ -180,9 +195,13 @@ func (d *Daemon) Close() {
 // before Run.
 func (d *Daemon) SetPublisher(p Publisher) { d.pub = p }
 
-// Publisher receives the daemon's state after every change.
+// Publisher receives the daemon's state after every change. Update must
+// not block.
 type Publisher interface {
 	Update(dbusapi.Snapshot)
+	// Events says when the publisher is off the bus and back; nil when not
+	// observable.
+	Events() <-chan buslink.Event
 }
 
 // Run runs a daemon until ctx ends; reload delivers SIGHUP-style reload
@@ -225,7 +244,10 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 	if err := d.load(ctx); err != nil {
 		d.loadFailed = err.Error()
 	}
-	d.setStatus(statusLine(statusInput{starting: true, paths: d.ix.paths, units: d.ix.units}))
+	// Until the first check is done, the status line and the bus say so:
+	// no drift known is not no drift.
+	d.setStatus(d.status())
+	d.publish()
 
 	events := make(chan readResult, 16)
 	go func() {
@@ -271,9 +293,12 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 		periodic = t.C
 	}
 	pings := d.startWatchdog(ctx)
-	var unitsChanged <-chan struct{}
+	var unitsEvents, apiEvents <-chan buslink.Event
 	if d.o.Units != nil {
-		unitsChanged = d.o.Units.Changed()
+		unitsEvents = d.o.Units.Events()
+	}
+	if d.pub != nil {
+		apiEvents = d.pub.Events()
 	}
 	var poll *time.Ticker
 	pollC := func() <-chan time.Time {
@@ -344,10 +369,10 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 				d.o.Notify.Ready(d.status())
 			}
 			cfg.Rewatch()
-		case <-unitsChanged:
-			if active {
-				d.checkEntries(ctx, d.ix.enablement)
-			}
+		case ev := <-unitsEvents:
+			d.unitsEvent(ctx, ev, active)
+		case ev := <-apiEvents:
+			d.apiEvent(ctx, ev)
 		case <-periodic:
 			if active {
 				d.fullCheck(ctx, "periodic check")
@@ -530,15 +555,21 @@ func (d *Daemon) checkEntry(ctx context.Context, i int) { d.checkEntryWith(ctx, 
 
 // checkEntryWith checks entry i, taking its content comparison from read
 // (a background read's result) when that read is of the file as it is now.
+// An entry whose state cannot be determined now (systemd is off the bus)
+// keeps what was known of it: a bus error is not drift.
 func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentRead) {
 	e := &d.ix.entries[i]
 	out := d.checker.Outcome(d.obs, e, read)
+	if out.Unknown {
+		return
+	}
 	appeared, resolved := d.track.update(e.ID(), d.deferred(i, out.Drift, out))
 	d.report(ctx, appeared, resolved)
 }
 
 // fullCheck checks every entry. Paths with a write in progress keep what was
-// known of them: their half-written content is not a drift. A content too
+// known of them: their half-written content is not a drift; so do entries
+// whose state could not be determined (systemd off the bus). A content too
 // large to be read on the loop is read in the background (contentReads), as
 // after an event: the full check takes a bounded time however large the
 // files are.
@@ -558,15 +589,18 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 		}
 	}
 	d.reads.keepOnly(reading)
+	keep := func(id string) {
+		if old, ok := d.track.byEntry[id]; ok {
+			now[id] = old
+		} else {
+			delete(now, id)
+		}
+	}
 	for p := range d.pending {
-		d.ix.affected(p, false, func(i int) {
-			id := d.ix.entries[i].ID()
-			if old, ok := d.track.byEntry[id]; ok {
-				now[id] = old
-			} else {
-				delete(now, id)
-			}
-		})
+		d.ix.affected(p, false, func(i int) { keep(d.ix.entries[i].ID()) })
+	}
+	for _, id := range res.Unknown {
+		keep(id)
 	}
 	appeared, resolved := d.track.replace(now)
 	d.report(ctx, appeared, resolved)
@@ -673,7 +707,9 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 }
 
 func (d *Daemon) status() string {
-	in := statusInput{drift: d.track.all(), paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()), reading: d.reads.underWay()}
+	in := statusInput{drift: d.track.head(3), subjects: len(d.track.subjects),
+		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()),
+		starting: !d.ready, unitsDown: d.unitsDown, apiDown: d.apiDown, reading: d.reads.underWay()}
 	for _, h := range d.inhibitors {
 		in.inhibitors = append(in.inhibitors, drift.Escape(h.String()))
 	}

@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -11,44 +13,119 @@ import (
 
 // tracker holds the drift currently known, per entry, so that a drift is
 // reported once when it appears and once when it is resolved — never once
-// per event.
+// per event. It keeps the whole set in order, and counts its subjects, as
+// it changes: what the status line and the bus show after every event costs
+// what they show, not what is known (100,000 drifted paths included).
 type tracker struct {
 	byEntry map[string][]drift.Drift
-	// sorted caches all() until the next change: the status line and the
-	// bus read it after every event, and most events change nothing.
-	sorted []drift.Drift
-	fresh  bool
+	order   sortedDrifts
+	// subjects counts the drift of each subject (drift.Subject): the
+	// status line's "N paths differ".
+	subjects map[string]int
+	// gen changes whenever what is shown of the set (the bus's fields of
+	// any drift) changes.
+	gen uint64
+	// bulk: a full check changes so much that the order is rebuilt at its
+	// end (stale: it must be) instead of kept at every update.
+	bulk, stale bool
 }
 
-func newTracker() *tracker { return &tracker{byEntry: map[string][]drift.Drift{}} }
+func newTracker() *tracker {
+	return &tracker{byEntry: map[string][]drift.Drift{}, subjects: map[string]int{}}
+}
 
 // update replaces what is known of one entry and returns what changed.
 // A drift that persists with other details (the content changed again) is
-// not reported again: its key is the same.
+// not reported again: its key is the same. The tracker keeps now (its order
+// points into it): the caller must not change it afterwards.
 func (t *tracker) update(entryID string, now []drift.Drift) (appeared, resolved []drift.Drift) {
 	old := t.byEntry[entryID]
-	if len(old) == 0 && len(now) == 0 {
-		return nil, nil
+	if slices.Equal(old, now) {
+		return nil, nil // the same drift, to the letter (or none, still)
 	}
-	t.fresh = false
 	appeared, resolved = diffKeys(old, now)
+	if !sameShown(old, now) {
+		t.gen++
+	}
+	for i := range old {
+		if !t.bulk {
+			t.order.remove(&old[i])
+		}
+		if t.subjects[old[i].Subject()]--; t.subjects[old[i].Subject()] == 0 {
+			delete(t.subjects, old[i].Subject())
+		}
+	}
+	t.stale = t.bulk
 	if len(now) == 0 {
 		delete(t.byEntry, entryID)
-	} else {
-		t.byEntry[entryID] = now
+		return appeared, resolved
+	}
+	t.byEntry[entryID] = now
+	for i := range now {
+		if !t.bulk {
+			t.order.insert(&now[i])
+		}
+		t.subjects[now[i].Subject()]++
 	}
 	return appeared, resolved
 }
 
-// replace sets everything known from a full check: entries that are absent
-// from now (clean, or no longer declared) lose their drift.
-func (t *tracker) replace(now map[string][]drift.Drift) (appeared, resolved []drift.Drift) {
-	for id, old := range t.byEntry {
-		if _, ok := now[id]; !ok {
-			resolved = append(resolved, old...)
-			delete(t.byEntry, id)
-			t.fresh = false
+// bulkChanges is how many entries a full check must change for the tracker
+// to sort everything once rather than move each drift into place.
+const bulkChanges = 4 * blockMax
+
+// rebuild makes the order anew from byEntry.
+func (t *tracker) rebuild() {
+	all := make([]*drift.Drift, 0, t.order.len())
+	for _, ds := range t.byEntry {
+		for i := range ds {
+			all = append(all, &ds[i])
 		}
+	}
+	slices.SortFunc(all, cmpDrift)
+	t.order = sortedDrifts{n: len(all)}
+	for len(all) > 0 {
+		n := min(blockMax, len(all))
+		t.order.blocks = append(t.order.blocks, slices.Clone(all[:n]))
+		all = all[n:]
+	}
+	t.stale = false
+}
+
+// sameShown reports whether two lists of an entry's drift look the same on
+// the bus.
+func sameShown(a, b []drift.Drift) bool {
+	return slices.EqualFunc(a, b, func(x, y drift.Drift) bool {
+		return x.Kind == y.Kind && x.Entry == y.Entry && x.Path == y.Path && x.Unit == y.Unit && x.Message == y.Message
+	})
+}
+
+// replace sets everything known from a full check: entries that are absent
+// from now (clean, or no longer declared) lose their drift. It keeps now's
+// slices, as update does.
+func (t *tracker) replace(now map[string][]drift.Drift) (appeared, resolved []drift.Drift) {
+	var gone []string
+	for id := range t.byEntry {
+		if _, ok := now[id]; !ok {
+			gone = append(gone, id)
+		}
+	}
+	changes := len(gone)
+	for id, ds := range now {
+		if !slices.Equal(t.byEntry[id], ds) {
+			changes++
+		}
+	}
+	// A first check that finds 100,000 drifts sorts them once.
+	t.bulk = changes > bulkChanges
+	defer func() {
+		if t.bulk = false; t.stale {
+			t.rebuild()
+		}
+	}()
+	for _, id := range gone {
+		_, r := t.update(id, nil)
+		resolved = append(resolved, r...)
 	}
 	ids := make([]string, 0, len(now))
 	for id := range now {
@@ -85,23 +162,53 @@ func diffKeys(old, now []drift.Drift) (appeared, resolved []drift.Drift) {
 	return appeared, resolved
 }
 
-// all lists the current drift, sorted. The caller must not modify it.
-func (t *tracker) all() []drift.Drift {
-	if t.fresh {
-		return t.sorted
-	}
+// count is how many drifts are known.
+func (t *tracker) count() int { return t.order.len() }
+
+// head copies the drift of the first k subjects, in order: what the status
+// line names. (The drifts of one subject are adjacent: they share a path.)
+func (t *tracker) head(k int) []drift.Drift {
 	var out []drift.Drift
-	for _, ds := range t.byEntry {
-		out = append(out, ds...)
+	seen := make(map[string]bool, k)
+	t.order.each(0, func(d *drift.Drift) bool {
+		s := d.Subject()
+		if !seen[s] {
+			if len(seen) == k {
+				return false
+			}
+			seen[s] = true
+		}
+		out = append(out, *d)
+		return true
+	})
+	return out
+}
+
+// page copies at most limit drifts in order, from offset on.
+func (t *tracker) page(offset, limit int) []drift.Drift {
+	return pageOf(t, offset, limit, func(d *drift.Drift) drift.Drift { return *d })
+}
+
+// pageOf is page with each drift made a T.
+func pageOf[T any](t *tracker, offset, limit int, as func(*drift.Drift) T) []T {
+	out := make([]T, 0, max(0, min(limit, t.count()-offset)))
+	if limit <= 0 {
+		return out
 	}
-	check.Sort(out)
-	t.sorted, t.fresh = out, true
+	t.order.each(offset, func(d *drift.Drift) bool {
+		out = append(out, as(d))
+		return len(out) < limit
+	})
 	return out
 }
 
 // statusInput is everything the status line says.
 type statusInput struct {
+	// drift is the first of the drift known, in order: at least every
+	// drift of the three subjects the line names (tracker.head); subjects
+	// is how many subjects all of it has (0: count those of drift).
 	drift      []drift.Drift
+	subjects   int
 	paths      int
 	units      int
 	polled     int
@@ -113,6 +220,9 @@ type statusInput struct {
 	// reading counts the files whose content is being compared in the
 	// background (too large for the loop): their drift is not known yet.
 	reading int
+	// unitsDown: systemd cannot be reached over D-Bus; apiDown: the
+	// daemon's own API is off the bus.
+	unitsDown, apiDown bool
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -139,20 +249,20 @@ func statusLine(in statusInput) string {
 			}
 			kinds[s] = append(kinds[s], string(in.drift[i].Kind))
 		}
+		n := max(in.subjects, len(subjects))
 		verb := "differ"
-		if len(subjects) == 1 {
+		if n == 1 {
 			verb = "differs"
 		}
-		fmt.Fprintf(&b, "Drift: %s %s (", plural(len(subjects), "path"), verb)
-		for i, s := range subjects {
-			if i == 3 {
-				b.WriteString("; …")
-				break
-			}
+		fmt.Fprintf(&b, "Drift: %s %s (", plural(n, "path"), verb)
+		for i, s := range subjects[:min(3, len(subjects))] {
 			if i > 0 {
 				b.WriteString("; ")
 			}
-			fmt.Fprintf(&b, "%s: %s", s, strings.Join(kinds[s], ", "))
+			fmt.Fprintf(&b, "%s: %s", shorten(s, maxSubject), strings.Join(kinds[s], ", "))
+		}
+		if n > 3 {
+			b.WriteString("; …")
 		}
 		b.WriteString(")")
 	}
@@ -168,7 +278,38 @@ func statusLine(in statusInput) string {
 	if in.loadFailed != "" {
 		fmt.Fprintf(&b, "; new config refused (%s), checking against the last good one", in.loadFailed)
 	}
+	switch {
+	case in.unitsDown && in.apiDown:
+		b.WriteString("; bus unavailable, reconnecting: unit enablement not checked, drift-monitor status cannot answer")
+	case in.unitsDown:
+		b.WriteString("; systemd unreachable over D-Bus, reconnecting: unit enablement not checked")
+	case in.apiDown:
+		b.WriteString("; D-Bus API off the bus, reconnecting: drift-monitor status cannot answer")
+	}
 	return b.String()
+}
+
+// maxSubject bounds a subject in the status line: three long paths must
+// leave room, in the 1024 bytes systemd is sent (notify.MaxStatus), for
+// what follows them (polling, a refused config, a lost bus).
+const maxSubject = 160
+
+// shorten cuts s to at most max bytes by taking out its middle: the start
+// and the end of a path (its file name) tell most.
+func shorten(s string, max int) string {
+	const ellipsis = "…"
+	if len(s) <= max {
+		return s
+	}
+	head := (max - len(ellipsis)) / 3
+	tail := len(s) - (max - len(ellipsis) - head)
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + ellipsis + s[tail:]
 }
 
 func plural(n int, noun string) string {

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -59,6 +61,91 @@ func TestTrackerReplaceResolvesWhatAFullCheckNoLongerFinds(t *testing.T) {
 	}
 }
 
+// The tracker keeps the set in order, counts its subjects, and changes its
+// generation exactly when what the bus shows changes.
+func TestTrackerOrderCountsAndGeneration(t *testing.T) {
+	tr := newTracker()
+	b, a1, a2 := dr("file:/b", "/b", drift.Missing), dr("file:/a", "/a", drift.Content), dr("file:/a", "/a", drift.Mode)
+	unit := drift.Drift{EntryID: "enablement:x.service", Path: "/a", Unit: "x.service", Kind: drift.Enablement, Entry: desired.KindEnablement}
+	gen := tr.gen
+	step := func(name string, id string, now []drift.Drift, wantPaths []string, wantSubjects int, changes bool) {
+		t.Helper()
+		tr.update(id, now)
+		var got []string
+		for _, d := range tr.page(0, 100) {
+			got = append(got, d.Path+" "+string(d.Kind))
+		}
+		if diff := cmp.Diff(wantPaths, got); diff != "" {
+			t.Errorf("%s: order (-want +got):\n%s", name, diff)
+		}
+		if tr.count() != len(wantPaths) || len(tr.subjects) != wantSubjects {
+			t.Errorf("%s: count %d, subjects %d; want %d, %d", name, tr.count(), len(tr.subjects), len(wantPaths), wantSubjects)
+		}
+		if changed := tr.gen != gen; changed != changes {
+			t.Errorf("%s: generation changed %v, want %v", name, changed, changes)
+		}
+		gen = tr.gen
+	}
+	step("b", b.EntryID, []drift.Drift{b}, []string{"/b missing"}, 1, true)
+	step("a, two kinds", a1.EntryID, []drift.Drift{a2, a1}, []string{"/a content", "/a mode", "/b missing"}, 2, true)
+	// By path, then entry: the unit's enablement sorts before the file.
+	step("a unit on a's path: another subject", unit.EntryID, []drift.Drift{unit}, []string{"/a enablement", "/a content", "/a mode", "/b missing"}, 3, true)
+	step("the same again", a1.EntryID, []drift.Drift{a2, a1}, []string{"/a enablement", "/a content", "/a mode", "/b missing"}, 3, false)
+	a1got := a1
+	a1got.Message = "content mismatch, other sizes"
+	step("a message changes", a1.EntryID, []drift.Drift{a2, a1got}, []string{"/a enablement", "/a content", "/a mode", "/b missing"}, 3, true)
+	step("a resolved", a1.EntryID, nil, []string{"/a enablement", "/b missing"}, 2, true)
+	if got := tr.page(1, 5); len(got) != 1 || got[0].Path != "/b" {
+		t.Errorf("page(1, 5) = %+v, want /b", got)
+	}
+	if got := tr.page(2, 5); len(got) != 0 {
+		t.Errorf("page past the end = %+v", got)
+	}
+	tr.replace(map[string][]drift.Drift{})
+	if tr.count() != 0 || len(tr.subjects) != 0 || len(tr.byEntry) != 0 {
+		t.Errorf("after a clean full check: count %d, subjects %v, entries %d", tr.count(), tr.subjects, len(tr.byEntry))
+	}
+}
+
+// A full check that changes many entries sorts them once; the order is the
+// same as if each had been moved into place, and stays right for the small
+// changes after it.
+func TestTrackerBulkReplace(t *testing.T) {
+	tr := newTracker()
+	now := map[string][]drift.Drift{}
+	for i := range 3 * bulkChanges {
+		d := dr(fmt.Sprintf("file:/f%05d", (i*7919)%(3*bulkChanges)), fmt.Sprintf("/f%05d", (i*7919)%(3*bulkChanges)), drift.Missing)
+		now[d.EntryID] = []drift.Drift{d}
+	}
+	appeared, _ := tr.replace(now)
+	if len(appeared) != 3*bulkChanges || tr.count() != 3*bulkChanges || len(tr.subjects) != 3*bulkChanges || tr.stale {
+		t.Fatalf("appeared %d, count %d, subjects %d, stale %v; want %d each", len(appeared), tr.count(), len(tr.subjects), tr.stale, 3*bulkChanges)
+	}
+	inOrder := func() bool {
+		prev := ""
+		ok := true
+		tr.order.each(0, func(d *drift.Drift) bool {
+			ok = d.Path > prev
+			prev = d.Path
+			return ok
+		})
+		return ok
+	}
+	if !inOrder() {
+		t.Fatal("not in order after the bulk replace")
+	}
+	delete(now, "file:/f00010")
+	extra := dr("file:/f00010x", "/f00010x", drift.Mode)
+	now[extra.EntryID] = []drift.Drift{extra}
+	appeared, resolved := tr.replace(now)
+	if len(appeared) != 1 || len(resolved) != 1 || !inOrder() {
+		t.Errorf("a small replace after it: %d appeared, %d resolved, in order %v; want 1, 1, true", len(appeared), len(resolved), inOrder())
+	}
+	if got := tr.page(10, 1); len(got) != 1 || got[0].Path != "/f00010x" {
+		t.Errorf("page(10, 1) = %+v, want /f00010x", got)
+	}
+}
+
 func TestStatusLine(t *testing.T) {
 	chrony := dr("file:/etc/chrony.conf", "/etc/chrony.conf", drift.Content)
 	x1, x2 := dr("file:/etc/x", "/etc/x", drift.Mode), dr("file:/etc/x", "/etc/x", drift.Owner)
@@ -77,6 +164,23 @@ func TestStatusLine(t *testing.T) {
 		{"many", statusInput{drift: []drift.Drift{
 			dr("1", "/a", drift.Mode), dr("2", "/b", drift.Mode), dr("3", "/c", drift.Mode), dr("4", "/d", drift.Mode)}},
 			"Drift: 4 paths differ (/a: mode; /b: mode; /c: mode; …)"},
+		{"the first of many", statusInput{subjects: 100000, drift: []drift.Drift{
+			dr("1", "/a", drift.Mode), dr("1", "/a", drift.Owner), dr("2", "/b", drift.Mode), dr("3", "/c", drift.Mode)}},
+			"Drift: 100000 paths differ (/a: mode, owner; /b: mode; /c: mode; …)"},
+		{"three shown of more", statusInput{subjects: 4, drift: []drift.Drift{
+			dr("1", "/a", drift.Mode), dr("2", "/b", drift.Mode), dr("3", "/c", drift.Mode)}},
+			"Drift: 4 paths differ (/a: mode; /b: mode; /c: mode; …)"},
+		{"long paths are shortened in the middle", statusInput{drift: []drift.Drift{
+			dr("1", "/etc/"+strings.Repeat("d", 300)+"/f-1", drift.Missing)}, paths: 1, unitsDown: true},
+			"Drift: 1 path differs (/etc/" + strings.Repeat("d", 47) + "…" + strings.Repeat("d", 101) + "/f-1: missing)" +
+				"; systemd unreachable over D-Bus, reconnecting: unit enablement not checked"},
+		{"starting", statusInput{starting: true, paths: 5, units: 1}, "Starting: first check of 5 paths, 1 unit"},
+		{"bus gone", statusInput{paths: 3, unitsDown: true, apiDown: true},
+			"No drift: watching 3 paths, 0 units; bus unavailable, reconnecting: unit enablement not checked, drift-monitor status cannot answer"},
+		{"systemd gone", statusInput{paths: 3, unitsDown: true},
+			"No drift: watching 3 paths, 0 units; systemd unreachable over D-Bus, reconnecting: unit enablement not checked"},
+		{"API gone", statusInput{paths: 3, apiDown: true},
+			"No drift: watching 3 paths, 0 units; D-Bus API off the bus, reconnecting: drift-monitor status cannot answer"},
 		{"inhibited", statusInput{inhibitors: []string{"my-updater (pid 4711): applying config v42"}},
 			"Inhibited by my-updater (pid 4711): applying config v42"},
 		{"polling", statusInput{paths: 3, polled: 2}, "No drift: watching 3 paths, 0 units; polling 2 directories: inotify watches exhausted"},
@@ -91,6 +195,17 @@ func TestStatusLine(t *testing.T) {
 				t.Errorf("statusLine:\nwant %q\ngot  %q", c.want, got)
 			}
 		})
+	}
+}
+
+func TestShorten(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/etc/short", "/etc/short"},
+		{"/ééééééééééé/x", "/é…éé/x"}, // never inside a character
+	} {
+		if got := shorten(c.in, 12); got != c.want || len(got) > 12 && len(c.in) > 12 {
+			t.Errorf("shorten(%q, 12) = %q (%d bytes), want %q", c.in, got, len(got), c.want)
+		}
 	}
 }
 

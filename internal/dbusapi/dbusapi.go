@@ -4,17 +4,43 @@
 //	methods    Check() → (clean b, drift u)          root only
 //	           Reload()                              root only
 //	           Inhibit(who s, why s) → (fd h)        root only
+//	           GetDrift(offset u, limit u) → (generation t, total u,
+//	                    drift a(sssss))              anyone
 //	properties State s ("starting", "clean", "drifted", "inhibited", "error")
-//	           StatusText s, Drift a(sssss) (kind, entry, path, unit, message),
-//	           Inhibitors a(ssu) (who, why, pid), LastCheck t (µs since the
-//	           epoch), WatchedPaths u, Units u, Version s
-//	           — all emit org.freedesktop.DBus.Properties.PropertiesChanged
-//	signal     DriftChanged(a(sssss)) when the set of drift changes
+//	           StatusText s, DriftCount u, Drift a(sssss) (kind, entry, path,
+//	           unit, message: the first MaxDrift), Inhibitors a(ssu) (who,
+//	           why, pid), LastCheck t (µs since the epoch), WatchedPaths u,
+//	           Units u, Version s
+//	           — all but Version emit PropertiesChanged, one signal for all
+//	           that changed together
+//	signal     DriftChanged(a(sssss)) when the set of drift changes: the new
+//	           first MaxDrift, as Drift
+//
+// What goes on the bus is bounded, whatever the drift: a message above the
+// bus's limit (dbus-daemon's max_message_size, 32 MiB on the system bus,
+// /usr/share/dbus-1/system.conf) gets its sender disconnected. Drift and
+// DriftChanged carry the first MaxDrift (100) drifts in the daemon's order
+// (path, entry, kind); DriftCount says how many there are in all. GetDrift
+// pages through all of them: it returns at most limit (at most MaxPage,
+// 1000; 0 means MaxPage) from offset on, fewer when their strings would pass
+// MaxBytes (at least one), with the total and the generation of the set
+// they come from. A client reads pages until it has total, and starts over
+// when the generation changes (the set changed between two pages). Every
+// string is valid UTF-8 (invalid bytes become U+FFFD, as D-Bus requires) and
+// at most MaxField bytes (longer ones are cut, ending in "…").
+//
+// The connection comes back: when the bus restarts or the connection is
+// lost, the server connects again with backoff (package buslink), exports
+// the object again and claims the name again; Events says when it is off
+// the bus and when it is back. Update never blocks on the bus and never
+// fails: a snapshot published while the bus is away is what the next
+// connection shows.
 //
 // Introspection data is generated from the exported Go methods and the
 // property table. Who may call what is the bus policy's job
 // (packaging/org.driftmonitor.DriftMonitor1.conf: only root may own the name
-// or call the methods); the methods check the caller's uid again.
+// or call Check, Reload and Inhibit); those methods check the caller's uid
+// again.
 //
 // Inhibit returns a descriptor of a locked inhibitor file (see package
 // inhibit): the inhibitor lasts until the caller closes it or dies. The
@@ -23,20 +49,21 @@
 // method returns, too late to close the descriptor safely.
 //
 // It does not promise that a property read right after a change already
-// shows it: the daemon publishes snapshots from its event loop.
+// shows it, nor a signal for every intermediate state: the daemon publishes
+// snapshots from its event loop, and signals carry the latest one.
 package dbusapi
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"reflect"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
-	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/godbus/dbus/v5"
-	"github.com/godbus/dbus/v5/introspect"
-	"github.com/godbus/dbus/v5/prop"
 )
 
 // The bus name, object path and interface.
@@ -52,6 +79,14 @@ const (
 	ErrFailed       = "org.driftmonitor.DriftMonitor1.Error.Failed"
 )
 
+// Bounds of what goes on the bus; see the package doc.
+const (
+	MaxDrift = 100
+	MaxPage  = 1000
+	MaxBytes = 4 << 20
+	MaxField = 64 << 10
+)
+
 // Drift is one drift as the bus carries it: (sssss).
 type Drift struct {
 	Kind, Entry, Path, Unit, Message string
@@ -65,13 +100,18 @@ type Inhibitor struct {
 
 // Snapshot is the daemon's state at one moment.
 type Snapshot struct {
-	State        string
-	StatusText   string
-	Drift        []Drift
-	Inhibitors   []Inhibitor
-	LastCheck    uint64
-	WatchedPaths uint32
-	Units        uint32
+	State      string
+	StatusText string
+	// Drift is the first drift, in order (at most MaxDrift are kept);
+	// DriftCount is how many there are; DriftGeneration changes whenever
+	// the set does.
+	Drift           []Drift
+	DriftCount      uint32
+	DriftGeneration uint64
+	Inhibitors      []Inhibitor
+	LastCheck       uint64
+	WatchedPaths    uint32
+	Units           uint32
 }
 
 // Daemon is what the methods act on; calls arrive on bus goroutines and the
@@ -79,295 +119,283 @@ type Snapshot struct {
 type Daemon interface {
 	CheckNow(ctx context.Context) (clean bool, drift int, err error)
 	ReloadNow(ctx context.Context) error
+	// DriftPage returns at most limit drifts from offset on, in order,
+	// with the total and the generation of the set.
+	DriftPage(ctx context.Context, offset, limit int) (generation uint64, total int, page []Drift, err error)
 }
 
-// Server is the exported object.
+// Options configure a Server.
+type Options struct {
+	InhibitDir string
+	Version    string
+	// Address is the bus's address; "" is the system bus
+	// ($DBUS_SYSTEM_BUS_ADDRESS, or the default socket).
+	Address string
+	// Link tunes reconnecting (tests: a short backoff).
+	Link buslink.Options
+}
+
+// Server keeps the exported object on the bus; see the package doc.
 type Server struct {
-	conn       *dbus.Conn
-	props      *prop.Properties
-	d          Daemon
-	inhibitDir string
+	d    Daemon
+	o    Options
+	link *buslink.Link[*session]
 
-	mu        sync.Mutex
-	lastDrift []Drift
-	// selfReply: calls to Inhibit whose reply this package sends itself
-	// (sender + serial → the caller wanted a reply).
-	selfReply map[callKey]bool
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	values map[string]any // the properties now
+	gen    uint64         // DriftGeneration of values
+	wake   chan struct{}
+	done   chan struct{}
 }
 
-type callKey struct {
-	sender string
-	serial uint32
+// Serve starts keeping the API on the bus; the first attempt is made before
+// it returns. It runs until ctx ends or Close.
+func Serve(ctx context.Context, d Daemon, o Options) *Server {
+	s := &Server{d: d, o: o, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.values = s.propertyValues(Snapshot{State: "starting"}, nil, 0)
+	s.link = buslink.Start(s.ctx, o.Link, s.connect)
+	go s.emitter()
+	return s
 }
 
-// Interceptor must be installed on the connection (dbus.WithIncomingInterceptor)
-// before Export; it lets Inhibit send its own reply. See the package doc.
-type Interceptor struct{ s *Server }
+// Events says when the server is off the bus and when it is back.
+func (s *Server) Events() <-chan buslink.Event { return s.link.Events() }
 
-// NewInterceptor returns the interceptor for a Server made later by Export.
-func NewInterceptor() *Interceptor { return &Interceptor{} }
-
-// Intercept is the dbus.Interceptor.
-func (i *Interceptor) Intercept(msg *dbus.Message) {
-	if msg.Type != dbus.TypeMethodCall {
-		return
-	}
-	path, _ := msg.Headers[dbus.FieldPath].Value().(dbus.ObjectPath)
-	iface, _ := msg.Headers[dbus.FieldInterface].Value().(string)
-	member, _ := msg.Headers[dbus.FieldMember].Value().(string)
-	if path != Path || iface != Interface || member != "Inhibit" || i.s == nil {
-		return
-	}
-	sender, _ := msg.Headers[dbus.FieldSender].Value().(string)
-	i.s.mu.Lock()
-	i.s.selfReply[callKey{sender, msg.Serial()}] = msg.Flags&dbus.FlagNoReplyExpected == 0
-	i.s.mu.Unlock()
-	// godbus must not reply after the method returns: Inhibit does.
-	msg.Flags |= dbus.FlagNoReplyExpected
-}
-
-// methods is the exported method set (introspection lists exactly these).
-type methods struct{ s *Server }
-
-// Export claims the bus name and exports the object on conn.
-func Export(conn *dbus.Conn, ic *Interceptor, d Daemon, inhibitDir, version string) (*Server, error) {
-	s := &Server{conn: conn, d: d, inhibitDir: inhibitDir, selfReply: map[callKey]bool{}}
-	ic.s = s
-	m := methods{s}
-	if err := conn.Export(m, Path, Interface); err != nil {
-		return nil, fmt.Errorf("exporting %s: %w", Path, err)
-	}
-	ro := func(v any) *prop.Prop { return &prop.Prop{Value: v, Writable: false, Emit: prop.EmitTrue} }
-	props, err := prop.Export(conn, Path, prop.Map{Interface: {
-		"State":        ro("starting"),
-		"StatusText":   ro(""),
-		"Drift":        ro([]Drift{}),
-		"Inhibitors":   ro([]Inhibitor{}),
-		"LastCheck":    ro(uint64(0)),
-		"WatchedPaths": ro(uint32(0)),
-		"Units":        ro(uint32(0)),
-		"Version":      &prop.Prop{Value: version, Writable: false, Emit: prop.EmitConst},
-	}})
-	if err != nil {
-		return nil, fmt.Errorf("exporting properties: %w", err)
-	}
-	s.props = props
-	node := &introspect.Node{
-		Name: string(Path),
-		Interfaces: []introspect.Interface{
-			introspect.IntrospectData,
-			prop.IntrospectData,
-			{
-				Name:       Interface,
-				Methods:    introspect.Methods(m),
-				Properties: props.Introspection(Interface),
-				Signals: []introspect.Signal{{
-					Name: "DriftChanged",
-					Args: []introspect.Arg{{Name: "drift", Type: "a(sssss)", Direction: "out"}},
-				}},
-			},
-		},
-	}
-	fixInhibitIntrospection(node)
-	if err := conn.Export(introspect.NewIntrospectable(node), Path, "org.freedesktop.DBus.Introspectable"); err != nil {
-		return nil, err
-	}
-	reply, err := conn.RequestName(BusName, dbus.NameFlagDoNotQueue)
-	if err != nil {
-		return nil, fmt.Errorf("requesting %s: %w", BusName, err)
-	}
-	if reply != dbus.RequestNameReplyPrimaryOwner {
-		return nil, fmt.Errorf("requesting %s: the name is taken (another drift-monitor is running?)", BusName)
-	}
-	return s, nil
-}
-
-// fixInhibitIntrospection names Inhibit's arguments as the reply carries them
-// (the Go method's own result is a placeholder: the reply is sent by hand),
-// and drops the injected sender and message arguments.
-func fixInhibitIntrospection(n *introspect.Node) {
-	for i := range n.Interfaces {
-		for j := range n.Interfaces[i].Methods {
-			m := &n.Interfaces[i].Methods[j]
-			switch m.Name {
-			case "Inhibit":
-				m.Args = []introspect.Arg{
-					{Name: "who", Type: "s", Direction: "in"},
-					{Name: "why", Type: "s", Direction: "in"},
-					{Name: "fd", Type: "h", Direction: "out"},
-				}
-			case "Check":
-				m.Args = []introspect.Arg{
-					{Name: "clean", Type: "b", Direction: "out"},
-					{Name: "drift", Type: "u", Direction: "out"},
-				}
-			case "Reload":
-				m.Args = nil
-			}
-		}
-	}
+// Close takes the server off the bus.
+func (s *Server) Close() {
+	s.cancel()
+	s.link.Close()
+	<-s.done
 }
 
 // Update publishes a snapshot: properties that changed emit
-// PropertiesChanged, and DriftChanged fires when the drift set changed.
+// PropertiesChanged, and DriftChanged fires when the drift set changed. It
+// returns at once: the signals are sent by a goroutine of the server.
 func (s *Server) Update(snap Snapshot) {
-	if snap.Drift == nil {
-		snap.Drift = []Drift{}
-	}
-	if snap.Inhibitors == nil {
-		snap.Inhibitors = []Inhibitor{}
-	}
-	set := func(name string, v any) {
-		if cur, err := s.props.Get(Interface, name); err == nil && equalVariant(cur.Value(), v) {
-			return
-		}
-		s.props.SetMust(Interface, name, v)
-	}
-	set("State", snap.State)
-	set("StatusText", snap.StatusText)
-	set("Inhibitors", snap.Inhibitors)
-	set("LastCheck", snap.LastCheck)
-	set("WatchedPaths", snap.WatchedPaths)
-	set("Units", snap.Units)
 	s.mu.Lock()
-	changed := !slices.Equal(s.lastDrift, snap.Drift)
-	s.lastDrift = snap.Drift
+	old, oldGen := s.values, s.gen
 	s.mu.Unlock()
-	if changed {
-		s.props.SetMust(Interface, "Drift", snap.Drift)
-		s.conn.Emit(Path, Interface+".DriftChanged", snap.Drift)
-	}
-}
-
-func equalVariant(a, b any) bool {
-	switch av := a.(type) {
-	case []Inhibitor:
-		bv, ok := b.([]Inhibitor)
-		return ok && slices.Equal(av, bv)
-	case string, uint32, uint64:
-		return a == b
-	}
-	return false
-}
-
-// callerUID asks the bus for the uid of a sender.
-func (s *Server) callerUID(sender dbus.Sender) (uint32, error) {
-	var uid uint32
-	err := s.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixUser", 0, string(sender)).Store(&uid)
-	return uid, err
-}
-
-func (s *Server) requireRoot(sender dbus.Sender) *dbus.Error {
-	uid, err := s.callerUID(sender)
-	if err != nil {
-		return dbus.NewError(ErrFailed, []any{fmt.Sprintf("cannot identify the caller: %v", err)})
-	}
-	if uid != 0 {
-		return dbus.NewError(ErrAccessDenied, []any{"only root may do this"})
-	}
-	return nil
-}
-
-// Check runs a full check now and returns whether the machine is clean and
-// how many drifts there are.
-func (m methods) Check(sender dbus.Sender) (bool, uint32, *dbus.Error) {
-	if e := m.s.requireRoot(sender); e != nil {
-		return false, 0, e
-	}
-	clean, n, err := m.s.d.CheckNow(context.Background())
-	if err != nil {
-		return false, 0, dbus.NewError(ErrFailed, []any{err.Error()})
-	}
-	return clean, uint32(n), nil
-}
-
-// Reload re-reads the desired state.
-func (m methods) Reload(sender dbus.Sender) *dbus.Error {
-	if e := m.s.requireRoot(sender); e != nil {
-		return e
-	}
-	if err := m.s.d.ReloadNow(context.Background()); err != nil {
-		return dbus.NewError(ErrFailed, []any{err.Error()})
-	}
-	return nil
-}
-
-// Inhibit takes an inhibitor for the caller and replies with the descriptor
-// that holds it. The reply is sent here (see the package doc); what this
-// method returns is discarded.
-func (m methods) Inhibit(sender dbus.Sender, msg dbus.Message, who, why string) (dbus.UnixFD, *dbus.Error) {
-	s := m.s
-	key := callKey{string(sender), msg.Serial()}
+	v := s.propertyValues(snap, old, oldGen)
 	s.mu.Lock()
-	wantsReply, intercepted := s.selfReply[key]
-	delete(s.selfReply, key)
+	s.values, s.gen = v, snap.DriftGeneration
 	s.mu.Unlock()
-	if !intercepted {
-		return -1, dbus.NewError(ErrFailed, []any{"internal error: Inhibit was not intercepted"})
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
-	fail := func(name, text string) (dbus.UnixFD, *dbus.Error) {
-		if wantsReply {
-			s.sendError(key, name, text)
-		}
-		return -1, nil
-	}
-	uid, err := s.callerUID(sender)
-	if err != nil {
-		return fail(ErrFailed, fmt.Sprintf("cannot identify the caller: %v", err))
-	}
-	if uid != 0 {
-		return fail(ErrAccessDenied, "only root may take an inhibitor")
-	}
-	var pid uint32
-	if err := s.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, string(sender)).Store(&pid); err != nil {
-		return fail(ErrFailed, fmt.Sprintf("cannot identify the caller's process: %v", err))
-	}
-	lock, err := inhibit.Take(s.inhibitDir, who, why, int(pid))
-	if err != nil {
-		return fail(ErrFailed, err.Error())
-	}
-	if !wantsReply {
-		lock.Release() // nobody would receive the descriptor
-		return -1, nil
-	}
-	if err := s.sendReply(key, dbus.UnixFD(lock.File().Fd())); err != nil {
-		lock.Release()
-		return -1, nil
-	}
-	// The reply is written: the caller's copy holds the lock from now on.
-	lock.CloseKeepingFile()
-	return -1, nil
 }
 
-func (s *Server) sendReply(k callKey, values ...any) error {
-	reply := &dbus.Message{Type: dbus.TypeMethodReply, Headers: map[dbus.HeaderField]dbus.Variant{
-		dbus.FieldDestination: dbus.MakeVariant(k.sender),
-		dbus.FieldReplySerial: dbus.MakeVariant(k.serial),
-		dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf(values...)),
-	}, Body: values}
-	call := s.conn.Send(reply, nil)
-	<-call.Done
-	return call.Err
+func (s *Server) current() (map[string]any, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.values, s.gen
 }
 
-func (s *Server) sendError(k callKey, name, text string) {
-	e := &dbus.Message{Type: dbus.TypeError, Headers: map[dbus.HeaderField]dbus.Variant{
-		dbus.FieldDestination: dbus.MakeVariant(k.sender),
-		dbus.FieldReplySerial: dbus.MakeVariant(k.serial),
-		dbus.FieldErrorName:   dbus.MakeVariant(name),
-		dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf(text)),
-	}, Body: []any{text}}
-	s.conn.Send(e, nil)
+// session is one connection with the object exported on it.
+type session struct {
+	s    *Server
+	conn *dbus.Conn
+
+	mu sync.Mutex
+	// selfReply: calls to Inhibit whose reply this package sends itself
+	// (sender + serial → the caller wanted a reply).
+	selfReply map[callKey]bool
+	// What this connection's signals last said (emitter only).
+	emitted    map[string]any
+	emittedGen uint64
 }
 
-// ConnectSystemBus connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS, or
-// the default socket) with the interceptor Export needs.
-func ConnectSystemBus(ic *Interceptor) (*dbus.Conn, error) {
-	conn, err := dbus.ConnectSystemBus(dbus.WithIncomingInterceptor(ic.Intercept))
+func (ss *session) Done() <-chan struct{} { return ss.conn.Context().Done() }
+func (ss *session) Close()                { ss.conn.Close() }
+
+// connect makes one connection: it dials, exports the object, and claims
+// the name. A connection that loses the name later is not noticed: the
+// policy lets only root own it, and only one drift-monitor runs.
+func (s *Server) connect(ctx context.Context) (*session, error) {
+	ss := &session{s: s, selfReply: map[callKey]bool{}}
+	conn, err := dialBus(ctx, s.o.Address, dbus.WithIncomingInterceptor(ss.intercept))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the system bus: %w", err)
 	}
+	ss.conn = conn
+	if err := ss.export(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	// From here on the clients that call by name reach this connection and
+	// read the properties now; signals tell them what changes after.
+	reply, err := conn.RequestName(BusName, dbus.NameFlagDoNotQueue)
+	switch {
+	case err == nil && reply == dbus.RequestNameReplyPrimaryOwner:
+	case err == nil:
+		conn.Close()
+		return nil, &NameError{Err: errors.New("the name is taken (another drift-monitor is running?)")}
+	case errorName(err) == "org.freedesktop.DBus.Error.AccessDenied":
+		conn.Close()
+		return nil, &NameError{Err: err}
+	default:
+		conn.Close()
+		return nil, fmt.Errorf("requesting %s: %w", BusName, err)
+	}
+	ss.emitted, ss.emittedGen = s.current()
+	select {
+	case s.wake <- struct{}{}: // a snapshot may have come meanwhile
+	default:
+	}
+	return ss, nil
+}
+
+// dialBus connects, authenticates and says Hello, giving up when ctx ends
+// (godbus's WithContext would tie the connection's whole life to ctx, and
+// its Auth does not look at a context: closing the connection unblocks it).
+func dialBus(ctx context.Context, addr string, opts ...dbus.ConnOption) (*dbus.Conn, error) {
+	var conn *dbus.Conn
+	var err error
+	if addr == "" {
+		conn, err = dbus.SystemBusPrivate(opts...)
+	} else {
+		conn, err = dbus.Dial(addr, opts...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	if err = conn.Auth(nil); err == nil {
+		err = conn.Hello()
+	}
+	if !stop() {
+		err = errors.Join(ctx.Err(), err)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
 	return conn, nil
+}
+
+// emitter sends the signals for what Update changed, on the current
+// connection, never on the caller's goroutine: a bus that does not read
+// (stopped, overloaded) blocks this goroutine, not the daemon's loop.
+func (s *Server) emitter() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.wake:
+		case <-s.ctx.Done():
+			return
+		}
+		ss, ok, _ := s.link.Current()
+		if !ok {
+			continue // the next connection starts from the values then
+		}
+		values, gen := s.current()
+		changed := map[string]dbus.Variant{}
+		for name, v := range values {
+			if name == "Version" {
+				continue // EmitsChangedSignal=const
+			}
+			if name == "Drift" && gen == ss.emittedGen {
+				continue // the same set: no need to compare 100 items
+			}
+			if !reflect.DeepEqual(ss.emitted[name], v) {
+				changed[name] = dbus.MakeVariant(v)
+			}
+		}
+		var err error
+		if len(changed) > 0 {
+			err = ss.conn.Emit(Path, "org.freedesktop.DBus.Properties.PropertiesChanged", Interface, changed, []string{})
+		}
+		if err == nil && gen != ss.emittedGen {
+			err = ss.conn.Emit(Path, Interface+".DriftChanged", values["Drift"])
+		}
+		if err != nil {
+			// Only a lost connection makes Emit fail here (everything is
+			// bounded and valid UTF-8): the link sees the loss, and the
+			// next connection is read afresh.
+			continue
+		}
+		ss.emitted, ss.emittedGen = values, gen
+	}
+}
+
+// propertyValues are the properties for a snapshot, bounded; the Drift of
+// old is kept when the generation is that of old.
+func (s *Server) propertyValues(snap Snapshot, old map[string]any, oldGen uint64) map[string]any {
+	var drift []Drift
+	if d, ok := old["Drift"].([]Drift); ok && oldGen == snap.DriftGeneration {
+		drift = d
+	} else {
+		drift = bound(snap.Drift[:min(len(snap.Drift), MaxDrift)])
+	}
+	ins := make([]Inhibitor, len(snap.Inhibitors))
+	for i, in := range snap.Inhibitors {
+		ins[i] = Inhibitor{Who: busString(in.Who), Why: busString(in.Why), PID: in.PID}
+	}
+	return map[string]any{
+		"State":        snap.State,
+		"StatusText":   busString(snap.StatusText),
+		"DriftCount":   snap.DriftCount,
+		"Drift":        drift,
+		"Inhibitors":   ins,
+		"LastCheck":    snap.LastCheck,
+		"WatchedPaths": snap.WatchedPaths,
+		"Units":        snap.Units,
+		"Version":      busString(s.o.Version),
+	}
+}
+
+// bound returns what of ds fits in MaxBytes (at least one), with every
+// string made fit for the bus.
+func bound(ds []Drift) []Drift {
+	out := make([]Drift, 0, len(ds))
+	size := 0
+	for _, d := range ds {
+		d = Drift{busString(d.Kind), busString(d.Entry), busString(d.Path), busString(d.Unit), busString(d.Message)}
+		// Each string costs its bytes, a length and a NUL (and padding).
+		size += len(d.Kind) + len(d.Entry) + len(d.Path) + len(d.Unit) + len(d.Message) + 5*8
+		if size > MaxBytes && len(out) > 0 {
+			break
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// busString makes s valid UTF-8 of at most MaxField bytes.
+func busString(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= MaxField {
+		return s
+	}
+	const ellipsis = "…"
+	cut := MaxField - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// NameError is why a connection to a bus that answered could not claim
+// BusName: the bus policy refuses it (not installed?) or another process
+// owns it. It is a matter of configuration, not the bus being away; the
+// server keeps trying all the same.
+type NameError struct{ Err error }
+
+func (e *NameError) Error() string { return fmt.Sprintf("cannot own %s: %v", BusName, e.Err) }
+func (e *NameError) Unwrap() error { return e.Err }
+
+// errorName is the D-Bus error name in err, or "". godbus delivers an error
+// reply as a dbus.Error value (callTracker.handleDBusError in its conn.go).
+func errorName(err error) string {
+	var e dbus.Error
+	if errors.As(err, &e) {
+		return e.Name
+	}
+	return ""
 }
 
 // ErrUnreachable: the daemon is not on the bus.

@@ -36,6 +36,11 @@ const (
 	MsgHookFailed = "65967b676b2c4957b58a49d55c7eb400"
 	// MsgCheckFailed: a check (or part of one) could not be done.
 	MsgCheckFailed = "32bc281c85da42438efffa441666fd57"
+	// MsgBusLost: a connection to the system bus was lost (BUS_LINK:
+	// systemd or api); the daemon reconnects.
+	MsgBusLost = "68ba40b2f56244cdaa2dee8d2c5b06fa"
+	// MsgBusRestored: that connection is back.
+	MsgBusRestored = "29e509fc37324813b3c7b972547784a4"
 )
 
 // Catalog header values shared by every entry.
@@ -193,6 +198,31 @@ failed. The record's message names what failed. Entries that could not be
 checked are neither reported as drift nor as clean.
 
 Fix the cause named in the message; the next check retries.`,
+	},
+	{
+		ID: MsgBusLost, Name: "MsgBusLost",
+		Subject: "Lost the system bus (@BUS_LINK@)",
+		Body: `drift-monitor lost a connection to the system bus, usually because
+dbus-daemon (or dbus-broker) was restarted. BUS_LINK says which: "systemd"
+is the connection used to ask systemd about unit enablement, and while it is
+down the enablement of units is not checked (what was known stays; a bus
+error is never reported as drift); "api" is the daemon's own D-Bus API, and
+while it is down "drift-monitor status" cannot reach the daemon. The status
+line says so meanwhile.
+
+The daemon keeps running and reconnects by itself, with a backoff of at most
+a few seconds between attempts. If the bus stays away, start it again
+("systemctl start dbus").`,
+	},
+	{
+		ID: MsgBusRestored, Name: "MsgBusRestored",
+		Subject: "Back on the system bus (@BUS_LINK@)",
+		Body: `drift-monitor is connected to the system bus again. For the "systemd"
+connection it subscribed to systemd's signals again and checks the enablement
+of every declared unit at once, since a change made while it was away went
+unseen; for the "api" connection it claimed its bus name again.
+
+No action is needed.`,
 	},
 }
 

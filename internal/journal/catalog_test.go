@@ -31,6 +31,8 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgStopping":         MsgStopping,
 		"MsgHookFailed":       MsgHookFailed,
 		"MsgCheckFailed":      MsgCheckFailed,
+		"MsgBusLost":          MsgBusLost,
+		"MsgBusRestored":      MsgBusRestored,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}

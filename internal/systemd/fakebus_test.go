@@ -1,19 +1,15 @@
 package systemd
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/testbus"
 	godbus "github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
 )
@@ -25,62 +21,9 @@ import (
 // subscription bookkeeping, spoofed signals, job results.
 
 // privateBus starts a dbus-daemon of our own and returns its address.
-func privateBus(t *testing.T) string {
-	t.Helper()
-	daemon, err := exec.LookPath("dbus-daemon")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("dbus-daemon not installed (CI must install dbus)")
-		}
-		t.Skip("dbus-daemon not installed")
-	}
-	sock := filepath.Join(t.TempDir(), "bus")
-	cmd := exec.Command(daemon, "--session", "--print-address", "--nofork", "--address=unix:path="+sock)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		addr <- strings.TrimSpace(line)
-	}()
-	select {
-	case a := <-addr:
-		if a == "" {
-			t.Fatal("dbus-daemon printed no address")
-		}
-		return a
-	case <-time.After(10 * time.Second):
-		t.Fatal("dbus-daemon did not start within 10s")
-	}
-	return ""
-}
+func privateBus(t *testing.T) string { return testbus.New(t).Addr() }
 
-func dialer(addr string) func() (*godbus.Conn, error) {
-	return func() (*godbus.Conn, error) {
-		c, err := godbus.Dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-			c.Close()
-			return nil, err
-		}
-		if err := c.Hello(); err != nil {
-			c.Close()
-			return nil, err
-		}
-		return c, nil
-	}
-}
+func dialer(addr string) func() (*godbus.Conn, error) { return testbus.Dialer(addr) }
 
 type unitFile struct {
 	Path string

@@ -69,6 +69,9 @@ type Conn struct {
 
 	mu       sync.Mutex // guards watchers
 	watchers int
+
+	done     chan struct{} // closed when any of the connections ends
+	doneOnce sync.Once
 }
 
 // JobError is returned by StartUnit when systemd finished the start job with
@@ -95,7 +98,19 @@ func Connect(ctx context.Context) (*Conn, error) {
 // succeeded (go-systemd's NewConnection contract) — for tests on a private
 // bus. ctx bounds connecting, not the connection.
 func ConnectWith(ctx context.Context, dial func() (*godbus.Conn, error)) (*Conn, error) {
-	d := func() (*godbus.Conn, error) { return dialContext(ctx, dial) }
+	// go-systemd keeps the two connections it dials to itself; they are
+	// kept here too, to know when one of them ends.
+	var mu sync.Mutex
+	var conns []*godbus.Conn
+	d := func() (*godbus.Conn, error) {
+		c, err := dialContext(ctx, dial)
+		if c != nil {
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+		return c, err
+	}
 	sd, err := sddbus.NewConnection(d)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to systemd: %w", err)
@@ -105,7 +120,16 @@ func ConnectWith(ctx context.Context, dial func() (*godbus.Conn, error)) (*Conn,
 		sd.Close()
 		return nil, fmt.Errorf("connecting to systemd: %w", err)
 	}
-	return &Conn{sd: sd, bus: bus, mgr: bus.Object(busName, objectPath)}, nil
+	c := &Conn{sd: sd, bus: bus, mgr: bus.Object(busName, objectPath), done: make(chan struct{})}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, gc := range conns {
+		go func() {
+			<-gc.Context().Done() // godbus cancels it when the connection ends, lost or closed
+			c.doneOnce.Do(func() { close(c.done) })
+		}()
+	}
+	return c, nil
 }
 
 func dialSystemBus() (*godbus.Conn, error) {
@@ -156,6 +180,10 @@ func (c *Conn) Close() {
 	c.sd.Close()
 	c.bus.Close()
 }
+
+// Done is closed when the connection is lost (or closed): after that, every
+// call fails.
+func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // UnitFileStates returns, for each of units (full names: "kubelet.service"),
 // the state `systemctl is-enabled` prints; see the package doc. It asks
@@ -238,9 +266,16 @@ func (c *Conn) UnitFileState(unit string) (string, error) {
 // first watcher subscribes this connection and the last one to end
 // unsubscribes it.
 func (c *Conn) WatchUnitFiles(ctx context.Context) (<-chan struct{}, error) {
+	return c.watchUnitFiles(ctx, ctx)
+}
+
+// watchUnitFiles is WatchUnitFiles with the subscription bounded by sub and
+// the watch by life.
+func (c *Conn) watchUnitFiles(sub, life context.Context) (<-chan struct{}, error) {
+	ctx := life
 	sigs := make(chan *godbus.Signal, 16)
 	c.bus.Signal(sigs)
-	if err := c.subscribe(ctx); err != nil {
+	if err := c.subscribe(sub); err != nil {
 		c.bus.RemoveSignal(sigs)
 		return nil, err
 	}
@@ -330,10 +365,24 @@ func (c *Conn) unsubscribe() {
 // otherwise (a Type=oneshot unit that failed: "failed"). Give ctx a deadline:
 // a job can wait for a long time.
 func (c *Conn) StartUnit(ctx context.Context, name string) error {
+	done, err := c.startJob(ctx, name)
+	if err != nil {
+		return err
+	}
+	return waitJob(ctx, name, done)
+}
+
+// startJob asks systemd to start name; the job's result arrives on the
+// channel.
+func (c *Conn) startJob(ctx context.Context, name string) (<-chan string, error) {
 	done := make(chan string, 1) // go-systemd blocks its signal loop on an unbuffered send
 	if _, err := c.sd.StartUnitContext(ctx, name, "replace", done); err != nil {
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
+	return done, nil
+}
+
+func waitJob(ctx context.Context, name string, done <-chan string) error {
 	select {
 	case res := <-done:
 		if res != "done" {

@@ -146,6 +146,10 @@ func (m stubMethods) Inhibit(who, why string) (dbus.UnixFD, *dbus.Error) {
 	m.s.count("Inhibit")
 	return -1, dbus.NewError(stubFailed, []any{"stub: no inhibitor"})
 }
+func (m stubMethods) GetDrift(offset, limit uint32) (uint64, uint32, []dbusapi.Drift, *dbus.Error) {
+	m.s.count("GetDrift")
+	return 1, 0, []dbusapi.Drift{}, nil
+}
 
 // exportStub connects as root, exports the stub and takes the bus name.
 func exportStub(t *testing.T, addr string) (*dbus.Conn, *stubDaemon) {
@@ -200,6 +204,7 @@ func attempts(conn *dbus.Conn) map[string]string {
 	res["Check"] = call(dbusapi.Interface + ".Check")
 	res["Reload"] = call(dbusapi.Interface + ".Reload")
 	res["Inhibit"] = call(dbusapi.Interface+".Inhibit", "who", "why")
+	res["GetDrift"] = call(dbusapi.Interface+".GetDrift", uint32(0), uint32(0))
 	res["Properties.Get"] = call("org.freedesktop.DBus.Properties.Get", dbusapi.Interface, "State")
 	res["Properties.GetAll"] = call("org.freedesktop.DBus.Properties.GetAll", dbusapi.Interface)
 	res["Properties.Set"] = call("org.freedesktop.DBus.Properties.Set", dbusapi.Interface, "State", dbus.MakeVariant("x"))
@@ -292,6 +297,7 @@ func TestBusPolicy(t *testing.T) {
 			"Check":                   outcomeOK,
 			"Reload":                  outcomeOK,
 			"Inhibit":                 stubFailed, // the stub's own answer: the call got through
+			"GetDrift":                outcomeOK,
 			"Properties.Get":          outcomeOK,
 			"Properties.GetAll":       outcomeOK,
 			"Properties.Set":          readOnlyError,
@@ -370,6 +376,7 @@ func TestBusPolicy(t *testing.T) {
 				"Check":                   accessDenied,
 				"Reload":                  accessDenied,
 				"Inhibit":                 accessDenied,
+				"GetDrift":                outcomeOK,
 				"Properties.Get":          outcomeOK,
 				"Properties.GetAll":       outcomeOK,
 				"Properties.Set":          accessDenied,

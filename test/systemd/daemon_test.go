@@ -34,6 +34,17 @@ const etcFileAndSentinel = `{"ignition":{"version":"3.4.0"},"storage":{"files":[
 // demoUnitJSON is demoUnit as an Ignition systemd.units item.
 var demoUnitJSON = fmt.Sprintf(`{"name":%q,"enabled":true,"contents":%q}`, demoUnit, demoUnitTxt)
 
+// demoHost declares and provisions etcFileOK, sentinelFile and demoUnit,
+// enabled: "No drift: watching 3 paths, 1 unit".
+var demoHost = setup{
+	config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
+ {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
+ {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]},
+ "systemd":{"units":[` + demoUnitJSON + `]}}`,
+	files:    []file{etcFileOK, sentinelFile, demoUnitFile},
+	commands: []string{enableDemo},
+}
+
 // TestStatusAndJournal proves, against systemd's own view of the service,
 // that the STATUS= line is exact when clean and when drifted (systemctl show
 // and systemctl status), that a drift is journaled once when it appears and
@@ -42,14 +53,7 @@ var demoUnitJSON = fmt.Sprintf(`{"name":%q,"enabled":true,"contents":%q}`, demoU
 // `journalctl -u drift-monitor DRIFT_PATH=...` selects those records.
 func TestStatusAndJournal(t *testing.T) {
 	t.Parallel()
-	h := bootDaemon(t, setup{
-		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
- {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%20world%0A"}},
- {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%0A"}}]},
- "systemd":{"units":[` + demoUnitJSON + `]}}`,
-		files:    []file{etcFileOK, sentinelFile, demoUnitFile},
-		commands: []string{enableDemo},
-	})
+	h := bootDaemon(t, demoHost)
 	const clean = "No drift: watching 3 paths, 1 unit"
 	const drifted = "Drift: 1 path differs (/etc/etc-file: content)"
 

@@ -3,15 +3,13 @@ package systemd_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/systemd"
+	"github.com/drift-monitor/drift-monitor/internal/testbus"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
-	godbus "github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -28,21 +26,7 @@ func TestUnitFileStatesFromSystemd(t *testing.T) {
 	defer cancel()
 
 	addr := fmt.Sprintf("unix:path=/proc/%d/root/run/dbus/system_bus_socket", m.InitPID)
-	conn, err := systemd.ConnectWith(ctx, func() (*godbus.Conn, error) {
-		c, err := godbus.Dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-			c.Close()
-			return nil, err
-		}
-		if err := c.Hello(); err != nil {
-			c.Close()
-			return nil, err
-		}
-		return c, nil
-	})
+	conn, err := systemd.ConnectWith(ctx, testbus.Dialer(addr))
 	if err != nil {
 		t.Fatalf("connecting to %s's systemd: %v", m.Name, err)
 	}
