@@ -49,6 +49,9 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		level = slog.LevelDebug
 	}
 	o.Log = slog.New(journal.NewHandler(std.Err, journal.WithLevel(level)))
+	if o.Cache != nil {
+		o.Cache.Log = o.Log
+	}
 	o.Notify = notify.New()
 	if o.Root == "/" && systemd.Booted() {
 		conn, err := systemd.Connect(ctx)
