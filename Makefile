@@ -37,8 +37,9 @@ demo: build
 # bench: measure drift-monitor against its targets and write docs/benchmarks.md
 # (with docs/benchmarks-micro.txt, the raw `go test -bench` output for
 # benchstat): a full check against AIDE and cat, detection latency with the
-# daemon running against the naive strategy, the cost of waiting, and the Go
-# micro-benchmarks. Needs root, aide and ~1.5 GiB under /var/tmp; takes about
+# daemon running against the naive strategy, the cost of waiting, the Go
+# micro-benchmarks, and the daemon's memory through repeated storms of
+# changes (part 5). Needs root, aide and ~1.5 GiB under /var/tmp; takes about
 # an hour. BENCH_QUICK=1: smaller N and fewer runs, about 2 minutes, written
 # to _build/benchmarks-quick.md. BENCH_ARGS passes more flags (e.g. -parts 2).
 # `make test` never runs these: bench/ has no tests, the Go benchmarks only

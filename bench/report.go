@@ -19,6 +19,7 @@ type report struct {
 	Latency []*latencyResult
 	Idle    []*idleResult
 	Micro   *microResult
+	Storms  []*stormResult
 	// Notes is the hand-written part (bench/NOTES.md): method, profiles, limits.
 	Notes string
 }
@@ -99,6 +100,23 @@ func (r *report) verdicts() []verdict {
 			Target:   fmt.Sprintf("resident memory < 100 MB at N = %d, peak of a %s start (loading)", i.Files, i.Start),
 			Measured: fmt.Sprintf("VmHWM %s", fmtMB(i.HWM)),
 			Met:      i.HWM < 100e6,
+		})
+	}
+	for _, s := range r.Storms {
+		if s.Variant != "default" || len(s.Storms) == 0 {
+			continue
+		}
+		// Near the baseline: what the runtime's default pacing keeps
+		// after a burst (GOGC=100: the heap may double) is about that far.
+		worst := int64(0)
+		for _, st := range s.Storms {
+			worst = max(worst, st.Paused)
+		}
+		vs = append(vs, verdict{
+			Target: fmt.Sprintf("resident memory back within 16 MB of its baseline after each of %d storms of %d files at N = %d", len(s.Storms), s.Storm, s.Files),
+			Measured: fmt.Sprintf("VmRSS %s before, at most %s after a %s pause (%s after the last)", fmtMB(s.Baseline), fmtMB(worst),
+				fmtDur(s.Pause.Round(time.Second)), fmtMB(s.lastPaused())),
+			Met: worst < s.Baseline+16e6,
 		})
 	}
 	return vs
@@ -271,6 +289,32 @@ func (r *report) markdown() string {
 		p("## 4. Go micro-benchmarks\n\n")
 		p("`%s` — the raw output is `%s`, to compare with `benchstat old.txt %s`.\n\n", r.Micro.Cmd, baseName(r.Micro.RawFile), baseName(r.Micro.RawFile))
 		p("```\n%s```\n\n", r.Micro.Benchstat)
+	}
+	if len(r.Storms) > 0 {
+		p("## 5. Memory through storms\n\n")
+		p("The daemon started warm (its state cache entry written by a `check` first, as a restart finds it), without the bus; after READY=1 and a settle pause, ")
+		p("each storm rewrites distinct random declared files wrong (same length, other first bytes, as in part 2), waits for the drift record of every one, restores them all and waits for every resolved record, ")
+		p("then the daemon is left alone for a quiet pause. VmRSS from `/proc/PID/status` when the last resolved record is read and at the end of the pause. ")
+		p("*default* is the daemon as deployed; *GOGC=100* the same with the Go runtime's default pacing (the daemon's GC tuner stands aside when `GOGC` is set), for reference.\n\n")
+		p("| declared | run | storm | files | took | VmRSS after it | VmRSS after the pause |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+		for _, s := range r.Storms {
+			p("| %d | %s | before | – | – | – | %s |\n", s.Files, s.Variant, fmtMB(s.Baseline))
+			for k, st := range s.Storms {
+				p("| %d | %s | %d | %d | %s | %s | %s |\n", s.Files, s.Variant, k+1, s.Storm, fmtDur(st.Took), fmtMB(st.After), fmtMB(st.Paused))
+			}
+		}
+		p("\nPeak resident memory (VmHWM) at the end: ")
+		for i, s := range r.Storms {
+			if i > 0 {
+				p(", ")
+			}
+			p("%s %s", s.Variant, fmtMB(s.HWM))
+		}
+		p("; pause %s. Commands: ", fmtDur(r.Storms[0].Pause.Round(time.Second)))
+		for _, s := range r.Storms {
+			p("`%s` ", s.Cmd)
+		}
+		p("\n\n")
 	}
 	p("%s", r.Notes)
 	return b.String()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
@@ -40,6 +41,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		cache = nil
 	} else if cache != nil {
 		cache.Map = true
+		cache.Log = slog.New(warnLines{std.Err})
 	}
 	key, err := hostKey()
 	if err != nil {
@@ -64,6 +66,22 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	}
 	return ExitClean
 }
+
+// warnLines writes the warnings of what a check uses (the state cache) the
+// way the check writes its own: one line each, control characters escaped.
+// Attributes are not written: these warnings carry none.
+type warnLines struct{ w io.Writer }
+
+func (h warnLines) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h warnLines) Handle(_ context.Context, r slog.Record) error {
+	_, err := fmt.Fprintf(h.w, "drift-monitor check: warning: %s\n", drift.EscapeControl(r.Message))
+	return err
+}
+
+func (h warnLines) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h warnLines) WithGroup(string) slog.Handler { return h }
 
 // checkResult is a check's outcome with what it was checked against.
 type checkResult struct {

@@ -53,6 +53,9 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	if o.DigestKey, err = hostKey(); err != nil {
 		o.Log.Warn(fmt.Sprintf("no digest key, secret contents get no digests: %v", err))
 	}
+	if o.Cache != nil {
+		o.Cache.Log = o.Log
+	}
 	o.Notify = notify.New()
 	if o.Root == "/" && systemd.Booted() {
 		// Kept connected, and subscribed, across restarts of the bus; the

@@ -314,6 +314,9 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 	}()
 
 	for {
+		// After the first check, then after each message handled: what the
+		// work freed goes back to the kernel once the loop is quiet.
+		d.gc.active()
 		if n := len(d.w.Polled()); n > 0 && poll == nil {
 			poll = time.NewTicker(d.o.PollInterval)
 		} else if n == 0 && poll != nil {

@@ -141,33 +141,37 @@ func BenchmarkLoadState(b *testing.B) {
 
 // BenchmarkLoadStateCached: the same load when the state derived from these
 // exact bytes is in the cache (a check after the daemon or an earlier check
-// loaded the same config): hashing the inputs and decoding the entry.
+// loaded the same config): hashing the inputs and reading the entry, in each
+// of the cache's ways: read into memory, mapped (`check`), lazy (the daemon,
+// which keeps only each content's size and digest).
 func BenchmarkLoadStateCached(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
-		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
-			if n > 10000 && testing.Short() {
-				b.Skip("the cold load of 100,000 files takes tens of seconds; not in -short")
-			}
-			cfg := benchConfig(b, n)
-			root := b.TempDir()
-			c := &desired.StateCache{Dir: filepath.Join(b.TempDir(), "cache")}
-			if _, err := c.LoadState(root, []string{cfg}); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			var cpu time.Duration
-			for b.Loop() {
-				c0 := cpuTime()
-				st, err := c.LoadState(root, []string{cfg})
-				cpu += cpuTime() - c0
-				if err != nil {
+		for _, mode := range []string{"read", "map", "lazy"} {
+			b.Run(fmt.Sprintf("files=%d/%s", n, mode), func(b *testing.B) {
+				if n > 10000 && testing.Short() {
+					b.Skip("the cold load of 100,000 files takes tens of seconds; not in -short")
+				}
+				cfg := benchConfig(b, n)
+				root := b.TempDir()
+				c := &desired.StateCache{Dir: filepath.Join(b.TempDir(), "cache"), Map: mode == "map", Lazy: mode == "lazy"}
+				if _, err := c.LoadState(root, []string{cfg}); err != nil {
 					b.Fatal(err)
 				}
-				if len(st.Entries) != n {
-					b.Fatalf("%d entries, want %d", len(st.Entries), n)
+				b.ReportAllocs()
+				var cpu time.Duration
+				for b.Loop() {
+					c0 := cpuTime()
+					st, err := c.LoadState(root, []string{cfg})
+					cpu += cpuTime() - c0
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(st.Entries) != n {
+						b.Fatalf("%d entries, want %d", len(st.Entries), n)
+					}
 				}
-			}
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-		})
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			})
+		}
 	}
 }

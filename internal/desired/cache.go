@@ -10,7 +10,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -32,6 +34,14 @@ import (
 // byte in any of them is another name, so an entry is never stale and needs
 // no invalidation. Only successful loads are kept: a bad config is parsed
 // every time and reported with its position.
+//
+// Each entry carries a CRC-32C of its metadata and one of its contents, and
+// an entry whose bytes do not match them is a miss: the config is parsed
+// again and the entry written anew. A flipped bit, on disk or in memory
+// before it got there, costs one parse, never a wrong state (a digest off by
+// one bit was lasting false drift, issue 10). The checksums guard against
+// damage, not against a writer: whoever can write the directory can write a
+// consistent entry, which is why only the caller's or root's are read.
 //
 // Entries hold secret files' declared contents: the directory is 0700 and
 // every entry 0600, owned by the caller. A directory or entry that another
@@ -57,6 +67,9 @@ type StateCache struct {
 	// the entry just stored is served. For the daemon, whose state at
 	// 100,000 files was 128 MB of contents in a 175 MB heap.
 	Lazy bool
+	// Log receives a warning when an entry is damaged (and so ignored);
+	// nil discards it.
+	Log *slog.Logger
 }
 
 // DefaultCacheBytes bounds a cache directory's size unless the newest entry
@@ -64,9 +77,22 @@ type StateCache struct {
 const DefaultCacheBytes = 256 << 20
 
 const (
-	cacheMagic  = "drift-monitor state cache 2\n"
+	cacheMagic  = "drift-monitor state cache 3\n"
 	cacheSuffix = ".state"
 )
+
+// castagnoli is CRC-32C, the entries' checksum. A CRC catches every single
+// flipped bit and every burst of up to 32, which is the damage a disk or a
+// copy does; a random change escapes it once in 2^32. It costs next to
+// nothing beside reading the entry: 23 GB/s on these machines (SSE 4.2 on
+// amd64, the CRC instructions on arm64), where SHA-256 gives 1.7 GB/s, 6 ms
+// against 80 ms for the 140 MB entry of 100,000 files that a check maps. A
+// cryptographic digest would buy nothing more: it is not keyed, and nobody
+// but the caller or root can write an entry that is read.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crcLen is the size of a stored checksum.
+const crcLen = 4
 
 // DefaultCache is the cache used by `check` and the daemon: the directory
 // systemd gives the unit ($CACHE_DIRECTORY, from CacheDirectory=) or, for
@@ -352,6 +378,9 @@ func (c *StateCache) get(key [sha256.Size]byte) (State, bool) {
 		f.Close()
 	}
 	if err != nil {
+		if c.Log != nil {
+			c.Log.Warn(fmt.Sprintf("ignoring the state cache entry %s: %v; parsing the config again", f.Name(), err))
+		}
 		return State{}, false
 	}
 	unix.UtimesNanoAt(dfd, name, nil, unix.AT_SYMLINK_NOFOLLOW)
@@ -434,11 +463,12 @@ func (c *StateCache) trim(dfd int, keep string) {
 // The entry format, after the magic and the key: the length of the metadata,
 // the metadata (the config files, the warnings, then the entries, each as
 // flags and fields in a fixed order; an exact content as its length and
-// SHA-256), then the exact contents one after the other. Numbers are varints,
-// strings and byte strings a length and their bytes. Keeping the contents
-// apart lets a lazy reader skip them, and a mapped or read entry serve them
-// without a copy: a state's Exact slices share the entry's buffer (capped, so
-// that nothing appends into a neighbour).
+// SHA-256), the CRC-32C of everything so far, then the exact contents one
+// after the other and their CRC-32C. Numbers are varints, strings and byte
+// strings a length and their bytes, checksums 4 bytes little-endian. Keeping
+// the contents apart lets a lazy reader skip them, and a mapped or read entry
+// serve them without a copy: a state's Exact slices share the entry's buffer
+// (capped, so that nothing appends into a neighbour).
 const (
 	flagMode = 1 << iota
 	flagUID
@@ -468,20 +498,24 @@ func encodeState(w io.Writer, key [sha256.Size]byte, st *State) error {
 	}
 	head := append([]byte(cacheMagic), key[:]...)
 	head = binary.AppendUvarint(head, uint64(len(meta)))
+	sum := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, meta)
 	if _, err := w.Write(head); err != nil {
 		return err
 	}
-	if _, err := w.Write(meta); err != nil {
+	if _, err := w.Write(binary.LittleEndian.AppendUint32(meta, sum)); err != nil {
 		return err
 	}
+	sum = 0
 	for i := range st.Entries {
 		if c := st.Entries[i].Content; c != nil && c.Exact != nil {
+			sum = crc32.Update(sum, castagnoli, c.Exact)
 			if _, err := w.Write(c.Exact); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, sum))
+	return err
 }
 
 func appendBytes(b, s []byte) []byte {
@@ -552,7 +586,19 @@ func appendEntry(b []byte, e *Entry) []byte {
 	return b
 }
 
-var errCacheEntry = errors.New("not a state cache entry for this key")
+var (
+	errCacheEntry   = errors.New("not a state cache entry for this key")
+	errCacheDamaged = errors.New("damaged: checksum mismatch")
+)
+
+// checkCRC compares the checksum stored in the first crcLen bytes of stored
+// with sum.
+func checkCRC(stored []byte, sum uint32) error {
+	if binary.LittleEndian.Uint32(stored) != sum {
+		return errCacheDamaged
+	}
+	return nil
+}
 
 // reader takes the metadata apart; the first malformed field sets err, and
 // every later read returns zero values. Exact contents come from blob (a
@@ -725,31 +771,56 @@ func decodeMeta(r *reader) (State, error) {
 }
 
 // decodeState reads what encodeState wrote, whole in data, and checks that
-// it is the entry for key (not a file renamed over another name).
+// it is the entry for key (not a file renamed over another name) and that
+// both its checksums match.
 func decodeState(data []byte, key [sha256.Size]byte) (State, error) {
 	metaLen, off, err := splitHead(data, key)
-	if err != nil || metaLen > uint64(len(data)-off) {
+	if err != nil || metaLen > uint64(len(data)-off) || uint64(len(data)-off)-metaLen < 2*crcLen {
 		return State{}, errCacheEntry
 	}
 	end := off + int(metaLen)
-	return decodeMeta(&reader{b: data[off:end], blob: data[end:], blobLen: int64(len(data) - end)})
+	if err := checkCRC(data[end:], crc32.Checksum(data[:end], castagnoli)); err != nil {
+		return State{}, err
+	}
+	blob := data[end+crcLen : len(data)-crcLen]
+	if err := checkCRC(data[len(data)-crcLen:], crc32.Checksum(blob, castagnoli)); err != nil {
+		return State{}, err
+	}
+	return decodeMeta(&reader{b: data[off:end], blob: blob, blobLen: int64(len(blob))})
 }
 
-// decodeLazy reads only the metadata of the entry in f (of size bytes): the
-// exact contents become Stored, read from f.
+// decodeLazy reads the metadata of the entry in f (of size bytes) and
+// checks both checksums, streaming the contents through the second without
+// keeping them: the exact contents become Stored, read from f (and checked
+// against their SHA-256 then).
 func decodeLazy(f *os.File, size int64, key [sha256.Size]byte) (State, error) {
 	head := make([]byte, min(size, int64(len(cacheMagic)+sha256.Size+binary.MaxVarintLen64)))
 	if _, err := f.ReadAt(head, 0); err != nil {
 		return State{}, err
 	}
 	metaLen, off, err := splitHead(head, key)
-	if err != nil || metaLen > uint64(size-int64(off)) {
+	if err != nil || metaLen > uint64(size-int64(off)) || uint64(size-int64(off))-metaLen < 2*crcLen {
 		return State{}, errCacheEntry
 	}
-	meta := make([]byte, metaLen)
+	meta := make([]byte, metaLen+crcLen)
 	if _, err := f.ReadAt(meta, int64(off)); err != nil {
 		return State{}, err
 	}
-	end := int64(off) + int64(metaLen)
-	return decodeMeta(&reader{b: meta, blobLen: size - end, blobOff: end, file: f})
+	if err := checkCRC(meta[metaLen:], crc32.Update(crc32.Checksum(head[:off], castagnoli), castagnoli, meta[:metaLen])); err != nil {
+		return State{}, err
+	}
+	blobOff := int64(off) + int64(metaLen) + crcLen
+	blobLen := size - blobOff - crcLen
+	h := crc32.New(castagnoli)
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, blobOff, blobLen), make([]byte, 1<<20)); err != nil {
+		return State{}, err
+	}
+	var stored [crcLen]byte
+	if _, err := f.ReadAt(stored[:], blobOff+blobLen); err != nil {
+		return State{}, err
+	}
+	if err := checkCRC(stored[:], h.Sum32()); err != nil {
+		return State{}, err
+	}
+	return decodeMeta(&reader{b: meta[:metaLen], blobLen: blobLen, blobOff: blobOff, file: f})
 }

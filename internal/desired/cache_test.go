@@ -3,7 +3,10 @@ package desired
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -459,39 +462,98 @@ func TestStateCache(t *testing.T) {
 	})
 }
 
-// TestCacheEntryDamage: an entry cut short anywhere, or with any byte
-// changed, is refused or read as some state, never a panic.
-func TestCacheEntryDamage(t *testing.T) {
+// damageState is an entry with every field and an exact content, so that
+// a damage test covers the metadata and the contents both.
+func damageState(t *testing.T) (State, [sha256.Size]byte, []byte) {
+	t.Helper()
 	var full Entry
 	fill(t, reflect.ValueOf(&full).Elem())
-	st := State{Entries: []Entry{full, {Kind: KindFile, Path: "/etc/z", UID: ptr(0)}}, Files: []string{"/a"}, Warnings: []string{"w"}}
+	st := State{Entries: []Entry{full, {Kind: KindFile, Path: "/etc/z", UID: ptr(0), Content: &Content{Exact: []byte("zz")}}},
+		Files: []string{"/a"}, Warnings: []string{"w"}}
 	var key [sha256.Size]byte
+	key[3] = 3
 	var buf bytes.Buffer
 	if err := encodeState(&buf, key, &st); err != nil {
 		t.Fatal(err)
 	}
-	data := buf.Bytes()
-	cut := filepath.Join(t.TempDir(), "cut")
+	return st, key, buf.Bytes()
+}
+
+// TestCacheEntryDamage: an entry cut short anywhere, or with any one bit
+// flipped anywhere (magic, key, lengths, metadata, a stored digest, the
+// contents, the checksums themselves), is refused by every reader: a miss,
+// never another state.
+func TestCacheEntryDamage(t *testing.T) {
+	st, key, data := damageState(t)
+	if got, err := decodeState(data, key); err != nil || !cmp.Equal(st, got) {
+		t.Fatalf("the undamaged entry: %v, or it came back different", err)
+	}
+	file := filepath.Join(t.TempDir(), "entry")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lazy := func(n int64) error {
+		_, err := decodeLazy(f, n, key)
+		return err
+	}
+	if err := lazy(int64(len(data))); err != nil {
+		t.Fatalf("the undamaged entry read lazily: %v", err)
+	}
 	for n := range len(data) {
 		if _, err := decodeState(data[:n:n], key); err == nil {
 			t.Errorf("an entry cut to %d of %d bytes was read", n, len(data))
 		}
-		if err := os.WriteFile(cut, data[:n], 0o600); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(cut)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := decodeLazy(f, int64(n), key); err == nil {
+		if err := lazy(int64(n)); err == nil {
 			t.Errorf("an entry cut to %d of %d bytes was read lazily", n, len(data))
 		}
-		f.Close()
 	}
 	for i := range data {
+		for bit := range 8 {
+			d := bytes.Clone(data)
+			d[i] ^= 1 << bit
+			if got, err := decodeState(d, key); err == nil {
+				t.Errorf("byte %d bit %d flipped: read as a state (%d entries)", i, bit, len(got.Entries))
+			}
+			if _, err := f.WriteAt(d[i:i+1], int64(i)); err != nil {
+				t.Fatal(err)
+			}
+			if err := lazy(int64(len(d))); err == nil {
+				t.Errorf("byte %d bit %d flipped: read lazily as a state", i, bit)
+			}
+			if _, err := f.WriteAt(data[i:i+1], int64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// reseal writes the checksums that fit the (changed) metadata length of d,
+// if it can still be found: the decoder then sees the damage itself.
+func reseal(d []byte, key [sha256.Size]byte) {
+	metaLen, off, err := splitHead(d, key)
+	if err != nil || metaLen > uint64(len(d)-off) || uint64(len(d)-off)-metaLen < 2*crcLen {
+		return
+	}
+	end := off + int(metaLen)
+	binary.LittleEndian.PutUint32(d[end:], crc32.Checksum(d[:end], castagnoli))
+	binary.LittleEndian.PutUint32(d[len(d)-crcLen:], crc32.Checksum(d[end+crcLen:len(d)-crcLen], castagnoli))
+}
+
+// TestCacheDecoderBehindChecksums: were a changed byte to get past the
+// checksums, the decoder still refuses the entry or reads some state: it
+// never panics nor allocates beyond the entry's size.
+func TestCacheDecoderBehindChecksums(t *testing.T) {
+	_, key, data := damageState(t)
+	for i := len(cacheMagic) + sha256.Size; i < len(data); i++ {
 		for _, x := range []byte{0x01, 0x80, 0xff} {
 			d := bytes.Clone(data)
 			d[i] ^= x
+			reseal(d, key)
 			decodeState(d, key)
 		}
 	}
@@ -531,4 +593,62 @@ func mustRaws(t *testing.T, root string) [][]byte {
 		raws = append(raws, mustRead(t, f))
 	}
 	return raws
+}
+
+// TestCacheDamagedEntryIsParsedAgain: with one bit of a stored digest
+// flipped (issue 10: the file it describes was drifted until the cache was
+// deleted), every kind of reader misses: the config is parsed again, the
+// reason is logged, and the entry written anew, so the next load is a hit.
+func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
+	root, _ := cacheRoot(t)
+	want, err := LoadState(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("secret"))
+	for _, mode := range []string{"read", "map", "lazy"} {
+		t.Run(mode, func(t *testing.T) {
+			var log bytes.Buffer
+			c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache"), Map: mode == "map", Lazy: mode == "lazy",
+				Log: slog.New(slog.NewTextHandler(&log, nil))}
+			if _, err := c.LoadState(root, nil); err != nil {
+				t.Fatal(err)
+			}
+			entry := cacheEntries(t, c.Dir)[0]
+			b := mustRead(t, entry)
+			at := bytes.Index(b, sum[:])
+			if at < 0 {
+				t.Fatal("the digest of /etc/a's content is not in the entry")
+			}
+			b[at+5] ^= 0x10
+			writeFile(t, entry, string(b))
+			os.Chmod(entry, 0o600)
+
+			got, err := c.LoadState(root, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := got.Entries[0].Content.Digest(); d != sum {
+				t.Errorf("/etc/a's content digest %x after the damage, want %x", d, sum)
+			}
+			if mode != "lazy" {
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("state after the damage (-parsed +got):\n%s", diff)
+				}
+			}
+			if !strings.Contains(log.String(), "ignoring the state cache entry "+entry) || !strings.Contains(log.String(), "checksum mismatch") {
+				t.Errorf("log %q; want a warning naming %s and the checksum", log.String(), entry)
+			}
+			if bytes.Equal(mustRead(t, entry), b) {
+				t.Error("the damaged entry was left in place")
+			}
+			log.Reset()
+			if _, err := c.LoadState(root, nil); err != nil {
+				t.Fatal(err)
+			}
+			if log.Len() != 0 {
+				t.Errorf("the rewritten entry was refused: %s", log.String())
+			}
+		})
+	}
 }

@@ -96,6 +96,8 @@ type daemonOpts struct {
 	// "daemon", ...), with attr for that command's process.
 	prefix []string
 	attr   *syscall.SysProcAttr
+	// env is added to the daemon's environment.
+	env []string
 }
 
 func startDaemonWith(t *testing.T, root string, o daemonOpts) *daemonProc {
@@ -127,7 +129,7 @@ func startDaemonWith(t *testing.T, root string, o daemonOpts) *daemonProc {
 		argv = append(append([]string(nil), o.prefix...), argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(append(os.Environ(), "NOTIFY_SOCKET="+sock), env...)
+	cmd.Env = append(append(append(os.Environ(), "NOTIFY_SOCKET="+sock), env...), o.env...)
 	cmd.SysProcAttr = o.attr
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
