@@ -18,19 +18,27 @@ func gcSettings() (percent int, limit int64) {
 
 var retained [][]byte
 
+// startupGC gives the test a process started without GOGC or GOMEMLIMIT,
+// so that the tuner takes charge, and puts the collector's settings back
+// when the test ends. It returns those settings: the start-up ones.
+func startupGC(t *testing.T) (percent int, limit int64) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	p0, l0 := gcSettings()
+	t.Cleanup(func() {
+		debug.SetGCPercent(p0)
+		debug.SetMemoryLimit(l0)
+	})
+	return p0, l0
+}
+
 // TestGCTuner: between loads the collector runs on a memory limit above the
 // loaded heap (GOGC off, so no forced GC every two minutes); the limit
 // follows the heap up after a collection; a load runs with the start-up
 // settings; an administrator's GOGC is left alone.
 func TestGCTuner(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	p0, l0 := gcSettings()
-	defer func() {
-		debug.SetGCPercent(p0)
-		debug.SetMemoryLimit(l0)
-		retained = nil
-	}()
+	p0, l0 := startupGC(t)
+	defer func() { retained = nil }()
 
 	g := newGCTuner()
 	defer g.close()
@@ -215,13 +223,7 @@ var garbage []byte
 // tuner returns it to the kernel once the loop is quiet; with nothing worth
 // returning it arms nothing (an idle daemon collects nothing).
 func TestGCTunerReturnsWhenQuiet(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	p0, l0 := gcSettings()
-	defer func() {
-		debug.SetGCPercent(p0)
-		debug.SetMemoryLimit(l0)
-	}()
+	startupGC(t)
 	g := newGCTuner()
 	defer g.close()
 	g.idleAfter = 10 * time.Millisecond
