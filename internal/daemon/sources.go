@@ -99,7 +99,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 	}
 	m, err := inhibit.Watch(d.o.InhibitDir)
 	if err != nil {
-		d.record(ctx, slog.LevelError, journal.MsgCheckFailed, fmt.Sprintf("cannot follow inhibitors in %s: %v", d.o.InhibitDir, err))
+		d.record(ctx, slog.LevelError, journal.MsgInhibitorsUnwatched, fmt.Sprintf("cannot follow inhibitors in %s: %v", d.o.InhibitDir, err))
 		return
 	}
 	s.stops = append(s.stops, func() { m.Close() })
@@ -117,7 +117,7 @@ func (d *Daemon) followConfig(ctx context.Context, s *sources) {
 	// read while the daemon is already ready and watching.
 	d.reads.start(ctx)
 	if err != nil {
-		d.record(ctx, slog.LevelWarn, journal.MsgLoadFailed, fmt.Sprintf("cannot watch the desired-state locations (reload with SIGHUP): %v", err))
+		d.record(ctx, slog.LevelWarn, journal.MsgConfigUnwatched, fmt.Sprintf("cannot watch the desired-state locations (reload with SIGHUP): %v", err))
 	}
 }
 

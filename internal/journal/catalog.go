@@ -41,6 +41,12 @@ const (
 	MsgBusLost = "68ba40b2f56244cdaa2dee8d2c5b06fa"
 	// MsgBusRestored: that connection is back.
 	MsgBusRestored = "29e509fc37324813b3c7b972547784a4"
+	// MsgConfigUnwatched: the desired-state locations cannot be watched;
+	// changes to them apply on reload only.
+	MsgConfigUnwatched = "4e2fbabfa2214bdc8802dd91fdee3b74"
+	// MsgInhibitorsUnwatched: the inhibitor lock files cannot be followed;
+	// update tools cannot inhibit monitoring.
+	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
 )
 
 // Catalog header values shared by every entry.
@@ -223,6 +229,30 @@ of every declared unit at once, since a change made while it was away went
 unseen; for the "api" connection it claimed its bus name again.
 
 No action is needed.`,
+	},
+	{
+		ID: MsgConfigUnwatched, Name: "MsgConfigUnwatched",
+		Subject: "Desired configuration not watched",
+		Body: `drift-monitor could not watch the locations of its desired configuration
+(/usr/lib/drift-monitor/desired.d/, /etc/drift-monitor/desired.d/, the
+--config paths and the exclusion file). The record's message says why. It
+keeps monitoring against the configuration it loaded, but a change to those
+files is applied only when it is reloaded.
+
+Run "systemctl reload drift-monitor" after changing the desired
+configuration, and fix the cause named in the message (often the inotify
+limits, fs.inotify.max_user_instances or fs.inotify.max_user_watches).`,
+	},
+	{
+		ID: MsgInhibitorsUnwatched, Name: "MsgInhibitorsUnwatched",
+		Subject: "Inhibitors cannot be followed",
+		Body: `drift-monitor could not follow the inhibitor lock files in its --inhibit-dir
+(by default /run/drift-monitor/inhibit.d). The record's message names the
+directory and the error. Until the daemon is restarted, "drift-monitor
+inhibit" has no effect on it: a planned change made by an update tool is
+reported as drift.
+
+Fix the cause named in the message and restart drift-monitor.`,
 	},
 }
 
