@@ -196,5 +196,6 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	}
 	appeared, resolved := d.track.replace(now)
 	d.report(ctx, appeared, resolved)
+	d.reportNotices(ctx, res.Notices)
 	d.log.Debug(fmt.Sprintf("full check (%s): %d entries, %d differences", why, res.Checked, len(res.Drift)))
 }

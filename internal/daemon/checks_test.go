@@ -201,3 +201,41 @@ func TestLoopWithSyntheticEvents(t *testing.T) {
 	src.send(t, watch.Event{Path: "/etc/a.conf", Op: watch.Modify}) // never closed
 	log.wait(t, m, journal.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
 }
+
+// TestNoticesJournaledOnce: a notice (here content that cannot be verified
+// offline) is journaled when it appears, not at every full check; once gone
+// from the desired state and back, it is journaled again.
+func TestNoticesJournaledOnce(t *testing.T) {
+	ctx := context.Background()
+	d, _, log := syntheticDaemon(t, Options{})
+	remote := filepath.Join(d.o.Root, "remote.ign")
+	d.o.Configs = append(d.o.Configs, remote)
+	declare := func(files string) {
+		t.Helper()
+		writeFile(t, remote, []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[`+files+`]}}`))
+		if err := d.load(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int { return len(log.find(journal.MsgNotice, "/etc/remote.conf")) }
+	declare(`{"path":"/etc/remote.conf","contents":{"source":"https://example.com/remote.conf"}}`)
+	d.fullCheck(ctx, "first check")
+	d.fullCheck(ctx, "periodic check")
+	if n := count(); n != 1 {
+		t.Fatalf("after two full checks: %d notice records, want 1", n)
+	}
+	log.mu.Lock()
+	for _, m := range log.got {
+		if m["MESSAGE_ID"] == journal.MsgNotice && m["DRIFT_KIND"] != "unverifiable" {
+			t.Errorf("notice record with DRIFT_KIND %q, want unverifiable", m["DRIFT_KIND"])
+		}
+	}
+	log.mu.Unlock()
+	declare("")
+	d.fullCheck(ctx, "reload")
+	declare(`{"path":"/etc/remote.conf","contents":{"source":"https://example.com/remote.conf"}}`)
+	d.fullCheck(ctx, "reload")
+	if n := count(); n != 2 {
+		t.Errorf("after the notice went away and came back: %d notice records, want 2", n)
+	}
+}

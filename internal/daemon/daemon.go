@@ -131,6 +131,9 @@ type Daemon struct {
 	writes    *writes
 	reads     *contentReads // content too large to compare on the loop
 	lastCheck time.Time
+	// notices holds the keys (drift.Drift.Key) of the last full check's
+	// notices: each is journaled once when it appears.
+	notices map[string]bool
 
 	inhibitors []inhibit.Inhibitor
 

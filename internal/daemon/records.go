@@ -37,6 +37,23 @@ func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 	}
 }
 
+// reportNotices journals each of a full check's notices (what cannot be
+// verified, a kernel argument that takes effect at the next boot) once when
+// it appears: they come from the desired state, not from a change on disk,
+// so every full check finds them again. One that goes away and comes back
+// is journaled again.
+func (d *Daemon) reportNotices(ctx context.Context, ns []drift.Drift) {
+	now := make(map[string]bool, len(ns))
+	for i := range ns {
+		n := &ns[i]
+		now[n.Key()] = true
+		if !d.notices[n.Key()] {
+			d.record(ctx, journal.LevelNotice, journal.MsgNotice, n.Message, driftAttrs(n)...)
+		}
+	}
+	d.notices = now
+}
+
 func (d *Daemon) startHook(ctx context.Context) {
 	unit := d.o.OnDrift
 	go func() {

@@ -47,6 +47,9 @@ const (
 	// MsgInhibitorsUnwatched: the inhibitor lock files cannot be followed;
 	// update tools cannot inhibit monitoring.
 	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
+	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
+	// unverifiable), or takes effect at the next boot (reboot-pending).
+	MsgNotice = "a094d4906b084c73bb73fef724cd195b"
 )
 
 // Catalog header values shared by every entry.
@@ -253,6 +256,22 @@ inhibit" has no effect on it: a planned change made by an update tool is
 reported as drift.
 
 Fix the cause named in the message and restart drift-monitor.`,
+	},
+	{
+		ID: MsgNotice, Name: "MsgNotice",
+		Subject: "Not fully checked: @DRIFT_PATH@ (@DRIFT_KIND@)",
+		Body: `Part of the desired configuration for @DRIFT_PATH@ is not checked, or not
+fully, and this is not drift. DRIFT_KIND says why: "unverifiable" when the
+declared content cannot be verified offline (a remote source without a
+verification hash, a child config that was never fetched, kernel arguments
+outside the live host), so only what else is declared (type, mode, owner) is
+compared; "reboot-pending" when the next boot's kernel command line already
+has what is declared but the running kernel does not.
+
+The notice is logged once when it appears (again after a restart);
+"drift-monitor check" lists every notice. To have the content checked,
+declare it inline or give its source a verification hash; a pending reboot
+resolves itself when the host is rebooted.`,
 	},
 }
 

@@ -35,6 +35,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgBusRestored":         MsgBusRestored,
 		"MsgConfigUnwatched":     MsgConfigUnwatched,
 		"MsgInhibitorsUnwatched": MsgInhibitorsUnwatched,
+		"MsgNotice":              MsgNotice,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}
