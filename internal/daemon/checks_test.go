@@ -182,15 +182,7 @@ func TestSettle(t *testing.T) {
 func TestLoopWithSyntheticEvents(t *testing.T) {
 	n := &fakeNotifier{ready: make(chan struct{}, 1)}
 	d, src, log := syntheticDaemon(t, Options{Notify: n, Settle: 50 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, nil) }()
-	defer func() { cancel(); <-done }()
-	select {
-	case <-n.ready:
-	case <-time.After(20 * time.Second):
-		t.Fatal("not ready within 20s")
-	}
+	runUntilReady(t, d, n)
 	m := log.mark()
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("changed\n"))
 	src.send(t, watch.Event{Path: "/etc/a.conf", Op: watch.Modify}, watch.Event{Path: "/etc/a.conf", Op: watch.Write})

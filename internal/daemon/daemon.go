@@ -137,7 +137,7 @@ type Daemon struct {
 
 	inhibitors []inhibit.Inhibitor
 
-	// Status and publishing (status.go, publish.go, links.go).
+	// Status and publishing (status.go, publish.go, bus.go).
 	ready      bool
 	lastStatus string
 	pub        Publisher

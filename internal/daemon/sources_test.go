@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
@@ -16,15 +14,7 @@ func TestInhibitorsUnwatched(t *testing.T) {
 	d, _, log := syntheticDaemon(t, Options{Notify: n})
 	// Under a regular file: the directory can be neither made nor watched.
 	d.o.InhibitDir = filepath.Join(d.o.Root, "etc/a.conf/inhibit.d")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, nil) }()
-	defer func() { cancel(); <-done }()
-	select {
-	case <-n.ready:
-	case <-time.After(20 * time.Second):
-		t.Fatal("not ready within 20s")
-	}
+	runUntilReady(t, d, n)
 	log.wait(t, 0, journal.MsgInhibitorsUnwatched, nil)
 	log.wait(t, 0, journal.MsgReady, nil)
 	log.mu.Lock()
