@@ -2,7 +2,8 @@
 // watches the directories that hold declared paths, re-checks exactly the
 // entries an event can affect, and reports each drift once when it appears
 // and once when it is resolved — to journald, to systemd's status line and to
-// whoever asks.
+// whoever asks — and each notice (what it cannot verify) once when it
+// appears, to journald.
 //
 // One goroutine, the event loop, owns all state; inotify, fsnotify, D-Bus
 // signals, timers, signals and the background reader of large files only
