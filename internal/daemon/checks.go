@@ -28,7 +28,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	if err != nil {
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,
 			fmt.Sprintf("Refusing the desired state, keeping the last good one: %v", err),
-			slog.String("CONFIG_ERROR", err.Error()))
+			journal.ConfigError(err.Error()))
 		return err
 	}
 	for _, w := range st.Warnings {

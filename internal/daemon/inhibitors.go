@@ -26,7 +26,7 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 		is[h.File] = true
 		if !was[h.File] {
 			d.record(ctx, slog.LevelInfo, journal.MsgInhibited,
-				fmt.Sprintf("Monitoring inhibited by %s", drift.Escape(h.String())), inhibitorAttrs(h)...)
+				fmt.Sprintf("Monitoring inhibited by %s", drift.Escape(h.String())), journal.Inhibitor(drift.Escape(h.Who), drift.Escape(h.Why), h.PID)...)
 		}
 	}
 	wasInhibited := d.inhibited()
@@ -51,14 +51,6 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 	if d.ready {
 		d.reload(ctx, "the last inhibitor was released")
 	}
-}
-
-func inhibitorAttrs(h inhibit.Inhibitor) []slog.Attr {
-	a := []slog.Attr{slog.String("INHIBIT_WHO", drift.Escape(h.Who)), slog.String("INHIBIT_WHY", drift.Escape(h.Why))}
-	if h.PID > 0 {
-		a = append(a, slog.Int("INHIBIT_PID", h.PID))
-	}
-	return a
 }
 
 func (d *Daemon) inhibitorNames() string {

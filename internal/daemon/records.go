@@ -77,10 +77,10 @@ func driftAttrs(dr *drift.Drift) []slog.Attr {
 		a = append(a, journal.Unit(drift.Escape(dr.Unit)))
 	}
 	if dr.Want != "" {
-		a = append(a, slog.String("DRIFT_WANT", drift.Escape(dr.Want)))
+		a = append(a, journal.Want(drift.Escape(dr.Want)))
 	}
 	if dr.Got != "" {
-		a = append(a, slog.String("DRIFT_GOT", drift.Escape(dr.Got)))
+		a = append(a, journal.Got(drift.Escape(dr.Got)))
 	}
 	return a
 }
