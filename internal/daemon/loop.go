@@ -42,6 +42,9 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 	s.events = make(chan readResult, 16)
 	go d.readEvents(s.events)
 	d.followConfig(ctx, s)
+	// Before the first check, which may defer reads: a large file is
+	// read while the daemon is already ready and watching.
+	d.reads.start(ctx)
 
 	if !d.inhibited() {
 		// While inhibited (inhibitors survive restarts), the first check

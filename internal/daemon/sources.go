@@ -113,9 +113,6 @@ func (d *Daemon) followConfig(ctx context.Context, s *sources) {
 	cfg, err := newConfigWatch(d.o.Root, d.o.Configs, d.o.ExcludeFile)
 	d.cfg = cfg
 	s.stops = append(s.stops, cfg.Close)
-	// Before the first check, which may defer reads: a large file is
-	// read while the daemon is already ready and watching.
-	d.reads.start(ctx)
 	if err != nil {
 		d.record(ctx, slog.LevelWarn, journal.MsgConfigUnwatched, fmt.Sprintf("cannot watch the desired-state locations (reload with SIGHUP): %v", err))
 	}
