@@ -28,7 +28,7 @@ func (d *Daemon) unitsEvent(ctx context.Context, ev buslink.Event, active bool) 
 			d.record(ctx, slog.LevelWarn, journal.MsgBusLost,
 				fmt.Sprintf("The connection to systemd over D-Bus is down (%v): the enablement of %s is not checked until it is back; reconnecting",
 					ev.Err, plural(len(d.ix.enablement), "unit")),
-				slog.String("BUS_LINK", linkSystemd))
+				journal.BusLink(linkSystemd))
 		}
 		return
 	}
@@ -37,7 +37,7 @@ func (d *Daemon) unitsEvent(ctx context.Context, ev buslink.Event, active bool) 
 		d.unitsDown = false
 		d.record(ctx, slog.LevelInfo, journal.MsgBusRestored,
 			fmt.Sprintf("Connected to systemd over D-Bus again: checking the enablement of %s", plural(len(d.ix.enablement), "unit")),
-			slog.String("BUS_LINK", linkSystemd))
+			journal.BusLink(linkSystemd))
 	}
 	// While inhibited, the release re-reads and checks everything anyway.
 	if active && (ev.Missed || ev.Changed) {
@@ -62,14 +62,14 @@ func (d *Daemon) apiEvent(ctx context.Context, ev buslink.Event) {
 		d.apiDown = true
 		d.record(ctx, slog.LevelWarn, journal.MsgBusLost,
 			fmt.Sprintf("The daemon's connection to the system bus is down (%v): drift-monitor status cannot reach it until it is back; reconnecting", ev.Err),
-			slog.String("BUS_LINK", linkAPI))
+			journal.BusLink(linkAPI))
 	case ev.Up:
 		switch {
 		case d.apiDown || ev.Missed && !d.apiRefused:
 			// Missed without a loss seen: lost and back before the loop
 			// looked (the server exported itself again meanwhile).
 			d.record(ctx, slog.LevelInfo, journal.MsgBusRestored, "Back on the system bus: the D-Bus API answers again",
-				slog.String("BUS_LINK", linkAPI))
+				journal.BusLink(linkAPI))
 		case d.apiRefused:
 			d.log.Info("The D-Bus API owns its name now")
 		}

@@ -214,7 +214,7 @@ func (d *Daemon) contentRead(ctx context.Context, r contentDone) {
 	if !ok || d.inhibited() {
 		return
 	}
-	if _, writing := d.pending[j.e.Path]; writing {
+	if d.writes.inProgress(j.e.Path) {
 		return // its writer's close, or quiet, re-checks it
 	}
 	d.checkEntryWith(ctx, j.i, r.read)

@@ -49,16 +49,25 @@ func runDaemon(t *testing.T, o Options, n *fakeNotifier) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(d.Close)
+	runUntilReady(t, d, n)
+	return d
+}
+
+// runUntilReady runs d's loop until the test ends (before the cleanups
+// registered earlier, such as d.Close), and returns once d told n it is
+// ready (its first check done).
+func runUntilReady(t *testing.T, d *Daemon, n *fakeNotifier) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx, nil) }()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	t.Cleanup(func() { cancel(); <-done })
 	select {
 	case <-n.ready:
 	case <-time.After(20 * time.Second):
 		t.Fatal("not ready within 20s")
 	}
-	return d
 }
 
 // WATCHDOG=1 is sent only while the event loop answers: a stuck loop stops

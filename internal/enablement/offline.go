@@ -1,6 +1,9 @@
 package enablement
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Offline answers `systemctl is-enabled` from the unit files under Root, for
 // callers that take an interface with UnitFileState: a missing unit is the
@@ -14,4 +17,12 @@ func (o Offline) UnitFileState(unit string) (string, error) {
 		return StateNotFound, nil
 	}
 	return st, err
+}
+
+// ChangedBy reports whether a change at host path p may change what o
+// answers: systemctl enable, disable and mask write their links under
+// /etc/systemd/system (the daemon watches only where something is declared,
+// so only that directory is asked about).
+func (o Offline) ChangedBy(p string) bool {
+	return p == persistentConfig || strings.HasPrefix(p, persistentConfig+"/")
 }

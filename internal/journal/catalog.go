@@ -41,6 +41,15 @@ const (
 	MsgBusLost = "68ba40b2f56244cdaa2dee8d2c5b06fa"
 	// MsgBusRestored: that connection is back.
 	MsgBusRestored = "29e509fc37324813b3c7b972547784a4"
+	// MsgConfigUnwatched: the desired-state locations cannot be watched;
+	// changes to them apply on reload only.
+	MsgConfigUnwatched = "4e2fbabfa2214bdc8802dd91fdee3b74"
+	// MsgInhibitorsUnwatched: the inhibitor lock files cannot be followed;
+	// update tools cannot inhibit monitoring.
+	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
+	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
+	// unverifiable), or takes effect at the next boot (reboot-pending).
+	MsgNotice = "a094d4906b084c73bb73fef724cd195b"
 )
 
 // Catalog header values shared by every entry.
@@ -223,6 +232,46 @@ of every declared unit at once, since a change made while it was away went
 unseen; for the "api" connection it claimed its bus name again.
 
 No action is needed.`,
+	},
+	{
+		ID: MsgConfigUnwatched, Name: "MsgConfigUnwatched",
+		Subject: "Desired configuration not watched",
+		Body: `drift-monitor could not watch the locations of its desired configuration
+(/usr/lib/drift-monitor/desired.d/, /etc/drift-monitor/desired.d/, the
+--config paths and the exclusion file). The record's message says why. It
+keeps monitoring against the configuration it loaded, but a change to those
+files is applied only when it is reloaded.
+
+Run "systemctl reload drift-monitor" after changing the desired
+configuration, and fix the cause named in the message (often the inotify
+limits, fs.inotify.max_user_instances or fs.inotify.max_user_watches).`,
+	},
+	{
+		ID: MsgInhibitorsUnwatched, Name: "MsgInhibitorsUnwatched",
+		Subject: "Inhibitors cannot be followed",
+		Body: `drift-monitor could not follow the inhibitor lock files in its --inhibit-dir
+(by default /run/drift-monitor/inhibit.d). The record's message names the
+directory and the error. Until the daemon is restarted, "drift-monitor
+inhibit" has no effect on it: a planned change made by an update tool is
+reported as drift.
+
+Fix the cause named in the message and restart drift-monitor.`,
+	},
+	{
+		ID: MsgNotice, Name: "MsgNotice",
+		Subject: "Not fully checked: @DRIFT_PATH@ (@DRIFT_KIND@)",
+		Body: `Part of the desired configuration for @DRIFT_PATH@ is not checked, or not
+fully, and this is not drift. DRIFT_KIND says why: "unverifiable" when the
+declared content cannot be verified offline (a remote source without a
+verification hash, a child config that was never fetched, kernel arguments
+outside the live host), so only what else is declared (type, mode, owner) is
+compared; "reboot-pending" when the next boot's kernel command line already
+has what is declared but the running kernel does not.
+
+The notice is logged once when it appears (again after a restart);
+"drift-monitor check" lists every notice. To have the content checked,
+declare it inline or give its source a verification hash; a pending reboot
+resolves itself when the host is rebooted.`,
 	},
 }
 

@@ -45,6 +45,16 @@ const (
 	FieldDriftPath  = "DRIFT_PATH"
 	FieldDriftUnit  = "DRIFT_UNIT"
 	FieldDriftEntry = "DRIFT_ENTRY"
+	FieldDriftWant  = "DRIFT_WANT"
+	FieldDriftGot   = "DRIFT_GOT"
+	// FieldConfigError is why a desired state was refused.
+	FieldConfigError = "CONFIG_ERROR"
+	// FieldBusLink names the bus connection lost or back.
+	FieldBusLink = "BUS_LINK"
+	// The holder of an inhibitor.
+	FieldInhibitWho = "INHIBIT_WHO"
+	FieldInhibitWhy = "INHIBIT_WHY"
+	FieldInhibitPID = "INHIBIT_PID"
 )
 
 // Identifier is the default SYSLOG_IDENTIFIER.
@@ -68,6 +78,28 @@ func Unit(u string) slog.Attr { return slog.String(FieldDriftUnit, u) }
 
 // Entry is the attr for the desired-state entry a record is about.
 func Entry(e string) slog.Attr { return slog.String(FieldDriftEntry, e) }
+
+// Want and Got are the attrs for what was declared and what was found.
+func Want(v string) slog.Attr { return slog.String(FieldDriftWant, v) }
+
+// Got: see Want.
+func Got(v string) slog.Attr { return slog.String(FieldDriftGot, v) }
+
+// ConfigError is the attr for why a desired state was refused.
+func ConfigError(msg string) slog.Attr { return slog.String(FieldConfigError, msg) }
+
+// BusLink is the attr naming a connection to the bus ("systemd", "api").
+func BusLink(link string) slog.Attr { return slog.String(FieldBusLink, link) }
+
+// Inhibitor is the attrs of an inhibitor's holder: who, why and, when it
+// is known (pid > 0), its process.
+func Inhibitor(who, why string, pid int) []slog.Attr {
+	a := []slog.Attr{slog.String(FieldInhibitWho, who), slog.String(FieldInhibitWhy, why)}
+	if pid > 0 {
+		a = append(a, slog.Int(FieldInhibitPID, pid))
+	}
+	return a
+}
 
 // Priority is the attr that overrides the priority derived from the level,
 // for the syslog priorities slog has no level for (notice, crit, alert,

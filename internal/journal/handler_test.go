@@ -244,6 +244,26 @@ func TestNativeFields(t *testing.T) {
 			}},
 		},
 		{
+			name: "the other fields' helpers",
+			log: func(l *slog.Logger) {
+				l.LogAttrs(context.Background(), slog.LevelInfo, "m", append(Inhibitor("updater", "v42", 4711),
+					Want("0644"), Got("0640"), ConfigError("x.ign: bad"), BusLink("api"))...)
+			},
+			want: sent{"m", sysjournal.PriInfo, map[string]string{
+				"SYSLOG_IDENTIFIER": "drift-monitor", "INHIBIT_WHO": "updater", "INHIBIT_WHY": "v42", "INHIBIT_PID": "4711",
+				"DRIFT_WANT": "0644", "DRIFT_GOT": "0640", "CONFIG_ERROR": "x.ign: bad", "BUS_LINK": "api",
+			}},
+		},
+		{
+			name: "an inhibitor of unknown process",
+			log: func(l *slog.Logger) {
+				l.LogAttrs(context.Background(), slog.LevelInfo, "m", Inhibitor("updater", "v42", 0)...)
+			},
+			want: sent{"m", sysjournal.PriInfo, map[string]string{
+				"SYSLOG_IDENTIFIER": "drift-monitor", "INHIBIT_WHO": "updater", "INHIBIT_WHY": "v42",
+			}},
+		},
+		{
 			name: "values are sent raw, not escaped",
 			log:  func(l *slog.Logger) { l.Info("m", Path("/etc/a b\nc")) },
 			want: sent{"m", sysjournal.PriInfo, map[string]string{

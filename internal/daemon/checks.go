@@ -1,0 +1,201 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/watch"
+)
+
+// load reads the desired state and makes it current; on failure the last good
+// state stays.
+func (d *Daemon) load(ctx context.Context) error {
+	d.gc.loading()
+	defer func() {
+		if limit := d.gc.loaded(); limit > 0 {
+			d.log.Debug(fmt.Sprintf("state loaded; garbage collection now at a %d MiB memory limit", limit>>20))
+		}
+	}()
+	st, err := d.o.Cache.LoadState(d.o.Root, d.o.Configs)
+	if err != nil {
+		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,
+			fmt.Sprintf("Refusing the desired state, keeping the last good one: %v", err),
+			journal.ConfigError(err.Error()))
+		return err
+	}
+	for _, w := range st.Warnings {
+		d.log.Warn("config warning: " + w)
+	}
+	excl, err := d.exclusions()
+	if err != nil {
+		d.record(ctx, slog.LevelError, journal.MsgLoadFailed, fmt.Sprintf("Refusing the exclusions, keeping the last good state: %v", err))
+		return err
+	}
+	kept := st.Entries[:0]
+	for _, e := range st.Entries {
+		if !excl.match(e.Path) {
+			kept = append(kept, e)
+		}
+	}
+	d.ix = newIndex(kept)
+	d.reads.reset() // their entries' indices and contents are the old state's
+	d.checker.Declared = ondisk.Declare(d.ix.entries)
+	d.files = st.Files
+	d.loadErr = nil
+	d.writes.reset()
+	if err := d.w.Watch(d.ix.dirs); err != nil {
+		d.watchError(ctx, err)
+	}
+	return nil
+}
+
+func (d *Daemon) reload(ctx context.Context, why string) {
+	if d.o.Notify != nil {
+		d.o.Notify.Reloading()
+	}
+	if err := d.load(ctx); err != nil {
+		d.loadErr = err
+	} else {
+		d.fullCheck(ctx, "reload")
+		d.record(ctx, slog.LevelInfo, journal.MsgReloaded,
+			fmt.Sprintf("Reloaded the desired state (%s): %d entries from %d config files", why, len(d.ix.entries), len(d.files)))
+	}
+	if d.o.Notify != nil {
+		d.o.Notify.Ready(d.status())
+	}
+}
+
+// handle checks, once each, the entries a batch of events can affect; after
+// an overflow (events were lost), everything.
+func (d *Daemon) handle(ctx context.Context, evs []watch.Event) {
+	is, overflow := d.affectedBy(evs)
+	if overflow {
+		d.record(ctx, slog.LevelWarn, journal.MsgQueueOverflow, "inotify queue overflowed: running a full check")
+		d.fullCheck(ctx, "inotify queue overflow")
+		return
+	}
+	d.checkEntries(ctx, is)
+}
+
+// affectedBy maps a batch of events to the entries they can affect, in
+// index order, leaving out the files whose write is still in progress
+// (writes.completes); overflow when the batch says events were lost.
+func (d *Daemon) affectedBy(evs []watch.Event) (is []int, overflow bool) {
+	toCheck := map[int]bool{}
+	for _, ev := range evs {
+		if ev.Op&watch.Overflow != 0 {
+			return nil, true
+		}
+		dirEvent := ev.IsDir || ev.Op&watch.Rewatched != 0
+		d.ix.affected(ev.Path, dirEvent, func(i int) {
+			e := &d.ix.entries[i]
+			if e.Path == ev.Path && !ev.IsDir && e.Type == desired.TypeRegular {
+				if !d.writes.completes(e.Path, ev.Op, d.isRegular) {
+					return
+				}
+			}
+			toCheck[i] = true
+		})
+		// Offline, nothing tells the daemon that a unit was enabled but
+		// the unit files themselves (systemd's UnitFilesChanged does
+		// otherwise: unitsEvent).
+		if d.unitFiles != nil && len(d.ix.enablement) > 0 && d.unitFiles.ChangedBy(ev.Path) {
+			for _, i := range d.ix.enablement {
+				toCheck[i] = true
+			}
+		}
+	}
+	for i := range toCheck {
+		is = append(is, i)
+	}
+	slices.Sort(is)
+	return is, false
+}
+
+// isRegular reports whether host path p is a regular file now.
+func (d *Daemon) isRegular(p string) bool {
+	d.obs.Forget()
+	return d.obs.TypeOf(p) == ondisk.Regular
+}
+
+// settle checks a file whose writer went quiet without closing it: content
+// that stays wrong is reported even if the file is never closed.
+func (d *Daemon) settle(ctx context.Context, p string) {
+	if !d.writes.quiet(p) {
+		return // completed meanwhile
+	}
+	var is []int
+	d.ix.affected(p, false, func(i int) { is = append(is, i) })
+	d.checkEntries(ctx, is)
+}
+
+func (d *Daemon) checkEntries(ctx context.Context, is []int) {
+	for _, i := range is {
+		d.checkEntry(ctx, i)
+	}
+}
+
+func (d *Daemon) checkEntry(ctx context.Context, i int) { d.checkEntryWith(ctx, i, nil) }
+
+// checkEntryWith checks entry i, taking its content comparison from read
+// (a background read's result) when that read is of the file as it is now.
+// An entry whose state cannot be determined now (systemd is off the bus)
+// keeps what was known of it: a bus error is not drift.
+func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentRead) {
+	e := &d.ix.entries[i]
+	out := d.checker.Outcome(d.obs, e, read)
+	if out.Unknown {
+		return
+	}
+	appeared, resolved := d.track.update(e.ID(), d.deferred(i, out.Drift, out))
+	d.report(ctx, appeared, resolved)
+}
+
+// fullCheck checks every entry. Paths with a write in progress keep what was
+// known of them: their half-written content is not a drift; so do entries
+// whose state could not be determined (systemd off the bus). A content too
+// large to be read on the loop is read in the background (contentReads), as
+// after an event: the full check takes a bounded time however large the
+// files are.
+func (d *Daemon) fullCheck(ctx context.Context, why string) {
+	res := d.checker.All(ctx, d.ix.entries)
+	d.lastCheck = time.Now()
+	now := map[string][]drift.Drift{}
+	for _, dr := range res.Drift {
+		now[dr.EntryID] = append(now[dr.EntryID], dr)
+	}
+	reading := map[string]bool{}
+	for _, df := range res.Deferred {
+		id := d.ix.entries[df.Index].ID()
+		reading[id] = true
+		if ds := d.deferred(df.Index, now[id], check.Outcome{Deferred: true, Stamp: df.Stamp}); len(ds) > 0 {
+			now[id] = ds
+		}
+	}
+	d.reads.keepOnly(reading)
+	keep := func(id string) {
+		if old, ok := d.track.byEntry[id]; ok {
+			now[id] = old
+		} else {
+			delete(now, id)
+		}
+	}
+	for p := range d.writes.pending {
+		d.ix.affected(p, false, func(i int) { keep(d.ix.entries[i].ID()) })
+	}
+	for _, id := range res.Unknown {
+		keep(id)
+	}
+	appeared, resolved := d.track.replace(now)
+	d.report(ctx, appeared, resolved)
+	d.reportNotices(ctx, res.Notices)
+	d.log.Debug(fmt.Sprintf("full check (%s): %d entries, %d differences", why, res.Checked, len(res.Drift)))
+}

@@ -1,0 +1,62 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+)
+
+func (d *Daemon) inhibited() bool { return len(d.inhibitors) > 0 }
+
+// setInhibitors takes the held set from the inhibitor monitor: new holders
+// are journaled; when the last one is released, the desired state is read
+// again (the transition may have changed it) and everything is checked.
+func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
+	was := map[string]bool{}
+	for _, h := range d.inhibitors {
+		was[h.File] = true
+	}
+	is := map[string]bool{}
+	for _, h := range held {
+		is[h.File] = true
+		if !was[h.File] {
+			d.record(ctx, slog.LevelInfo, journal.MsgInhibited,
+				fmt.Sprintf("Monitoring inhibited by %s", drift.Escape(h.String())), journal.Inhibitor(drift.Escape(h.Who), drift.Escape(h.Why), h.PID)...)
+		}
+	}
+	wasInhibited := d.inhibited()
+	var released []string
+	for _, h := range d.inhibitors {
+		if !is[h.File] {
+			released = append(released, drift.Escape(h.Who))
+		}
+	}
+	d.inhibitors = held
+	if !wasInhibited || d.inhibited() {
+		if !wasInhibited && d.inhibited() {
+			// Writes under way belong to the transition now, and so
+			// do the large files being read.
+			d.writes.reset()
+			d.reads.reset()
+		}
+		return
+	}
+	d.record(ctx, slog.LevelInfo, journal.MsgResumed,
+		fmt.Sprintf("Monitoring resumed: %s released; re-reading the desired state", strings.Join(released, ", ")))
+	if d.ready {
+		d.reload(ctx, "the last inhibitor was released")
+	}
+}
+
+func (d *Daemon) inhibitorNames() string {
+	var names []string
+	for _, h := range d.inhibitors {
+		names = append(names, h.String())
+	}
+	return strings.Join(names, "; ")
+}

@@ -1,0 +1,48 @@
+package daemon
+
+import (
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+)
+
+// snapshot is the state the bus shows: the first dbusapi.MaxDrift drifts and
+// their count, whatever the number of drifts.
+func (d *Daemon) snapshot() dbusapi.Snapshot {
+	if d.busHead == nil || d.busGen != d.track.gen {
+		d.busHead, d.busGen = d.track.busPage(0, dbusapi.MaxDrift), d.track.gen
+	}
+	s := dbusapi.Snapshot{StatusText: d.status(), WatchedPaths: uint32(d.ix.paths), Units: uint32(d.ix.units),
+		Drift: d.busHead, DriftCount: uint32(d.track.count()), DriftGeneration: d.track.gen}
+	if !d.lastCheck.IsZero() {
+		s.LastCheck = uint64(d.lastCheck.UnixMicro())
+	}
+	for _, h := range d.inhibitors {
+		s.Inhibitors = append(s.Inhibitors, dbusapi.Inhibitor{Who: h.Who, Why: h.Why, PID: uint32(h.PID)})
+	}
+	switch {
+	case !d.ready:
+		s.State = "starting"
+	case d.inhibited():
+		s.State = "inhibited"
+	case s.DriftCount > 0:
+		s.State = "drifted"
+	case d.loadErr != nil && len(d.files) == 0:
+		s.State = "error"
+	default:
+		s.State = "clean"
+	}
+	return s
+}
+
+// busPage is page as the bus carries it.
+func (t *tracker) busPage(offset, limit int) []dbusapi.Drift {
+	return pageOf(t, offset, limit, func(dr *drift.Drift) dbusapi.Drift {
+		return dbusapi.Drift{Kind: string(dr.Kind), Entry: string(dr.Entry), Path: dr.Path, Unit: dr.Unit, Message: dr.Message}
+	})
+}
+
+func (d *Daemon) publish() {
+	if d.pub != nil {
+		d.pub.Update(d.snapshot())
+	}
+}

@@ -1,0 +1,86 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+)
+
+// record writes one journal record of the type id (a journal.Msg* constant:
+// one per record type, see journal.Catalog).
+func (d *Daemon) record(ctx context.Context, level slog.Level, id, msg string, attrs ...slog.Attr) {
+	attrs = append([]slog.Attr{journal.MessageID(id)}, attrs...)
+	d.log.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// report writes one record per drift that appeared or was resolved, and
+// starts the on-drift hook.
+func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
+	for i := range appeared {
+		dr := &appeared[i]
+		msg := dr.Message
+		if dr.Diff != "" {
+			msg += " (-want +got):\n" + dr.Diff
+		}
+		d.record(ctx, slog.LevelWarn, journal.MsgDriftDetected, msg, driftAttrs(dr)...)
+	}
+	for i := range resolved {
+		dr := &resolved[i]
+		d.record(ctx, journal.LevelNotice, journal.MsgDriftResolved, "Resolved: "+dr.Message, driftAttrs(dr)...)
+	}
+	if len(appeared) > 0 && d.o.OnDrift != "" && d.o.Hook != nil {
+		d.startHook(ctx)
+	}
+}
+
+// reportNotices journals each of a full check's notices (what cannot be
+// verified, a kernel argument that takes effect at the next boot) once when
+// it appears: they come from the desired state, not from a change on disk,
+// so every full check finds them again. One that goes away and comes back
+// is journaled again.
+func (d *Daemon) reportNotices(ctx context.Context, ns []drift.Drift) {
+	now := make(map[string]bool, len(ns))
+	for i := range ns {
+		n := &ns[i]
+		now[n.Key()] = true
+		if !d.notices[n.Key()] {
+			d.record(ctx, journal.LevelNotice, journal.MsgNotice, n.Message, driftAttrs(n)...)
+		}
+	}
+	d.notices = now
+}
+
+func (d *Daemon) startHook(ctx context.Context) {
+	unit := d.o.OnDrift
+	go func() {
+		hctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := d.o.Hook.StartUnit(hctx, unit); err != nil {
+			d.record(ctx, slog.LevelError, journal.MsgHookFailed, fmt.Sprintf("Starting the on-drift unit %s failed: %v", drift.Escape(unit), err),
+				journal.Unit(unit))
+		}
+	}()
+}
+
+// driftAttrs are a drift's fields, every name in them escaped.
+func driftAttrs(dr *drift.Drift) []slog.Attr {
+	a := []slog.Attr{
+		journal.Kind(string(dr.Kind)),
+		journal.Entry(string(dr.Entry)),
+		journal.Path(drift.Escape(dr.Path)),
+	}
+	if dr.Unit != "" {
+		a = append(a, journal.Unit(drift.Escape(dr.Unit)))
+	}
+	if dr.Want != "" {
+		a = append(a, journal.Want(drift.Escape(dr.Want)))
+	}
+	if dr.Got != "" {
+		a = append(a, journal.Got(drift.Escape(dr.Got)))
+	}
+	return a
+}

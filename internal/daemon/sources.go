@@ -1,0 +1,184 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/buslink"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/watch"
+)
+
+// eventSource delivers the file events of the watched directories:
+// inotify (watch.Watcher), or a test's synthetic events.
+type eventSource interface {
+	// Read blocks until events arrive; it returns os.ErrClosed after
+	// Close. An error wrapping watch.ErrExhausted may come with events.
+	Read(buf []byte) ([]watch.Event, error)
+	// Watch makes the set of watched directories exactly dirs; it fails
+	// with watch.ErrExhausted (wrapped) when some must be polled instead.
+	Watch(dirs []string) error
+	// Polled lists the directories that could not be watched; Retry tries
+	// to watch them again.
+	Polled() []string
+	Retry() error
+	Close() error
+}
+
+// readResult is one Read of the event source, handed to the loop.
+type readResult struct {
+	evs []watch.Event
+	err error
+}
+
+// sources are the channels the event loop waits on, besides the daemon's
+// own (settled writes, background reads, bus requests); a nil channel
+// never delivers.
+type sources struct {
+	events   chan readResult
+	inhibit  <-chan []inhibit.Inhibitor
+	reload   <-chan struct{}
+	units    <-chan buslink.Event
+	api      <-chan buslink.Event
+	periodic <-chan time.Time
+	pings    chan chan struct{}
+	// poll paces the polling of unwatched directories; nil while every
+	// directory is watched.
+	poll  *time.Ticker
+	stops []func()
+}
+
+// pollC is the polling ticker's channel, nil when there is none.
+func (s *sources) pollC() <-chan time.Time {
+	if s.poll == nil {
+		return nil
+	}
+	return s.poll.C
+}
+
+// stop releases the tickers and watchers, last opened first.
+func (s *sources) stop() {
+	if s.poll != nil {
+		s.poll.Stop()
+	}
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
+	}
+}
+
+// readEvents hands the event source's reads to the loop until the source
+// is closed or the loop has ended.
+func (d *Daemon) readEvents(out chan<- readResult) {
+	buf := make([]byte, watch.ReadBufferSize)
+	for {
+		evs, err := d.w.Read(buf)
+		if errors.Is(err, os.ErrClosed) {
+			return
+		}
+		select {
+		case out <- readResult{evs, err}:
+		case <-d.done:
+			return
+		}
+	}
+}
+
+// followInhibitors starts following the inhibitor lock files, and takes
+// the ones held already (inhibitors survive restarts).
+func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
+	if d.o.InhibitDir == "" {
+		return
+	}
+	m, err := inhibit.Watch(d.o.InhibitDir)
+	if err != nil {
+		d.record(ctx, slog.LevelError, journal.MsgInhibitorsUnwatched, fmt.Sprintf("cannot follow inhibitors in %s: %v", d.o.InhibitDir, err))
+		return
+	}
+	s.stops = append(s.stops, func() { m.Close() })
+	s.inhibit = m.Changes()
+	d.setInhibitors(ctx, m.Held())
+}
+
+// followConfig starts watching the desired-state files. Without the watch
+// the daemon still runs: a reload (SIGHUP) applies changes.
+func (d *Daemon) followConfig(ctx context.Context, s *sources) {
+	cfg, err := newConfigWatch(d.o.Root, d.o.Configs, d.o.ExcludeFile)
+	d.cfg = cfg
+	s.stops = append(s.stops, cfg.Close)
+	if err != nil {
+		d.record(ctx, slog.LevelWarn, journal.MsgConfigUnwatched, fmt.Sprintf("cannot watch the desired-state locations (reload with SIGHUP): %v", err))
+	}
+}
+
+// pacePolling keeps a polling ticker while some directories could not be
+// watched, and says when every directory is watched again.
+func (d *Daemon) pacePolling(ctx context.Context, s *sources) {
+	if n := len(d.w.Polled()); n > 0 && s.poll == nil {
+		s.poll = time.NewTicker(d.o.PollInterval)
+	} else if n == 0 && s.poll != nil {
+		s.poll.Stop()
+		s.poll = nil
+	}
+	if d.exhausted && len(d.w.Polled()) == 0 {
+		// Every wanted directory has a watch again, whether a poll's
+		// retry placed it or a reload or a vanished directory freed
+		// watches: say so, so that running out again is said again.
+		d.exhausted = false
+		d.cfg.Rewatch()
+		d.record(ctx, slog.LevelInfo, journal.MsgWatchesRestored, "Every directory is watched again: polling stopped")
+	}
+}
+
+// watchError reports an error of the event source: running out of
+// watches is said once, until every directory is watched again.
+func (d *Daemon) watchError(ctx context.Context, err error) {
+	if errors.Is(err, watch.ErrExhausted) {
+		if !d.exhausted {
+			d.exhausted = true
+			d.record(ctx, slog.LevelWarn, journal.MsgWatchesExhausted,
+				fmt.Sprintf("%v: polling %d directories every %s instead; raise fs.inotify.max_user_watches", err, len(d.w.Polled()), d.o.PollInterval))
+		}
+		return
+	}
+	d.record(ctx, slog.LevelError, journal.MsgCheckFailed, fmt.Sprintf("inotify: %v", err))
+}
+
+// pollUnwatched checks the entries in directories that could not be watched,
+// and tries to watch them again.
+func (d *Daemon) pollUnwatched(ctx context.Context) {
+	polled := d.w.Polled()
+	_ = d.w.Retry() // ErrExhausted while some still cannot be watched: they stay polled, and the loop says when none is left
+	if d.cfg.Blind() {
+		d.cfg.Rewatch()
+	}
+	seen := map[int]bool{}
+	now := time.Now()
+	for _, dir := range polled {
+		d.ix.affected(dir, true, func(i int) {
+			e := &d.ix.entries[i]
+			if seen[i] || path.Dir(e.Path) != dir {
+				return
+			}
+			seen[i] = true
+			// Without inotify there is no close-after-write to wait for: a
+			// regular file modified within the settle time may be half
+			// written, so it waits for the next poll (as a file that keeps
+			// being written waits for quiet under inotify).
+			if e.Type == desired.TypeRegular {
+				d.obs.Forget()
+				if typ, mtime := d.obs.Stat(e.Path); typ == ondisk.Regular && now.Sub(mtime) < d.o.Settle {
+					return
+				}
+			}
+			d.checkEntry(ctx, i)
+		})
+	}
+}

@@ -1,0 +1,163 @@
+package daemon
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+)
+
+// status is the status line of the daemon as it is now.
+func (d *Daemon) status() string {
+	in := statusInput{drift: d.track.head(3), subjects: len(d.track.subjects),
+		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()),
+		starting: !d.ready, unitsDown: d.unitsDown, apiDown: d.apiDown, reading: d.reads.underWay()}
+	for _, h := range d.inhibitors {
+		in.inhibitors = append(in.inhibitors, drift.Escape(h.String()))
+	}
+	if d.loadErr != nil {
+		in.loadFailed = drift.Escape(d.loadErr.Error())
+	}
+	in.configBlind = d.cfg.Blind()
+	return statusLine(in)
+}
+
+// updateStatus sends the status line once the daemon is ready (until then
+// it says it is starting).
+func (d *Daemon) updateStatus() {
+	if d.ready {
+		d.setStatus(d.status())
+	}
+}
+
+// setStatus sends s to systemd unless it was the last one sent.
+func (d *Daemon) setStatus(s string) {
+	if s == d.lastStatus {
+		return
+	}
+	d.lastStatus = s
+	if d.o.Notify != nil {
+		d.o.Notify.Status(s)
+	}
+}
+
+// statusInput is everything the status line says.
+type statusInput struct {
+	// drift is the first of the drift known, in order: at least every
+	// drift of the three subjects the line names (tracker.head); subjects
+	// is how many subjects all of it has (0: count those of drift).
+	drift      []drift.Drift
+	subjects   int
+	paths      int
+	units      int
+	polled     int
+	loadFailed string // why the last reload was refused ("" when it was not)
+	// configBlind: the desired-state files could not be watched.
+	configBlind bool
+	inhibitors  []string
+	starting    bool
+	// reading counts the files whose content is being compared in the
+	// background (too large for the loop): their drift is not known yet.
+	reading int
+	// unitsDown: systemd cannot be reached over D-Bus; apiDown: the
+	// daemon's own API is off the bus.
+	unitsDown, apiDown bool
+}
+
+// statusLine renders systemctl status's STATUS= line:
+//
+//	No drift: watching 42 paths, 6 units
+//	Drift: 2 paths differ (/etc/chrony.conf: content; /etc/x: mode, owner)
+//	Inhibited by my-updater (pid 4711): applying config v42
+func statusLine(in statusInput) string {
+	var b strings.Builder
+	switch {
+	case in.starting:
+		fmt.Fprintf(&b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
+	case len(in.inhibitors) > 0:
+		fmt.Fprintf(&b, "Inhibited by %s", strings.Join(in.inhibitors, "; "))
+	case len(in.drift) == 0:
+		fmt.Fprintf(&b, "No drift: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
+	default:
+		var subjects []string
+		kinds := map[string][]string{}
+		for i := range in.drift {
+			s := in.drift[i].Subject()
+			if _, ok := kinds[s]; !ok {
+				subjects = append(subjects, s)
+			}
+			kinds[s] = append(kinds[s], string(in.drift[i].Kind))
+		}
+		n := max(in.subjects, len(subjects))
+		verb := "differ"
+		if n == 1 {
+			verb = "differs"
+		}
+		fmt.Fprintf(&b, "Drift: %s %s (", plural(n, "path"), verb)
+		for i, s := range subjects[:min(3, len(subjects))] {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%s: %s", shorten(s, maxSubject), strings.Join(kinds[s], ", "))
+		}
+		if n > 3 {
+			b.WriteString("; …")
+		}
+		b.WriteString(")")
+	}
+	if in.reading > 0 {
+		fmt.Fprintf(&b, "; reading %s", plural(in.reading, "large file"))
+	}
+	if in.polled > 0 {
+		fmt.Fprintf(&b, "; polling %s: inotify watches exhausted", plural(in.polled, "directory"))
+	}
+	if in.configBlind {
+		b.WriteString("; desired-state files not watched (inotify watches exhausted): reload to apply changes")
+	}
+	if in.loadFailed != "" {
+		fmt.Fprintf(&b, "; new config refused (%s), checking against the last good one", in.loadFailed)
+	}
+	switch {
+	case in.unitsDown && in.apiDown:
+		b.WriteString("; bus unavailable, reconnecting: unit enablement not checked, drift-monitor status cannot answer")
+	case in.unitsDown:
+		b.WriteString("; systemd unreachable over D-Bus, reconnecting: unit enablement not checked")
+	case in.apiDown:
+		b.WriteString("; D-Bus API off the bus, reconnecting: drift-monitor status cannot answer")
+	}
+	return b.String()
+}
+
+// maxSubject bounds a subject in the status line: three long paths must
+// leave room, in the 1024 bytes systemd is sent (notify.MaxStatus), for
+// what follows them (polling, a refused config, a lost bus).
+const maxSubject = 160
+
+// shorten cuts s to at most max bytes by taking out its middle: the start
+// and the end of a path (its file name) tell most.
+func shorten(s string, max int) string {
+	const ellipsis = "…"
+	if len(s) <= max {
+		return s
+	}
+	head := (max - len(ellipsis)) / 3
+	tail := len(s) - (max - len(ellipsis) - head)
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + ellipsis + s[tail:]
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
