@@ -259,21 +259,17 @@ const (
 // wantMeta is the owner and mode Ignition gives the node: what is declared,
 // else what the node there had (Ignition keeps an existing node's owner,
 // and its mode when none is declared: SetPermissions), else its defaults.
-// Optional special bits (ModeOptional: declared by a spec that some
-// Ignition releases apply and others do not) are kept where the node has
-// them, and left out of a new node, as Ignition v2.24 leaves them out
-// (config/v3_6/translate masks them for older specs).
+// Optional special bits (ModeOptional: declared by a spec older than 3.6.0)
+// are left out, as Ignition v2.24 leaves them out (it translates every
+// older spec to 3.6.0 with "& ^07000": config/v3_6_experimental/translate/
+// translate.go), and as Ignition 2.14 does for spec 3.3.0.
 func wantMeta(e *desired.Entry, ob *ondisk.Observation, sameType bool, defMode uint32) meta {
 	m := meta{mode: defMode}
 	if sameType {
 		m = meta{uid: ob.UID, gid: ob.GID, mode: ob.Mode}
 	}
 	if e.Mode != nil {
-		optional := uint32(0)
-		if sameType {
-			optional = ob.Mode & e.ModeOptional
-		}
-		m.mode = *e.Mode | optional
+		m.mode = *e.Mode
 	}
 	if e.UID != nil {
 		m.uid = *e.UID

@@ -144,6 +144,14 @@ func TestReconcile(t *testing.T) {
 	// (internal/exec/util/file.go, PerformFetch): not what Ignition wrote
 	// on an empty root.
 	appended := map[string]string{"append-only file lost its fragment": "/etc/appended.conf"}
+	// The specialBits fixture sets the special bits after Ignition 2.14, as
+	// Ignition 2.15 to 2.21 wrote them; reconcile writes a mode as Ignition
+	// v2.24 does, without the special bits a spec before 3.6.0 declares
+	// (config/v3_6_experimental/translate/translate.go: "& ^07000"), which
+	// check accepts as well.
+	modes := map[string]map[string]uint32{
+		"setgid added to a file declared 04755 (spec 3.4.0)": {"/usr/local/bin/suid-root": 0o755},
+	}
 	for _, tt := range mutations() {
 		t.Run(tt.name, func(t *testing.T) {
 			root, cfg := tt.fixture.provision(t)
@@ -201,6 +209,11 @@ func TestReconcile(t *testing.T) {
 				}
 				w := want[p]
 				w.Content = got[p].Content
+				want[p] = w
+			}
+			for p, m := range modes[tt.name] {
+				w := want[p]
+				w.Mode = m
 				want[p] = w
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
