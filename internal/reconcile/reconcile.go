@@ -57,6 +57,9 @@ type Reconciler struct {
 	Declared *ondisk.Declared
 	// FS does the writing; nil is SysFS.
 	FS FS
+	// Entries is the whole state: a hard link whose target is rewritten
+	// (a new inode) is linked again even when it had no drift.
+	Entries []desired.Entry
 	// Units, when set, enables and disables units through systemd.
 	Units UnitFiles
 	// DryRun says what would be done, and does nothing.
@@ -80,6 +83,8 @@ type Action struct {
 	Command string `json:"command,omitempty"`
 	// ID is the entry's (desired.Entry.ID).
 	ID string `json:"-"`
+	// newInode: a new node was put at Path (its hard links must follow).
+	newInode bool
 }
 
 // Result is what Repair did.
@@ -158,16 +163,34 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 	}
 	w := &writer{root: r.Root, decl: r.Declared, fs: fs}
 	var res Result
-	for _, e := range sorted {
+	// Paths given a new inode, and paths whose repair failed: the hard
+	// links to them follow them, or are not made.
+	rewritten, failed := map[string]bool{}, map[string]bool{}
+	first := sort.Search(len(sorted), func(i int) bool { return order(sorted[i]) >= 1 })
+	for k := 0; ; k++ {
+		if k == first {
+			sorted = r.relink(sorted, k, kinds, rewritten)
+		}
+		if k >= len(sorted) {
+			break
+		}
+		e := sorted[k]
 		a := newAction(e, kinds[e.ID()])
-		if err := ctx.Err(); err != nil {
-			a.Problem = fmt.Sprintf("not repaired: %v", err)
-		} else {
+		switch {
+		case ctx.Err() != nil:
+			a.Problem = fmt.Sprintf("not repaired: %v", ctx.Err())
+		case e.Type == desired.TypeHardLink && failed[e.Target]:
+			a.Problem = fmt.Sprintf("its target %q was not repaired: it is not linked to it", e.Target)
+		default:
 			r.repair(ctx, w, e, &a)
 		}
 		if a.Problem != "" {
+			failed[e.Path] = true
 			res.Refused = append(res.Refused, a)
 			continue
+		}
+		if a.newInode {
+			rewritten[e.Path] = true
 		}
 		res.Repaired = append(res.Repaired, a)
 		switch e.Kind {
@@ -176,6 +199,25 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 		}
 	}
 	return res
+}
+
+// relink inserts at k, where the hard links begin, the hard links of the
+// state whose targets were given a new inode, if they are not there yet:
+// a rename over a file breaks its hard links, which Ignition made.
+func (r *Reconciler) relink(sorted []*desired.Entry, k int, kinds map[string][]drift.Kind, rewritten map[string]bool) []*desired.Entry {
+	var extra []*desired.Entry
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		if e.Type != desired.TypeHardLink || !rewritten[e.Target] {
+			continue
+		}
+		if _, ok := kinds[e.ID()]; ok {
+			continue
+		}
+		kinds[e.ID()] = []drift.Kind{drift.HardLink}
+		extra = append(extra, e)
+	}
+	return append(sorted[:k:k], append(extra, sorted[k:]...)...)
 }
 
 // problem is an entry that is not repaired, and why; a plain error is a
@@ -368,6 +410,7 @@ func (r *Reconciler) node(w *writer, e *desired.Entry, a *Action) error {
 	m := wantMeta(e, &ob, ob.Type == want, map[bool]uint32{true: defaultDirMode, false: defaultFileMode}[e.Type == desired.TypeDirectory])
 	if rewrite {
 		a.Done = append(a.Done, describeWrite(e, &ob, content, m))
+		a.newInode = true
 	} else {
 		a.Done = append(a.Done, describeMeta(e, &ob, m)...)
 	}
