@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"sort"
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/reconcile"
 )
 
 func (d *Daemon) inhibited() bool { return len(d.inhibitors) > 0 }
@@ -33,9 +36,13 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 	}
 	wasInhibited := d.inhibited()
 	var released []string
+	var reconciles []inhibit.Inhibitor
 	for _, h := range d.inhibitors {
 		if !is[h.File] {
 			released = append(released, drift.Escape(h.Who))
+			if h.Who == reconcile.InhibitorWho {
+				reconciles = append(reconciles, h)
+			}
 		}
 	}
 	d.inhibitors = held
@@ -54,8 +61,32 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 	d.record(ctx, slog.LevelInfo, journal.MsgResumed,
 		fmt.Sprintf("Monitoring resumed: %s released; re-reading the desired state", strings.Join(released, ", ")))
 	if d.ready {
+		before := maps.Clone(d.track.byEntry)
 		d.reload(ctx, "the last inhibitor was released")
+		d.reconciled(ctx, reconciles, before)
 	}
+}
+
+// reconciled journals what a `drift-monitor reconcile` (one of the released
+// inhibitors) repaired: the drift known before it that is gone now.
+func (d *Daemon) reconciled(ctx context.Context, by []inhibit.Inhibitor, before map[string][]drift.Drift) {
+	if len(by) == 0 {
+		return
+	}
+	var fixed []string
+	for id, ds := range before {
+		if _, still := d.track.byEntry[id]; !still && len(ds) > 0 {
+			fixed = append(fixed, ds[0].Subject())
+		}
+	}
+	if len(fixed) == 0 {
+		return
+	}
+	sort.Strings(fixed)
+	h := by[0]
+	d.record(ctx, slog.LevelInfo, journal.MsgReconciled,
+		fmt.Sprintf("Drift repaired by %s: %s", drift.Escape(h.String()), strings.Join(fixed, ", ")),
+		append(inhibitorAttrs(h), slog.Int("RECONCILED_ENTRIES", len(fixed)))...)
 }
 
 func inhibitorAttrs(h inhibit.Inhibitor) []slog.Attr {

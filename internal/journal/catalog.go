@@ -41,6 +41,9 @@ const (
 	MsgBusLost = "68ba40b2f56244cdaa2dee8d2c5b06fa"
 	// MsgBusRestored: that connection is back.
 	MsgBusRestored = "29e509fc37324813b3c7b972547784a4"
+	// MsgReconciled: `drift-monitor reconcile` released its inhibitor
+	// and drift the daemon knew of is gone: it was repaired.
+	MsgReconciled = "6de2f04fd46148ba9b38c78757a2fed8"
 )
 
 // Catalog header values shared by every entry.
@@ -89,9 +92,10 @@ files that are world-readable in the desired configuration it includes a
 diff, for other files only sizes and digests.
 
 Something changed the machine outside its configuration management. Find out
-what (an admin, a package, a tool), then either restore the desired state or
-change the desired configuration under /etc/drift-monitor/desired.d/ and run
-"systemctl reload drift-monitor". Update tools should wrap planned changes in
+what (an admin, a package, a tool), then either restore the desired state
+("drift-monitor reconcile @DRIFT_PATH@" puts back what is declared, as
+Ignition would have written it) or change the desired configuration under
+/etc/drift-monitor/desired.d/ and run "systemctl reload drift-monitor". Update tools should wrap planned changes in
 "drift-monitor inhibit" so that they are not reported as drift.
 
 The drift is logged once more when it is resolved.`,
@@ -223,6 +227,19 @@ of every declared unit at once, since a change made while it was away went
 unseen; for the "api" connection it claimed its bus name again.
 
 No action is needed.`,
+	},
+	{
+		ID: MsgReconciled, Name: "MsgReconciled",
+		Subject: "Drift repaired by @INHIBIT_WHO@",
+		Body: `"drift-monitor reconcile" put declared entries back the way Ignition would
+have written them, and the drift the daemon had reported for them is gone.
+The record's message lists what was repaired; INHIBIT_WHY says who ran it.
+
+While it wrote, it held an inhibitor, so that the repair in flight was not
+reported as drift; the daemon then re-read its desired configuration and
+checked everything.
+
+No action is needed. What it could not repair is still reported as drift.`,
 	},
 }
 

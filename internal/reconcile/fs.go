@@ -109,7 +109,9 @@ func (SysFS) Write(fd int, b []byte) error {
 	return nil
 }
 
-func (SysFS) Fchown(fd, uid, gid int) error { return retry(func() error { return unix.Fchown(fd, uid, gid) }) }
+func (SysFS) Fchown(fd, uid, gid int) error {
+	return retry(func() error { return unix.Fchown(fd, uid, gid) })
+}
 func (SysFS) Fchmod(fd int, mode uint32) error {
 	return retry(func() error { return unix.Fchmod(fd, mode) })
 }
