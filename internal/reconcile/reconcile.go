@@ -520,7 +520,7 @@ func describeWrite(e *desired.Entry, ob *ondisk.Observation, content []byte, m m
 	var what string
 	switch e.Type {
 	case desired.TypeRegular:
-		what = fmt.Sprintf("wrote the declared content (%d bytes)", len(content))
+		what = fmt.Sprintf("wrote the declared content (%d byte%s)", len(content), map[bool]string{true: "", false: "s"}[len(content) == 1])
 	case desired.TypeDirectory:
 		what = "created the directory"
 	case desired.TypeSymlink:

@@ -136,7 +136,7 @@ func TestReconcile(t *testing.T) {
 		// The group file is not declared: the name cannot be resolved.
 		"a group declared by name no longer in the root's group file": "/srv/shared",
 		// Remote sources: drift-monitor has only their hashes.
-		"sha512-verified content changed":             "/opt/remote/verified.bin",
+		"sha512-verified content changed":            "/opt/remote/verified.bin",
 		"sha256-verified content changed, same size": "/opt/remote/verified256.bin",
 	}
 	// An append-only file (overwrite false, no contents) gets its fragment
@@ -221,4 +221,31 @@ func TestReconcile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReconcileNeverPrintsSecrets: a secret file whose content drifted is
+// repaired, and neither its declared nor its drifted bytes appear in what
+// reconcile prints, dry run or not, text or JSON.
+func TestReconcileNeverPrintsSecrets(t *testing.T) {
+	requireTier(t)
+	root, cfg := base.provision(t)
+	for _, args := range [][]string{
+		{"--dry-run"}, {"--dry-run", "--format", "json"}, {"--format", "json"}, {},
+	} {
+		rewrite(t, root, "/etc/secret.key", "token="+secretNew+"\n")
+		r := runBinary(t, append([]string{"reconcile", "--root", root, "--config", cfg}, args...)...)
+		for _, secret := range []string{secretOld, secretNew} {
+			if strings.Contains(r.stdout+r.stderr, secret) {
+				t.Errorf("reconcile %v printed secret bytes:\n%s%s", args, r.stdout, r.stderr)
+			}
+		}
+		if !strings.Contains(r.stdout, "/etc/secret.key") {
+			t.Errorf("reconcile %v does not name /etc/secret.key:\n%s", args, r.stdout)
+		}
+	}
+	if got := read(t, root, "/etc/secret.key"); got != "token="+secretOld+"\n" {
+		t.Errorf("/etc/secret.key is not the declared content after reconcile")
+	}
+	exit, rep := check(t, root, cfg)
+	wantClean(t, root, exit, rep)
 }
