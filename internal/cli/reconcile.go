@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
@@ -177,21 +178,9 @@ func (s selection) drift(ds []drift.Drift) []drift.Drift {
 	return out
 }
 
-// excluded matches a path (or one of its parents) against the patterns,
-// as the daemon's --exclude does.
-func (s selection) excluded(p string) bool {
-	for _, pat := range s.excludes {
-		for q := p; ; q = path.Dir(q) {
-			if ok, _ := path.Match(pat, q); ok {
-				return true
-			}
-			if q == "/" {
-				break
-			}
-		}
-	}
-	return false
-}
+// excluded matches a path against the patterns as the daemon's --exclude
+// does.
+func (s selection) excluded(p string) bool { return daemon.Excluded(s.excludes, p) }
 
 type reconcileReport struct {
 	Root      string             `json:"root"`

@@ -90,4 +90,24 @@ func TestReconcileRoot(t *testing.T) {
 	if code != cli.ExitClean || !strings.Contains(stdout, "Nothing to repair.") {
 		t.Errorf("second run: exit %d\n%s", code, stdout)
 	}
+
+	// Excluded: listed, left alone, exit 1.
+	if err := os.WriteFile(filepath.Join(root, "etc/motd"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ = run(t, context.Background(), "reconcile", "--root", root, "--config", cfg, "--exclude", "/etc")
+	if code != cli.ExitDrift || !strings.Contains(stdout, `not repaired: file "/etc/motd": excluded`) {
+		t.Errorf("excluded: exit %d, want 1 and the entry listed\n%s", code, stdout)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "etc/motd")); string(b) != "mine\n" {
+		t.Errorf("an excluded file was written: %q", b)
+	}
+	// Named: only what is named is repaired.
+	code, stdout, _ = run(t, context.Background(), "reconcile", "--root", root, "--config", cfg, "/etc/other")
+	if code != cli.ExitClean || !strings.Contains(stdout, "Nothing to repair.") {
+		t.Errorf("a path with no drift named: exit %d\n%s", code, stdout)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "etc/motd")); string(b) != "mine\n" {
+		t.Errorf("a file not named was written: %q", b)
+	}
 }
