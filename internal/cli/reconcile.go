@@ -213,12 +213,12 @@ func (r *reconcileReport) writeText(w io.Writer) error {
 		verb = "would repair"
 	}
 	for _, a := range r.Repaired {
-		ew.printf("%s %s: %s\n", verb, actionNoun(&a), strings.Join(a.Done, "; "))
+		ew.printf("%s %s: %s\n", verb, actionNoun(&a), drift.EscapeControl(strings.Join(a.Done, "; ")))
 	}
 	for _, a := range r.Refused {
-		ew.printf("not repaired: %s: %s\n", actionNoun(&a), a.Problem)
+		ew.printf("not repaired: %s: %s\n", actionNoun(&a), drift.EscapeControl(a.Problem))
 		if a.Command != "" {
-			ew.printf("  run: %s\n", a.Command)
+			ew.printf("  run: %s\n", drift.EscapeControl(a.Command))
 		}
 	}
 	if !r.DryRun {

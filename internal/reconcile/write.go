@@ -34,9 +34,10 @@ type writer struct {
 	fs   FS
 }
 
-// opError is a failed write step, with the host path it was about.
+// opError is a failed write step, with the host path it was about (quoted:
+// control characters in a name are escaped, as in every message).
 func opError(op, p string, err error) error {
-	return fmt.Errorf("%s %s: %w", op, p, err)
+	return fmt.Errorf("%s %q: %w", op, p, err)
 }
 
 // dir opens the host directory that holds a declared path, as checks
