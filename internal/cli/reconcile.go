@@ -72,6 +72,9 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		return fail("%v", err)
 	}
 	sel := selection{names: fs.Args(), excludes: excludes}
+	if n := sel.undeclared(state.Entries); n != "" {
+		return fail("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
+	}
 	entries, kinds := reconcile.Group(state.Entries, sel.drift(before.Drift))
 	var res reconcile.Result
 	var todo []*desired.Entry
@@ -176,6 +179,23 @@ func (s selection) drift(ds []drift.Drift) []drift.Drift {
 		}
 	}
 	return out
+}
+
+// undeclared returns a name that no entry has as its path or unit, or "".
+func (s selection) undeclared(entries []desired.Entry) string {
+	for _, n := range s.names {
+		found := false
+		for i := range entries {
+			if e := &entries[i]; e.Unit == n || (strings.HasPrefix(n, "/") && e.Path == path.Clean(n)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return n
+		}
+	}
+	return ""
 }
 
 // excluded matches a path against the patterns as the daemon's --exclude

@@ -103,9 +103,13 @@ func TestReconcileRoot(t *testing.T) {
 		t.Errorf("an excluded file was written: %q", b)
 	}
 	// Named: only what is named is repaired.
-	code, stdout, _ = run(t, context.Background(), "reconcile", "--root", root, "--config", cfg, "/etc/other")
+	code, stdout, _ = run(t, context.Background(), "reconcile", "--root", root, "--config", cfg, "/etc/new/created")
 	if code != cli.ExitClean || !strings.Contains(stdout, "Nothing to repair.") {
 		t.Errorf("a path with no drift named: exit %d\n%s", code, stdout)
+	}
+	code, stdout, stderr = run(t, context.Background(), "reconcile", "--root", root, "--config", cfg, "/etc/passwd")
+	if code != cli.ExitFailed || stdout != "" || !strings.Contains(stderr, `"/etc/passwd" is not a declared path or unit`) {
+		t.Errorf("an undeclared path named: exit %d, stdout %q, stderr %q; want 2 and why", code, stdout, stderr)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "etc/motd")); string(b) != "mine\n" {
 		t.Errorf("a file not named was written: %q", b)
