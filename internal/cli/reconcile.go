@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -113,6 +114,11 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 			return fail("%v", err)
 		}
 		defer lock.Release()
+		if conn != nil {
+			if err := daemonSeesInhibitor(ctx, conn, os.Getpid()); err != nil {
+				fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s\n", drift.EscapeControl(err.Error()))
+			}
+		}
 	}
 	done := rec.Repair(ctx, todo, kinds)
 	res.Repaired = done.Repaired
@@ -143,6 +149,39 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		return ExitDrift
 	}
 	return ExitClean
+}
+
+// inhibitorSeenTimeout bounds the wait for the daemon to show the
+// inhibitor: it sees one within a second, on a machine that is not starved.
+const inhibitorSeenTimeout = 15 * time.Second
+
+// daemonSeesInhibitor waits until a running drift-monitor.service shows the
+// inhibitor of pid in its status line. The daemon learns of inhibitors from
+// inotify, as it learns of the writes: without the wait, a write could be
+// seen before the inhibitor, and its repair reported as an ordinary change
+// rather than as this reconcile's. A daemon that is not running is not
+// waited for.
+func daemonSeesInhibitor(ctx context.Context, conn *systemd.Conn, pid int) error {
+	mark := fmt.Sprintf("%s (pid %d)", ReconcileWho, pid)
+	deadline := time.Now().Add(inhibitorSeenTimeout)
+	for {
+		active, status, err := conn.ServiceStatus(ctx, "drift-monitor.service")
+		switch {
+		case err != nil:
+			return fmt.Errorf("asking systemd whether the daemon sees the inhibitor: %w", err)
+		case active != "active" && active != "reloading":
+			return nil
+		case strings.Contains(status, mark):
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("the daemon did not show the inhibitor within %v; it may report the repair as it happens", inhibitorSeenTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond): // a poll interval, bounded by the deadline above
+		}
+	}
 }
 
 // reconcileWhy says who ran the reconcile, for the inhibitor and the

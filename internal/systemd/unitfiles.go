@@ -33,3 +33,19 @@ func (c *Conn) Reload(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ServiceStatus returns a service's ActiveState and its StatusText (the
+// last STATUS= it sent with sd_notify).
+func (c *Conn) ServiceStatus(ctx context.Context, service string) (active, status string, err error) {
+	a, err := c.sd.GetUnitPropertyContext(ctx, service, "ActiveState")
+	if err != nil {
+		return "", "", fmt.Errorf("ActiveState of %s: %w", service, err)
+	}
+	s, err := c.sd.GetServicePropertyContext(ctx, service, "StatusText")
+	if err != nil {
+		return "", "", fmt.Errorf("StatusText of %s: %w", service, err)
+	}
+	active, _ = a.Value.Value().(string)
+	status, _ = s.Value.Value().(string)
+	return active, status, nil
+}
