@@ -14,25 +14,29 @@ const maskedUnit = "dm-masked.service"
 
 // TestReconcileUnitsThroughSystemd proves that `drift-monitor reconcile` on a
 // live host repairs a unit's enablement and a mask through systemd
-// (EnableUnitFiles over D-Bus, the /dev/null link then daemon-reload), that
-// systemd sees both at once (is-enabled), that the daemon journals the
+// (EnableUnitFiles over D-Bus, the /dev/null link then daemon-reload) and a
+// file's content, that systemd sees both unit changes at once (is-enabled,
+// LoadState), that the daemon journals the
 // repair (who ran it, what it repaired), and that the daemon reports no
 // drift for the transition: the reconcile held an inhibitor while it wrote.
 func TestReconcileUnitsThroughSystemd(t *testing.T) {
 	t.Parallel()
 	h := bootDaemon(t, setup{
 		config: fmt.Sprintf(`{"ignition":{"version":"3.4.0"},"storage":{"files":[
- {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%%0A"}}]},
+ {"path":"/etc/sentinel","mode":420,"contents":{"source":"data:,s%%0A"}},
+ {"path":"/etc/etc-file","mode":420,"contents":{"source":"data:,hello%%20world%%0A"}}]},
  "systemd":{"units":[%s,{"name":%q,"mask":true}]}}`, demoUnitJSON, maskedUnit),
-		files:    []file{demoUnitFile, sentinelFile},
+		files:    []file{demoUnitFile, sentinelFile, etcFileOK},
 		commands: []string{enableDemo, "systemctl mask --quiet " + maskedUnit},
 	})
-	h.waitStatus("No drift: watching 3 paths, 2 units")
+	h.waitStatus("No drift: watching 4 paths, 2 units")
 	unitPath, maskPath := "/etc/systemd/system/"+demoUnit, "/etc/systemd/system/"+maskedUnit
 
 	m := h.mark()
 	h.MustRun(t, "systemctl", "disable", "--quiet", demoUnit)
 	h.MustRun(t, "systemctl", "unmask", "--quiet", maskedUnit)
+	h.MustRun(t, "sh", "-c", "echo tampered >"+etcFile)
+	h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
 	h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit, "DRIFT_KIND": "enablement"})
 	h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_UNIT": maskedUnit, "DRIFT_KIND": "unmasked"})
 
@@ -45,6 +49,7 @@ func TestReconcileUnitsThroughSystemd(t *testing.T) {
 		Clean    bool `json:"clean"`
 		Repaired []struct {
 			Entry string   `json:"entry"`
+			Path  string   `json:"path"`
 			Unit  string   `json:"unit"`
 			Done  []string `json:"done"`
 		} `json:"repaired"`
@@ -54,9 +59,14 @@ func TestReconcileUnitsThroughSystemd(t *testing.T) {
 	}
 	var repaired []string
 	for _, a := range rep.Repaired {
-		repaired = append(repaired, a.Entry+" "+a.Unit+": "+strings.Join(a.Done, "; "))
+		name := a.Unit
+		if name == "" {
+			name = a.Path
+		}
+		repaired = append(repaired, a.Entry+" "+name+": "+strings.Join(a.Done, "; "))
 	}
-	want := []string{"mask " + maskedUnit + ": linked it to \"/dev/null\"", "enablement " + demoUnit + ": enabled it through systemd"}
+	want := []string{"file " + etcFile + ": wrote the declared content (12 bytes), mode 0644, owner 0:0",
+		"mask " + maskedUnit + ": linked it to \"/dev/null\"", "enablement " + demoUnit + ": enabled it through systemd"}
 	if !rep.Clean || strings.Join(repaired, "\n") != strings.Join(want, "\n") {
 		t.Errorf("reconcile repaired:\n%s\nwant:\n%s\n(clean %v)", strings.Join(repaired, "\n"), strings.Join(want, "\n"), rep.Clean)
 	}
@@ -74,7 +84,10 @@ func TestReconcileUnitsThroughSystemd(t *testing.T) {
 
 	r, _ := h.waitRecord(m, msgReconciled, map[string]string{"INHIBIT_WHO": "drift-monitor reconcile"})
 	msg := r.field("MESSAGE")
-	for _, u := range []string{demoUnit, maskedUnit} {
+	if b, _, _ := h.run("cat", etcFile); b != "hello world\n" {
+		t.Errorf("%s = %q after reconcile", etcFile, b)
+	}
+	for _, u := range []string{demoUnit, maskedUnit, etcFile} {
 		if !strings.Contains(msg, u) {
 			t.Errorf("reconciled record %q does not name %s", msg, u)
 		}
@@ -84,5 +97,6 @@ func TestReconcileUnitsThroughSystemd(t *testing.T) {
 	}
 	h.noDriftSince(m, unitPath)
 	h.noDriftSince(m, maskPath)
-	h.waitStatus("No drift: watching 3 paths, 2 units")
+	h.noDriftSince(m, etcFile)
+	h.waitStatus("No drift: watching 4 paths, 2 units")
 }
