@@ -168,6 +168,9 @@ func TestReconcile(t *testing.T) {
 			}
 
 			exit, rep := reconcileRoot(t, root, cfg)
+			if diff := cmp.Diff(actionPaths(dry), actionPaths(rep)); diff != "" {
+				t.Errorf("the dry run announced other entries than the run handled (-dry-run +run):\n%s", diff)
+			}
 			if p, ok := refused[tt.name]; ok {
 				if exit != 1 || len(rep.Refused) != 1 || rep.Refused[0].Path != p || rep.Refused[0].Problem == "" {
 					t.Errorf("reconcile: exit %d, refused %+v; want exit 1 and %s refused with a reason", exit, rep.Refused, p)
@@ -248,4 +251,18 @@ func TestReconcileNeverPrintsSecrets(t *testing.T) {
 	}
 	exit, rep := check(t, root, cfg)
 	wantClean(t, root, exit, rep)
+}
+
+// actionPaths lists what a report repaired and refused, as "path: repaired"
+// or "path: refused".
+func actionPaths(rep ReconcileReport) []string {
+	var out []string
+	for _, a := range rep.Repaired {
+		out = append(out, a.Path+": repaired")
+	}
+	for _, a := range rep.Refused {
+		out = append(out, a.Path+": refused")
+	}
+	slices.Sort(out)
+	return out
 }
