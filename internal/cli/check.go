@@ -107,23 +107,42 @@ func hostKey() (drift.Key, error) {
 // runFullCheck loads the desired state (through cache, which may be nil) and
 // compares root with it, keying digests with key.
 func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, configs []string, key drift.Key, warn io.Writer) (checkResult, error) {
+	state, err := loadDesired(cache, root, configs, "check", warn)
+	if err != nil {
+		return checkResult{}, err
+	}
+	res, err := checkState(ctx, root, state.Entries, key)
+	if err != nil {
+		return checkResult{}, err
+	}
+	return checkResult{Result: res, Files: state.Files}, nil
+}
+
+// loadDesired loads the desired state for root, printing its warnings as
+// command's.
+func loadDesired(cache *desired.StateCache, root string, configs []string, command string, warn io.Writer) (*desired.State, error) {
 	st, err := os.Stat(root)
 	if err != nil {
-		return checkResult{}, fmt.Errorf("root: %w", err)
+		return nil, fmt.Errorf("root: %w", err)
 	}
 	if !st.IsDir() {
-		return checkResult{}, fmt.Errorf("root %s: not a directory", root)
+		return nil, fmt.Errorf("root %s: not a directory", root)
 	}
 	state, err := cache.LoadState(root, configs)
 	if err != nil {
-		return checkResult{}, err
+		return nil, err
 	}
 	for _, w := range state.Warnings {
-		fmt.Fprintf(warn, "drift-monitor check: warning: %s\n", drift.EscapeControl(w))
+		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, drift.EscapeControl(w))
 	}
+	return &state, nil
+}
+
+// checkState compares root with entries.
+func checkState(ctx context.Context, root string, entries []desired.Entry, key drift.Key) (check.Result, error) {
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
-		return checkResult{}, err
+		return check.Result{}, err
 	}
 	defer r.Close()
 	units, release := unitStates(ctx, root)
@@ -133,12 +152,12 @@ func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, c
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
 	}
-	res := c.All(ctx, state.Entries)
+	res := c.All(ctx, entries)
 	if err := ctx.Err(); err != nil {
 		// All stopped early: what it found is not the machine's state.
-		return checkResult{}, fmt.Errorf("check interrupted: %w", err)
+		return check.Result{}, fmt.Errorf("check interrupted: %w", err)
 	}
-	return checkResult{Result: res, Files: state.Files}, nil
+	return res, nil
 }
 
 // isLiveRoot reports whether root is the running host's /, whose kernel

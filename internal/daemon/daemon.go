@@ -137,6 +137,10 @@ type Daemon struct {
 	notices map[string]bool
 
 	inhibitors []inhibit.Inhibitor
+	// reconcilers are the `drift-monitor reconcile` runs released while
+	// another inhibitor was still held: their repair is journaled when the
+	// last one goes.
+	reconcilers []inhibit.Inhibitor
 
 	// Status and publishing (status.go, publish.go, bus.go).
 	ready      bool

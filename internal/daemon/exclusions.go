@@ -22,8 +22,13 @@ func under(p, prefix string) bool {
 // secret). A pattern matches a path (path.Match) or any directory above it.
 type exclusion []string
 
-func (x exclusion) match(p string) bool {
-	for _, pat := range x {
+func (x exclusion) match(p string) bool { return Excluded(x, p) }
+
+// Excluded reports whether a pattern of the daemon's --exclude matches p:
+// p itself or a directory above it (path.Match). `drift-monitor reconcile
+// --exclude` leaves alone what the daemon would.
+func Excluded(patterns []string, p string) bool {
+	for _, pat := range patterns {
 		for q := p; ; q = path.Dir(q) {
 			if ok, _ := path.Match(pat, q); ok {
 				return true

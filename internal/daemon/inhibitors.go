@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"sort"
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/reconcile"
 )
 
 func (d *Daemon) inhibited() bool { return len(d.inhibitors) > 0 }
@@ -34,6 +37,9 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 	for _, h := range d.inhibitors {
 		if !is[h.File] {
 			released = append(released, drift.Escape(h.Who))
+			if h.Who == reconcile.InhibitorWho {
+				d.reconcilers = append(d.reconcilers, h)
+			}
 		}
 	}
 	d.inhibitors = held
@@ -48,9 +54,35 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 	}
 	d.record(ctx, slog.LevelInfo, journal.MsgResumed,
 		fmt.Sprintf("Monitoring resumed: %s released; re-reading the desired state", strings.Join(released, ", ")))
+	by := d.reconcilers
+	d.reconcilers = nil
 	if d.ready {
+		before := maps.Clone(d.track.byEntry)
 		d.reload(ctx, "the last inhibitor was released")
+		d.reconciled(ctx, by, before)
 	}
+}
+
+// reconciled journals what a `drift-monitor reconcile` (one of the released
+// inhibitors) repaired: the drift known before it that is gone now.
+func (d *Daemon) reconciled(ctx context.Context, by []inhibit.Inhibitor, before map[string][]drift.Drift) {
+	if len(by) == 0 {
+		return
+	}
+	var fixed []string
+	for id, ds := range before {
+		if _, still := d.track.byEntry[id]; !still && len(ds) > 0 {
+			fixed = append(fixed, ds[0].Subject())
+		}
+	}
+	if len(fixed) == 0 {
+		return
+	}
+	sort.Strings(fixed)
+	h := by[0]
+	d.record(ctx, slog.LevelInfo, journal.MsgReconciled,
+		fmt.Sprintf("Drift repaired by %s: %s", drift.Escape(h.String()), strings.Join(fixed, ", ")),
+		append(journal.Inhibitor(drift.Escape(h.Who), drift.Escape(h.Why), h.PID), slog.Int("RECONCILED_ENTRIES", len(fixed)))...)
 }
 
 func (d *Daemon) inhibitorNames() string {

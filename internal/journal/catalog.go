@@ -50,6 +50,9 @@ const (
 	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
 	// unverifiable), or takes effect at the next boot (reboot-pending).
 	MsgNotice = "a094d4906b084c73bb73fef724cd195b"
+	// MsgReconciled: `drift-monitor reconcile` released its inhibitor
+	// and drift the daemon knew of is gone: it was repaired.
+	MsgReconciled = "6de2f04fd46148ba9b38c78757a2fed8"
 )
 
 // Catalog header values shared by every entry.
@@ -98,9 +101,10 @@ files that are world-readable in the desired configuration it includes a
 diff, for other files only sizes and digests.
 
 Something changed the machine outside its configuration management. Find out
-what (an admin, a package, a tool), then either restore the desired state or
-change the desired configuration under /etc/drift-monitor/desired.d/ and run
-"systemctl reload drift-monitor". Update tools should wrap planned changes in
+what (an admin, a package, a tool), then either restore the desired state
+("drift-monitor reconcile @DRIFT_PATH@" puts back what is declared, as
+Ignition would have written it) or change the desired configuration under
+/etc/drift-monitor/desired.d/ and run "systemctl reload drift-monitor". Update tools should wrap planned changes in
 "drift-monitor inhibit" so that they are not reported as drift.
 
 The drift is logged once more when it is resolved.`,
@@ -272,6 +276,19 @@ The notice is logged once when it appears (again after a restart);
 "drift-monitor check" lists every notice. To have the content checked,
 declare it inline or give its source a verification hash; a pending reboot
 resolves itself when the host is rebooted.`,
+	},
+	{
+		ID: MsgReconciled, Name: "MsgReconciled",
+		Subject: "Drift repaired by @INHIBIT_WHO@",
+		Body: `"drift-monitor reconcile" put declared entries back the way Ignition would
+have written them, and the drift the daemon had reported for them is gone.
+The record's message lists what was repaired; INHIBIT_WHY says who ran it.
+
+While it wrote, it held an inhibitor, so that the repair in flight was not
+reported as drift; the daemon then re-read its desired configuration and
+checked everything.
+
+No action is needed. What it could not repair is still reported as drift.`,
 	},
 }
 

@@ -36,6 +36,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgConfigUnwatched":     MsgConfigUnwatched,
 		"MsgInhibitorsUnwatched": MsgInhibitorsUnwatched,
 		"MsgNotice":              MsgNotice,
+		"MsgReconciled":          MsgReconciled,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}

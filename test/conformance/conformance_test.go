@@ -115,12 +115,28 @@ func TestSpecialBitsRightAfterIgnition214(t *testing.T) {
 // as exactly the drifts it causes.
 func TestMutations(t *testing.T) {
 	requireTier(t)
-	tests := []struct {
-		name    string
-		fixture fixture
-		mutate  func(t *testing.T, root string)
-		want    []key
-	}{
+	for _, tt := range mutations() {
+		t.Run(tt.name, func(t *testing.T) {
+			root, cfg := tt.fixture.provision(t)
+			tt.mutate(t, root)
+			exit, rep := check(t, root, cfg)
+			wantDrift(t, root, exit, rep, tt.want)
+		})
+	}
+}
+
+// mutation is a change to a fresh Ignition-written root, and the drift it
+// causes.
+type mutation struct {
+	name    string
+	fixture fixture
+	mutate  func(t *testing.T, root string)
+	want    []key
+}
+
+// mutations are the changes TestMutations and TestReconcile make.
+func mutations() []mutation {
+	return []mutation{
 		// Files.
 		{"content changed, same size", base, func(t *testing.T, r string) {
 			rewrite(t, r, "/etc/motd", strings.Replace(motdText, "!", "?", 1))
@@ -346,14 +362,6 @@ func TestMutations(t *testing.T) {
 		{"setuid added", base, func(t *testing.T, r string) {
 			chmod(t, r, "/usr/local/bin/tool", 0o4755)
 		}, []key{drifted("mode", "file", "/usr/local/bin/tool")}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			root, cfg := tt.fixture.provision(t)
-			tt.mutate(t, root)
-			exit, rep := check(t, root, cfg)
-			wantDrift(t, root, exit, rep, tt.want)
-		})
 	}
 }
 

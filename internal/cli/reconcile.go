@@ -1,0 +1,305 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/daemon"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/reconcile"
+	"github.com/drift-monitor/drift-monitor/internal/systemd"
+)
+
+// ReconcileWho is who the inhibitor of a reconcile names: the daemon
+// journals what was repaired when it sees one released.
+const ReconcileWho = reconcile.InhibitorWho
+
+func runReconcile(ctx context.Context, args []string, std Stdio) int {
+	fs := newFlags("reconcile", std.Err)
+	var configs, excludes multiFlag
+	format := formatFlag("text")
+	fs.Var(&configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
+	root := fs.String("root", "/", "repair the tree mounted at `DIR` as if it were /")
+	dryRun := fs.Bool("dry-run", false, "say what would be repaired, and write nothing")
+	fs.Var(&format, "format", "output `FORMAT`: text or json")
+	fs.Var(&excludes, "exclude", "leave declared paths matching `PATTERN` alone (repeatable; as the daemon's --exclude)")
+	inhibitDir := fs.String("inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files (the live host's)")
+	fs.Usage = func() {
+		fmt.Fprintf(std.Err, "usage: drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json] [PATH|UNIT]...\n\n"+
+			"Puts back what check reports as drift (all of it, or only the named paths and units),\n"+
+			"as Ignition would have written it (root only). Exit status: 0 nothing left to repair,\n"+
+			"1 something could not be repaired, 2 could not run.\n\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", drift.EscapeControl(fmt.Sprintf(format, a...)))
+		return ExitFailed
+	}
+	for _, x := range excludes {
+		if !strings.HasPrefix(x, "/") {
+			return fail("--exclude %q: not an absolute path pattern", x)
+		}
+		if _, err := path.Match(x, "/"); err != nil {
+			return fail("--exclude %q: %v", x, err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		return fail("only root can reconcile: it writes declared files with their owners")
+	}
+	key, err := hostKey()
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s: secret contents get no digests\n", drift.EscapeControl(err.Error()))
+	}
+	// The state is parsed afresh: what is written must be what the config
+	// says now, not what a cache entry says it said.
+	state, err := loadDesired(nil, *root, configs, "reconcile", std.Err)
+	if err != nil {
+		return fail("%v", err)
+	}
+	before, err := checkState(ctx, *root, state.Entries, key)
+	if err != nil {
+		return fail("%v", err)
+	}
+	sel := selection{names: fs.Args(), excludes: excludes}
+	if n := sel.undeclared(state.Entries); n != "" {
+		return fail("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
+	}
+	entries, kinds := reconcile.Group(state.Entries, sel.drift(before.Drift))
+	var res reconcile.Result
+	var todo []*desired.Entry
+	for _, e := range entries {
+		if sel.excluded(e.Path) {
+			res.Refuse(e, kinds[e.ID()], "excluded (--exclude): left alone")
+			continue
+		}
+		todo = append(todo, e)
+	}
+
+	live := isLiveRoot(*root)
+	r, err := ondisk.OpenRoot(*root)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer r.Close()
+	rec := &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, DryRun: *dryRun}
+	var conn *systemd.Conn
+	if live && systemd.Booted() && len(todo) > 0 {
+		if conn, err = systemd.Connect(ctx); err != nil {
+			return fail("%v (enablement and daemon-reload go through systemd on a live host)", err)
+		}
+		defer conn.Close()
+		rec.Units = conn
+	}
+	if live && !*dryRun && len(todo) > 0 {
+		// Held while writing and until the second check is done, so that
+		// the daemon does not report the repair in flight; it re-reads
+		// and checks everything when it is released.
+		if err := inhibit.EnsureDir(*inhibitDir); err != nil {
+			return fail("%v", err)
+		}
+		lock, err := inhibit.Take(*inhibitDir, ReconcileWho, reconcileWhy(), os.Getpid())
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer lock.Release()
+		if conn != nil {
+			if err := daemonSeesInhibitor(ctx, conn, os.Getpid()); err != nil {
+				fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s\n", drift.EscapeControl(err.Error()))
+			}
+		}
+	}
+	done := rec.Repair(ctx, todo, kinds)
+	res.Repaired = done.Repaired
+	res.Refused = append(res.Refused, done.Refused...)
+	if done.Units && conn != nil && !*dryRun {
+		if err := conn.Reload(ctx); err != nil {
+			fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", drift.EscapeControl(err.Error()))
+		}
+	}
+	remaining := sel.drift(before.Drift)
+	if !*dryRun {
+		after, err := checkState(ctx, *root, state.Entries, key)
+		if err != nil {
+			return fail("checking again after the repair: %v", err)
+		}
+		remaining = sel.drift(after.Drift)
+	}
+	rep := reconcileReport{Root: *root, DryRun: *dryRun, Repaired: res.Repaired, Refused: res.Refused, Remaining: remaining}
+	if format == "json" {
+		err = rep.writeJSON(std.Out)
+	} else {
+		err = rep.writeText(std.Out)
+	}
+	if err != nil {
+		return fail("writing the report: %v", err)
+	}
+	if len(res.Refused) > 0 || (!*dryRun && len(remaining) > 0) {
+		return ExitDrift
+	}
+	return ExitClean
+}
+
+// inhibitorSeenTimeout bounds the wait for the daemon to show the
+// inhibitor: it sees one within a second, on a machine that is not starved.
+const inhibitorSeenTimeout = 15 * time.Second
+
+// daemonSeesInhibitor waits until a running drift-monitor.service shows the
+// inhibitor of pid in its status line. The daemon learns of inhibitors from
+// inotify, as it learns of the writes: without the wait, a write could be
+// seen before the inhibitor, and its repair reported as an ordinary change
+// rather than as this reconcile's. A daemon that is not running is not
+// waited for.
+func daemonSeesInhibitor(ctx context.Context, conn *systemd.Conn, pid int) error {
+	mark := fmt.Sprintf("%s (pid %d)", ReconcileWho, pid)
+	deadline := time.Now().Add(inhibitorSeenTimeout)
+	for {
+		active, status, err := conn.ServiceStatus(ctx, "drift-monitor.service")
+		switch {
+		case err != nil:
+			return fmt.Errorf("asking systemd whether the daemon sees the inhibitor: %w", err)
+		case active != "active" && active != "reloading":
+			return nil
+		case strings.Contains(status, mark):
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("the daemon did not show the inhibitor within %v; it may report the repair as it happens", inhibitorSeenTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond): // a poll interval, bounded by the deadline above
+		}
+	}
+}
+
+// reconcileWhy says who ran the reconcile, for the inhibitor and the
+// daemon's record: the user sudo or su was run by, where they say.
+func reconcileWhy() string {
+	why := fmt.Sprintf("repairing drift (uid %d", os.Getuid())
+	for _, v := range []string{"SUDO_USER", "LOGNAME", "USER"} {
+		if u := os.Getenv(v); u != "" {
+			why += ", " + strings.ToLower(v) + " " + u
+			break
+		}
+	}
+	return why + ")"
+}
+
+// selection is which drift a reconcile is about: everything, or what the
+// command line names (paths, or units), minus exclusions.
+type selection struct {
+	names    []string
+	excludes []string
+}
+
+func (s selection) drift(ds []drift.Drift) []drift.Drift {
+	if len(s.names) == 0 {
+		return ds
+	}
+	var out []drift.Drift
+	for _, d := range ds {
+		for _, n := range s.names {
+			if d.Unit == n || (strings.HasPrefix(n, "/") && d.Path == path.Clean(n)) {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// undeclared returns a name that no entry has as its path or unit, or "".
+func (s selection) undeclared(entries []desired.Entry) string {
+	for _, n := range s.names {
+		found := false
+		for i := range entries {
+			if e := &entries[i]; e.Unit == n || (strings.HasPrefix(n, "/") && e.Path == path.Clean(n)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return n
+		}
+	}
+	return ""
+}
+
+// excluded matches a path against the patterns as the daemon's --exclude
+// does.
+func (s selection) excluded(p string) bool { return daemon.Excluded(s.excludes, p) }
+
+type reconcileReport struct {
+	Root      string             `json:"root"`
+	DryRun    bool               `json:"dry_run"`
+	Clean     bool               `json:"clean"`
+	Repaired  []reconcile.Action `json:"repaired"`
+	Refused   []reconcile.Action `json:"not_repaired"`
+	Remaining []drift.Drift      `json:"remaining"`
+}
+
+func (r *reconcileReport) writeJSON(w io.Writer) error {
+	r.Clean = len(r.Refused) == 0 && (r.DryRun || len(r.Remaining) == 0)
+	for _, l := range []*[]reconcile.Action{&r.Repaired, &r.Refused} {
+		if *l == nil {
+			*l = []reconcile.Action{}
+		}
+	}
+	if r.Remaining == nil || r.DryRun {
+		r.Remaining = []drift.Drift{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func (r *reconcileReport) writeText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	verb := "repaired"
+	if r.DryRun {
+		verb = "would repair"
+	}
+	for _, a := range r.Repaired {
+		ew.printf("%s %s: %s\n", verb, actionNoun(&a), drift.EscapeControl(strings.Join(a.Done, "; ")))
+	}
+	for _, a := range r.Refused {
+		ew.printf("not repaired: %s: %s\n", actionNoun(&a), drift.EscapeControl(a.Problem))
+		if a.Command != "" {
+			ew.printf("  run: %s\n", drift.EscapeControl(a.Command))
+		}
+	}
+	if !r.DryRun {
+		for _, d := range r.Remaining {
+			ew.printf("still differs: %s\n", d.Message)
+		}
+	}
+	switch {
+	case len(r.Repaired)+len(r.Refused) == 0 && len(r.Remaining) == 0:
+		ew.printf("Nothing to repair.\n")
+	case r.DryRun:
+		ew.printf("Dry run: %s to repair, %s not repairable.\n", count(len(r.Repaired), "entry", "entries"), count(len(r.Refused), "entry", "entries"))
+	case len(r.Refused) == 0 && len(r.Remaining) == 0:
+		ew.printf("Repaired %s: no drift left.\n", count(len(r.Repaired), "entry", "entries"))
+	default:
+		ew.printf("Repaired %s; %s not repaired, %s left.\n", count(len(r.Repaired), "entry", "entries"),
+			count(len(r.Refused), "entry", "entries"), count(len(r.Remaining), "difference", "differences"))
+	}
+	return ew.err
+}
+
+// actionNoun names an action's entry as drift messages do.
+func actionNoun(a *reconcile.Action) string {
+	return drift.Noun(&desired.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User})
+}

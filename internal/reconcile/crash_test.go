@@ -1,0 +1,313 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"golang.org/x/sys/unix"
+)
+
+var errCrash = errors.New("injected crash")
+
+// crashFS is SysFS with a hook before every step that changes the disk:
+// the hook sees exactly what a crash just before that step would leave,
+// and the step numbered failAt fails (a Write writes half its bytes
+// first, as a crash in the middle of it would).
+type crashFS struct {
+	SysFS
+	steps  int
+	failAt int
+	hook   func(step int, op string)
+}
+
+func (f *crashFS) step(op string) error {
+	f.steps++
+	f.hook(f.steps, op)
+	if f.steps == f.failAt {
+		return fmt.Errorf("%s: %w", op, errCrash)
+	}
+	return nil
+}
+
+func (f *crashFS) CreateTemp(dir int) (int, string, error) {
+	if err := f.step("create temp"); err != nil {
+		return -1, "", err
+	}
+	return f.SysFS.CreateTemp(dir)
+}
+
+func (f *crashFS) Write(fd int, b []byte) error {
+	if err := f.step("write"); err != nil {
+		f.SysFS.Write(fd, b[:len(b)/2])
+		return err
+	}
+	return f.SysFS.Write(fd, b)
+}
+
+func (f *crashFS) Fchown(fd, uid, gid int) error {
+	if err := f.step("fchown"); err != nil {
+		return err
+	}
+	return f.SysFS.Fchown(fd, uid, gid)
+}
+
+func (f *crashFS) Fchmod(fd int, mode uint32) error {
+	if err := f.step("fchmod"); err != nil {
+		return err
+	}
+	return f.SysFS.Fchmod(fd, mode)
+}
+
+func (f *crashFS) Fsync(fd int) error {
+	if err := f.step("fsync"); err != nil {
+		return err
+	}
+	return f.SysFS.Fsync(fd)
+}
+
+func (f *crashFS) MkdirTemp(dir int) (int, string, error) {
+	if err := f.step("mkdir temp"); err != nil {
+		return -1, "", err
+	}
+	return f.SysFS.MkdirTemp(dir)
+}
+
+func (f *crashFS) SymlinkTemp(target string, dir int) (string, error) {
+	if err := f.step("symlink temp"); err != nil {
+		return "", err
+	}
+	return f.SysFS.SymlinkTemp(target, dir)
+}
+
+func (f *crashFS) LinkTemp(olddir int, old string, dir int) (string, error) {
+	if err := f.step("link temp"); err != nil {
+		return "", err
+	}
+	return f.SysFS.LinkTemp(olddir, old, dir)
+}
+
+func (f *crashFS) Lchown(dir int, name string, uid, gid int) error {
+	if err := f.step("lchown"); err != nil {
+		return err
+	}
+	return f.SysFS.Lchown(dir, name, uid, gid)
+}
+
+func (f *crashFS) Rename(dir int, from, to string) error {
+	if err := f.step("rename"); err != nil {
+		return err
+	}
+	return f.SysFS.Rename(dir, from, to)
+}
+
+func (f *crashFS) Exchange(dir int, a, b string) error {
+	if err := f.step("exchange"); err != nil {
+		return err
+	}
+	return f.SysFS.Exchange(dir, a, b)
+}
+
+func (f *crashFS) Remove(dir int, name string, isDir bool) error {
+	// Removing a temporary node after a failure is the cleanup a crash
+	// would not do: not a step of its own.
+	if !strings.HasPrefix(name, tempPrefix) {
+		if err := f.step("remove"); err != nil {
+			return err
+		}
+	}
+	return f.SysFS.Remove(dir, name, isDir)
+}
+
+func (f *crashFS) SyncDir(dir int) error {
+	if err := f.step("sync dir"); err != nil {
+		return err
+	}
+	return f.SysFS.SyncDir(dir)
+}
+
+// version is one acceptable state of a declared file.
+type version struct {
+	content string
+	mode    uint32
+}
+
+// crashRoot writes a drifted root: a file with other content and mode, a
+// file whose directory is missing, a file that became an empty directory,
+// and a hard link that became a copy.
+func crashRoot(t *testing.T) (root string, entries []desired.Entry, versions map[string][]version) {
+	t.Helper()
+	root = t.TempDir()
+	uid, gid := os.Getuid(), os.Getgid()
+	for _, d := range []string{"etc", "etc/over"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p, content string, mode os.FileMode) {
+		if err := os.WriteFile(filepath.Join(root, p), []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(root, p), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("etc/a.conf", "old content, longer than the new one\n", 0o600)
+	write("etc/h", "new a\n", 0o644)
+	mode := uint32(0o644)
+	file := func(p, content string) desired.Entry {
+		return desired.Entry{Kind: desired.KindFile, Path: p, Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+			Content: &desired.Content{Exact: []byte(content)}}
+	}
+	entries = []desired.Entry{
+		file("/etc/a.conf", "new a\n"),
+		file("/etc/new/b.conf", "new b\n"),
+		file("/etc/over", "was a directory\n"),
+		{Kind: desired.KindHardLink, Path: "/etc/h", Type: desired.TypeHardLink, Target: "/etc/a.conf"},
+	}
+	versions = map[string][]version{
+		"/etc/a.conf":     {{"old content, longer than the new one\n", 0o600}, {"new a\n", 0o644}},
+		"/etc/new/b.conf": {{"", 0}, {"new b\n", 0o644}},
+		"/etc/over":       {{"", 0}, {"was a directory\n", 0o644}},
+		"/etc/h":          {{"new a\n", 0o644}},
+	}
+	return root, entries, versions
+}
+
+// state reads a declared file: its content and mode, "" and 0 when it is
+// not a regular file (missing, or still the directory).
+func state(root, p string) (version, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(root, p), &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return version{}, nil
+		}
+		return version{}, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return version{}, nil
+	}
+	b, err := os.ReadFile(filepath.Join(root, p))
+	return version{string(b), st.Mode & 0o7777}, err
+}
+
+func repairWith(t *testing.T, root string, entries []desired.Entry, fs FS) Result {
+	t.Helper()
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := &check.Checker{Root: r}
+	res := c.All(context.Background(), entries)
+	drifted, kinds := Group(entries, res.Drift)
+	rec := &Reconciler{Root: r, Declared: ondisk.Declare(entries), Entries: entries, FS: fs}
+	return rec.Repair(context.Background(), drifted, kinds)
+}
+
+// TestCrashAtEveryStep: whatever step a reconcile stops at, every declared
+// file holds its old content and mode or its new ones, never a part of
+// either; a failed step leaves no temporary node behind; and running
+// reconcile again after the crash repairs everything.
+func TestCrashAtEveryStep(t *testing.T) {
+	// Count the steps of a whole run first.
+	root, entries, _ := crashRoot(t)
+	counter := &crashFS{hook: func(int, string) {}}
+	if res := repairWith(t, root, entries, counter); !res.Clean() {
+		t.Fatalf("reconcile without faults refused %+v", res.Refused)
+	}
+	total := counter.steps
+	if total < 10 {
+		t.Fatalf("a whole run took %d steps; the test proves nothing", total)
+	}
+	for failAt := 1; failAt <= total; failAt++ {
+		t.Run(fmt.Sprintf("step %d", failAt), func(t *testing.T) {
+			root, entries, versions := crashRoot(t)
+			checkVersions := func(when string) {
+				for p, vs := range versions {
+					got, err := state(root, p)
+					if err != nil {
+						t.Fatalf("%s: %v", when, err)
+					}
+					ok := false
+					for _, v := range vs {
+						ok = ok || got == v
+					}
+					if !ok {
+						t.Errorf("%s: %s holds %q mode %04o, neither version %+v", when, p, got.content, got.mode, vs)
+					}
+				}
+			}
+			fs := &crashFS{failAt: failAt, hook: func(step int, op string) {
+				checkVersions(fmt.Sprintf("before step %d (%s)", step, op))
+			}}
+			res := repairWith(t, root, entries, fs)
+			if res.Clean() {
+				t.Errorf("the run crashed at step %d and reported no problem", failAt)
+			}
+			for _, a := range res.Refused {
+				// A hard link is not linked to a target whose repair failed.
+				if !strings.Contains(a.Problem, errCrash.Error()) && !strings.Contains(a.Problem, "was not repaired") {
+					t.Errorf("%s refused for another reason than the crash: %s", a.Path, a.Problem)
+				}
+			}
+			checkVersions("after the crash")
+			leftovers(t, root)
+
+			// Run again, without faults: everything is repaired.
+			if res := repairWith(t, root, entries, SysFS{}); !res.Clean() {
+				t.Errorf("second run refused %+v", res.Refused)
+			}
+			for p, vs := range versions {
+				if got, _ := state(root, p); got != vs[len(vs)-1] {
+					t.Errorf("after the second run %s holds %q mode %04o, want %+v", p, got.content, got.mode, vs[len(vs)-1])
+				}
+			}
+			var a, h unix.Stat_t
+			if unix.Lstat(filepath.Join(root, "etc/a.conf"), &a) != nil || unix.Lstat(filepath.Join(root, "etc/h"), &h) != nil || a.Ino != h.Ino {
+				t.Errorf("/etc/h is not a hard link of /etc/a.conf after the second run")
+			}
+		})
+	}
+}
+
+// leftovers fails on any temporary node left in root.
+func leftovers(t *testing.T, root string) {
+	t.Helper()
+	filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err == nil && strings.HasPrefix(filepath.Base(p), tempPrefix) {
+			t.Errorf("temporary node %s left behind", p)
+		}
+		return nil
+	})
+}
+
+// TestRefusesNonEmptyDirectory: a file that became a directory holding
+// files is not repaired, and what the directory holds is untouched.
+func TestRefusesNonEmptyDirectory(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc/x.conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/x.conf/keep"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mode := uint32(0o644)
+	entries := []desired.Entry{{Kind: desired.KindFile, Path: "/etc/x.conf", Type: desired.TypeRegular, Mode: &mode,
+		Content: &desired.Content{Exact: []byte("x\n")}}}
+	res := repairWith(t, root, entries, SysFS{})
+	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, "not empty") {
+		t.Fatalf("refused %+v, want /etc/x.conf refused as a directory that is not empty", res.Refused)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/x.conf/keep")); err != nil || !bytes.Equal(b, []byte("mine")) {
+		t.Errorf("the directory's file: %q, %v", b, err)
+	}
+}

@@ -1,0 +1,671 @@
+// Package reconcile puts declared entries back the way Ignition would have
+// written them: the repair of what a check (package check) found.
+//
+// It promises:
+//   - only declared paths are written, and only those whose entries have
+//     drift: an undeclared path is never touched (its own temporary nodes
+//     aside, which it removes);
+//   - every path is resolved inside the root as checks resolve it
+//     (ondisk.Root.LocateDir: openat2 RESOLVE_IN_ROOT, no symbolic link
+//     followed that Ignition would not have followed, never the last
+//     component): nothing is written outside the root or through a link
+//     someone else put among the parents;
+//   - every write is atomic and durable: a temporary node in the same
+//     directory, its content, owner and mode set and synced before it is
+//     renamed over the path, then the directory synced. A crash at any step
+//     leaves the old node or the new one, never a partial one;
+//   - a directory that is not empty is never removed: an entry that would
+//     need that is refused, and says so;
+//   - what it cannot repair is listed with the reason: content it does not
+//     have the bytes of (remote sources), owners it cannot resolve, kernel
+//     arguments (with the rpm-ostree command that would fix them), entries
+//     the caller excluded.
+//
+// It does not promise that the machine is clean afterwards: the caller checks
+// again. It does not take an inhibitor or tell systemd to reload: that is
+// the caller's (package cli) job, around Repair.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"golang.org/x/sys/unix"
+)
+
+// UnitFiles enables and disables units through the running systemd (on a
+// live host); nil writes the links as `systemctl --root` writes them.
+type UnitFiles interface {
+	EnableUnitFiles(ctx context.Context, units []string) error
+	DisableUnitFiles(ctx context.Context, units []string) error
+}
+
+// Reconciler repairs entries inside one root.
+type Reconciler struct {
+	Root *ondisk.Root
+	// Declared holds the links and directories of the whole state
+	// (ondisk.Declare), which decide the links followed on the way to a
+	// path, as for checks.
+	Declared *ondisk.Declared
+	// FS does the writing; nil is SysFS.
+	FS FS
+	// Entries is the whole state: a hard link whose target is rewritten
+	// (a new inode) is linked again even when it had no drift.
+	Entries []desired.Entry
+	// Units, when set, enables and disables units through systemd.
+	Units UnitFiles
+	// DryRun says what would be done, and does nothing.
+	DryRun bool
+}
+
+// Action is one entry's repair, done or refused.
+type Action struct {
+	Entry desired.Kind `json:"entry"`
+	Path  string       `json:"path"`
+	Unit  string       `json:"unit,omitempty"`
+	User  string       `json:"user,omitempty"`
+	// Drift lists what differed.
+	Drift []drift.Kind `json:"drift"`
+	// Done says what was written (or, with DryRun, would be). It never
+	// holds content: at most its size.
+	Done []string `json:"done,omitempty"`
+	// Problem says why the entry was not repaired.
+	Problem string `json:"problem,omitempty"`
+	// Command is what the admin can run to repair what reconcile cannot.
+	Command string `json:"command,omitempty"`
+	// ID is the entry's (desired.Entry.ID).
+	ID string `json:"-"`
+	// newInode: a new node was put at Path (its hard links must follow).
+	newInode bool
+}
+
+// Result is what Repair did.
+type Result struct {
+	Repaired []Action
+	Refused  []Action
+	// Units is set when unit files, drop-ins, masks or enablement were
+	// written: a live systemd needs a daemon-reload.
+	Units bool
+}
+
+// Clean reports whether everything with drift was repaired.
+func (r *Result) Clean() bool { return len(r.Refused) == 0 }
+
+// Refuse lists an entry as not repaired, with why: for entries the caller
+// excludes.
+func (r *Result) Refuse(e *desired.Entry, kinds []drift.Kind, why string) {
+	a := newAction(e, kinds)
+	a.Problem = why
+	r.Refused = append(r.Refused, a)
+}
+
+func newAction(e *desired.Entry, kinds []drift.Kind) Action {
+	return Action{Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, Drift: kinds, ID: e.ID()}
+}
+
+// Group maps drift to the entries it belongs to: the entries with drift, in
+// entries' order, and what differs of each.
+func Group(entries []desired.Entry, ds []drift.Drift) ([]*desired.Entry, map[string][]drift.Kind) {
+	kinds := map[string][]drift.Kind{}
+	for _, d := range ds {
+		kinds[d.EntryID] = append(kinds[d.EntryID], d.Kind)
+	}
+	var out []*desired.Entry
+	for i := range entries {
+		if _, ok := kinds[entries[i].ID()]; ok {
+			out = append(out, &entries[i])
+		}
+	}
+	return out, kinds
+}
+
+// order is when an entry is repaired: nodes from the shallowest path down
+// (a directory before what it holds, as Ignition's getOrderedCreationList
+// orders them), then hard links (their targets are in place by then), then
+// enablement (its unit files and masks are), then what is only listed.
+func order(e *desired.Entry) int {
+	switch e.Type {
+	case desired.TypeHardLink:
+		return 1
+	case desired.TypeNone:
+		if e.Kind == desired.KindEnablement {
+			return 2
+		}
+		return 3
+	}
+	return 0
+}
+
+// Repair repairs the entries that have drift (as Group returns them).
+func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds map[string][]drift.Kind) Result {
+	sorted := append([]*desired.Entry(nil), entries...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		if oa, ob := order(a), order(b); oa != ob {
+			return oa < ob
+		}
+		if da, db := strings.Count(a.Path, "/"), strings.Count(b.Path, "/"); da != db {
+			return da < db
+		}
+		return a.Path < b.Path
+	})
+	fs := r.FS
+	if fs == nil {
+		fs = SysFS{}
+	}
+	w := &writer{root: r.Root, decl: r.Declared, fs: fs}
+	var res Result
+	// Paths given a new inode, and paths whose repair failed: the hard
+	// links to them follow them, or are not made.
+	rewritten, failed := map[string]bool{}, map[string]bool{}
+	first := sort.Search(len(sorted), func(i int) bool { return order(sorted[i]) >= 1 })
+	for k := 0; ; k++ {
+		if k == first {
+			sorted = r.relink(sorted, k, kinds, rewritten)
+		}
+		if k >= len(sorted) {
+			break
+		}
+		e := sorted[k]
+		a := newAction(e, kinds[e.ID()])
+		switch {
+		case ctx.Err() != nil:
+			a.Problem = fmt.Sprintf("not repaired: %v", ctx.Err())
+		case e.Type == desired.TypeHardLink && failed[e.Target]:
+			a.Problem = fmt.Sprintf("its target %q was not repaired: it is not linked to it", e.Target)
+		default:
+			r.repair(ctx, w, e, &a)
+		}
+		if a.Problem != "" {
+			failed[e.Path] = true
+			res.Refused = append(res.Refused, a)
+			continue
+		}
+		if a.newInode {
+			rewritten[e.Path] = true
+		}
+		res.Repaired = append(res.Repaired, a)
+		switch e.Kind {
+		case desired.KindUnit, desired.KindDropin, desired.KindMask, desired.KindUnmask, desired.KindEnablement:
+			res.Units = true
+		}
+	}
+	return res
+}
+
+// relink inserts at k, where the hard links begin, the hard links of the
+// state whose targets were given a new inode, if they are not there yet:
+// a rename over a file breaks its hard links, which Ignition made.
+func (r *Reconciler) relink(sorted []*desired.Entry, k int, kinds map[string][]drift.Kind, rewritten map[string]bool) []*desired.Entry {
+	var extra []*desired.Entry
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		if e.Type != desired.TypeHardLink || !rewritten[e.Target] {
+			continue
+		}
+		if _, ok := kinds[e.ID()]; ok {
+			continue
+		}
+		kinds[e.ID()] = []drift.Kind{drift.HardLink}
+		extra = append(extra, e)
+	}
+	return append(sorted[:k:k], append(extra, sorted[k:]...)...)
+}
+
+// problem is an entry that is not repaired, and why; a plain error is a
+// write that failed.
+type problem struct{ why, command string }
+
+func (p *problem) Error() string { return p.why }
+
+func refuse(format string, args ...any) error {
+	return &problem{why: fmt.Sprintf(format, args...)}
+}
+
+func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a *Action) {
+	var err error
+	switch {
+	case has(a.Drift, drift.Unreadable):
+		err = refuse("it could not be examined (see the check's message); nothing is written over what cannot be read")
+	case e.Kind == desired.KindKernelArg:
+		err = kernelArg(e)
+	case e.Kind == desired.KindEnablement:
+		err = r.enablement(ctx, w, e, a)
+	case (has(a.Drift, drift.Owner) && e.OwnerProblem != "") || (has(a.Drift, drift.Group) && e.GroupProblem != ""):
+		err = refuse("its owner cannot be resolved in the root: %s", strings.TrimSpace(e.OwnerProblem+" "+e.GroupProblem))
+	default:
+		err = r.node(w, e, a)
+	}
+	if err == nil {
+		return
+	}
+	var p *problem
+	if errors.As(err, &p) {
+		a.Problem, a.Command = p.why, p.command
+		return
+	}
+	var d *DetourError
+	if errors.As(err, &d) {
+		a.Problem = err.Error()
+		return
+	}
+	a.Problem = fmt.Sprintf("writing failed: %v", err)
+}
+
+func has(kinds []drift.Kind, k drift.Kind) bool {
+	for _, x := range kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// kernelArg is never repaired here: the kernel command line of the next
+// boot belongs to the boot loader, which rpm-ostree manages.
+func kernelArg(e *desired.Entry) error {
+	op := "--append"
+	if !e.ArgPresent {
+		op = "--delete"
+	}
+	return &problem{
+		why:     "kernel arguments are not written by drift-monitor; rpm-ostree changes them for the next boot",
+		command: fmt.Sprintf("rpm-ostree kargs %s=%s", op, shellQuote(e.Arg)),
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Ignition's defaults for nodes it creates (internal/exec/util/file.go:
+// DefaultFilePermissions, DefaultDirectoryPermissions), owned by root
+// (SetPermissions, ResolveNodeUidAndGid with the new node's owner: Ignition's).
+const (
+	defaultFileMode = 0o644
+	defaultDirMode  = 0o755
+)
+
+// wantMeta is the owner and mode Ignition gives the node: what is declared,
+// else what the node there had (Ignition keeps an existing node's owner,
+// and its mode when none is declared: SetPermissions), else its defaults.
+// Optional special bits (ModeOptional: declared by a spec older than 3.6.0)
+// are left out, as Ignition v2.24 leaves them out (it translates every
+// older spec to 3.6.0 with "& ^07000": config/v3_6_experimental/translate/
+// translate.go), and as Ignition 2.14 does for spec 3.3.0.
+func wantMeta(e *desired.Entry, ob *ondisk.Observation, sameType bool, defMode uint32) meta {
+	m := meta{mode: defMode}
+	if sameType {
+		m = meta{uid: ob.UID, gid: ob.GID, mode: ob.Mode}
+	}
+	if e.Mode != nil {
+		m.mode = *e.Mode
+	}
+	if e.UID != nil {
+		m.uid = *e.UID
+	}
+	if e.GID != nil {
+		m.gid = *e.GID
+	}
+	return m
+}
+
+// parentMeta is what Ignition gives the directories it creates on the way
+// to a path: 0755 and root (MkdirForFile), but for SSH keys 0700 and the
+// user's (internal/exec/util/passwd.go, writeAuthKeysFile: as_user.MkdirAll
+// with 0700).
+func parentMeta(e *desired.Entry) meta {
+	if e.Kind == desired.KindSSHKeys && e.UID != nil && e.GID != nil {
+		return meta{uid: *e.UID, gid: *e.GID, mode: 0o700}
+	}
+	return meta{mode: defaultDirMode}
+}
+
+// node repairs an entry of a path: file, directory, link, unit, drop-in,
+// mask, unmask, SSH keys.
+func (r *Reconciler) node(w *writer, e *desired.Entry, a *Action) error {
+	o := ondisk.NewObserver(r.Root)
+	defer o.Close()
+	o.Declare(r.Declared)
+	ob := o.Observe(e)
+	switch {
+	case ob.Err != nil:
+		return refuse("it cannot be examined: %v", ob.Err)
+	case ob.Detour != nil:
+		return &DetourError{Detour: *ob.Detour}
+	}
+	dirPath, name := path.Dir(e.Path), path.Base(e.Path)
+	if e.Type == desired.TypeNotMasked {
+		// Ignition's UnmaskUnit removes the link to /dev/null
+		// (internal/exec/util/unit.go).
+		if ob.Type != ondisk.Symlink || ob.Target != "/dev/null" {
+			return nil
+		}
+		a.Done = append(a.Done, "removed the link to /dev/null")
+		if r.DryRun {
+			return nil
+		}
+		dir, err := w.dir(dirPath)
+		if err != nil {
+			return opError("opening directory", dirPath, err)
+		}
+		defer unix.Close(dir)
+		if err := w.fs.Remove(dir, name, false); err != nil {
+			return opError("removing", e.Path, err)
+		}
+		return w.fs.SyncDir(dir)
+	}
+
+	// What stands there and must go: a directory only when it is empty.
+	want := map[desired.Type]ondisk.FileType{desired.TypeRegular: ondisk.Regular, desired.TypeDirectory: ondisk.Directory,
+		desired.TypeSymlink: ondisk.Symlink}[e.Type]
+	overDir := false
+	if ob.Type == ondisk.Directory && e.Type != desired.TypeDirectory {
+		dir, err := w.dir(dirPath)
+		if err != nil {
+			return opError("opening directory", dirPath, err)
+		}
+		empty, err := w.emptyDir(dir, name)
+		unix.Close(dir)
+		if err != nil {
+			return opError("reading directory", e.Path, err)
+		}
+		if !empty {
+			return refuse("a directory that is not empty stands at %q: drift-monitor never removes what it holds (move it away, then run reconcile again)", e.Path)
+		}
+		overDir = true
+	}
+
+	// Work out what to write before opening anything for writing.
+	var content []byte
+	var err error
+	rewrite := false
+	switch e.Type {
+	case desired.TypeRegular:
+		rewrite = ob.Type != ondisk.Regular || ob.Content.State == ondisk.Differs || ob.Content.State == ondisk.ReadFailed
+		if rewrite {
+			if content, err = r.content(w, e, &ob); err != nil {
+				return err
+			}
+		}
+	case desired.TypeDirectory:
+		rewrite = ob.Type != ondisk.Directory
+	case desired.TypeSymlink:
+		rewrite = ob.Type != ondisk.Symlink || ob.Target != e.Target
+	case desired.TypeHardLink:
+		rewrite = true
+	}
+	m := wantMeta(e, &ob, ob.Type == want, map[bool]uint32{true: defaultDirMode, false: defaultFileMode}[e.Type == desired.TypeDirectory])
+	if rewrite {
+		a.Done = append(a.Done, describeWrite(e, &ob, content, m))
+		a.newInode = true
+	} else {
+		a.Done = append(a.Done, describeMeta(e, &ob, m)...)
+	}
+	if r.DryRun {
+		return nil
+	}
+
+	dir, err := w.ensureDir(dirPath, parentMeta(e))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	switch e.Type {
+	case desired.TypeRegular:
+		if rewrite {
+			return w.writeFile(dir, e.Path, content, m, overDir)
+		}
+		return w.setMeta(dir, e.Path, ob.UID != m.uid || ob.GID != m.gid, m, ob.Mode != m.mode)
+	case desired.TypeDirectory:
+		if rewrite {
+			return w.makeDir(dir, e.Path, m, ob.Type != ondisk.Absent)
+		}
+		return w.setMeta(dir, e.Path, ob.UID != m.uid || ob.GID != m.gid, m, ob.Mode != m.mode)
+	case desired.TypeSymlink:
+		// Ignition lchowns a link it writes (WriteLink, SetPermissions);
+		// a mask it writes is root's (MaskUnit): the writer's.
+		var owner *meta
+		if e.UID != nil || e.GID != nil {
+			owner = &m
+		}
+		if !rewrite {
+			if err := w.fs.Lchown(dir, name, m.uid, m.gid); err != nil {
+				return opError("changing the owner of", e.Path, err)
+			}
+			return w.fs.SyncDir(dir)
+		}
+		return w.writeLink(dir, e.Path, e.Target, owner, overDir)
+	case desired.TypeHardLink:
+		// Ignition links to the target resolved through the root's links
+		// (WriteLink: JoinPath, then os.Link, which follows no link at
+		// the end).
+		tdir, err := r.Root.OpenDir(path.Dir(e.Target))
+		if err != nil {
+			return opError("opening the directory of the link's target", e.Target, err)
+		}
+		defer unix.Close(tdir)
+		var st unix.Stat_t
+		if err := unix.Fstatat(tdir, path.Base(e.Target), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return refuse("its target %q cannot be linked to: %v", e.Target, err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return refuse("its target %q is a directory", e.Target)
+		}
+		return w.writeHardLink(dir, e.Path, tdir, path.Base(e.Target), overDir)
+	}
+	return nil
+}
+
+// content is what a regular file must hold, as Ignition writes it: the
+// decoded contents with their append fragments, or, for a file that is
+// only appended to (overwrite false, no contents), what is there with the
+// fragments appended (internal/exec/util/file.go, PerformFetch with Append:
+// O_APPEND on the existing file).
+func (r *Reconciler) content(w *writer, e *desired.Entry, ob *ondisk.Observation) ([]byte, error) {
+	c := e.Content
+	switch {
+	case c == nil:
+		if ob.Type == ondisk.Absent {
+			return []byte{}, nil // Ignition creates an empty file
+		}
+		return nil, refuse("no content is declared, and what stands there is %s", ob.Type)
+	case c.Unverifiable != "":
+		return nil, refuse("its content comes from a source drift-monitor never fetches (%s)", c.Unverifiable)
+	case c.Hash != nil:
+		return nil, refuse("its content comes from a remote source (verified by %s): drift-monitor does not have the bytes and never fetches them", c.Hash.Algorithm)
+	}
+	if n, exact := c.ExactSize(); exact {
+		b, err := c.ExactBytes()
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(b)) != n {
+			return nil, fmt.Errorf("the declared content of %s: %d bytes, want %d", e.Path, len(b), n)
+		}
+		return b, nil
+	}
+	// Appended to whatever is there.
+	var base []byte
+	if ob.Type == ondisk.Regular {
+		dir, err := w.dir(path.Dir(e.Path))
+		if err != nil {
+			return nil, opError("opening directory", path.Dir(e.Path), err)
+		}
+		base, err = w.readFile(dir, path.Base(e.Path))
+		unix.Close(dir)
+		if err != nil {
+			return nil, opError("reading", e.Path, err)
+		}
+	} else if ob.Type != ondisk.Absent && ob.Type != ondisk.Directory {
+		// Ignition refuses to append to anything but a regular file.
+		return nil, refuse("its content is appended to what is there, and what is there is %s", ob.Type)
+	}
+	return append(base, c.Suffix...), nil
+}
+
+func describeWrite(e *desired.Entry, ob *ondisk.Observation, content []byte, m meta) string {
+	var what string
+	switch e.Type {
+	case desired.TypeRegular:
+		what = fmt.Sprintf("wrote the declared content (%d byte%s)", len(content), map[bool]string{true: "", false: "s"}[len(content) == 1])
+	case desired.TypeDirectory:
+		what = "created the directory"
+	case desired.TypeSymlink:
+		what = fmt.Sprintf("linked it to %q", e.Target)
+	case desired.TypeHardLink:
+		what = fmt.Sprintf("hard-linked it to %q", e.Target)
+	}
+	if ob.Type != ondisk.Absent && (e.Type != desired.TypeRegular || ob.Type != ondisk.Regular) {
+		what = fmt.Sprintf("replaced the %s with it: %s", ob.Type, what)
+	}
+	if e.Type == desired.TypeRegular || e.Type == desired.TypeDirectory {
+		what += fmt.Sprintf(", mode %s, owner %d:%d", desired.FormatMode(m.mode), m.uid, m.gid)
+	}
+	return what
+}
+
+func describeMeta(e *desired.Entry, ob *ondisk.Observation, m meta) []string {
+	var out []string
+	if ob.UID != m.uid || ob.GID != m.gid {
+		out = append(out, fmt.Sprintf("changed the owner from %d:%d to %d:%d", ob.UID, ob.GID, m.uid, m.gid))
+	}
+	if e.Type != desired.TypeSymlink && ob.Mode != m.mode {
+		out = append(out, fmt.Sprintf("changed the mode from %s to %s", desired.FormatMode(ob.Mode), desired.FormatMode(m.mode)))
+	}
+	return out
+}
+
+// enablement enables or disables a unit: through systemd when Units is
+// set, else with the links `systemctl --root` writes.
+func (r *Reconciler) enablement(ctx context.Context, w *writer, e *desired.Entry, a *Action) error {
+	if e.Enabled == nil {
+		return nil
+	}
+	verb := map[bool]string{true: "enabled", false: "disabled"}[*e.Enabled]
+	if r.Units != nil {
+		a.Done = append(a.Done, verb+" it through systemd")
+		if r.DryRun {
+			return nil
+		}
+		if *e.Enabled {
+			return r.Units.EnableUnitFiles(ctx, []string{e.Unit})
+		}
+		return r.Units.DisableUnitFiles(ctx, []string{e.Unit})
+	}
+	t, err := enablement.Open(r.Root.Dir())
+	if err != nil {
+		return err
+	}
+	if *e.Enabled {
+		links, err := t.EnableLinks(e.Unit)
+		if err != nil {
+			return refuse("it cannot be enabled: %v", err)
+		}
+		return r.enableLinks(w, links, a)
+	}
+	links, err := t.DisableLinks(e.Unit)
+	if err != nil {
+		return refuse("it cannot be disabled: %v", err)
+	}
+	return r.disableLinks(w, links, a)
+}
+
+func (r *Reconciler) enableLinks(w *writer, links []enablement.Link, a *Action) error {
+	for _, l := range links {
+		e := &desired.Entry{Kind: desired.KindLink, Path: l.Path, Type: desired.TypeSymlink, Target: l.Target}
+		o := ondisk.NewObserver(r.Root)
+		ob := o.Observe(e)
+		o.Close()
+		switch {
+		case ob.Err != nil:
+			return refuse("%q cannot be examined: %v", l.Path, ob.Err)
+		case ob.Detour != nil:
+			return &DetourError{Detour: *ob.Detour}
+		case ob.Type == ondisk.Symlink && ob.Target == l.Target:
+			continue
+		case ob.Type != ondisk.Absent:
+			// systemctl enable refuses too ("File exists") unless forced.
+			return refuse("%q is %s, not a link to %q: systemctl enable would refuse it too", l.Path, ob.Type, l.Target)
+		}
+		a.Done = append(a.Done, fmt.Sprintf("linked %q to %q", l.Path, l.Target))
+		if r.DryRun {
+			continue
+		}
+		// systemd makes the .wants directories 0755 (install.c,
+		// create_symlink: mkdir_parents_label).
+		dir, err := w.ensureDir(path.Dir(l.Path), meta{mode: defaultDirMode})
+		if err != nil {
+			return err
+		}
+		err = w.writeLink(dir, l.Path, l.Target, nil, false)
+		unix.Close(dir)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) disableLinks(w *writer, links []string, a *Action) error {
+	emptied := map[string]bool{}
+	for _, p := range links {
+		a.Done = append(a.Done, fmt.Sprintf("removed %q", p))
+		if r.DryRun {
+			continue
+		}
+		dir, err := w.dir(path.Dir(p))
+		if err != nil {
+			return opError("opening directory", path.Dir(p), err)
+		}
+		err = w.fs.Remove(dir, path.Base(p), false)
+		if err == nil {
+			err = w.fs.SyncDir(dir)
+		}
+		unix.Close(dir)
+		if err != nil {
+			return opError("removing", p, err)
+		}
+		emptied[path.Dir(p)] = true
+	}
+	// systemctl disable removes the .wants and .requires directories it
+	// emptied (install.c, remove_marked_symlinks_fd: rmdir_parents).
+	var dirs []string
+	for d := range emptied {
+		dirs = append(dirs, d)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for _, d := range dirs {
+		for ; enablement.IsConfigSubdir(d); d = path.Dir(d) {
+			parent, err := w.dir(path.Dir(d))
+			if err != nil {
+				break
+			}
+			err = w.fs.Remove(parent, path.Base(d), true)
+			if err == nil {
+				err = w.fs.SyncDir(parent)
+			}
+			unix.Close(parent)
+			if err != nil {
+				break // not empty: it holds other links
+			}
+		}
+	}
+	return nil
+}
+
+// InhibitorWho is who a reconcile's inhibitor names: the daemon journals
+// what was repaired when it sees one released.
+const InhibitorWho = "drift-monitor reconcile"

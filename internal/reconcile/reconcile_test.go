@@ -1,0 +1,88 @@
+package reconcile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestKernelArgCommand(t *testing.T) {
+	tests := []struct {
+		name    string
+		arg     string
+		present bool
+		want    string
+	}{
+		{"missing", "mitigations=off", true, "rpm-ostree kargs --append=mitigations=off"},
+		{"to delete", "quiet", false, "rpm-ostree kargs --delete=quiet"},
+		{"quoted", `a b'c`, true, `rpm-ostree kargs --append='a b'\''c'`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := kernelArg(&desired.Entry{Kind: desired.KindKernelArg, Arg: tt.arg, ArgPresent: tt.present})
+			p, ok := err.(*problem)
+			if !ok {
+				t.Fatalf("kernelArg = %v, want a problem", err)
+			}
+			if diff := cmp.Diff(tt.want, p.command); diff != "" {
+				t.Errorf("command (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNothingWrittenThroughLinks: a declared directory that became a
+// symbolic link is made a directory again before what it holds is written,
+// and a link among the parents made by another user is refused; nothing is
+// ever written where either link leads.
+func TestNothingWrittenThroughLinks(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"etc", "elsewhere"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../elsewhere", filepath.Join(root, "etc/d")); err != nil {
+		t.Fatal(err)
+	}
+	mode, dirMode := uint32(0o644), uint32(0o755)
+	uid, gid := os.Getuid(), os.Getgid()
+	entries := []desired.Entry{
+		{Kind: desired.KindDirectory, Path: "/etc/d", Type: desired.TypeDirectory, Mode: &dirMode, UID: &uid, GID: &gid},
+		{Kind: desired.KindFile, Path: "/etc/d/f", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+			Content: &desired.Content{Exact: []byte("f\n")}},
+	}
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		// A link another user made, where no directory is declared.
+		if err := os.Symlink("../elsewhere", filepath.Join(root, "etc/other")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(filepath.Join(root, "etc/other"), 1234, 1234); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, desired.Entry{Kind: desired.KindFile, Path: "/etc/other/g", Type: desired.TypeRegular,
+			Mode: &mode, Content: &desired.Content{Exact: []byte("g\n")}})
+	}
+	res := repairWith(t, root, entries, SysFS{})
+	if fi, err := os.Lstat(filepath.Join(root, "etc/d")); err != nil || !fi.IsDir() {
+		t.Errorf("/etc/d: %v, %v; want a directory", fi, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/d/f")); err != nil || string(b) != "f\n" {
+		t.Errorf("/etc/d/f: %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "elsewhere")); len(ents) > 0 {
+		t.Errorf("written where a link led: %v", ents)
+	}
+	if asRoot {
+		if len(res.Refused) != 1 || res.Refused[0].Path != "/etc/other/g" || !strings.Contains(res.Refused[0].Problem, "symbolic link") {
+			t.Errorf("refused %+v, want /etc/other/g refused for the link on its way", res.Refused)
+		}
+	} else if len(res.Refused) != 0 {
+		t.Errorf("refused %+v", res.Refused)
+	}
+}

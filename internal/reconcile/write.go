@@ -1,0 +1,254 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"golang.org/x/sys/unix"
+)
+
+// How nodes are written. Ignition writes a file to a temporary file in the
+// same directory and renames it over the path (internal/exec/util/file.go,
+// PerformFetch), then sets owner and mode (SetPermissions: chown, then
+// chmod, so that setuid and setgid survive). Here the owner and mode are
+// set on the temporary node too, before the rename, and the node and its
+// directory are synced: a crash at any step leaves the old node or the new
+// one at the path, never a half-written or wrongly owned one. Directories
+// and links are made the same way (a temporary name, then a rename), so
+// that nothing appears at a declared path before it is what is declared.
+
+// meta is the owner and mode a node is given.
+type meta struct {
+	uid, gid int
+	mode     uint32
+}
+
+// writer writes inside one root through an FS.
+type writer struct {
+	root *ondisk.Root
+	decl *ondisk.Declared
+	fs   FS
+}
+
+// opError is a failed write step, with the host path it was about (quoted:
+// control characters in a name are escaped, as in every message).
+func opError(op, p string, err error) error {
+	return fmt.Errorf("%s %q: %w", op, p, err)
+}
+
+// dir opens the host directory that holds a declared path, as checks
+// locate it. A link among its parents that a check would not follow is an
+// error wrapping errDetour: nothing is written through it.
+func (w *writer) dir(hostDir string) (int, error) {
+	fd, detour, err := w.root.LocateDir(hostDir, w.decl)
+	if err != nil {
+		return -1, err
+	}
+	if detour != nil {
+		return -1, &DetourError{Detour: *detour}
+	}
+	return fd, nil
+}
+
+// DetourError is a symbolic link among a declared path's parents that
+// Ignition would not have followed: the path is not written through it.
+type DetourError struct{ Detour ondisk.Detour }
+
+func (e *DetourError) Error() string {
+	d := e.Detour
+	if d.Want != "" {
+		return fmt.Sprintf("%q is a symbolic link to %q, not %q as declared: nothing is written through it", d.Path, d.Target, d.Want)
+	}
+	return fmt.Sprintf("%q is a symbolic link to %q where a directory belongs: nothing is written through it", d.Path, d.Target)
+}
+
+// ensureDir opens hostDir, creating it and its missing parents first, each
+// with m, as Ignition's MkdirForFile (os.MkdirAll) does.
+func (w *writer) ensureDir(hostDir string, m meta) (int, error) {
+	fd, err := w.dir(hostDir)
+	if !errors.Is(err, unix.ENOENT) || hostDir == "/" {
+		if err != nil {
+			return -1, opError("opening directory", hostDir, err)
+		}
+		return fd, nil
+	}
+	parent, err := w.ensureDir(path.Dir(hostDir), m)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(parent)
+	if err := w.makeDir(parent, hostDir, m, false); err != nil {
+		return -1, err
+	}
+	fd, err = w.dir(hostDir)
+	if err != nil {
+		return -1, opError("opening directory", hostDir, err)
+	}
+	return fd, nil
+}
+
+// makeDir makes the directory hostDir in dir with m. With replace, the
+// non-directory that stands there is exchanged for it and removed.
+func (w *writer) makeDir(dir int, hostDir string, m meta, replace bool) error {
+	name := path.Base(hostDir)
+	fd, tmp, err := w.fs.MkdirTemp(dir)
+	if err != nil {
+		return opError("creating a directory for", hostDir, err)
+	}
+	err = w.finish(fd, m)
+	if err == nil {
+		err = w.place(dir, tmp, name, replace, false)
+	}
+	if err != nil {
+		w.fs.Remove(dir, tmp, true)
+		return opError("creating directory", hostDir, err)
+	}
+	return nil
+}
+
+// finish gives an open new node its owner and mode (chown first: it
+// clears setuid and setgid), makes it durable and closes it.
+func (w *writer) finish(fd int, m meta) error {
+	err := w.fs.Fchown(fd, m.uid, m.gid)
+	if err == nil {
+		err = w.fs.Fchmod(fd, m.mode)
+	}
+	if err == nil {
+		err = w.fs.Fsync(fd)
+	}
+	if cerr := w.fs.Close(fd); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// place moves the temporary node tmp to name in dir and makes the move
+// durable. With exchange, what stands at name is swapped with tmp and then
+// removed (oldIsDir: it is an empty directory); otherwise tmp is renamed
+// over name.
+func (w *writer) place(dir int, tmp, name string, exchange, oldIsDir bool) error {
+	if exchange {
+		if err := w.fs.Exchange(dir, tmp, name); err != nil {
+			return err
+		}
+		if err := w.fs.Remove(dir, tmp, oldIsDir); err != nil {
+			return fmt.Errorf("removing what stood there: %w", err)
+		}
+	} else if err := w.fs.Rename(dir, tmp, name); err != nil {
+		return err
+	}
+	return w.fs.SyncDir(dir)
+}
+
+// writeFile writes content to dir/name (hostPath) with m; overDir says that
+// an empty directory stands there, to be replaced.
+func (w *writer) writeFile(dir int, hostPath string, content []byte, m meta, overDir bool) error {
+	fd, tmp, err := w.fs.CreateTemp(dir)
+	if err != nil {
+		return opError("creating a temporary file for", hostPath, err)
+	}
+	err = w.fs.Write(fd, content)
+	if err == nil {
+		err = w.finish(fd, m)
+	} else {
+		w.fs.Close(fd)
+	}
+	if err == nil {
+		err = w.place(dir, tmp, path.Base(hostPath), overDir, true)
+	}
+	if err != nil {
+		w.fs.Remove(dir, tmp, false)
+		return opError("writing", hostPath, err)
+	}
+	return nil
+}
+
+// writeLink makes dir/name (hostPath) a symbolic link to target, owned by
+// owner when it is set (else by the writer, root).
+func (w *writer) writeLink(dir int, hostPath, target string, owner *meta, overDir bool) error {
+	tmp, err := w.fs.SymlinkTemp(target, dir)
+	if err != nil {
+		return opError("creating a symbolic link for", hostPath, err)
+	}
+	if owner != nil {
+		err = w.fs.Lchown(dir, tmp, owner.uid, owner.gid)
+	}
+	if err == nil {
+		err = w.place(dir, tmp, path.Base(hostPath), overDir, true)
+	}
+	if err != nil {
+		w.fs.Remove(dir, tmp, false)
+		return opError("linking", hostPath, err)
+	}
+	return nil
+}
+
+// writeHardLink makes dir/name (hostPath) a hard link to tdir/tname.
+func (w *writer) writeHardLink(dir int, hostPath string, tdir int, tname string, overDir bool) error {
+	tmp, err := w.fs.LinkTemp(tdir, tname, dir)
+	if err != nil {
+		return opError("creating a hard link for", hostPath, err)
+	}
+	if err := w.place(dir, tmp, path.Base(hostPath), overDir, true); err != nil {
+		w.fs.Remove(dir, tmp, false)
+		return opError("linking", hostPath, err)
+	}
+	return nil
+}
+
+// setMeta changes the owner and mode of the existing node dir/name in
+// place (the same inode: its hard links keep sharing it). chown (when the
+// owner differs) comes before chmod, which always follows it: the kernel
+// clears setuid and setgid on chown.
+func (w *writer) setMeta(dir int, hostPath string, chown bool, m meta, chmod bool) error {
+	fd, err := w.fs.Open(dir, path.Base(hostPath))
+	if err != nil {
+		return opError("opening", hostPath, err)
+	}
+	if chown {
+		err = w.fs.Fchown(fd, m.uid, m.gid)
+	}
+	if err == nil && (chmod || chown) {
+		err = w.fs.Fchmod(fd, m.mode)
+	}
+	if err == nil {
+		err = w.fs.Fsync(fd)
+	}
+	if cerr := w.fs.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return opError("setting owner and mode of", hostPath, err)
+	}
+	return nil
+}
+
+// emptyDir reports whether the directory dir/name holds nothing.
+func (w *writer) emptyDir(dir int, name string) (bool, error) {
+	fd, err := w.fs.Open(dir, name)
+	if err != nil {
+		return false, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	return len(names) == 0, err
+}
+
+// readFile reads the regular file dir/name whole.
+func (w *writer) readFile(dir int, name string) ([]byte, error) {
+	fd, err := w.fs.Open(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	return io.ReadAll(f)
+}
