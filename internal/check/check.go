@@ -199,7 +199,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 				Message: fmt.Sprintf("%s is not checked: kernel arguments are checked on the live host only", drift.Noun(e)), EntryID: e.ID()})
 		}
 	}
-	Sort(res.Drift)
+	drift.Sort(res.Drift)
 	sort.Slice(res.Deferred, func(i, j int) bool { return res.Deferred[i].Index < res.Deferred[j].Index })
 	return res
 }
@@ -319,18 +319,4 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		ob.Content, deferred = read.Content, false
 	}
 	return Outcome{Drift: drift.Compare(e, &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp}
-}
-
-// Sort orders drift by path, then entry, then kind: output is deterministic.
-func Sort(ds []drift.Drift) {
-	sort.SliceStable(ds, func(i, j int) bool {
-		a, b := &ds[i], &ds[j]
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		if a.Entry != b.Entry {
-			return a.Entry < b.Entry
-		}
-		return a.Kind < b.Kind
-	})
 }
