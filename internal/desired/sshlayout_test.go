@@ -2,11 +2,39 @@ package desired
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
+
+// memCache is a Cache in memory that, like one on disk, hands out a copy of
+// what it keeps.
+type memCache struct {
+	states     map[StateKey]State
+	hits, puts int
+}
+
+func (m *memCache) Get(k StateKey) (State, bool) {
+	st, ok := m.states[k]
+	if ok {
+		m.hits++
+	}
+	st.Entries = slices.Clone(st.Entries)
+	return st, ok
+}
+
+func (m *memCache) Put(k StateKey, st *State) bool {
+	if m.states == nil {
+		m.states = map[StateKey]State{}
+	}
+	m.puts++
+	kept := *st
+	kept.Entries = slices.Clone(st.Entries)
+	m.states[k] = kept
+	return true
+}
 
 func TestDecideSSHLayout(t *testing.T) {
 	const frag, keys = "/home/core/.ssh/authorized_keys.d/ignition", "/home/core/.ssh/authorized_keys"
@@ -76,9 +104,9 @@ func TestLoadStateSSHLayout(t *testing.T) {
 			writeFile(t, filepath.Join(root, "etc/passwd"), "core:x:1000:1000::/home/core:/bin/sh\n")
 			writeFile(t, filepath.Join(root, "usr/lib/os-release"), tt.osRelease)
 			writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"), cfg)
-			for _, c := range []*StateCache{nil, {Dir: t.TempDir()}} {
-				for range 2 { // the second through the cache entry, when there is one
-					st, err := c.LoadState(root, nil)
+			for _, c := range []Cache{nil, &memCache{}} {
+				for range 2 { // the second through the cache, when there is one
+					st, err := LoadCached(c, root, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -89,6 +117,9 @@ func TestLoadStateSSHLayout(t *testing.T) {
 					if diff := cmp.Diff(tt.want, got); diff != "" {
 						t.Errorf("paths (-want +got):\n%s", diff)
 					}
+				}
+				if m, ok := c.(*memCache); ok && (m.puts != 1 || m.hits != 1) {
+					t.Errorf("%d states kept and %d served by the cache, want 1 and 1", m.puts, m.hits)
 				}
 			}
 		})

@@ -2,7 +2,13 @@
 // describes every difference as a Drift: a plain value that the command line,
 // the journal and the bus all print.
 //
-// Compare is pure: it never touches the disk. It promises that content is
+// Compare is pure: it never touches the disk, nor anything else; all it
+// looks at is its arguments. A declared content kept out of memory
+// (desired.Stored) is described by its size and digest: a diff of it needs
+// its bytes, which only the caller can read back (desired.State.Store) and
+// then passes as the entry's Exact, when Diffable says a diff is shown.
+//
+// It promises that content is
 // shown (as a unified diff) only when the entry's declared mode is
 // world-readable, any user could read the file where it was found, that
 // place is its declared location (a path that left it through a symlink is

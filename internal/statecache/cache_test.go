@@ -1,4 +1,4 @@
-package desired
+package statecache
 
 import (
 	"bytes"
@@ -14,9 +14,57 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
+
+func ptr[T any](v T) *T { return &v }
+
+func writeFile(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recorder is the cache c as desired sees it, remembering the keys it is
+// asked for.
+type recorder struct {
+	c          *Cache
+	gets, puts []desired.StateKey
+}
+
+func (r *recorder) Get(k desired.StateKey) (desired.State, bool) {
+	r.gets = append(r.gets, k)
+	return r.c.Get(k)
+}
+
+func (r *recorder) Put(k desired.StateKey, st *desired.State) bool {
+	r.puts = append(r.puts, k)
+	return r.c.Put(k, st)
+}
+
+// load loads root's default configs through c.
+func load(c *Cache, root string) (desired.State, error) { return desired.LoadCached(c, root, nil) }
+
+// keyNow is the name of the entry that a load of root's default configs
+// through c uses now (a load that may write it).
+func keyNow(t *testing.T, c *Cache, root string) [sha256.Size]byte {
+	t.Helper()
+	r := &recorder{c: c}
+	if _, err := desired.LoadCached(r, root, nil); err != nil || len(r.gets) == 0 {
+		t.Fatalf("load: %v, %d lookups", err, len(r.gets))
+	}
+	key, ok := entryKey(r.gets[0])
+	if !ok {
+		t.Fatal("no key: the test binary has no identity")
+	}
+	return key
+}
 
 // fill sets every field of the value v points to to something other than its
 // zero value, following pointers: an Entry filled this way has every field
@@ -39,7 +87,7 @@ func fill(t *testing.T, v reflect.Value) {
 		}
 		v.SetBytes([]byte("bytes"))
 	case reflect.Pointer:
-		if v.Type() == reflect.TypeFor[*Stored]() {
+		if v.Type() == reflect.TypeFor[*desired.Stored]() {
 			return // what a lazy reading makes of Exact, never written
 		}
 		v.Set(reflect.New(v.Type().Elem()))
@@ -53,7 +101,7 @@ func fill(t *testing.T, v reflect.Value) {
 	}
 }
 
-func roundTrip(t *testing.T, st State) State {
+func roundTrip(t *testing.T, st desired.State) desired.State {
 	t.Helper()
 	var key [sha256.Size]byte
 	key[0] = 1
@@ -73,13 +121,13 @@ func roundTrip(t *testing.T, st State) State {
 // or enabled=false, not "undeclared"; an empty exact content is not "no exact
 // content"). A field added to Entry without the wire form fails here.
 func TestCacheWireForm(t *testing.T) {
-	var full Entry
+	var full desired.Entry
 	fill(t, reflect.ValueOf(&full).Elem())
-	zero := Entry{Kind: KindFile, Path: "/etc/zero", Mode: ptr[uint32](0), UID: ptr(0), GID: ptr(0),
-		Enabled: ptr(false), Content: &Content{Exact: []byte{}}}
-	hashed := Entry{Kind: KindFile, Path: "/etc/h", Content: &Content{Hash: &Hash{Algorithm: "sha512", Hex: "ab"}, Suffix: []byte("tail")}}
-	bare := Entry{Kind: KindKernelArg, Path: "/proc/cmdline", Arg: "quiet"}
-	want := State{Entries: []Entry{full, zero, hashed, bare}, Files: []string{"/a.ign", "/b.yaml"}, Warnings: []string{"/a.ign: unused key"}}
+	zero := desired.Entry{Kind: desired.KindFile, Path: "/etc/zero", Mode: ptr[uint32](0), UID: ptr(0), GID: ptr(0),
+		Enabled: ptr(false), Content: &desired.Content{Exact: []byte{}}}
+	hashed := desired.Entry{Kind: desired.KindFile, Path: "/etc/h", Content: &desired.Content{Hash: &desired.Hash{Algorithm: "sha512", Hex: "ab"}, Suffix: []byte("tail")}}
+	bare := desired.Entry{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Arg: "quiet"}
+	want := desired.State{Entries: []desired.Entry{full, zero, hashed, bare}, Files: []string{"/a.ign", "/b.yaml"}, Warnings: []string{"/a.ign: unused key"}}
 	got := roundTrip(t, want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
@@ -93,14 +141,14 @@ func TestCacheWireForm(t *testing.T) {
 // worth, come back as they were (a field one entry omits must not take the
 // value of the entry before it).
 func TestCacheWireMany(t *testing.T) {
-	var want State
+	var want desired.State
 	for i := range 5000 {
-		e := Entry{Kind: KindFile, Path: fmt.Sprintf("/etc/f%d", i)}
+		e := desired.Entry{Kind: desired.KindFile, Path: fmt.Sprintf("/etc/f%d", i)}
 		switch i % 3 {
 		case 0:
-			e.Mode, e.UID, e.Content = ptr[uint32](0o640), ptr(i), &Content{Exact: []byte(e.Path)}
+			e.Mode, e.UID, e.Content = ptr[uint32](0o640), ptr(i), &desired.Content{Exact: []byte(e.Path)}
 		case 1:
-			e.Content = &Content{Suffix: []byte("s")}
+			e.Content = &desired.Content{Suffix: []byte("s")}
 		}
 		want.Entries = append(want.Entries, e)
 	}
@@ -113,18 +161,18 @@ func TestCacheWireMany(t *testing.T) {
 // digest, and reads the bytes back from the entry; a damaged or removed
 // entry fails the read back rather than give other bytes.
 func TestCacheLazy(t *testing.T) {
-	var want State
+	var want desired.State
 	for i := range 300 {
-		e := Entry{Kind: KindFile, Path: fmt.Sprintf("/etc/f%d", i), Mode: ptr[uint32](0o644)}
+		e := desired.Entry{Kind: desired.KindFile, Path: fmt.Sprintf("/etc/f%d", i), Mode: ptr[uint32](0o644)}
 		switch i % 3 {
 		case 0:
-			e.Content = &Content{Exact: []byte(strings.Repeat(e.Path, i%7))}
+			e.Content = &desired.Content{Exact: []byte(strings.Repeat(e.Path, i%7))}
 		case 1:
-			e.Content = &Content{Hash: &Hash{Algorithm: "sha256", Hex: "00"}, Suffix: []byte("s")}
+			e.Content = &desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: "00"}, Suffix: []byte("s")}
 		}
 		want.Entries = append(want.Entries, e)
 	}
-	c := &StateCache{Dir: t.TempDir(), Lazy: true}
+	c := &Cache{Dir: t.TempDir(), Mode: ModeLazy}
 	var key [sha256.Size]byte
 	key[1] = 2
 	if !c.put(key, &want) {
@@ -134,7 +182,7 @@ func TestCacheLazy(t *testing.T) {
 	if !ok {
 		t.Fatal("no lazy reading of the entry just stored")
 	}
-	var stored []*Stored
+	var stored []*desired.Stored
 	for i := range got.Entries {
 		g, w := got.Entries[i].Content, want.Entries[i].Content
 		if w == nil || w.Exact == nil {
@@ -146,13 +194,18 @@ func TestCacheLazy(t *testing.T) {
 		if n, ok := g.ExactSize(); !ok || n != int64(len(w.Exact)) || g.Digest() != w.Digest() {
 			t.Errorf("entry %d: size %d (%v), digest %x; want %d, %x", i, n, ok, g.Digest(), len(w.Exact), w.Digest())
 		}
-		b, err := g.ExactBytes()
+		b, err := got.Store.ReadStored(g.Stored)
 		if err != nil || !bytes.Equal(b, w.Exact) {
 			t.Errorf("entry %d: read back %q, %v; want %q", i, b, err, w.Exact)
 		}
 		stored = append(stored, g.Stored)
 		g.Exact, g.Stored = w.Exact, nil
 	}
+	store := got.Store
+	if store == nil {
+		t.Fatal("a lazy state without a store")
+	}
+	got.Store = nil
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("lazy reading, contents aside (-want +got):\n%s", diff)
 	}
@@ -162,15 +215,15 @@ func TestCacheLazy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteAt([]byte("X"), s.off)
+	f.WriteAt([]byte("X"), s.Offset)
 	f.Close()
-	if b, err := s.Read(); err == nil {
+	if b, err := store.ReadStored(s); err == nil {
 		t.Errorf("a changed content was read back: %q", b)
 	}
 	// Removed from the directory (trimmed, or by hand), the entry stays
 	// readable: the state holds it open.
 	os.Remove(c.entryPath(key))
-	if b, err := stored[1].Read(); err != nil || !bytes.Equal(b, want.Entries[3].Content.Exact) {
+	if b, err := store.ReadStored(stored[1]); err != nil || !bytes.Equal(b, want.Entries[3].Content.Exact) {
 		t.Errorf("a content of a removed entry read back as %q, %v; want %q", b, err, want.Entries[3].Content.Exact)
 	}
 }
@@ -180,8 +233,8 @@ func TestCacheLazy(t *testing.T) {
 // daemon's entry, read at every restart, outlives the checks of other
 // roots).
 func TestCacheTrimKeepsRecentlyUsed(t *testing.T) {
-	st := State{Entries: []Entry{{Kind: KindFile, Path: "/etc/a", Content: &Content{Exact: bytes.Repeat([]byte("x"), 1000)}}}}
-	c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache")}
+	st := desired.State{Entries: []desired.Entry{{Kind: desired.KindFile, Path: "/etc/a", Content: &desired.Content{Exact: bytes.Repeat([]byte("x"), 1000)}}}}
+	c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
 	a, b, d := [sha256.Size]byte{1}, [sha256.Size]byte{2}, [sha256.Size]byte{3}
 	for _, k := range [][sha256.Size]byte{a, b} {
 		if !c.put(k, &st) {
@@ -217,7 +270,7 @@ func TestCacheTrimKeepsRecentlyUsed(t *testing.T) {
 func TestCacheConfigFromAPipe(t *testing.T) {
 	root, cfg := cacheRoot(t)
 	raw := mustRead(t, cfg)
-	want, err := LoadState(root, []string{cfg})
+	want, err := desired.LoadState(root, []string{cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +280,8 @@ func TestCacheConfigFromAPipe(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- os.WriteFile(fifo, raw, 0o600) }()
-	c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache")}
-	got, err := c.LoadState(root, []string{fifo})
+	c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
+	got, err := desired.LoadCached(c, root, []string{fifo})
 	if err != nil {
 		t.Fatalf("LoadState(a pipe): %v", err)
 	}
@@ -272,18 +325,18 @@ func cacheEntries(t *testing.T, dir string) []string {
 
 func TestStateCache(t *testing.T) {
 	root, cfg := cacheRoot(t)
-	uncached, err := LoadState(root, nil)
+	uncached, err := desired.LoadState(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(uncached.Warnings) == 0 {
 		t.Fatal("the fixture's unused key gave no warning")
 	}
-	c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache")}
+	c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
 
 	t.Run("miss then hit give the parsed state", func(t *testing.T) {
 		for i, what := range []string{"miss", "hit"} {
-			got, err := c.LoadState(root, nil)
+			got, err := load(c, root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,8 +358,8 @@ func TestStateCache(t *testing.T) {
 	})
 
 	t.Run("a mapped hit gives the parsed state", func(t *testing.T) {
-		m := &StateCache{Dir: c.Dir, Map: true}
-		got, err := m.LoadState(root, nil)
+		m := &Cache{Dir: c.Dir, Mode: ModeMap}
+		got, err := load(m, root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,32 +371,35 @@ func TestStateCache(t *testing.T) {
 	// A hit is served from the entry, not parsed: an entry planted under the
 	// key with one entry fewer comes back as it is.
 	t.Run("a hit reads the entry", func(t *testing.T) {
-		key, ok := keyOf(root, []string{cfg}, mustAccounts(t, root), [][]byte{mustRead(t, cfg)})
-		if !ok {
-			t.Fatal("no key: the test binary has no identity")
+		// The key looked up, of the files as read (hashed while read), is
+		// the key stored, of the bytes parsed.
+		miss := &Cache{Dir: t.TempDir()}
+		r := &recorder{c: miss}
+		if _, err := desired.LoadCached(r, root, nil); err != nil {
+			t.Fatal(err)
 		}
-		streamed, ok := keyOf(root, []string{cfg}, mustAccounts(t, root), nil)
-		if !ok || streamed != key {
-			t.Fatalf("the key of the files as read (%x, %v) is not the key of their bytes (%x)", streamed, ok, key)
+		if len(r.gets) != 1 || len(r.puts) != 1 || r.gets[0] != r.puts[0] {
+			t.Fatalf("a miss looked up %x and stored %x; want one key, the same", r.gets, r.puts)
 		}
+		key := r.gets[0]
 		planted := uncached
 		planted.Entries = planted.Entries[1:]
-		c.put(key, &planted)
-		got, err := c.LoadState(root, nil)
+		c.Put(key, &planted)
+		got, err := load(c, root)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(planted, got); diff != "" {
 			t.Errorf("hit (-planted +got):\n%s", diff)
 		}
-		c.put(key, &uncached)
+		c.Put(key, &uncached)
 	})
 
 	t.Run("any input changed is another entry", func(t *testing.T) {
 		before := len(cacheEntries(t, c.Dir))
 		// The config: alice's file is now 0644.
 		writeFile(t, cfg, strings.Replace(string(mustRead(t, cfg)), `"mode":384`, `"mode":420`, 1))
-		st, err := c.LoadState(root, nil)
+		st, err := load(c, root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +408,7 @@ func TestStateCache(t *testing.T) {
 		}
 		// An account file: alice is now uid 1001.
 		writeFile(t, filepath.Join(root, "etc/passwd"), "root:x:0:0::/root:/bin/sh\nalice:x:1001:1000::/home/alice:/bin/sh\n")
-		st, err = c.LoadState(root, nil)
+		st, err = load(c, root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +418,7 @@ func TestStateCache(t *testing.T) {
 		// A second config file, in /usr/lib.
 		writeFile(t, filepath.Join(root, "usr/lib/drift-monitor/desired.d/20-b.ign"),
 			`{"ignition":{"version":"3.4.0"},"storage":{"directories":[{"path":"/etc/d"}]}}`)
-		st, err = c.LoadState(root, nil)
+		st, err = load(c, root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,8 +436,8 @@ func TestStateCache(t *testing.T) {
 		writeFile(t, bad, `{"ignition":{"version":"3.4.0"},`)
 		defer os.Remove(bad)
 		for range 2 {
-			if _, err := c.LoadState(root, nil); err == nil || !strings.HasPrefix(err.Error(), bad+":") {
-				t.Errorf("LoadState = %v, want an error naming %s", err, bad)
+			if _, err := load(c, root); err == nil || !strings.HasPrefix(err.Error(), bad+":") {
+				t.Errorf("LoadCached = %v, want an error naming %s", err, bad)
 			}
 		}
 		if n := len(cacheEntries(t, c.Dir)); n != before {
@@ -390,17 +446,16 @@ func TestStateCache(t *testing.T) {
 	})
 
 	t.Run("a damaged entry is parsed again", func(t *testing.T) {
-		want, err := LoadState(root, nil)
+		want, err := desired.LoadState(root, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		key, _ := keyOf(root, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
-		p := c.entryPath(key)
+		p := c.entryPath(keyNow(t, c, root))
 		data := mustRead(t, p)
 		if err := os.WriteFile(p, data[:len(data)/2], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.LoadState(root, nil)
+		got, err := load(c, root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,7 +473,7 @@ func TestStateCache(t *testing.T) {
 	})
 
 	t.Run("an entry others could write is not read", func(t *testing.T) {
-		key, _ := keyOf(root, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
+		key := keyNow(t, c, root)
 		p := c.entryPath(key)
 		if _, ok := c.get(key); !ok {
 			t.Fatal("no entry to start with")
@@ -447,15 +502,15 @@ func TestStateCache(t *testing.T) {
 	})
 
 	t.Run("the directory is trimmed to its budget, newest first", func(t *testing.T) {
-		small := &StateCache{Dir: t.TempDir(), MaxBytes: 1}
+		small := &Cache{Dir: t.TempDir(), MaxBytes: 1}
 		os.Chmod(small.Dir, 0o700)
 		for _, mode := range []string{"384", "416", "420"} {
 			writeFile(t, cfg, `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","mode":`+mode+`}]}}`)
-			if _, err := small.LoadState(root, nil); err != nil {
+			if _, err := load(small, root); err != nil {
 				t.Fatal(err)
 			}
 		}
-		key, _ := keyOf(root, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
+		key := keyNow(t, small, root)
 		if got := cacheEntries(t, small.Dir); len(got) != 1 || got[0] != small.entryPath(key) {
 			t.Errorf("entries %q; want only the newest, %s", got, small.entryPath(key))
 		}
@@ -464,11 +519,11 @@ func TestStateCache(t *testing.T) {
 
 // damageState is an entry with every field and an exact content, so that
 // a damage test covers the metadata and the contents both.
-func damageState(t *testing.T) (State, [sha256.Size]byte, []byte) {
+func damageState(t *testing.T) (desired.State, [sha256.Size]byte, []byte) {
 	t.Helper()
-	var full Entry
+	var full desired.Entry
 	fill(t, reflect.ValueOf(&full).Elem())
-	st := State{Entries: []Entry{full, {Kind: KindFile, Path: "/etc/z", UID: ptr(0), Content: &Content{Exact: []byte("zz")}}},
+	st := desired.State{Entries: []desired.Entry{full, {Kind: desired.KindFile, Path: "/etc/z", UID: ptr(0), Content: &desired.Content{Exact: []byte("zz")}}},
 		Files: []string{"/a"}, Warnings: []string{"w"}}
 	var key [sha256.Size]byte
 	key[3] = 3
@@ -568,50 +623,26 @@ func mustRead(t *testing.T, p string) []byte {
 	return b
 }
 
-func mustAccounts(t *testing.T, root string) [4][]byte {
-	t.Helper()
-	a, err := readAccountFiles(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-func mustFragments(t *testing.T, root string) []string {
-	t.Helper()
-	f, err := Fragments(root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-func mustRaws(t *testing.T, root string) [][]byte {
-	t.Helper()
-	var raws [][]byte
-	for _, f := range mustFragments(t, root) {
-		raws = append(raws, mustRead(t, f))
-	}
-	return raws
-}
-
 // TestCacheDamagedEntryIsParsedAgain: with one bit of a stored digest
 // flipped (issue 10: the file it describes was drifted until the cache was
 // deleted), every kind of reader misses: the config is parsed again, the
 // reason is logged, and the entry written anew, so the next load is a hit.
 func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 	root, _ := cacheRoot(t)
-	want, err := LoadState(root, nil)
+	want, err := desired.LoadState(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte("secret"))
-	for _, mode := range []string{"read", "map", "lazy"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		Mode
+	}{{"read", ModeRead}, {"map", ModeMap}, {"lazy", ModeLazy}} {
+		t.Run(mode.name, func(t *testing.T) {
 			var log bytes.Buffer
-			c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache"), Map: mode == "map", Lazy: mode == "lazy",
+			c := &Cache{Dir: filepath.Join(t.TempDir(), "cache"), Mode: mode.Mode,
 				Log: slog.New(slog.NewTextHandler(&log, nil))}
-			if _, err := c.LoadState(root, nil); err != nil {
+			if _, err := load(c, root); err != nil {
 				t.Fatal(err)
 			}
 			entry := cacheEntries(t, c.Dir)[0]
@@ -624,14 +655,14 @@ func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 			writeFile(t, entry, string(b))
 			os.Chmod(entry, 0o600)
 
-			got, err := c.LoadState(root, nil)
+			got, err := load(c, root)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d := got.Entries[0].Content.Digest(); d != sum {
 				t.Errorf("/etc/a's content digest %x after the damage, want %x", d, sum)
 			}
-			if mode != "lazy" {
+			if mode.Mode != ModeLazy {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("state after the damage (-parsed +got):\n%s", diff)
 				}
@@ -643,7 +674,7 @@ func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 				t.Error("the damaged entry was left in place")
 			}
 			log.Reset()
-			if _, err := c.LoadState(root, nil); err != nil {
+			if _, err := load(c, root); err != nil {
 				t.Fatal(err)
 			}
 			if log.Len() != 0 {
