@@ -100,9 +100,30 @@ func (f *fixture) chown(p string, uid, gid int) {
 	}
 }
 
-// check observes e in root and compares, with a deadline: a FIFO opened for
-// reading would block forever.
+// check observes e in root and compares.
 func check(t *testing.T, root string, e desired.Entry) []drift.Drift {
+	t.Helper()
+	return observe(t, root, e.Path, func(_ *ondisk.Root, o *ondisk.Observer) []drift.Drift {
+		ob := o.Observe(&e)
+		return drift.Compare(&e, &ob, testKey)
+	})
+}
+
+// checkStored checks st's one entry as check does, with its store: the
+// declared bytes of a Stored content are read back for a diff, and only
+// then.
+func checkStored(t *testing.T, root string, st desired.State) []drift.Drift {
+	t.Helper()
+	return observe(t, root, st.Entries[0].Path, func(r *ondisk.Root, o *ondisk.Observer) []drift.Drift {
+		c := &chk.Checker{Root: r, Key: testKey, Store: st.Store, Declared: ondisk.Declare(st.Entries)}
+		ds, _ := c.Entry(o, &st.Entries[0])
+		return ds
+	})
+}
+
+// observe runs fn with an observer of root, with a deadline: a FIFO opened
+// for reading would block forever.
+func observe(t *testing.T, root, path string, fn func(*ondisk.Root, *ondisk.Observer) []drift.Drift) []drift.Drift {
 	t.Helper()
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
@@ -112,34 +133,14 @@ func check(t *testing.T, root string, e desired.Entry) []drift.Drift {
 	o := ondisk.NewObserver(r)
 	defer o.Close()
 	done := make(chan []drift.Drift, 1)
-	go func() {
-		ob := o.Observe(&e)
-		done <- drift.Compare(&e, &ob, testKey)
-	}()
+	go func() { done <- fn(r, o) }()
 	select {
 	case d := <-done:
 		return d
 	case <-time.After(10 * time.Second):
-		t.Fatalf("checking %s blocked", e.Path)
+		t.Fatalf("checking %s blocked", path)
 	}
 	return nil
-}
-
-// checkStored checks st's one entry as check does, with its store: the
-// declared bytes of a Stored content are read back for a diff, and only
-// then.
-func checkStored(t *testing.T, root string, st desired.State) []drift.Drift {
-	t.Helper()
-	r, err := ondisk.OpenRoot(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	o := ondisk.NewObserver(r)
-	defer o.Close()
-	c := &chk.Checker{Root: r, Key: testKey, Store: st.Store, Declared: ondisk.Declare(st.Entries)}
-	ds, _ := c.Entry(o, &st.Entries[0])
-	return ds
 }
 
 // expect builds the drift an entry is expected to produce.
