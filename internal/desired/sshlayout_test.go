@@ -2,39 +2,11 @@ package desired
 
 import (
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-// memCache is a Cache in memory that, like one on disk, hands out a copy of
-// what it keeps.
-type memCache struct {
-	states     map[StateKey]State
-	hits, puts int
-}
-
-func (m *memCache) Get(k StateKey) (State, bool) {
-	st, ok := m.states[k]
-	if ok {
-		m.hits++
-	}
-	st.Entries = slices.Clone(st.Entries)
-	return st, ok
-}
-
-func (m *memCache) Put(k StateKey, st *State) bool {
-	if m.states == nil {
-		m.states = map[StateKey]State{}
-	}
-	m.puts++
-	kept := *st
-	kept.Entries = slices.Clone(st.Entries)
-	m.states[k] = kept
-	return true
-}
 
 func TestDecideSSHLayout(t *testing.T) {
 	const frag, keys = "/home/core/.ssh/authorized_keys.d/ignition", "/home/core/.ssh/authorized_keys"

@@ -683,3 +683,26 @@ func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestNilCache: a nil *Cache (Default for a user who is not root) is a
+// cache that keeps nothing: a load through it is a parse.
+func TestNilCache(t *testing.T) {
+	root, _ := cacheRoot(t)
+	want, err := desired.LoadState(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *Cache
+	for range 2 {
+		got, err := load(c, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("through a nil cache (-parsed +got):\n%s", diff)
+		}
+	}
+	if _, ok := c.Get(desired.StateKey{}); ok {
+		t.Error("a nil cache served a state")
+	}
+}

@@ -1,0 +1,83 @@
+package desired
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// memCache is a Cache in memory that, like one on disk, hands out a copy of
+// what it keeps.
+type memCache struct {
+	states     map[StateKey]State
+	hits, puts int
+}
+
+func (m *memCache) Get(k StateKey) (State, bool) {
+	st, ok := m.states[k]
+	if ok {
+		m.hits++
+	}
+	st.Entries = slices.Clone(st.Entries)
+	return st, ok
+}
+
+func (m *memCache) Put(k StateKey, st *State) bool {
+	if m.states == nil {
+		m.states = map[StateKey]State{}
+	}
+	m.puts++
+	kept := *st
+	kept.Entries = slices.Clone(st.Entries)
+	m.states[k] = kept
+	return true
+}
+
+// losingCache is a cache that, like a lazy one whose entry vanished, drops
+// the state it is given and cannot serve it back.
+type losingCache struct{ puts int }
+
+func (l *losingCache) Get(StateKey) (State, bool) { return State{}, false }
+
+func (l *losingCache) Put(_ StateKey, st *State) bool {
+	l.puts++
+	*st = State{}
+	return false
+}
+
+// TestLoadCached: a state the cache lost in Put is parsed again, and a hit
+// is served by the cache, not parsed.
+func TestLoadCached(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"),
+		`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","mode":420,"contents":{"source":"data:,a"}}]}}`)
+	want, err := LoadState(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := &losingCache{}
+	got, err := LoadCached(lost, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" || lost.puts != 1 {
+		t.Errorf("after the cache lost the state (%d puts; want 1), (-want +got):\n%s", lost.puts, diff)
+	}
+	m := &memCache{}
+	if _, err := LoadCached(m, root, nil); err != nil {
+		t.Fatal(err)
+	}
+	for k, st := range m.states {
+		st.Warnings = []string{"served by the cache"}
+		m.states[k] = st
+	}
+	got, err = LoadCached(m, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.hits != 1 || !slices.Equal(got.Warnings, []string{"served by the cache"}) {
+		t.Errorf("%d hits, warnings %q; want the state the cache holds", m.hits, got.Warnings)
+	}
+}
