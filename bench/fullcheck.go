@@ -19,6 +19,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/statecache"
 )
 
 // A contender is one way of reading a fixture in full, timed as a process.
@@ -224,11 +225,11 @@ func cmdPhases(args []string) error {
 		}
 	}
 	start := time.Now()
-	var cache *desired.StateCache
+	var cache desired.Cache
 	if *cacheDir != "" {
-		cache = &desired.StateCache{Dir: *cacheDir}
+		cache = &statecache.Cache{Dir: *cacheDir}
 	}
-	st, err := cache.LoadState(*root, []string{*cfg})
+	st, err := desired.LoadCached(cache, *root, []string{*cfg})
 	pprof.StopCPUProfile()
 	if *memprofile != "" {
 		if err := writeHeapProfile(*memprofile); err != nil {

@@ -63,6 +63,12 @@ type Checker struct {
 	// Key keys the digests of content that must not be shown (see
 	// drift.Key); the zero Key leaves them out.
 	Key drift.Key
+	// Store reads back the declared contents that the entries hold as
+	// desired.Stored (their state's Store), for a diff; nil when none are
+	// stored. A load replaces it with the state's: it is read only while
+	// entries of that state are checked (All, Outcome), never by
+	// ReadContent.
+	Store desired.ContentStore
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int
@@ -199,7 +205,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 				Message: fmt.Sprintf("%s is not checked: kernel arguments are checked on the live host only", drift.Noun(e)), EntryID: e.ID()})
 		}
 	}
-	Sort(res.Drift)
+	drift.Sort(res.Drift)
 	sort.Slice(res.Deferred, func(i, j int) bool { return res.Deferred[i].Index < res.Deferred[j].Index })
 	return res
 }
@@ -318,19 +324,24 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		// (its metadata is this fresh observation's).
 		ob.Content, deferred = read.Content, false
 	}
-	return Outcome{Drift: drift.Compare(e, &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp}
+	return Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp}
 }
 
-// Sort orders drift by path, then entry, then kind: output is deterministic.
-func Sort(ds []drift.Drift) {
-	sort.SliceStable(ds, func(i, j int) bool {
-		a, b := &ds[i], &ds[j]
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		if a.Entry != b.Entry {
-			return a.Entry < b.Entry
-		}
-		return a.Kind < b.Kind
-	})
+// declared is e with its declared bytes, when they are Stored and a diff
+// would show them (drift.Compare reads nothing): read back through c.Store.
+// A content that cannot be read back (the store is damaged) leaves e as it
+// is, described by sizes and digests without a diff.
+func (c *Checker) declared(e *desired.Entry, ob *ondisk.Observation) *desired.Entry {
+	w := e.Content
+	if w == nil || w.Stored == nil || c.Store == nil || !drift.Diffable(e, ob) {
+		return e
+	}
+	b, err := c.Store.ReadStored(w.Stored)
+	if err != nil {
+		return e
+	}
+	withBytes, content := *e, *w
+	content.Exact, content.Stored = b, nil
+	withBytes.Content = &content
+	return &withBytes
 }

@@ -7,7 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -107,7 +107,7 @@ func oneByOne(c *check.Checker, entries []desired.Entry) []drift.Drift {
 		d, _ := c.Entry(o, &entries[i])
 		ds = append(ds, d...)
 	}
-	check.Sort(ds)
+	drift.Sort(ds)
 	return ds
 }
 
@@ -152,17 +152,7 @@ func TestAllMatchesEntry(t *testing.T) {
 			t.Errorf("All with %d workers differs (-want +got):\n%s", workers, diff)
 		}
 	}
-	sorted := sort.SliceIsSorted(res.Drift, func(i, j int) bool {
-		a, b := res.Drift[i], res.Drift[j]
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		if a.Entry != b.Entry {
-			return a.Entry < b.Entry
-		}
-		return a.Kind < b.Kind
-	})
-	if !sorted {
+	if !slices.IsSortedFunc(res.Drift, func(a, b drift.Drift) int { return drift.Cmp(&a, &b) }) {
 		t.Error("drift is not sorted by path, entry and kind")
 	}
 
@@ -316,7 +306,7 @@ func TestSort(t *testing.T) {
 		{Path: "/proc/cmdline", Entry: desired.KindKernelArg, Kind: drift.KernelArg, Want: "z"},
 		{Path: "/proc/cmdline", Entry: desired.KindKernelArg, Kind: drift.KernelArg, Want: "a"},
 	}
-	check.Sort(ds)
+	drift.Sort(ds)
 	var got []string
 	for _, d := range ds {
 		got = append(got, d.Path+" "+string(d.Entry)+" "+string(d.Kind)+" "+d.Want)

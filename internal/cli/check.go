@@ -13,6 +13,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/statecache"
 )
 
 func runCheck(ctx context.Context, args []string, std Stdio) int {
@@ -36,12 +37,11 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor check: unexpected argument %q\n", fs.Arg(0))
 		return ExitFailed
 	}
-	cache := desired.DefaultCache()
-	if *noCache {
-		cache = nil
-	} else if cache != nil {
-		cache.Map = true
-		cache.Log = slog.New(warnLines{std.Err})
+	var cache desired.Cache
+	if c := statecache.Default(); c != nil && !*noCache {
+		c.Mode = statecache.ModeMap
+		c.Log = slog.New(warnLines{std.Err})
+		cache = c
 	}
 	key, err := hostKey()
 	if err != nil {
@@ -106,12 +106,12 @@ func hostKey() (drift.Key, error) {
 
 // runFullCheck loads the desired state (through cache, which may be nil) and
 // compares root with it, keying digests with key.
-func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, configs []string, key drift.Key, warn io.Writer) (checkResult, error) {
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, warn io.Writer) (checkResult, error) {
 	state, err := loadDesired(cache, root, configs, "check", warn)
 	if err != nil {
 		return checkResult{}, err
 	}
-	res, err := checkState(ctx, root, state.Entries, key)
+	res, err := checkState(ctx, root, state, key)
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -120,7 +120,7 @@ func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, c
 
 // loadDesired loads the desired state for root, printing its warnings as
 // command's.
-func loadDesired(cache *desired.StateCache, root string, configs []string, command string, warn io.Writer) (*desired.State, error) {
+func loadDesired(cache desired.Cache, root string, configs []string, command string, warn io.Writer) (*desired.State, error) {
 	st, err := os.Stat(root)
 	if err != nil {
 		return nil, fmt.Errorf("root: %w", err)
@@ -128,7 +128,7 @@ func loadDesired(cache *desired.StateCache, root string, configs []string, comma
 	if !st.IsDir() {
 		return nil, fmt.Errorf("root %s: not a directory", root)
 	}
-	state, err := cache.LoadState(root, configs)
+	state, err := desired.LoadCached(cache, root, configs)
 	if err != nil {
 		return nil, err
 	}
@@ -138,8 +138,8 @@ func loadDesired(cache *desired.StateCache, root string, configs []string, comma
 	return &state, nil
 }
 
-// checkState compares root with entries.
-func checkState(ctx context.Context, root string, entries []desired.Entry, key drift.Key) (check.Result, error) {
+// checkState compares root with state's entries.
+func checkState(ctx context.Context, root string, state *desired.State, key drift.Key) (check.Result, error) {
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
 		return check.Result{}, err
@@ -147,12 +147,12 @@ func checkState(ctx context.Context, root string, entries []desired.Entry, key d
 	defer r.Close()
 	units, release := unitStates(ctx, root)
 	defer release()
-	c := &check.Checker{Root: r, Units: units, Key: key}
+	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store}
 	if isLiveRoot(root) {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
 	}
-	res := c.All(ctx, entries)
+	res := c.All(ctx, state.Entries)
 	if err := ctx.Err(); err != nil {
 		// All stopped early: what it found is not the machine's state.
 		return check.Result{}, fmt.Errorf("check interrupted: %w", err)

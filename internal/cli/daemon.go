@@ -11,10 +11,10 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/notify"
+	"github.com/drift-monitor/drift-monitor/internal/statecache"
 	"github.com/drift-monitor/drift-monitor/internal/systemd"
 )
 
@@ -38,10 +38,15 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		return code
 	}
 	o.Configs, o.Exclude = configs, excludes
-	if !*noCache {
-		if o.Cache = desired.DefaultCache(); o.Cache != nil {
-			o.Cache.Lazy = true
-		}
+	// Not assigned when nil: a nil *statecache.Cache in the interface
+	// would be a cache that keeps nothing, and costs the hashing.
+	cache := statecache.Default()
+	if *noCache {
+		cache = nil
+	}
+	if cache != nil {
+		cache.Mode = statecache.ModeLazy
+		o.Cache = cache
 	}
 
 	level := slog.LevelInfo
@@ -53,8 +58,8 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	if o.DigestKey, err = hostKey(); err != nil {
 		o.Log.Warn(fmt.Sprintf("no digest key, secret contents get no digests: %v", err))
 	}
-	if o.Cache != nil {
-		o.Cache.Log = o.Log
+	if cache != nil {
+		cache.Log = o.Log
 	}
 	o.Notify = notify.New()
 	if o.Root == "/" && systemd.Booted() {

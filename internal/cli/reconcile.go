@@ -68,7 +68,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	before, err := checkState(ctx, *root, state.Entries, key)
+	before, err := checkState(ctx, *root, state, key)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -130,7 +130,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	}
 	remaining := sel.drift(before.Drift)
 	if !*dryRun {
-		after, err := checkState(ctx, *root, state.Entries, key)
+		after, err := checkState(ctx, *root, state, key)
 		if err != nil {
 			return fail("checking again after the repair: %v", err)
 		}

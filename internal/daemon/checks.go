@@ -24,7 +24,7 @@ func (d *Daemon) load(ctx context.Context) error {
 			d.log.Debug(fmt.Sprintf("state loaded; garbage collection now at a %d MiB memory limit", limit>>20))
 		}
 	}()
-	st, err := d.o.Cache.LoadState(d.o.Root, d.o.Configs)
+	st, err := desired.LoadCached(d.o.Cache, d.o.Root, d.o.Configs)
 	if err != nil {
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,
 			fmt.Sprintf("Refusing the desired state, keeping the last good one: %v", err),
@@ -48,6 +48,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	d.ix = newIndex(kept)
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
+	d.checker.Store = st.Store
 	d.files = st.Files
 	d.loadErr = nil
 	d.writes.reset()

@@ -67,9 +67,9 @@ type Starter interface {
 type Options struct {
 	Root    string
 	Configs []string
-	// Cache keeps derived states across loads and runs; nil parses every
-	// time.
-	Cache *desired.StateCache
+	// Cache keeps derived states across loads and runs (statecache); nil
+	// parses every time.
+	Cache desired.Cache
 	// Interval between periodic full checks (the safety net); 0 disables.
 	Interval time.Duration
 	// Settle is how long a file that is being written (modified, not yet

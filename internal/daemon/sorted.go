@@ -8,16 +8,12 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 )
 
-// cmpDrift is the order in which the daemon lists drift: check.Sort's (path,
-// entry, kind), then the entry, so that ties have an order too.
+// cmpDrift is the order in which the daemon lists drift: drift.Cmp's, then
+// the entry ID, so that ties have an order too. A stable sort's "the order
+// they come in" would be the order of events here, which differs from run
+// to run.
 func cmpDrift(a, b *drift.Drift) int {
-	if c := strings.Compare(a.Path, b.Path); c != 0 {
-		return c
-	}
-	if c := strings.Compare(string(a.Entry), string(b.Entry)); c != 0 {
-		return c
-	}
-	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+	if c := drift.Cmp(a, b); c != 0 {
 		return c
 	}
 	return strings.Compare(a.EntryID, b.EntryID)

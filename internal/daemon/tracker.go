@@ -4,7 +4,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 )
 
@@ -134,8 +133,8 @@ func (t *tracker) replace(now map[string][]drift.Drift) (appeared, resolved []dr
 		appeared = append(appeared, a...)
 		resolved = append(resolved, r...)
 	}
-	check.Sort(appeared)
-	check.Sort(resolved)
+	drift.Sort(appeared)
+	drift.Sort(resolved)
 	return appeared, resolved
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/statecache"
 )
 
 // benchConfig writes an Ignition config (spec 3.4.0) declaring n files with
@@ -145,6 +146,7 @@ func BenchmarkLoadState(b *testing.B) {
 // of the cache's ways: read into memory, mapped (`check`), lazy (the daemon,
 // which keeps only each content's size and digest).
 func BenchmarkLoadStateCached(b *testing.B) {
+	modes := map[string]statecache.Mode{"read": statecache.ModeRead, "map": statecache.ModeMap, "lazy": statecache.ModeLazy}
 	for _, n := range []int{1000, 10000, 100000} {
 		for _, mode := range []string{"read", "map", "lazy"} {
 			b.Run(fmt.Sprintf("files=%d/%s", n, mode), func(b *testing.B) {
@@ -153,15 +155,15 @@ func BenchmarkLoadStateCached(b *testing.B) {
 				}
 				cfg := benchConfig(b, n)
 				root := b.TempDir()
-				c := &desired.StateCache{Dir: filepath.Join(b.TempDir(), "cache"), Map: mode == "map", Lazy: mode == "lazy"}
-				if _, err := c.LoadState(root, []string{cfg}); err != nil {
+				c := &statecache.Cache{Dir: filepath.Join(b.TempDir(), "cache"), Mode: modes[mode]}
+				if _, err := desired.LoadCached(c, root, []string{cfg}); err != nil {
 					b.Fatal(err)
 				}
 				b.ReportAllocs()
 				var cpu time.Duration
 				for b.Loop() {
 					c0 := cpuTime()
-					st, err := c.LoadState(root, []string{cfg})
+					st, err := desired.LoadCached(c, root, []string{cfg})
 					cpu += cpuTime() - c0
 					if err != nil {
 						b.Fatal(err)

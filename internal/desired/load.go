@@ -684,11 +684,10 @@ func parseWithSupplies(files []string, raws [][]byte) (types.Config, []Fragment,
 }
 
 // LoadState loads the configuration (see Load) and derives the entries, with
-// owners resolved in root's account files. It is (*StateCache)(nil).LoadState:
-// it parses every time.
+// owners resolved in root's account files. It is LoadCached without a
+// cache: it parses every time.
 func LoadState(root string, explicit []string) (State, error) {
-	var c *StateCache
-	return c.LoadState(root, explicit)
+	return LoadCached(nil, root, explicit)
 }
 
 // deriveState parses the config files' contents and derives the entries with

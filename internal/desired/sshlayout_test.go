@@ -76,9 +76,9 @@ func TestLoadStateSSHLayout(t *testing.T) {
 			writeFile(t, filepath.Join(root, "etc/passwd"), "core:x:1000:1000::/home/core:/bin/sh\n")
 			writeFile(t, filepath.Join(root, "usr/lib/os-release"), tt.osRelease)
 			writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"), cfg)
-			for _, c := range []*StateCache{nil, {Dir: t.TempDir()}} {
-				for range 2 { // the second through the cache entry, when there is one
-					st, err := c.LoadState(root, nil)
+			for _, c := range []Cache{nil, &memCache{}} {
+				for range 2 { // the second through the cache, when there is one
+					st, err := LoadCached(c, root, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -89,6 +89,9 @@ func TestLoadStateSSHLayout(t *testing.T) {
 					if diff := cmp.Diff(tt.want, got); diff != "" {
 						t.Errorf("paths (-want +got):\n%s", diff)
 					}
+				}
+				if m, ok := c.(*memCache); ok && (m.puts != 1 || m.hits != 1) {
+					t.Errorf("%d states kept and %d served by the cache, want 1 and 1", m.puts, m.hits)
 				}
 			}
 		})

@@ -7,14 +7,15 @@
 // Ignition's merge semantics; every entry carries a host path (never prefixed
 // by a --root). It does not promise anything about the disk: deriving is pure,
 // except for the target root's account databases, read through Accounts.
+// It keeps nothing between loads itself: LoadCached goes through the Cache
+// its caller passes (package statecache keeps states on disk), named by a
+// StateKey of the inputs.
 package desired
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 )
 
 // Kind is the noun an entry is reported under.
@@ -151,7 +152,8 @@ func (e *Entry) ID() string {
 // Exactly one of these shapes:
 //   - Exact != nil: the file holds exactly these bytes;
 //   - Stored != nil: the same, for a state that keeps only the bytes' size
-//     and digest in memory (a daemon's state served from the cache);
+//     and digest in memory (a daemon's state served from the cache; the
+//     bytes are read back through State.Store);
 //   - Hash != nil: the file holds a base whose digest is Hash, followed by Suffix;
 //   - neither: the file ends with Suffix (its base is whatever was there, as
 //     Ignition's overwrite=false leaves it);
@@ -187,38 +189,23 @@ func (c *Content) Digest() [sha256.Size]byte {
 	return sha256.Sum256(c.Exact)
 }
 
-// ExactBytes returns the exact bytes: Exact, or Stored's read back.
-func (c *Content) ExactBytes() ([]byte, error) {
-	if c.Stored != nil {
-		return c.Stored.Read()
-	}
-	return c.Exact, nil
-}
-
-// Stored is exact content kept on disk rather than in memory: its size and
-// SHA-256, and where the bytes are: in a state cache entry, held open by
-// every Stored of the state (closed when the state is garbage), so that
-// they stay readable when the entry is removed from its directory.
+// Stored is exact content kept out of memory: its size and SHA-256, and
+// where the store that served the state (State.Store) keeps the bytes. It
+// is a plain value: it holds no file, and nothing reads through it.
 type Stored struct {
 	Size int64
 	Sum  [sha256.Size]byte
-	f    *os.File
-	off  int64
+	// Offset locates the bytes in the state's store; it means nothing to
+	// anyone else.
+	Offset int64
 }
 
-// Read reads the bytes back and checks them against Sum.
-func (s *Stored) Read() ([]byte, error) {
-	if s.f == nil {
-		return nil, errors.New("the declared content is not stored anywhere")
-	}
-	b := make([]byte, s.Size)
-	if _, err := s.f.ReadAt(b, s.off); err != nil {
-		return nil, fmt.Errorf("reading the declared content back from %s: %w", s.f.Name(), err)
-	}
-	if sha256.Sum256(b) != s.Sum {
-		return nil, fmt.Errorf("reading the declared content back from %s: digest mismatch", s.f.Name())
-	}
-	return b, nil
+// ContentStore reads back the exact contents a state keeps as Stored: the
+// bytes, checked against the digest, or an error (the store is damaged or
+// gone). Whoever shows a declared content (a diff) reads it through here;
+// nothing else needs the bytes.
+type ContentStore interface {
+	ReadStored(s *Stored) ([]byte, error)
 }
 
 // Hash is a verification hash from a config: algorithm "sha256" or "sha512"
@@ -238,6 +225,12 @@ type State struct {
 	// Warnings are Ignition's non-fatal findings, each prefixed with its
 	// file (unused keys, deprecated fields).
 	Warnings []string
+	// Store reads back the entries' Stored contents: set by the cache that
+	// made them Stored, nil otherwise. It holds the store open (a state
+	// cache entry, readable even once removed from its directory) for as
+	// long as it is referenced: whoever keeps the entries to check them
+	// keeps it too.
+	Store ContentStore
 }
 
 // FileMode converts declared bits to an fs.FileMode, for display.

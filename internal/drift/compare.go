@@ -199,16 +199,24 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts, key Key
 		want = "ending with " + g.describe(int64(len(w.Suffix)), s[:])
 	}
 	dr := d.add(Content, fmt.Sprintf("content mismatch for %s", Noun(e)), want, got)
-	// Nor is a diff made against a declared content larger than a file kept
-	// for one (a stored content would be read back for nothing).
-	if !shown || !exact || c.Got == nil || exactSize > ondisk.DiffLimit {
-		return
+	// A Stored content is described by its size and digest alone: its
+	// bytes are not in memory, and Compare reads nothing.
+	if Diffable(e, ob) && w.Exact != nil {
+		dr.Diff = Unified(e.Path, w.Exact, c.Got)
 	}
-	// A stored content that cannot be read back (its cache entry was
-	// removed) leaves the sizes and digests above, without a diff.
-	if b, err := w.ExactBytes(); err == nil {
-		dr.Diff = Unified(e.Path, b, c.Got)
+}
+
+// Diffable reports whether the content drift that ob shows of e would carry
+// a diff, given the declared bytes: the file may be shown (see the package
+// doc), both sides are exact bytes, and neither is larger than a file kept
+// for a diff. A caller that holds e's content as Stored reads the bytes back
+// only then, and compares an entry that holds them as Exact (check does).
+func Diffable(e *desired.Entry, ob *ondisk.Observation) bool {
+	if e.Content == nil || ob.Content.State != ondisk.Differs || ob.Content.Got == nil {
+		return false
 	}
+	size, exact := e.Content.ExactSize()
+	return exact && size <= ondisk.DiffLimit && !e.Secret() && ob.Public
 }
 
 // Unified is a deterministic unified diff (-want +got) of two texts, with

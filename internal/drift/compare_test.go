@@ -15,9 +15,11 @@ import (
 	"testing"
 	"time"
 
+	chk "github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/statecache"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
@@ -98,9 +100,30 @@ func (f *fixture) chown(p string, uid, gid int) {
 	}
 }
 
-// check observes e in root and compares, with a deadline: a FIFO opened for
-// reading would block forever.
+// check observes e in root and compares.
 func check(t *testing.T, root string, e desired.Entry) []drift.Drift {
+	t.Helper()
+	return observe(t, root, e.Path, func(_ *ondisk.Root, o *ondisk.Observer) []drift.Drift {
+		ob := o.Observe(&e)
+		return drift.Compare(&e, &ob, testKey)
+	})
+}
+
+// checkStored checks st's one entry as check does, with its store: the
+// declared bytes of a Stored content are read back for a diff, and only
+// then.
+func checkStored(t *testing.T, root string, st desired.State) []drift.Drift {
+	t.Helper()
+	return observe(t, root, st.Entries[0].Path, func(r *ondisk.Root, o *ondisk.Observer) []drift.Drift {
+		c := &chk.Checker{Root: r, Key: testKey, Store: st.Store, Declared: ondisk.Declare(st.Entries)}
+		ds, _ := c.Entry(o, &st.Entries[0])
+		return ds
+	})
+}
+
+// observe runs fn with an observer of root, with a deadline: a FIFO opened
+// for reading would block forever.
+func observe(t *testing.T, root, path string, fn func(*ondisk.Root, *ondisk.Observer) []drift.Drift) []drift.Drift {
 	t.Helper()
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
@@ -110,15 +133,12 @@ func check(t *testing.T, root string, e desired.Entry) []drift.Drift {
 	o := ondisk.NewObserver(r)
 	defer o.Close()
 	done := make(chan []drift.Drift, 1)
-	go func() {
-		ob := o.Observe(&e)
-		done <- drift.Compare(&e, &ob, testKey)
-	}()
+	go func() { done <- fn(r, o) }()
 	select {
 	case d := <-done:
 		return d
 	case <-time.After(10 * time.Second):
-		t.Fatalf("checking %s blocked", e.Path)
+		t.Fatalf("checking %s blocked", path)
 	}
 	return nil
 }
@@ -654,7 +674,7 @@ func TestCompareOnDisk(t *testing.T) {
 			}(),
 		},
 	}
-	cache := &desired.StateCache{Dir: t.TempDir()}
+	cache := &statecache.Cache{Dir: t.TempDir(), Mode: statecache.ModeLazy}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fixture{t: t, root: t.TempDir()}
@@ -665,16 +685,13 @@ func TestCompareOnDisk(t *testing.T) {
 			}
 			if c := tt.entry.Content; c != nil && c.Exact != nil {
 				// The same entry as the daemon holds it, its content Stored
-				// (size and digest; the bytes read back for a diff), must
-				// give the same drift.
-				lazy, err := cache.Lazify(&desired.State{Entries: []desired.Entry{tt.entry}})
-				if err != nil {
-					t.Fatal(err)
+				// (size and digest; check reads the bytes back for a diff),
+				// must give the same drift.
+				lazy := desired.State{Entries: []desired.Entry{tt.entry}}
+				if !cache.Put(desired.StateKey{byte(len(tt.name)), tt.name[0]}, &lazy) || lazy.Entries[0].Content.Stored == nil || lazy.Store == nil {
+					t.Fatal("the lazy cache kept the content in memory")
 				}
-				if lazy.Entries[0].Content.Stored == nil {
-					t.Fatal("Lazify kept the content in memory")
-				}
-				if diff := cmp.Diff(tt.want, check(t, f.root, lazy.Entries[0])); diff != "" {
+				if diff := cmp.Diff(tt.want, checkStored(t, f.root, lazy)); diff != "" {
 					t.Errorf("Compare with the content stored (-want +got):\n%s", diff)
 				}
 			}

@@ -2,7 +2,13 @@
 // describes every difference as a Drift: a plain value that the command line,
 // the journal and the bus all print.
 //
-// Compare is pure: it never touches the disk. It promises that content is
+// Compare is pure: it never touches the disk, nor anything else; all it
+// looks at is its arguments. A declared content kept out of memory
+// (desired.Stored) is described by its size and digest: a diff of it needs
+// its bytes, which only the caller can read back (desired.State.Store) and
+// then passes as the entry's Exact, when Diffable says a diff is shown.
+//
+// It promises that content is
 // shown (as a unified diff) only when the entry's declared mode is
 // world-readable, any user could read the file where it was found, that
 // place is its declared location (a path that left it through a symlink is
@@ -15,6 +21,8 @@ package drift
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
@@ -64,6 +72,26 @@ type Drift struct {
 // Key identifies a drift across checks: the same entry differing in the same
 // way has the same key, whatever the details.
 func (d *Drift) Key() string { return d.EntryID + "|" + string(d.Kind) }
+
+// Cmp is the order drift is listed in, wherever it is listed (a check's
+// report, the daemon's status, journal and bus): by path, then entry, then
+// kind. It leaves ties (kernel arguments, all at /proc/cmdline) to the
+// lister: Sort keeps them in the order they come in.
+func Cmp(a, b *Drift) int {
+	if c := strings.Compare(a.Path, b.Path); c != 0 {
+		return c
+	}
+	if c := strings.Compare(string(a.Entry), string(b.Entry)); c != 0 {
+		return c
+	}
+	return strings.Compare(string(a.Kind), string(b.Kind))
+}
+
+// Sort orders ds by Cmp, stably: ties keep their order (the entries'
+// declaration order, and an entry's drift in the order Compare found it).
+func Sort(ds []Drift) {
+	sort.SliceStable(ds, func(i, j int) bool { return Cmp(&ds[i], &ds[j]) < 0 })
+}
 
 // Subject is the short name of what drifted, for status lines: the unit for
 // unit-level drift, else the escaped path.

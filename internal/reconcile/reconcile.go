@@ -487,15 +487,14 @@ func (r *Reconciler) content(w *writer, e *desired.Entry, ob *ondisk.Observation
 	case c.Hash != nil:
 		return nil, refuse("its content comes from a remote source (verified by %s): drift-monitor does not have the bytes and never fetches them", c.Hash.Algorithm)
 	}
-	if n, exact := c.ExactSize(); exact {
-		b, err := c.ExactBytes()
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(b)) != n {
-			return nil, fmt.Errorf("the declared content of %s: %d bytes, want %d", e.Path, len(b), n)
-		}
-		return b, nil
+	if c.Stored != nil {
+		// Only a lazy state cache makes contents Stored, and `reconcile`
+		// loads without a cache: a state that has them is not one to
+		// write from.
+		return nil, fmt.Errorf("the declared content of %s is not in memory (a lazily cached state)", e.Path)
+	}
+	if c.Exact != nil {
+		return c.Exact, nil
 	}
 	// Appended to whatever is there.
 	var base []byte

@@ -1,0 +1,362 @@
+// Package statecache keeps derived desired states on disk, the way AIDE
+// keeps its database: it is the desired.Cache of `check` and the daemon.
+//
+// An entry is named by a SHA-256 of the executable's Go build ID (new code
+// never reads an old entry) and the derivation's desired.StateKey (the
+// root, the config files, the account files): a changed byte in any of
+// them is another name, so an entry is never stale and needs no
+// invalidation.
+//
+// Each entry carries a CRC-32C of its metadata and one of its contents, and
+// an entry whose bytes do not match them is a miss: the config is parsed
+// again and the entry written anew. A flipped bit, on disk or in memory
+// before it got there, costs one parse, never a wrong state (a digest off by
+// one bit was lasting false drift, issue 10). The checksums guard against
+// damage, not against a writer: whoever can write the directory can write a
+// consistent entry, which is why only the caller's or root's are read.
+//
+// Entries hold secret files' declared contents: the directory is 0700 and
+// every entry 0600, owned by the caller. A directory or entry that another
+// user could have written is neither read nor written. Nothing but a speed-up
+// depends on the cache: when it cannot be used, Get misses and Put keeps
+// nothing, and the state is parsed.
+//
+// It does not promise that an entry survives: the directory is trimmed to
+// MaxBytes, least recently used first, and anyone with root may remove
+// entries. A lazy state (ModeLazy) keeps its entry open, so that removing it
+// does not take the declared contents away from the state.
+package statecache
+
+import (
+	"bufio"
+	"crypto/rand"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"golang.org/x/sys/unix"
+)
+
+// Mode is how an entry is brought into memory on a hit.
+type Mode int
+
+const (
+	// ModeRead reads the entry into fresh memory: for a caller that keeps
+	// states a while and may load again.
+	ModeRead Mode = iota
+	// ModeMap maps the entry into memory: for a process that loads once
+	// and exits (check), whose declared contents then stay in the page
+	// cache instead of being copied onto fresh heap pages (on these
+	// machines reading 13 MB cost 40 ms, mapping it 3 ms). The mapping is
+	// never released, and an entry truncated while mapped would fault: the
+	// daemon, which lives long and reloads, does not map.
+	ModeMap
+	// ModeLazy keeps declared contents out of memory: a state's exact
+	// contents become desired.Stored (size and SHA-256), read back from the
+	// entry through State.Store only to show a diff; the files on disk are
+	// compared by digest. Put serves the entry it just stored. For the
+	// daemon, whose state at 100,000 files was 128 MB of contents in a
+	// 175 MB heap.
+	ModeLazy
+)
+
+// Cache is a directory of entries. A nil *Cache is valid and caches
+// nothing.
+type Cache struct {
+	Dir string
+	// MaxBytes bounds the entries kept (the newest is always kept); 0 is
+	// DefaultBytes.
+	MaxBytes int64
+	Mode     Mode
+	// Log receives a warning when an entry is damaged (and so ignored);
+	// nil discards it.
+	Log *slog.Logger
+}
+
+// DefaultBytes bounds a cache directory's size unless the newest entry
+// alone is larger (a config of 100,000 files derives about 140 MB).
+const DefaultBytes = 256 << 20
+
+// cacheSuffix ends every entry's name; trim removes nothing else.
+const cacheSuffix = ".state"
+
+// Default is the cache used by `check` and the daemon: the directory
+// systemd gives the unit ($CACHE_DIRECTORY, from CacheDirectory=) or, for
+// root, /var/cache/drift-monitor; nil (no cache) for other users, whose
+// entries root must never read.
+func Default() *Cache {
+	if d := os.Getenv("CACHE_DIRECTORY"); d != "" {
+		d, _, _ = strings.Cut(d, ":")
+		return &Cache{Dir: d}
+	}
+	if os.Geteuid() == 0 {
+		return &Cache{Dir: "/var/cache/drift-monitor"}
+	}
+	return nil
+}
+
+// entryKey names the entry of the derivation k by this executable; false
+// when the executable cannot be identified (then nothing is cached).
+func entryKey(k desired.StateKey) (key [sha256.Size]byte, ok bool) {
+	id := executableID()
+	if id == nil {
+		return key, false
+	}
+	h := sha256.New()
+	for _, f := range [][]byte{[]byte(cacheMagic), id} {
+		// Length-prefixed, so that no two pairs hash alike.
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write(f)
+	}
+	h.Write(k[:])
+	h.Sum(key[:0])
+	return key, true
+}
+
+// Get returns the state stored under k, if there is a trustworthy entry
+// of it (see desired.Cache).
+func (c *Cache) Get(k desired.StateKey) (desired.State, bool) {
+	if c == nil {
+		return desired.State{}, false
+	}
+	key, ok := entryKey(k)
+	if !ok {
+		return desired.State{}, false
+	}
+	return c.get(key)
+}
+
+// Put stores *st under k. In ModeLazy it then replaces *st with the entry
+// read back lazily, after returning the memory of *st to the system; false
+// when that read back failed (see desired.Cache). A state that cannot be
+// stored stays as it is.
+func (c *Cache) Put(k desired.StateKey, st *desired.State) bool {
+	if c == nil {
+		return true
+	}
+	key, ok := entryKey(k)
+	if !ok || !c.put(key, st) || c.Mode != ModeLazy {
+		return true
+	}
+	// The parse's garbage and the state just stored are most of the heap:
+	// return them first, so that the lazy state is laid out in few spans
+	// rather than among the freed ones, which the runtime cannot return
+	// while one object in them lives.
+	*st = desired.State{}
+	debug.FreeOSMemory()
+	lazy, ok := c.get(key)
+	*st = lazy
+	return ok
+}
+
+var (
+	exeIDOnce sync.Once
+	exeID     []byte
+)
+
+// executableID identifies the running code: the Go build ID, a hash of the
+// build's inputs, or (when the binary has none) the executable file's inode,
+// size and modification time. Nil when neither can be read.
+func executableID() []byte {
+	exeIDOnce.Do(func() {
+		// /proc/self/exe is the running binary even after an upgrade
+		// replaced the file at its path.
+		exe := "/proc/self/exe"
+		if _, err := os.Stat(exe); err != nil {
+			if exe, err = os.Executable(); err != nil {
+				return
+			}
+		}
+		if f, err := elf.Open(exe); err == nil {
+			if s := f.Section(".note.go.buildid"); s != nil {
+				if data, err := s.Data(); err == nil && len(data) > 16 {
+					exeID = append([]byte("buildid:"), data...)
+				}
+			}
+			f.Close()
+		}
+		if exeID != nil {
+			return
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(exe, &st); err == nil {
+			exeID = fmt.Appendf(nil, "file:%d:%d:%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
+		}
+	})
+	return exeID
+}
+
+// trusted reports whether st, a cache directory or entry, can only have been
+// written by the caller (or root).
+func trusted(st *unix.Stat_t) bool {
+	euid := uint32(os.Geteuid())
+	return (st.Uid == euid || st.Uid == 0) && st.Mode&0o022 == 0
+}
+
+func entryName(key [sha256.Size]byte) string {
+	return hex.EncodeToString(key[:]) + cacheSuffix
+}
+
+func (c *Cache) entryPath(key [sha256.Size]byte) string {
+	return filepath.Join(c.Dir, entryName(key))
+}
+
+// openDir opens the cache directory, which must be a directory (not a
+// symbolic link to one) that only the caller or root can write; create
+// makes it first (0700). Entries are then opened, created and renamed
+// relative to it, so that nothing can swap the directory in between.
+func (c *Cache) openDir(create bool) (int, bool) {
+	if create {
+		if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+			return -1, false
+		}
+	}
+	fd, err := unix.Open(c.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || !trusted(&st) {
+		unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
+}
+
+// get reads the entry named key, if there is a trustworthy one, and marks
+// it used (its modification time: trim keeps the most recently used).
+func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
+	dfd, ok := c.openDir(false)
+	if !ok {
+		return desired.State{}, false
+	}
+	defer unix.Close(dfd)
+	name := entryName(key)
+	// O_NONBLOCK: a FIFO in its place must not block the open.
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return desired.State{}, false
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(c.Dir, name))
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !trusted(&st) {
+		f.Close()
+		return desired.State{}, false
+	}
+	size := st.Size
+	var state desired.State
+	switch {
+	case c.Mode == ModeLazy:
+		// The entry stays open: its stored contents are read from it, even
+		// after it is removed from the directory.
+		state, err = decodeLazy(f, size, key)
+	case c.Mode == ModeMap && size > 0 && size == int64(int(size)):
+		var data []byte
+		if data, err = unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE); err == nil {
+			state, err = decodeState(data, key)
+		}
+	default:
+		data := make([]byte, size)
+		if _, err = io.ReadFull(f, data); err == nil {
+			state, err = decodeState(data, key)
+		}
+	}
+	if c.Mode != ModeLazy || err != nil {
+		f.Close()
+	}
+	if err != nil {
+		if c.Log != nil {
+			c.Log.Warn(fmt.Sprintf("ignoring the state cache entry %s: %v; parsing the config again", f.Name(), err))
+		}
+		return desired.State{}, false
+	}
+	unix.UtimesNanoAt(dfd, name, nil, unix.AT_SYMLINK_NOFOLLOW)
+	return state, true
+}
+
+// put writes st as the entry named key (a temporary file renamed into place,
+// so that a reader never sees half an entry) and trims the directory. Errors
+// are ignored: the cache is only a speed-up.
+func (c *Cache) put(key [sha256.Size]byte, st *desired.State) bool {
+	dfd, ok := c.openDir(true)
+	if !ok {
+		return false
+	}
+	defer unix.Close(dfd)
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := ".tmp-" + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	w := bufio.NewWriterSize(f, 1<<20)
+	if encodeState(w, key, st) != nil || w.Flush() != nil || f.Close() != nil ||
+		unix.Renameat(dfd, tmp, dfd, entryName(key)) != nil {
+		f.Close()
+		unix.Unlinkat(dfd, tmp, 0)
+		return false
+	}
+	c.trim(dfd, entryName(key))
+	return true
+}
+
+// trim removes the least recently used entries beyond MaxBytes; keep is
+// never removed.
+func (c *Cache) trim(dfd int, keep string) {
+	max := c.MaxBytes
+	if max == 0 {
+		max = DefaultBytes
+	}
+	dup, err := unix.Dup(dfd)
+	if err != nil {
+		return
+	}
+	dir := os.NewFile(uintptr(dup), c.Dir)
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return
+	}
+	type ent struct {
+		name  string
+		size  int64
+		mtime int64
+	}
+	var ents []ent
+	total := int64(0)
+	for _, n := range names {
+		var st unix.Stat_t
+		if !strings.HasSuffix(n, cacheSuffix) || unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		if n == keep {
+			total += st.Size
+			continue
+		}
+		ents = append(ents, ent{n, st.Size, st.Mtim.Nano()})
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].mtime > ents[j].mtime })
+	for _, e := range ents {
+		total += e.size
+		if total > max {
+			unix.Unlinkat(dfd, e.name, 0)
+		}
+	}
+}
