@@ -55,7 +55,8 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 	st, err := dbusapi.ReadStatus(rctx, dbusapi.ReadOptions{All: format == "json", CallTimeout: *timeout})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: no answer within %s", dbusapi.ErrUnreachable, *timeout)
+			// The words that matter first: a probe keeps 80 bytes.
+			err = fmt.Errorf("drift-monitor did not answer on the system bus within %s", *timeout)
 		}
 		msg := drift.EscapeControl(err.Error())
 		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", msg)
