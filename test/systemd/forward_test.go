@@ -183,11 +183,17 @@ func TestJournalForwarding(t *testing.T) {
 			}
 		}
 	}
-	msg := plain[drifts[0].field("__REALTIME_TIMESTAMP")]["MESSAGE"]
 	if !strings.Contains(bigDiff, "\n-option-000 = declared value\n") || !strings.Contains(bigDiff, "\n+option-000 = changed value\n") {
 		t.Errorf("the diff of %s does not show both sides: %.300q", big, bigDiff)
 	}
-	t.Logf("%d drift records forwarded; the big diff: DRIFT_DIFF %d bytes, its record's MESSAGE %d bytes", len(drifts), len(bigDiff), len(fmt.Sprint(msg)))
+	// What a forwarded drift costs: the export format is what
+	// systemd-journal-upload sends (README, Fleets).
+	for _, c := range []struct{ name, path, id string }{
+		{"mode drift", sentinel, msgDriftDetected}, {"mode resolved", sentinel, msgDriftResolved}, {"400-line content drift", big, msgDriftDetected},
+	} {
+		exp := h.MustRun(t, "journalctl", "-o", "export", "_SYSTEMD_INVOCATION_ID="+h.inv, "MESSAGE_ID="+c.id, "DRIFT_PATH="+c.path)
+		t.Logf("%s: %d bytes in journal export format", c.name, len(exp))
+	}
 }
 
 // freePort is a TCP port on 127.0.0.1 that was free a moment ago.
