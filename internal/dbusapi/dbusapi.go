@@ -61,9 +61,9 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -368,16 +368,7 @@ func bound(ds []Drift) []Drift {
 
 // busString makes s valid UTF-8 of at most MaxField bytes.
 func busString(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= MaxField {
-		return s
-	}
-	const ellipsis = "…"
-	cut := MaxField - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
+	return escape.Cut(strings.ToValidUTF8(s, "\uFFFD"), MaxField)
 }
 
 // NameError is why a connection to a bus that answered could not claim

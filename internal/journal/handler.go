@@ -257,7 +257,7 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 			msg += diffIntro + cutLines(diff, room, " in DRIFT_DIFF")
 		}
 	}
-	msg = cutMessage(msg, MaxMessage)
+	msg = escape.Cut(msg, MaxMessage)
 	vars := make(map[string]string, len(fields)+4)
 	vars["SYSLOG_IDENTIFIER"] = h.c.ident
 	if r.PC != 0 {
@@ -306,20 +306,6 @@ func cutLines(s string, max int, where string) string {
 		end = strings.LastIndexByte(s[:budget], '\n') + 1
 	}
 	return s[:end] + note(lines(s[end:]))
-}
-
-// cutMessage cuts s to at most max bytes, at a character boundary, ending
-// in "…".
-func cutMessage(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const ellipsis = "…"
-	cut := max - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
 }
 
 func (h *Handler) writePlain(pri sysjournal.Priority, msg string, fields []field) error {
