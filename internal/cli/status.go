@@ -6,19 +6,141 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
-	"github.com/godbus/dbus/v5"
 )
+
+// statusFormat is status's --format: text, json, or summary (the one line
+// a probe reads).
+type statusFormat string
+
+func (f *statusFormat) String() string { return string(*f) }
+func (f *statusFormat) Set(v string) error {
+	if v != "text" && v != "json" && v != "summary" {
+		return fmt.Errorf("must be text, json or summary")
+	}
+	*f = statusFormat(v)
+	return nil
+}
+
+func runStatus(ctx context.Context, args []string, std Stdio) int {
+	fs := newFlags("status", std.Err)
+	format := statusFormat("text")
+	fs.Var(&format, "format", "output `FORMAT`: text, json, or summary (one line)")
+	timeout := fs.Duration("timeout", 25*time.Second, "give up on a daemon that does not answer within `D` (exit 3)")
+	fs.Usage = func() {
+		fmt.Fprintf(std.Err, "usage: drift-monitor status [--format text|json|summary] [--timeout D]\n\n"+
+			"Asks the running daemon over D-Bus. Exit status: 0 clean, 1 drifted,\n"+
+			"3 the daemon is not running, not reachable or did not answer in time,\n"+
+			"4 its first check has not finished. The first line of the text output\n"+
+			"is a summary; --format summary prints only a summary line.\n\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if *timeout <= 0 {
+		fmt.Fprintf(std.Err, "drift-monitor status: --timeout must be positive\n")
+		return ExitFailed
+	}
+	// One deadline for the whole exchange: a probe such as
+	// node-problem-detector kills the command at its own timeout, and a
+	// killed command prints nothing useful.
+	rctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	// The text format lists the drift the properties hold; json all of it.
+	st, err := dbusapi.ReadStatus(rctx, dbusapi.ReadOptions{All: format == "json", CallTimeout: *timeout})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// The words that matter first: a probe keeps 80 bytes.
+			err = fmt.Errorf("drift-monitor did not answer on the system bus within %s", *timeout)
+		}
+		msg := drift.EscapeControl(err.Error())
+		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", msg)
+		// Node-problem-detector and friends read stdout.
+		switch format {
+		case "json":
+			err = writeStatusJSON(std.Out, &statusReport{State: dbusapi.StateUnknown, Status: msg, Drift: []statusDrift{}, Inhibitors: []statusInhibitor{}})
+		case "summary":
+			_, err = fmt.Fprintf(std.Out, "Unknown: %s\n", msg)
+		default:
+			_, err = fmt.Fprintf(std.Out, "drift-monitor %s: %s\n", dbusapi.StateUnknown, msg)
+		}
+		if err != nil {
+			fmt.Fprintf(std.Err, "drift-monitor status: %v\n", err)
+		}
+		return ExitNoDaemon
+	}
+	if st.Warning != "" {
+		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", drift.EscapeControl(st.Warning))
+	}
+	switch {
+	case format == "json":
+		err = writeStatusJSON(std.Out, newStatusReport(st))
+	case format == "summary":
+		_, err = fmt.Fprintln(std.Out, statusSummary(st))
+	case st.State == dbusapi.StateStarting:
+		// Nothing is known yet: no list that could be read as clean.
+		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", drift.Escape(st.StatusText))
+	default:
+		err = writeStatusText(std.Out, newStatusReport(st))
+	}
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor status: %v\n", err)
+		return ExitFailed
+	}
+	return statusExit(st)
+}
+
+// statusExit is the exit status for what the daemon said: 0 clean, 1 drift
+// known (or no desired state), 4 starting — the contract of
+// node-problem-detector's custom plugins (0 OK, 1 problem, anything else
+// unknown; its pkg/custompluginmonitor/plugin/plugin.go).
+func statusExit(st *dbusapi.Status) int {
+	switch {
+	case st.State == dbusapi.StateStarting:
+		return ExitStarting
+	case st.DriftCount > 0 || len(st.Drift) > 0 || st.State == dbusapi.StateError:
+		return ExitDrift
+	}
+	return ExitClean
+}
+
+// statusSummary is the one line --format summary prints. Its first words
+// say what the exit status says, because node-problem-detector keeps only
+// the first 80 bytes of stdout (max_output_length) as the condition's
+// message: "Drift: …", "No drift: …", "Inhibited …", "Starting: …",
+// "Error: …" (and "Unknown: …" when the daemon cannot be asked). The
+// daemon's status line already puts the verdict first; what it cannot know
+// is added in front.
+func statusSummary(st *dbusapi.Status) string {
+	text := drift.Escape(st.StatusText)
+	switch {
+	case st.State == dbusapi.StateStarting:
+		if !strings.HasPrefix(text, "Starting") {
+			text = strings.TrimSuffix("Starting: first full check not finished; "+text, "; ")
+		}
+	case st.State == dbusapi.StateError:
+		text = "Error: no desired state could be loaded; " + text
+	case statusExit(st) == ExitDrift && !strings.HasPrefix(text, "Drift"):
+		// Inhibited: the drift known before the inhibitor was taken.
+		text = fmt.Sprintf("Drift: %s known; %s", count(int(st.DriftCount), "difference", "differences"), text)
+	}
+	if text == "" {
+		text = "State: " + drift.Escape(st.State)
+	}
+	return text
+}
 
 // statusReport is what `drift-monitor status --format json` prints.
 type statusReport struct {
 	State  string `json:"state"`
 	Status string `json:"status"`
 	// DriftCount is how many drifts the daemon knows; Drift lists them
-	// all, unless DriftTruncated (see readStatus).
+	// all, unless DriftTruncated (see dbusapi.ReadStatus).
 	DriftCount     uint32            `json:"drift_count"`
 	DriftTruncated bool              `json:"drift_truncated"`
 	Drift          []statusDrift     `json:"drift"`
@@ -27,8 +149,6 @@ type statusReport struct {
 	WatchedPaths   uint32            `json:"watched_paths"`
 	Units          uint32            `json:"units"`
 	Version        string            `json:"version"`
-	// warning says why the drift is truncated, for stderr.
-	warning string
 }
 
 type statusDrift struct {
@@ -45,177 +165,26 @@ type statusInhibitor struct {
 	PID uint32 `json:"pid,omitempty"`
 }
 
-// statusCallTimeout bounds each call to the daemon: D-Bus's customary
-// method-call timeout. A daemon in the middle of a long full check answers
-// GetDrift once it is done.
-const statusCallTimeout = 25 * time.Second
-
-func runStatus(ctx context.Context, args []string, std Stdio) int {
-	fs := newFlags("status", std.Err)
-	format := formatFlag("text")
-	fs.Var(&format, "format", "output `FORMAT`: text or json")
-	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor status [--format text|json]\n\n"+
-			"Asks the running daemon over D-Bus. Exit status: 0 clean, 1 drifted,\n"+
-			"3 the daemon is not running or not reachable, 4 its first check has\n"+
-			"not finished. The first line of the text output is a summary.\n\n")
-		fs.PrintDefaults()
+func newStatusReport(st *dbusapi.Status) *statusReport {
+	rep := &statusReport{State: st.State, Status: st.StatusText, DriftCount: st.DriftCount, DriftTruncated: st.Truncated,
+		Drift: []statusDrift{}, Inhibitors: []statusInhibitor{}, WatchedPaths: st.WatchedPaths, Units: st.Units, Version: st.Version}
+	if !st.LastCheck.IsZero() {
+		t := st.LastCheck
+		rep.LastCheck = &t
 	}
-	if code, ok := parse(fs, args); !ok {
-		return code
+	for _, d := range st.Drift {
+		rep.Drift = append(rep.Drift, statusDrift(d))
 	}
-	// The text format lists the drift the properties hold; json all of it.
-	rep, err := readStatus(ctx, format == "json")
-	if err != nil {
-		msg := drift.EscapeControl(err.Error())
-		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", msg)
-		// Node-problem-detector and friends read the first line of stdout.
-		if format == "json" {
-			err = writeStatusJSON(std.Out, &statusReport{State: "unknown", Status: msg, Drift: []statusDrift{}, Inhibitors: []statusInhibitor{}})
-		} else {
-			_, err = fmt.Fprintf(std.Out, "drift-monitor unknown: %s\n", msg)
-		}
-		if err != nil {
-			fmt.Fprintf(std.Err, "drift-monitor status: %v\n", err)
-		}
-		return ExitNoDaemon
+	for _, i := range st.Inhibitors {
+		rep.Inhibitors = append(rep.Inhibitors, statusInhibitor(i))
 	}
-	if rep.warning != "" {
-		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", drift.EscapeControl(rep.warning))
-	}
-	switch {
-	case format == "json":
-		err = writeStatusJSON(std.Out, rep)
-	case rep.State == "starting":
-		// Nothing is known yet: no list that could be read as clean.
-		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", drift.Escape(rep.Status))
-	default:
-		err = writeStatusText(std.Out, rep)
-	}
-	if err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor status: %v\n", err)
-		return ExitFailed
-	}
-	switch {
-	case rep.State == "starting":
-		return ExitStarting
-	case rep.DriftCount > 0 || len(rep.Drift) > 0 || rep.State == "error":
-		return ExitDrift
-	}
-	return ExitClean
+	return rep
 }
 
 func writeStatusJSON(w io.Writer, rep *statusReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
-}
-
-// readStatus reads the daemon's properties and, when all is set and the
-// properties hold only the first of the drift, pages through the rest with
-// GetDrift (see package dbusapi). A set that keeps changing while it is
-// paged through, or a daemon without GetDrift, leaves the report with what
-// the properties hold and DriftTruncated.
-func readStatus(ctx context.Context, all bool) (*statusReport, error) {
-	conn, err := dbus.ConnectSystemBus(dbus.WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", dbusapi.ErrUnreachable, err)
-	}
-	defer conn.Close()
-	call := func(obj dbus.BusObject, method string, args ...any) *dbus.Call {
-		cctx, cancel := context.WithTimeout(ctx, statusCallTimeout)
-		defer cancel()
-		return obj.CallWithContext(cctx, method, 0, args...)
-	}
-	var owned bool
-	if err := call(conn.BusObject(), "org.freedesktop.DBus.NameHasOwner", dbusapi.BusName).Store(&owned); err != nil {
-		return nil, fmt.Errorf("%w: %v", dbusapi.ErrUnreachable, err)
-	}
-	if !owned {
-		return nil, fmt.Errorf("%w: nobody owns %s", dbusapi.ErrUnreachable, dbusapi.BusName)
-	}
-	var props map[string]dbus.Variant
-	obj := conn.Object(dbusapi.BusName, dbusapi.Path)
-	if err := call(obj, "org.freedesktop.DBus.Properties.GetAll", dbusapi.Interface).Store(&props); err != nil {
-		return nil, fmt.Errorf("%w: reading its properties: %v", dbusapi.ErrUnreachable, err)
-	}
-	rep := &statusReport{Drift: []statusDrift{}, Inhibitors: []statusInhibitor{}}
-	get := func(name string, into any) {
-		if v, ok := props[name]; ok {
-			v.Store(into)
-		}
-	}
-	get("State", &rep.State)
-	get("StatusText", &rep.Status)
-	get("WatchedPaths", &rep.WatchedPaths)
-	get("Units", &rep.Units)
-	get("Version", &rep.Version)
-	var last uint64
-	get("LastCheck", &last)
-	if last > 0 {
-		t := time.UnixMicro(int64(last)).UTC()
-		rep.LastCheck = &t
-	}
-	var ds []dbusapi.Drift
-	get("Drift", &ds)
-	if _, ok := props["DriftCount"]; ok {
-		get("DriftCount", &rep.DriftCount)
-	} else {
-		rep.DriftCount = uint32(len(ds)) // a daemon from before DriftCount
-	}
-	if all && int(rep.DriftCount) > len(ds) {
-		paged, err := pageDrift(func(offset uint32) (uint64, uint32, []dbusapi.Drift, error) {
-			var gen uint64
-			var total uint32
-			var page []dbusapi.Drift
-			err := call(obj, dbusapi.Interface+".GetDrift", offset, uint32(0)).Store(&gen, &total, &page)
-			return gen, total, page, err
-		})
-		if err == nil {
-			ds, rep.DriftCount = paged, uint32(len(paged))
-		} else {
-			rep.warning = fmt.Sprintf("listing only the first %d of %d drifts: %v", len(ds), rep.DriftCount, err)
-		}
-	}
-	rep.DriftTruncated = all && len(ds) < int(rep.DriftCount)
-	for _, d := range ds {
-		rep.Drift = append(rep.Drift, statusDrift(d))
-	}
-	var ins []dbusapi.Inhibitor
-	get("Inhibitors", &ins)
-	for _, i := range ins {
-		rep.Inhibitors = append(rep.Inhibitors, statusInhibitor(i))
-	}
-	return rep, nil
-}
-
-// errDriftChanging: the drift set changed between every two pages.
-var errDriftChanging = errors.New("the drift changed while it was read")
-
-// pageDrift reads every page from get (GetDrift at an offset): all of one
-// generation of the set, starting over when the generation changes, a few
-// times at most.
-func pageDrift(get func(offset uint32) (gen uint64, total uint32, page []dbusapi.Drift, err error)) ([]dbusapi.Drift, error) {
-	for range 3 {
-		var all []dbusapi.Drift
-		var first uint64
-		for {
-			gen, total, page, err := get(uint32(len(all)))
-			if err != nil {
-				return nil, err
-			}
-			if len(all) == 0 {
-				first = gen
-			} else if gen != first {
-				break // changed under us: again, from the start
-			}
-			all = append(all, page...)
-			if len(all) >= int(total) || len(page) == 0 {
-				return all, nil
-			}
-		}
-	}
-	return nil, errDriftChanging
 }
 
 func writeStatusText(w io.Writer, r *statusReport) error {

@@ -1,58 +1,43 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/google/go-cmp/cmp"
 )
 
-// pages is a daemon's drift as GetDrift serves it: gens[i] is the
-// generation the i-th call sees, size the page size.
-type pages struct {
-	drift []dbusapi.Drift
-	size  int
-	gens  []uint64
-	calls int
-}
-
-func (p *pages) get(offset uint32) (uint64, uint32, []dbusapi.Drift, error) {
-	gen := p.gens[min(p.calls, len(p.gens)-1)]
-	p.calls++
-	end := min(int(offset)+p.size, len(p.drift))
-	return gen, uint32(len(p.drift)), p.drift[min(int(offset), end):end], nil
-}
-
-func TestPageDrift(t *testing.T) {
-	var ds []dbusapi.Drift
-	for i := range 2500 {
-		ds = append(ds, dbusapi.Drift{Kind: "missing", Path: fmt.Sprintf("/f%04d", i)})
-	}
+// TestStatusSummary: the first words of the line say what the exit status
+// says, within the 80 bytes node-problem-detector keeps.
+func TestStatusSummary(t *testing.T) {
 	for _, c := range []struct {
-		name      string
-		p         pages
-		wantCalls int
-		wantErr   error
+		name     string
+		st       dbusapi.Status
+		want     string
+		wantExit int
 	}{
-		{"one generation", pages{drift: ds, size: 1000, gens: []uint64{5}}, 3, nil},
-		{"changed on the second page: starts over", pages{drift: ds, size: 1000, gens: []uint64{5, 6, 6, 6, 6}}, 5, nil},
-		{"always changing", pages{drift: ds, size: 1000, gens: []uint64{1, 2, 3, 4, 5, 6, 7}}, 6, errDriftChanging},
-		{"an empty page ends it", pages{drift: nil, size: 1000, gens: []uint64{1}}, 1, nil},
+		{"clean", dbusapi.Status{State: dbusapi.StateClean, StatusText: "No drift: watching 42 paths, 6 units"},
+			"No drift: watching 42 paths, 6 units", ExitClean},
+		{"drifted", dbusapi.Status{State: dbusapi.StateDrifted, DriftCount: 2, StatusText: "Drift: 2 paths differ (/etc/a: content; /etc/b: mode)"},
+			"Drift: 2 paths differ (/etc/a: content; /etc/b: mode)", ExitDrift},
+		{"inhibited, clean before", dbusapi.Status{State: dbusapi.StateInhibited, StatusText: "Inhibited by up (pid 7): v42"},
+			"Inhibited by up (pid 7): v42", ExitClean},
+		{"inhibited, drifted before", dbusapi.Status{State: dbusapi.StateInhibited, DriftCount: 1, StatusText: "Inhibited by up (pid 7): v42"},
+			"Drift: 1 difference known; Inhibited by up (pid 7): v42", ExitDrift},
+		{"starting", dbusapi.Status{State: dbusapi.StateStarting, StatusText: "Starting: first check of 4 paths, 0 units"},
+			"Starting: first check of 4 paths, 0 units", ExitStarting},
+		{"starting, no status yet", dbusapi.Status{State: dbusapi.StateStarting},
+			"Starting: first full check not finished", ExitStarting},
+		{"error", dbusapi.Status{State: dbusapi.StateError, StatusText: "No drift: watching 0 paths, 0 units; new config refused (x)"},
+			"Error: no desired state could be loaded; No drift: watching 0 paths, 0 units; new config refused (x)", ExitDrift},
+		{"control characters", dbusapi.Status{State: dbusapi.StateDrifted, DriftCount: 1, StatusText: "Drift: 1 path differs (/etc/a\nb: mode)"},
+			`Drift: 1 path differs (/etc/a\nb: mode)`, ExitDrift},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := pageDrift(c.p.get)
-			if !errors.Is(err, c.wantErr) {
-				t.Fatalf("error %v, want %v", err, c.wantErr)
+			if got := statusSummary(&c.st); got != c.want {
+				t.Errorf("statusSummary = %q, want %q", got, c.want)
 			}
-			if c.p.calls != c.wantCalls {
-				t.Errorf("%d calls, want %d", c.p.calls, c.wantCalls)
-			}
-			if err == nil {
-				if diff := cmp.Diff(c.p.drift, got); diff != "" {
-					t.Errorf("drift (-want +got):\n%.1000s", diff)
-				}
+			if got := statusExit(&c.st); got != c.wantExit {
+				t.Errorf("statusExit = %d, want %d", got, c.wantExit)
 			}
 		})
 	}

@@ -21,15 +21,15 @@ func (d *Daemon) snapshot() dbusapi.Snapshot {
 	}
 	switch {
 	case !d.ready:
-		s.State = "starting"
+		s.State = dbusapi.StateStarting
 	case d.inhibited():
-		s.State = "inhibited"
+		s.State = dbusapi.StateInhibited
 	case s.DriftCount > 0:
-		s.State = "drifted"
+		s.State = dbusapi.StateDrifted
 	case d.loadErr != nil && len(d.files) == 0:
-		s.State = "error"
+		s.State = dbusapi.StateError
 	default:
-		s.State = "clean"
+		s.State = dbusapi.StateClean
 	}
 	return s
 }

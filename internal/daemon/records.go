@@ -22,11 +22,7 @@ func (d *Daemon) record(ctx context.Context, level slog.Level, id, msg string, a
 func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 	for i := range appeared {
 		dr := &appeared[i]
-		msg := dr.Message
-		if dr.Diff != "" {
-			msg += " (-want +got):\n" + dr.Diff
-		}
-		d.record(ctx, slog.LevelWarn, journal.MsgDriftDetected, msg, driftAttrs(dr)...)
+		d.record(ctx, slog.LevelWarn, journal.MsgDriftDetected, dr.Message, append(driftAttrs(dr), journal.Diff(dr.Diff))...)
 	}
 	for i := range resolved {
 		dr := &resolved[i]

@@ -6,7 +6,8 @@
 //	           Inhibit(who s, why s) → (fd h)        root only
 //	           GetDrift(offset u, limit u) → (generation t, total u,
 //	                    drift a(sssss))              anyone
-//	properties State s ("starting", "clean", "drifted", "inhibited", "error")
+//	properties State s (StateStarting, StateClean, StateDrifted, StateInhibited,
+//	           StateError: "starting", "clean", "drifted", "inhibited", "error")
 //	           StatusText s, DriftCount u, Drift a(sssss) (kind, entry, path,
 //	           unit, message: the first MaxDrift), Inhibitors a(ssu) (who,
 //	           why, pid), LastCheck t (µs since the epoch), WatchedPaths u,
@@ -60,9 +61,9 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -156,7 +157,7 @@ type Server struct {
 func Serve(ctx context.Context, d Daemon, o Options) *Server {
 	s := &Server{d: d, o: o, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	s.values = s.propertyValues(Snapshot{State: "starting"}, nil, 0)
+	s.values = s.propertyValues(Snapshot{State: StateStarting}, nil, 0)
 	s.link = buslink.Start(s.ctx, o.Link, s.connect)
 	go s.emitter()
 	return s
@@ -367,16 +368,7 @@ func bound(ds []Drift) []Drift {
 
 // busString makes s valid UTF-8 of at most MaxField bytes.
 func busString(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= MaxField {
-		return s
-	}
-	const ellipsis = "…"
-	cut := MaxField - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
+	return escape.Cut(strings.ToValidUTF8(s, "\uFFFD"), MaxField)
 }
 
 // NameError is why a connection to a bus that answered could not claim

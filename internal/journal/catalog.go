@@ -97,8 +97,9 @@ summary; "drift-monitor check" prints the full report.`,
 		Subject: "Configuration drift: @DRIFT_PATH@ (@DRIFT_KIND@)",
 		Body: `@DRIFT_PATH@ no longer matches the machine's desired configuration
 (what differs: @DRIFT_KIND@). The record's message says how it differs; for
-files that are world-readable in the desired configuration it includes a
-diff, for other files only sizes and digests.
+files that are world-readable in the desired configuration the diff is in
+the DRIFT_DIFF field (and, as much as fits, in the message), for other
+files only sizes and digests.
 
 Something changed the machine outside its configuration management. Find out
 what (an admin, a package, a tool), then either restore the desired state

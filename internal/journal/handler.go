@@ -8,7 +8,12 @@
 //     level as PRIORITY, SYSLOG_IDENTIFIER=drift-monitor, the caller as
 //     CODE_FILE/CODE_LINE/CODE_FUNC, and every attr as a field of its own, so
 //     that `journalctl -u drift-monitor DRIFT_PATH=/etc/chrony.conf` works.
-//     Field values are sent as they are (journald stores them binary-safe).
+//     Field values are sent as they are (journald stores them binary-safe),
+//     except two bounds that keep records whole on the way to a log system
+//     (see jsonThreshold): MESSAGE is at most MaxMessage bytes, and a diff
+//     (Diff) is a DRIFT_DIFF field of at most MaxDiff bytes, of which the
+//     message carries what fits. Other fields are not cut: a DRIFT_PATH of
+//     4085 bytes or more reads as null in `journalctl -o json` without --all.
 //   - Elsewhere every record is one line, `LEVEL message KEY=value ...`, in
 //     which no control character survives unescaped: a newline, an ESC or a
 //     bidi override in a path cannot forge a line or repaint a terminal.
@@ -55,7 +60,24 @@ const (
 	FieldInhibitWho = "INHIBIT_WHO"
 	FieldInhibitWhy = "INHIBIT_WHY"
 	FieldInhibitPID = "INHIBIT_PID"
+	FieldDriftDiff  = "DRIFT_DIFF"
 )
+
+// jsonThreshold: `journalctl -o json` (and whatever reads it, such as the
+// OpenTelemetry journald receiver) prints a field as null unless --all is
+// given when FIELD=value is this many bytes or more (JSON_THRESHOLD in
+// systemd's src/shared/logs-show.c; measured on systemd 252: MESSAGE is
+// kept up to 4087 bytes of value, DRIFT_DIFF up to 4084).
+const jsonThreshold = 4096
+
+// MaxMessage bounds MESSAGE in journald, so that no record loses its
+// message on the way to a log system: longer ones are cut, ending in "…".
+const MaxMessage = jsonThreshold - len("MESSAGE=") - 1
+
+// MaxDiff bounds DRIFT_DIFF in journald: a longer diff keeps its first
+// whole lines and ends with a line that says how many were left out.
+// drift-monitor check shows it whole.
+const MaxDiff = 64 << 10
 
 // Identifier is the default SYSLOG_IDENTIFIER.
 const Identifier = "drift-monitor"
@@ -99,6 +121,19 @@ func Inhibitor(who, why string, pid int) []slog.Attr {
 		a = append(a, slog.Int(FieldInhibitPID, pid))
 	}
 	return a
+}
+
+// Diff is the attr for a drift's unified diff (-want +got); "" is no attr.
+// In journald it is DRIFT_DIFF, cut to MaxDiff, and MESSAGE carries as much
+// of it as stays within MaxMessage, so that `journalctl -u drift-monitor`
+// shows it and a log system that drops long fields keeps its head; in plain
+// lines it follows the message whole, as "MESSAGE (-want +got):\nDIFF"
+// (escaped like the rest of the line).
+func Diff(diff string) slog.Attr {
+	if diff == "" {
+		return slog.Attr{}
+	}
+	return slog.String(FieldDriftDiff, diff)
 }
 
 // Priority is the attr that overrides the priority derived from the level,
@@ -230,10 +265,31 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 		kept = append(kept, f)
 	}
 	fields = kept
+	msg := r.Message
+	var diff string
+	kept = fields[:0]
+	for _, f := range fields {
+		if f.key == FieldDriftDiff {
+			diff = f.val // the last wins, as for any field
+			continue
+		}
+		kept = append(kept, f)
+	}
+	fields = kept
 
 	if !h.c.native {
-		return h.writePlain(pri, r.Message, fields)
+		if diff != "" {
+			msg += diffIntro + diff
+		}
+		return h.writePlain(pri, msg, fields)
 	}
+	if diff != "" {
+		fields = append(fields, field{FieldDriftDiff, cutLines(diff, MaxDiff, "; drift-monitor check shows the whole diff")})
+		if room := MaxMessage - len(msg) - len(diffIntro); room > 0 {
+			msg += diffIntro + cutLines(diff, room, " in DRIFT_DIFF")
+		}
+	}
+	msg = escape.Cut(msg, MaxMessage)
 	vars := make(map[string]string, len(fields)+4)
 	vars["SYSLOG_IDENTIFIER"] = h.c.ident
 	if r.PC != 0 {
@@ -247,14 +303,41 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	for _, f := range fields {
 		vars[f.key] = f.val
 	}
-	if err := h.c.send(r.Message, pri, vars); err != nil {
+	if err := h.c.send(msg, pri, vars); err != nil {
 		fields = append(fields, field{"JOURNAL_SEND_ERROR", err.Error()})
-		if werr := h.writePlain(pri, r.Message, fields); werr != nil {
+		if werr := h.writePlain(pri, msg, fields); werr != nil {
 			return fmt.Errorf("sending to journald: %w (and writing the record: %v)", err, werr)
 		}
 		return fmt.Errorf("sending to journald: %w", err)
 	}
 	return nil
+}
+
+// diffIntro joins a message and its diff.
+const diffIntro = " (-want +got):\n"
+
+// cutLines returns s whole when it is at most max bytes long, and otherwise
+// its first whole lines followed by a line saying how many more there are
+// (and where), max bytes in all (less, when not even the note fits).
+func cutLines(s string, max int, where string) string {
+	if len(s) <= max {
+		return s
+	}
+	note := func(n int) string {
+		unit := "lines"
+		if n == 1 {
+			unit = "line"
+		}
+		return fmt.Sprintf("[… %d more %s%s]\n", n, unit, where)
+	}
+	lines := func(s string) int { return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1 }
+	// The note for all the lines is the longest the note can be.
+	budget := max - len(note(lines(s)))
+	end := 0
+	if budget > 0 {
+		end = strings.LastIndexByte(s[:budget], '\n') + 1
+	}
+	return s[:end] + note(lines(s[end:]))
 }
 
 func (h *Handler) writePlain(pri sysjournal.Priority, msg string, fields []field) error {

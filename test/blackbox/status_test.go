@@ -41,6 +41,10 @@ func TestStatusWhileStarting(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 4 || rep.State != "starting" || rep.DriftCount == nil || *rep.DriftCount != 0 {
 		t.Errorf("status --format json while starting: exit %d, %+v (%v), stderr %q; want 4, starting, drift_count 0:\n%s", code, rep, err, errOut, out)
 	}
+	out, errOut, code = runCLI(t, bus, "status", "--format", "summary")
+	if code != 4 || out != line+"\n" {
+		t.Errorf("status --format summary while starting: exit %d, stdout %q, stderr %q; want 4 and %q", code, out, errOut, line)
+	}
 }
 
 // TestStatusUnreachable: without a daemon, one line on stdout too (the
@@ -55,5 +59,9 @@ func TestStatusUnreachable(t *testing.T) {
 	var rep struct{ State string }
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 3 || rep.State != "unknown" {
 		t.Errorf("status --format json without a daemon: exit %d, %+v (%v):\n%s", code, rep, err, out)
+	}
+	out, _, code = runCLI(t, bus, "status", "--format", "summary")
+	if code != 3 || !strings.HasPrefix(out, "Unknown: drift-monitor is not running") || strings.Count(out, "\n") != 1 {
+		t.Errorf("status --format summary without a daemon: exit %d, stdout %q; want 3 and one line", code, out)
 	}
 }
