@@ -751,6 +751,10 @@ func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (St
 	return st, nil
 }
 
+// HostPath is a config file as the host under root sees it (file without
+// root), for output: every path drift-monitor prints is the host's.
+func HostPath(root, file string) string { return hostPath(root, file) }
+
 // hostPath is file as the host under root sees it: file without root.
 func hostPath(root, file string) string {
 	if rel, err := filepath.Rel(root, file); err == nil && root != "" && filepath.Clean(root) != "/" &&
