@@ -493,6 +493,9 @@ func parseValidated(parse func([]byte) (types.Config, report.Report, error), raw
 	if r := validate.ValidateWithContext(cfg, nil); r.IsFatal() {
 		return types.Config{}, r, ignerrors.ErrInvalid
 	}
+	// Ignition's semver reading takes "3.5.00" as 3.5.0 and keeps the
+	// string as written: say which spec the config now is in.
+	cfg.Ignition.Version = types.MaxVersion.String()
 	return cfg, rpt, nil
 }
 
