@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -118,97 +117,6 @@ func TestCacheTakenAsStable(t *testing.T) {
 	}
 	if len(plain.Unfetched) != 1 {
 		t.Errorf("the user config itself: unfetched %+v, want its remote child", plain.Unfetched)
-	}
-}
-
-// TestCacheRefused: what a cache uses that the stable spec cannot carry is
-// refused, naming the file, the field and (where the cache has it) the line
-// and column.
-func TestCacheRefused(t *testing.T) {
-	suid := ignition224Cache(t, `{"ignition":{"version":"3.6.0-experimental"},"storage":{"files":[{"path":"/usr/local/bin/tool","mode":2541}]}}`)
-	tests := []struct {
-		name         string
-		raw          string
-		want         []string
-		line, column int
-		context      string
-		is           error
-	}{
-		{
-			name: "setuid in 3.6.0-experimental",
-			raw:  string(suid),
-			want: []string{"mode 04755 has setuid", "3.6.0-experimental", "3.5.0"},
-			line: 1, column: strings.Index(string(suid), `2541`) + 1,
-			context: "$.storage.files.0.mode",
-		},
-		{
-			name: "a key 3.4.0 lacks in 3.4.0-experimental",
-			raw:  "{\"ignition\":{\"version\":\"3.4.0-experimental\"},\n\"storage\":{\"luks\":[{\"name\":\"root\",\"cex\":{\"enabled\":true}}]}}",
-			want: []string{`"cex" is no field of spec 3.4.0`, "3.4.0-experimental"},
-			line: 2, column: 35, context: "$.storage.luks.0.cex",
-		},
-		{
-			name: "invalid in 3.6.0-experimental (Ignition's own validation)",
-			raw:  `{"ignition":{"version":"3.6.0-experimental"},"storage":{"files":[{"path":"etc/x"}]}}`,
-			want: []string{"path not absolute"},
-			line: 1, column: 74, context: "$.storage.files.0.path",
-		},
-		{
-			name: "invalid in 3.4.0-experimental",
-			raw:  `{"ignition":{"version":"3.4.0-experimental"},"storage":{"files":[{"path":"etc/x"}]}}`,
-			want: []string{"path not absolute"},
-			line: 1, column: 74, context: "$.storage.files.0.path",
-		},
-		{
-			name: "unparsable",
-			raw:  `{"ignition":{"version":"3.6.0-experimental"},}`,
-			want: []string{"invalid character '}'"},
-			line: 1, column: 46,
-		},
-		{
-			name: "a newer experimental spec",
-			raw:  `{"ignition":{"version":"3.7.0-experimental"}}`,
-			want: []string{`"3.7.0-experimental"`, "cannot read"},
-			is:   ignerrors.ErrUnknownVersion,
-		},
-		{
-			name:    "a replace child",
-			raw:     `{"ignition":{"version":"3.6.0-experimental","config":{"replace":{"source":"https://example.com/c.ign"}}}}`,
-			want:    []string{"names a replace child", "no Ignition config cache"},
-			context: "$.ignition.config.replace",
-		},
-		{
-			name: "a MachineConfig",
-			raw:  `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.5.0"}}}}`,
-			want: []string{"not a MachineConfig"},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(cacheFile, []byte(tt.raw))
-			var le *LoadError
-			if !errors.As(err, &le) {
-				t.Fatalf("Parse = %v (%T), want a *LoadError", err, err)
-			}
-			msg := err.Error()
-			if got, want := [3]any{le.File, le.Line, le.Column}, [3]any{cacheFile, tt.line, tt.column}; got != want {
-				t.Errorf("file, line, column = %v, want %v (message %q)", got, want, msg)
-			}
-			if tt.line > 0 && !strings.HasPrefix(msg, fmt.Sprintf("%s:%d:%d: ", cacheFile, tt.line, tt.column)) {
-				t.Errorf("message %q does not start with file:line:column", msg)
-			}
-			if le.Context != tt.context {
-				t.Errorf("context = %q, want %q (message %q)", le.Context, tt.context, msg)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("message %q does not contain %q", msg, w)
-				}
-			}
-			if tt.is != nil && !errors.Is(err, tt.is) {
-				t.Errorf("errors.Is(%v, %v) = false", err, tt.is)
-			}
-		})
 	}
 }
 
