@@ -15,8 +15,9 @@
 // children of ignition.config.replace and ignition.config.merge already
 // fetched and merged in (the merge list itself kept), re-encoded as JSON of
 // Ignition's newest, experimental, spec ("3.6.0-experimental" for Ignition
-// 2.24). The base configs (/usr/lib/ignition/base.d, base.platform.d) are
-// not in it: Engine.Run merges them at every stage, after reading the cache.
+// 2.24, "3.4.0-experimental" for Debian's 2.14). The base configs
+// (/usr/lib/ignition/base.d, base.platform.d) are not in it: Engine.Run
+// merges them at every stage, after reading the cache.
 // So the saved fragment declares what the host's owner asked for, not what
 // the image adds.
 //
@@ -25,15 +26,18 @@
 // mode 0600 in a directory it creates 0700 (the config holds secrets), and
 // atomically: a reader sees no fragment or the whole one, and after a crash
 // at most a temporary file (not a fragment name) is left behind. The bytes
-// are the cache's, unchanged. It refuses a cache that drift-monitor's own
-// loader cannot load: a fragment the daemon refuses would stop it from
-// checking anything. Today that includes every real cache: the loader takes
-// stable specs only (3.0.0 to 3.5.0) and the cache is in an experimental one;
-// the unit then fails, naming the version, rather than blind the daemon.
+// are the cache's, unchanged. The fragment's name ends in
+// desired.CacheSuffix, which has the loader read it as Ignition's cache:
+// its experimental spec taken as the stable spec with the same fields, and
+// the children it lists not resolved again (they are merged in). It refuses
+// a cache that the loader refuses under the fragment's name (a field the
+// stable spec lacks, for one): a fragment the daemon refuses would stop it
+// from checking anything; the unit then fails, naming the file and the
+// field, rather than blind the daemon.
 //
 // What it does not: it does not decide whether this is a first boot (the
 // unit's ConditionFirstBoot= does), fetch anything, or look at children of
-// ignition.config.merge (the loader's rules apply to them).
+// ignition.config.merge.
 package adopt
 
 import (
@@ -54,8 +58,9 @@ const (
 	// DefaultSource is Ignition's config cache (see the package doc).
 	DefaultSource = "run/ignition.json"
 	// DefaultDest is the fragment it becomes. "10-" sorts it before the
-	// configs an admin adds, which therefore override it.
-	DefaultDest = "etc/drift-monitor/desired.d/10-ignition-firstboot.json"
+	// configs an admin adds, which therefore override it; the suffix says
+	// it is Ignition's cache (see desired.CacheSuffix).
+	DefaultDest = "etc/drift-monitor/desired.d/10-firstboot" + desired.CacheSuffix
 )
 
 // maxSize bounds what is read from the cache: an Ignition config is
@@ -101,9 +106,13 @@ func Adopt(src, dst string) (Result, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Parsed as JSON, as dst's name will have the daemon parse it; named
-	// src in messages, the file that exists.
-	if _, err := desired.Parse(src, raw); err != nil {
+	// Parsed as dst's name will have the daemon parse it (as a cache, or
+	// as a JSON config); named src in messages, the file that exists.
+	parse := desired.Parse
+	if desired.IsCacheName(dst) {
+		parse = desired.ParseCache
+	}
+	if _, err := parse(src, raw); err != nil {
 		return 0, &Error{"adopting", src, fmt.Errorf("%w: %v", ErrNotLoadable, err)}
 	}
 	return install(raw, dst)

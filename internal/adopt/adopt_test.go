@@ -81,6 +81,27 @@ func TestAdoptWritesTheCacheOnce(t *testing.T) {
 	noTemporaries(t, filepath.Dir(dst), filepath.Base(dst))
 }
 
+// TestAdoptExperimental: the cache in an experimental spec, as Ignition 2.24
+// and 2.14 write it, is adopted when the fragment's name says it is a cache;
+// under another name (--to), the loader would refuse its version, and so
+// does Adopt.
+func TestAdoptExperimental(t *testing.T) {
+	for _, v := range []string{"3.6.0-experimental", "3.4.0-experimental"} {
+		content := []byte(strings.Replace(cache, `"3.4.0"`, `"`+v+`"`, 1))
+		t.Run(v, func(t *testing.T) {
+			src, dst := paths(t, content)
+			if res, err := Adopt(src, dst); err != nil || res != Adopted {
+				t.Fatalf("Adopt = %v, %v; want Adopted", res, err)
+			}
+			plain := filepath.Join(filepath.Dir(dst), "10-firstboot.json")
+			_, err := Adopt(src, plain)
+			if !errors.Is(err, ErrNotLoadable) || !strings.Contains(err.Error(), v) {
+				t.Errorf("Adopt to %s = %v, want ErrNotLoadable naming %s", plain, err, v)
+			}
+		})
+	}
+}
+
 // TestAdoptNeverOverwrites: whatever has the fragment's name stays, even a
 // dangling symlink (which os.Stat would call absent) or a directory.
 func TestAdoptNeverOverwrites(t *testing.T) {
@@ -148,9 +169,8 @@ func TestAdoptErrorsNameTheFile(t *testing.T) {
 			path: func(src, _ string) string { return src }, is: ErrNotLoadable,
 		},
 		{
-			// What Ignition 2.24 writes: its newest spec, experimental,
-			// which the loader refuses (internal/desired).
-			name: "experimental spec", content: []byte(strings.Replace(cache, `"3.4.0"`, `"3.6.0-experimental"`, 1)),
+			// Ignition 2.24's spec, with what 3.5.0 drops (desired.CacheSuffix).
+			name: "experimental spec, setuid", content: []byte(strings.Replace(strings.Replace(cache, `"3.4.0"`, `"3.6.0-experimental"`, 1), `420`, `2541`, 1)),
 			path: func(src, _ string) string { return src }, is: ErrNotLoadable,
 		},
 		{

@@ -178,8 +178,13 @@ type jsonReport struct {
 }
 
 func writeJSON(w io.Writer, root string, res *checkResult) error {
-	rep := jsonReport{Root: root, Clean: res.Clean(), Checked: res.Checked, Configs: res.Files,
+	rep := jsonReport{Root: root, Clean: res.Clean(), Checked: res.Checked,
 		Drift: res.Drift, Notices: res.Notices}
+	for _, f := range res.Files {
+		// The default locations are read under the root: say which host
+		// files they are, as every other path in the report does.
+		rep.Configs = append(rep.Configs, desired.HostPath(root, f))
+	}
 	if rep.Drift == nil {
 		rep.Drift = []drift.Drift{}
 	}

@@ -17,26 +17,44 @@ func FuzzParse(f *testing.F) {
 		if asYAML {
 			name = "/etc/drift-monitor/desired.d/50-fuzz.yaml"
 		}
-		frag, err := Parse(name, raw)
-		if err != nil {
-			var le *LoadError
-			if !errors.As(err, &le) || le.File != name {
-				t.Fatalf("Parse error %v (%T) is not a LoadError for %s", err, err, name)
-			}
-			if !strings.HasPrefix(err.Error(), name+":") {
-				t.Fatalf("Parse error %q does not start with the file name", err)
-			}
-			return
-		}
-		if frag.File != name || frag.Config.Ignition.Version != "3.5.0" {
-			t.Fatalf("Parse = file %q, version %q; want %q, 3.5.0", frag.File, frag.Config.Ignition.Version, name)
-		}
-		cfg, err := Merge([]Fragment{frag})
-		if err != nil {
-			t.Fatalf("Merge of a parsed fragment: %v", err)
-		}
-		if _, err := Derive(cfg, emptyAccounts{}); err != nil {
-			t.Fatalf("Derive of a parsed fragment: %v", err)
-		}
+		checkParse(t, name, raw)
 	})
+}
+
+// FuzzParseCache is FuzzParse for a fragment named as Ignition's config
+// cache, seeded with caches in each spec it reads.
+func FuzzParseCache(f *testing.F) {
+	for _, v := range []string{"3.6.0-experimental", "3.4.0-experimental", "3.5.0-experimental", "3.5.0", "3.7.0-experimental"} {
+		f.Add([]byte(`{"ignition":{"config":{"merge":[{"source":"data:,%7B%7D","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"` + v +
+			`"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"/etc/x","user":{},"contents":{"source":"data:,x","verification":{}},"mode":420}]},"systemd":{}}`))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkParse(t, "/etc/drift-monitor/desired.d/10-firstboot"+CacheSuffix, raw)
+	})
+}
+
+// checkParse is the property both fuzz targets check.
+func checkParse(t *testing.T, name string, raw []byte) {
+	t.Helper()
+	frag, err := Parse(name, raw)
+	if err != nil {
+		var le *LoadError
+		if !errors.As(err, &le) || le.File != name {
+			t.Fatalf("Parse error %v (%T) is not a LoadError for %s", err, err, name)
+		}
+		if !strings.HasPrefix(err.Error(), name+":") {
+			t.Fatalf("Parse error %q does not start with the file name", err)
+		}
+		return
+	}
+	if frag.File != name || frag.Config.Ignition.Version != "3.5.0" {
+		t.Fatalf("Parse = file %q, version %q; want %q, 3.5.0", frag.File, frag.Config.Ignition.Version, name)
+	}
+	cfg, err := Merge([]Fragment{frag})
+	if err != nil {
+		t.Fatalf("Merge of a parsed fragment: %v", err)
+	}
+	if _, err := Derive(cfg, emptyAccounts{}); err != nil {
+		t.Fatalf("Derive of a parsed fragment: %v", err)
+	}
 }

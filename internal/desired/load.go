@@ -207,6 +207,12 @@ func Parse(file string, raw []byte) (Fragment, error) { return parse(file, raw, 
 
 // parse is Parse with the local copies of remote children.
 func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
+	return parseFragment(file, raw, sup, IsCacheName(file))
+}
+
+// parseFragment is parse; cache says whether raw is Ignition's config cache
+// (see CacheSuffix).
+func parseFragment(file string, raw []byte, sup Supplies, cache bool) (Fragment, error) {
 	frag := Fragment{File: file}
 	ext := filepath.Ext(file)
 	isYAML := ext == ".yaml" || ext == ".yml"
@@ -229,15 +235,31 @@ func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 		if isYAML {
 			return frag, &LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig); Butane is not supported")}
 		}
-		cfg, rpt, err := parseIgnition(raw, version)
+		parse := parseIgnition
+		if cache {
+			parse = parseCacheIgnition
+		}
+		cfg, rpt, err := parse(raw, version)
 		if err != nil {
-			return frag, reportError(file, raw, rpt, err, true)
+			le := reportError(file, raw, rpt, err, true)
+			if !cache && strings.HasSuffix(version, experimentalSuffix) && errors.Is(err, ignerrors.ErrUnknownVersion) {
+				le.Err = fmt.Errorf("%w; Ignition's config cache (/run/ignition.json) in an experimental spec is read from a file named *%s",
+					le.Err, CacheSuffix)
+			}
+			return frag, le
 		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
 		frag.validated = true
-		if err := resolveChildren(&frag, sup); err != nil {
-			return frag, &LoadError{File: file, Err: err}
+		switch {
+		case cache && cfg.Ignition.Config.Replace.Source != nil:
+			return frag, &LoadError{File: file, Context: "$.ignition.config.replace", Err: errCacheReplace}
+		case cache:
+			// Its children are merged in already (see CacheSuffix).
+		default:
+			if err := resolveChildren(&frag, sup); err != nil {
+				return frag, &LoadError{File: file, Err: err}
+			}
 		}
 		if ctx, err := undecodable(frag.Config); err != nil {
 			return frag, &LoadError{File: file, Context: ctx, Err: err}
@@ -246,6 +268,9 @@ func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 			return frag, &LoadError{File: file, Context: ctx, Err: err}
 		}
 		return frag, nil
+	}
+	if cache {
+		return frag, &LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
 	}
 	frag.machineConfig = true
 	specVersion := configVersion(mc.Spec.Config)
@@ -441,7 +466,8 @@ func hasContent(line []byte) bool {
 }
 
 // parseIgnition accepts the specs this tool supports: 3.0.0 up to the newest
-// stable one. Experimental specs are refused as unknown versions.
+// stable one. Experimental specs are refused as unknown versions (but see
+// parseCacheIgnition).
 //
 // A config of an older spec is validated again once translated: Merge
 // validates with the newest spec's rules, and what an older spec let pass
@@ -454,6 +480,12 @@ func parseIgnition(raw []byte, version string) (types.Config, report.Report, err
 	if parse == nil {
 		parse = v3.ParseCompatibleVersion
 	}
+	return parseValidated(parse, raw, version)
+}
+
+// parseValidated is parse, and for a config of an older spec than the newest
+// stable one, validation with the newest one's rules (see parseIgnition).
+func parseValidated(parse func([]byte) (types.Config, report.Report, error), raw []byte, version string) (types.Config, report.Report, error) {
 	cfg, rpt, err := parse(raw)
 	if err != nil || version == types.MaxVersion.String() {
 		return cfg, rpt, err
@@ -461,6 +493,9 @@ func parseIgnition(raw []byte, version string) (types.Config, report.Report, err
 	if r := validate.ValidateWithContext(cfg, nil); r.IsFatal() {
 		return types.Config{}, r, ignerrors.ErrInvalid
 	}
+	// Ignition's semver reading takes "3.5.00" as 3.5.0 and keeps the
+	// string as written: say which spec the config now is in.
+	cfg.Ignition.Version = types.MaxVersion.String()
 	return cfg, rpt, nil
 }
 
@@ -717,6 +752,10 @@ func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (St
 	}
 	return st, nil
 }
+
+// HostPath is a config file as the host under root sees it (file without
+// root), for output: every path drift-monitor prints is the host's.
+func HostPath(root, file string) string { return hostPath(root, file) }
 
 // hostPath is file as the host under root sees it: file without root.
 func hostPath(root, file string) string {

@@ -80,7 +80,7 @@ func TestParseErrors(t *testing.T) {
 			name: "experimental spec",
 			file: "exp.ign",
 			raw:  `{"ignition":{"version":"3.6.0-experimental"}}`,
-			want: []string{`unsupported config version "3.6.0-experimental"`, "supported: 3.0.0 to 3.5.0"},
+			want: []string{`unsupported config version "3.6.0-experimental"`, "supported: 3.0.0 to 3.5.0", "*.ignition-cache.json"},
 			is:   ignerrors.ErrUnknownVersion,
 		},
 		{
@@ -243,6 +243,63 @@ func TestParseErrors(t *testing.T) {
 			file: "99-kargs.yaml",
 			raw:  "kind: MachineConfig\nspec:\n  kernelArguments:\n    a: b\n",
 			want: []string{"invalid MachineConfig"},
+		},
+		// Ignition's config cache (igncache.go): what the stable spec cannot
+		// carry is refused, naming the field.
+		{
+			name: "cache: setuid in 3.6.0-experimental",
+			file: cacheFile,
+			raw:  `{"ignition":{"version":"3.6.0-experimental"},"storage":{"files":[{"path":"/usr/local/bin/tool","mode":2541}]}}`,
+			want: []string{"mode 04755 has setuid", "3.6.0-experimental", "3.5.0"},
+			line: 1, column: 103, context: "$.storage.files.0.mode",
+		},
+		{
+			name: "cache: a key 3.4.0 lacks in 3.4.0-experimental",
+			file: cacheFile,
+			raw:  "{\"ignition\":{\"version\":\"3.4.0-experimental\"},\n\"storage\":{\"luks\":[{\"name\":\"root\",\"cex\":{\"enabled\":true}}]}}",
+			want: []string{`"cex" is no field of spec 3.4.0`, "3.4.0-experimental"},
+			line: 2, column: 35, context: "$.storage.luks.0.cex",
+		},
+		{
+			name: "cache: invalid in 3.6.0-experimental (Ignition's own validation)",
+			file: cacheFile,
+			raw:  `{"ignition":{"version":"3.6.0-experimental"},"storage":{"files":[{"path":"etc/x"}]}}`,
+			want: []string{"path not absolute"},
+			line: 1, column: 74, context: "$.storage.files.0.path",
+		},
+		{
+			name: "cache: invalid in 3.4.0-experimental",
+			file: cacheFile,
+			raw:  `{"ignition":{"version":"3.4.0-experimental"},"storage":{"files":[{"path":"etc/x"}]}}`,
+			want: []string{"path not absolute"},
+			line: 1, column: 74, context: "$.storage.files.0.path",
+		},
+		{
+			name: "cache: unparsable",
+			file: cacheFile,
+			raw:  `{"ignition":{"version":"3.6.0-experimental"},}`,
+			want: []string{"invalid character '}'"},
+			line: 1, column: 46,
+		},
+		{
+			name: "cache: a newer experimental spec",
+			file: cacheFile,
+			raw:  `{"ignition":{"version":"3.7.0-experimental"}}`,
+			want: []string{`"3.7.0-experimental"`, "cannot read"},
+			is:   ignerrors.ErrUnknownVersion,
+		},
+		{
+			name:    "cache: a replace child",
+			file:    cacheFile,
+			raw:     `{"ignition":{"version":"3.6.0-experimental","config":{"replace":{"source":"https://example.com/c.ign"}}}}`,
+			want:    []string{"names a replace child", "no Ignition config cache"},
+			context: "$.ignition.config.replace",
+		},
+		{
+			name: "cache: a MachineConfig",
+			file: cacheFile,
+			raw:  `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.5.0"}}}}`,
+			want: []string{"not a MachineConfig"},
 		},
 	}
 	for _, tt := range tests {

@@ -2,14 +2,19 @@ package desired
 
 import (
 	"github.com/coreos/ignition/v2/config/v3_0"
+	t30 "github.com/coreos/ignition/v2/config/v3_0/types"
 	"github.com/coreos/ignition/v2/config/v3_1"
 	tr31 "github.com/coreos/ignition/v2/config/v3_1/translate"
+	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
 	"github.com/coreos/ignition/v2/config/v3_2"
 	tr32 "github.com/coreos/ignition/v2/config/v3_2/translate"
+	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
 	"github.com/coreos/ignition/v2/config/v3_3"
 	tr33 "github.com/coreos/ignition/v2/config/v3_3/translate"
+	t33 "github.com/coreos/ignition/v2/config/v3_3/types"
 	"github.com/coreos/ignition/v2/config/v3_4"
 	tr34 "github.com/coreos/ignition/v2/config/v3_4/translate"
+	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
 	v3 "github.com/coreos/ignition/v2/config/v3_5"
 	tr35 "github.com/coreos/ignition/v2/config/v3_5/translate"
 	"github.com/coreos/ignition/v2/config/v3_5/types"
@@ -25,19 +30,38 @@ import (
 // whole config each: 9% of a load at 10,000 files), when asMachineConfig
 // has read it already.
 func specParser(version string) func([]byte) (types.Config, report.Report, error) {
+	return ignitionParsers.forVersion(version)
+}
+
+// specDecoders decode a config into the types of each stable spec.
+type specDecoders struct {
+	v30 func([]byte) (t30.Config, report.Report, error)
+	v31 func([]byte) (t31.Config, report.Report, error)
+	v32 func([]byte) (t32.Config, report.Report, error)
+	v33 func([]byte) (t33.Config, report.Report, error)
+	v34 func([]byte) (t34.Config, report.Report, error)
+	v35 func([]byte) (types.Config, report.Report, error)
+}
+
+// ignitionParsers are Ignition's own Parse of each spec.
+var ignitionParsers = specDecoders{v3_0.Parse, v3_1.Parse, v3_2.Parse, v3_3.Parse, v3_4.Parse, v3.Parse}
+
+// forVersion is the decoder of version followed by Ignition's translations
+// up to 3.5.0; nil for a version that is no stable spec.
+func (d specDecoders) forVersion(version string) func([]byte) (types.Config, report.Report, error) {
 	switch version {
 	case "3.5.0":
-		return v3.Parse
+		return d.v35
 	case "3.4.0":
-		return translated(v3_4.Parse, tr35.Translate)
+		return translated(d.v34, tr35.Translate)
 	case "3.3.0":
-		return translated(translated(v3_3.Parse, tr34.Translate), tr35.Translate)
+		return translated(translated(d.v33, tr34.Translate), tr35.Translate)
 	case "3.2.0":
-		return translated(translated(translated(v3_2.Parse, tr33.Translate), tr34.Translate), tr35.Translate)
+		return translated(translated(translated(d.v32, tr33.Translate), tr34.Translate), tr35.Translate)
 	case "3.1.0":
-		return translated(translated(translated(translated(v3_1.Parse, tr32.Translate), tr33.Translate), tr34.Translate), tr35.Translate)
+		return translated(translated(translated(translated(d.v31, tr32.Translate), tr33.Translate), tr34.Translate), tr35.Translate)
 	case "3.0.0":
-		return translated(translated(translated(translated(translated(v3_0.Parse, tr31.Translate), tr32.Translate), tr33.Translate), tr34.Translate), tr35.Translate)
+		return translated(translated(translated(translated(translated(d.v30, tr31.Translate), tr32.Translate), tr33.Translate), tr34.Translate), tr35.Translate)
 	}
 	return nil
 }

@@ -151,6 +151,9 @@ type prepare struct {
 	// distribution bakes in can be set there (IGNITION_WRITE_AUTHORIZED_KEYS_FRAGMENT,
 	// internal/distro/distro.go).
 	env []string
+	// online runs the fetch stage after fetch-offline, as a first boot does
+	// when fetch-offline finds that the config needs the network.
+	online bool
 }
 
 func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, err error) {
@@ -197,8 +200,11 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 		"-state-file", filepath.Join(run, "state"), "-log-to-stdout"}
 	stages := [][]string{
 		{"-stage", "fetch-offline", "-neednet", filepath.Join(run, "neednet")},
-		{"-stage", "files"},
 	}
+	if prep.online {
+		stages = append(stages, []string{"-stage", "fetch"})
+	}
+	stages = append(stages, []string{"-stage", "files"})
 	var out bytes.Buffer
 	for _, stage := range stages {
 		ctx, cancel := context.WithTimeout(t.Context(), ignitionTimeout)
@@ -315,11 +321,12 @@ func writeAccounts(t *testing.T, root string) {
 
 // Report is what `drift-monitor check --format json` prints.
 type Report struct {
-	Root    string `json:"root"`
-	Clean   bool   `json:"clean"`
-	Checked int    `json:"checked"`
-	Drift   []Item `json:"drift"`
-	Notices []Item `json:"notices"`
+	Root    string   `json:"root"`
+	Clean   bool     `json:"clean"`
+	Checked int      `json:"checked"`
+	Drift   []Item   `json:"drift"`
+	Notices []Item   `json:"notices"`
+	Configs []string `json:"configs"`
 }
 
 // Item is one drift or notice.
@@ -404,9 +411,15 @@ func runBinaryEnv(t *testing.T, env []string, args ...string) result {
 // the config and stores the derived state, the second must be served from
 // that entry (the same inode: not parsed and stored again) and print exactly
 // what the first printed.
+//
+// An empty cfgFile checks the default locations under the root.
 func check(t *testing.T, root, cfgFile string, extra ...string) (int, Report) {
 	t.Helper()
-	args := append([]string{"check", "--root", root, "--config", cfgFile, "--format", "json"}, extra...)
+	args := []string{"check", "--root", root, "--format", "json"}
+	if cfgFile != "" {
+		args = append(args, "--config", cfgFile)
+	}
+	args = append(args, extra...)
 	env := []string{"CACHE_DIRECTORY=" + filepath.Join(t.TempDir(), "cache")}
 	r := runBinaryEnv(t, env, args...)
 	entry := cacheEntry(t, env[0][len("CACHE_DIRECTORY="):])

@@ -2,6 +2,7 @@ package systemd_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,17 +16,19 @@ const (
 	adoptService = "drift-monitor-adopt.service"
 	presetName   = "50-drift-monitor.preset"
 	// adoptedPath is where drift-monitor adopt saves the cache.
-	adoptedPath = "/etc/drift-monitor/desired.d/10-ignition-firstboot.json"
+	adoptedPath = "/etc/drift-monitor/desired.d/10-firstboot.ignition-cache.json"
 	// adoptedFile is what the cache declares and the container lacks.
 	adoptedFile = "/etc/provisioned-by-ignition"
 )
 
-// ignitionCache is shaped as Ignition writes /run/ignition.json
+// ignitionCache is shaped as Ignition 2.24 writes /run/ignition.json
 // (internal/exec/engine.go: json.Marshal of the rendered config, every
-// object written out, no indentation). The version is a stable spec: Ignition
-// writes its newest experimental one there, which drift-monitor's loader
-// refuses (see drift-monitor(8), ADOPTION).
-const ignitionCache = `{"ignition":{"config":{"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.5.0"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"` + adoptedFile + `","user":{},"contents":{"source":"data:,provisioned%0A","verification":{}},"mode":420}]},"systemd":{}}`
+// object written out, no indentation), in its newest spec,
+// 3.6.0-experimental, which the loader takes as 3.5.0 in a fragment named as
+// a cache (see drift-monitor(8), ADOPTION). It lists a remote child that
+// Ignition fetched and merged in (the file it declares): the daemon neither
+// fetches it nor reports it.
+const ignitionCache = `{"ignition":{"config":{"merge":[{"source":"https://configs.example.com/child.ign","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.6.0-experimental"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"` + adoptedFile + `","user":{},"contents":{"source":"data:,provisioned%0A","verification":{}},"mode":420}]},"systemd":{}}`
 
 // TestFirstBootAdoption boots a host as Fedora CoreOS's first boot leaves
 // it for the real root: Ignition's config cache in /run, a first boot (the
@@ -104,6 +107,16 @@ func TestFirstBootAdoption(t *testing.T) {
 	h.inv = h.prop("InvocationID")
 	h.waitRecord(0, msgDriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
 	h.waitStatus("Drift: 1 path differs (" + adoptedFile + ": missing)")
+	// The child the cache lists is merged in: it is no notice (check prints
+	// the notices; the daemon's journal has none for any config).
+	out, errOut, err := h.Run(h.ctx, "drift-monitor", "check", "--format", "json")
+	var rep struct {
+		Drift, Notices []struct{ Kind, Path string }
+	}
+	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil || len(rep.Drift) != 1 || len(rep.Notices) != 0 {
+		t.Errorf("drift-monitor check on the host: %v (%v), drift %+v and notices %+v; want the one drift, no notice\nstderr:\n%s",
+			err, jerr, rep.Drift, rep.Notices, errOut)
+	}
 
 	// The cache changes. A second start of the unit is no first boot any
 	// more (systemd-machine-id-commit has run): the condition fails. Run by
@@ -119,7 +132,7 @@ func TestFirstBootAdoption(t *testing.T) {
 	if got := fragment(t); got != ignitionCache {
 		t.Errorf("a second start of %s rewrote %s to %q", adoptService, adoptedPath, got)
 	}
-	out := h.MustRun(t, "drift-monitor", "adopt")
+	out = h.MustRun(t, "drift-monitor", "adopt")
 	if want := adoptedPath + " exists: left as it is, /run/ignition.json not adopted\n"; out != want {
 		t.Errorf("drift-monitor adopt by hand printed %q, want %q", out, want)
 	}
