@@ -80,19 +80,24 @@ func (d *Daemon) snapshot() dbusapi.Snapshot {
 	for _, h := range d.inhibitors {
 		s.Inhibitors = append(s.Inhibitors, dbusapi.Inhibitor{Who: h.Who, Why: h.Why, PID: uint32(h.PID)})
 	}
+	s.State = d.snapshotState()
+	return s
+}
+
+// snapshotState is the State the bus and the metrics show.
+func (d *Daemon) snapshotState() string {
 	switch {
 	case !d.ready:
-		s.State = "starting"
+		return "starting"
 	case d.inhibited():
-		s.State = "inhibited"
-	case s.DriftCount > 0:
-		s.State = "drifted"
+		return "inhibited"
+	case d.track.count() > 0:
+		return "drifted"
 	case d.loadFailed != "" && len(d.files) == 0:
-		s.State = "error"
+		return "error"
 	default:
-		s.State = "clean"
+		return "clean"
 	}
-	return s
 }
 
 // busPage is page as the bus carries it.
@@ -116,6 +121,7 @@ func (d *Daemon) publish() {
 	if d.pub != nil {
 		d.pub.Update(d.snapshot())
 	}
+	d.metricsChanged()
 }
 
 // errInhibited refuses a check while an update tool holds an inhibitor.

@@ -91,6 +91,11 @@ type Options struct {
 	// OnDrift names a unit to start when drift appears.
 	OnDrift string
 	Version string
+	// MetricsTextfile is where Prometheus metrics are written for
+	// node_exporter's textfile collector ("" writes none); MetricsRefresh
+	// how often it is rewritten when nothing changed (0: 30s).
+	MetricsTextfile string
+	MetricsRefresh  time.Duration
 	// DigestKey keys the digests of content that must not be shown (see
 	// drift.Key); the zero Key leaves them out.
 	DigestKey drift.Key
@@ -137,6 +142,7 @@ type Daemon struct {
 	// tracker's generation busGen: most events change nothing of it.
 	busHead []dbusapi.Drift
 	busGen  uint64
+	m       metricsOut // --metrics-textfile
 }
 
 // New prepares a daemon; Run starts it. Close releases what New opened
@@ -241,6 +247,7 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 			d.setInhibitors(ctx, m.Held())
 		}
 	}
+	d.removeStaleMetrics(ctx)
 	if err := d.load(ctx); err != nil {
 		d.loadFailed = err.Error()
 	}
@@ -284,6 +291,7 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 		d.o.Notify.Ready(d.status())
 	}
 	d.record(ctx, slog.LevelInfo, journal.MsgReady, fmt.Sprintf("Started: %s", d.status()))
+	d.startMetrics(ctx)
 	d.publish()
 
 	var periodic <-chan time.Time
@@ -407,6 +415,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	}()
 	st, err := d.o.Cache.LoadState(d.o.Root, d.o.Configs)
 	if err != nil {
+		d.m.loadFailures++
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,
 			fmt.Sprintf("Refusing the desired state, keeping the last good one: %v", err),
 			slog.String("CONFIG_ERROR", err.Error()))
@@ -417,6 +426,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	}
 	excl, err := d.exclusions()
 	if err != nil {
+		d.m.loadFailures++
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed, fmt.Sprintf("Refusing the exclusions, keeping the last good state: %v", err))
 		return err
 	}

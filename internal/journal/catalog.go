@@ -41,6 +41,9 @@ const (
 	MsgBusLost = "68ba40b2f56244cdaa2dee8d2c5b06fa"
 	// MsgBusRestored: that connection is back.
 	MsgBusRestored = "29e509fc37324813b3c7b972547784a4"
+	// MsgMetricsFailed: the metrics textfile could not be written
+	// (METRICS_FILE); said once until a write succeeds again.
+	MsgMetricsFailed = "0cca72b05fee42498754884e4b671551"
 )
 
 // Catalog header values shared by every entry.
@@ -223,6 +226,19 @@ of every declared unit at once, since a change made while it was away went
 unseen; for the "api" connection it claimed its bus name again.
 
 No action is needed.`,
+	},
+	{
+		ID: MsgMetricsFailed, Name: "MsgMetricsFailed",
+		Subject: "Metrics could not be written to @METRICS_FILE@",
+		Body: `drift-monitor was asked (--metrics-textfile) to write its Prometheus metrics
+to @METRICS_FILE@ for node_exporter's textfile collector, and writing failed;
+the record's message has the reason. Monitoring goes on; the file keeps its
+last content, and its modification time stops moving, which the shipped
+alert rules report as a stale textfile.
+
+Check that the directory exists and that the unit may write to it
+(ReadWritePaths=, see the drop-in shipped as an example in
+/usr/share/doc/drift-monitor/).`,
 	},
 }
 
