@@ -34,6 +34,7 @@ const usage = `usage:
   drift-monitor status  [--format text|json]
   drift-monitor inhibit --who WHO --why WHY -- COMMAND [ARG]...
   drift-monitor adopt   [--root DIR] [--from PATH] [--to PATH]
+  drift-monitor metrics-http                  (from drift-monitor-metrics.socket)
 
 Run "drift-monitor COMMAND --help" for a command's options.
 `
@@ -58,6 +59,8 @@ func Run(ctx context.Context, args []string, std Stdio) int {
 		return runInhibit(ctx, args[1:], std)
 	case "adopt":
 		return runAdopt(ctx, args[1:], std)
+	case "metrics-http":
+		return runMetricsHTTP(ctx, args[1:], std)
 	case "version", "--version":
 		fmt.Fprintf(std.Out, "drift-monitor %s\n", Version)
 		return 0

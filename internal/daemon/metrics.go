@@ -61,9 +61,6 @@ func (d *Daemon) startMetrics(ctx context.Context) {
 		return
 	}
 	d.m.dirty = make(chan struct{}, 1)
-	// Nothing earlier is known of the drift set than this run's first
-	// check.
-	d.m.lastChange, d.m.seenGen = time.Now(), d.track.gen
 	refresh := d.o.MetricsRefresh
 	if refresh <= 0 {
 		refresh = metricsRefresh
@@ -117,14 +114,17 @@ func (d *Daemon) removeStaleMetrics(ctx context.Context) {
 	}
 }
 
-// metricsChanged tells the writer, without blocking the loop, that the
-// metrics changed. Called with every publish.
+// metricsChanged notes when the drift set changed and tells the writer,
+// without blocking the loop, that the metrics changed. Called with every
+// publish.
 func (d *Daemon) metricsChanged() {
+	// Nothing earlier is known of the drift set than this run's first
+	// check.
+	if d.ready && (d.m.lastChange.IsZero() || d.track.gen != d.m.seenGen) {
+		d.m.lastChange, d.m.seenGen = time.Now(), d.track.gen
+	}
 	if d.m.dirty == nil {
 		return
-	}
-	if d.track.gen != d.m.seenGen {
-		d.m.lastChange, d.m.seenGen = time.Now(), d.track.gen
 	}
 	k := d.metricsKey()
 	if k == d.m.key {
@@ -157,4 +157,25 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
 		WatchedPaths: d.ix.paths, Units: d.ix.units, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
 		Inhibitors: len(d.inhibitors), LoadFailing: d.loadFailed != "", LoadFailures: d.m.loadFailures}
+}
+
+// errNotChecked refuses metrics before the first full check: nothing is
+// known yet, and "no drift counted" must not read as clean.
+var errNotChecked = errors.New("the first check has not finished: nothing is known yet")
+
+// MetricsText renders the metrics on request (the bus's GetMetrics), from
+// the same snapshot as the textfile.
+func (d *Daemon) MetricsText(ctx context.Context) ([]byte, error) {
+	var s metrics.Snapshot
+	err := d.do(ctx, func(context.Context) error {
+		if !d.ready {
+			return errNotChecked
+		}
+		s = d.metricsSnapshot()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return metrics.Text(s, d.o.Version)
 }

@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/common/expfmt"
@@ -56,17 +59,35 @@ func TestMetricsNeverCleanBeforeTheFirstCheck(t *testing.T) {
 	}
 	u := newFakeUnits(map[string]string{"a.service": "disabled"})
 	u.hold = make(chan struct{})
-	_, p, _ := unitDaemon(t, u, func(o *Options) { o.MetricsTextfile = prom })
+	d, p, _ := unitDaemon(t, u, func(o *Options) { o.MetricsTextfile = prom })
 	p.waitSnapshot(t, 0, "starting", func(s dbusapi.Snapshot) bool { return s.State == "starting" })
 	// The stale file goes before the desired state is loaded, that is
 	// before the first snapshot.
 	if _, ok := readMetrics(t, prom); ok {
 		t.Fatal("the previous run's metrics are still there while the first check runs")
 	}
+	// GetMetrics (the /metrics endpoint) is answered by the loop, which
+	// is in the first check: its answer comes after it, from it.
+	served := make(chan []byte, 1)
+	go func() {
+		b, err := d.MetricsText(context.Background())
+		if err != nil {
+			t.Errorf("MetricsText: %v", err)
+		}
+		served <- b
+	}()
 	u.mu.Lock()
 	close(u.hold)
 	u.hold = nil
 	u.mu.Unlock()
+	select {
+	case b := <-served:
+		if !strings.Contains(string(b), `drift_monitor_state{state="drifted"} 1`+"\n") {
+			t.Errorf("MetricsText after the first check:\n%s", b)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("MetricsText did not answer within 20s")
+	}
 
 	wantDrifted := map[string]float64{"state=starting": 0, "state=clean": 0, "state=drifted": 1,
 		"state=inhibited": 0, "state=error": 0, "enablement": 1}

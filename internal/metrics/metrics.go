@@ -15,11 +15,13 @@
 package metrics
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 )
@@ -154,4 +156,20 @@ func WriteTextfile(path string, s Snapshot, version string) error {
 		return fmt.Errorf("writing metrics to %s: %w", path, err)
 	}
 	return nil
+}
+
+// Text renders the snapshot's metrics in the text exposition format (what
+// the socket-activated endpoint serves).
+func Text(s Snapshot, version string) ([]byte, error) {
+	mfs, err := Registry(s, version).Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gathering metrics: %w", err)
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			return nil, fmt.Errorf("rendering metrics: %w", err)
+		}
+	}
+	return b.Bytes(), nil
 }

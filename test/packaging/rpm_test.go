@@ -33,6 +33,8 @@ var wantFiles = map[string]fileEntry{
 	"/usr/lib/systemd/system-preset/50-drift-monitor.preset":         {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/lib/systemd/system/drift-monitor.service":                  {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/lib/systemd/system/drift-monitor-adopt.service":            {Mode: "-rw-r--r--", Owner: "root:root"},
+	"/usr/lib/systemd/system/drift-monitor-metrics.service":          {Mode: "-rw-r--r--", Owner: "root:root"},
+	"/usr/lib/systemd/system/drift-monitor-metrics.socket":           {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/share/dbus-1/system.d/org.driftmonitor.DriftMonitor1.conf": {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/share/doc/drift-monitor":                                   {Mode: "drwxr-xr-x", Owner: "root:root"},
 	"/usr/share/doc/drift-monitor/README.md":                         {Mode: "-rw-r--r--", Owner: "root:root", Flags: "d"},

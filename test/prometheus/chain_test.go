@@ -111,6 +111,33 @@ func testRules(t *testing.T, dir string) string {
 	return p
 }
 
+// newHost makes a root declaring one file, /etc/chrony.conf with chrony's
+// content, and puts content there; it returns the root and the config.
+func newHost(t *testing.T, dir, content string) (root, cfg string) {
+	t.Helper()
+	root = filepath.Join(dir, "root")
+	writeFile(t, filepath.Join(root, "etc/chrony.conf"), content, 0o644)
+	cfg = filepath.Join(dir, "desired.ign")
+	writeFile(t, cfg, fmt.Sprintf(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","mode":420,"overwrite":true,
+		"contents":{"source":"data:,%s"}}]}}`, strings.ReplaceAll(strings.TrimSuffix(chrony, "\n"), " ", "%20")+"%0A"), 0o644)
+	// The digest key the daemon makes goes to the test's directory, not
+	// the host's /var/lib/drift-monitor.
+	t.Setenv("STATE_DIRECTORY", filepath.Join(dir, "state"))
+	return root, cfg
+}
+
+// promtoolCheck runs `promtool check metrics` on an exposition: no error,
+// no lint.
+func promtoolCheck(t *testing.T, what string, text []byte) {
+	t.Helper()
+	check := exec.Command("promtool", "check", "metrics")
+	check.Stdin = strings.NewReader(string(text))
+	out, err := check.CombinedOutput()
+	if err != nil || len(strings.TrimSpace(string(out))) != 0 {
+		t.Errorf("promtool check metrics on %s: %v\n%s\non:\n%s", what, err, out, text)
+	}
+}
+
 func writeFile(t *testing.T, p, s string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -166,12 +193,7 @@ func TestDriftAlertChain(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
 
-	// The host: one declared file, as declared.
-	root := filepath.Join(dir, "root")
-	writeFile(t, filepath.Join(root, "etc/chrony.conf"), chrony, 0o644)
-	cfg := filepath.Join(dir, "desired.ign")
-	writeFile(t, cfg, fmt.Sprintf(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","mode":420,"overwrite":true,
-		"contents":{"source":"data:,%s"}}]}}`, strings.ReplaceAll(strings.TrimSuffix(chrony, "\n"), " ", "%20")+"%0A"), 0o644)
+	root, cfg := newHost(t, dir, chrony)
 	textdir := filepath.Join(dir, "textfile")
 	if err := os.Mkdir(textdir, 0o755); err != nil {
 		t.Fatal(err)
@@ -188,26 +210,16 @@ func TestDriftAlertChain(t *testing.T) {
 	go srv.Serve(hl)
 	t.Cleanup(func() { srv.Close() })
 
-	// The digest key the daemon makes goes to the test's directory, not
-	// the host's /var/lib/drift-monitor.
-	t.Setenv("STATE_DIRECTORY", filepath.Join(dir, "state"))
 	daemon := start(t, dir, "drift-monitor", bin, "daemon", "--root", root, "--config", cfg, "--bus=false", "--no-cache",
 		"--inhibit-dir", filepath.Join(dir, "inhibit"), "--exclude-from", "/nonexistent", "--metrics-textfile", prom)
 	waitFor(t, chainTimeout, "the daemon's textfile", func() bool { _, err := os.Stat(prom); return err == nil }, daemon)
 
 	// promtool on the real output.
-	check := exec.Command("promtool", "check", "metrics")
-	f, err := os.Open(prom)
+	text, err := os.ReadFile(prom)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check.Stdin = f
-	out, err := check.CombinedOutput()
-	f.Close()
-	if err != nil || len(strings.TrimSpace(string(out))) != 0 {
-		b, _ := os.ReadFile(prom)
-		t.Errorf("promtool check metrics: %v\n%s\non:\n%s", err, out, b)
-	}
+	promtoolCheck(t, prom, text)
 
 	nePort, promPort, amPort := freePort(t), freePort(t), freePort(t)
 	ne := start(t, dir, "node_exporter", "prometheus-node-exporter", "--collector.disable-defaults", "--collector.textfile",
