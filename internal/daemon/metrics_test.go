@@ -111,3 +111,25 @@ func TestMetricsNeverCleanBeforeTheFirstCheck(t *testing.T) {
 		return cmp.Equal(wantClean, got)
 	})
 }
+
+// TestMetricsRewrittenWhenNothingChanges: with nothing changing, the file is
+// still rewritten every MetricsRefresh, so its mtime (what node_exporter
+// exports) shows the loop alive.
+func TestMetricsRewrittenWhenNothingChanges(t *testing.T) {
+	prom := filepath.Join(t.TempDir(), "drift-monitor.prom")
+	u := newFakeUnits(map[string]string{"a.service": "enabled"})
+	unitDaemon(t, u, func(o *Options) { o.MetricsTextfile, o.MetricsRefresh = prom, 20*time.Millisecond })
+	mtime := func() int64 {
+		fi, err := os.Stat(prom)
+		if err != nil {
+			return 0
+		}
+		return fi.ModTime().UnixNano()
+	}
+	waitFor(t, "the first textfile", func() bool { return mtime() != 0 })
+	seen := map[int64]bool{mtime(): true}
+	waitFor(t, "three rewrites", func() bool {
+		seen[mtime()] = true
+		return len(seen) > 3
+	})
+}

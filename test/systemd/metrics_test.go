@@ -91,3 +91,43 @@ func TestMetricsSocket(t *testing.T) {
 	}
 	t.Logf("scrape through the socket: %d bytes", len(body))
 }
+
+// TestMetricsTextfileDropIn: the shipped drop-in
+// (packaging/prometheus/metrics-textfile.conf) turns the textfile on under
+// the unit's hardening — ProtectSystem=strict, UMask=0077: the file appears
+// in node_exporter's directory, mode 0644, saying drifted for a host that
+// was drifted at start, with no temporary file left beside it.
+func TestMetricsTextfileDropIn(t *testing.T) {
+	t.Parallel()
+	dropIn, err := os.ReadFile("../../packaging/prometheus/metrics-textfile.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const dir = "/var/lib/node_exporter/textfile_collector"
+	h := bootDaemon(t, setup{
+		config:   etcFileAndSentinel,
+		files:    []file{{etcFile, "tampered\n", 0o644}, sentinelFile},
+		commands: []string{"mkdir -p " + dir},
+		dropIn:   string(dropIn),
+	})
+	// systemctl restart returned after READY=1, so after the first check;
+	// the first write follows it on the writer's goroutine.
+	var out string
+	deadline := time.Now().Add(recordTimeout)
+	for {
+		o, _, code := h.run("sh", "-c", `cd "$1" && stat -c '%a %n' * && cat drift-monitor.prom`, "sh", dir)
+		if out = o; code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s/drift-monitor.prom within %s: %s", dir, recordTimeout, out)
+		}
+		time.Sleep(50 * time.Millisecond) // a poll interval inside a bounded wait
+	}
+	if !strings.HasPrefix(out, "644 drift-monitor.prom\n") {
+		t.Errorf("the textfile directory holds (want only drift-monitor.prom, mode 644):\n%s", out)
+	}
+	if !strings.Contains(out, `drift_monitor_state{state="drifted"} 1`+"\n") {
+		t.Errorf("the textfile does not say drifted:\n%s", out)
+	}
+}
