@@ -107,7 +107,7 @@ func TestWriteTextfile(t *testing.T) {
 		t.Errorf("metrics (-want +got):\n%s", d)
 	}
 	for name := range mfs {
-		if !model.IsValidLegacyMetricName(name) || !strings.HasPrefix(name, "drift_monitor_") {
+		if !model.LegacyValidation.IsValidMetricName(name) || !strings.HasPrefix(name, "drift_monitor_") {
 			t.Errorf("metric name %q", name)
 		}
 	}
