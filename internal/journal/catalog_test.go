@@ -33,6 +33,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgCheckFailed":      MsgCheckFailed,
 		"MsgBusLost":          MsgBusLost,
 		"MsgBusRestored":      MsgBusRestored,
+		"MsgMetricsFailed":    MsgMetricsFailed,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}
