@@ -14,8 +14,11 @@ build:
 
 # test: formatting, vet, staticcheck, module verification, then every tier:
 # unit tests (-race), the blackbox tier (built binary, private D-Bus), the
-# conformance tier (real Ignition) and the systemd tier (real systemd in
-# systemd-nspawn). With CI=true the privileged tiers fail instead of skipping.
+# conformance tier (real Ignition), the systemd tier (real systemd in
+# systemd-nspawn) and the Prometheus tier (test/prometheus: promtool on the
+# shipped rules, and the daemon's textfile through real node_exporter,
+# Prometheus and Alertmanager to a webhook). With CI=true the privileged
+# tiers fail instead of skipping.
 test: lint build
 	$(GO) test -race -count=1 ./...
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -31,6 +32,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
+	fs.StringVar(&o.MetricsTextfile, "metrics-textfile", "", "write Prometheus metrics to `PATH` (ending in .prom) for node_exporter's textfile collector")
 	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
@@ -38,6 +40,12 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		return code
 	}
 	o.Configs, o.Exclude = configs, excludes
+	if p := o.MetricsTextfile; p != "" && (!filepath.IsAbs(p) || filepath.Ext(p) != ".prom") {
+		// node_exporter reads only *.prom files of its directory: any
+		// other name would be written and never scraped.
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --metrics-textfile %s: want an absolute path ending in .prom (node_exporter's textfile collector reads no other)\n", p)
+		return ExitFailed
+	}
 	// Not assigned when nil: a nil *statecache.Cache in the interface
 	// would be a cache that keeps nothing, and costs the hashing.
 	cache := statecache.Default()

@@ -135,7 +135,7 @@ func (s *syncBuffer) String() string {
 func (s *syncBuffer) count(id string) int { return strings.Count(s.String(), "MESSAGE_ID="+id) }
 
 // unitDaemon runs a daemon whose desired state is one enabled unit.
-func unitDaemon(t *testing.T, u *fakeUnits) (*Daemon, *fakePublisher, *syncBuffer) {
+func unitDaemon(t *testing.T, u *fakeUnits, opts ...func(*Options)) (*Daemon, *fakePublisher, *syncBuffer) {
 	t.Helper()
 	root := t.TempDir()
 	cfg := filepath.Join(root, "c.ign")
@@ -143,8 +143,12 @@ func unitDaemon(t *testing.T, u *fakeUnits) (*Daemon, *fakePublisher, *syncBuffe
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	d, err := New(Options{Root: root, Configs: []string{cfg}, Units: u,
-		Log: slog.New(journal.NewHandler(logs, journal.WithNative(false)))})
+	o := Options{Root: root, Configs: []string{cfg}, Units: u,
+		Log: slog.New(journal.NewHandler(logs, journal.WithNative(false)))}
+	for _, f := range opts {
+		f(&o)
+	}
+	d, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	}()
 	st, err := desired.LoadCached(d.o.Cache, d.o.Root, d.o.Configs)
 	if err != nil {
+		d.m.loadFailures++
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,
 			fmt.Sprintf("Refusing the desired state, keeping the last good one: %v", err),
 			journal.ConfigError(err.Error()))
@@ -36,6 +37,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	}
 	excl, err := d.exclusions()
 	if err != nil {
+		d.m.loadFailures++
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed, fmt.Sprintf("Refusing the exclusions, keeping the last good state: %v", err))
 		return err
 	}

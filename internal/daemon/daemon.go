@@ -88,6 +88,11 @@ type Options struct {
 	// OnDrift names a unit to start when drift appears.
 	OnDrift string
 	Version string
+	// MetricsTextfile is where Prometheus metrics are written for
+	// node_exporter's textfile collector ("" writes none); MetricsRefresh
+	// how often it is rewritten when nothing changed (0: 30s).
+	MetricsTextfile string
+	MetricsRefresh  time.Duration
 	// DigestKey keys the digests of content that must not be shown (see
 	// drift.Key); the zero Key leaves them out.
 	DigestKey drift.Key
@@ -155,6 +160,7 @@ type Daemon struct {
 	// tracker's generation busGen: most events change nothing of it.
 	busHead []dbusapi.Drift
 	busGen  uint64
+	m       metricsOut // --metrics-textfile (metrics.go)
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files

@@ -33,6 +33,7 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 func (d *Daemon) start(ctx context.Context, s *sources) {
 	d.record(ctx, slog.LevelInfo, journal.MsgStarted, fmt.Sprintf("Starting drift-monitor %s", d.o.Version))
 	d.followInhibitors(ctx, s)
+	d.removeStaleMetrics(ctx)
 	d.loadErr = d.load(ctx)
 	// Until the first check is done, the status line and the bus say so:
 	// no drift known is not no drift.
@@ -56,6 +57,7 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 		d.o.Notify.Ready(d.status())
 	}
 	d.record(ctx, slog.LevelInfo, journal.MsgReady, fmt.Sprintf("Started: %s", d.status()))
+	d.startMetrics(ctx)
 	d.publish()
 
 	if d.o.Interval > 0 {

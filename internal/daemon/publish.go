@@ -19,19 +19,24 @@ func (d *Daemon) snapshot() dbusapi.Snapshot {
 	for _, h := range d.inhibitors {
 		s.Inhibitors = append(s.Inhibitors, dbusapi.Inhibitor{Who: h.Who, Why: h.Why, PID: uint32(h.PID)})
 	}
+	s.State = d.snapshotState()
+	return s
+}
+
+// snapshotState is the State the bus and the metrics show.
+func (d *Daemon) snapshotState() string {
 	switch {
 	case !d.ready:
-		s.State = dbusapi.StateStarting
+		return dbusapi.StateStarting
 	case d.inhibited():
-		s.State = dbusapi.StateInhibited
-	case s.DriftCount > 0:
-		s.State = dbusapi.StateDrifted
+		return dbusapi.StateInhibited
+	case d.track.count() > 0:
+		return dbusapi.StateDrifted
 	case d.loadErr != nil && len(d.files) == 0:
-		s.State = dbusapi.StateError
+		return dbusapi.StateError
 	default:
-		s.State = dbusapi.StateClean
+		return dbusapi.StateClean
 	}
-	return s
 }
 
 // busPage is page as the bus carries it.
@@ -45,4 +50,5 @@ func (d *Daemon) publish() {
 	if d.pub != nil {
 		d.pub.Update(d.snapshot())
 	}
+	d.metricsChanged()
 }

@@ -6,6 +6,7 @@
 //	           Inhibit(who s, why s) → (fd h)        root only
 //	           GetDrift(offset u, limit u) → (generation t, total u,
 //	                    drift a(sssss))              anyone
+//	           GetMetrics() → (text s)               anyone (Prometheus text)
 //	properties State s (StateStarting, StateClean, StateDrifted, StateInhibited,
 //	           StateError: "starting", "clean", "drifted", "inhibited", "error")
 //	           StatusText s, DriftCount u, Drift a(sssss) (kind, entry, path,

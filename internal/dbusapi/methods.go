@@ -146,6 +146,8 @@ func fixIntrospection(n *introspect.Node) {
 				}
 			case "Reload":
 				m.Args = nil
+			case "GetMetrics":
+				m.Args = []introspect.Arg{{Name: "text", Type: "s", Direction: "out"}}
 			case "GetDrift":
 				m.Args = []introspect.Arg{
 					{Name: "offset", Type: "u", Direction: "in"},
@@ -214,6 +216,31 @@ func (m methods) GetDrift(offset, limit uint32) (uint64, uint32, []Drift, *dbus.
 		return 0, 0, []Drift{}, dbus.NewError(ErrFailed, []any{err.Error()})
 	}
 	return gen, uint32(total), bound(page), nil
+}
+
+// MetricsSource is what GetMetrics needs of the daemon: its metrics in
+// Prometheus' text exposition format (package metrics), or an error while
+// nothing is known yet (the first check is running).
+type MetricsSource interface {
+	MetricsText(ctx context.Context) ([]byte, error)
+}
+
+// GetMetrics returns the daemon's Prometheus metrics, for the
+// socket-activated endpoint (drift-monitor metrics-http) that serves them
+// so that the daemon itself needs no network. Anyone may call it: the
+// metrics say no more than the properties do.
+func (m methods) GetMetrics() (string, *dbus.Error) {
+	src, ok := m.ss.s.d.(MetricsSource)
+	if !ok {
+		return "", dbus.NewError(ErrFailed, []any{"this daemon has no metrics"})
+	}
+	ctx, cancel := context.WithTimeout(m.ss.s.ctx, callTimeout)
+	defer cancel()
+	b, err := src.MetricsText(ctx)
+	if err != nil {
+		return "", dbus.NewError(ErrFailed, []any{err.Error()})
+	}
+	return string(b), nil
 }
 
 // Inhibit takes an inhibitor for the caller and replies with the descriptor

@@ -53,6 +53,9 @@ const (
 	// MsgReconciled: `drift-monitor reconcile` released its inhibitor
 	// and drift the daemon knew of is gone: it was repaired.
 	MsgReconciled = "6de2f04fd46148ba9b38c78757a2fed8"
+	// MsgMetricsFailed: the metrics textfile could not be written
+	// (METRICS_FILE); said once until a write succeeds again.
+	MsgMetricsFailed = "0cca72b05fee42498754884e4b671551"
 )
 
 // Catalog header values shared by every entry.
@@ -290,6 +293,19 @@ reported as drift; the daemon then re-read its desired configuration and
 checked everything.
 
 No action is needed. What it could not repair is still reported as drift.`,
+	},
+	{
+		ID: MsgMetricsFailed, Name: "MsgMetricsFailed",
+		Subject: "Metrics could not be written to @METRICS_FILE@",
+		Body: `drift-monitor was asked (--metrics-textfile) to write its Prometheus metrics
+to @METRICS_FILE@ for node_exporter's textfile collector, and writing failed;
+the record's message has the reason. Monitoring goes on; the file keeps its
+last content, and its modification time stops moving, which the shipped
+alert rules report as a stale textfile.
+
+Check that the directory exists and that the unit may write to it
+(ReadWritePaths=, see the drop-in shipped as an example in
+/usr/share/doc/drift-monitor/).`,
 	},
 }
 

@@ -37,6 +37,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgInhibitorsUnwatched": MsgInhibitorsUnwatched,
 		"MsgNotice":              MsgNotice,
 		"MsgReconciled":          MsgReconciled,
+		"MsgMetricsFailed":       MsgMetricsFailed,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}

@@ -150,6 +150,7 @@ func (m stubMethods) GetDrift(offset, limit uint32) (uint64, uint32, []dbusapi.D
 	m.s.count("GetDrift")
 	return 1, 0, []dbusapi.Drift{}, nil
 }
+func (m stubMethods) GetMetrics() (string, *dbus.Error) { m.s.count("GetMetrics"); return "", nil }
 
 // exportStub connects as root, exports the stub and takes the bus name.
 func exportStub(t *testing.T, addr string) (*dbus.Conn, *stubDaemon) {
@@ -205,6 +206,7 @@ func attempts(conn *dbus.Conn) map[string]string {
 	res["Reload"] = call(dbusapi.Interface + ".Reload")
 	res["Inhibit"] = call(dbusapi.Interface+".Inhibit", "who", "why")
 	res["GetDrift"] = call(dbusapi.Interface+".GetDrift", uint32(0), uint32(0))
+	res["GetMetrics"] = call(dbusapi.Interface + ".GetMetrics")
 	res["Properties.Get"] = call("org.freedesktop.DBus.Properties.Get", dbusapi.Interface, "State")
 	res["Properties.GetAll"] = call("org.freedesktop.DBus.Properties.GetAll", dbusapi.Interface)
 	res["Properties.Set"] = call("org.freedesktop.DBus.Properties.Set", dbusapi.Interface, "State", dbus.MakeVariant("x"))
@@ -298,6 +300,7 @@ func TestBusPolicy(t *testing.T) {
 			"Reload":                  outcomeOK,
 			"Inhibit":                 stubFailed, // the stub's own answer: the call got through
 			"GetDrift":                outcomeOK,
+			"GetMetrics":              outcomeOK,
 			"Properties.Get":          outcomeOK,
 			"Properties.GetAll":       outcomeOK,
 			"Properties.Set":          readOnlyError,
@@ -377,6 +380,7 @@ func TestBusPolicy(t *testing.T) {
 				"Reload":                  accessDenied,
 				"Inhibit":                 accessDenied,
 				"GetDrift":                outcomeOK,
+				"GetMetrics":              outcomeOK, // drift-monitor-metrics.service is unprivileged
 				"Properties.Get":          outcomeOK,
 				"Properties.GetAll":       outcomeOK,
 				"Properties.Set":          accessDenied,

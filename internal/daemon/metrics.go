@@ -1,0 +1,181 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/metrics"
+)
+
+// metricsOut is the daemon's side of --metrics-textfile. The file is
+// written by a goroutine of its own, from a snapshot the event loop hands
+// it (Daemon.do): a stuck loop stops the writes, and the file's mtime,
+// which node_exporter exports, stops moving — the textfile shows liveness,
+// not just the last thing said.
+type metricsOut struct {
+	dirty chan struct{} // the metrics changed; nil: no textfile asked for
+	// What the last snapshot was built from, to tell a change (cheaply: the
+	// drift set by its generation).
+	key      metricsKey
+	kinds    map[drift.Kind]int // never changed once handed out: replaced
+	kindsGen uint64
+	// lastChange is when the drift set last changed (seenGen: as of which
+	// generation); loadFailures counts failed loads (Daemon.load).
+	lastChange   time.Time
+	seenGen      uint64
+	loadFailures uint64
+}
+
+type metricsKey struct {
+	state                            string
+	gen                              uint64
+	paths, units, polled, inhibitors int
+	exhausted, loadFailing           bool
+	loadFailures                     uint64
+	lastCheck                        time.Time
+}
+
+// metricsRefresh is how often the textfile is rewritten when nothing
+// changed (the mtime is the liveness signal; the shipped rules call a file
+// older than 5 minutes stale), and metricsSpacing the least time between two
+// writes, so that a storm of changes costs a write a second, not one per event.
+const (
+	metricsRefresh = 30 * time.Second
+	metricsSpacing = time.Second
+)
+
+// startMetrics starts writing the textfile, once the first full check is
+// done (or the daemon started inhibited, which the state says): before it,
+// nothing is known, and a restarted daemon on a drifted host must not
+// publish "clean". The previous run's file is removed at start-up for the
+// same reason (removeStaleMetrics).
+func (d *Daemon) startMetrics(ctx context.Context) {
+	if d.o.MetricsTextfile == "" {
+		return
+	}
+	d.m.dirty = make(chan struct{}, 1)
+	refresh := d.o.MetricsRefresh
+	if refresh <= 0 {
+		refresh = metricsRefresh
+	}
+	go func() {
+		t := time.NewTicker(refresh)
+		defer t.Stop()
+		var failed string // the last failure journaled, said once
+		for {
+			var s metrics.Snapshot
+			if err := d.do(ctx, func(context.Context) error { s = d.metricsSnapshot(); return nil }); err != nil {
+				return // stopping
+			}
+			err := metrics.WriteTextfile(d.o.MetricsTextfile, s, d.o.Version)
+			switch {
+			case err != nil && err.Error() != failed:
+				failed = err.Error()
+				d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, drift.Escape(failed), slog.String("METRICS_FILE", drift.Escape(d.o.MetricsTextfile)))
+			case err == nil:
+				failed = ""
+			}
+			wrote := time.Now()
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.done:
+				return
+			case <-t.C:
+			case <-d.m.dirty:
+				wait := time.NewTimer(time.Until(wrote.Add(metricsSpacing)))
+				select {
+				case <-wait.C:
+				case <-ctx.Done():
+					wait.Stop()
+					return
+				}
+			}
+		}
+	}()
+}
+
+// removeStaleMetrics removes what a previous run wrote: it describes a
+// host this run has not checked yet.
+func (d *Daemon) removeStaleMetrics(ctx context.Context) {
+	if d.o.MetricsTextfile == "" {
+		return
+	}
+	if err := os.Remove(d.o.MetricsTextfile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, drift.Escape(fmt.Sprintf("removing the previous run's metrics: %v", err)),
+			slog.String("METRICS_FILE", drift.Escape(d.o.MetricsTextfile)))
+	}
+}
+
+// metricsChanged notes when the drift set changed and tells the writer,
+// without blocking the loop, that the metrics changed. Called with every
+// publish.
+func (d *Daemon) metricsChanged() {
+	// Nothing earlier is known of the drift set than this run's first
+	// check.
+	if d.ready && (d.m.lastChange.IsZero() || d.track.gen != d.m.seenGen) {
+		d.m.lastChange, d.m.seenGen = time.Now(), d.track.gen
+	}
+	if d.m.dirty == nil {
+		return
+	}
+	k := d.metricsKey()
+	if k == d.m.key {
+		return
+	}
+	d.m.key = k
+	select {
+	case d.m.dirty <- struct{}{}:
+	default: // a write is already due
+	}
+}
+
+func (d *Daemon) metricsKey() metricsKey {
+	return metricsKey{state: d.snapshotState(), gen: d.track.gen, paths: d.ix.paths, units: d.ix.units,
+		polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), exhausted: d.exhausted,
+		loadFailing: d.loadErr != nil, loadFailures: d.m.loadFailures, lastCheck: d.lastCheck}
+}
+
+// metricsSnapshot runs on the loop. Drift is counted by kind only when the
+// set changed: a storm of events that changes nothing costs nothing here.
+func (d *Daemon) metricsSnapshot() metrics.Snapshot {
+	if d.m.kinds == nil || d.m.kindsGen != d.track.gen {
+		d.m.kinds, d.m.kindsGen = map[drift.Kind]int{}, d.track.gen
+		for _, ds := range d.track.byEntry {
+			for _, dr := range ds {
+				d.m.kinds[dr.Kind]++
+			}
+		}
+	}
+	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
+		WatchedPaths: d.ix.paths, Units: d.ix.units, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
+		Inhibitors: len(d.inhibitors), LoadFailing: d.loadErr != nil, LoadFailures: d.m.loadFailures}
+}
+
+// errNotChecked refuses metrics before the first full check: nothing is
+// known yet, and "no drift counted" must not read as clean.
+var errNotChecked = errors.New("the first check has not finished: nothing is known yet")
+
+// MetricsText renders the metrics on request (the bus's GetMetrics), from
+// the same snapshot as the textfile.
+func (d *Daemon) MetricsText(ctx context.Context) ([]byte, error) {
+	var s metrics.Snapshot
+	err := d.do(ctx, func(context.Context) error {
+		if !d.ready {
+			return errNotChecked
+		}
+		s = d.metricsSnapshot()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return metrics.Text(s, d.o.Version)
+}

@@ -1,0 +1,136 @@
+package metrics
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+)
+
+func TestWriteTextfile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "drift-monitor.prom")
+	// The unit's umask (0077 under hardening) must not make the file
+	// unreadable to node_exporter.
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	s := Snapshot{State: "drifted", Drift: map[drift.Kind]int{drift.Content: 2, drift.Mode: 1},
+		LastCheck: time.Unix(1700000000, 500000000), LastChange: time.Unix(1700000001, 0),
+		WatchedPaths: 42, Units: 6, PolledDirs: 3, WatchesExhausted: true, Inhibitors: 0,
+		LoadFailing: true, LoadFailures: 2}
+	if err := WriteTextfile(p, s, "1.2.3"); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o644 {
+		t.Errorf("mode %o, want 644", got)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("left behind in the directory: %v", ents)
+	}
+
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := parser.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("the output does not parse: %v", err)
+	}
+	got := map[string]float64{}
+	for name, mf := range mfs {
+		for _, m := range mf.Metric {
+			if m.TimestampMs != nil {
+				t.Errorf("%s has a client-side timestamp", name)
+			}
+			key := name
+			for _, l := range m.Label {
+				if l.GetName() != "goversion" {
+					key += "{" + l.GetName() + "=" + l.GetValue() + "}"
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				got[key] = m.Gauge.GetValue()
+			case m.Counter != nil:
+				got[key] = m.Counter.GetValue()
+			}
+		}
+	}
+	want := map[string]float64{
+		"drift_monitor_build_info{version=1.2.3}":           1,
+		"drift_monitor_last_full_check_timestamp_seconds":   1700000000.5,
+		"drift_monitor_last_change_timestamp_seconds":       1700000001,
+		"drift_monitor_watched_paths":                       42,
+		"drift_monitor_units":                               6,
+		"drift_monitor_polled_directories":                  3,
+		"drift_monitor_inotify_watches_exhausted":           1,
+		"drift_monitor_inhibitors":                          0,
+		"drift_monitor_desired_load_failing":                1,
+		"drift_monitor_desired_load_failures_total":         2,
+		"drift_monitor_state{state=starting}":               0,
+		"drift_monitor_state{state=clean}":                  0,
+		"drift_monitor_state{state=drifted}":                1,
+		"drift_monitor_state{state=inhibited}":              0,
+		"drift_monitor_state{state=error}":                  0,
+		"drift_monitor_drift_entries{kind=content}":         2,
+		"drift_monitor_drift_entries{kind=mode}":            1,
+		"drift_monitor_drift_entries{kind=missing}":         0,
+		"drift_monitor_drift_entries{kind=type}":            0,
+		"drift_monitor_drift_entries{kind=owner}":           0,
+		"drift_monitor_drift_entries{kind=group}":           0,
+		"drift_monitor_drift_entries{kind=target}":          0,
+		"drift_monitor_drift_entries{kind=hardlink}":        0,
+		"drift_monitor_drift_entries{kind=unmasked}":        0,
+		"drift_monitor_drift_entries{kind=masked}":          0,
+		"drift_monitor_drift_entries{kind=enablement}":      0,
+		"drift_monitor_drift_entries{kind=kernel-argument}": 0,
+		"drift_monitor_drift_entries{kind=unreadable}":      0,
+		"drift_monitor_drift_entries{kind=unverifiable}":    0,
+		"drift_monitor_drift_entries{kind=reboot-pending}":  0,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("metrics (-want +got):\n%s", d)
+	}
+	for name := range mfs {
+		if !model.LegacyValidation.IsValidMetricName(name) || !strings.HasPrefix(name, "drift_monitor_") {
+			t.Errorf("metric name %q", name)
+		}
+	}
+}
+
+// Before any check the timestamps are left out rather than published as
+// 1970, which would read as a check that is 56 years stale.
+func TestNoTimestampsBeforeACheck(t *testing.T) {
+	mfs, err := Registry(Snapshot{State: "starting"}, "v").Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if strings.HasSuffix(mf.GetName(), "_timestamp_seconds") {
+			t.Errorf("%s present before any check", mf.GetName())
+		}
+	}
+}
+
+func TestWriteTextfileNamesThePath(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "missing", "drift-monitor.prom")
+	err := WriteTextfile(p, Snapshot{State: "clean"}, "v")
+	if err == nil || !strings.Contains(err.Error(), p) {
+		t.Errorf("error %v does not name %s", err, p)
+	}
+}
