@@ -223,12 +223,16 @@ func cmdPhases(args []string) error {
 			return err
 		}
 	}
+	r, err := ondisk.OpenRoot(*root)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	var cache *desired.StateCache
 	if *cacheDir != "" {
 		cache = &desired.StateCache{Dir: *cacheDir}
 	}
-	st, err := cache.LoadState(*root, []string{*cfg})
+	st, err := cache.LoadState(r, []string{*cfg})
 	pprof.StopCPUProfile()
 	if *memprofile != "" {
 		if err := writeHeapProfile(*memprofile); err != nil {
@@ -242,10 +246,6 @@ func cmdPhases(args []string) error {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	r, err := ondisk.OpenRoot(*root)
-	if err != nil {
-		return err
-	}
 	c := &check.Checker{Root: r, Units: enablement.Offline{Root: *root}}
 	var cmp time.Duration
 	for i := 0; i < 2; i++ {

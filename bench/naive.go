@@ -31,11 +31,11 @@ func cmdNaive(ctx context.Context, args []string) error {
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	st, err := desired.LoadState(*root, []string{*cfg})
+	r, err := ondisk.OpenRoot(*root)
 	if err != nil {
 		return err
 	}
-	r, err := ondisk.OpenRoot(*root)
+	st, err := desired.LoadState(r, []string{*cfg})
 	if err != nil {
 		return err
 	}

@@ -114,22 +114,24 @@ func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, c
 	if !st.IsDir() {
 		return checkResult{}, fmt.Errorf("root %s: not a directory", root)
 	}
-	state, err := cache.LoadState(root, configs)
+	// Opened once: the configs, the accounts and every observation are
+	// resolved inside it.
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		return checkResult{}, err
+	}
+	defer r.Close()
+	state, err := cache.LoadState(r, configs)
 	if err != nil {
 		return checkResult{}, err
 	}
 	for _, w := range state.Warnings {
 		fmt.Fprintf(warn, "drift-monitor check: warning: %s\n", drift.EscapeControl(w))
 	}
-	r, err := ondisk.OpenRoot(root)
-	if err != nil {
-		return checkResult{}, err
-	}
-	defer r.Close()
-	units, release := unitStates(ctx, root)
+	units, release := unitStates(ctx, r)
 	defer release()
 	c := &check.Checker{Root: r, Units: units, Key: key}
-	if isLiveRoot(root) {
+	if r.IsHost() {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
 	}
@@ -139,14 +141,6 @@ func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, c
 		return checkResult{}, fmt.Errorf("check interrupted: %w", err)
 	}
 	return checkResult{Result: res, Files: state.Files}, nil
-}
-
-// isLiveRoot reports whether root is the running host's /, whose kernel
-// command line is /proc/cmdline.
-func isLiveRoot(root string) bool {
-	a, err1 := os.Stat(root)
-	b, err2 := os.Stat("/")
-	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 type jsonReport struct {

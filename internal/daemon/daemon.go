@@ -176,7 +176,7 @@ func New(o Options) (*Daemon, error) {
 	} else {
 		d.checker.Units = enablement.Offline{Root: o.Root}
 	}
-	if isLiveRoot(o.Root) {
+	if root.IsHost() {
 		d.checker.Cmdline = check.ProcCmdline
 		d.checker.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
 	}
@@ -213,12 +213,6 @@ func Run(ctx context.Context, o Options, reload <-chan struct{}) error {
 	}
 	defer d.Close()
 	return d.Run(ctx, reload)
-}
-
-func isLiveRoot(root string) bool {
-	a, err1 := os.Stat(root)
-	b, err2 := os.Stat("/")
-	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 type readResult struct {
@@ -264,7 +258,7 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 			}
 		}
 	}()
-	cfg, err := newConfigWatch(d.o.Root, d.o.Configs, d.o.ExcludeFile)
+	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.ExcludeFile)
 	d.cfg = cfg
 	// Before the first check, which may defer reads: a large file is
 	// read while the daemon is already ready and watching.
@@ -405,7 +399,7 @@ func (d *Daemon) load(ctx context.Context) error {
 			d.log.Debug(fmt.Sprintf("state loaded; garbage collection now at a %d MiB memory limit", limit>>20))
 		}
 	}()
-	st, err := d.o.Cache.LoadState(d.o.Root, d.o.Configs)
+	st, err := d.o.Cache.LoadState(d.root, d.o.Configs)
 	if err != nil {
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,
 			fmt.Sprintf("Refusing the desired state, keeping the last good one: %v", err),

@@ -15,7 +15,19 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
+
+// openRoot opens dir as the root a load reads, closed at the test's end.
+func openRoot(tb testing.TB, dir string) *ondisk.Root {
+	tb.Helper()
+	r, err := ondisk.OpenRoot(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
 
 // benchConfig writes an Ignition config (spec 3.4.0) declaring n files with
 // data URLs, 90% of 512 bytes and 10% of 8 KiB, as the benchmark fixtures
@@ -109,7 +121,7 @@ func BenchmarkLoadState(b *testing.B) {
 				b.Skip("100,000 files take tens of seconds per load; not in -short")
 			}
 			cfg := benchConfig(b, n)
-			root := b.TempDir()
+			root := openRoot(b, b.TempDir())
 			b.ReportAllocs()
 			var peak, live uint64
 			var cpu time.Duration
@@ -152,7 +164,7 @@ func BenchmarkLoadStateCached(b *testing.B) {
 					b.Skip("the cold load of 100,000 files takes tens of seconds; not in -short")
 				}
 				cfg := benchConfig(b, n)
-				root := b.TempDir()
+				root := openRoot(b, b.TempDir())
 				c := &desired.StateCache{Dir: filepath.Join(b.TempDir(), "cache"), Map: mode == "map", Lazy: mode == "lazy"}
 				if _, err := c.LoadState(root, []string{cfg}); err != nil {
 					b.Fatal(err)

@@ -112,45 +112,46 @@ func DefaultCache() *StateCache {
 // LoadState is the package's LoadState through the cache, with the SSH
 // keys where root's layout puts them (decided each time: it is the host's,
 // not the config's).
-func (c *StateCache) LoadState(root string, explicit []string) (State, error) {
+func (c *StateCache) LoadState(root Host, explicit []string) (State, error) {
 	st, err := c.loadState(root, explicit)
 	if err != nil {
 		return st, err
 	}
-	return st, applySSHLayout(root, &st)
+	return st, applySSHLayout(root.Dir(), &st)
 }
 
-func (c *StateCache) loadState(root string, explicit []string) (State, error) {
+func (c *StateCache) loadState(root Host, explicit []string) (State, error) {
 	files, err := Fragments(root, explicit)
 	if err != nil {
 		return State{}, err
 	}
+	src := fragmentFiles{root, len(explicit) > 0}
 	acct, err := readAccountFiles(root)
 	if err != nil {
-		return State{}, fmt.Errorf("reading accounts in %s: %w", root, err)
+		return State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
 	}
 	if c != nil {
 		// The config files are hashed as they are read, without holding them:
 		// on a hit their bytes are not needed. Configs that cannot be hashed
 		// so (a pipe) are not cached at all.
-		key, ok := keyOf(root, files, acct, nil)
+		key, ok := keyOf(src, files, acct, nil)
 		if !ok {
 			c = nil
 		} else if st, ok := c.get(key); ok {
 			return st, nil
 		}
 	}
-	raws, err := readConfigs(files)
+	raws, err := readConfigs(src, files)
 	if err != nil {
 		return State{}, err
 	}
-	st, err := deriveState(root, files, raws, acct)
+	st, err := deriveState(root.Dir(), files, raws, acct)
 	if err != nil {
 		return State{}, err
 	}
 	if c != nil {
 		// Named by the bytes parsed, which may differ from those hashed above.
-		if key, ok := keyOf(root, files, acct, raws); ok && c.put(key, &st) && c.Lazy {
+		if key, ok := keyOf(src, files, acct, raws); ok && c.put(key, &st) && c.Lazy {
 			// The parse's garbage and the state just stored are most of the
 			// heap: return them first, so that the lazy state is laid out
 			// in few spans rather than among the freed ones, which the
@@ -185,16 +186,16 @@ func (c *StateCache) Lazify(st *State) (State, error) {
 	return State{}, fmt.Errorf("cannot read back the state stored in %s", c.Dir)
 }
 
-// keyOf names the derivation of files (with contents raws, or as they are
-// read now if raws is nil) and the account files acct under root by this
-// executable. ok is false when the executable cannot be identified or a file
-// cannot be read whole.
-func keyOf(root string, files []string, acct [4][]byte, raws [][]byte) (key [sha256.Size]byte, ok bool) {
+// keyOf names the derivation of files (with contents raws, or as src reads
+// them now if raws is nil) and the account files acct under src's root by
+// this executable. ok is false when the executable cannot be identified or a
+// file cannot be read whole.
+func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte) (key [sha256.Size]byte, ok bool) {
 	id := executableID()
 	if id == nil {
 		return key, false
 	}
-	abs, err := filepath.Abs(root)
+	abs, err := filepath.Abs(src.root.Dir())
 	if err != nil {
 		return key, false
 	}
@@ -228,13 +229,8 @@ func keyOf(root string, files []string, acct [4][]byte, raws [][]byte) (key [sha
 			field(raws[i])
 			continue
 		}
-		// A pipe or a device has no size to trust, and opening one here
-		// (even without reading) could take what the parse needs from its
-		// writer: only regular files are hashed, the rest not cached.
-		if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() {
-			return key, false
-		}
-		f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		// Only regular files are hashed (see open), the rest not cached.
+		f, err := src.open(name)
 		if err != nil {
 			return key, false
 		}

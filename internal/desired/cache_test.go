@@ -217,7 +217,7 @@ func TestCacheTrimKeepsRecentlyUsed(t *testing.T) {
 func TestCacheConfigFromAPipe(t *testing.T) {
 	root, cfg := cacheRoot(t)
 	raw := mustRead(t, cfg)
-	want, err := LoadState(root, []string{cfg})
+	want, err := LoadState(dirHost(root), []string{cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestCacheConfigFromAPipe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- os.WriteFile(fifo, raw, 0o600) }()
 	c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache")}
-	got, err := c.LoadState(root, []string{fifo})
+	got, err := c.LoadState(dirHost(root), []string{fifo})
 	if err != nil {
 		t.Fatalf("LoadState(a pipe): %v", err)
 	}
@@ -272,7 +272,7 @@ func cacheEntries(t *testing.T, dir string) []string {
 
 func TestStateCache(t *testing.T) {
 	root, cfg := cacheRoot(t)
-	uncached, err := LoadState(root, nil)
+	uncached, err := LoadState(dirHost(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestStateCache(t *testing.T) {
 
 	t.Run("miss then hit give the parsed state", func(t *testing.T) {
 		for i, what := range []string{"miss", "hit"} {
-			got, err := c.LoadState(root, nil)
+			got, err := c.LoadState(dirHost(root), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -306,7 +306,7 @@ func TestStateCache(t *testing.T) {
 
 	t.Run("a mapped hit gives the parsed state", func(t *testing.T) {
 		m := &StateCache{Dir: c.Dir, Map: true}
-		got, err := m.LoadState(root, nil)
+		got, err := m.LoadState(dirHost(root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,18 +318,18 @@ func TestStateCache(t *testing.T) {
 	// A hit is served from the entry, not parsed: an entry planted under the
 	// key with one entry fewer comes back as it is.
 	t.Run("a hit reads the entry", func(t *testing.T) {
-		key, ok := keyOf(root, []string{cfg}, mustAccounts(t, root), [][]byte{mustRead(t, cfg)})
+		key, ok := keyOf(fragmentFiles{dirHost(root), true}, []string{cfg}, mustAccounts(t, root), [][]byte{mustRead(t, cfg)})
 		if !ok {
 			t.Fatal("no key: the test binary has no identity")
 		}
-		streamed, ok := keyOf(root, []string{cfg}, mustAccounts(t, root), nil)
+		streamed, ok := keyOf(fragmentFiles{dirHost(root), true}, []string{cfg}, mustAccounts(t, root), nil)
 		if !ok || streamed != key {
 			t.Fatalf("the key of the files as read (%x, %v) is not the key of their bytes (%x)", streamed, ok, key)
 		}
 		planted := uncached
 		planted.Entries = planted.Entries[1:]
 		c.put(key, &planted)
-		got, err := c.LoadState(root, nil)
+		got, err := c.LoadState(dirHost(root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +343,7 @@ func TestStateCache(t *testing.T) {
 		before := len(cacheEntries(t, c.Dir))
 		// The config: alice's file is now 0644.
 		writeFile(t, cfg, strings.Replace(string(mustRead(t, cfg)), `"mode":384`, `"mode":420`, 1))
-		st, err := c.LoadState(root, nil)
+		st, err := c.LoadState(dirHost(root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +352,7 @@ func TestStateCache(t *testing.T) {
 		}
 		// An account file: alice is now uid 1001.
 		writeFile(t, filepath.Join(root, "etc/passwd"), "root:x:0:0::/root:/bin/sh\nalice:x:1001:1000::/home/alice:/bin/sh\n")
-		st, err = c.LoadState(root, nil)
+		st, err = c.LoadState(dirHost(root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestStateCache(t *testing.T) {
 		// A second config file, in /usr/lib.
 		writeFile(t, filepath.Join(root, "usr/lib/drift-monitor/desired.d/20-b.ign"),
 			`{"ignition":{"version":"3.4.0"},"storage":{"directories":[{"path":"/etc/d"}]}}`)
-		st, err = c.LoadState(root, nil)
+		st, err = c.LoadState(dirHost(root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +380,7 @@ func TestStateCache(t *testing.T) {
 		writeFile(t, bad, `{"ignition":{"version":"3.4.0"},`)
 		defer os.Remove(bad)
 		for range 2 {
-			if _, err := c.LoadState(root, nil); err == nil || !strings.HasPrefix(err.Error(), bad+":") {
+			if _, err := c.LoadState(dirHost(root), nil); err == nil || !strings.HasPrefix(err.Error(), bad+":") {
 				t.Errorf("LoadState = %v, want an error naming %s", err, bad)
 			}
 		}
@@ -390,17 +390,17 @@ func TestStateCache(t *testing.T) {
 	})
 
 	t.Run("a damaged entry is parsed again", func(t *testing.T) {
-		want, err := LoadState(root, nil)
+		want, err := LoadState(dirHost(root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		key, _ := keyOf(root, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
+		key, _ := keyOf(fragmentFiles{dirHost(root), false}, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
 		p := c.entryPath(key)
 		data := mustRead(t, p)
 		if err := os.WriteFile(p, data[:len(data)/2], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.LoadState(root, nil)
+		got, err := c.LoadState(dirHost(root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,7 +418,7 @@ func TestStateCache(t *testing.T) {
 	})
 
 	t.Run("an entry others could write is not read", func(t *testing.T) {
-		key, _ := keyOf(root, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
+		key, _ := keyOf(fragmentFiles{dirHost(root), false}, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
 		p := c.entryPath(key)
 		if _, ok := c.get(key); !ok {
 			t.Fatal("no entry to start with")
@@ -451,11 +451,11 @@ func TestStateCache(t *testing.T) {
 		os.Chmod(small.Dir, 0o700)
 		for _, mode := range []string{"384", "416", "420"} {
 			writeFile(t, cfg, `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","mode":`+mode+`}]}}`)
-			if _, err := small.LoadState(root, nil); err != nil {
+			if _, err := small.LoadState(dirHost(root), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
-		key, _ := keyOf(root, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
+		key, _ := keyOf(fragmentFiles{dirHost(root), false}, mustFragments(t, root), mustAccounts(t, root), mustRaws(t, root))
 		if got := cacheEntries(t, small.Dir); len(got) != 1 || got[0] != small.entryPath(key) {
 			t.Errorf("entries %q; want only the newest, %s", got, small.entryPath(key))
 		}
@@ -570,7 +570,7 @@ func mustRead(t *testing.T, p string) []byte {
 
 func mustAccounts(t *testing.T, root string) [4][]byte {
 	t.Helper()
-	a, err := readAccountFiles(root)
+	a, err := readAccountFiles(dirHost(root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +579,7 @@ func mustAccounts(t *testing.T, root string) [4][]byte {
 
 func mustFragments(t *testing.T, root string) []string {
 	t.Helper()
-	f, err := Fragments(root, nil)
+	f, err := Fragments(dirHost(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +601,7 @@ func mustRaws(t *testing.T, root string) [][]byte {
 // reason is logged, and the entry written anew, so the next load is a hit.
 func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 	root, _ := cacheRoot(t)
-	want, err := LoadState(root, nil)
+	want, err := LoadState(dirHost(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 			var log bytes.Buffer
 			c := &StateCache{Dir: filepath.Join(t.TempDir(), "cache"), Map: mode == "map", Lazy: mode == "lazy",
 				Log: slog.New(slog.NewTextHandler(&log, nil))}
-			if _, err := c.LoadState(root, nil); err != nil {
+			if _, err := c.LoadState(dirHost(root), nil); err != nil {
 				t.Fatal(err)
 			}
 			entry := cacheEntries(t, c.Dir)[0]
@@ -624,7 +624,7 @@ func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 			writeFile(t, entry, string(b))
 			os.Chmod(entry, 0o600)
 
-			got, err := c.LoadState(root, nil)
+			got, err := c.LoadState(dirHost(root), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -643,7 +643,7 @@ func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 				t.Error("the damaged entry was left in place")
 			}
 			log.Reset()
-			if _, err := c.LoadState(root, nil); err != nil {
+			if _, err := c.LoadState(dirHost(root), nil); err != nil {
 				t.Fatal(err)
 			}
 			if log.Len() != 0 {

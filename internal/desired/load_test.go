@@ -600,7 +600,7 @@ func TestFragments(t *testing.T) {
 	}
 
 	t.Run("defaults", func(t *testing.T) {
-		got, err := Fragments(root, nil)
+		got, err := Fragments(dirHost(root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -616,7 +616,7 @@ func TestFragments(t *testing.T) {
 		}
 	})
 	t.Run("no default directories", func(t *testing.T) {
-		got, err := Fragments(t.TempDir(), nil)
+		got, err := Fragments(dirHost(t.TempDir()), nil)
 		if err != nil || len(got) != 0 {
 			t.Errorf("Fragments(empty root) = %q, %v; want nothing and no error", got, err)
 		}
@@ -624,7 +624,7 @@ func TestFragments(t *testing.T) {
 	t.Run("only /etc", func(t *testing.T) {
 		r := t.TempDir()
 		writeFile(t, filepath.Join(r, "etc/drift-monitor/desired.d/a.ign"), "{}")
-		got, err := Fragments(r, nil)
+		got, err := Fragments(dirHost(r), nil)
 		if diff := cmp.Diff([]string{filepath.Join(r, "etc/drift-monitor/desired.d/a.ign")}, got); err != nil || diff != "" {
 			t.Errorf("Fragments: %v (-want +got):\n%s", err, diff)
 		}
@@ -632,7 +632,7 @@ func TestFragments(t *testing.T) {
 	t.Run("default location is a file", func(t *testing.T) {
 		r := t.TempDir()
 		writeFile(t, filepath.Join(r, "etc/drift-monitor/desired.d"), "not a dir")
-		_, err := Fragments(r, nil)
+		_, err := Fragments(dirHost(r), nil)
 		if err == nil || !strings.Contains(err.Error(), filepath.Join(r, "etc/drift-monitor/desired.d")) {
 			t.Errorf("Fragments = %v, want an error naming the directory", err)
 		}
@@ -645,7 +645,7 @@ func TestFragments(t *testing.T) {
 		for _, n := range []string{"b.yaml", "a.json", ".c.ign", "notes"} {
 			writeFile(t, filepath.Join(d, n), "{}")
 		}
-		got, err := Fragments(root, []string{one, d})
+		got, err := Fragments(dirHost(root), []string{one, d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -656,14 +656,14 @@ func TestFragments(t *testing.T) {
 		// An explicit file is read whatever its name.
 		odd := filepath.Join(other, "config.txt")
 		writeFile(t, odd, "{}")
-		got, err = Fragments(root, []string{odd})
+		got, err = Fragments(dirHost(root), []string{odd})
 		if diff := cmp.Diff([]string{odd}, got); err != nil || diff != "" {
 			t.Errorf("Fragments(odd name): %v (-want +got):\n%s", err, diff)
 		}
 	})
 	t.Run("missing explicit path", func(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "nope.ign")
-		_, err := Fragments(root, []string{missing})
+		_, err := Fragments(dirHost(root), []string{missing})
 		var le *LoadError
 		if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) ||
 			!strings.HasPrefix(err.Error(), missing+": ") {
@@ -681,7 +681,7 @@ func TestLoadState(t *testing.T) {
 	writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/20-mc.yaml"),
 		"kind: MachineConfig\nspec:\n  config:\n    ignition: {version: 3.2.0}\n    storage:\n      directories: [{path: /etc/a}]\n")
 
-	st, err := LoadState(root, nil)
+	st, err := LoadState(dirHost(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,7 +702,7 @@ func TestLoadState(t *testing.T) {
 	// A bad fragment fails the load, naming it.
 	bad := filepath.Join(root, "etc/drift-monitor/desired.d/30-bad.ign")
 	writeFile(t, bad, `{"ignition":{"version":"3.0.0"},`)
-	if _, err := LoadState(root, nil); err == nil || !strings.HasPrefix(err.Error(), bad+":") {
+	if _, err := LoadState(dirHost(root), nil); err == nil || !strings.HasPrefix(err.Error(), bad+":") {
 		t.Errorf("LoadState with a bad fragment = %v, want an error naming %s", err, bad)
 	}
 }

@@ -78,7 +78,7 @@ func TestLoadStateSSHLayout(t *testing.T) {
 			writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"), cfg)
 			for _, c := range []*StateCache{nil, {Dir: t.TempDir()}} {
 				for range 2 { // the second through the cache entry, when there is one
-					st, err := c.LoadState(root, nil)
+					st, err := c.LoadState(dirHost(root), nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -97,7 +97,7 @@ func TestLoadStateSSHLayout(t *testing.T) {
 		t.Setenv(SSHKeysEnv, "nope")
 		root := t.TempDir()
 		writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"), cfg)
-		if _, err := LoadState(root, nil); err == nil || !strings.Contains(err.Error(), SSHKeysEnv) {
+		if _, err := LoadState(dirHost(root), nil); err == nil || !strings.Contains(err.Error(), SSHKeysEnv) {
 			t.Errorf("LoadState = %v, want an error naming %s", err, SSHKeysEnv)
 		}
 	})
