@@ -254,11 +254,11 @@ func (c *Checker) readKargs() kargs {
 		return k
 	}
 	s, err := c.Cmdline()
-	k.running, k.runErr = drift.SplitCmdline(s), err
+	k.running, k.runErr = desired.SplitKernelArguments(s), err
 	if c.NextBoot != nil {
 		var next string
 		next, k.nextSource, k.nextOK, k.nextErr = c.NextBoot()
-		k.next = drift.SplitCmdline(next)
+		k.next = desired.SplitKernelArguments(next)
 	}
 	return k
 }

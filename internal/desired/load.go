@@ -333,7 +333,7 @@ func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 	}
 	for _, s := range mc.Spec.KernelArguments {
 		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
-		for _, a := range splitKernelArguments(s) {
+		for _, a := range SplitKernelArguments(s) {
 			if ka := types.KernelArgument(a); !seen[ka] {
 				seen[ka] = true
 				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
@@ -411,9 +411,12 @@ func compressed(f types.File) bool {
 	return false
 }
 
-// splitKernelArguments splits a string into kernel arguments as the kernel's
-// next_arg does: on white space outside double quotes, which are kept.
-func splitKernelArguments(s string) []string {
+// SplitKernelArguments splits a kernel command line (/proc/cmdline, a boot
+// entry's options, a MachineConfig's kernelArguments entry) into arguments as
+// the kernel's next_arg (lib/cmdline.c) does: on white space (its isspace)
+// outside double quotes, which are kept, as in /proc/cmdline and Ignition's
+// kernelArguments. Bytes are kept as they are, valid UTF-8 or not.
+func SplitKernelArguments(s string) []string {
 	var args []string
 	start, quoted := -1, false
 	for i := 0; i < len(s); i++ {

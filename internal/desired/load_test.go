@@ -489,10 +489,22 @@ func TestSplitKernelArguments(t *testing.T) {
 		{`foo="bar baz" x`, []string{`foo="bar baz"`, "x"}},
 		{`"a b" c`, []string{`"a b"`, "c"}},
 		{`unterminated="a b`, []string{`unterminated="a b`}},
+		// The cases of drift's SplitCmdline, which this replaced.
+		{"\n", nil},
+		{"BOOT_IMAGE=(hd0,gpt3)/vmlinuz root=UUID=x rw\n", []string{"BOOT_IMAGE=(hd0,gpt3)/vmlinuz", "root=UUID=x", "rw"}},
+		{"  a \t b\n", []string{"a", "b"}},
+		{"a\rb\vc\fd", []string{"a", "b", "c", "d"}},
+		{`foo="bar baz" qux`, []string{`foo="bar baz"`, "qux"}},
+		{`"quoted whole" x`, []string{`"quoted whole"`, "x"}},
+		{`a="x y"z b`, []string{`a="x y"z`, "b"}},
+		{`open="never closed x`, []string{`open="never closed x`}},
+		{`e=""`, []string{`e=""`}},
+		{"ünï=cödé", []string{"ünï=cödé"}},
+		{"bad=\xff x", []string{"bad=\xff", "x"}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, splitKernelArguments(tt.in)); diff != "" {
-			t.Errorf("splitKernelArguments(%q) (-want +got):\n%s", tt.in, diff)
+		if diff := cmp.Diff(tt.want, SplitKernelArguments(tt.in)); diff != "" {
+			t.Errorf("SplitKernelArguments(%q) (-want +got):\n%s", tt.in, diff)
 		}
 	}
 }

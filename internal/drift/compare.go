@@ -331,36 +331,6 @@ func PendingReboot(e *desired.Entry, running, next []string, source string) *Dri
 		Message: fmt.Sprintf("reboot pending: %s %s; the next boot's command line (%s) has it as declared", Noun(e), how, source)}
 }
 
-// SplitCmdline splits a kernel command line into arguments the way the kernel
-// does: on white space, except inside double quotes (which are kept, as in
-// /proc/cmdline and Ignition's kernelArguments).
-func SplitCmdline(s string) []string {
-	var args []string
-	var cur strings.Builder
-	quoted, in := false, false
-	for _, r := range s {
-		switch {
-		case r == '"':
-			quoted = !quoted
-			cur.WriteRune(r)
-			in = true
-		case !quoted && strings.ContainsRune(" \t\n\v\f\r", r): // the kernel's isspace
-			if in {
-				args = append(args, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteRune(r)
-			in = true
-		}
-	}
-	if in {
-		args = append(args, cur.String())
-	}
-	return args
-}
-
 // Notice returns the notice an entry carries whatever the disk holds: a
 // content that cannot be verified offline.
 func Notice(e *desired.Entry) *Drift {
