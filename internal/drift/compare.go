@@ -11,6 +11,7 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -251,9 +252,10 @@ func isText(b []byte) bool {
 // line for it (createSystemdPresetFile in
 // internal/exec/stages/files/units.go), which `systemctl preset` skips.
 var enabledStates = map[string]bool{
-	"enabled": true, "enabled-runtime": true, "static": true, "indirect": true,
-	"generated": true, "transient": true, "alias": true, "linked": true, "linked-runtime": true,
-	"not-found": true,
+	enablement.StateEnabled: true, enablement.StateEnabledRuntime: true, enablement.StateStatic: true,
+	enablement.StateIndirect: true, enablement.StateGenerated: true, enablement.StateTransient: true,
+	enablement.StateAlias: true, enablement.StateLinked: true, enablement.StateLinkedRuntime: true,
+	enablement.StateNotFound: true,
 }
 
 // CompareEnablement compares a unit's declared enablement with its unit file
@@ -269,7 +271,7 @@ func CompareEnablement(e *desired.Entry, state string, err error) []Drift {
 	}
 	want, ok := "enabled", enabledStates[state]
 	if !*e.Enabled {
-		want, ok = "disabled", state != "enabled" && state != "enabled-runtime"
+		want, ok = "disabled", state != enablement.StateEnabled && state != enablement.StateEnabledRuntime
 	}
 	if !ok {
 		d.add(Enablement, fmt.Sprintf("%s is %s, want %s", Noun(e), state, want), want, state)
