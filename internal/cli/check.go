@@ -12,6 +12,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -45,11 +46,11 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	}
 	key, err := hostKey()
 	if err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", drift.EscapeControl(err.Error()))
+		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
 	res, err := runFullCheck(ctx, cache, *root, configs, key, std.Err)
 	if err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", drift.EscapeControl(err.Error()))
+		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
 	}
 	if format == "json" {
@@ -75,7 +76,7 @@ type warnLines struct{ w io.Writer }
 func (h warnLines) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
 
 func (h warnLines) Handle(_ context.Context, r slog.Record) error {
-	_, err := fmt.Fprintf(h.w, "drift-monitor check: warning: %s\n", drift.EscapeControl(r.Message))
+	_, err := fmt.Fprintf(h.w, "drift-monitor check: warning: %s\n", escape.Text(r.Message))
 	return err
 }
 
@@ -126,7 +127,7 @@ func runFullCheck(ctx context.Context, cache *desired.StateCache, root string, c
 		return checkResult{}, err
 	}
 	for _, w := range state.Warnings {
-		fmt.Fprintf(warn, "drift-monitor check: warning: %s\n", drift.EscapeControl(w))
+		fmt.Fprintf(warn, "drift-monitor check: warning: %s\n", escape.Text(w))
 	}
 	units, release := unitStates(ctx, r)
 	defer release()

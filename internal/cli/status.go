@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -67,7 +67,7 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 	// The text format lists the drift the properties hold; json all of it.
 	rep, err := readStatus(ctx, format == "json")
 	if err != nil {
-		msg := drift.EscapeControl(err.Error())
+		msg := escape.Text(err.Error())
 		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", msg)
 		// Node-problem-detector and friends read the first line of stdout.
 		if format == "json" {
@@ -81,14 +81,14 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 		return ExitNoDaemon
 	}
 	if rep.warning != "" {
-		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", drift.EscapeControl(rep.warning))
+		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", escape.Text(rep.warning))
 	}
 	switch {
 	case format == "json":
 		err = writeStatusJSON(std.Out, rep)
 	case rep.State == "starting":
 		// Nothing is known yet: no list that could be read as clean.
-		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", drift.Escape(rep.Status))
+		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", escape.Name(rep.Status))
 	default:
 		err = writeStatusText(std.Out, rep)
 	}
@@ -220,7 +220,7 @@ func pageDrift(get func(offset uint32) (gen uint64, total uint32, page []dbusapi
 
 func writeStatusText(w io.Writer, r *statusReport) error {
 	ew := &errWriter{w: w}
-	ew.printf("drift-monitor %s: %s\n", drift.Escape(r.State), drift.Escape(r.Status))
+	ew.printf("drift-monitor %s: %s\n", escape.Name(r.State), escape.Name(r.Status))
 	if r.LastCheck != nil {
 		ew.printf("Last check: %s (%s ago)\n", r.LastCheck.Format(time.RFC3339), time.Since(*r.LastCheck).Round(time.Second))
 	} else {
@@ -236,7 +236,7 @@ func writeStatusText(w io.Writer, r *statusReport) error {
 			if i.PID > 0 {
 				pid = fmt.Sprintf(" (pid %d)", i.PID)
 			}
-			ew.printf("  %s%s: %s\n", drift.Escape(i.Who), pid, drift.Escape(i.Why))
+			ew.printf("  %s%s: %s\n", escape.Name(i.Who), pid, escape.Name(i.Why))
 		}
 	}
 	if len(r.Drift) == 0 && r.DriftCount == 0 {
@@ -244,7 +244,7 @@ func writeStatusText(w io.Writer, r *statusReport) error {
 	} else {
 		ew.printf("Drift:\n")
 		for _, d := range r.Drift {
-			ew.printf("  %-10s %s\n", d.Kind, drift.EscapeControl(d.Message))
+			ew.printf("  %-10s %s\n", d.Kind, escape.Text(d.Message))
 		}
 		if more := int(r.DriftCount) - len(r.Drift); more > 0 {
 			ew.printf("  … and %d more (drift-monitor status --format json lists them all)\n", more)

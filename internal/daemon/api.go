@@ -9,6 +9,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
@@ -28,14 +29,14 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 		is[h.File] = true
 		if !was[h.File] {
 			d.record(ctx, slog.LevelInfo, journal.MsgInhibited,
-				fmt.Sprintf("Monitoring inhibited by %s", drift.Escape(h.String())), inhibitorAttrs(h)...)
+				fmt.Sprintf("Monitoring inhibited by %s", escape.Name(h.String())), inhibitorAttrs(h)...)
 		}
 	}
 	wasInhibited := d.inhibited()
 	var released []string
 	for _, h := range d.inhibitors {
 		if !is[h.File] {
-			released = append(released, drift.Escape(h.Who))
+			released = append(released, escape.Name(h.Who))
 		}
 	}
 	d.inhibitors = held
@@ -59,7 +60,7 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 }
 
 func inhibitorAttrs(h inhibit.Inhibitor) []slog.Attr {
-	a := []slog.Attr{slog.String("INHIBIT_WHO", drift.Escape(h.Who)), slog.String("INHIBIT_WHY", drift.Escape(h.Why))}
+	a := []slog.Attr{slog.String("INHIBIT_WHO", escape.Name(h.Who)), slog.String("INHIBIT_WHY", escape.Name(h.Why))}
 	if h.PID > 0 {
 		a = append(a, slog.Int("INHIBIT_PID", h.PID))
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -630,7 +631,7 @@ func (d *Daemon) startHook(ctx context.Context) {
 		hctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := d.o.Hook.StartUnit(hctx, unit); err != nil {
-			d.record(ctx, slog.LevelError, journal.MsgHookFailed, fmt.Sprintf("Starting the on-drift unit %s failed: %v", drift.Escape(unit), err),
+			d.record(ctx, slog.LevelError, journal.MsgHookFailed, fmt.Sprintf("Starting the on-drift unit %s failed: %v", escape.Name(unit), err),
 				slog.String("DRIFT_UNIT", unit))
 		}
 	}()
@@ -640,16 +641,16 @@ func driftAttrs(dr *drift.Drift) []slog.Attr {
 	a := []slog.Attr{
 		slog.String("DRIFT_KIND", string(dr.Kind)),
 		slog.String("DRIFT_ENTRY", string(dr.Entry)),
-		slog.String("DRIFT_PATH", drift.Escape(dr.Path)),
+		slog.String("DRIFT_PATH", escape.Name(dr.Path)),
 	}
 	if dr.Unit != "" {
-		a = append(a, slog.String("DRIFT_UNIT", drift.Escape(dr.Unit)))
+		a = append(a, slog.String("DRIFT_UNIT", escape.Name(dr.Unit)))
 	}
 	if dr.Want != "" {
-		a = append(a, slog.String("DRIFT_WANT", drift.Escape(dr.Want)))
+		a = append(a, slog.String("DRIFT_WANT", escape.Name(dr.Want)))
 	}
 	if dr.Got != "" {
-		a = append(a, slog.String("DRIFT_GOT", drift.Escape(dr.Got)))
+		a = append(a, slog.String("DRIFT_GOT", escape.Name(dr.Got)))
 	}
 	return a
 }
@@ -708,10 +709,10 @@ func (d *Daemon) status() string {
 		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()),
 		starting: !d.ready, unitsDown: d.unitsDown, apiDown: d.apiDown, reading: d.reads.underWay()}
 	for _, h := range d.inhibitors {
-		in.inhibitors = append(in.inhibitors, drift.Escape(h.String()))
+		in.inhibitors = append(in.inhibitors, escape.Name(h.String()))
 	}
 	if d.loadFailed != "" {
-		in.loadFailed = drift.Escape(d.loadFailed)
+		in.loadFailed = escape.Name(d.loadFailed)
 	}
 	in.configBlind = d.cfg.Blind()
 	return statusLine(in)

@@ -12,6 +12,7 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -219,7 +220,7 @@ func Unified(name string, want, got []byte) string {
 	if !isText(want) || !isText(got) {
 		return ""
 	}
-	diff := udiff.Unified(Escape(name)+" (want)", Escape(name)+" (got)", string(want), string(got))
+	diff := udiff.Unified(escape.Name(name)+" (want)", escape.Name(name)+" (got)", string(want), string(got))
 	lines := strings.SplitAfter(diff, "\n")
 	var b strings.Builder
 	for _, l := range lines {
@@ -237,7 +238,7 @@ func Unified(name string, want, got []byte) string {
 func escapeDiffLine(s string) string {
 	parts := strings.Split(s, "\t")
 	for i, p := range parts {
-		parts[i] = EscapeControl(p)
+		parts[i] = escape.Text(p)
 	}
 	return strings.Join(parts, "\t")
 }
