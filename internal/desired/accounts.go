@@ -17,13 +17,13 @@ type RootAccounts struct {
 	groups map[string]int
 }
 
-// accountFiles are the account databases ReadAccounts reads, in lookup order:
+// accountFiles are the account databases readAccounts reads, in lookup order:
 // users from the first two, groups from the last two.
 var accountFiles = [4]string{"/etc/passwd", "/usr/lib/passwd", "/etc/group", "/usr/lib/group"}
 
-// ReadAccounts reads the account databases inside root. Missing files are
+// readAccounts reads the account databases inside root. Missing files are
 // empty databases; an unreadable one is an error.
-func ReadAccounts(root Host) (*RootAccounts, error) {
+func readAccounts(root Host) (*RootAccounts, error) {
 	raw, err := readAccountFiles(root)
 	if err != nil {
 		return nil, err

@@ -206,9 +206,9 @@ type Fragment struct {
 	validated bool
 }
 
-// LoadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
+// loadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
 // 3.5.0, translated to 3.5.0) or a MachineConfig in YAML or JSON.
-func LoadFile(file string) (Fragment, error) {
+func loadFile(file string) (Fragment, error) {
 	raw, err := readConfigs(fragmentFiles{explicit: true}, []string{file})
 	if err != nil {
 		return Fragment{}, err
@@ -679,25 +679,6 @@ func typeConflicts(frags []Fragment) error {
 	return nil
 }
 
-// Load finds, parses and merges the desired configuration. See Fragments for
-// how root and explicit paths are used. It fails on the first bad file.
-func Load(root Host, explicit []string) (types.Config, []Fragment, error) {
-	files, err := Fragments(root, explicit)
-	if err != nil {
-		return types.Config{}, nil, err
-	}
-	raws, err := readConfigs(fragmentFiles{root, len(explicit) > 0}, files)
-	if err != nil {
-		return types.Config{}, nil, err
-	}
-	return parseFragments(files, raws)
-}
-
-func parseFragments(files []string, raws [][]byte) (types.Config, []Fragment, error) {
-	cfg, frags, _, err := parseWithSupplies(files, raws)
-	return cfg, frags, err
-}
-
 // parseWithSupplies parses the fragments among files, with the .child files
 // among them as the local copies of remote children; it also returns those.
 func parseWithSupplies(files []string, raws [][]byte) (types.Config, []Fragment, Supplies, error) {
@@ -722,7 +703,7 @@ func parseWithSupplies(files []string, raws [][]byte) (types.Config, []Fragment,
 	return cfg, frags, sup, err
 }
 
-// LoadState loads the configuration (see Load) and derives the entries, with
+// LoadState finds (see Fragments), parses and merges the configuration and derives the entries, with
 // owners resolved in root's account files. It is (*StateCache)(nil).LoadState:
 // it parses every time.
 func LoadState(root Host, explicit []string) (State, error) {

@@ -283,10 +283,10 @@ func TestParseErrors(t *testing.T) {
 func TestLoadFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.ign")
-	_, err := LoadFile(missing)
+	_, err := loadFile(missing)
 	var le *LoadError
 	if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("LoadFile(missing) = %v, want a LoadError naming %s that is fs.ErrNotExist", err, missing)
+		t.Errorf("loadFile(missing) = %v, want a LoadError naming %s that is fs.ErrNotExist", err, missing)
 	}
 	if err != nil && !strings.HasPrefix(err.Error(), missing+": ") {
 		t.Errorf("message %q does not start with the file name", err)
@@ -296,18 +296,18 @@ func TestLoadFileErrors(t *testing.T) {
 	if err := os.Mkdir(asDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadFile(asDir); err == nil || !strings.HasPrefix(err.Error(), asDir+": ") {
-		t.Errorf("LoadFile(a directory) = %v, want an error naming it", err)
+	if _, err := loadFile(asDir); err == nil || !strings.HasPrefix(err.Error(), asDir+": ") {
+		t.Errorf("loadFile(a directory) = %v, want an error naming it", err)
 	}
 
 	good := filepath.Join(dir, "good.ign")
 	writeFile(t, good, `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/a"}]}}`)
-	frag, err := LoadFile(good)
+	frag, err := loadFile(good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if frag.File != good || len(frag.Config.Storage.Files) != 1 {
-		t.Errorf("LoadFile(good) = %+v", frag)
+		t.Errorf("loadFile(good) = %+v", frag)
 	}
 }
 

@@ -92,20 +92,3 @@ func TestLoadStateReadsInsideTheRoot(t *testing.T) {
 		})
 	}
 }
-
-func TestReadAccountsInsideTheRoot(t *testing.T) {
-	hostSide := t.TempDir()
-	os.WriteFile(filepath.Join(hostSide, "group"), []byte("wheel:x:9999:\n"), 0o644)
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, hostSide), 0o755)
-	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
-	os.WriteFile(filepath.Join(root, hostSide, "group"), []byte("wheel:x:10:\n"), 0o644)
-	os.Symlink(filepath.Join(hostSide, "group"), filepath.Join(root, "etc/group"))
-	a, err := desired.ReadAccounts(openRoot(t, root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gid, ok := a.LookupGroup("wheel"); !ok || gid != 10 {
-		t.Errorf("LookupGroup(wheel) = %d, %v; want the root's 10", gid, ok)
-	}
-}
