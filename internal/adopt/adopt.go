@@ -47,6 +47,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
 
 // Default paths, relative to the root.
@@ -246,14 +247,4 @@ func syncDir(dir string) error {
 	return nil
 }
 
-func unwrap(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
+func unwrap(err error) error { return errpath.Strip(err) }

@@ -19,6 +19,8 @@ import (
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
 	"sigs.k8s.io/yaml"
+
+	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
 
 // The desired-state locations: the vendor's (packages) and the admin's,
@@ -105,7 +107,7 @@ func Fragments(root Host, explicit []string) ([]string, error) {
 				continue
 			}
 			if err != nil {
-				return nil, &LoadError{File: root.Join(d), Err: unwrapPathError(err)}
+				return nil, &LoadError{File: root.Join(d), Err: errpath.Strip(err)}
 			}
 			for _, n := range fragmentNames(ents) {
 				byName[n] = root.Join(path.Join(d, n))
@@ -222,19 +224,11 @@ func readConfigs(src fragmentFiles, files []string) ([][]byte, error) {
 	for i, f := range files {
 		raw, err := src.read(f)
 		if err != nil {
-			return nil, &LoadError{File: f, Err: unwrapPathError(err)}
+			return nil, &LoadError{File: f, Err: errpath.Strip(err)}
 		}
 		raws[i] = raw
 	}
 	return raws, nil
-}
-
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // Parse parses the bytes of a config named file (the name picks YAML or JSON

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +46,7 @@ func (r *Root) ReadFile(hostPath string) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: f.Name(), Err: unwrapPath(err)}
+		return nil, &fs.PathError{Op: "read", Path: f.Name(), Err: errpath.Strip(err)}
 	}
 	return data, nil
 }
@@ -148,7 +149,7 @@ func (r *Root) readDir(hostDir string) ([]fs.DirEntry, error) {
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		return nil, unwrapPath(err)
+		return nil, errpath.Strip(err)
 	}
 	sort.Strings(names)
 	ents := make([]fs.DirEntry, 0, len(names))
@@ -163,14 +164,6 @@ func (r *Root) readDir(hostDir string) ([]fs.DirEntry, error) {
 		ents = append(ents, fs.FileInfoToDirEntry(statInfo{name: n, st: st}))
 	}
 	return ents, nil
-}
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // statInfo is an lstat result as an fs.FileInfo.
