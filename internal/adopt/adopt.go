@@ -50,13 +50,14 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
 
-// Default paths, relative to the root.
+// Default host paths.
 const (
 	// DefaultSource is Ignition's config cache (see the package doc).
-	DefaultSource = "run/ignition.json"
-	// DefaultDest is the fragment it becomes. "10-" sorts it before the
-	// configs an admin adds, which therefore override it.
-	DefaultDest = "etc/drift-monitor/desired.d/10-ignition-firstboot.json"
+	DefaultSource = "/run/ignition.json"
+	// DefaultDest is the fragment it becomes, in the admin's desired-state
+	// directory. "10-" sorts it before the configs an admin adds, which
+	// therefore override it.
+	DefaultDest = desired.AdminDir + "/10-ignition-firstboot.json"
 )
 
 // maxSize bounds what is read from the cache: an Ignition config is

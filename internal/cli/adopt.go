@@ -14,8 +14,8 @@ import (
 func runAdopt(_ context.Context, args []string, std Stdio) int {
 	fs := newFlags("adopt", std.Err)
 	root := fs.String("root", "/", "adopt into the tree mounted at `DIR`, reading its /run")
-	from := fs.String("from", "/"+adopt.DefaultSource, "Ignition's config cache: `PATH` under the root")
-	to := fs.String("to", "/"+adopt.DefaultDest, "the desired config to create: `PATH` under the root")
+	from := fs.String("from", adopt.DefaultSource, "Ignition's config cache: `PATH` under the root")
+	to := fs.String("to", adopt.DefaultDest, "the desired config to create: `PATH` under the root")
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor adopt [--root DIR] [--from PATH] [--to PATH]\n\n"+
 			"Saves the Ignition config that provisioned this host, as Ignition cached it,\n"+
