@@ -65,17 +65,35 @@ func TestCheckReadsInsideTheRoot(t *testing.T) {
 			root, hostSide := t.TempDir(), t.TempDir()
 			tc.build(root, hostSide)
 			write(filepath.Join(root, "root-file"), "x")
-			cmd := exec.Command(binary, "check", "--no-cache", "--root", root)
-			cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/refuse-the-real-system-bus")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			if _, ok := err.(*exec.ExitError); err != nil && !ok {
-				t.Fatal(err)
+			// Without the state cache, and through it twice (stored, then
+			// hit): the cache's key hashes the configs as it reads them.
+			cacheDir := filepath.Join(t.TempDir(), "cache")
+			cache := "CACHE_DIRECTORY=" + cacheDir
+			for _, run := range []struct{ name, flag, env string }{
+				{"no cache", "--no-cache", ""}, {"cache miss", "", cache}, {"cache hit", "", cache},
+			} {
+				args := []string{"check", "--root", root}
+				if run.flag != "" {
+					args = append(args, run.flag)
+				}
+				cmd := exec.Command(binary, args...)
+				cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/refuse-the-real-system-bus")
+				if run.env != "" {
+					cmd.Env = append(cmd.Env, run.env)
+				}
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				err := cmd.Run()
+				if _, ok := err.(*exec.ExitError); err != nil && !ok {
+					t.Fatal(err)
+				}
+				const want = "No drift: 1 entry matches 1 config file.\n"
+				if code := cmd.ProcessState.ExitCode(); code != 0 || stdout.String() != want || stderr.Len() > 0 {
+					t.Errorf("%s: check exited %d with\n%s%s\nwant 0 with %q", run.name, code, stdout.String(), stderr.String(), want)
+				}
 			}
-			const want = "No drift: 1 entry matches 1 config file.\n"
-			if code := cmd.ProcessState.ExitCode(); code != 0 || stdout.String() != want || stderr.Len() > 0 {
-				t.Errorf("check exited %d with\n%s%s\nwant 0 with %q", code, stdout.String(), stderr.String(), want)
+			if entries, _ := filepath.Glob(filepath.Join(cacheDir, "*.state")); len(entries) != 1 {
+				t.Errorf("cache entries %q, want the one state the cached runs stored", entries)
 			}
 		})
 	}
