@@ -224,12 +224,16 @@ func cmdPhases(args []string) error {
 			return err
 		}
 	}
+	r, err := ondisk.OpenRoot(*root)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	var cache desired.Cache
 	if *cacheDir != "" {
 		cache = &statecache.Cache{Dir: *cacheDir}
 	}
-	st, err := desired.LoadCached(cache, *root, []string{*cfg})
+	st, err := desired.LoadCached(cache, r, []string{*cfg})
 	pprof.StopCPUProfile()
 	if *memprofile != "" {
 		if err := writeHeapProfile(*memprofile); err != nil {
@@ -243,10 +247,6 @@ func cmdPhases(args []string) error {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	r, err := ondisk.OpenRoot(*root)
-	if err != nil {
-		return err
-	}
 	c := &check.Checker{Root: r, Units: enablement.Offline{Root: *root}}
 	var cmp time.Duration
 	for i := 0; i < 2; i++ {

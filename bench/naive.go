@@ -13,6 +13,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/fsnotify/fsnotify"
@@ -31,11 +32,11 @@ func cmdNaive(ctx context.Context, args []string) error {
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	st, err := desired.LoadState(*root, []string{*cfg})
+	r, err := ondisk.OpenRoot(*root)
 	if err != nil {
 		return err
 	}
-	r, err := ondisk.OpenRoot(*root)
+	st, err := desired.LoadState(r, []string{*cfg})
 	if err != nil {
 		return err
 	}
@@ -106,6 +107,6 @@ func attrs(id string, d *drift.Drift) []slog.Attr {
 		slog.String("MESSAGE_ID", id),
 		slog.String("DRIFT_KIND", string(d.Kind)),
 		slog.String("DRIFT_ENTRY", string(d.Entry)),
-		slog.String("DRIFT_PATH", drift.Escape(d.Path)),
+		slog.String("DRIFT_PATH", escape.Name(d.Path)),
 	}
 }

@@ -51,16 +51,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
 
-// Default paths, relative to the root.
+// Default host paths.
 const (
 	// DefaultSource is Ignition's config cache (see the package doc).
-	DefaultSource = "run/ignition.json"
-	// DefaultDest is the fragment it becomes. "10-" sorts it before the
-	// configs an admin adds, which therefore override it; the suffix says
-	// it is Ignition's cache (see desired.CacheSuffix).
-	DefaultDest = "etc/drift-monitor/desired.d/10-firstboot" + desired.CacheSuffix
+	DefaultSource = "/run/ignition.json"
+	// DefaultDest is the fragment it becomes, in the admin's desired-state
+	// directory. "10-" sorts it before the configs an admin adds, which
+	// therefore override it; the suffix says it is Ignition's cache (see
+	// desired.CacheSuffix).
+	DefaultDest = desired.AdminDir + "/10-firstboot" + desired.CacheSuffix
 )
 
 // maxSize bounds what is read from the cache: an Ignition config is
@@ -255,14 +257,4 @@ func syncDir(dir string) error {
 	return nil
 }
 
-func unwrap(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
+func unwrap(err error) error { return errpath.Strip(err) }

@@ -99,7 +99,7 @@ func BenchmarkEntry(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if ds, _ := c.Entry(o, e); len(ds) != 0 {
+				if ds := c.Outcome(o, e, nil).Drift; len(ds) != 0 {
 					b.Fatalf("drift in a clean root: %+v", ds)
 				}
 			}
@@ -133,7 +133,7 @@ func BenchmarkEntrySizeDiffers(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if ds, _ := c.Entry(o, e); len(ds) != 1 {
+				if ds := c.Outcome(o, e, nil).Drift; len(ds) != 1 {
 					b.Fatalf("drift %+v, want one content drift", ds)
 				}
 			}

@@ -210,19 +210,11 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	return res
 }
 
-// Entry checks one entry with a fresh view of its parent directory. With an
-// observer that has a ReadLimit, a content too large to be compared is left
-// out (see Outcome).
-//
-// known is false when its state could not be determined now (see
-// UnitStates): ds is then empty, and means nothing.
-func (c *Checker) Entry(o *ondisk.Observer, e *desired.Entry) (ds []drift.Drift, known bool) {
-	out := c.Outcome(o, e, nil)
-	return out.Drift, !out.Unknown
-}
-
-// Outcome checks one entry like Entry, and says whether its content was
-// deferred. With read (a ReadContent of the entry), the content comparison
+// Outcome checks one entry with a fresh view of its parent directory, and
+// says whether its content was deferred: with an observer that has a
+// ReadLimit, a content too large to be compared is left out. Unknown says
+// its state could not be determined now (see UnitStates): Drift is then
+// empty, and means nothing. With read (a ReadContent of the entry), the content comparison
 // is taken from it when the file is still the version it read; otherwise
 // read is of no use and the content is compared, or deferred, afresh.
 func (c *Checker) Outcome(o *ondisk.Observer, e *desired.Entry, read *ContentRead) Outcome {
@@ -260,11 +252,11 @@ func (c *Checker) readKargs() kargs {
 		return k
 	}
 	s, err := c.Cmdline()
-	k.running, k.runErr = drift.SplitCmdline(s), err
+	k.running, k.runErr = desired.SplitKernelArguments(s), err
 	if c.NextBoot != nil {
 		var next string
 		next, k.nextSource, k.nextOK, k.nextErr = c.NextBoot()
-		k.next = drift.SplitCmdline(next)
+		k.next = desired.SplitKernelArguments(next)
 	}
 	return k
 }

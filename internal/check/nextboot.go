@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
 )
 
 // BootEntriesDir holds the boot loader entries (the Boot Loader
@@ -82,7 +82,7 @@ func BootLoaderEntries(dir string) NextBoot {
 }
 
 func isOstree(options string) bool {
-	for _, a := range drift.SplitCmdline(options) {
+	for _, a := range desired.SplitKernelArguments(options) {
 		if strings.HasPrefix(a, "ostree=") {
 			return true
 		}

@@ -21,7 +21,7 @@ func TestBootLoaderEntriesOfOstree(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("BootLoaderEntries = %q, %q, %v, %v; want the default deployment's", cmdline, source, ok, err)
 	}
-	args := drift.SplitCmdline(cmdline)
+	args := desired.SplitKernelArguments(cmdline)
 	for _, want := range []string{"root=/dev/vda4", "hugepages=4", "hugepages=8"} {
 		if !contains(args, want) {
 			t.Errorf("next boot %q (from %s) lacks %s", cmdline, source, want)

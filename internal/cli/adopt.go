@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/drift-monitor/drift-monitor/internal/adopt"
-	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 )
 
 // runAdopt is `drift-monitor adopt`, which drift-monitor-adopt.service runs
@@ -14,8 +14,8 @@ import (
 func runAdopt(_ context.Context, args []string, std Stdio) int {
 	fs := newFlags("adopt", std.Err)
 	root := fs.String("root", "/", "adopt into the tree mounted at `DIR`, reading its /run")
-	from := fs.String("from", "/"+adopt.DefaultSource, "Ignition's config cache: `PATH` under the root")
-	to := fs.String("to", "/"+adopt.DefaultDest, "the desired config to create: `PATH` under the root")
+	from := fs.String("from", adopt.DefaultSource, "Ignition's config cache: `PATH` under the root")
+	to := fs.String("to", adopt.DefaultDest, "the desired config to create: `PATH` under the root")
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor adopt [--root DIR] [--from PATH] [--to PATH]\n\n"+
 			"Saves the Ignition config that provisioned this host, as Ignition cached it,\n"+
@@ -33,14 +33,14 @@ func runAdopt(_ context.Context, args []string, std Stdio) int {
 	src, dst := filepath.Join(*root, *from), filepath.Join(*root, *to)
 	res, err := adopt.Adopt(src, dst)
 	if err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor adopt: %s\n", drift.EscapeControl(err.Error()))
+		fmt.Fprintf(std.Err, "drift-monitor adopt: %s\n", escape.Text(err.Error()))
 		return ExitFailed
 	}
 	switch res {
 	case adopt.Adopted:
-		fmt.Fprintf(std.Out, "adopted %s as %s\n", drift.EscapeControl(src), drift.EscapeControl(dst))
+		fmt.Fprintf(std.Out, "adopted %s as %s\n", escape.Text(src), escape.Text(dst))
 	case adopt.Kept:
-		fmt.Fprintf(std.Out, "%s exists: left as it is, %s not adopted\n", drift.EscapeControl(dst), drift.EscapeControl(src))
+		fmt.Fprintf(std.Out, "%s exists: left as it is, %s not adopted\n", escape.Text(dst), escape.Text(src))
 	}
 	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 )
@@ -45,11 +46,11 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	}
 	key, err := hostKey()
 	if err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", drift.EscapeControl(err.Error()))
+		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
 	res, err := runFullCheck(ctx, cache, *root, configs, key, std.Err)
 	if err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", drift.EscapeControl(err.Error()))
+		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
 	}
 	if format == "json" {
@@ -75,7 +76,7 @@ type warnLines struct{ w io.Writer }
 func (h warnLines) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
 
 func (h warnLines) Handle(_ context.Context, r slog.Record) error {
-	_, err := fmt.Fprintf(h.w, "drift-monitor check: warning: %s\n", drift.EscapeControl(r.Message))
+	_, err := fmt.Fprintf(h.w, "drift-monitor check: warning: %s\n", escape.Text(r.Message))
 	return err
 }
 
@@ -107,20 +108,25 @@ func hostKey() (drift.Key, error) {
 // runFullCheck loads the desired state (through cache, which may be nil) and
 // compares root with it, keying digests with key.
 func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, warn io.Writer) (checkResult, error) {
-	state, err := loadDesired(cache, root, configs, "check", warn)
+	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
 	}
-	res, err := checkState(ctx, root, state, key)
+	defer r.Close()
+	state, err := loadDesired(cache, r, configs, "check", warn)
+	if err != nil {
+		return checkResult{}, err
+	}
+	res, err := checkState(ctx, r, state, key)
 	if err != nil {
 		return checkResult{}, err
 	}
 	return checkResult{Result: res, Files: state.Files}, nil
 }
 
-// loadDesired loads the desired state for root, printing its warnings as
-// command's.
-func loadDesired(cache desired.Cache, root string, configs []string, command string, warn io.Writer) (*desired.State, error) {
+// openRoot opens the root a command reads, once: the configs, the accounts
+// and every observation are resolved inside it.
+func openRoot(root string) (*ondisk.Root, error) {
 	st, err := os.Stat(root)
 	if err != nil {
 		return nil, fmt.Errorf("root: %w", err)
@@ -128,27 +134,28 @@ func loadDesired(cache desired.Cache, root string, configs []string, command str
 	if !st.IsDir() {
 		return nil, fmt.Errorf("root %s: not a directory", root)
 	}
+	return ondisk.OpenRoot(root)
+}
+
+// loadDesired loads the desired state for root, printing its warnings as
+// command's.
+func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*desired.State, error) {
 	state, err := desired.LoadCached(cache, root, configs)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range state.Warnings {
-		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, drift.EscapeControl(w))
+		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Text(w))
 	}
 	return &state, nil
 }
 
 // checkState compares root with state's entries.
-func checkState(ctx context.Context, root string, state *desired.State, key drift.Key) (check.Result, error) {
-	r, err := ondisk.OpenRoot(root)
-	if err != nil {
-		return check.Result{}, err
-	}
-	defer r.Close()
-	units, release := unitStates(ctx, root)
+func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key) (check.Result, error) {
+	units, release := unitStates(ctx, r)
 	defer release()
 	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store}
-	if isLiveRoot(root) {
+	if r.IsHost() {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
 	}
@@ -158,14 +165,6 @@ func checkState(ctx context.Context, root string, state *desired.State, key drif
 		return check.Result{}, fmt.Errorf("check interrupted: %w", err)
 	}
 	return res, nil
-}
-
-// isLiveRoot reports whether root is the running host's /, whose kernel
-// command line is /proc/cmdline.
-func isLiveRoot(root string) bool {
-	a, err1 := os.Stat(root)
-	b, err2 := os.Stat("/")
-	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 type jsonReport struct {

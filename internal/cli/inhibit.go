@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 )
 
@@ -43,7 +43,7 @@ func runInhibit(ctx context.Context, args []string, std Stdio) int {
 	}
 	lock, err := inhibit.Take(*dir, *who, *why, os.Getpid())
 	if err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor inhibit: %s\n", drift.EscapeControl(err.Error()))
+		fmt.Fprintf(std.Err, "drift-monitor inhibit: %s\n", escape.Text(err.Error()))
 		return ExitFailed
 	}
 	defer lock.Release()

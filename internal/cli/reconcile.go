@@ -13,6 +13,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/reconcile"
@@ -44,7 +45,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		return code
 	}
 	fail := func(format string, a ...any) int {
-		fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", drift.EscapeControl(fmt.Sprintf(format, a...)))
+		fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(fmt.Sprintf(format, a...)))
 		return ExitFailed
 	}
 	for _, x := range excludes {
@@ -60,15 +61,20 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	}
 	key, err := hostKey()
 	if err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s: secret contents get no digests\n", drift.EscapeControl(err.Error()))
+		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
 	// The state is parsed afresh: what is written must be what the config
 	// says now, not what a cache entry says it said.
-	state, err := loadDesired(nil, *root, configs, "reconcile", std.Err)
+	r, err := openRoot(*root)
 	if err != nil {
 		return fail("%v", err)
 	}
-	before, err := checkState(ctx, *root, state, key)
+	defer r.Close()
+	state, err := loadDesired(nil, r, configs, "reconcile", std.Err)
+	if err != nil {
+		return fail("%v", err)
+	}
+	before, err := checkState(ctx, r, state, key)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -87,12 +93,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		todo = append(todo, e)
 	}
 
-	live := isLiveRoot(*root)
-	r, err := ondisk.OpenRoot(*root)
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer r.Close()
+	live := r.IsHost()
 	rec := &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, DryRun: *dryRun}
 	var conn *systemd.Conn
 	if live && systemd.Booted() && len(todo) > 0 {
@@ -116,7 +117,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		defer lock.Release()
 		if conn != nil {
 			if err := daemonSeesInhibitor(ctx, conn, os.Getpid()); err != nil {
-				fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s\n", drift.EscapeControl(err.Error()))
+				fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s\n", escape.Text(err.Error()))
 			}
 		}
 	}
@@ -125,12 +126,12 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	res.Refused = append(res.Refused, done.Refused...)
 	if done.Units && conn != nil && !*dryRun {
 		if err := conn.Reload(ctx); err != nil {
-			fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", drift.EscapeControl(err.Error()))
+			fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
 		}
 	}
 	remaining := sel.drift(before.Drift)
 	if !*dryRun {
-		after, err := checkState(ctx, *root, state, key)
+		after, err := checkState(ctx, r, state, key)
 		if err != nil {
 			return fail("checking again after the repair: %v", err)
 		}
@@ -272,12 +273,12 @@ func (r *reconcileReport) writeText(w io.Writer) error {
 		verb = "would repair"
 	}
 	for _, a := range r.Repaired {
-		ew.printf("%s %s: %s\n", verb, actionNoun(&a), drift.EscapeControl(strings.Join(a.Done, "; ")))
+		ew.printf("%s %s: %s\n", verb, actionNoun(&a), escape.Text(strings.Join(a.Done, "; ")))
 	}
 	for _, a := range r.Refused {
-		ew.printf("not repaired: %s: %s\n", actionNoun(&a), drift.EscapeControl(a.Problem))
+		ew.printf("not repaired: %s: %s\n", actionNoun(&a), escape.Text(a.Problem))
 		if a.Command != "" {
-			ew.printf("  run: %s\n", drift.EscapeControl(a.Command))
+			ew.printf("  run: %s\n", escape.Text(a.Command))
 		}
 	}
 	if !r.DryRun {

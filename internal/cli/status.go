@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 )
 
 // statusFormat is status's --format: text, json, or summary (the one line
@@ -58,7 +58,7 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 			// The words that matter first: a probe keeps 80 bytes.
 			err = fmt.Errorf("drift-monitor did not answer on the system bus within %s", *timeout)
 		}
-		msg := drift.EscapeControl(err.Error())
+		msg := escape.Text(err.Error())
 		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", msg)
 		// Node-problem-detector and friends read stdout.
 		switch format {
@@ -75,7 +75,7 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 		return ExitNoDaemon
 	}
 	if st.Warning != "" {
-		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", drift.EscapeControl(st.Warning))
+		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", escape.Text(st.Warning))
 	}
 	switch {
 	case format == "json":
@@ -84,7 +84,7 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 		_, err = fmt.Fprintln(std.Out, statusSummary(st))
 	case st.State == dbusapi.StateStarting:
 		// Nothing is known yet: no list that could be read as clean.
-		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", drift.Escape(st.StatusText))
+		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", escape.Name(st.StatusText))
 	default:
 		err = writeStatusText(std.Out, newStatusReport(st))
 	}
@@ -117,7 +117,7 @@ func statusExit(st *dbusapi.Status) int {
 // daemon's status line already puts the verdict first; what it cannot know
 // is added in front.
 func statusSummary(st *dbusapi.Status) string {
-	text := drift.Escape(st.StatusText)
+	text := escape.Name(st.StatusText)
 	switch {
 	case st.State == dbusapi.StateStarting:
 		if !strings.HasPrefix(text, "Starting") {
@@ -130,7 +130,7 @@ func statusSummary(st *dbusapi.Status) string {
 		text = fmt.Sprintf("Drift: %s known; %s", count(int(st.DriftCount), "difference", "differences"), text)
 	}
 	if text == "" {
-		text = "State: " + drift.Escape(st.State)
+		text = "State: " + escape.Name(st.State)
 	}
 	return text
 }
@@ -189,7 +189,7 @@ func writeStatusJSON(w io.Writer, rep *statusReport) error {
 
 func writeStatusText(w io.Writer, r *statusReport) error {
 	ew := &errWriter{w: w}
-	ew.printf("drift-monitor %s: %s\n", drift.Escape(r.State), drift.Escape(r.Status))
+	ew.printf("drift-monitor %s: %s\n", escape.Name(r.State), escape.Name(r.Status))
 	if r.LastCheck != nil {
 		ew.printf("Last check: %s (%s ago)\n", r.LastCheck.Format(time.RFC3339), time.Since(*r.LastCheck).Round(time.Second))
 	} else {
@@ -205,7 +205,7 @@ func writeStatusText(w io.Writer, r *statusReport) error {
 			if i.PID > 0 {
 				pid = fmt.Sprintf(" (pid %d)", i.PID)
 			}
-			ew.printf("  %s%s: %s\n", drift.Escape(i.Who), pid, drift.Escape(i.Why))
+			ew.printf("  %s%s: %s\n", escape.Name(i.Who), pid, escape.Name(i.Why))
 		}
 	}
 	if len(r.Drift) == 0 && r.DriftCount == 0 {
@@ -213,7 +213,7 @@ func writeStatusText(w io.Writer, r *statusReport) error {
 	} else {
 		ew.printf("Drift:\n")
 		for _, d := range r.Drift {
-			ew.printf("  %-10s %s\n", d.Kind, drift.EscapeControl(d.Message))
+			ew.printf("  %-10s %s\n", d.Kind, escape.Text(d.Message))
 		}
 		if more := int(r.DriftCount) - len(r.Drift); more > 0 {
 			ew.printf("  … and %d more (drift-monitor status --format json lists them all)\n", more)

@@ -24,7 +24,7 @@ func (d *Daemon) load(ctx context.Context) error {
 			d.log.Debug(fmt.Sprintf("state loaded; garbage collection now at a %d MiB memory limit", limit>>20))
 		}
 	}()
-	st, err := desired.LoadCached(d.o.Cache, d.o.Root, d.o.Configs)
+	st, err := desired.LoadCached(d.o.Cache, d.root, d.o.Configs)
 	if err != nil {
 		d.m.loadFailures++
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -21,7 +22,6 @@ const configDebounce = 250 * time.Millisecond
 // configWatch watches the desired-state locations with fsnotify: its
 // portable create/write/remove/rename events are all a reload needs.
 type configWatch struct {
-	root    string
 	targets []string // host paths (inside root) of config dirs and files
 	fw      *fsnotify.Watcher
 	out     chan struct{}
@@ -29,11 +29,15 @@ type configWatch struct {
 	blind   atomic.Bool
 }
 
-func newConfigWatch(root string, explicit []string, excludeFile string) (*configWatch, error) {
-	c := &configWatch{root: root, out: make(chan struct{}, 1), stop: make(chan struct{})}
+// The targets are named lexically (root.Join): inotify watches a name. A
+// location behind a link in the root is then watched at the name's host-side
+// target, if any, and changes there are seen on the next reload only; what
+// is read is always read inside the root.
+func newConfigWatch(root *ondisk.Root, explicit []string, excludeFile string) (*configWatch, error) {
+	c := &configWatch{out: make(chan struct{}, 1), stop: make(chan struct{})}
 	if len(explicit) == 0 {
 		for _, d := range desired.DefaultDirs {
-			c.targets = append(c.targets, filepath.Join(root, d))
+			c.targets = append(c.targets, root.Join(d))
 		}
 	} else {
 		for _, p := range explicit {
@@ -45,7 +49,7 @@ func newConfigWatch(root string, explicit []string, excludeFile string) (*config
 		}
 	}
 	if excludeFile != "" {
-		c.targets = append(c.targets, filepath.Join(root, excludeFile))
+		c.targets = append(c.targets, root.Join(excludeFile))
 	}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {

@@ -21,7 +21,6 @@ package daemon
 import (
 	"context"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
@@ -216,7 +215,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 		offline := enablement.Offline{Root: o.Root}
 		d.checker.Units, d.unitFiles = offline, offline
 	}
-	if isLiveRoot(o.Root) {
+	if root.IsHost() {
 		d.checker.Cmdline = check.ProcCmdline
 		d.checker.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
 	}
@@ -253,10 +252,4 @@ func Run(ctx context.Context, o Options, reload <-chan struct{}) error {
 	}
 	defer d.Close()
 	return d.Run(ctx, reload)
-}
-
-func isLiveRoot(root string) bool {
-	a, err1 := os.Stat(root)
-	b, err2 := os.Stat("/")
-	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }

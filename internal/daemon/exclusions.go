@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 )
 
@@ -48,8 +46,8 @@ func (d *Daemon) exclusions() (exclusion, error) {
 	if d.o.ExcludeFile == "" {
 		return x, nil
 	}
-	file := filepath.Join(d.o.Root, d.o.ExcludeFile)
-	data, err := os.ReadFile(file)
+	file := d.root.Join(d.o.ExcludeFile)
+	data, err := d.root.ReadFile(d.o.ExcludeFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return x, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/reconcile"
@@ -29,14 +30,14 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 		is[h.File] = true
 		if !was[h.File] {
 			d.record(ctx, slog.LevelInfo, journal.MsgInhibited,
-				fmt.Sprintf("Monitoring inhibited by %s", drift.Escape(h.String())), journal.Inhibitor(drift.Escape(h.Who), drift.Escape(h.Why), h.PID)...)
+				fmt.Sprintf("Monitoring inhibited by %s", escape.Name(h.String())), journal.Inhibitor(escape.Name(h.Who), escape.Name(h.Why), h.PID)...)
 		}
 	}
 	wasInhibited := d.inhibited()
 	var released []string
 	for _, h := range d.inhibitors {
 		if !is[h.File] {
-			released = append(released, drift.Escape(h.Who))
+			released = append(released, escape.Name(h.Who))
 			if h.Who == reconcile.InhibitorWho {
 				d.reconcilers = append(d.reconcilers, h)
 			}
@@ -81,8 +82,8 @@ func (d *Daemon) reconciled(ctx context.Context, by []inhibit.Inhibitor, before 
 	sort.Strings(fixed)
 	h := by[0]
 	d.record(ctx, slog.LevelInfo, journal.MsgReconciled,
-		fmt.Sprintf("Drift repaired by %s: %s", drift.Escape(h.String()), strings.Join(fixed, ", ")),
-		append(journal.Inhibitor(drift.Escape(h.Who), drift.Escape(h.Why), h.PID), slog.Int("RECONCILED_ENTRIES", len(fixed)))...)
+		fmt.Sprintf("Drift repaired by %s: %s", escape.Name(h.String()), strings.Join(fixed, ", ")),
+		append(journal.Inhibitor(escape.Name(h.Who), escape.Name(h.Why), h.PID), slog.Int("RECONCILED_ENTRIES", len(fixed)))...)
 }
 
 func (d *Daemon) inhibitorNames() string {

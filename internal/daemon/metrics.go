@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/metrics"
 )
@@ -78,7 +79,7 @@ func (d *Daemon) startMetrics(ctx context.Context) {
 			switch {
 			case err != nil && err.Error() != failed:
 				failed = err.Error()
-				d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, drift.Escape(failed), slog.String("METRICS_FILE", drift.Escape(d.o.MetricsTextfile)))
+				d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, escape.Name(failed), slog.String("METRICS_FILE", escape.Name(d.o.MetricsTextfile)))
 			case err == nil:
 				failed = ""
 			}
@@ -109,8 +110,8 @@ func (d *Daemon) removeStaleMetrics(ctx context.Context) {
 		return
 	}
 	if err := os.Remove(d.o.MetricsTextfile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, drift.Escape(fmt.Sprintf("removing the previous run's metrics: %v", err)),
-			slog.String("METRICS_FILE", drift.Escape(d.o.MetricsTextfile)))
+		d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, escape.Name(fmt.Sprintf("removing the previous run's metrics: %v", err)),
+			slog.String("METRICS_FILE", escape.Name(d.o.MetricsTextfile)))
 	}
 }
 

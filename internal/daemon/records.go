@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
 
@@ -56,7 +57,7 @@ func (d *Daemon) startHook(ctx context.Context) {
 		hctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := d.o.Hook.StartUnit(hctx, unit); err != nil {
-			d.record(ctx, slog.LevelError, journal.MsgHookFailed, fmt.Sprintf("Starting the on-drift unit %s failed: %v", drift.Escape(unit), err),
+			d.record(ctx, slog.LevelError, journal.MsgHookFailed, fmt.Sprintf("Starting the on-drift unit %s failed: %v", escape.Name(unit), err),
 				journal.Unit(unit))
 		}
 	}()
@@ -67,16 +68,16 @@ func driftAttrs(dr *drift.Drift) []slog.Attr {
 	a := []slog.Attr{
 		journal.Kind(string(dr.Kind)),
 		journal.Entry(string(dr.Entry)),
-		journal.Path(drift.Escape(dr.Path)),
+		journal.Path(escape.Name(dr.Path)),
 	}
 	if dr.Unit != "" {
-		a = append(a, journal.Unit(drift.Escape(dr.Unit)))
+		a = append(a, journal.Unit(escape.Name(dr.Unit)))
 	}
 	if dr.Want != "" {
-		a = append(a, journal.Want(drift.Escape(dr.Want)))
+		a = append(a, journal.Want(escape.Name(dr.Want)))
 	}
 	if dr.Got != "" {
-		a = append(a, journal.Got(drift.Escape(dr.Got)))
+		a = append(a, journal.Got(escape.Name(dr.Got)))
 	}
 	return a
 }

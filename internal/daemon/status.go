@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 )
 
 // status is the status line of the daemon as it is now.
@@ -14,10 +15,10 @@ func (d *Daemon) status() string {
 		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()),
 		starting: !d.ready, unitsDown: d.unitsDown, apiDown: d.apiDown, reading: d.reads.underWay()}
 	for _, h := range d.inhibitors {
-		in.inhibitors = append(in.inhibitors, drift.Escape(h.String()))
+		in.inhibitors = append(in.inhibitors, escape.Name(h.String()))
 	}
 	if d.loadErr != nil {
-		in.loadFailed = drift.Escape(d.loadErr.Error())
+		in.loadFailed = escape.Name(d.loadErr.Error())
 	}
 	in.configBlind = d.cfg.Blind()
 	return statusLine(in)

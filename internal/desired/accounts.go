@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -19,13 +17,13 @@ type RootAccounts struct {
 	groups map[string]int
 }
 
-// accountFiles are the account databases ReadAccounts reads, in lookup order:
+// accountFiles are the account databases readAccounts reads, in lookup order:
 // users from the first two, groups from the last two.
 var accountFiles = [4]string{"/etc/passwd", "/usr/lib/passwd", "/etc/group", "/usr/lib/group"}
 
-// ReadAccounts reads the account databases under root. Missing files are
+// readAccounts reads the account databases inside root. Missing files are
 // empty databases; an unreadable one is an error.
-func ReadAccounts(root string) (*RootAccounts, error) {
+func readAccounts(root Host) (*RootAccounts, error) {
 	raw, err := readAccountFiles(root)
 	if err != nil {
 		return nil, err
@@ -33,11 +31,11 @@ func ReadAccounts(root string) (*RootAccounts, error) {
 	return parseAccounts(raw), nil
 }
 
-// readAccountFiles reads accountFiles under root; a missing file is nil.
-func readAccountFiles(root string) ([4][]byte, error) {
+// readAccountFiles reads accountFiles inside root; a missing file is nil.
+func readAccountFiles(root Host) ([4][]byte, error) {
 	var raw [4][]byte
 	for i, f := range accountFiles {
-		data, err := os.ReadFile(filepath.Join(root, f))
+		data, err := root.ReadFile(f)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return raw, err
 		}

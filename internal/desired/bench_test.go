@@ -15,8 +15,20 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 )
+
+// openRoot opens dir as the root a load reads, closed at the test's end.
+func openRoot(tb testing.TB, dir string) *ondisk.Root {
+	tb.Helper()
+	r, err := ondisk.OpenRoot(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
 
 // benchConfig writes an Ignition config (spec 3.4.0) declaring n files with
 // data URLs, 90% of 512 bytes and 10% of 8 KiB, as the benchmark fixtures
@@ -110,7 +122,7 @@ func BenchmarkLoadState(b *testing.B) {
 				b.Skip("100,000 files take tens of seconds per load; not in -short")
 			}
 			cfg := benchConfig(b, n)
-			root := b.TempDir()
+			root := openRoot(b, b.TempDir())
 			b.ReportAllocs()
 			var peak, live uint64
 			var cpu time.Duration
@@ -154,7 +166,7 @@ func BenchmarkLoadStateCached(b *testing.B) {
 					b.Skip("the cold load of 100,000 files takes tens of seconds; not in -short")
 				}
 				cfg := benchConfig(b, n)
-				root := b.TempDir()
+				root := openRoot(b, b.TempDir())
 				c := &statecache.Cache{Dir: filepath.Join(b.TempDir(), "cache"), Mode: modes[mode]}
 				if _, err := desired.LoadCached(c, root, []string{cfg}); err != nil {
 					b.Fatal(err)

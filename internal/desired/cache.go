@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Cache keeps derived states between loads, so that a load does not parse
@@ -47,44 +45,45 @@ const keyDomain = "drift-monitor derivation\n"
 // consumed (a pipe) are not cached at all. The SSH keys are then put where
 // root's layout puts them, decided at every load: it is the host's, not
 // the config's. A nil c caches nothing.
-func LoadCached(c Cache, root string, explicit []string) (State, error) {
+func LoadCached(c Cache, root Host, explicit []string) (State, error) {
 	st, err := loadState(c, root, explicit)
 	if err != nil {
 		return st, err
 	}
-	return st, applySSHLayout(root, &st)
+	return st, applySSHLayout(root.Dir(), &st)
 }
 
-func loadState(c Cache, root string, explicit []string) (State, error) {
+func loadState(c Cache, root Host, explicit []string) (State, error) {
 	files, err := Fragments(root, explicit)
 	if err != nil {
 		return State{}, err
 	}
+	src := fragmentFiles{root, len(explicit) > 0}
 	acct, err := readAccountFiles(root)
 	if err != nil {
-		return State{}, fmt.Errorf("reading accounts in %s: %w", root, err)
+		return State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
 	}
 	if c != nil {
 		// The config files are hashed as they are read, without holding them:
 		// on a hit their bytes are not needed.
-		key, ok := keyOf(root, files, acct, nil)
+		key, ok := keyOf(src, files, acct, nil)
 		if !ok {
 			c = nil
 		} else if st, ok := c.Get(key); ok {
 			return st, nil
 		}
 	}
-	raws, err := readConfigs(files)
+	raws, err := readConfigs(src, files)
 	if err != nil {
 		return State{}, err
 	}
-	st, err := deriveState(root, files, raws, acct)
+	st, err := deriveState(root.Dir(), files, raws, acct)
 	if err != nil {
 		return State{}, err
 	}
 	if c != nil {
 		// Named by the bytes parsed, which may differ from those hashed above.
-		key, ok := keyOf(root, files, acct, raws)
+		key, ok := keyOf(src, files, acct, raws)
 		raws = nil // nothing of the parse stays alive into Put (see Cache)
 		if ok && !c.Put(key, &st) {
 			// The state went into the cache, which lost it (an entry
@@ -95,11 +94,11 @@ func loadState(c Cache, root string, explicit []string) (State, error) {
 	return st, nil
 }
 
-// keyOf names the derivation of files (with contents raws, or as they are
-// read now if raws is nil) and the account files acct under root. ok is
-// false when a file cannot be read whole.
-func keyOf(root string, files []string, acct [4][]byte, raws [][]byte) (key StateKey, ok bool) {
-	abs, err := filepath.Abs(root)
+// keyOf names the derivation of files (with contents raws, or as src reads
+// them now if raws is nil) and the account files acct under src's root. ok
+// is false when a file cannot be read whole.
+func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte) (key StateKey, ok bool) {
+	abs, err := filepath.Abs(src.root.Dir())
 	if err != nil {
 		return key, false
 	}
@@ -135,7 +134,7 @@ func keyOf(root string, files []string, acct [4][]byte, raws [][]byte) (key Stat
 		if buf == nil {
 			buf = make([]byte, 256<<10)
 		}
-		if !hashFile(name, length, h, buf) {
+		if !hashFile(src, name, length, h, buf) {
 			return key, false
 		}
 	}
@@ -144,15 +143,11 @@ func keyOf(root string, files []string, acct [4][]byte, raws [][]byte) (key Stat
 }
 
 // hashFile writes the size (through length) and the contents of the
-// regular file name to h; false when it is not one or cannot be read whole.
-func hashFile(name string, length func(int64), h io.Writer, buf []byte) bool {
-	// A pipe or a device has no size to trust, and opening one here
-	// (even without reading) could take what the parse needs from its
-	// writer: only regular files are hashed, the rest not cached.
-	if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// regular file name, as src reads it, to h; false when it is not one or
+// cannot be read whole. Only regular files are hashed (see
+// fragmentFiles.open), the rest not cached.
+func hashFile(src fragmentFiles, name string, length func(int64), h io.Writer, buf []byte) bool {
+	f, err := src.open(name)
 	if err != nil {
 		return false
 	}

@@ -53,12 +53,12 @@ func TestLoadCached(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"),
 		`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","mode":420,"contents":{"source":"data:,a"}}]}}`)
-	want, err := LoadState(root, nil)
+	want, err := LoadState(dirHost(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lost := &losingCache{}
-	got, err := LoadCached(lost, root, nil)
+	got, err := LoadCached(lost, dirHost(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,14 +66,14 @@ func TestLoadCached(t *testing.T) {
 		t.Errorf("after the cache lost the state (%d puts; want 1), (-want +got):\n%s", lost.puts, diff)
 	}
 	m := &memCache{}
-	if _, err := LoadCached(m, root, nil); err != nil {
+	if _, err := LoadCached(m, dirHost(root), nil); err != nil {
 		t.Fatal(err)
 	}
 	for k, st := range m.states {
 		st.Warnings = []string{"served by the cache"}
 		m.states[k] = st
 	}
-	got, err = LoadCached(m, root, nil)
+	got, err = LoadCached(m, dirHost(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

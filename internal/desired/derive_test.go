@@ -26,7 +26,7 @@ func (emptyAccounts) LookupGroup(string) (int, bool) { return 0, false }
 // in /usr/lib (nss-altfiles), shadowed in both (the /etc entry wins).
 func fixtureAccounts(t *testing.T) *RootAccounts {
 	t.Helper()
-	a, err := ReadAccounts("testdata/root")
+	a, err := readAccounts(dirHost("testdata/root"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestReadAccounts(t *testing.T) {
 	}
 
 	t.Run("no account files", func(t *testing.T) {
-		a, err := ReadAccounts(t.TempDir())
+		a, err := readAccounts(dirHost(t.TempDir()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestReadAccounts(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(root, "etc/passwd"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ReadAccounts(root); err == nil {
+		if _, err := readAccounts(dirHost(root)); err == nil {
 			t.Error("ReadAccounts with a directory as etc/passwd succeeded")
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	v3 "github.com/coreos/ignition/v2/config/v3_5"
@@ -18,12 +19,21 @@ import (
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
 	"sigs.k8s.io/yaml"
+
+	"github.com/drift-monitor/drift-monitor/internal/errpath"
+)
+
+// The desired-state locations: the vendor's (packages) and the admin's,
+// which masks it.
+const (
+	VendorDir = "/usr/lib/drift-monitor/desired.d"
+	AdminDir  = "/etc/drift-monitor/desired.d"
 )
 
 // DefaultDirs are the desired-state locations, in precedence order: a file in
 // a later directory masks the file of the same name in an earlier one (the
 // systemd convention: /etc overrides /usr/lib).
-var DefaultDirs = []string{"/usr/lib/drift-monitor/desired.d", "/etc/drift-monitor/desired.d"}
+var DefaultDirs = []string{VendorDir, AdminDir}
 
 // extensions a config fragment may have; other files in a directory are ignored.
 var extensions = []string{".ign", ".json", ".yaml", ".yml"}
@@ -80,26 +90,27 @@ func (e *LoadError) Unwrap() error { return e.Err }
 
 // Fragments lists the config files to load, in merge order.
 //
-// With no explicit paths, it reads DefaultDirs under root, keeps only fragment
-// names, lets a later directory mask a name from an earlier one, and orders
-// them by file name. Explicit paths (files or directories) replace the
-// defaults; each directory contributes its fragments in lexical order, and the
+// With no explicit paths, it reads DefaultDirs inside root, keeps only
+// fragment names, lets a later directory mask a name from an earlier one, and
+// orders them by file name; the files are named by their paths inside root
+// (root.Join). Explicit paths (files or directories) replace the defaults:
+// they are paths on the machine running the check, not host paths inside
+// root. Each directory contributes its fragments in lexical order, and the
 // paths are taken in the order given. A missing default directory is not an
 // error; a missing explicit path is.
-func Fragments(root string, explicit []string) ([]string, error) {
+func Fragments(root Host, explicit []string) ([]string, error) {
 	if len(explicit) == 0 {
 		byName := map[string]string{}
 		for _, d := range DefaultDirs {
-			dir := filepath.Join(root, d)
-			names, err := readFragmentDir(dir)
+			ents, err := root.ReadDir(d)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return nil, &LoadError{File: root.Join(d), Err: errpath.Strip(err)}
 			}
-			for _, n := range names {
-				byName[n] = filepath.Join(dir, n)
+			for _, n := range fragmentNames(ents) {
+				byName[n] = root.Join(path.Join(d, n))
 			}
 		}
 		names := make([]string, 0, len(byName))
@@ -123,25 +134,20 @@ func Fragments(root string, explicit []string) ([]string, error) {
 			files = append(files, p)
 			continue
 		}
-		names, err := readFragmentDir(p)
+		ents, err := os.ReadDir(p)
 		if err != nil {
-			return nil, err
+			return nil, &LoadError{File: p, Err: errors.Unwrap(err)}
 		}
-		for _, n := range names {
+		for _, n := range fragmentNames(ents) {
 			files = append(files, filepath.Join(p, n))
 		}
 	}
 	return files, nil
 }
 
-func readFragmentDir(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, &LoadError{File: dir, Err: errors.Unwrap(err)}
-	}
+// fragmentNames are the names of the fragments among a directory's entries,
+// sorted.
+func fragmentNames(ents []fs.DirEntry) []string {
 	var names []string
 	for _, e := range ents {
 		if e.IsDir() || !isFragment(e.Name()) {
@@ -150,7 +156,39 @@ func readFragmentDir(dir string) ([]string, error) {
 		names = append(names, e.Name())
 	}
 	sort.Strings(names)
-	return names, nil
+	return names
+}
+
+// fragmentFiles reads the files Fragments listed: inside root when they are
+// the default locations, at the paths given when explicit ones replaced
+// them.
+type fragmentFiles struct {
+	root     Host
+	explicit bool
+}
+
+// open opens a listed file for reading. Only a regular file is opened, and
+// without blocking: a pipe or a device has no size to trust, and opening one
+// (even without reading) could take what the parse needs from its writer.
+func (c fragmentFiles) open(name string) (*os.File, error) {
+	if !c.explicit {
+		return c.root.Open(hostPath(c.root.Dir(), name))
+	}
+	if fi, err := os.Stat(name); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
+	}
+	return os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// read reads a listed file whole. An explicit file is read as it is, even
+// a pipe (`--config /dev/stdin`).
+func (c fragmentFiles) read(name string) ([]byte, error) {
+	if !c.explicit {
+		return c.root.ReadFile(hostPath(c.root.Dir(), name))
+	}
+	return os.ReadFile(name)
 }
 
 // Fragment is one parsed config file.
@@ -170,10 +208,10 @@ type Fragment struct {
 	validated bool
 }
 
-// LoadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
+// loadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
 // 3.5.0, translated to 3.5.0) or a MachineConfig in YAML or JSON.
-func LoadFile(file string) (Fragment, error) {
-	raw, err := readConfigs([]string{file})
+func loadFile(file string) (Fragment, error) {
+	raw, err := readConfigs(fragmentFiles{explicit: true}, []string{file})
 	if err != nil {
 		return Fragment{}, err
 	}
@@ -181,24 +219,16 @@ func LoadFile(file string) (Fragment, error) {
 }
 
 // readConfigs reads the config files; an error names the file.
-func readConfigs(files []string) ([][]byte, error) {
+func readConfigs(src fragmentFiles, files []string) ([][]byte, error) {
 	raws := make([][]byte, len(files))
 	for i, f := range files {
-		raw, err := os.ReadFile(f)
+		raw, err := src.read(f)
 		if err != nil {
-			return nil, &LoadError{File: f, Err: unwrapPathError(err)}
+			return nil, &LoadError{File: f, Err: errpath.Strip(err)}
 		}
 		raws[i] = raw
 	}
 	return raws, nil
-}
-
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // Parse parses the bytes of a config named file (the name picks YAML or JSON
@@ -322,7 +352,7 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool) (Fragment,
 	}
 	for _, s := range mc.Spec.KernelArguments {
 		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
-		for _, a := range splitKernelArguments(s) {
+		for _, a := range SplitKernelArguments(s) {
 			if ka := types.KernelArgument(a); !seen[ka] {
 				seen[ka] = true
 				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
@@ -400,9 +430,12 @@ func compressed(f types.File) bool {
 	return false
 }
 
-// splitKernelArguments splits a string into kernel arguments as the kernel's
-// next_arg does: on white space outside double quotes, which are kept.
-func splitKernelArguments(s string) []string {
+// SplitKernelArguments splits a kernel command line (/proc/cmdline, a boot
+// entry's options, a MachineConfig's kernelArguments entry) into arguments as
+// the kernel's next_arg (lib/cmdline.c) does: on white space (its isspace)
+// outside double quotes, which are kept, as in /proc/cmdline and Ignition's
+// kernelArguments. Bytes are kept as they are, valid UTF-8 or not.
+func SplitKernelArguments(s string) []string {
 	var args []string
 	start, quoted := -1, false
 	for i := 0; i < len(s); i++ {
@@ -675,25 +708,6 @@ func typeConflicts(frags []Fragment) error {
 	return nil
 }
 
-// Load finds, parses and merges the desired configuration. See Fragments for
-// how root and explicit paths are used. It fails on the first bad file.
-func Load(root string, explicit []string) (types.Config, []Fragment, error) {
-	files, err := Fragments(root, explicit)
-	if err != nil {
-		return types.Config{}, nil, err
-	}
-	raws, err := readConfigs(files)
-	if err != nil {
-		return types.Config{}, nil, err
-	}
-	return parseFragments(files, raws)
-}
-
-func parseFragments(files []string, raws [][]byte) (types.Config, []Fragment, error) {
-	cfg, frags, _, err := parseWithSupplies(files, raws)
-	return cfg, frags, err
-}
-
 // parseWithSupplies parses the fragments among files, with the .child files
 // among them as the local copies of remote children; it also returns those.
 func parseWithSupplies(files []string, raws [][]byte) (types.Config, []Fragment, Supplies, error) {
@@ -718,10 +732,10 @@ func parseWithSupplies(files []string, raws [][]byte) (types.Config, []Fragment,
 	return cfg, frags, sup, err
 }
 
-// LoadState loads the configuration (see Load) and derives the entries, with
-// owners resolved in root's account files. It is LoadCached without a
-// cache: it parses every time.
-func LoadState(root string, explicit []string) (State, error) {
+// LoadState finds (see Fragments), parses and merges the configuration and
+// derives the entries, with owners resolved in root's account files. It is
+// LoadCached without a cache: it parses every time.
+func LoadState(root Host, explicit []string) (State, error) {
 	return LoadCached(nil, root, explicit)
 }
 

@@ -340,10 +340,10 @@ func TestParseErrors(t *testing.T) {
 func TestLoadFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.ign")
-	_, err := LoadFile(missing)
+	_, err := loadFile(missing)
 	var le *LoadError
 	if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("LoadFile(missing) = %v, want a LoadError naming %s that is fs.ErrNotExist", err, missing)
+		t.Errorf("loadFile(missing) = %v, want a LoadError naming %s that is fs.ErrNotExist", err, missing)
 	}
 	if err != nil && !strings.HasPrefix(err.Error(), missing+": ") {
 		t.Errorf("message %q does not start with the file name", err)
@@ -353,18 +353,18 @@ func TestLoadFileErrors(t *testing.T) {
 	if err := os.Mkdir(asDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadFile(asDir); err == nil || !strings.HasPrefix(err.Error(), asDir+": ") {
-		t.Errorf("LoadFile(a directory) = %v, want an error naming it", err)
+	if _, err := loadFile(asDir); err == nil || !strings.HasPrefix(err.Error(), asDir+": ") {
+		t.Errorf("loadFile(a directory) = %v, want an error naming it", err)
 	}
 
 	good := filepath.Join(dir, "good.ign")
 	writeFile(t, good, `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/a"}]}}`)
-	frag, err := LoadFile(good)
+	frag, err := loadFile(good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if frag.File != good || len(frag.Config.Storage.Files) != 1 {
-		t.Errorf("LoadFile(good) = %+v", frag)
+		t.Errorf("loadFile(good) = %+v", frag)
 	}
 }
 
@@ -546,10 +546,22 @@ func TestSplitKernelArguments(t *testing.T) {
 		{`foo="bar baz" x`, []string{`foo="bar baz"`, "x"}},
 		{`"a b" c`, []string{`"a b"`, "c"}},
 		{`unterminated="a b`, []string{`unterminated="a b`}},
+		// The cases of drift's SplitCmdline, which this replaced.
+		{"\n", nil},
+		{"BOOT_IMAGE=(hd0,gpt3)/vmlinuz root=UUID=x rw\n", []string{"BOOT_IMAGE=(hd0,gpt3)/vmlinuz", "root=UUID=x", "rw"}},
+		{"  a \t b\n", []string{"a", "b"}},
+		{"a\rb\vc\fd", []string{"a", "b", "c", "d"}},
+		{`foo="bar baz" qux`, []string{`foo="bar baz"`, "qux"}},
+		{`"quoted whole" x`, []string{`"quoted whole"`, "x"}},
+		{`a="x y"z b`, []string{`a="x y"z`, "b"}},
+		{`open="never closed x`, []string{`open="never closed x`}},
+		{`e=""`, []string{`e=""`}},
+		{"ünï=cödé", []string{"ünï=cödé"}},
+		{"bad=\xff x", []string{"bad=\xff", "x"}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, splitKernelArguments(tt.in)); diff != "" {
-			t.Errorf("splitKernelArguments(%q) (-want +got):\n%s", tt.in, diff)
+		if diff := cmp.Diff(tt.want, SplitKernelArguments(tt.in)); diff != "" {
+			t.Errorf("SplitKernelArguments(%q) (-want +got):\n%s", tt.in, diff)
 		}
 	}
 }
@@ -657,7 +669,7 @@ func TestFragments(t *testing.T) {
 	}
 
 	t.Run("defaults", func(t *testing.T) {
-		got, err := Fragments(root, nil)
+		got, err := Fragments(dirHost(root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -673,7 +685,7 @@ func TestFragments(t *testing.T) {
 		}
 	})
 	t.Run("no default directories", func(t *testing.T) {
-		got, err := Fragments(t.TempDir(), nil)
+		got, err := Fragments(dirHost(t.TempDir()), nil)
 		if err != nil || len(got) != 0 {
 			t.Errorf("Fragments(empty root) = %q, %v; want nothing and no error", got, err)
 		}
@@ -681,7 +693,7 @@ func TestFragments(t *testing.T) {
 	t.Run("only /etc", func(t *testing.T) {
 		r := t.TempDir()
 		writeFile(t, filepath.Join(r, "etc/drift-monitor/desired.d/a.ign"), "{}")
-		got, err := Fragments(r, nil)
+		got, err := Fragments(dirHost(r), nil)
 		if diff := cmp.Diff([]string{filepath.Join(r, "etc/drift-monitor/desired.d/a.ign")}, got); err != nil || diff != "" {
 			t.Errorf("Fragments: %v (-want +got):\n%s", err, diff)
 		}
@@ -689,7 +701,7 @@ func TestFragments(t *testing.T) {
 	t.Run("default location is a file", func(t *testing.T) {
 		r := t.TempDir()
 		writeFile(t, filepath.Join(r, "etc/drift-monitor/desired.d"), "not a dir")
-		_, err := Fragments(r, nil)
+		_, err := Fragments(dirHost(r), nil)
 		if err == nil || !strings.Contains(err.Error(), filepath.Join(r, "etc/drift-monitor/desired.d")) {
 			t.Errorf("Fragments = %v, want an error naming the directory", err)
 		}
@@ -702,7 +714,7 @@ func TestFragments(t *testing.T) {
 		for _, n := range []string{"b.yaml", "a.json", ".c.ign", "notes"} {
 			writeFile(t, filepath.Join(d, n), "{}")
 		}
-		got, err := Fragments(root, []string{one, d})
+		got, err := Fragments(dirHost(root), []string{one, d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -713,14 +725,14 @@ func TestFragments(t *testing.T) {
 		// An explicit file is read whatever its name.
 		odd := filepath.Join(other, "config.txt")
 		writeFile(t, odd, "{}")
-		got, err = Fragments(root, []string{odd})
+		got, err = Fragments(dirHost(root), []string{odd})
 		if diff := cmp.Diff([]string{odd}, got); err != nil || diff != "" {
 			t.Errorf("Fragments(odd name): %v (-want +got):\n%s", err, diff)
 		}
 	})
 	t.Run("missing explicit path", func(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "nope.ign")
-		_, err := Fragments(root, []string{missing})
+		_, err := Fragments(dirHost(root), []string{missing})
 		var le *LoadError
 		if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) ||
 			!strings.HasPrefix(err.Error(), missing+": ") {
@@ -738,7 +750,7 @@ func TestLoadState(t *testing.T) {
 	writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/20-mc.yaml"),
 		"kind: MachineConfig\nspec:\n  config:\n    ignition: {version: 3.2.0}\n    storage:\n      directories: [{path: /etc/a}]\n")
 
-	st, err := LoadState(root, nil)
+	st, err := LoadState(dirHost(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -759,7 +771,7 @@ func TestLoadState(t *testing.T) {
 	// A bad fragment fails the load, naming it.
 	bad := filepath.Join(root, "etc/drift-monitor/desired.d/30-bad.ign")
 	writeFile(t, bad, `{"ignition":{"version":"3.0.0"},`)
-	if _, err := LoadState(root, nil); err == nil || !strings.HasPrefix(err.Error(), bad+":") {
+	if _, err := LoadState(dirHost(root), nil); err == nil || !strings.HasPrefix(err.Error(), bad+":") {
 		t.Errorf("LoadState with a bad fragment = %v, want an error naming %s", err, bad)
 	}
 }

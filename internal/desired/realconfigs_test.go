@@ -50,7 +50,7 @@ func TestRealConfigs(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			st, err := LoadState(t.TempDir(), []string{f})
+			st, err := LoadState(dirHost(t.TempDir()), []string{f})
 			if err != nil {
 				t.Fatalf("does not load: %v", err)
 			}

@@ -78,7 +78,7 @@ func TestLoadStateSSHLayout(t *testing.T) {
 			writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"), cfg)
 			for _, c := range []Cache{nil, &memCache{}} {
 				for range 2 { // the second through the cache, when there is one
-					st, err := LoadCached(c, root, nil)
+					st, err := LoadCached(c, dirHost(root), nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -100,7 +100,7 @@ func TestLoadStateSSHLayout(t *testing.T) {
 		t.Setenv(SSHKeysEnv, "nope")
 		root := t.TempDir()
 		writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"), cfg)
-		if _, err := LoadState(root, nil); err == nil || !strings.Contains(err.Error(), SSHKeysEnv) {
+		if _, err := LoadState(dirHost(root), nil); err == nil || !strings.Contains(err.Error(), SSHKeysEnv) {
 			t.Errorf("LoadState = %v, want an error naming %s", err, SSHKeysEnv)
 		}
 	})

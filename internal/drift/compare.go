@@ -11,6 +11,8 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -226,7 +228,7 @@ func Unified(name string, want, got []byte) string {
 	if !isText(want) || !isText(got) {
 		return ""
 	}
-	diff := udiff.Unified(Escape(name)+" (want)", Escape(name)+" (got)", string(want), string(got))
+	diff := udiff.Unified(escape.Name(name)+" (want)", escape.Name(name)+" (got)", string(want), string(got))
 	lines := strings.SplitAfter(diff, "\n")
 	var b strings.Builder
 	for _, l := range lines {
@@ -244,7 +246,7 @@ func Unified(name string, want, got []byte) string {
 func escapeDiffLine(s string) string {
 	parts := strings.Split(s, "\t")
 	for i, p := range parts {
-		parts[i] = EscapeControl(p)
+		parts[i] = escape.Text(p)
 	}
 	return strings.Join(parts, "\t")
 }
@@ -259,9 +261,10 @@ func isText(b []byte) bool {
 // line for it (createSystemdPresetFile in
 // internal/exec/stages/files/units.go), which `systemctl preset` skips.
 var enabledStates = map[string]bool{
-	"enabled": true, "enabled-runtime": true, "static": true, "indirect": true,
-	"generated": true, "transient": true, "alias": true, "linked": true, "linked-runtime": true,
-	"not-found": true,
+	enablement.StateEnabled: true, enablement.StateEnabledRuntime: true, enablement.StateStatic: true,
+	enablement.StateIndirect: true, enablement.StateGenerated: true, enablement.StateTransient: true,
+	enablement.StateAlias: true, enablement.StateLinked: true, enablement.StateLinkedRuntime: true,
+	enablement.StateNotFound: true,
 }
 
 // CompareEnablement compares a unit's declared enablement with its unit file
@@ -277,7 +280,7 @@ func CompareEnablement(e *desired.Entry, state string, err error) []Drift {
 	}
 	want, ok := "enabled", enabledStates[state]
 	if !*e.Enabled {
-		want, ok = "disabled", state != "enabled" && state != "enabled-runtime"
+		want, ok = "disabled", state != enablement.StateEnabled && state != enablement.StateEnabledRuntime
 	}
 	if !ok {
 		d.add(Enablement, fmt.Sprintf("%s is %s, want %s", Noun(e), state, want), want, state)
@@ -337,36 +340,6 @@ func PendingReboot(e *desired.Entry, running, next []string, source string) *Dri
 	}
 	return &Drift{Kind: RebootPending, Entry: e.Kind, Path: e.Path, EntryID: e.ID(),
 		Message: fmt.Sprintf("reboot pending: %s %s; the next boot's command line (%s) has it as declared", Noun(e), how, source)}
-}
-
-// SplitCmdline splits a kernel command line into arguments the way the kernel
-// does: on white space, except inside double quotes (which are kept, as in
-// /proc/cmdline and Ignition's kernelArguments).
-func SplitCmdline(s string) []string {
-	var args []string
-	var cur strings.Builder
-	quoted, in := false, false
-	for _, r := range s {
-		switch {
-		case r == '"':
-			quoted = !quoted
-			cur.WriteRune(r)
-			in = true
-		case !quoted && strings.ContainsRune(" \t\n\v\f\r", r): // the kernel's isspace
-			if in {
-				args = append(args, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteRune(r)
-			in = true
-		}
-	}
-	if in {
-		args = append(args, cur.String())
-	}
-	return args
 }
 
 // Notice returns the notice an entry carries whatever the disk holds: a

@@ -116,8 +116,7 @@ func checkStored(t *testing.T, root string, st desired.State) []drift.Drift {
 	t.Helper()
 	return observe(t, root, st.Entries[0].Path, func(r *ondisk.Root, o *ondisk.Observer) []drift.Drift {
 		c := &chk.Checker{Root: r, Key: testKey, Store: st.Store, Declared: ondisk.Declare(st.Entries)}
-		ds, _ := c.Entry(o, &st.Entries[0])
-		return ds
+		return c.Outcome(o, &st.Entries[0], nil).Drift
 	})
 }
 
@@ -921,7 +920,7 @@ func TestCompareKernelArg(t *testing.T) {
 	karg := func(arg string, present bool) desired.Entry {
 		return desired.Entry{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Type: desired.TypeNone, Arg: arg, ArgPresent: present}
 	}
-	cmdline := drift.SplitCmdline("BOOT_IMAGE=/vmlinuz root=UUID=1 foo=\"a b\" nosmt quiet\n")
+	cmdline := desired.SplitKernelArguments("BOOT_IMAGE=/vmlinuz root=UUID=1 foo=\"a b\" nosmt quiet\n")
 	tests := []struct {
 		entry desired.Entry
 		err   error
@@ -943,31 +942,6 @@ func TestCompareKernelArg(t *testing.T) {
 		got := drift.CompareKernelArg(&tt.entry, cmdline, tt.err)
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("CompareKernelArg(%q, present=%v) (-want +got):\n%s", tt.entry.Arg, tt.entry.ArgPresent, diff)
-		}
-	}
-}
-
-func TestSplitCmdline(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{"", nil},
-		{"\n", nil},
-		{"a", []string{"a"}},
-		{"BOOT_IMAGE=(hd0,gpt3)/vmlinuz root=UUID=x rw\n", []string{"BOOT_IMAGE=(hd0,gpt3)/vmlinuz", "root=UUID=x", "rw"}},
-		{"  a \t b\n", []string{"a", "b"}},
-		{"a\rb\vc\fd", []string{"a", "b", "c", "d"}},
-		{`foo="bar baz" qux`, []string{`foo="bar baz"`, "qux"}},
-		{`"quoted whole" x`, []string{`"quoted whole"`, "x"}},
-		{`a="x y"z b`, []string{`a="x y"z`, "b"}},
-		{`open="never closed x`, []string{`open="never closed x`}},
-		{`e=""`, []string{`e=""`}},
-		{"ünï=cödé", []string{"ünï=cödé"}},
-	}
-	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, drift.SplitCmdline(tt.in)); diff != "" {
-			t.Errorf("SplitCmdline(%q) (-want +got):\n%s", tt.in, diff)
 		}
 	}
 }

@@ -98,11 +98,11 @@ func Sort(ds []Drift) {
 func (d *Drift) Subject() string {
 	switch d.Entry {
 	case desired.KindEnablement, desired.KindMask, desired.KindUnmask:
-		return Escape(d.Unit)
+		return escape.Name(d.Unit)
 	case desired.KindKernelArg:
-		return "kernel argument " + Escape(d.Want)
+		return "kernel argument " + escape.Name(d.Want)
 	}
-	return Escape(d.Path)
+	return escape.Name(d.Path)
 }
 
 // Noun names an entry in messages, in the seed's style: file "/etc/x".
@@ -127,15 +127,7 @@ func Noun(e *desired.Entry) string {
 	case desired.KindKernelArg:
 		return fmt.Sprintf("kernel argument %q", e.Arg)
 	case desired.KindConfig:
-		return fmt.Sprintf("%s of config %q", Escape(e.Target), e.Path)
+		return fmt.Sprintf("%s of config %q", escape.Name(e.Target), e.Path)
 	}
 	return fmt.Sprintf("%q", e.Path)
 }
-
-// Escape makes a name safe for a terminal, a status line or a journal field
-// (see escape.Name).
-func Escape(s string) string { return escape.Name(s) }
-
-// EscapeControl escapes control characters but leaves backslashes alone, for
-// file content shown in diffs (see escape.Text).
-func EscapeControl(s string) string { return escape.Text(s) }

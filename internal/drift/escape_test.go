@@ -1,72 +1,10 @@
 package drift_test
 
 import (
-	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 )
-
-func TestEscape(t *testing.T) {
-	tests := []struct {
-		name, in, escape, control string
-	}{
-		{"plain", "/etc/chrony.conf", "/etc/chrony.conf", "/etc/chrony.conf"},
-		{"space kept", "/etc/a b", "/etc/a b", "/etc/a b"},
-		{"non-ASCII letters kept", "/srv/café/日本語/Ωmega", "/srv/café/日本語/Ωmega", "/srv/café/日本語/Ωmega"},
-		{"newline in a path", "/etc/evil\nNo drift: all clean", `/etc/evil\nNo drift: all clean`, `/etc/evil\nNo drift: all clean`},
-		{"carriage return", "a\rb", `a\rb`, `a\rb`},
-		{"tab", "a\tb", `a\tb`, `a\tb`},
-		{"ESC sequence", "/etc/\x1b[31mred\x1b[0m", `/etc/\x1b[31mred\x1b[0m`, `/etc/\x1b[31mred\x1b[0m`},
-		{"terminal title sequence", "\x1b]0;pwned\x07", `\x1b]0;pwned\a`, `\x1b]0;pwned\a`},
-		{"NUL and DEL", "a\x00b\x7f", `a\x00b\x7f`, `a\x00b\x7f`},
-		{"C1 control", "a\u0085b\u009bc", `a\u0085b\u009bc`, `a\u0085b\u009bc`},
-		{"invalid UTF-8", "/etc/\xff\xfe", `/etc/\xff\xfe`, `/etc/\xff\xfe`},
-		{"truncated UTF-8 sequence", "caf\xc3", `caf\xc3`, `caf\xc3`},
-		{"replacement character itself kept", "a\uFFFDb", "a\uFFFDb", "a\uFFFDb"},
-		{"bidi override", "/etc/\u202Egnp.sh", `/etc/\u202egnp.sh`, `/etc/\u202egnp.sh`},
-		{"zero-width space", "a\u200Bb", `a\u200bb`, `a\u200bb`},
-		{"no-break space", "a\u00A0b", `a\u00a0b`, `a\u00a0b`},
-		{"backslash", `C:\path`, `C:\\path`, `C:\path`},
-		{"backslash and control", "\\\n", `\\\n`, `\\n`},
-		{"empty", "", "", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := drift.Escape(tt.in); got != tt.escape {
-				t.Errorf("Escape(%q) = %q, want %q", tt.in, got, tt.escape)
-			}
-			if got := drift.EscapeControl(tt.in); got != tt.control {
-				t.Errorf("EscapeControl(%q) = %q, want %q", tt.in, got, tt.control)
-			}
-		})
-	}
-}
-
-// TestEscapeIsSafe: whatever the input, the output of Escape holds no control
-// character and is valid UTF-8.
-func TestEscapeIsSafe(t *testing.T) {
-	var all strings.Builder
-	for b := 0; b < 256; b++ {
-		all.WriteByte(byte(b))
-	}
-	for r := rune(0x80); r < 0x3000; r++ {
-		all.WriteRune(r)
-	}
-	for name, escape := range map[string]func(string) string{"Escape": drift.Escape, "EscapeControl": drift.EscapeControl} {
-		out := escape(all.String())
-		if !utf8.ValidString(out) {
-			t.Errorf("%s output is not valid UTF-8", name)
-		}
-		for i, r := range out {
-			if unicode.IsControl(r) || !unicode.IsPrint(r) && r != ' ' {
-				t.Fatalf("%s output holds %U at %d", name, r, i)
-			}
-		}
-	}
-}
 
 func TestUnified(t *testing.T) {
 	tests := []struct {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
 
 // errUnknownSpecifier is systemd's EBADSLT: a %-letter it does not know.
@@ -119,7 +121,7 @@ func (t *Tree) systemSpecifier(c byte) (string, error) {
 	case 'b':
 		data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 		if err != nil {
-			return "", unwrapPathError(err)
+			return "", errpath.Strip(err)
 		}
 		return strings.ReplaceAll(strings.TrimSpace(string(data)), "-", ""), nil
 	case 'H', 'l':
@@ -203,7 +205,7 @@ func (t *Tree) osRelease(key string) (string, error) {
 		p, _, err := t.chase(name, true, false)
 		if err == nil {
 			data, err = os.ReadFile(t.host(p))
-			err = unwrapPathError(err)
+			err = errpath.Strip(err)
 		}
 		if err == nil {
 			found = true

@@ -94,17 +94,6 @@ func State(root, unit string) (string, error) {
 	return t.State(unit)
 }
 
-// Enabled reports whether `systemctl is-enabled` exits with status 0 for a
-// state: "enabled", "enabled-runtime", "static", "alias", "indirect" and
-// "generated".
-func Enabled(state string) bool {
-	switch state {
-	case StateEnabled, StateEnabledRuntime, StateStatic, StateAlias, StateIndirect, StateGenerated:
-		return true
-	}
-	return false
-}
-
 // State returns the enablement state of unit, a full unit name such as
 // "foo.service", "foo@.service" or "foo@bar.service" (names are not
 // mangled: "foo" is refused with ErrInvalidName). Its cases:

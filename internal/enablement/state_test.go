@@ -631,19 +631,6 @@ func TestStateErrorNamesInsidePath(t *testing.T) {
 	}
 }
 
-func TestEnabled(t *testing.T) {
-	for _, st := range []string{"enabled", "enabled-runtime", "static", "alias", "indirect", "generated"} {
-		if !Enabled(st) {
-			t.Errorf("Enabled(%q) = false", st)
-		}
-	}
-	for _, st := range []string{"disabled", "masked", "masked-runtime", "linked", "linked-runtime", "transient", "bad", "not-found", ""} {
-		if Enabled(st) {
-			t.Errorf("Enabled(%q) = true", st)
-		}
-	}
-}
-
 // A Tree answers for many units from one scan of the search path.
 func TestTreeManyUnits(t *testing.T) {
 	fx := fixture{files: map[string]string{}, links: map[string]string{}}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
 
 // maxSymlinkHops is systemd's CHASE_SYMLINKS_MAX.
@@ -51,7 +53,7 @@ func Open(root string) (*Tree, error) {
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
-		return nil, fmt.Errorf("reading root %s: %w", root, unwrapPathError(err))
+		return nil, fmt.Errorf("reading root %s: %w", root, errpath.Strip(err))
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("reading root %s: %w", root, syscall.ENOTDIR)
@@ -72,23 +74,9 @@ func (t *Tree) host(p string) string {
 	return t.root + p
 }
 
-// unwrapPathError drops the host path that os errors carry: messages name
-// paths as seen inside the root, never with the root's prefix.
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
-
 // ioError wraps err with an operation and a path inside the root.
 func ioError(op, p string, err error) error {
-	return fmt.Errorf("%s %s: %w", op, p, unwrapPathError(err))
+	return fmt.Errorf("%s %s: %w", op, p, errpath.Strip(err))
 }
 
 // chase resolves p, an absolute path inside the root, one component at a

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -79,7 +80,7 @@ func TestDiffInPlainLines(t *testing.T) {
 	l := slog.New(NewHandler(&buf, WithNative(false)))
 	d := diffLines(5000)
 	l.Warn(`content mismatch for file "/etc/x"`, Path("/etc/x"), Diff(d))
-	want := "WARN " + EscapeMessage(`content mismatch for file "/etc/x" (-want +got):`+"\n"+d) + " DRIFT_PATH=/etc/x\n"
+	want := "WARN " + escape.Name(`content mismatch for file "/etc/x" (-want +got):`+"\n"+d) + " DRIFT_PATH=/etc/x\n"
 	if buf.String() != want {
 		t.Errorf("plain line: %.300q…, want %.300q…", buf.String(), want)
 	}

@@ -344,7 +344,7 @@ func (h *Handler) writePlain(pri sysjournal.Priority, msg string, fields []field
 	var b strings.Builder
 	b.WriteString(priorityLabel(pri))
 	b.WriteByte(' ')
-	b.WriteString(EscapeMessage(msg))
+	b.WriteString(escape.Name(msg))
 	for _, f := range fields {
 		b.WriteByte(' ')
 		b.WriteString(f.key) // FieldName's output never needs escaping
@@ -494,11 +494,6 @@ func parsePriority(s string) (sysjournal.Priority, bool) {
 	}
 	return 0, false
 }
-
-// EscapeMessage returns s with every backslash, control character,
-// non-printable rune and invalid byte written as a Go escape (\n, \x1b,
-// \u202e, \\), so that the result is one line that cannot drive a terminal.
-func EscapeMessage(s string) string { return escape.Name(s) }
 
 // QuoteValue returns v as it is when it is a non-empty run of printable
 // characters without spaces, quotes, '=' or backslashes, and as a Go quoted

@@ -82,30 +82,6 @@ func TestPlainNeverWritesControlCharacters(t *testing.T) {
 	}
 }
 
-func TestEscapeMessage(t *testing.T) {
-	tests := []struct{ name, in, want string }{
-		{"plain", "No drift: watching 42 paths", "No drift: watching 42 paths"},
-		{"newline", "a\nb", `a\nb`},
-		{"tab and cr", "a\tb\rc", `a\tb\rc`},
-		{"escape sequence", "\x1b[31mred", `\x1b[31mred`},
-		{"del and c1", "\x7f\u009b", `\x7f\u009b`},
-		{"bidi override", "evil\u202etxt", `evil\u202etxt`},
-		{"line separator", "a\u2028b", `a\u2028b`},
-		{"backslash", `C:\path`, `C:\\path`},
-		{"invalid utf-8", "a\xffb", `a\xffb`},
-		{"quotes kept", `say "hi"`, `say "hi"`},
-		{"unicode kept", "chrony.conf — ünïcode ✓", "chrony.conf — ünïcode ✓"},
-		{"empty", "", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := EscapeMessage(tt.in); got != tt.want {
-				t.Errorf("EscapeMessage(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestQuoteValue(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"bare", "/etc/chrony.conf", "/etc/chrony.conf"},

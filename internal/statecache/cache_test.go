@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
@@ -49,14 +50,32 @@ func (r *recorder) Put(k desired.StateKey, st *desired.State) bool {
 }
 
 // load loads root's default configs through c.
-func load(c *Cache, root string) (desired.State, error) { return desired.LoadCached(c, root, nil) }
+func load(c *Cache, root string) (desired.State, error) {
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		return desired.State{}, err
+	}
+	defer r.Close()
+	return desired.LoadCached(c, r, nil)
+}
+
+// host opens root as the root a load reads, closed at the test's end.
+func host(t *testing.T, root string) *ondisk.Root {
+	t.Helper()
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
 
 // keyNow is the name of the entry that a load of root's default configs
 // through c uses now (a load that may write it).
 func keyNow(t *testing.T, c *Cache, root string) [sha256.Size]byte {
 	t.Helper()
 	r := &recorder{c: c}
-	if _, err := desired.LoadCached(r, root, nil); err != nil || len(r.gets) == 0 {
+	if _, err := desired.LoadCached(r, host(t, root), nil); err != nil || len(r.gets) == 0 {
 		t.Fatalf("load: %v, %d lookups", err, len(r.gets))
 	}
 	key, ok := entryKey(r.gets[0])
@@ -270,7 +289,7 @@ func TestCacheTrimKeepsRecentlyUsed(t *testing.T) {
 func TestCacheConfigFromAPipe(t *testing.T) {
 	root, cfg := cacheRoot(t)
 	raw := mustRead(t, cfg)
-	want, err := desired.LoadState(root, []string{cfg})
+	want, err := desired.LoadState(host(t, root), []string{cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +300,7 @@ func TestCacheConfigFromAPipe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- os.WriteFile(fifo, raw, 0o600) }()
 	c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
-	got, err := desired.LoadCached(c, root, []string{fifo})
+	got, err := desired.LoadCached(c, host(t, root), []string{fifo})
 	if err != nil {
 		t.Fatalf("LoadState(a pipe): %v", err)
 	}
@@ -325,7 +344,7 @@ func cacheEntries(t *testing.T, dir string) []string {
 
 func TestStateCache(t *testing.T) {
 	root, cfg := cacheRoot(t)
-	uncached, err := desired.LoadState(root, nil)
+	uncached, err := desired.LoadState(host(t, root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +394,7 @@ func TestStateCache(t *testing.T) {
 		// the key stored, of the bytes parsed.
 		miss := &Cache{Dir: t.TempDir()}
 		r := &recorder{c: miss}
-		if _, err := desired.LoadCached(r, root, nil); err != nil {
+		if _, err := desired.LoadCached(r, host(t, root), nil); err != nil {
 			t.Fatal(err)
 		}
 		if len(r.gets) != 1 || len(r.puts) != 1 || r.gets[0] != r.puts[0] {
@@ -446,7 +465,7 @@ func TestStateCache(t *testing.T) {
 	})
 
 	t.Run("a damaged entry is parsed again", func(t *testing.T) {
-		want, err := desired.LoadState(root, nil)
+		want, err := desired.LoadState(host(t, root), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -629,7 +648,7 @@ func mustRead(t *testing.T, p string) []byte {
 // reason is logged, and the entry written anew, so the next load is a hit.
 func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 	root, _ := cacheRoot(t)
-	want, err := desired.LoadState(root, nil)
+	want, err := desired.LoadState(host(t, root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -688,7 +707,7 @@ func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {
 // cache that keeps nothing: a load through it is a parse.
 func TestNilCache(t *testing.T) {
 	root, _ := cacheRoot(t)
-	want, err := desired.LoadState(root, nil)
+	want, err := desired.LoadState(host(t, root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

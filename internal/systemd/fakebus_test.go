@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/testbus"
 	godbus "github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
@@ -187,7 +188,7 @@ func TestFakeUnitFileStates(t *testing.T) {
 		"masked.service":     "masked",
 		"alias.service":      "alias",
 		"getty@tty1.service": "enabled",
-		"nope.service":       NotFound,
+		"nope.service":       enablement.StateNotFound,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("UnitFileStates (-want +got):\n%s", diff)

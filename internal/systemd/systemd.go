@@ -6,9 +6,10 @@
 //   - UnitFileStates answers with the words systemctl prints: "enabled",
 //     "enabled-runtime", "linked", "linked-runtime", "alias", "masked",
 //     "masked-runtime", "static", "indirect", "disabled", "generated",
-//     "transient", "bad", and NotFound ("not-found") for a unit systemd has no
-//     file for. The words come from systemd, unchanged; only "not-found" is
-//     made here (systemd answers a method error for such a unit).
+//     "transient", "bad", and "not-found" (enablement.StateNotFound, the
+//     words' one home) for a unit systemd has no file for. The words come
+//     from systemd, unchanged; only "not-found" is made here (systemd
+//     answers a method error for such a unit).
 //   - WatchUnitFiles fires after every enable, disable, mask, unmask, link,
 //     preset or revert made through systemd (systemctl, D-Bus) and after every
 //     daemon-reload; the signals are accepted only from the owner of
@@ -33,12 +34,9 @@ import (
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	godbus "github.com/godbus/dbus/v5"
 )
-
-// NotFound is the state of a unit systemd has no unit file for, as
-// `systemctl is-enabled` prints it.
-const NotFound = "not-found"
 
 // DefaultTimeout bounds the calls that take no context (UnitFileState); it is
 // D-Bus's customary method-call timeout.
@@ -236,7 +234,7 @@ func (c *Conn) getUnitFileState(ctx context.Context, unit string) (string, error
 	case "org.freedesktop.DBus.Error.FileNotFound", "org.freedesktop.systemd1.NoSuchUnit":
 		// systemd maps ENOENT from unit_file_get_state to FileNotFound;
 		// systemctl is-enabled prints "not-found" for it.
-		return NotFound, nil
+		return enablement.StateNotFound, nil
 	default:
 		return "", fmt.Errorf("unit file state of %s: %w", unit, err)
 	}

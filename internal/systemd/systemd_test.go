@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	godbus "github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
 )
@@ -78,7 +79,7 @@ func TestLiveStatesMatchSystemctl(t *testing.T) {
 		w := systemctl(t, false, "is-enabled", u)
 		// systemd < 254 fails instead of printing "not-found".
 		if strings.HasSuffix(w, ": No such file or directory") {
-			w = NotFound
+			w = enablement.StateNotFound
 		}
 		want[u] = w
 	}
@@ -86,8 +87,8 @@ func TestLiveStatesMatchSystemctl(t *testing.T) {
 		t.Errorf("UnitFileStates vs systemctl is-enabled (-want +got):\n%s", diff)
 	}
 	one, err := c.UnitFileState("drift-monitor-no-such-unit.service")
-	if err != nil || one != NotFound {
-		t.Errorf("UnitFileState(unknown) = %q, %v; want %q", one, err, NotFound)
+	if err != nil || one != enablement.StateNotFound {
+		t.Errorf("UnitFileState(unknown) = %q, %v; want %q", one, err, enablement.StateNotFound)
 	}
 }
 
@@ -170,7 +171,7 @@ func TestLiveEnableDisableMaskAreSeen(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { systemctl(t, false, "unmask", masked) })
-	check(map[string]string{unit: "disabled", masked: NotFound, tmpl: "disabled", inst: "disabled", "dm-nope.service": NotFound})
+	check(map[string]string{unit: "disabled", masked: enablement.StateNotFound, tmpl: "disabled", inst: "disabled", "dm-nope.service": enablement.StateNotFound})
 
 	drain(ch)
 	systemctl(t, true, "enable", unit)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/systemd"
 	"github.com/drift-monitor/drift-monitor/internal/testbus"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
@@ -79,7 +80,7 @@ func TestUnitFileStatesFromSystemd(t *testing.T) {
 			t.Errorf("%s: UnitFileStates (-want +got):\n%s", when, diff)
 		}
 		for u, st := range want {
-			if st == systemd.NotFound {
+			if st == enablement.StateNotFound {
 				continue // systemd 252's systemctl fails here instead of printing not-found
 			}
 			out, _, _ := m.Run(ctx, "systemctl", "is-enabled", u) // exit 1 for disabled/masked
@@ -89,7 +90,7 @@ func TestUnitFileStatesFromSystemd(t *testing.T) {
 		}
 	}
 
-	check("before", map[string]string{enabled: "disabled", masked: systemd.NotFound, notFound: systemd.NotFound})
+	check("before", map[string]string{enabled: "disabled", masked: enablement.StateNotFound, notFound: enablement.StateNotFound})
 
 	drain()
 	m.MustRun(t, "systemctl", "enable", enabled)
@@ -99,14 +100,14 @@ func TestUnitFileStatesFromSystemd(t *testing.T) {
 	drain()
 	m.MustRun(t, "systemctl", "mask", masked)
 	waitChanged("systemctl mask")
-	check("after mask", map[string]string{masked: "masked", enabled: "enabled", notFound: systemd.NotFound})
+	check("after mask", map[string]string{masked: "masked", enabled: "enabled", notFound: enablement.StateNotFound})
 
 	drain()
 	m.MustRun(t, "systemctl", "disable", enabled)
 	waitChanged("systemctl disable")
 	check("after disable", map[string]string{enabled: "disabled"})
 
-	if st, err := conn.UnitFileState(notFound); err != nil || st != systemd.NotFound {
-		t.Errorf("UnitFileState(%s) = %q, %v; want %q", notFound, st, err, systemd.NotFound)
+	if st, err := conn.UnitFileState(notFound); err != nil || st != enablement.StateNotFound {
+		t.Errorf("UnitFileState(%s) = %q, %v; want %q", notFound, st, err, enablement.StateNotFound)
 	}
 }

@@ -1,0 +1,24 @@
+package desired
+
+import (
+	"io/fs"
+	"os"
+)
+
+// Host is a root's host paths as desired reads them (the config
+// directories, the account databases): each path resolved inside the root,
+// links followed only as if the root were /, so that an absolute link never
+// leads to the running host's file. *ondisk.Root is the implementation
+// (declared here: ondisk observes desired's entries and imports it).
+type Host interface {
+	// Dir is the directory the root was opened from.
+	Dir() string
+	// Join names a host path inside the root, for messages.
+	Join(hostPath string) string
+	// Open opens a regular file for reading; the error is an *fs.PathError.
+	Open(hostPath string) (*os.File, error)
+	// ReadFile reads a regular file whole.
+	ReadFile(hostPath string) ([]byte, error)
+	// ReadDir lists a directory, its links not followed.
+	ReadDir(hostDir string) ([]fs.DirEntry, error)
+}
