@@ -83,7 +83,7 @@ func (d *Daemon) reconciled(ctx context.Context, by []inhibit.Inhibitor, before 
 	h := by[0]
 	d.record(ctx, slog.LevelInfo, journal.MsgReconciled,
 		fmt.Sprintf("Drift repaired by %s: %s", escape.Name(h.String()), strings.Join(fixed, ", ")),
-		append(journal.Inhibitor(escape.Name(h.Who), escape.Name(h.Why), h.PID), slog.Int("RECONCILED_ENTRIES", len(fixed)))...)
+		append(journal.Inhibitor(escape.Name(h.Who), escape.Name(h.Why), h.PID), journal.ReconciledEntries(len(fixed)))...)
 }
 
 func (d *Daemon) inhibitorNames() string {

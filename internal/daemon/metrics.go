@@ -79,7 +79,7 @@ func (d *Daemon) startMetrics(ctx context.Context) {
 			switch {
 			case err != nil && err.Error() != failed:
 				failed = err.Error()
-				d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, escape.Name(failed), slog.String("METRICS_FILE", escape.Name(d.o.MetricsTextfile)))
+				d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, escape.Name(failed), journal.MetricsFile(escape.Name(d.o.MetricsTextfile)))
 			case err == nil:
 				failed = ""
 			}
@@ -111,7 +111,7 @@ func (d *Daemon) removeStaleMetrics(ctx context.Context) {
 	}
 	if err := os.Remove(d.o.MetricsTextfile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, escape.Name(fmt.Sprintf("removing the previous run's metrics: %v", err)),
-			slog.String("METRICS_FILE", escape.Name(d.o.MetricsTextfile)))
+			journal.MetricsFile(escape.Name(d.o.MetricsTextfile)))
 	}
 }
 

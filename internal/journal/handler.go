@@ -60,7 +60,12 @@ const (
 	FieldInhibitWho = "INHIBIT_WHO"
 	FieldInhibitWhy = "INHIBIT_WHY"
 	FieldInhibitPID = "INHIBIT_PID"
-	FieldDriftDiff  = "DRIFT_DIFF"
+	// FieldDriftDiff is a content drift's unified diff (see Diff).
+	FieldDriftDiff = "DRIFT_DIFF"
+	// FieldMetricsFile is the metrics textfile that could not be written.
+	FieldMetricsFile = "METRICS_FILE"
+	// FieldReconciledEntries counts the entries a reconcile repaired.
+	FieldReconciledEntries = "RECONCILED_ENTRIES"
 )
 
 // jsonThreshold: `journalctl -o json` (and whatever reads it, such as the
@@ -122,6 +127,12 @@ func Inhibitor(who, why string, pid int) []slog.Attr {
 	}
 	return a
 }
+
+// MetricsFile is the attr naming the metrics textfile.
+func MetricsFile(p string) slog.Attr { return slog.String(FieldMetricsFile, p) }
+
+// ReconciledEntries is the attr for how many entries a reconcile repaired.
+func ReconciledEntries(n int) slog.Attr { return slog.Int(FieldReconciledEntries, n) }
 
 // Diff is the attr for a drift's unified diff (-want +got); "" is no attr.
 // In journald it is DRIFT_DIFF, cut to MaxDiff, and MESSAGE carries as much
