@@ -21,7 +21,9 @@
 // So the saved fragment declares what the host's owner asked for, not what
 // the image adds.
 //
-// What it promises: the fragment is written once, never over an existing
+// What it promises: both paths are host paths resolved inside a root
+// (ondisk.Root), so that a link in a tree mounted elsewhere never leads to
+// the running host's files; the fragment is written once, never over an existing
 // file of that name (whatever it is: a config, a symlink, a directory), with
 // mode 0600 in a directory it creates 0700 (the config holds secrets), and
 // atomically: a reader sees no fragment or the whole one, and after a crash
@@ -44,14 +46,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	"math/rand/v2"
 	"os"
-	"path/filepath"
+	"path"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // Default host paths.
@@ -93,18 +97,29 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrNotLoadable is wrapped by the Error of a cache that the loader refuses.
 var ErrNotLoadable = errors.New("drift-monitor cannot load it as a desired config")
 
-// Adopt copies the file src to dst, both host paths: see the package doc.
-func Adopt(src, dst string) (Result, error) {
-	dir := filepath.Dir(dst)
-	if err := mkdirs(dir, 0o700); err != nil {
+// Adopt copies the file at host path src to host path dst, both resolved
+// inside root (a symbolic link in either leads where it would if root were
+// /, never out of it): see the package doc. Errors name the paths inside
+// root (root.Join).
+func Adopt(root *ondisk.Root, src, dst string) (Result, error) {
+	if !path.IsAbs(src) || !path.IsAbs(dst) {
+		return 0, &Error{"adopting", src + " as " + dst, errors.New("want absolute host paths")}
+	}
+	dst = path.Clean(dst)
+	dir, base := path.Split(dst)
+	dir = path.Clean(dir)
+	dirfd, err := mkdirs(root, dir, 0o700)
+	if err != nil {
 		return 0, err
 	}
-	if _, err := os.Lstat(dst); err == nil {
+	defer unix.Close(dirfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 		return Kept, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return 0, &Error{"checking", dst, unwrap(err)}
+	} else if !errors.Is(err, unix.ENOENT) {
+		return 0, &Error{"checking", root.Join(dst), err}
 	}
-	raw, err := readSource(src)
+	raw, err := readSource(root, src)
 	if err != nil {
 		return 0, err
 	}
@@ -114,94 +129,108 @@ func Adopt(src, dst string) (Result, error) {
 	if desired.IsCacheName(dst) {
 		parse = desired.ParseCache
 	}
-	if _, err := parse(src, raw); err != nil {
-		return 0, &Error{"adopting", src, fmt.Errorf("%w: %v", ErrNotLoadable, err)}
+	if _, err := parse(root.Join(src), raw); err != nil {
+		return 0, &Error{"adopting", root.Join(src), fmt.Errorf("%w: %v", ErrNotLoadable, err)}
 	}
-	return install(raw, dst)
+	return install(root, dirfd, raw, dst)
 }
 
-func readSource(src string) ([]byte, error) {
-	f, err := os.Open(src)
+func readSource(root *ondisk.Root, src string) ([]byte, error) {
+	name := root.Join(src)
+	f, err := root.Open(src) // a regular file only
 	if err != nil {
-		return nil, &Error{"reading", src, unwrap(err)}
+		return nil, &Error{"reading", name, unwrap(err)}
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, &Error{"reading", src, unwrap(err)}
-	}
-	if !st.Mode().IsRegular() {
-		return nil, &Error{"reading", src, fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
-	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxSize+1))
 	if err != nil {
-		return nil, &Error{"reading", src, unwrap(err)}
+		return nil, &Error{"reading", name, unwrap(err)}
 	}
 	if len(raw) > maxSize {
-		return nil, &Error{"reading", src, fmt.Errorf("larger than %d bytes", maxSize)}
+		return nil, &Error{"reading", name, fmt.Errorf("larger than %d bytes", maxSize)}
 	}
 	return raw, nil
 }
 
-// install writes raw to a temporary file beside dst, makes it durable, and
-// gives it dst's name only if that name is free.
-func install(raw []byte, dst string) (Result, error) {
-	dir := filepath.Dir(dst)
+// install writes raw to a temporary file in dirfd (dst's directory), makes
+// it durable, and gives it dst's name only if that name is free.
+func install(root *ondisk.Root, dirfd int, raw []byte, dst string) (Result, error) {
+	dir, base := path.Split(dst)
+	dirName := root.Join(path.Clean(dir))
 	// The temporary name ends in .tmp, which is no fragment name: the
 	// daemon, watching the directory, does not load it half-written.
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".*.tmp")
+	tmp, f, err := createTemp(dirfd, "."+base+".", ".tmp")
 	if err != nil {
-		return 0, &Error{"creating", dir, unwrap(err)}
+		return 0, &Error{"creating", dirName, err}
 	}
+	tmpName := path.Join(dirName, tmp)
 	done := false
 	defer func() {
 		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			f.Close()
+			unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	// CreateTemp makes it 0600 already, before umask; say so anyway, since
-	// the mode is the promise.
-	if err := tmp.Chmod(0o600); err != nil {
-		return 0, &Error{"creating", tmp.Name(), unwrap(err)}
+	// Created 0600 already, before umask; say so anyway, since the mode is
+	// the promise.
+	if err := f.Chmod(0o600); err != nil {
+		return 0, &Error{"creating", tmpName, unwrap(err)}
 	}
-	if _, err := tmp.Write(raw); err != nil {
-		return 0, &Error{"writing", tmp.Name(), unwrap(err)}
+	if _, err := f.Write(raw); err != nil {
+		return 0, &Error{"writing", tmpName, unwrap(err)}
 	}
-	if err := tmp.Sync(); err != nil {
-		return 0, &Error{"writing", tmp.Name(), unwrap(err)}
+	if err := f.Sync(); err != nil {
+		return 0, &Error{"writing", tmpName, unwrap(err)}
 	}
-	if err := tmp.Close(); err != nil {
-		return 0, &Error{"writing", tmp.Name(), unwrap(err)}
+	if err := f.Close(); err != nil {
+		return 0, &Error{"writing", tmpName, unwrap(err)}
 	}
-	res, err := renameNoReplace(tmp.Name(), dst)
+	res, err := renameNoReplace(dirfd, tmp, base)
 	if err != nil {
-		return 0, err
+		return 0, &Error{"renaming", root.Join(dst), err}
 	}
 	done = res == Adopted
 	if !done {
-		return res, nil // the deferred func removes the temporary file
+		unix.Unlinkat(dirfd, tmp, 0)
+		done = true
+		return res, nil
 	}
-	if err := syncDir(dir); err != nil {
-		return 0, err
+	if err := syncDir(dirfd); err != nil {
+		return 0, &Error{"syncing", dirName, err}
 	}
 	return Adopted, nil
 }
 
-// renameNoReplace renames tmp to dst unless dst exists, atomically:
-// rename(2) would replace a file that appeared since Adopt looked.
-// RENAME_NOREPLACE is in Linux 3.15 for the usual file systems; where a file
-// system lacks it, link(2) is just as atomic and fails just as well on an
-// existing name.
-func renameNoReplace(tmp, dst string) (Result, error) {
-	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+// createTemp creates a new regular file in dirfd, mode 0600, named
+// prefix+random+suffix, never through a symbolic link.
+func createTemp(dirfd int, prefix, suffix string) (string, *os.File, error) {
+	for range 100 {
+		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 36) + suffix
+		fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		return name, os.NewFile(uintptr(fd), name), nil
+	}
+	return "", nil, unix.EEXIST
+}
+
+// renameNoReplace renames tmp to name in dirfd unless name exists,
+// atomically: rename(2) would replace a file that appeared since Adopt
+// looked. RENAME_NOREPLACE is in Linux 3.15 for the usual file systems;
+// where a file system lacks it, link(2) is just as atomic and fails just as
+// well on an existing name.
+func renameNoReplace(dirfd int, tmp, name string) (Result, error) {
+	err := unix.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_NOREPLACE)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		if err = os.Link(tmp, dst); err == nil {
-			if rerr := os.Remove(tmp); rerr != nil {
-				return 0, &Error{"removing", tmp, unwrap(rerr)}
+		if err = unix.Linkat(dirfd, tmp, dirfd, name, 0); err == nil {
+			if rerr := unix.Unlinkat(dirfd, tmp, 0); rerr != nil {
+				return 0, rerr
 			}
 		}
-		err = unwrap(err)
 	}
 	switch {
 	case err == nil:
@@ -209,52 +238,66 @@ func renameNoReplace(tmp, dst string) (Result, error) {
 	case errors.Is(err, unix.EEXIST):
 		return Kept, nil
 	}
-	return 0, &Error{"renaming", dst, err}
+	return 0, err
 }
 
-// mkdirs creates dir and its missing parents: dir with mode 0700 (it holds
-// secrets), the parents 0755, whatever the umask. A directory that exists
-// keeps its mode: the package (or the admin) decided it.
-func mkdirs(dir string, mode fs.FileMode) error {
-	if st, err := os.Stat(dir); err == nil {
-		if !st.IsDir() {
-			return &Error{"creating", dir, errors.New("not a directory")}
-		}
-		return nil
+// mkdirs opens the host directory dir inside root, creating it and its
+// missing parents: dir with mode 0700 (it holds secrets), the parents 0755,
+// whatever the umask. A directory that exists keeps its mode: the package
+// (or the admin) decided it. The descriptor is O_PATH; the caller closes it.
+func mkdirs(root *ondisk.Root, dir string, mode uint32) (int, error) {
+	fd, err := root.OpenDir(dir)
+	switch {
+	case err == nil:
+		return fd, nil
+	case errors.Is(err, unix.ENOTDIR):
+		return -1, &Error{"creating", root.Join(dir), errors.New("not a directory")}
+	case !errors.Is(err, unix.ENOENT) || dir == "/":
+		return -1, &Error{"creating", root.Join(dir), unwrap(err)}
 	}
-	if parent := filepath.Dir(dir); parent != dir {
-		if err := mkdirs(parent, 0o755); err != nil {
-			return err
-		}
-	}
-	return mkdir(dir, mode)
-}
-
-func mkdir(dir string, mode fs.FileMode) error {
-	if err := os.Mkdir(dir, mode); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil
-		}
-		return &Error{"creating", dir, unwrap(err)}
-	}
-	if err := os.Chmod(dir, mode); err != nil {
-		return &Error{"creating", dir, unwrap(err)}
-	}
-	return syncDir(filepath.Dir(dir))
-}
-
-// syncDir makes a directory's entries durable: a renamed file's new name
-// survives a power cut only once its directory is synced.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	parent := path.Dir(dir)
+	pfd, err := mkdirs(root, parent, 0o755)
 	if err != nil {
-		return &Error{"syncing", dir, unwrap(err)}
+		return -1, err
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return &Error{"syncing", dir, unwrap(err)}
+	defer unix.Close(pfd)
+	name := path.Base(dir)
+	if err := unix.Mkdirat(pfd, name, mode); err == nil {
+		// Through a descriptor of the new directory, never a link that
+		// took its place.
+		dfd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, &Error{"creating", root.Join(dir), err}
+		}
+		err = unix.Fchmod(dfd, mode)
+		unix.Close(dfd)
+		if err != nil {
+			return -1, &Error{"creating", root.Join(dir), err}
+		}
+		if err := syncDir(pfd); err != nil {
+			return -1, &Error{"syncing", root.Join(parent), err}
+		}
+	} else if !errors.Is(err, unix.EEXIST) {
+		return -1, &Error{"creating", root.Join(dir), err}
 	}
-	return nil
+	// Opened again as resolved inside the root: a name that another
+	// writer made a link meanwhile leads where it leads inside the root.
+	if fd, err = root.OpenDir(dir); err != nil {
+		return -1, &Error{"creating", root.Join(dir), unwrap(err)}
+	}
+	return fd, nil
+}
+
+// syncDir makes the entries of the directory dirfd (O_PATH or not)
+// durable: a renamed file's new name survives a power cut only once its
+// directory is synced.
+func syncDir(dirfd int) error {
+	fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fsync(fd)
 }
 
 func unwrap(err error) error { return errpath.Strip(err) }

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // cache is shaped as Ignition's config cache is (every object written out,
@@ -17,10 +20,12 @@ import (
 const cache = `{"ignition":{"config":{"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.4.0"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"/etc/x","user":{},"contents":{"source":"data:,secret","verification":{}},"mode":420}]},"systemd":{}}`
 
 // paths returns a source holding content (unless content is nil) and a
-// destination in a desired.d that does not exist yet.
+// destination in a desired.d that does not exist yet, both under a new
+// root: the paths on this machine, which adopt takes apart (adoptAt).
 func paths(t *testing.T, content []byte) (src, dst string) {
 	t.Helper()
 	root := t.TempDir()
+	roots[root+DefaultSource] = root
 	src = filepath.Join(root, DefaultSource)
 	dst = filepath.Join(root, DefaultDest)
 	if content != nil {
@@ -34,12 +39,31 @@ func paths(t *testing.T, content []byte) (src, dst string) {
 	return src, dst
 }
 
+// roots maps a source paths returned to its root.
+var roots = map[string]string{}
+
+// adoptAt is Adopt of src to dst, paths on this machine under the root
+// paths made for src.
+func adoptAt(t *testing.T, src, dst string) (Result, error) {
+	t.Helper()
+	dir, ok := roots[src]
+	if !ok {
+		t.Fatalf("%s: not a source paths made", src)
+	}
+	r, err := ondisk.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return Adopt(r, strings.TrimPrefix(src, dir), strings.TrimPrefix(dst, dir))
+}
+
 func TestAdoptWritesTheCacheOnce(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	src, dst := paths(t, []byte(cache))
 
-	res, err := Adopt(src, dst)
+	res, err := adoptAt(t, src, dst)
 	if err != nil || res != Adopted {
 		t.Fatalf("Adopt = %v, %v; want Adopted", res, err)
 	}
@@ -72,7 +96,7 @@ func TestAdoptWritesTheCacheOnce(t *testing.T) {
 	if err := os.WriteFile(src, []byte(strings.Replace(cache, "secret", "other", 1)), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := Adopt(src, dst); err != nil || res != Kept {
+	if res, err := adoptAt(t, src, dst); err != nil || res != Kept {
 		t.Fatalf("second Adopt = %v, %v; want Kept", res, err)
 	}
 	if got2, _ := os.ReadFile(dst); string(got2) != cache {
@@ -90,11 +114,11 @@ func TestAdoptExperimental(t *testing.T) {
 		content := []byte(strings.Replace(cache, `"3.4.0"`, `"`+v+`"`, 1))
 		t.Run(v, func(t *testing.T) {
 			src, dst := paths(t, content)
-			if res, err := Adopt(src, dst); err != nil || res != Adopted {
+			if res, err := adoptAt(t, src, dst); err != nil || res != Adopted {
 				t.Fatalf("Adopt = %v, %v; want Adopted", res, err)
 			}
 			plain := filepath.Join(filepath.Dir(dst), "10-firstboot.json")
-			_, err := Adopt(src, plain)
+			_, err := adoptAt(t, src, plain)
 			if !errors.Is(err, ErrNotLoadable) || !strings.Contains(err.Error(), v) {
 				t.Errorf("Adopt to %s = %v, want ErrNotLoadable naming %s", plain, err, v)
 			}
@@ -122,7 +146,7 @@ func TestAdoptNeverOverwrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			before, _ := os.Lstat(dst)
-			if res, err := Adopt(src, dst); err != nil || res != Kept {
+			if res, err := adoptAt(t, src, dst); err != nil || res != Kept {
 				t.Fatalf("Adopt = %v, %v; want Kept", res, err)
 			}
 			after, err := os.Lstat(dst)
@@ -144,7 +168,12 @@ func TestRenameNoReplace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if res, err := renameNoReplace(tmp, dst); err != nil || res != Kept {
+	dirfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dirfd)
+	if res, err := renameNoReplace(dirfd, "t.tmp", "f.json"); err != nil || res != Kept {
 		t.Fatalf("renameNoReplace = %v, %v; want Kept", res, err)
 	}
 	if got, _ := os.ReadFile(dst); string(got) != "old" {
@@ -200,7 +229,7 @@ func TestAdoptErrorsNameTheFile(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, src, dst)
 			}
-			_, err := Adopt(src, dst)
+			_, err := adoptAt(t, src, dst)
 			var ae *Error
 			if !errors.As(err, &ae) {
 				t.Fatalf("Adopt = %v (%T), want an *Error", err, err)
@@ -231,7 +260,7 @@ func TestAdoptUnwritableDirectory(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o500); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Adopt(src, dst)
+	_, err := adoptAt(t, src, dst)
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Path != filepath.Dir(dst) || !errors.Is(err, fs.ErrPermission) {
 		t.Fatalf("Adopt = %v, want a permission error naming %s", err, filepath.Dir(dst))
@@ -250,5 +279,46 @@ func noTemporaries(t *testing.T, dir, want string) {
 	}
 	if diff := cmp.Diff([]string{want}, names); diff != "" {
 		t.Errorf("%s holds (-want +got):\n%s", dir, diff)
+	}
+}
+
+// TestAdoptInsideTheRoot: the root's /run and /etc are absolute symbolic
+// links, as on a host whose tree is mounted elsewhere. They lead where they
+// would if the root were /: the cache is read from the root's copy and the
+// fragment written into it, never to (or from) the machine's own paths of
+// those names.
+func TestAdoptInsideTheRoot(t *testing.T) {
+	root := t.TempDir()
+	// Names that exist nowhere on this machine: a lexical join would
+	// create the fragment there, or fail to find the cache.
+	away := "/drift-monitor-adopt-" + filepath.Base(root)
+	for p, target := range map[string]string{"run": away + "/run", "etc": away + "/etc"} {
+		if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inside := filepath.Join(root, away)
+	for _, d := range []string{"run", "etc"} {
+		if err := os.MkdirAll(filepath.Join(inside, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(inside, "run/ignition.json"), []byte(cache), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if res, err := Adopt(r, DefaultSource, DefaultDest); err != nil || res != Adopted {
+		t.Fatalf("Adopt = %v, %v; want Adopted", res, err)
+	}
+	got, err := os.ReadFile(filepath.Join(inside, DefaultDest))
+	if err != nil || string(got) != cache {
+		t.Errorf("the fragment inside the root: %q, %v; want the cache", got, err)
+	}
+	if _, err := os.Lstat(away); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s on this machine: %v; want it never created", away, err)
 	}
 }

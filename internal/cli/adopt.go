@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/drift-monitor/drift-monitor/internal/adopt"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
@@ -14,8 +13,8 @@ import (
 func runAdopt(_ context.Context, args []string, std Stdio) int {
 	fs := newFlags("adopt", std.Err)
 	root := fs.String("root", "/", "adopt into the tree mounted at `DIR`, reading its /run")
-	from := fs.String("from", adopt.DefaultSource, "Ignition's config cache: `PATH` under the root")
-	to := fs.String("to", adopt.DefaultDest, "the desired config to create: `PATH` under the root")
+	from := fs.String("from", adopt.DefaultSource, "Ignition's config cache: host `PATH`, under the root")
+	to := fs.String("to", adopt.DefaultDest, "the desired config to create: host `PATH`, under the root")
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor adopt [--root DIR] [--from PATH] [--to PATH]\n\n"+
 			"Saves the Ignition config that provisioned this host, as Ignition cached it,\n"+
@@ -30,8 +29,16 @@ func runAdopt(_ context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor adopt: unexpected argument %q\n", fs.Arg(0))
 		return ExitFailed
 	}
-	src, dst := filepath.Join(*root, *from), filepath.Join(*root, *to)
-	res, err := adopt.Adopt(src, dst)
+	r, err := openRoot(*root)
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor adopt: %s\n", escape.Text(err.Error()))
+		return ExitFailed
+	}
+	defer r.Close()
+	// Host paths, resolved inside the root: a link in it (an /etc that
+	// points to /sysroot/etc, say) never leads to the running host's files.
+	res, err := adopt.Adopt(r, *from, *to)
+	src, dst := r.Join(*from), r.Join(*to)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor adopt: %s\n", escape.Text(err.Error()))
 		return ExitFailed
