@@ -66,6 +66,11 @@ func (d *Daemon) reload(ctx context.Context, why string) {
 	}
 	if err := d.load(ctx); err != nil {
 		d.loadErr = err
+		// Checked against the last good state, which the status line says
+		// is kept: a reload follows events the loop dropped (all of them
+		// while inhibited), and without a check the daemon would go on
+		// saying what it found before them.
+		d.fullCheck(ctx, "reload refused: checking against the last good state")
 	} else {
 		d.fullCheck(ctx, "reload")
 		d.record(ctx, slog.LevelInfo, journal.MsgReloaded,

@@ -1,0 +1,36 @@
+package daemon
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+)
+
+// TestReleaseWithABadConfigStillChecks: an update tool's transition leaves
+// a drifted file and a desired state that cannot be loaded. Events were
+// dropped while it held its inhibitor, so the release must check against
+// the last good state at once: otherwise the daemon says clean (and
+// status exits 0) about a host it has not looked at.
+func TestReleaseWithABadConfigStillChecks(t *testing.T) {
+	ctx := context.Background()
+	d, _, log := syntheticDaemon(t, Options{})
+	d.fullCheck(ctx, "first check")
+	d.ready = true
+	held := []inhibit.Inhibitor{{Who: "updater", Why: "test", File: "/run/x.lock"}}
+	d.setInhibitors(ctx, held)
+	if !d.inhibited() {
+		t.Fatal("not inhibited with an inhibitor held")
+	}
+	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("changed by the transition\n"))
+	writeFile(t, d.o.Configs[0], []byte(`{"ignition":{"version":"3.4.0"},`))
+	m := log.mark()
+	d.setInhibitors(ctx, nil)
+	log.wait(t, m, journal.MsgLoadFailed, nil)
+	log.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
+	if got := d.snapshotState(); got != "drifted" {
+		t.Errorf("state after the release: %s, want drifted", got)
+	}
+}
