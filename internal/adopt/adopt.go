@@ -106,6 +106,11 @@ func Adopt(root *ondisk.Root, src, dst string) (Result, error) {
 		return 0, &Error{"adopting", src + " as " + dst, errors.New("want absolute host paths")}
 	}
 	dst = path.Clean(dst)
+	if !desired.IsConfigName(dst) {
+		// Written, it would be ignored (or taken for a child's copy):
+		// the host would look adopted and be watched against nothing.
+		return 0, &Error{"adopting as", root.Join(dst), errors.New("not a name the daemon loads a config from (.ign, .json, .yaml or .yml, not hidden)")}
+	}
 	dir, base := path.Split(dst)
 	dir = path.Clean(dir)
 	dirfd, err := mkdirs(root, dir, 0o700)
@@ -123,13 +128,14 @@ func Adopt(root *ondisk.Root, src, dst string) (Result, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Parsed as dst's name will have the daemon parse it (as a cache, or
-	// as a JSON config); named src in messages, the file that exists.
+	// Parsed under dst's name, as the daemon will parse it: its name says
+	// JSON or YAML, a cache or not. The error is src's, the file that
+	// exists; the position in it is the same in both.
 	parse := desired.Parse
 	if desired.IsCacheName(dst) {
 		parse = desired.ParseCache
 	}
-	if _, err := parse(root.Join(src), raw); err != nil {
+	if _, err := parse(root.Join(dst), raw); err != nil {
 		return 0, &Error{"adopting", root.Join(src), fmt.Errorf("%w: %v", ErrNotLoadable, err)}
 	}
 	return install(root, dirfd, raw, dst)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -320,5 +321,50 @@ func TestAdoptInsideTheRoot(t *testing.T) {
 	}
 	if _, err := os.Lstat(away); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("%s on this machine: %v; want it never created", away, err)
+	}
+}
+
+// TestAdoptParsesUnderTheFragmentsName: the cache is refused when the
+// daemon would refuse it under the fragment's name (--to), whatever the
+// source is named, and a name the daemon loads nothing from is refused
+// before anything is written.
+func TestAdoptParsesUnderTheFragmentsName(t *testing.T) {
+	experimental := []byte(strings.Replace(cache, `"3.4.0"`, `"3.6.0-experimental"`, 1))
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		from    string // under the root; "" is DefaultSource
+		to      string // base name in desired.d
+		is      error
+	}{
+		{name: "JSON config as YAML", content: []byte(cache), to: "10-firstboot.yaml", is: ErrNotLoadable},
+		{name: "a cache's name, a plain fragment", content: experimental, from: "/run/x" + desired.CacheSuffix, to: "10-firstboot.json", is: ErrNotLoadable},
+		{name: "not a fragment name", content: []byte(cache), to: "10-firstboot.conf"},
+		{name: "hidden", content: []byte(cache), to: ".10-firstboot.json"},
+		{name: "a child's copy", content: []byte(cache), to: "10-firstboot.child"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := paths(t, tc.content)
+			if tc.from != "" {
+				root := roots[src]
+				moved := filepath.Join(root, tc.from)
+				if err := os.Rename(src, moved); err != nil {
+					t.Fatal(err)
+				}
+				roots[moved] = root
+				src = moved
+			}
+			dst = filepath.Join(filepath.Dir(dst), tc.to)
+			res, err := adoptAt(t, src, dst)
+			if err == nil {
+				t.Fatalf("Adopt to %s = %v, want it refused", tc.to, res)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("Adopt to %s = %v, want %v", tc.to, err, tc.is)
+			}
+			if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("after the refusal, %s: %v; want it absent", dst, err)
+			}
+		})
 	}
 }

@@ -42,6 +42,13 @@ var extensions = []string{".ign", ".json", ".yaml", ".yml"}
 // (see Supplies): read with the fragments, never merged as one.
 const childExt = ".child"
 
+// IsConfigName reports whether a file of this name in a desired-state
+// directory is loaded as a config: not ignored, and not a child's copy.
+func IsConfigName(file string) bool {
+	base := filepath.Base(file)
+	return isFragment(base) && filepath.Ext(base) != childExt
+}
+
 func isFragment(name string) bool {
 	if strings.HasPrefix(name, ".") {
 		return false // editors' swap and backup files, atomic-write temporaries
