@@ -139,6 +139,10 @@ type Daemon struct {
 	// notices holds the keys (drift.Drift.Key) of the last full check's
 	// notices: each is journaled once when it appears.
 	notices map[string]bool
+	// noticeKinds counts them by kind, for the metrics; noticeGen changes
+	// whenever it does.
+	noticeKinds map[drift.Kind]int
+	noticeGen   uint64
 
 	inhibitors []inhibit.Inhibitor
 	// reconcilers are the `drift-monitor reconcile` runs released while

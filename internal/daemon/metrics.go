@@ -27,6 +27,8 @@ type metricsOut struct {
 	key      metricsKey
 	kinds    map[drift.Kind]int // never changed once handed out: replaced
 	kindsGen uint64
+	// noticeGen is the Daemon.noticeGen kinds was counted at.
+	noticeGen uint64
 	// lastChange is when the drift set last changed (seenGen: as of which
 	// generation); loadFailures counts failed loads (Daemon.load).
 	lastChange   time.Time
@@ -38,6 +40,7 @@ type metricsKey struct {
 	state                            string
 	gen                              uint64
 	paths, units, polled, inhibitors int
+	notices                          uint64 // Daemon.noticeGen
 	exhausted, loadFailing           bool
 	loadFailures                     uint64
 	lastCheck                        time.Time
@@ -139,7 +142,7 @@ func (d *Daemon) metricsChanged() {
 }
 
 func (d *Daemon) metricsKey() metricsKey {
-	return metricsKey{state: d.snapshotState(), gen: d.track.gen, paths: d.ix.paths, units: d.ix.units,
+	return metricsKey{state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
 		polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), exhausted: d.exhausted,
 		loadFailing: d.loadErr != nil, loadFailures: d.m.loadFailures, lastCheck: d.lastCheck}
 }
@@ -147,12 +150,17 @@ func (d *Daemon) metricsKey() metricsKey {
 // metricsSnapshot runs on the loop. Drift is counted by kind only when the
 // set changed: a storm of events that changes nothing costs nothing here.
 func (d *Daemon) metricsSnapshot() metrics.Snapshot {
-	if d.m.kinds == nil || d.m.kindsGen != d.track.gen {
-		d.m.kinds, d.m.kindsGen = map[drift.Kind]int{}, d.track.gen
+	if d.m.kinds == nil || d.m.kindsGen != d.track.gen || d.m.noticeGen != d.noticeGen {
+		d.m.kinds, d.m.kindsGen, d.m.noticeGen = map[drift.Kind]int{}, d.track.gen, d.noticeGen
 		for _, ds := range d.track.byEntry {
 			for _, dr := range ds {
 				d.m.kinds[dr.Kind]++
 			}
+		}
+		// The notices are no drift (the tracker never holds them) but are
+		// counted by kind too, as the metric's help says.
+		for k, n := range d.noticeKinds {
+			d.m.kinds[k] += n
 		}
 	}
 	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
 )
 
 // readMetrics returns the textfile's samples of drift_monitor_state and
@@ -132,4 +133,30 @@ func TestMetricsRewrittenWhenNothingChanges(t *testing.T) {
 		seen[mtime()] = true
 		return len(seen) > 3
 	})
+}
+
+// TestMetricsCountNotices: a notice is no drift, but the metrics count it
+// by kind, and a reload that drops it drops it from the count.
+func TestMetricsCountNotices(t *testing.T) {
+	ctx := context.Background()
+	d, _, _ := syntheticDaemon(t, Options{})
+	remote := filepath.Join(d.o.Root, "remote.ign")
+	d.o.Configs = append(d.o.Configs, remote)
+	declare := func(files string) {
+		t.Helper()
+		writeFile(t, remote, []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[`+files+`]}}`))
+		if err := d.load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d.fullCheck(ctx, "reload")
+	}
+	declare(`{"path":"/etc/remote.conf","contents":{"source":"https://example.com/remote.conf"}}`)
+	s := d.metricsSnapshot()
+	if got := s.Drift[drift.Unverifiable]; got != 1 || s.State == dbusapi.StateDrifted {
+		t.Errorf("with one unverifiable content: unverifiable %d, state %s; want 1 and not drifted", got, s.State)
+	}
+	declare("")
+	if got := d.metricsSnapshot().Drift[drift.Unverifiable]; got != 0 {
+		t.Errorf("after the reload that drops it: unverifiable %d, want 0", got)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -41,14 +42,20 @@ func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 // is journaled again.
 func (d *Daemon) reportNotices(ctx context.Context, ns []drift.Drift) {
 	now := make(map[string]bool, len(ns))
+	kinds := map[drift.Kind]int{}
 	for i := range ns {
 		n := &ns[i]
 		now[n.Key()] = true
+		kinds[n.Kind]++
 		if !d.notices[n.Key()] {
 			d.record(ctx, journal.LevelNotice, journal.MsgNotice, n.Message, driftAttrs(n)...)
 		}
 	}
 	d.notices = now
+	if !maps.Equal(kinds, d.noticeKinds) {
+		d.noticeKinds = kinds
+		d.noticeGen++
+	}
 }
 
 func (d *Daemon) startHook(ctx context.Context) {
