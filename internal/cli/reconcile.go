@@ -94,7 +94,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	}
 
 	live := r.IsHost()
-	rec := &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, DryRun: *dryRun}
+	rec := &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, Leave: sel.excluded, DryRun: *dryRun}
 	var conn *systemd.Conn
 	if live && systemd.Booted() && len(todo) > 0 {
 		if conn, err = systemd.Connect(ctx); err != nil {

@@ -60,6 +60,9 @@ type Reconciler struct {
 	// Entries is the whole state: a hard link whose target is rewritten
 	// (a new inode) is linked again even when it had no drift.
 	Entries []desired.Entry
+	// Leave, when set, names the host paths left alone (reconcile
+	// --exclude): such a hard link is not linked again either.
+	Leave func(hostPath string) bool
 	// Units, when set, enables and disables units through systemd.
 	Units UnitFiles
 	// DryRun says what would be done, and does nothing.
@@ -208,7 +211,7 @@ func (r *Reconciler) relink(sorted []*desired.Entry, k int, kinds map[string][]d
 	var extra []*desired.Entry
 	for i := range r.Entries {
 		e := &r.Entries[i]
-		if e.Type != desired.TypeHardLink || !rewritten[e.Target] {
+		if e.Type != desired.TypeHardLink || !rewritten[e.Target] || r.Leave != nil && r.Leave(e.Path) {
 			continue
 		}
 		if _, ok := kinds[e.ID()]; ok {

@@ -1,12 +1,15 @@
 package reconcile
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -84,5 +87,55 @@ func TestNothingWrittenThroughLinks(t *testing.T) {
 		}
 	} else if len(res.Refused) != 0 {
 		t.Errorf("refused %+v", res.Refused)
+	}
+}
+
+// TestLeaveKeepsHardLinks: a file whose content drifted is rewritten (a
+// new inode), which breaks its declared hard link; the link is linked
+// again, unless it is among the paths left alone (--exclude).
+func TestLeaveKeepsHardLinks(t *testing.T) {
+	for _, leave := range []bool{false, true} {
+		t.Run(map[bool]string{false: "relinked", true: "left alone"}[leave], func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.Mkdir(filepath.Join(root, "etc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "etc/a.conf"), []byte("drifted\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(filepath.Join(root, "etc/a.conf"), filepath.Join(root, "etc/h")); err != nil {
+				t.Fatal(err)
+			}
+			mode := uint32(0o644)
+			uid, gid := os.Getuid(), os.Getgid()
+			entries := []desired.Entry{
+				{Kind: desired.KindFile, Path: "/etc/a.conf", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+					Content: &desired.Content{Exact: []byte("declared\n")}},
+				{Kind: desired.KindHardLink, Path: "/etc/h", Type: desired.TypeHardLink, Target: "/etc/a.conf", UID: &uid, GID: &gid},
+			}
+			r, err := ondisk.OpenRoot(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			res := (&check.Checker{Root: r}).All(context.Background(), entries)
+			drifted, kinds := Group(entries, res.Drift)
+			rec := &Reconciler{Root: r, Declared: ondisk.Declare(entries), Entries: entries}
+			if leave {
+				rec.Leave = func(p string) bool { return p == "/etc/h" }
+			}
+			rec.Repair(context.Background(), drifted, kinds)
+			a, errA := os.Stat(filepath.Join(root, "etc/a.conf"))
+			h, errH := os.Stat(filepath.Join(root, "etc/h"))
+			if errA != nil || errH != nil {
+				t.Fatal(errA, errH)
+			}
+			if same := os.SameFile(a, h); same == leave {
+				t.Errorf("/etc/h the same file as /etc/a.conf: %v, want %v", same, !leave)
+			}
+			if b, _ := os.ReadFile(filepath.Join(root, "etc/h")); leave && string(b) != "drifted\n" {
+				t.Errorf("/etc/h left alone holds %q, want the old content", b)
+			}
+		})
 	}
 }
