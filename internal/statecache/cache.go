@@ -280,7 +280,9 @@ func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
 	}
 	if err != nil {
 		if c.Log != nil {
-			c.Log.Warn(fmt.Sprintf("ignoring the state cache entry %s: %v; parsing the config again", f.Name(), err))
+			// Not named: an entry's name is a digest of the configs, whose
+			// secrets a name in the journal would let be guessed offline.
+			c.Log.Warn(fmt.Sprintf("ignoring a state cache entry in %s: %v; parsing the config again", c.Dir, err))
 		}
 		return desired.State{}, false
 	}
