@@ -50,7 +50,7 @@ func LoadCached(c Cache, root Host, explicit []string) (State, error) {
 	if err != nil {
 		return st, err
 	}
-	return st, applySSHLayout(root.Dir(), &st)
+	return st, applySSHLayout(root, &st)
 }
 
 func loadState(c Cache, root Host, explicit []string) (State, error) {

@@ -142,9 +142,9 @@ func parseOSRelease(data []byte) map[string]string {
 }
 
 // readOSRelease reads root's /etc/os-release, else /usr/lib/os-release,
-// without leaving root (an absolute symlink is not followed out of it).
-func readOSRelease(r *os.Root) map[string]string {
-	for _, p := range []string{"etc/os-release", "usr/lib/os-release"} {
+// inside root (an absolute symlink leads where it would if root were /).
+func readOSRelease(r Host) map[string]string {
+	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
 		if data, err := r.ReadFile(p); err == nil {
 			return parseOSRelease(data)
 		}
@@ -155,7 +155,7 @@ func readOSRelease(r *os.Root) map[string]string {
 // applySSHLayout moves st's SSH keys entries to ~/.ssh/authorized_keys when
 // root's layout says so. It is applied to a state whether parsed or cached:
 // the layout is the host's, not the config's.
-func applySSHLayout(root string, st *State) error {
+func applySSHLayout(root Host, st *State) error {
 	var frags, keys []string
 	for i := range st.Entries {
 		if e := &st.Entries[i]; e.Kind == KindSSHKeys {
@@ -167,16 +167,23 @@ func applySSHLayout(root string, st *State) error {
 	if len(frags) == 0 && (setting == "" || setting == "auto") {
 		return nil
 	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return fmt.Errorf("deciding the SSH keys layout: %w", err)
-	}
-	defer r.Close()
+	// Whether a node has the name, itself (a link is not followed): what
+	// cannot be told counts as present, so that nothing is decided on a
+	// directory that could not be read.
 	present := func(p string) bool {
-		_, err := r.Lstat(strings.TrimPrefix(path.Clean(p), "/"))
-		return err == nil || !errors.Is(err, fs.ErrNotExist)
+		p = path.Clean(p)
+		ents, err := root.ReadDir(path.Dir(p))
+		if err != nil {
+			return !errors.Is(err, fs.ErrNotExist)
+		}
+		for _, e := range ents {
+			if e.Name() == path.Base(p) {
+				return true
+			}
+		}
+		return false
 	}
-	l, err := DecideSSHLayout(setting, readOSRelease(r), frags, keys, present)
+	l, err := DecideSSHLayout(setting, readOSRelease(root), frags, keys, present)
 	if err != nil || l == SSHFragment {
 		return err
 	}
