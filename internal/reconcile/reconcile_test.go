@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 func TestKernelArgCommand(t *testing.T) {
@@ -137,5 +139,53 @@ func TestLeaveKeepsHardLinks(t *testing.T) {
 				t.Errorf("/etc/h left alone holds %q, want the old content", b)
 			}
 		})
+	}
+}
+
+// removeFails is SysFS whose first Remove after an Exchange fails, and
+// which records every Remove.
+type removeFails struct {
+	SysFS
+	exchanged, failed bool
+	removes           []string
+}
+
+func (f *removeFails) Exchange(dir int, a, b string) error {
+	f.exchanged = true
+	return f.SysFS.Exchange(dir, a, b)
+}
+
+func (f *removeFails) Remove(dir int, name string, isDir bool) error {
+	f.removes = append(f.removes, fmt.Sprintf("%s dir=%v", name, isDir))
+	if f.exchanged && !f.failed {
+		f.failed = true
+		return unix.EIO
+	}
+	return f.SysFS.Remove(dir, name, isDir)
+}
+
+// TestExchangedButOldNotRemoved: a file replaces the empty directory that
+// stood at its path, and removing the old directory (now under the
+// temporary name) fails. The file is in place, the error says so, and the
+// temporary name is not removed again as if it still held the new file.
+func TestExchangedButOldNotRemoved(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc/a.conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mode := uint32(0o644)
+	uid, gid := os.Getuid(), os.Getgid()
+	entries := []desired.Entry{{Kind: desired.KindFile, Path: "/etc/a.conf", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+		Content: &desired.Content{Exact: []byte("declared\n")}}}
+	fs := &removeFails{}
+	res := repairWith(t, root, entries, fs)
+	if b, err := os.ReadFile(filepath.Join(root, "etc/a.conf")); err != nil || string(b) != "declared\n" {
+		t.Errorf("/etc/a.conf: %q, %v; want the declared file in place", b, err)
+	}
+	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, "in place, but removing what stood there") {
+		t.Errorf("refused %+v; want the failed removal, saying the file is in place", res.Refused)
+	}
+	if len(fs.removes) != 1 || !strings.HasSuffix(fs.removes[0], "dir=true") {
+		t.Errorf("removes %q; want only the old directory's, once", fs.removes)
 	}
 }

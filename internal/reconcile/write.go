@@ -42,7 +42,7 @@ func opError(op, p string, err error) error {
 
 // dir opens the host directory that holds a declared path, as checks
 // locate it. A link among its parents that a check would not follow is an
-// error wrapping errDetour: nothing is written through it.
+// error, a *DetourError: nothing is written through it.
 func (w *writer) dir(hostDir string) (int, error) {
 	fd, detour, err := w.root.LocateDir(hostDir, w.decl)
 	if err != nil {
@@ -100,11 +100,14 @@ func (w *writer) makeDir(dir int, hostDir string, m meta, replace bool) error {
 		return opError("creating a directory for", hostDir, err)
 	}
 	err = w.finish(fd, m)
+	moved := false
 	if err == nil {
-		err = w.place(dir, tmp, name, replace, false)
+		moved, err = w.place(dir, tmp, name, replace, false)
 	}
 	if err != nil {
-		w.fs.Remove(dir, tmp, true)
+		if !moved {
+			w.fs.Remove(dir, tmp, true)
+		}
 		return opError("creating directory", hostDir, err)
 	}
 	return nil
@@ -129,19 +132,21 @@ func (w *writer) finish(fd int, m meta) error {
 // place moves the temporary node tmp to name in dir and makes the move
 // durable. With exchange, what stands at name is swapped with tmp and then
 // removed (oldIsDir: it is an empty directory); otherwise tmp is renamed
-// over name.
-func (w *writer) place(dir int, tmp, name string, exchange, oldIsDir bool) error {
+// over name. moved says the new node is at name: tmp then is no longer the
+// caller's to remove (after an exchange it holds the old node, which place
+// removes).
+func (w *writer) place(dir int, tmp, name string, exchange, oldIsDir bool) (moved bool, err error) {
 	if exchange {
 		if err := w.fs.Exchange(dir, tmp, name); err != nil {
-			return err
+			return false, err
 		}
 		if err := w.fs.Remove(dir, tmp, oldIsDir); err != nil {
-			return fmt.Errorf("removing what stood there: %w", err)
+			return true, fmt.Errorf("in place, but removing what stood there: %w", err)
 		}
 	} else if err := w.fs.Rename(dir, tmp, name); err != nil {
-		return err
+		return false, err
 	}
-	return w.fs.SyncDir(dir)
+	return true, w.fs.SyncDir(dir)
 }
 
 // writeFile writes content to dir/name (hostPath) with m; overDir says that
@@ -157,11 +162,14 @@ func (w *writer) writeFile(dir int, hostPath string, content []byte, m meta, ove
 	} else {
 		w.fs.Close(fd)
 	}
+	moved := false
 	if err == nil {
-		err = w.place(dir, tmp, path.Base(hostPath), overDir, true)
+		moved, err = w.place(dir, tmp, path.Base(hostPath), overDir, true)
 	}
 	if err != nil {
-		w.fs.Remove(dir, tmp, false)
+		if !moved {
+			w.fs.Remove(dir, tmp, false)
+		}
 		return opError("writing", hostPath, err)
 	}
 	return nil
@@ -177,11 +185,14 @@ func (w *writer) writeLink(dir int, hostPath, target string, owner *meta, overDi
 	if owner != nil {
 		err = w.fs.Lchown(dir, tmp, owner.uid, owner.gid)
 	}
+	moved := false
 	if err == nil {
-		err = w.place(dir, tmp, path.Base(hostPath), overDir, true)
+		moved, err = w.place(dir, tmp, path.Base(hostPath), overDir, true)
 	}
 	if err != nil {
-		w.fs.Remove(dir, tmp, false)
+		if !moved {
+			w.fs.Remove(dir, tmp, false)
+		}
 		return opError("linking", hostPath, err)
 	}
 	return nil
@@ -193,8 +204,10 @@ func (w *writer) writeHardLink(dir int, hostPath string, tdir int, tname string,
 	if err != nil {
 		return opError("creating a hard link for", hostPath, err)
 	}
-	if err := w.place(dir, tmp, path.Base(hostPath), overDir, true); err != nil {
-		w.fs.Remove(dir, tmp, false)
+	if moved, err := w.place(dir, tmp, path.Base(hostPath), overDir, true); err != nil {
+		if !moved {
+			w.fs.Remove(dir, tmp, false)
+		}
 		return opError("linking", hostPath, err)
 	}
 	return nil
