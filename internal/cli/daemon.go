@@ -15,6 +15,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/notify"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 	"github.com/drift-monitor/drift-monitor/internal/systemd"
 )
@@ -70,7 +71,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		cache.Log = o.Log
 	}
 	o.Notify = notify.New()
-	if o.Root == "/" && systemd.Booted() {
+	if liveHost(o.Root) && systemd.Booted() {
 		// Kept connected, and subscribed, across restarts of the bus; the
 		// daemon journals when it is lost and back (its first attempt's
 		// failure included).
@@ -117,4 +118,15 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		return 1
 	}
 	return 0
+}
+
+// liveHost reports whether dir is the running host's / (however it is
+// spelled: "/", "/.", a link to it), as check and reconcile tell it.
+func liveHost(dir string) bool {
+	r, err := ondisk.OpenRoot(dir)
+	if err != nil {
+		return false // the daemon says why when it opens it
+	}
+	defer r.Close()
+	return r.IsHost()
 }
