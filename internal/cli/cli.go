@@ -31,7 +31,7 @@ type Stdio struct {
 const usage = `usage:
   drift-monitor check   [--config PATH]... [--root DIR] [--format text|json]
   drift-monitor daemon  [--config PATH]... [daemon options]
-  drift-monitor status  [--format text|json]
+  drift-monitor status  [--format text|json|summary] [--timeout DURATION]
   drift-monitor inhibit --who WHO --why WHY -- COMMAND [ARG]...
   drift-monitor adopt   [--root DIR] [--from PATH] [--to PATH]
   drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json] [PATH|UNIT]...

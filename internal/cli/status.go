@@ -84,7 +84,7 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 		_, err = fmt.Fprintln(std.Out, statusSummary(st))
 	case st.State == dbusapi.StateStarting:
 		// Nothing is known yet: no list that could be read as clean.
-		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", escape.Name(st.StatusText))
+		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", escape.Text(st.StatusText))
 	default:
 		err = writeStatusText(std.Out, newStatusReport(st))
 	}
@@ -117,7 +117,7 @@ func statusExit(st *dbusapi.Status) int {
 // daemon's status line already puts the verdict first; what it cannot know
 // is added in front.
 func statusSummary(st *dbusapi.Status) string {
-	text := escape.Name(st.StatusText)
+	text := escape.Text(st.StatusText)
 	switch {
 	case st.State == dbusapi.StateStarting:
 		if !strings.HasPrefix(text, "Starting") {
@@ -189,7 +189,7 @@ func writeStatusJSON(w io.Writer, rep *statusReport) error {
 
 func writeStatusText(w io.Writer, r *statusReport) error {
 	ew := &errWriter{w: w}
-	ew.printf("drift-monitor %s: %s\n", escape.Name(r.State), escape.Name(r.Status))
+	ew.printf("drift-monitor %s: %s\n", escape.Name(r.State), escape.Text(r.Status))
 	if r.LastCheck != nil {
 		ew.printf("Last check: %s (%s ago)\n", r.LastCheck.Format(time.RFC3339), time.Since(*r.LastCheck).Round(time.Second))
 	} else {

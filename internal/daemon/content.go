@@ -186,7 +186,7 @@ func (c *contentReads) take(r contentDone) (*contentJob, bool) {
 // underWay counts the entries whose content is being read.
 func (c *contentReads) underWay() int { return len(c.jobs) }
 
-// contentKinds are the drift a content comparison finds.
+// contentKind reports whether a content comparison finds drift of kind k.
 func contentKind(k drift.Kind) bool { return k == drift.Content || k == drift.Unreadable }
 
 // deferred completes what an entry's check found: when its content was left

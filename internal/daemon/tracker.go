@@ -180,12 +180,8 @@ func (t *tracker) head(k int) []drift.Drift {
 	return out
 }
 
-// page copies at most limit drifts in order, from offset on.
-func (t *tracker) page(offset, limit int) []drift.Drift {
-	return pageOf(t, offset, limit, func(d *drift.Drift) drift.Drift { return *d })
-}
-
-// pageOf is page with each drift made a T.
+// pageOf copies at most limit drifts in order, from offset on, each made
+// a T.
 func pageOf[T any](t *tracker, offset, limit int, as func(*drift.Drift) T) []T {
 	out := make([]T, 0, max(0, min(limit, t.count()-offset)))
 	if limit <= 0 {

@@ -144,3 +144,8 @@ func TestTrackerBulkReplace(t *testing.T) {
 		t.Errorf("page(10, 1) = %+v, want /f00010x", got)
 	}
 }
+
+// page is pageOf as the tests read it.
+func (t *tracker) page(offset, limit int) []drift.Drift {
+	return pageOf(t, offset, limit, func(d *drift.Drift) drift.Drift { return *d })
+}
