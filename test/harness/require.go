@@ -27,7 +27,7 @@ func RequireTools(t testing.TB, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			Unavailable(t, "%s is not on PATH", tool)
+			Unavailable(t, "%s is not on PATH (.ci/run installs what every tier needs)", tool)
 		}
 	}
 }
