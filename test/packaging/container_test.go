@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
 )
 
@@ -245,8 +245,8 @@ func TestRPMInSystemd(t *testing.T) {
 			t.Errorf("desired.d directories:\n%swant\n%s", modes, want)
 		}
 		// %post updated the journal's catalog database.
-		if cat := b.MustRun(t, "journalctl", "--list-catalog", journal.MsgDriftDetected); !strings.Contains(cat, "Configuration drift") {
-			t.Errorf("journalctl --list-catalog %s: %q", journal.MsgDriftDetected, cat)
+		if cat := b.MustRun(t, "journalctl", "--list-catalog", harness.MsgDriftDetected); !strings.Contains(cat, "Configuration drift") {
+			t.Errorf("journalctl --list-catalog %s: %q", harness.MsgDriftDetected, cat)
 		}
 	})
 	if t.Failed() {
@@ -281,14 +281,14 @@ func TestRPMInSystemd(t *testing.T) {
 		from := b.mark()
 		b.write(samplePath, "tampered\n")
 		b.waitStatus("Drift: 1 path differs (/etc/sample.conf: content)")
-		rec := b.waitRecord(from, journal.MsgDriftDetected, "DRIFT_PATH="+samplePath)
+		rec := b.waitRecord(from, harness.MsgDriftDetected, "DRIFT_PATH="+samplePath)
 		if rec["DRIFT_KIND"] != "content" {
 			t.Errorf("drift record: DRIFT_KIND %v, want content", rec["DRIFT_KIND"])
 		}
 		// journalctl -x explains the record from the installed catalog.
 		// (The only drift of this path so far: no need to select by time.)
 		explained := b.MustRun(t, append([]string{"journalctl", "-x", "--no-pager"},
-			journalMatches(journal.MsgDriftDetected, []string{"DRIFT_PATH=" + samplePath})...)...)
+			journalMatches(harness.MsgDriftDetected, []string{"DRIFT_PATH=" + samplePath})...)...)
 		t.Logf("journalctl -x:\n%s", explained)
 		for _, want := range []string{
 			"Subject: Configuration drift: /etc/sample.conf (content)",
@@ -305,7 +305,7 @@ func TestRPMInSystemd(t *testing.T) {
 		from = b.mark()
 		b.write(samplePath, sampleWanted)
 		b.waitStatus("No drift")
-		b.waitRecord(from, journal.MsgDriftResolved, "DRIFT_PATH="+samplePath)
+		b.waitRecord(from, harness.MsgDriftResolved, "DRIFT_PATH="+samplePath)
 	})
 	if t.Failed() {
 		return
@@ -381,10 +381,10 @@ func TestRPMInSystemd(t *testing.T) {
 				}
 			}
 		}
-		if got := b.records(from, journal.MsgDriftDetected); len(got) != 0 {
+		if got := b.records(from, harness.MsgDriftDetected); len(got) != 0 {
 			t.Errorf("drift reported during the inhibited transition: %v", got)
 		}
-		if got := b.records(from, journal.MsgStarted); len(got) != 1 {
+		if got := b.records(from, harness.MsgStarted); len(got) != 1 {
 			t.Errorf("%d start records since the upgrade began, want 1 (the restart)", len(got))
 		}
 
@@ -393,8 +393,8 @@ func TestRPMInSystemd(t *testing.T) {
 		b.write(samplePath, sampleWanted)
 		b.MustRun(t, "systemctl", "stop", "dm-holder-cli", "dm-holder-sh")
 		b.waitStatus("No drift")
-		b.waitRecord(from, journal.MsgResumed)
-		if got := b.records(from, journal.MsgDriftDetected); len(got) != 0 {
+		b.waitRecord(from, harness.MsgResumed)
+		if got := b.records(from, harness.MsgDriftDetected); len(got) != 0 {
 			t.Errorf("drift reported after the transition: %v", got)
 		}
 	})
@@ -416,7 +416,7 @@ func TestRPMInSystemd(t *testing.T) {
 		if got := b.prop(service, "LoadState"); got != "not-found" {
 			t.Errorf("after erase: LoadState %q, want not-found (unit removed, manager reloaded)", got)
 		}
-		b.waitRecord(from, journal.MsgStopping)
+		b.waitRecord(from, harness.MsgStopping)
 		left := b.sh(`for p in /usr/bin/drift-monitor /usr/lib/systemd/system/drift-monitor.service \
   /etc/systemd/system/multi-user.target.wants/drift-monitor.service \
   /usr/lib/systemd/system/drift-monitor-adopt.service \
@@ -433,8 +433,8 @@ done`)
 		if _, _, err := b.Run(ctx, "test", "-f", sampleConfig); err != nil {
 			t.Errorf("rpm -e removed the administrator's %s", sampleConfig)
 		}
-		if cat := b.value("journalctl", "--list-catalog", journal.MsgDriftDetected); strings.Contains(cat, "Configuration drift") {
-			t.Errorf("the catalog still explains %s after the erase", journal.MsgDriftDetected)
+		if cat := b.value("journalctl", "--list-catalog", harness.MsgDriftDetected); strings.Contains(cat, "Configuration drift") {
+			t.Errorf("the catalog still explains %s after the erase", harness.MsgDriftDetected)
 		}
 	})
 	if t.Failed() {
