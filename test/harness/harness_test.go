@@ -1,11 +1,13 @@
 package harness
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -100,5 +102,79 @@ func TestJournalRecord(t *testing.T) {
 	want := Record{"MESSAGE": "m", "DRIFT_PATH": "/a\n/b"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JournalRecord (-want +got):\n%s", diff)
+	}
+}
+
+func TestAwait(t *testing.T) {
+	t.Run("holds after a few tries", func(t *testing.T) {
+		n := 0
+		res, obs := Await(Waiting{Timeout: 10 * time.Second}, func() (bool, string) {
+			n++
+			return n == 3, fmt.Sprintf("try %d", n)
+		})
+		if res != Held || obs != "try 3" {
+			t.Errorf("Await = %v, %q; want Held, \"try 3\"", res, obs)
+		}
+	})
+	t.Run("times out with the last observation", func(t *testing.T) {
+		n := 0
+		res, obs := Await(Waiting{Timeout: 50 * time.Millisecond}, func() (bool, string) {
+			n++
+			return false, fmt.Sprintf("try %d", n)
+		})
+		if res != TimedOut || obs != fmt.Sprintf("try %d", n) || n < 2 {
+			t.Errorf("Await = %v, %q after %d tries; want TimedOut with the last of several tries", res, obs, n)
+		}
+	})
+	t.Run("checks once more after the deadline", func(t *testing.T) {
+		start := time.Now()
+		res, _ := Await(Waiting{Timeout: 30 * time.Millisecond}, func() (bool, string) {
+			return time.Since(start) >= 30*time.Millisecond, ""
+		})
+		if res != Held {
+			t.Errorf("Await = %v, want Held: the condition held at the deadline", res)
+		}
+	})
+	t.Run("ends when stopped", func(t *testing.T) {
+		stop := make(chan struct{})
+		close(stop)
+		res, obs := Await(Waiting{Timeout: 10 * time.Second, Stop: stop}, func() (bool, string) { return false, "still no" })
+		if res != Stopped || obs != "still no" {
+			t.Errorf("Await = %v, %q; want Stopped, \"still no\"", res, obs)
+		}
+	})
+	t.Run("looks again when woken", func(t *testing.T) {
+		wake := make(chan struct{}, 1)
+		n := 0
+		start := time.Now()
+		res, _ := Await(Waiting{Timeout: 10 * time.Second, Wake: wake}, func() (bool, string) {
+			n++
+			if n > 20 { // past the backoff's growth: only the wake-ups keep it quick
+				return true, ""
+			}
+			wake <- struct{}{}
+			return false, ""
+		})
+		if d := time.Since(start); res != Held || d > 2*time.Second {
+			t.Errorf("Await = %v after %v; want Held at once, each look woken", res, d)
+		}
+	})
+}
+
+type fatalTB struct {
+	testing.TB
+	fatal string
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) { f.fatal = fmt.Sprintf(format, args...) }
+
+func TestPollFailure(t *testing.T) {
+	ft := &fatalTB{TB: t}
+	Poll(ft, Waiting{Timeout: 30 * time.Millisecond, Describe: func() string { return "the log" }}, "the unit to start",
+		func() (bool, string) { return false, "inactive" })
+	for _, want := range []string{"timed out after 30ms", "the unit to start", "last observation: inactive", "\nthe log"} {
+		if !strings.Contains(ft.fatal, want) {
+			t.Errorf("Poll failure %q does not contain %q", ft.fatal, want)
+		}
 	}
 }

@@ -110,39 +110,61 @@ const (
 	maxPollInterval   = 250 * time.Millisecond
 )
 
-// Poll calls cond until it holds and fails the test if it does not within
-// w.Timeout, or if w.Stop closes first. cond returns whether the awaited
-// state is there and what it observed; the failure names what and the last
-// observation. cond is called once more after the deadline, so a state that
-// came during the last interval is no timeout. cond should report errors
-// as observations, not end the test: the next look may succeed.
-func Poll(t testing.TB, w Waiting, what string, cond func() (bool, string)) {
-	t.Helper()
+// Outcome says how Await ended.
+type Outcome int
+
+const (
+	Held     Outcome = iota // cond held
+	TimedOut                // w.Timeout passed
+	Stopped                 // w.Stop closed first
+)
+
+// Await calls cond until it holds, w.Timeout passes, or w.Stop closes, and
+// returns how it ended with cond's last observation. cond is always called
+// at least once, once more after the deadline, so that a state that came
+// during the last interval is no timeout, and once more when Stop closes,
+// since the state may have come just before the end. For callers with
+// failure messages of their own (test/nspawn); others call Poll.
+func Await(w Waiting, cond func() (bool, string)) (Outcome, string) {
 	deadline := time.Now().Add(w.Timeout)
 	interval := firstPollInterval
 	for {
 		ok, obs := cond()
 		if ok {
-			return
+			return Held, obs
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			t.Fatalf("timed out after %v waiting for %s; last observation: %s%s", w.Timeout, what, obs, w.more())
+			return TimedOut, obs
 		}
 		timer := time.NewTimer(min(interval, left))
 		select {
 		case <-w.Stop:
 			timer.Stop()
-			// The state may have come just before the end; one last look.
-			if ok, obs = cond(); ok {
-				return
+			if ok, obs := cond(); ok {
+				return Held, obs
 			}
-			t.Fatalf("stopped while waiting for %s; last observation: %s%s", what, obs, w.more())
+			return Stopped, obs
 		case <-w.Wake:
 			timer.Stop()
 		case <-timer.C:
 			interval = min(2*interval, maxPollInterval)
 		}
+	}
+}
+
+// Poll waits as Await does and fails the test unless cond held. cond
+// returns whether the awaited state is there and what it observed; the
+// failure names what and the last observation, and adds w.Describe's text.
+// cond should report errors as observations, not end the test: the next
+// look may succeed.
+func Poll(t testing.TB, w Waiting, what string, cond func() (bool, string)) {
+	t.Helper()
+	switch res, obs := Await(w, cond); res {
+	case TimedOut:
+		t.Fatalf("timed out after %v waiting for %s; last observation: %s%s", w.Timeout, what, obs, w.more())
+	case Stopped:
+		t.Fatalf("stopped while waiting for %s; last observation: %s%s", what, obs, w.more())
 	}
 }
 
