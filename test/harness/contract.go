@@ -1,7 +1,5 @@
 package harness
 
-import "encoding/json"
-
 // The MESSAGE_IDs of the daemon's records (drift-monitor(8), the journal
 // catalog), one per record type. They are spelled out rather than taken from
 // internal/journal: they are a contract with whoever reads the journal, and
@@ -39,15 +37,15 @@ type Report struct {
 // Item is one drift or notice of a Report (and what a ReconcileReport has
 // left). Unit is set on unit-related items only, User on sshkeys items only.
 type Item struct {
-	Kind    string          `json:"kind"`
-	Entry   string          `json:"entry"`
-	Path    string          `json:"path"`
-	Unit    string          `json:"unit"`
-	User    string          `json:"user"`
-	Message string          `json:"message"`
-	Diff    json.RawMessage `json:"diff"`
-	Want    json.RawMessage `json:"want"`
-	Got     json.RawMessage `json:"got"`
+	Kind    string `json:"kind"`
+	Entry   string `json:"entry"`
+	Path    string `json:"path"`
+	Unit    string `json:"unit"`
+	User    string `json:"user"`
+	Message string `json:"message"`
+	Diff    string `json:"diff"`
+	Want    string `json:"want"`
+	Got     string `json:"got"`
 }
 
 // ReconcileReport is what `drift-monitor reconcile --format json` prints.
