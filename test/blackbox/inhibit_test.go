@@ -61,10 +61,7 @@ func TestStatusCommand(t *testing.T) {
 	m := d.mark()
 	f.write("/etc/etc-file", "not-the-data", 0o644)
 	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
-	var rep struct {
-		State string `json:"state"`
-		Drift []struct{ Kind, Entry, Path, Message string }
-	}
+	var rep harness.StatusReport
 	d.wait("status drifted over the bus", 10*time.Second, func() bool {
 		out, _, code := runCLI(t, bus, "status", "--format", "json")
 		if code != 1 {

@@ -1,5 +1,7 @@
 package harness
 
+import "time"
+
 // The MESSAGE_IDs of the daemon's records (drift-monitor(8), the journal
 // catalog), one per record type. They are spelled out rather than taken from
 // internal/journal: they are a contract with whoever reads the journal, and
@@ -64,4 +66,28 @@ type Action struct {
 	Unit    string   `json:"unit"`
 	Done    []string `json:"done"`
 	Problem string   `json:"problem"`
+}
+
+// StatusReport is what `drift-monitor status --format json` prints: the
+// running daemon's state, asked over the bus.
+type StatusReport struct {
+	State  string `json:"state"`
+	Status string `json:"status"`
+	// DriftCount is how many drifts the daemon knows (nil: the field is
+	// missing); Drift lists them all unless DriftTruncated.
+	DriftCount     *int        `json:"drift_count"`
+	DriftTruncated bool        `json:"drift_truncated"`
+	Drift          []Item      `json:"drift"`
+	Inhibitors     []Inhibitor `json:"inhibitors"`
+	LastCheck      *time.Time  `json:"last_check"`
+	WatchedPaths   int         `json:"watched_paths"`
+	Units          int         `json:"units"`
+	Version        string      `json:"version"`
+}
+
+// Inhibitor is one held inhibitor of a StatusReport.
+type Inhibitor struct {
+	Who string `json:"who"`
+	Why string `json:"why"`
+	PID int    `json:"pid"`
 }

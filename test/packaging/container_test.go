@@ -168,23 +168,11 @@ func (b *box) waitRecord(mark uint64, id string, fields map[string]string) harne
 	return r
 }
 
-// statusJSON is what `drift-monitor status --format json` prints, in part.
-type statusJSON struct {
-	State      string `json:"state"`
-	Status     string `json:"status"`
-	Version    string `json:"version"`
-	Inhibitors []struct {
-		Who string `json:"who"`
-		Why string `json:"why"`
-		PID int    `json:"pid"`
-	} `json:"inhibitors"`
-}
-
 // status asks the running daemon over the container's system bus.
-func (b *box) status() statusJSON {
+func (b *box) status() harness.StatusReport {
 	b.t.Helper()
 	out, errOut, err := b.Run(b.ctx, "drift-monitor", "status", "--format", "json")
-	var s statusJSON
+	var s harness.StatusReport
 	if jerr := json.Unmarshal([]byte(out), &s); jerr != nil {
 		b.t.Fatalf("drift-monitor status --format json: %v, %v\n%s%s", err, jerr, out, errOut)
 	}
@@ -374,7 +362,7 @@ func TestRPMInSystemd(t *testing.T) {
 			t.Errorf("MainPID %s before the upgrade, %s after: the daemon was not restarted", oldPID, newPID)
 		}
 		b.waitStatus("Inhibited by")
-		var s statusJSON
+		var s harness.StatusReport
 		b.WaitFor(t, waitTimeout, "the new daemon on the bus", func() (bool, string) {
 			s = b.status()
 			return s.Version == ver+"-2", fmt.Sprintf("%+v", s)

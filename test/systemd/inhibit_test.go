@@ -211,16 +211,7 @@ printf 'v2\n' >/etc/etc-file`
 		}
 
 		out, errOut, code = h.run("drift-monitor", "status", "--format", "json")
-		var rep struct {
-			State      string `json:"state"`
-			Status     string `json:"status"`
-			Drift      []any  `json:"drift"`
-			Inhibitors []struct {
-				Who string `json:"who"`
-				Why string `json:"why"`
-				PID int    `json:"pid"`
-			} `json:"inhibitors"`
-		}
+		var rep harness.StatusReport
 		if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 			t.Fatalf("drift-monitor status --format json: exit %d, %v, stderr %q:\n%s", code, err, errOut, out)
 		}
