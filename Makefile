@@ -15,7 +15,8 @@ build:
 # test: formatting, vet, staticcheck, module verification, then every tier:
 # unit tests (-race), the blackbox tier (built binary, private D-Bus), the
 # conformance tier (real Ignition), the systemd tier (real systemd in
-# systemd-nspawn) and the Prometheus tier (test/prometheus: promtool on the
+# systemd-nspawn), the demo (test/demo, make demo's story as a test) and
+# the Prometheus tier (test/prometheus: promtool on the
 # shipped rules, and the daemon's textfile through real node_exporter,
 # Prometheus and Alertmanager to a webhook). With CI=true the privileged
 # tiers fail instead of skipping.
@@ -34,8 +35,9 @@ lint:
 unit:
 	$(GO) test -race -count=1 ./internal/... ./cmd/...
 
-demo: build
-	./test/demo/demo.sh
+# demo: TestDemo (test/demo) telling its story; `make test` runs it as a test.
+demo:
+	GO='$(GO)' ./test/demo/demo.sh
 
 # bench: measure drift-monitor against its targets and write docs/benchmarks.md
 # (with docs/benchmarks-micro.txt, the raw `go test -bench` output for

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/cli"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
@@ -87,9 +88,7 @@ func machine(t *testing.T) (root, config string) {
 }
 
 func TestCheckText(t *testing.T) {
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		t.Skip("the fixture chowns a file")
-	}
+	harness.RequireRoot(t, "the fixture, which chowns a file,")
 	root, config := machine(t)
 	code, stdout, stderr := run(t, context.Background(), "check", "--root", root, "--config", config)
 	if code != cli.ExitDrift {
@@ -105,30 +104,8 @@ func TestCheckText(t *testing.T) {
 	}
 }
 
-// jsonReport is the contract of check --format json (DESIGN.md).
-type jsonReport struct {
-	Root    string      `json:"root"`
-	Clean   bool        `json:"clean"`
-	Checked int         `json:"checked"`
-	Configs []string    `json:"configs"`
-	Drift   []jsonDrift `json:"drift"`
-	Notices []jsonDrift `json:"notices"`
-}
-
-type jsonDrift struct {
-	Kind    string `json:"kind"`
-	Entry   string `json:"entry"`
-	Path    string `json:"path"`
-	Unit    string `json:"unit"`
-	User    string `json:"user"`
-	Message string `json:"message"`
-	Diff    string `json:"diff"`
-}
-
 func TestCheckJSON(t *testing.T) {
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		t.Skip("the fixture chowns a file")
-	}
+	harness.RequireRoot(t, "the fixture, which chowns a file,")
 	root, config := machine(t)
 	code, stdout, stderr := run(t, context.Background(), "check", "--root", root, "--config", config, "--format", "json")
 	if code != cli.ExitDrift {
@@ -146,7 +123,7 @@ func TestCheckJSON(t *testing.T) {
 			t.Errorf("no %q in the JSON report", k)
 		}
 	}
-	var rep jsonReport
+	var rep harness.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -359,9 +336,7 @@ func noSecrets(t *testing.T, out string) {
 // directory where nothing can be made), secret contents get their sizes
 // only, with a warning; the verdict is the same.
 func TestCheckWithoutDigestKey(t *testing.T) {
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		t.Skip("the fixture chowns a file")
-	}
+	harness.RequireRoot(t, "the fixture, which chowns a file,")
 	t.Setenv("STATE_DIRECTORY", "/proc/self/drift-monitor")
 	root, config := machine(t)
 	code, stdout, stderr := run(t, context.Background(), "check", "--root", root, "--config", config)

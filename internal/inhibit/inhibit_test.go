@@ -9,17 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 )
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the inhibitor tests need root (lock files are root's)")
-		}
-		t.Skip("needs root: lock files must be root's")
-	}
+	harness.RequireRoot(t, "the inhibitor tests (lock files are root's)")
 }
 
 func newMonitor(t *testing.T) (string, *Monitor) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -199,9 +200,7 @@ func TestLocate(t *testing.T) {
 
 func (f *fixture) lchown(p string, uid, gid int) {
 	f.t.Helper()
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		f.t.Skip("changing owners needs root")
-	}
+	harness.RequireRoot(f.t, "changing owners")
 	if err := os.Lchown(f.path(p), uid, gid); err != nil {
 		f.t.Fatal(err)
 	}

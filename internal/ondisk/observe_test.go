@@ -14,6 +14,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
@@ -289,9 +290,7 @@ func TestObserveDevice(t *testing.T) {
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		t.Skip("changing owners needs root")
-	}
+	harness.RequireRoot(t, "changing owners")
 }
 
 func TestObserveOwner(t *testing.T) {

@@ -9,13 +9,14 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/testbus"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	godbus "github.com/godbus/dbus/v5"
 )
 
 // serveFakeSystemd puts a fake systemd on the bus at addr.
 func serveFakeSystemd(t *testing.T, addr string, listed map[string]string) *fakeManager {
 	t.Helper()
-	bus, err := dialer(addr)()
+	bus, err := harness.BusDialer(t, addr)()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestClientComesBack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := buslink.Options{Timeout: 10 * time.Second, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
-	c := DialWith(ctx, o, dialer(b.Addr()))
+	c := DialWith(ctx, o, b.Dialer())
 	defer c.Close()
 	if e := nextEvent(t, c, "the first connection"); !e.Up || e.Missed {
 		t.Fatalf("first event = %+v, want up and nothing missed", e)

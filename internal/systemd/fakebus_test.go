@@ -11,6 +11,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/testbus"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	godbus "github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
 )
@@ -23,8 +24,6 @@ import (
 
 // privateBus starts a dbus-daemon of our own and returns its address.
 func privateBus(t *testing.T) string { return testbus.New(t).Addr() }
-
-func dialer(addr string) func() (*godbus.Conn, error) { return testbus.Dialer(addr) }
 
 type unitFile struct {
 	Path string
@@ -137,7 +136,7 @@ func (m *fakeManager) counts() (subscribes, unsubscribes int) {
 func fakeSystemd(t *testing.T) (*fakeManager, *Conn, string) {
 	t.Helper()
 	addr := privateBus(t)
-	bus, err := dialer(addr)()
+	bus, err := harness.BusDialer(t, addr)()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +151,7 @@ func fakeSystemd(t *testing.T) (*fakeManager, *Conn, string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := ConnectWith(ctx, dialer(addr))
+	c, err := ConnectWith(ctx, harness.BusDialer(t, addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +264,7 @@ func TestFakeWatchUnitFiles(t *testing.T) {
 	}
 
 	// Not systemd: another client emitting the same signal on the same path.
-	spoofer, err := dialer(addr)()
+	spoofer, err := harness.BusDialer(t, addr)()
 	if err != nil {
 		t.Fatal(err)
 	}

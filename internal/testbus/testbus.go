@@ -1,20 +1,23 @@
 // Package testbus runs a private dbus-daemon for unit tests, on a socket of
 // its own that a test can stop and start again, as `systemctl restart dbus`
 // does to the system bus. It is for tests only: it needs dbus-daemon on
-// PATH, skips the test without it and fails it instead when CI=true.
+// PATH, skips the test without it and fails it instead when CI=true
+// (test/harness.RequireTools). Its address passes test/harness.GuardBus,
+// and its connections are test/harness's: one dial, one guard against the
+// machine's real bus. (test/harness.PrivateBus runs a bus that cannot be
+// restarted at the same address, which the tests here need.)
 package testbus
 
 import (
 	"bufio"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -29,12 +32,7 @@ type Bus struct {
 // New starts a bus; it is stopped when the test ends.
 func New(t testing.TB) *Bus {
 	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("dbus-daemon not installed (CI must install dbus)")
-		}
-		t.Skip("dbus-daemon not installed")
-	}
+	harness.RequireTools(t, "dbus-daemon")
 	b := &Bus{t: t, sock: filepath.Join(t.TempDir(), "bus")}
 	t.Cleanup(b.Stop)
 	b.Start()
@@ -69,6 +67,7 @@ func (b *Bus) Start() {
 		if strings.TrimSpace(l) == "" {
 			b.t.Fatal("dbus-daemon printed no address")
 		}
+		harness.GuardBus(b.t, b.Addr())
 	case <-time.After(10 * time.Second):
 		b.t.Fatal("dbus-daemon did not start within 10s")
 	}
@@ -103,36 +102,14 @@ func (b *Bus) Resume() {
 }
 
 // Dialer returns a function that connects to the bus, authenticated and
-// registered (Hello), for code that dials by itself.
-func (b *Bus) Dialer() func() (*dbus.Conn, error) { return Dialer(b.Addr()) }
-
-// Dialer returns a function that connects to the bus at addr as Bus.Dialer
-// does.
-func Dialer(addr string) func() (*dbus.Conn, error) {
-	return func() (*dbus.Conn, error) {
-		c, err := dbus.Dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-			c.Close()
-			return nil, err
-		}
-		if err := c.Hello(); err != nil {
-			c.Close()
-			return nil, err
-		}
-		return c, nil
-	}
+// registered (Hello), for code that dials by itself (harness.BusDialer).
+func (b *Bus) Dialer() func() (*dbus.Conn, error) {
+	b.t.Helper()
+	return harness.BusDialer(b.t, b.Addr())
 }
 
 // Conn connects to the bus; the connection is closed when the test ends.
 func (b *Bus) Conn() *dbus.Conn {
 	b.t.Helper()
-	c, err := b.Dialer()()
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.t.Cleanup(func() { c.Close() })
-	return c
+	return harness.DialBus(b.t, b.Addr())
 }

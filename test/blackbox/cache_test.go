@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // damageCacheEntry flips one bit of what the only entry of the cache
@@ -43,10 +45,10 @@ func damageCacheEntry(t *testing.T, dir string, stored []byte) string {
 func TestDamagedCacheEntryIsNotDrift(t *testing.T) {
 	f := cleanTwoFiles(t)
 	cache := filepath.Join(t.TempDir(), "cache")
-	env := append(os.Environ(), "CACHE_DIRECTORY="+cache, "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/refuse-the-real-system-bus")
+	env := append(os.Environ(), "CACHE_DIRECTORY="+cache, harness.NoBus)
 	check := func() (int, string, string) {
 		t.Helper()
-		cmd := exec.Command(binary, "check", "--root", f.root)
+		cmd := exec.Command(harness.Binary(t), "check", "--root", f.root)
 		cmd.Env = env
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -80,7 +82,7 @@ func TestDamagedCacheEntryIsNotDrift(t *testing.T) {
 	d.waitStatus("No drift: watching 3 paths, 0 units")
 	warned := false
 	for _, r := range d.records(0, d.mark(), "", nil) { // records without a MESSAGE_ID
-		warned = warned || r.Level == "WARN" && strings.HasPrefix(r.Message, "ignoring the state cache entry "+entry+": damaged: checksum mismatch")
+		warned = warned || r[harness.PlainLevel] == "WARN" && strings.HasPrefix(r["MESSAGE"], "ignoring the state cache entry "+entry+": damaged: checksum mismatch")
 	}
 	if !warned {
 		t.Errorf("the daemon did not warn of the damaged entry:\n%s", d.log())

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,8 +34,6 @@ const fourDirs = `{"ignition":{"version":"3.2.0"},"storage":{"files":[
  {"path":"/etc/d4/f","mode":420,"contents":{"source":"data:,four%0A"}}]}}`
 
 var fourDirsContent = map[string]string{"/etc/d1": "one\n", "/etc/d2": "two\n", "/etc/d3": "three\n", "/etc/d4": "four\n"}
-
-const msgRestored = "754f294c407544c99e3fa417f86e651e"
 
 // watchLimitScript runs as: sh -c watchLimitScript sh LIMIT COMMAND ARG...
 // inside the new user namespace: it sets the namespace's limit, then becomes
@@ -76,11 +75,7 @@ func requireUserNamespaces(t *testing.T) {
 	if err == nil && strings.TrimSpace(string(out)) == "7" {
 		return
 	}
-	reason := fmt.Sprintf("cannot set an inotify watch limit in a new user namespace: %v %s", err, out)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true does not allow skipping)", reason)
-	}
-	t.Skip(reason)
+	harness.Unavailable(t, "cannot set an inotify watch limit in a new user namespace: %v %s", err, out)
 }
 
 // inUserNamespace runs a shell script in the user namespace of pid.
@@ -243,12 +238,12 @@ func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
 		if s := d.status(); !strings.HasSuffix(s, "; desired-state files not watched (inotify watches exhausted): reload to apply changes") {
 			t.Errorf("status %q does not say the desired-state files are not watched", s)
 		}
-		r, _ := d.waitRecord(0, msgExhausted, nil)
-		if !strings.Contains(r.Message, fmt.Sprintf("polling %d directories every 500ms", len(unwatched))) {
-			t.Errorf("exhausted record does not say what is polled and how often: %q", r.Message)
+		r, _ := d.waitRecord(0, harness.MsgWatchesExhausted, nil)
+		if !strings.Contains(r["MESSAGE"], fmt.Sprintf("polling %d directories every 500ms", len(unwatched))) {
+			t.Errorf("exhausted record does not say what is polled and how often: %q", r["MESSAGE"])
 		}
-		if r.Level != "WARN" {
-			t.Errorf("exhausted record level %s, want WARN", r.Level)
+		if r[harness.PlainLevel] != "WARN" {
+			t.Errorf("exhausted record level %s, want WARN", r[harness.PlainLevel])
 		}
 	})
 
@@ -259,12 +254,12 @@ func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
 			m := d.mark()
 			start := time.Now()
 			f.write(p, "drifted\n", 0o644)
-			d.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
+			d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
 			t.Logf("%s: drift seen after %v", p, time.Since(start).Round(time.Millisecond))
 			waitStatusPrefix(d, fmt.Sprintf("Drift: 1 path differs (%s: content)%s", p, polling))
 			m = d.mark()
 			f.write(p, fourDirsContent[dir], 0o644)
-			d.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
+			d.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
 			waitStatusPrefix(d, "No drift: watching 4 paths, 0 units"+polling)
 		})
 	}
@@ -272,7 +267,7 @@ func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
 	t.Run("watches restored when the limit is raised", func(t *testing.T) {
 		m := d.mark()
 		inUserNamespace(t, pid, "echo 64 >/proc/sys/user/max_inotify_watches")
-		d.waitRecord(m, msgRestored, nil)
+		d.waitRecord(m, harness.MsgWatchesRestored, nil)
 		d.waitStatus("No drift: watching 4 paths, 0 units")
 		if _, un, _ := watchedDirs(t, d, f, dirs); len(un) > 0 {
 			t.Errorf("after the restore, %v still have no watch", un)
@@ -280,7 +275,7 @@ func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
 		p := unwatched[0] + "/f"
 		m = d.mark()
 		f.write(p, "drifted\n", 0o644)
-		d.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": p})
+		d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": p})
 	})
 
 	if got := readInt(t, "/proc/sys/fs/inotify/max_user_watches"); got != hostWatches {
@@ -303,7 +298,7 @@ func TestWatchesRestoredByReload(t *testing.T) {
 	// Four: the inhibitor directory, the root and /etc on the way, and one
 	// of the four declared directories.
 	d := startDaemonWithWatchLimit(t, f.root, 4, "--poll-interval", "500ms", "--interval", "0")
-	d.waitRecord(0, msgExhausted, nil)
+	d.waitRecord(0, harness.MsgWatchesExhausted, nil)
 
 	// The desired-state directory may have no watch either (the daemon's
 	// own watches took them all): reload by signal.
@@ -312,7 +307,7 @@ func TestWatchesRestoredByReload(t *testing.T) {
 		m := d.mark()
 		f.write("/etc/drift-monitor/desired.d/50-test.ign", config, 0o644)
 		d.cmd.Process.Signal(syscall.SIGHUP)
-		d.waitRecord(m, msgReloaded, nil)
+		d.waitRecord(m, harness.MsgReloaded, nil)
 		return m
 	}
 
@@ -321,7 +316,7 @@ func TestWatchesRestoredByReload(t *testing.T) {
 	// With a limit of 4, the desired-state locations still lack a watch:
 	// the line may say so after the restore.
 	waitStatusPrefix(d, "No drift: watching 1 path, 0 units")
-	d.waitRecord(m, msgRestored, nil)
+	d.waitRecord(m, harness.MsgWatchesRestored, nil)
 
 	m = reload(fourDirs)
 	// How many are polled depends on what the config watch took meanwhile.
@@ -329,7 +324,7 @@ func TestWatchesRestoredByReload(t *testing.T) {
 		s := d.status()
 		return strings.HasPrefix(s, "No drift: watching 4 paths, 0 units; polling ") && strings.Contains(s, ": inotify watches exhausted")
 	})
-	d.waitRecord(m, msgExhausted, nil)
+	d.waitRecord(m, harness.MsgWatchesExhausted, nil)
 }
 
 // waitStatusPrefix waits for a status line that starts with want: the

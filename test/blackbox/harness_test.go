@@ -6,76 +6,32 @@ package blackbox
 import (
 	"bufio"
 	"context"
-	"fmt"
-	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dm-blackbox-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	os.Chmod(dir, 0o755) // unprivileged runs of the binary, too
-	binary = filepath.Join(dir, "drift-monitor")
-	// The digest key the runs make and share (internal/digestkey): a run as
-	// root must not make the host's in /var/lib/drift-monitor.
-	state := filepath.Join(dir, "state")
-	os.Setenv("STATE_DIRECTORY", state)
-	build := exec.Command("go", "build", "-o", binary, "github.com/drift-monitor/drift-monitor/cmd/drift-monitor")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building drift-monitor:", err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// record is one plain line of the daemon's stderr: LEVEL message KEY=value...
-type record struct {
-	Level   string
-	Message string
-	Fields  map[string]string
-	Line    string
-}
-
-// parseRecord reads one plain line of the daemon's stderr.
-func parseRecord(line string) record {
-	p := journal.ParsePlain(line)
-	return record{Level: p.Level, Message: p.Message, Fields: p.Fields, Line: line}
-}
-
-// The MESSAGE_IDs of the records the tests wait for (internal/journal).
-const (
-	msgReady         = "e8dfcfc985ce42489b66712d946e4a75"
-	msgDriftDetected = "d9919dc81c6b4fe685c3babdbad8d8d9"
-	msgDriftResolved = "b18cc3fb8eed46159699a7acbb8c0764"
-	msgReloaded      = "cf5e743c6b274f0b899d2ddd43d6a0ab"
-	msgLoadFailed    = "caa901836f56409eaf593ca3c63f64e7"
-	msgExhausted     = "e351ea282f9b47caac4ae2f832c85719"
-)
+func TestMain(m *testing.M) { os.Exit(harness.Run(m)) }
 
 type daemonProc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	mu     sync.Mutex
-	recs   []record
+	recs   []harness.Record
+	lines  []string // recs as written, for failure messages
 	notes  []string
 	update chan struct{} // pulsed on every new record or datagram
-	exited chan error
+	exited chan error    // receives how it exited, once (see stop)
+	done   chan struct{} // closed once it exited
 }
 
 // startDaemon runs `drift-monitor daemon --root ROOT ARGS...` with an
@@ -109,9 +65,9 @@ func startDaemonWith(t *testing.T, root string, o daemonOpts) *daemonProc {
 	env := []string{"DBUS_SYSTEM_BUS_ADDRESS=" + o.bus}
 	if o.bus == "" {
 		args = append(args, "--bus=false")
-		env = []string{"DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/refuse-the-real-system-bus"}
+		env = []string{harness.NoBus}
 	} else {
-		requirePrivateBus(t, o.bus)
+		harness.GuardBus(t, o.bus)
 	}
 	sockDir, err := os.MkdirTemp("", "dm-notify-")
 	if err != nil {
@@ -123,8 +79,8 @@ func startDaemonWith(t *testing.T, root string, o daemonOpts) *daemonProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemonProc{t: t, update: make(chan struct{}, 1), exited: make(chan error, 1)}
-	argv := append([]string{binary, "daemon", "--root", root}, args...)
+	d := &daemonProc{t: t, update: make(chan struct{}, 1), exited: make(chan error, 1), done: make(chan struct{})}
+	argv := append([]string{harness.Binary(t), "daemon", "--root", root}, args...)
 	if len(o.prefix) > 0 {
 		argv = append(append([]string(nil), o.prefix...), argv...)
 	}
@@ -144,11 +100,13 @@ func startDaemonWith(t *testing.T, root string, o daemonOpts) *daemonProc {
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			d.mu.Lock()
-			d.recs = append(d.recs, parseRecord(sc.Text()))
+			d.recs = append(d.recs, harness.PlainRecord(sc.Text()))
+			d.lines = append(d.lines, sc.Text())
 			d.mu.Unlock()
 			d.pulse()
 		}
 		d.exited <- cmd.Wait()
+		close(d.done)
 		conn.Close()
 	}()
 	go func() {
@@ -192,8 +150,8 @@ func (d *daemonProc) log() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var b strings.Builder
-	for _, r := range d.recs {
-		b.WriteString(r.Line + "\n")
+	for _, l := range d.lines {
+		b.WriteString(l + "\n")
 	}
 	b.WriteString("-- sd_notify:\n")
 	for _, n := range d.notes {
@@ -202,68 +160,43 @@ func (d *daemonProc) log() string {
 	return b.String()
 }
 
-// wait polls cond on every update until it holds or the deadline passes.
+// waiting is how the tier waits for the daemon: looking again at every
+// record and datagram, and no longer once it has exited.
+func (d *daemonProc) waiting(timeout time.Duration) harness.Waiting {
+	return harness.Waiting{Timeout: timeout, Wake: d.update, Stop: d.done, Describe: d.log}
+}
+
+// wait waits until cond holds, for at most timeout.
 func (d *daemonProc) wait(what string, timeout time.Duration, cond func() bool) {
 	d.t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-d.update:
-		case err := <-d.exited:
-			d.exited <- err
-			if !cond() {
-				d.t.Fatalf("daemon exited (%v) while waiting for %s\n%s", err, what, d.log())
-			}
-		case <-deadline.C:
-			d.t.Fatalf("timed out after %s waiting for %s\n%s", timeout, what, d.log())
-		}
-	}
+	harness.Poll(d.t, d.waiting(timeout), what, func() (bool, string) { return cond(), "not yet" })
+}
+
+// Records is every record so far, oldest first (harness.Records).
+func (d *daemonProc) Records() ([]harness.Record, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.recs), nil
 }
 
 // waitRecord waits for a record with the MESSAGE_ID and fields, after the
 // first `from` records, and returns it with its index.
-func (d *daemonProc) waitRecord(from int, id string, fields map[string]string) (record, int) {
+func (d *daemonProc) waitRecord(from int, id string, fields map[string]string) (harness.Record, int) {
 	d.t.Helper()
-	var got record
-	at := -1
-	d.wait(fmt.Sprintf("record %s %v", id, fields), 20*time.Second, func() bool {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		for i := from; i < len(d.recs); i++ {
-			if matches(d.recs[i], id, fields) {
-				got, at = d.recs[i], i
-				return true
-			}
-		}
-		return false
-	})
-	return got, at
-}
-
-func matches(r record, id string, fields map[string]string) bool {
-	if r.Fields["MESSAGE_ID"] != id {
-		return false
-	}
-	for k, v := range fields {
-		if r.Fields[k] != v {
-			return false
-		}
-	}
-	return true
+	return harness.WaitRecord(d.t, d.waiting(20*time.Second), d, from, id, fields)
 }
 
 // records returns the records between from and to matching id and fields.
-func (d *daemonProc) records(from, to int, id string, fields map[string]string) []record {
+func (d *daemonProc) records(from, to int, id string, fields map[string]string) []harness.Record {
+	rs, _ := d.Records()
+	return harness.Select(rs, from, to, id, fields)
+}
+
+// line is record i as the daemon wrote it.
+func (d *daemonProc) line(i int) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []record
-	for i := from; i < to && i < len(d.recs); i++ {
-		if matches(d.recs[i], id, fields) {
-			out = append(out, d.recs[i])
-		}
-	}
-	return out
+	return d.lines[i]
 }
 
 func (d *daemonProc) mark() int {

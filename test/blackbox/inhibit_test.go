@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -18,7 +19,7 @@ import (
 // (killed at cleanup with everything it started).
 func holder(t *testing.T, bus, dir, who, why string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"inhibit", "--who", who, "--why", why, "--inhibit-dir", dir, "--"}, args...)...)
+	cmd := exec.Command(harness.Binary(t), append([]string{"inhibit", "--who", who, "--why", why, "--inhibit-dir", dir, "--"}, args...)...)
 	cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+bus)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -47,16 +48,6 @@ func asNobody(t *testing.T, env []string, name string, args ...string) (string, 
 	return string(out), code
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the inhibitor tests need root")
-		}
-		t.Skip("needs root")
-	}
-}
-
 func TestStatusCommand(t *testing.T) {
 	bus := privateBus(t)
 	f := cleanTwoFiles(t)
@@ -69,11 +60,8 @@ func TestStatusCommand(t *testing.T) {
 
 	m := d.mark()
 	f.write("/etc/etc-file", "not-the-data", 0o644)
-	d.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
-	var rep struct {
-		State string `json:"state"`
-		Drift []struct{ Kind, Entry, Path, Message string }
-	}
+	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
+	var rep harness.StatusReport
 	d.wait("status drifted over the bus", 10*time.Second, func() bool {
 		out, _, code := runCLI(t, bus, "status", "--format", "json")
 		if code != 1 {
@@ -89,8 +77,7 @@ func TestStatusCommand(t *testing.T) {
 	}
 
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	<-d.exited
-	d.exited <- nil
+	<-d.done
 	_, stderr, code := runCLI(t, bus, "status")
 	if code != 3 || !strings.Contains(stderr, "not running") {
 		t.Errorf("status with no daemon: exit %d, stderr %q; want 3 and a plain 'not running'", code, stderr)
@@ -98,11 +85,11 @@ func TestStatusCommand(t *testing.T) {
 }
 
 func TestBusAPI(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "the inhibitor tests")
 	bus := privateBus(t)
 	f := cleanTwoFiles(t)
 	d := startDaemonWith(t, f.root, daemonOpts{bus: bus})
-	c := busConn(t, bus)
+	c := harness.DialBus(t, bus)
 	if err := c.AddMatchSignal(dbus.WithMatchObjectPath(busPath), dbus.WithMatchInterface(busIface), dbus.WithMatchMember("DriftChanged")); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +153,7 @@ func TestBusAPI(t *testing.T) {
 // While an inhibitor is held nothing is reported; its release re-reads the
 // desired state (the transition changed it) and checks everything at once.
 func TestInhibitSuspendsAndResumes(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "the inhibitor tests")
 	f := cleanTwoFiles(t)
 	dir := filepath.Join(t.TempDir(), "inhibit.d")
 	d := startDaemonWith(t, f.root, daemonOpts{inhibitDir: dir})
@@ -179,9 +166,9 @@ printf 'v2\n' > "$1/etc/etc-file"
 exit 7`
 	m := d.mark()
 	h := holder(t, "", dir, "my-updater", "applying config v2", "sh", "-c", script, "sh", f.root, release)
-	r, _ := d.waitRecord(m, msgInhib, map[string]string{"INHIBIT_WHO": "my-updater"})
-	if r.Fields["INHIBIT_WHY"] != "applying config v2" || r.Fields["INHIBIT_PID"] != strconv.Itoa(h.Process.Pid) {
-		t.Errorf("inhibited record = %q, want who, why and the holder's pid %d", r.Line, h.Process.Pid)
+	r, _ := d.waitRecord(m, harness.MsgInhibited, map[string]string{"INHIBIT_WHO": "my-updater"})
+	if r["INHIBIT_WHY"] != "applying config v2" || r["INHIBIT_PID"] != strconv.Itoa(h.Process.Pid) {
+		t.Errorf("inhibited record = %s, want who, why and the holder's pid %d", r, h.Process.Pid)
 	}
 	d.waitStatus("Inhibited by my-updater (pid " + strconv.Itoa(h.Process.Pid) + "): applying config v2")
 	os.WriteFile(release, nil, 0o644)
@@ -189,19 +176,19 @@ exit 7`
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
 		t.Errorf("drift-monitor inhibit exit = %v, want COMMAND's status 7", err)
 	}
-	_, at := d.waitRecord(m, msgResume, nil)
-	reloaded, _ := d.waitRecord(at, msgReloaded, nil)
-	if got := d.records(m, d.mark(), msgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"}); len(got) > 0 {
-		t.Errorf("the transition was reported as drift: %q", got[0].Line)
+	_, at := d.waitRecord(m, harness.MsgResumed, nil)
+	reloaded, _ := d.waitRecord(at, harness.MsgReloaded, nil)
+	if got := d.records(m, d.mark(), harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"}); len(got) > 0 {
+		t.Errorf("the transition was reported as drift: %s", got[0])
 	}
-	if !strings.Contains(reloaded.Message, "inhibitor was released") {
-		t.Errorf("reload record = %q", reloaded.Message)
+	if !strings.Contains(reloaded["MESSAGE"], "inhibitor was released") {
+		t.Errorf("reload record = %q", reloaded["MESSAGE"])
 	}
 	d.waitStatus("No drift: watching 3 paths, 0 units")
 }
 
 func TestSeveralHoldersAndSIGKILL(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "the inhibitor tests")
 	f := cleanTwoFiles(t)
 	dir := filepath.Join(t.TempDir(), "inhibit.d")
 	d := startDaemonWith(t, f.root, daemonOpts{inhibitDir: dir})
@@ -220,22 +207,21 @@ func TestSeveralHoldersAndSIGKILL(t *testing.T) {
 	t.Logf("released %s after SIGKILL", fmtDur(time.Since(killed)))
 	syscall.Kill(-b.Process.Pid, syscall.SIGKILL)
 	// Released: the drift made while inhibited is found by the full check.
-	_, at := d.waitRecord(m, msgResume, nil)
-	d.waitRecord(at, msgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
+	_, at := d.waitRecord(m, harness.MsgResumed, nil)
+	d.waitRecord(at, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
 }
 
 // Inhibitors are the holders' locks, not the daemon's: a daemon killed and
 // started again stays silent until they are released.
 func TestInhibitorsSurviveRestart(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "the inhibitor tests")
 	f := cleanTwoFiles(t)
 	dir := filepath.Join(t.TempDir(), "inhibit.d")
 	d1 := startDaemonWith(t, f.root, daemonOpts{inhibitDir: dir})
 	h := holder(t, "", dir, "rpm-upgrade", "upgrading", "sleep", "600")
 	d1.waitStatus("Inhibited by rpm-upgrade (pid " + strconv.Itoa(h.Process.Pid) + "): upgrading")
 	d1.cmd.Process.Signal(syscall.SIGKILL)
-	<-d1.exited
-	d1.exited <- nil
+	<-d1.done
 
 	f.write("/etc/etc-file", "half-applied\n", 0o644)
 	d2 := startDaemonWith(t, f.root, daemonOpts{inhibitDir: dir})
@@ -245,20 +231,20 @@ func TestInhibitorsSurviveRestart(t *testing.T) {
 	m := d2.mark()
 	h.Process.Signal(syscall.SIGTERM) // forwarded to sleep; then released
 	h.Wait()
-	if got := d2.records(0, m, msgDriftDetected, nil); len(got) > 0 {
-		t.Errorf("drift reported while inhibited after the restart: %q", got[0].Line)
+	if got := d2.records(0, m, harness.MsgDriftDetected, nil); len(got) > 0 {
+		t.Errorf("drift reported while inhibited after the restart: %s", got[0])
 	}
-	d2.waitRecord(m, msgResume, nil)
-	d2.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
+	d2.waitRecord(m, harness.MsgResumed, nil)
+	d2.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
 }
 
 func TestInhibitOverDBus(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "the inhibitor tests")
 	bus := privateBus(t)
 	f := cleanTwoFiles(t)
 	dir := filepath.Join(t.TempDir(), "inhibit.d")
 	d := startDaemonWith(t, f.root, daemonOpts{bus: bus, inhibitDir: dir})
-	c := busConn(t, bus)
+	c := harness.DialBus(t, bus)
 	var fd dbus.UnixFD
 	if err := c.Object(busName, busPath).Call(busIface+".Inhibit", 0, "bus-client", "via D-Bus").Store(&fd); err != nil {
 		t.Fatal(err)
@@ -267,13 +253,13 @@ func TestInhibitOverDBus(t *testing.T) {
 	m := d.mark()
 	start := time.Now()
 	syscall.Close(int(fd))
-	d.waitRecord(m, msgResume, nil)
+	d.waitRecord(m, harness.MsgResumed, nil)
 	if el := time.Since(start); el > time.Second {
 		t.Errorf("closing the descriptor released the inhibitor after %s, want within a second", el)
 	}
 
 	// Unprivileged: no inhibitor through the command either.
-	out, code := asNobody(t, nil, binary, "inhibit", "--who", "mallory", "--why", "x", "--inhibit-dir", dir, "--", "true")
+	out, code := asNobody(t, nil, harness.Binary(t), "inhibit", "--who", "mallory", "--why", "x", "--inhibit-dir", dir, "--", "true")
 	if code != 2 || !strings.Contains(out, "only root") {
 		t.Errorf("unprivileged drift-monitor inhibit: exit %d: %s", code, out)
 	}

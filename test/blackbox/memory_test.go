@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // vmRSS is a process's resident memory, in bytes.
@@ -40,8 +42,8 @@ func (d *daemonProc) waitAll(from int, id string, want map[string]bool, timeout 
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for ; next < len(d.recs); next++ {
-			if r := d.recs[next]; r.Fields["MESSAGE_ID"] == id {
-				delete(want, r.Fields["DRIFT_PATH"])
+			if r := d.recs[next]; r["MESSAGE_ID"] == id {
+				delete(want, r["DRIFT_PATH"])
 			}
 		}
 		return len(want) == 0
@@ -87,13 +89,13 @@ func TestMemoryReturnsAfterStorms(t *testing.T) {
 			f.write(path(i), fmt.Sprintf("storm %d\n", k)+content(i)[8:], 0o644)
 			want[path(i)] = true
 		}
-		d.waitAll(m, msgDriftDetected, want, stormTimeout)
+		d.waitAll(m, harness.MsgDriftDetected, want, stormTimeout)
 		m = d.mark()
 		for i := range n {
 			f.write(path(i), content(i), 0o644)
 			want[path(i)] = true
 		}
-		d.waitAll(m, msgDriftResolved, want, stormTimeout)
+		d.waitAll(m, harness.MsgDriftResolved, want, stormTimeout)
 		after = append(after, fmt.Sprintf("%.0f MB", float64(vmRSS(t, pid))/1e6))
 	}
 

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // TestCheckReadsInsideTheRoot: `check --root R`, where R's /etc, or its
@@ -76,8 +78,8 @@ func TestCheckReadsInsideTheRoot(t *testing.T) {
 				if run.flag != "" {
 					args = append(args, run.flag)
 				}
-				cmd := exec.Command(binary, args...)
-				cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/refuse-the-real-system-bus")
+				cmd := exec.Command(harness.Binary(t), args...)
+				cmd.Env = append(os.Environ(), harness.NoBus)
 				if run.env != "" {
 					cmd.Env = append(cmd.Env, run.env)
 				}

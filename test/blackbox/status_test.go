@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // startingDaemon answers nothing: its first check never ends.
@@ -34,10 +35,7 @@ func TestStatusWhileStarting(t *testing.T) {
 		t.Errorf("status while starting: exit %d, stdout %q, stderr %q; want 4 and one line", code, out, errOut)
 	}
 	out, errOut, code = runCLI(t, bus, "status", "--format", "json")
-	var rep struct {
-		State      string `json:"state"`
-		DriftCount *int   `json:"drift_count"`
-	}
+	var rep harness.StatusReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 4 || rep.State != "starting" || rep.DriftCount == nil || *rep.DriftCount != 0 {
 		t.Errorf("status --format json while starting: exit %d, %+v (%v), stderr %q; want 4, starting, drift_count 0:\n%s", code, rep, err, errOut, out)
 	}
@@ -56,7 +54,7 @@ func TestStatusUnreachable(t *testing.T) {
 		t.Errorf("status without a daemon: exit %d, stdout %q, stderr %q; want 3 and one line on each", code, out, errOut)
 	}
 	out, _, code = runCLI(t, bus, "status", "--format", "json")
-	var rep struct{ State string }
+	var rep harness.StatusReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 3 || rep.State != "unknown" {
 		t.Errorf("status --format json without a daemon: exit %d, %+v (%v):\n%s", code, rep, err, out)
 	}

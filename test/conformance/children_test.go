@@ -117,7 +117,7 @@ func TestChildConfigs(t *testing.T) {
 						t.Errorf("notice %q: path %q, want the config that references the child, %q", n.Message, n.Path, cfg)
 					}
 					n.Path = ""
-					notices = append(notices, n.key())
+					notices = append(notices, keyOf(n))
 				}
 				if strings.Contains(n.Message, "SECRET-TOKEN") {
 					t.Errorf("notice shows the URL's query: %s", n.Message)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -30,62 +31,7 @@ const (
 	checkTimeout    = time.Minute
 )
 
-// binary is the drift-monitor built once by TestMain.
-var binary string
-
-func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "drift-monitor-conformance-bin-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "drift-monitor")
-	// The digest key the checks make and share (internal/digestkey): a run
-	// as root must not make the host's in /var/lib/drift-monitor.
-	os.Setenv("STATE_DIRECTORY", filepath.Join(dir, "state"))
-	if err := buildBinary(binary); err != nil {
-		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
-		return 1
-	}
-	return m.Run()
-}
-
-// buildBinary builds ./cmd/drift-monitor of the enclosing module into out.
-func buildBinary(out string) error {
-	mod, err := moduleRoot()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/drift-monitor")
-	cmd.Dir = mod
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building drift-monitor in %s: %v\n%s", mod, err, b)
-	}
-	return nil
-}
-
-// moduleRoot walks up from the working directory to the directory holding go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+func TestMain(m *testing.M) { os.Exit(harness.Run(m)) }
 
 // requireTier skips (or, with CI=true, fails) a test where the tier cannot run.
 func requireTier(t *testing.T) {
@@ -103,11 +49,7 @@ func requireTier(t *testing.T) {
 	if len(missing) == 0 {
 		return
 	}
-	msg := "the conformance tier needs " + strings.Join(missing, " and ")
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	harness.Unavailable(t, "the conformance tier needs %s", strings.Join(missing, " and "))
 }
 
 // account is a user (with a same-named primary group) added to the root's
@@ -319,41 +261,18 @@ func writeAccounts(t *testing.T, root string) {
 	}
 }
 
-// Report is what `drift-monitor check --format json` prints.
-type Report struct {
-	Root    string   `json:"root"`
-	Clean   bool     `json:"clean"`
-	Checked int      `json:"checked"`
-	Drift   []Item   `json:"drift"`
-	Notices []Item   `json:"notices"`
-	Configs []string `json:"configs"`
-}
-
-// Item is one drift or notice.
-type Item struct {
-	Kind    string          `json:"kind"`
-	Entry   string          `json:"entry"`
-	Path    string          `json:"path"`
-	Unit    string          `json:"unit"`
-	User    string          `json:"user"`
-	Message string          `json:"message"`
-	Diff    json.RawMessage `json:"diff"`
-	Want    json.RawMessage `json:"want"`
-	Got     json.RawMessage `json:"got"`
-}
-
 // key is what identifies a reported item in the tests' expectations.
 type key struct {
 	Kind, Entry, Path, Unit, User string
 }
 
-func (it Item) key() key { return key{it.Kind, it.Entry, it.Path, it.Unit, it.User} }
+func keyOf(it harness.Item) key { return key{it.Kind, it.Entry, it.Path, it.Unit, it.User} }
 
 // keys returns the items' keys, sorted.
-func keys(items []Item) []key {
+func keys(items []harness.Item) []key {
 	ks := make([]key, 0, len(items))
 	for _, it := range items {
-		ks = append(ks, it.key())
+		ks = append(ks, keyOf(it))
 	}
 	sortKeys(ks)
 	return ks
@@ -387,7 +306,7 @@ func runBinaryEnv(t *testing.T, env []string, args ...string) result {
 	ctx, cancel := context.WithTimeout(t.Context(), checkTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, harness.Binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -413,7 +332,7 @@ func runBinaryEnv(t *testing.T, env []string, args ...string) result {
 // what the first printed.
 //
 // An empty cfgFile checks the default locations under the root.
-func check(t *testing.T, root, cfgFile string, extra ...string) (int, Report) {
+func check(t *testing.T, root, cfgFile string, extra ...string) (int, harness.Report) {
 	t.Helper()
 	args := []string{"check", "--root", root, "--format", "json"}
 	if cfgFile != "" {
@@ -433,7 +352,7 @@ func check(t *testing.T, root, cfgFile string, extra ...string) (int, Report) {
 	if r.exit != 0 && r.exit != 1 {
 		t.Fatalf("drift-monitor %s: exit %d, want 0 or 1\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), r.exit, r.stderr, r.stdout)
 	}
-	var rep Report
+	var rep harness.Report
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	if err := dec.Decode(&rep); err != nil {
 		t.Fatalf("check output is not a JSON report: %v\nstdout:\n%s", err, r.stdout)
@@ -449,7 +368,7 @@ func check(t *testing.T, root, cfgFile string, extra ...string) (int, Report) {
 	}
 	for _, it := range append(slices.Clone(rep.Drift), rep.Notices...) {
 		if err := itemProblem(it, root); err != nil {
-			t.Errorf("item %+v: %v", it.key(), err)
+			t.Errorf("item %+v: %v", keyOf(it), err)
 		}
 	}
 	assertNoRoot(t, "JSON output (outside its \"root\" field)", stripRootField(t, r.stdout), root)
@@ -474,7 +393,7 @@ func cacheEntry(t *testing.T, dir string) os.FileInfo {
 }
 
 // itemProblem reports what an item lacks of the contract.
-func itemProblem(it Item, root string) error {
+func itemProblem(it harness.Item, root string) error {
 	switch {
 	case it.Kind == "" || it.Entry == "" || it.Message == "":
 		return errors.New("kind, entry and message are required")
@@ -515,7 +434,7 @@ func assertNoRoot(t *testing.T, what, out, root string) {
 }
 
 // wantDrift asserts exit status 1 and exactly the drifts want.
-func wantDrift(t *testing.T, root string, exit int, rep Report, want []key) {
+func wantDrift(t *testing.T, root string, exit int, rep harness.Report, want []key) {
 	t.Helper()
 	sortKeys(want)
 	if diff := cmp.Diff(want, keys(rep.Drift)); diff != "" {
@@ -527,7 +446,7 @@ func wantDrift(t *testing.T, root string, exit int, rep Report, want []key) {
 }
 
 // wantClean asserts exit status 0 and no drift.
-func wantClean(t *testing.T, root string, exit int, rep Report) {
+func wantClean(t *testing.T, root string, exit int, rep harness.Report) {
 	t.Helper()
 	if exit != 0 || len(rep.Drift) != 0 {
 		t.Errorf("exit %d with drift %v, want exit 0 and no drift\nreport:\n%s\nroot:\n%s", exit, keys(rep.Drift), pretty(rep), describeTree(root))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"sigs.k8s.io/yaml"
 )
 
@@ -15,11 +16,7 @@ import (
 // TestRealConfigs keeps the two equal).
 func realConfigs(t *testing.T) []string {
 	t.Helper()
-	mod, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(mod, "internal/desired/testdata/real-configs")
+	dir := harness.Repo(t, "internal/desired/testdata/real-configs")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -90,28 +91,11 @@ func mustReadlink(t *testing.T, p string) string {
 	return s
 }
 
-// ReconcileReport is what `drift-monitor reconcile --format json` prints.
-type ReconcileReport struct {
-	DryRun    bool `json:"dry_run"`
-	Clean     bool `json:"clean"`
-	Repaired  []Action
-	Refused   []Action `json:"not_repaired"`
-	Remaining []Item   `json:"remaining"`
-}
-
-// Action is one entry's repair.
-type Action struct {
-	Entry   string   `json:"entry"`
-	Path    string   `json:"path"`
-	Done    []string `json:"done"`
-	Problem string   `json:"problem"`
-}
-
-func reconcileRoot(t *testing.T, root, cfg string, extra ...string) (int, ReconcileReport) {
+func reconcileRoot(t *testing.T, root, cfg string, extra ...string) (int, harness.ReconcileReport) {
 	t.Helper()
 	args := append([]string{"reconcile", "--root", root, "--config", cfg, "--format", "json"}, extra...)
 	r := runBinary(t, args...)
-	var rep ReconcileReport
+	var rep harness.ReconcileReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("drift-monitor %s: exit %d, output is not a JSON report: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.exit, err, r.stdout, r.stderr)
 	}
@@ -255,7 +239,7 @@ func TestReconcileNeverPrintsSecrets(t *testing.T) {
 
 // actionPaths lists what a report repaired and refused, as "path: repaired"
 // or "path: refused".
-func actionPaths(rep ReconcileReport) []string {
+func actionPaths(rep harness.ReconcileReport) []string {
 	var out []string
 	for _, a := range rep.Repaired {
 		out = append(out, a.Path+": repaired")

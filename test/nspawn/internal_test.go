@@ -97,46 +97,6 @@ func TestJournalArgs(t *testing.T) {
 	}
 }
 
-func TestPoll(t *testing.T) {
-	t.Run("holds after a few tries", func(t *testing.T) {
-		n := 0
-		res, obs := poll(time.Now().Add(10*time.Second), nil, func() (bool, string) {
-			n++
-			return n == 3, fmt.Sprintf("try %d", n)
-		})
-		if res != pollOK || obs != "try 3" {
-			t.Errorf("poll = %v, %q; want pollOK, \"try 3\"", res, obs)
-		}
-	})
-	t.Run("times out with the last observation", func(t *testing.T) {
-		n := 0
-		res, obs := poll(time.Now().Add(50*time.Millisecond), nil, func() (bool, string) {
-			n++
-			return false, fmt.Sprintf("try %d", n)
-		})
-		if res != pollTimedOut || obs != fmt.Sprintf("try %d", n) || n < 2 {
-			t.Errorf("poll = %v, %q after %d tries; want pollTimedOut with the last of several tries", res, obs, n)
-		}
-	})
-	t.Run("checks once more after the deadline", func(t *testing.T) {
-		start := time.Now()
-		res, _ := poll(start.Add(30*time.Millisecond), nil, func() (bool, string) {
-			return time.Since(start) >= 30*time.Millisecond, ""
-		})
-		if res != pollOK {
-			t.Errorf("poll = %v, want pollOK: the condition held at the deadline", res)
-		}
-	})
-	t.Run("ends when the container stops", func(t *testing.T) {
-		stop := make(chan struct{})
-		close(stop)
-		res, obs := poll(time.Now().Add(10*time.Second), stop, func() (bool, string) { return false, "still no" })
-		if res != pollExited || obs != "still no" {
-			t.Errorf("poll = %v, %q; want pollExited, \"still no\"", res, obs)
-		}
-	})
-}
-
 // fatalTB records Fatalf instead of ending the test.
 type fatalTB struct {
 	testing.TB

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // Bounds on every wait the harness does on its own behalf.
@@ -117,17 +119,17 @@ func Boot(t testing.TB, opts Options) *Machine {
 	}()
 
 	deadline := start.Add(timeout)
-	res, obs := poll(deadline, m.exited, func() (bool, string) {
+	res, obs := harness.Await(harness.Waiting{Timeout: time.Until(deadline), Stop: m.exited}, func() (bool, string) {
 		pid, obs := findInit(m.cmd.Process.Pid)
 		m.InitPID = pid
 		return pid != 0, obs
 	})
-	if res != pollOK {
+	if res != harness.Held {
 		m.bootFailed(t, res, timeout, "the container's init process", obs)
 	}
 
 	var state string
-	res, obs = poll(deadline, m.exited, func() (bool, string) {
+	res, obs = harness.Await(harness.Waiting{Timeout: time.Until(deadline), Stop: m.exited}, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), stateQueryTimeout)
 		defer cancel()
 		// is-system-running exits non-zero for every state but "running",
@@ -140,7 +142,7 @@ func Boot(t testing.TB, opts Options) *Machine {
 		}
 		return false, fmt.Sprintf("systemctl is-system-running: %q (%v, stderr %q)", state, err, strings.TrimSpace(errOut))
 	})
-	if res != pollOK || state == "maintenance" {
+	if res != harness.Held || state == "maintenance" {
 		m.bootFailed(t, res, timeout, "systemctl is-system-running to answer running or degraded", obs)
 	}
 	m.BootTime = time.Since(start)
@@ -228,13 +230,13 @@ func nspawnCommand(ctx context.Context, cg *cgroups, args []string) *exec.Cmd {
 }
 
 // bootFailed fails the test after a boot that did not reach its goal.
-func (m *Machine) bootFailed(t testing.TB, res pollResult, timeout time.Duration, what, last string) {
+func (m *Machine) bootFailed(t testing.TB, res harness.Outcome, timeout time.Duration, what, last string) {
 	t.Helper()
 	why := fmt.Sprintf("did not boot within %v: no %s", timeout, what)
 	switch res {
-	case pollExited:
+	case harness.Stopped:
 		why = fmt.Sprintf("systemd-nspawn exited (%v) while waiting for %s", m.exitErr(), what)
-	case pollOK:
+	case harness.Held:
 		why = fmt.Sprintf("boot ended in %s", last)
 	}
 	t.Fatalf("nspawn.Boot %s: %s; last observation: %s\n%s", m.Name, why, last, m.logTail(150))

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // Sysroot initialises a sysroot for the OS "testos", commits a minimal tree
@@ -22,12 +24,7 @@ import (
 // is skipped, or fails when CI=true.
 func Sysroot(t testing.TB, deploys ...[]string) string {
 	t.Helper()
-	if _, err := exec.LookPath("ostree"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ostree is not installed (apt-get install ostree)")
-		}
-		t.Skip("ostree is not installed")
-	}
+	harness.RequireTools(t, "ostree")
 	dir := t.TempDir()
 	sysroot, tree := filepath.Join(dir, "sysroot"), filepath.Join(dir, "tree")
 	for p, content := range map[string]string{

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/introspect"
 	"github.com/godbus/dbus/v5/prop"
@@ -46,7 +47,7 @@ func systemBusConfig(t *testing.T, sock, policy string) string {
 	const systemConf = "/usr/share/dbus-1/system.conf"
 	b, err := os.ReadFile(systemConf)
 	if err != nil {
-		unavailable(t, "no system bus configuration: %v (Debian package dbus)", err)
+		harness.Unavailable(t, "no system bus configuration: %v (Debian package dbus)", err)
 	}
 	conf := string(b)
 	for _, re := range []string{
@@ -70,51 +71,12 @@ func systemBusConfig(t *testing.T, sock, policy string) string {
 	return conf[:i] + "  <listen>unix:path=" + sock + "</listen>\n  <include>" + policy + "</include>\n" + conf[i:]
 }
 
-// startBus runs dbus-daemon with the shipped policy and returns its address.
-func startBus(t *testing.T, dir string) string {
+// startBus runs a private dbus-daemon configured as the system bus, with
+// the shipped policy, and returns its address.
+func startBus(t *testing.T) string {
 	t.Helper()
-	policy := filepath.Join(repoRoot(t), "packaging/org.driftmonitor.DriftMonitor1.conf")
-	conf := filepath.Join(dir, "bus.conf")
-	if err := os.WriteFile(conf, []byte(systemBusConfig(t, filepath.Join(dir, "bus.sock"), policy)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--print-address")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() && stderr.Len() > 0 {
-			t.Logf("dbus-daemon's stderr:\n%s", stderr.String())
-		}
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			addr <- strings.TrimSpace(sc.Text())
-		}
-		close(addr)
-	}()
-	select {
-	case a, ok := <-addr:
-		if !ok || !strings.Contains(a, filepath.Join(dir, "bus.sock")) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("dbus-daemon --config-file=%s did not start on our socket (address %q):\n%s", conf, a, stderr.String())
-		}
-		return a
-	case <-time.After(10 * time.Second):
-		t.Fatalf("dbus-daemon did not print its address within 10s:\n%s", stderr.String())
-		return ""
-	}
+	policy := harness.Repo(t, "packaging/org.driftmonitor.DriftMonitor1.conf")
+	return harness.PrivateBus(t, func(sock string) string { return systemBusConfig(t, sock, policy) })
 }
 
 // stubDaemon exports what drift-monitor exports, on the interface and
@@ -155,11 +117,7 @@ func (m stubMethods) GetMetrics() (string, *dbus.Error) { m.s.count("GetMetrics"
 // exportStub connects as root, exports the stub and takes the bus name.
 func exportStub(t *testing.T, addr string) (*dbus.Conn, *stubDaemon) {
 	t.Helper()
-	conn, err := dbus.Connect(addr)
-	if err != nil {
-		t.Fatalf("root connecting to the private bus: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := harness.DialBus(t, addr)
 	s := &stubDaemon{calls: map[string]int{}}
 	if err := conn.Export(stubMethods{s}, dbusapi.Path, dbusapi.Interface); err != nil {
 		t.Fatal(err)
@@ -272,8 +230,7 @@ func busClient(addr string) int {
 // TestBusPolicy checks packaging/org.driftmonitor.DriftMonitor1.conf on a
 // private dbus-daemon configured like the system bus.
 func TestBusPolicy(t *testing.T) {
-	requireRoot(t, "running a client as another user")
-	requireTools(t, "dbus-daemon")
+	harness.RequireRoot(t, "running a client as another user")
 	t.Parallel()
 	// Readable by nobody: the socket and a copy of this test binary.
 	dir, err := os.MkdirTemp("", "dm-buspolicy-")
@@ -284,16 +241,11 @@ func TestBusPolicy(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	addr := startBus(t, dir)
+	addr := startBus(t)
 	conn, stub := exportStub(t, addr)
 
 	t.Run("root", func(t *testing.T) {
-		root, err := dbus.Connect(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer root.Close()
-		got := attempts(root)
+		got := attempts(harness.DialBus(t, addr))
 		want := map[string]string{
 			"own the name":            "reply 3", // already owned by the stub: allowed, but taken
 			"Check":                   outcomeOK,

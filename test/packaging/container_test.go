@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
 )
 
@@ -95,12 +95,21 @@ func (b *box) mark() uint64 {
 
 func realtime(t *testing.T, e map[string]any) uint64 {
 	t.Helper()
+	v, err := realtimeOf(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// realtimeOf is when journald received the entry, in µs since the epoch.
+func realtimeOf(e map[string]any) (uint64, error) {
 	s, _ := e["__REALTIME_TIMESTAMP"].(string)
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		t.Fatalf("journal entry without a realtime timestamp: %v", e)
+		return 0, fmt.Errorf("journal entry without a realtime timestamp: %v", e)
 	}
-	return v
+	return v, nil
 }
 
 // journalMatches selects the service's records with MESSAGE_ID id and
@@ -110,65 +119,60 @@ func journalMatches(id string, fields []string) []string {
 	return append([]string{"_SYSTEMD_UNIT=" + service, "MESSAGE_ID=" + id}, fields...)
 }
 
-// since keeps the entries logged after mark.
-func since(t *testing.T, mark uint64, entries []map[string]any) []map[string]any {
-	var kept []map[string]any
+// recordsSince is the service's records logged after mark, oldest first, as
+// harness.Records: they span the restarts an upgrade makes, which one
+// invocation's records would not.
+type recordsSince struct {
+	b    *box
+	mark uint64
+}
+
+func (r recordsSince) Records() ([]harness.Record, error) {
+	out, errOut, err := r.b.Run(r.b.ctx, "journalctl", "-o", "json", "--all", "--no-pager", "-q", "_SYSTEMD_UNIT="+service)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, errOut)
+	}
+	entries, err := nspawn.JournalEntries(out)
+	if err != nil {
+		return nil, err
+	}
+	var rs []harness.Record
 	for _, e := range entries {
-		if realtime(t, e) > mark {
-			kept = append(kept, e)
+		at, err := realtimeOf(e)
+		if err != nil {
+			return nil, err
+		}
+		if at > r.mark {
+			rs = append(rs, harness.JournalRecord(e))
 		}
 	}
-	return kept
+	return rs, nil
 }
 
 // records returns the service's journal records since mark that carry
-// MESSAGE_ID id and the given fields.
-func (b *box) records(mark uint64, id string, fields ...string) []map[string]any {
+// MESSAGE_ID id and the given fields, once journald has stored all it got.
+func (b *box) records(mark uint64, id string, fields map[string]string) []harness.Record {
 	b.t.Helper()
-	return since(b.t, mark, b.Journal(b.t, "", journalMatches(id, fields)...))
+	b.MustRun(b.t, "journalctl", "--sync")
+	rs, err := recordsSince{b, mark}.Records()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return harness.Select(rs, 0, len(rs), id, fields)
 }
 
 // waitRecord waits for a record since mark with MESSAGE_ID id and fields.
-func (b *box) waitRecord(mark uint64, id string, fields ...string) map[string]any {
+func (b *box) waitRecord(mark uint64, id string, fields map[string]string) harness.Record {
 	b.t.Helper()
-	var found map[string]any
-	b.WaitFor(b.t, waitTimeout, fmt.Sprintf("a journal record %s %q", id, fields), func() (bool, string) {
-		args := append([]string{"journalctl", "-o", "json", "--all", "--no-pager", "-q"}, journalMatches(id, fields)...)
-		out, errOut, err := b.Run(b.ctx, args...)
-		if err != nil {
-			return false, fmt.Sprintf("%v: %s", err, errOut)
-		}
-		entries, err := nspawn.JournalEntries(out)
-		if err != nil {
-			return false, err.Error()
-		}
-		entries = since(b.t, mark, entries)
-		if len(entries) == 0 {
-			return false, "no such record yet"
-		}
-		found = entries[0]
-		return true, ""
-	})
-	return found
-}
-
-// statusJSON is what `drift-monitor status --format json` prints, in part.
-type statusJSON struct {
-	State      string `json:"state"`
-	Status     string `json:"status"`
-	Version    string `json:"version"`
-	Inhibitors []struct {
-		Who string `json:"who"`
-		Why string `json:"why"`
-		PID int    `json:"pid"`
-	} `json:"inhibitors"`
+	r, _ := harness.WaitRecord(b.t, b.Waiting(waitTimeout), recordsSince{b, mark}, 0, id, fields)
+	return r
 }
 
 // status asks the running daemon over the container's system bus.
-func (b *box) status() statusJSON {
+func (b *box) status() harness.StatusReport {
 	b.t.Helper()
 	out, errOut, err := b.Run(b.ctx, "drift-monitor", "status", "--format", "json")
-	var s statusJSON
+	var s harness.StatusReport
 	if jerr := json.Unmarshal([]byte(out), &s); jerr != nil {
 		b.t.Fatalf("drift-monitor status --format json: %v, %v\n%s%s", err, jerr, out, errOut)
 	}
@@ -245,8 +249,8 @@ func TestRPMInSystemd(t *testing.T) {
 			t.Errorf("desired.d directories:\n%swant\n%s", modes, want)
 		}
 		// %post updated the journal's catalog database.
-		if cat := b.MustRun(t, "journalctl", "--list-catalog", journal.MsgDriftDetected); !strings.Contains(cat, "Configuration drift") {
-			t.Errorf("journalctl --list-catalog %s: %q", journal.MsgDriftDetected, cat)
+		if cat := b.MustRun(t, "journalctl", "--list-catalog", harness.MsgDriftDetected); !strings.Contains(cat, "Configuration drift") {
+			t.Errorf("journalctl --list-catalog %s: %q", harness.MsgDriftDetected, cat)
 		}
 	})
 	if t.Failed() {
@@ -281,14 +285,14 @@ func TestRPMInSystemd(t *testing.T) {
 		from := b.mark()
 		b.write(samplePath, "tampered\n")
 		b.waitStatus("Drift: 1 path differs (/etc/sample.conf: content)")
-		rec := b.waitRecord(from, journal.MsgDriftDetected, "DRIFT_PATH="+samplePath)
+		rec := b.waitRecord(from, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": samplePath})
 		if rec["DRIFT_KIND"] != "content" {
 			t.Errorf("drift record: DRIFT_KIND %v, want content", rec["DRIFT_KIND"])
 		}
 		// journalctl -x explains the record from the installed catalog.
 		// (The only drift of this path so far: no need to select by time.)
 		explained := b.MustRun(t, append([]string{"journalctl", "-x", "--no-pager"},
-			journalMatches(journal.MsgDriftDetected, []string{"DRIFT_PATH=" + samplePath})...)...)
+			journalMatches(harness.MsgDriftDetected, []string{"DRIFT_PATH=" + samplePath})...)...)
 		t.Logf("journalctl -x:\n%s", explained)
 		for _, want := range []string{
 			"Subject: Configuration drift: /etc/sample.conf (content)",
@@ -305,7 +309,7 @@ func TestRPMInSystemd(t *testing.T) {
 		from = b.mark()
 		b.write(samplePath, sampleWanted)
 		b.waitStatus("No drift")
-		b.waitRecord(from, journal.MsgDriftResolved, "DRIFT_PATH="+samplePath)
+		b.waitRecord(from, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": samplePath})
 	})
 	if t.Failed() {
 		return
@@ -358,7 +362,7 @@ func TestRPMInSystemd(t *testing.T) {
 			t.Errorf("MainPID %s before the upgrade, %s after: the daemon was not restarted", oldPID, newPID)
 		}
 		b.waitStatus("Inhibited by")
-		var s statusJSON
+		var s harness.StatusReport
 		b.WaitFor(t, waitTimeout, "the new daemon on the bus", func() (bool, string) {
 			s = b.status()
 			return s.Version == ver+"-2", fmt.Sprintf("%+v", s)
@@ -381,10 +385,10 @@ func TestRPMInSystemd(t *testing.T) {
 				}
 			}
 		}
-		if got := b.records(from, journal.MsgDriftDetected); len(got) != 0 {
+		if got := b.records(from, harness.MsgDriftDetected, nil); len(got) != 0 {
 			t.Errorf("drift reported during the inhibited transition: %v", got)
 		}
-		if got := b.records(from, journal.MsgStarted); len(got) != 1 {
+		if got := b.records(from, harness.MsgStarted, nil); len(got) != 1 {
 			t.Errorf("%d start records since the upgrade began, want 1 (the restart)", len(got))
 		}
 
@@ -393,8 +397,8 @@ func TestRPMInSystemd(t *testing.T) {
 		b.write(samplePath, sampleWanted)
 		b.MustRun(t, "systemctl", "stop", "dm-holder-cli", "dm-holder-sh")
 		b.waitStatus("No drift")
-		b.waitRecord(from, journal.MsgResumed)
-		if got := b.records(from, journal.MsgDriftDetected); len(got) != 0 {
+		b.waitRecord(from, harness.MsgResumed, nil)
+		if got := b.records(from, harness.MsgDriftDetected, nil); len(got) != 0 {
 			t.Errorf("drift reported after the transition: %v", got)
 		}
 	})
@@ -416,7 +420,7 @@ func TestRPMInSystemd(t *testing.T) {
 		if got := b.prop(service, "LoadState"); got != "not-found" {
 			t.Errorf("after erase: LoadState %q, want not-found (unit removed, manager reloaded)", got)
 		}
-		b.waitRecord(from, journal.MsgStopping)
+		b.waitRecord(from, harness.MsgStopping, nil)
 		left := b.sh(`for p in /usr/bin/drift-monitor /usr/lib/systemd/system/drift-monitor.service \
   /etc/systemd/system/multi-user.target.wants/drift-monitor.service \
   /usr/lib/systemd/system/drift-monitor-adopt.service \
@@ -433,8 +437,8 @@ done`)
 		if _, _, err := b.Run(ctx, "test", "-f", sampleConfig); err != nil {
 			t.Errorf("rpm -e removed the administrator's %s", sampleConfig)
 		}
-		if cat := b.value("journalctl", "--list-catalog", journal.MsgDriftDetected); strings.Contains(cat, "Configuration drift") {
-			t.Errorf("the catalog still explains %s after the erase", journal.MsgDriftDetected)
+		if cat := b.value("journalctl", "--list-catalog", harness.MsgDriftDetected); strings.Contains(cat, "Configuration drift") {
+			t.Errorf("the catalog still explains %s after the erase", harness.MsgDriftDetected)
 		}
 	})
 	if t.Failed() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -14,7 +15,7 @@ import (
 // journal.CatalogText(), so that journalctl -x explains every record the
 // daemon emits with the text the code has.
 func TestCatalogIsGenerated(t *testing.T) {
-	got, err := os.ReadFile(filepath.Join(repoRoot(t), "packaging/drift-monitor.catalog"))
+	got, err := os.ReadFile(filepath.Join(harness.Repo(t, ""), "packaging/drift-monitor.catalog"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +32,8 @@ func TestCatalogIsGenerated(t *testing.T) {
 // TestGeneratedFilesUpToDate runs the generator in check mode: the catalog
 // and the man page's MESSAGE_ID list are what it would write.
 func TestGeneratedFilesUpToDate(t *testing.T) {
-	requireTools(t, "go")
-	out, err := runStatus(repoRoot(t), "go", "run", "./tools/gencatalog", "-check")
+	harness.RequireTools(t, "go")
+	out, err := runStatus(harness.Repo(t, ""), "go", "run", "./tools/gencatalog", "-check")
 	if err != nil {
 		t.Errorf("go run ./tools/gencatalog -check: %v\n%s", err, out)
 	}

@@ -13,14 +13,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // buildTimeout bounds one `make rpm` (a cold Go build cache takes minutes on
 // a small machine; a warm one takes seconds).
 const buildTimeout = 8 * time.Minute
 
-// work is a directory for what tests of this binary share (built RPMs and
-// binaries), removed when they are done.
+// work is a directory for what tests of this binary share (built RPMs),
+// removed when they are done.
 var work string
 
 func TestMain(m *testing.M) {
@@ -32,51 +34,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := harness.Run(m)
 	os.RemoveAll(work)
 	os.Exit(code)
-}
-
-// repoRoot is the repository's top directory (this package is test/packaging).
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(filepath.Dir(wd))
-	if _, err := os.Stat(filepath.Join(root, "drift-monitor.spec")); err != nil {
-		t.Fatalf("no drift-monitor.spec in %s: %v", root, err)
-	}
-	return root
-}
-
-// unavailable skips the test with the reason, or fails it when CI=true.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	why := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true: not skipping)", why)
-	}
-	t.Skipf("skipping: %s (with CI=true this fails instead)", why)
-}
-
-// requireTools skips (or with CI=true fails) unless every tool is on PATH.
-func requireTools(t testing.TB, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			unavailable(t, "%s is not on PATH", tool)
-		}
-	}
-}
-
-// requireRoot skips (or with CI=true fails) unless the test runs as root.
-func requireRoot(t testing.TB, why string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		unavailable(t, "%s needs root", why)
-	}
 }
 
 // run runs a command and returns its standard output, failing the test with
@@ -98,7 +58,7 @@ func run(t testing.TB, dir string, name string, args ...string) string {
 // version is the package version, from the file VERSION.
 func version(t testing.TB) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "VERSION"))
+	b, err := os.ReadFile(filepath.Join(harness.Repo(t, ""), "VERSION"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,13 +85,13 @@ var (
 // the build fails or does not produce the SRPM and the binary RPM.
 func buildRPM(t testing.TB, release int) *built {
 	t.Helper()
-	requireTools(t, "make", "rpmbuild", "rpmspec", "rpm", "go", "git", "tar", "gzip")
+	harness.RequireTools(t, "make", "rpmbuild", "rpmspec", "rpm", "go", "git", "tar", "gzip")
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if b, ok := builds[release]; ok {
 		return b
 	}
-	root := repoRoot(t)
+	root := harness.Repo(t, "")
 	topdir := filepath.Join(work, "rpm-"+strconv.Itoa(release))
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
@@ -174,30 +134,6 @@ func goarchToRPM(goarch string) string {
 		return "aarch64"
 	}
 	return goarch
-}
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// binary builds ./cmd/drift-monitor once per test binary and returns its path.
-func binary(t testing.TB) string {
-	t.Helper()
-	root := repoRoot(t)
-	binOnce.Do(func() {
-		binPath = filepath.Join(work, "drift-monitor")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/drift-monitor")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/drift-monitor: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
 }
 
 // tail returns the last n lines of s.

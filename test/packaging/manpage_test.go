@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 const manPage = "packaging/drift-monitor.8"
@@ -16,15 +17,15 @@ const manPage = "packaging/drift-monitor.8"
 // lines long enough that an option and its argument stay on one line.
 func renderMan(t *testing.T) string {
 	t.Helper()
-	requireTools(t, "groff")
-	return run(t, repoRoot(t), "groff", "-man", "-Tascii", "-P-cbou", "-rHY=0", "-rLL=250n", manPage)
+	harness.RequireTools(t, "groff")
+	return run(t, harness.Repo(t, ""), "groff", "-man", "-Tascii", "-P-cbou", "-rHY=0", "-rLL=250n", manPage)
 }
 
 // TestManPageLint: groff reads the page without a warning, and its header
 // names the package's version.
 func TestManPageLint(t *testing.T) {
-	requireTools(t, "groff")
-	root := repoRoot(t)
+	harness.RequireTools(t, "groff")
+	root := harness.Repo(t, "")
 	if out, err := runStatus(root, "groff", "-man", "-ww", "-z", manPage); err != nil || out != "" {
 		t.Errorf("groff -man -ww -z %s: %v\n%s", manPage, err, out)
 	}
@@ -49,7 +50,7 @@ var commandLine = regexp.MustCompile(`^\s+drift-monitor ([a-z][a-z-]*)`)
 // subsection in COMMANDS that names every flag its --help prints, with the
 // flag's argument, and the synopsis names every command.
 func TestManPageCoversCLI(t *testing.T) {
-	bin := binary(t)
+	bin := harness.Binary(t)
 	text := renderMan(t)
 	lines := strings.Split(text, "\n")
 	synopsis := section(lines, "SYNOPSIS", "")

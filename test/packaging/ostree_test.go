@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // The package on rpm-ostree (Fedora CoreOS, RHEL CoreOS, bootc images):
@@ -79,8 +79,8 @@ type rootfs struct {
 // is a read-only overlay mount (root only), removed at the end of the test.
 func newRootfs(t *testing.T, rpmFile string) *rootfs {
 	t.Helper()
-	requireRoot(t, "mounting the rootfs's overlay /usr")
-	requireTools(t, "rpm", "mount", "umount")
+	harness.RequireRoot(t, "mounting the rootfs's overlay /usr")
+	harness.RequireTools(t, "rpm", "mount", "umount")
 	base := t.TempDir()
 	r := &rootfs{Dir: filepath.Join(base, "root"), Stage: filepath.Join(base, "stage")}
 	unpackRPM(t, rpmFile, r.Stage)
@@ -145,7 +145,7 @@ type sandboxResult struct {
 // to the journal, the error stream at priority err).
 func runInSandbox(t *testing.T, r *rootfs, s scriptlet, arg string) sandboxResult {
 	t.Helper()
-	requireTools(t, "bwrap")
+	harness.RequireTools(t, "bwrap")
 	args := []string{
 		"--dev", "/dev", "--proc", "/proc", "--dir", "/run", "--dir", "/tmp", "--chdir", "/",
 		"--die-with-parent", "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--unshare-cgroup-try",
@@ -280,7 +280,7 @@ func TestRPMScriptletsSandboxIsStrict(t *testing.T) {
 // did there, as /usr/etc) into a real ostree sysroot, deploys it, adds an
 // administrator's config, and deploys the next release over it.
 func TestRPMInOstreeDeployment(t *testing.T) {
-	requireTools(t, "ostree", "journalctl", "chattr")
+	harness.RequireTools(t, "ostree", "journalctl", "chattr")
 	r1, r2 := buildRPM(t, 1), buildRPM(t, 2)
 	sysroot := filepath.Join(t.TempDir(), "sysroot")
 	// ostree makes each deployment's top directory immutable; removing the
@@ -431,9 +431,9 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 			})
 		}
 		run(t, "", "journalctl", "--root="+booted, "--update-catalog")
-		cat := run(t, "", "journalctl", "--root="+booted, "--list-catalog", journal.MsgDriftDetected)
+		cat := run(t, "", "journalctl", "--root="+booted, "--list-catalog", harness.MsgDriftDetected)
 		if !strings.Contains(cat, "Configuration drift") {
-			t.Errorf("the deployment's catalog does not explain %s: %q", journal.MsgDriftDetected, cat)
+			t.Errorf("the deployment's catalog does not explain %s: %q", harness.MsgDriftDetected, cat)
 		}
 	})
 	if t.Failed() {

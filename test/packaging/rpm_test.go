@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -161,14 +162,14 @@ func TestRPMSources(t *testing.T) {
 			t.Errorf("%s holds build output or git data: %s", filepath.Base(b.Tarball), n)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(repoRoot(t), "vendor")); err == nil {
+	if _, err := os.Stat(filepath.Join(harness.Repo(t, ""), "vendor")); err == nil {
 		t.Errorf("the repository has a vendor/ directory: it belongs in the tarball only")
 	}
 	// The build ran offline: no network namespace means no network at all.
 	if !strings.Contains(b.Log, "GOPROXY=off") {
 		t.Errorf("the build log does not show GOPROXY=off:\n%s", tail(b.Log, 40))
 	}
-	if strings.Contains(b.Log, "cannot unshare the network") && os.Getenv("CI") == "true" {
+	if strings.Contains(b.Log, "cannot unshare the network") && harness.OnCI() {
 		t.Errorf("make rpm could not build without a network:\n%s", tail(b.Log, 40))
 	}
 }
@@ -176,7 +177,7 @@ func TestRPMSources(t *testing.T) {
 // TestRPMMetadata checks the package's tags and scriptlets.
 func TestRPMMetadata(t *testing.T) {
 	b := buildRPM(t, 1)
-	root := repoRoot(t)
+	root := harness.Repo(t, "")
 	ver := version(t)
 	if got := run(t, root, "rpmspec", "-q", "--srpm", "--qf", "%{version}", "drift-monitor.spec"); got != ver {
 		t.Errorf("the spec's Version is %q, VERSION says %q", got, ver)
@@ -223,9 +224,9 @@ var rpmlintFinding = regexp.MustCompile(`^(\S+?)(?::\d+)?: ([EW]): (\S+)`)
 // TestRPMLint runs rpmlint on the spec, the SRPM and the RPM: no errors, and
 // every warning that remains is explained in the spec's header comment.
 func TestRPMLint(t *testing.T) {
-	requireTools(t, "rpmlint")
+	harness.RequireTools(t, "rpmlint")
 	b := buildRPM(t, 1)
-	root := repoRoot(t)
+	root := harness.Repo(t, "")
 	out, _ := runStatus(root, "rpmlint", "-c", "packaging/rpmlint.toml", "drift-monitor.spec", b.SRPM, b.RPM)
 	t.Logf("rpmlint:\n%s", out)
 	spec, err := os.ReadFile(filepath.Join(root, "drift-monitor.spec"))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"sigs.k8s.io/yaml"
 )
 
@@ -188,8 +189,8 @@ func httpGet(url string) (string, error) {
 // the shipped rules) and Alertmanager; restoring the file resolves it. The
 // daemon's real textfile passes `promtool check metrics`.
 func TestDriftAlertChain(t *testing.T) {
-	requireTools(t, "promtool", "prometheus", "prometheus-node-exporter", "prometheus-alertmanager")
-	bin := buildBinary(t)
+	harness.RequireTools(t, "promtool", "prometheus", "prometheus-node-exporter", "prometheus-alertmanager")
+	bin := harness.Binary(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
 

@@ -8,34 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// privateBus runs a dbus-daemon of the system type on a socket in dir and
-// returns its address. Its policy is permissive: the shipped policy's
-// GetMetrics rule is the packaging tier's to test.
-func privateBus(t *testing.T, dir string) string {
-	t.Helper()
-	requireTools(t, "dbus-daemon")
-	sock := filepath.Join(dir, "system_bus_socket")
-	conf := filepath.Join(dir, "bus.conf")
-	writeFile(t, conf, `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=`+sock+`</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_destination="*"/>
-    <allow receive_sender="*"/>
-  </policy>
-</busconfig>
-`, 0o644)
-	p := start(t, dir, "dbus-daemon", "dbus-daemon", "--config-file="+conf, "--nofork")
-	waitFor(t, chainTimeout, "the private bus's socket", func() bool { _, err := os.Stat(sock); return err == nil }, p)
-	return "unix:path=" + sock
-}
+	"github.com/drift-monitor/drift-monitor/test/harness"
+)
 
 // scrape GETs url and returns the status and body.
 func scrape(url string) (int, string, error) {
@@ -60,11 +35,13 @@ func scrape(url string) (int, string, error) {
 // was drifted when the daemon started, clean once repaired; and what it
 // serves passes `promtool check metrics`.
 func TestMetricsEndpoint(t *testing.T) {
-	requireTools(t, "promtool", "systemd-socket-activate")
-	bin := buildBinary(t)
+	harness.RequireTools(t, "promtool", "systemd-socket-activate")
+	bin := harness.Binary(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
-	bus := privateBus(t, dir)
+	// Permissive: the shipped policy's GetMetrics rule is the packaging
+	// tier's to test.
+	bus := harness.PrivateBus(t, harness.PermissiveBus)
 	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", bus)
 	root, cfg := newHost(t, dir, "server evil.example.com iburst\n")
 

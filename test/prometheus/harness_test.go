@@ -5,90 +5,29 @@
 // textfile collector reading it, Prometheus scraping node_exporter with the
 // shipped rules, and Alertmanager notifying a webhook served by the test.
 //
-// Tests skip with the reason where a component is missing, and fail instead
-// when CI=true.
+// Tests skip with the reason where a component is missing (Debian:
+// prometheus, prometheus-node-exporter, prometheus-alertmanager), and fail
+// instead when CI=true.
 package prometheus
 
 import (
-	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// repoRoot is the repository's top directory (this package is test/prometheus).
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(filepath.Dir(wd))
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("no go.mod in %s: %v", root, err)
-	}
-	return root
-}
+	"github.com/drift-monitor/drift-monitor/test/harness"
+)
 
 func rulesFile(t testing.TB) string {
-	return filepath.Join(repoRoot(t), "packaging", "prometheus", "drift-monitor.rules.yml")
+	return harness.Repo(t, "packaging/prometheus/drift-monitor.rules.yml")
 }
 
-// requireTools skips (or with CI=true fails) unless every tool is on PATH.
-func requireTools(t testing.TB, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			why := fmt.Sprintf("%s not on PATH (Debian: prometheus, prometheus-node-exporter, prometheus-alertmanager)", tool)
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s (CI=true: not skipping)", why)
-			}
-			t.Skipf("skipping: %s (with CI=true this fails instead)", why)
-		}
-	}
-}
-
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// buildBinary builds drift-monitor once for the package's tests.
-func buildBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "dm-prometheus-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "drift-monitor")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/drift-monitor/drift-monitor/cmd/drift-monitor").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building drift-monitor: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binary != "" {
-		os.RemoveAll(filepath.Dir(binary))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(harness.Run(m)) }
 
 // freePort returns a port on 127.0.0.1 nobody listens on now. Another
 // process may take it before the component binds it; the component then
@@ -162,22 +101,14 @@ func tail(b []byte, n int) []byte {
 // a loaded machine) passes; a component that exited meanwhile ends the wait.
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool, procs ...*proc) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
+	harness.Poll(t, harness.Waiting{Timeout: within}, what, func() (bool, string) {
 		for _, p := range procs {
 			if p.exited() {
 				t.Fatalf("waiting for %s: %s exited", what, p.name)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no %s within %s", what, within)
-		case <-tick.C:
-		}
-	}
+		return cond(), "not yet"
+	})
 }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

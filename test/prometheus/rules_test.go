@@ -5,13 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // TestRules: the shipped rules are valid and pass their unit tests
 // (packaging/prometheus/drift-monitor.rules_test.yml), each alert both
 // firing and staying quiet where it should.
 func TestRules(t *testing.T) {
-	requireTools(t, "promtool")
+	harness.RequireTools(t, "promtool")
 	dir := filepath.Dir(rulesFile(t))
 	for _, args := range [][]string{
 		{"check", "rules", "drift-monitor.rules.yml"},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
 )
 
@@ -54,13 +55,11 @@ func TestFirstBootAdoption(t *testing.T) {
 	}
 	boot := func(t *testing.T) *host {
 		m := nspawn.Boot(t, nspawn.Options{
-			BindRO: []nspawn.Mount{
-				{Src: binary, Dst: "/usr/bin/drift-monitor"},
-				{Src: unitFile, Dst: "/usr/lib/systemd/system/" + service},
-				{Src: adoptUnitFile, Dst: "/usr/lib/systemd/system/" + adoptService},
-				{Src: presetFile, Dst: "/usr/lib/systemd/system-preset/" + presetName},
-				{Src: cache, Dst: "/run/ignition.json"},
-			},
+			BindRO: append(daemonBinds(t),
+				nspawn.Mount{Src: harness.Repo(t, "units/"+adoptService), Dst: "/usr/lib/systemd/system/" + adoptService},
+				nspawn.Mount{Src: harness.Repo(t, "packaging/"+presetName), Dst: "/usr/lib/systemd/system-preset/" + presetName},
+				nspawn.Mount{Src: cache, Dst: "/run/ignition.json"},
+			),
 			Bind: []nspawn.Mount{{Src: etcDM, Dst: "/etc/drift-monitor"}},
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -105,14 +104,12 @@ func TestFirstBootAdoption(t *testing.T) {
 		t.Errorf("%s is not ordered after %s: After=%v", service, adoptService, after)
 	}
 	h.inv = h.prop("InvocationID")
-	h.waitRecord(0, msgDriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
+	h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
 	h.waitStatus("Drift: 1 path differs (" + adoptedFile + ": missing)")
 	// The child the cache lists is merged in: it is no notice (check prints
 	// the notices; the daemon's journal has none for any config).
 	out, errOut, err := h.Run(h.ctx, "drift-monitor", "check", "--format", "json")
-	var rep struct {
-		Drift, Notices []struct{ Kind, Path string }
-	}
+	var rep harness.Report
 	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil || len(rep.Drift) != 1 || len(rep.Notices) != 0 {
 		t.Errorf("drift-monitor check on the host: %v (%v), drift %+v and notices %+v; want the one drift, no notice\nstderr:\n%s",
 			err, jerr, rep.Drift, rep.Notices, errOut)

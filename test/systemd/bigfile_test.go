@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // TestLargeFiles proves, under the shipped unit (WatchdogSec=30s), that one
@@ -51,16 +53,16 @@ func TestLargeFiles(t *testing.T) {
 		m := h.mark()
 		start := time.Now()
 		h.sh(`truncate -s 74G "$1" && printf 'tampered\n' >"$2"`, exact, other)
-		h.waitRecordWithin(promptly, m, msgDriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
-		r, _ := h.waitRecordWithin(promptly, m, msgDriftDetected, map[string]string{"DRIFT_PATH": exact, "DRIFT_KIND": "content"})
+		h.waitRecordWithin(promptly, m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
+		r, _ := h.waitRecordWithin(promptly, m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": exact, "DRIFT_KIND": "content"})
 		t.Logf("both drifts reported within %v", time.Since(start).Round(time.Millisecond))
-		if got, want := r.field("DRIFT_GOT"), fmt.Sprintf("%d bytes", int64(74)<<30); got != want {
+		if got, want := r["DRIFT_GOT"], fmt.Sprintf("%d bytes", int64(74)<<30); got != want {
 			t.Errorf("DRIFT_GOT=%q, want %q", got, want)
 		}
 		m = h.mark()
 		h.sh(`printf 'exact\n' >"$1" && printf 'other\n' >"$2"`, exact, other)
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": exact})
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": other})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": exact})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": other})
 		h.waitStatus(clean)
 	})
 
@@ -68,7 +70,7 @@ func TestLargeFiles(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`truncate -s 74G "$1" && printf 'tampered\n' >"$2"`, remote, other)
-		h.waitRecordWithin(promptly, m, msgDriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
+		h.waitRecordWithin(promptly, m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
 		const reading = "Drift: 1 path differs (/etc/other.conf: content); reading 1 large file"
 		h.waitStatus(reading)
 		// The loop answers the watchdog while the 74 GiB are hashed (that
@@ -93,14 +95,14 @@ func TestLargeFiles(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`truncate -s 64M "$1"`, remote) // over what the loop reads itself
-		r, _ := h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": remote, "DRIFT_KIND": "content"})
-		if got, want := r.field("DRIFT_GOT"), fmt.Sprintf("%d bytes", 64<<20); got != want {
+		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": remote, "DRIFT_KIND": "content"})
+		if got, want := r["DRIFT_GOT"], fmt.Sprintf("%d bytes", 64<<20); got != want {
 			t.Errorf("DRIFT_GOT=%q, want %q", got, want)
 		}
 		h.waitStatus("Drift: 1 path differs (/etc/big/remote.bin: content)")
 		m = h.mark()
 		h.sh(`printf 'remote\n' >"$1"`, remote)
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": remote})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": remote})
 		h.waitStatus(clean)
 	})
 

@@ -3,16 +3,15 @@ package systemd_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	godbus "github.com/godbus/dbus/v5"
 )
 
@@ -50,17 +49,7 @@ func (h *host) run(args ...string) (stdout, stderr string, code int) {
 func (h *host) hostBus() *godbus.Conn {
 	h.t.Helper()
 	addr := fmt.Sprintf("unix:path=/proc/%d/root/run/dbus/system_bus_socket", h.InitPID)
-	c, err := godbus.Dial(addr)
-	if err != nil {
-		h.t.Fatalf("dialing %s: %v", addr, err)
-	}
-	h.t.Cleanup(func() { c.Close() })
-	if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		h.t.Fatalf("authenticating on %s: %v", addr, err)
-	}
-	if err := c.Hello(); err != nil {
-		h.t.Fatalf("Hello on %s: %v", addr, err)
-	}
+	c := harness.DialBus(h.t, addr)
 	if !c.SupportsUnixFDs() {
 		h.t.Fatalf("the connection to %s cannot pass file descriptors", addr)
 	}
@@ -324,11 +313,11 @@ func TestBusAPIOnTheSystemBus(t *testing.T) {
 			t.Errorf("root: busctl call Check = %q, want \"bu true 0\"", out)
 		}
 		h.MustRun(t, "busctl", "call", busName, string(busPath), busIface, "Reload")
-		r, _ := h.waitRecord(m, msgReloaded, nil)
-		if !strings.Contains(r.field("MESSAGE"), "reload requested over D-Bus") {
+		r, _ := h.waitRecord(m, harness.MsgReloaded, nil)
+		if !strings.Contains(r["MESSAGE"], "reload requested over D-Bus") {
 			t.Errorf("reloaded record after Reload: %s", r)
 		}
-		if got := h.between(m, h.mark(), msgInhibited, nil); len(got) != 0 {
+		if got := h.between(m, h.mark(), harness.MsgInhibited, nil); len(got) != 0 {
 			t.Errorf("an inhibitor was taken: %s", got[0])
 		}
 	})
@@ -377,8 +366,8 @@ func TestBusAPIOnTheSystemBus(t *testing.T) {
 		fd1 := inhibit("via D-Bus")
 		h.waitStatus("Inhibited by " + first)
 		evs.wait(t, from, recordTimeout, "State inhibited", changed("State", "inhibited"))
-		r, _ := h.waitRecord(m, msgInhibited, map[string]string{"INHIBIT_WHO": "bus-client", "INHIBIT_WHY": "via D-Bus"})
-		t.Logf("inhibited record: %s (INHIBIT_PID=%q)", r.field("MESSAGE"), r.field("INHIBIT_PID"))
+		r, _ := h.waitRecord(m, harness.MsgInhibited, map[string]string{"INHIBIT_WHO": "bus-client", "INHIBIT_WHY": "via D-Bus"})
+		t.Logf("inhibited record: %s (INHIBIT_PID=%q)", r["MESSAGE"], r["INHIBIT_PID"])
 		// The descriptor holds the lock, not the connection.
 		var st syscall.Stat_t
 		if err := syscall.Fstat(int(fd1), &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
@@ -386,7 +375,7 @@ func TestBusAPIOnTheSystemBus(t *testing.T) {
 		}
 
 		fd2 := inhibit("second call")
-		h.waitRecord(m, msgInhibited, map[string]string{"INHIBIT_WHO": "bus-client", "INHIBIT_WHY": "second call"})
+		h.waitRecord(m, harness.MsgInhibited, map[string]string{"INHIBIT_WHO": "bus-client", "INHIBIT_WHY": "second call"})
 		h.WaitFor(t, recordTimeout, "a status line naming both inhibitors", func() (bool, string) {
 			s, err := h.status()
 			return err == nil && strings.HasPrefix(s, "Inhibited by ") && strings.Contains(s, first) && strings.Contains(s, second), fmt.Sprintf("StatusText %q (%v)", s, err)
@@ -399,7 +388,7 @@ func TestBusAPIOnTheSystemBus(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.waitStatus("Inhibited by " + second)
-		if got := h.between(m, h.mark(), msgResumed, nil); len(got) > 0 {
+		if got := h.between(m, h.mark(), harness.MsgResumed, nil); len(got) > 0 {
 			t.Errorf("resumed while the second descriptor is open: %s", got[0])
 		}
 
@@ -414,7 +403,7 @@ func TestBusAPIOnTheSystemBus(t *testing.T) {
 		if took > time.Second {
 			t.Errorf("the inhibitor was released %v after the close, want within a second", took)
 		}
-		h.waitRecord(m, msgResumed, nil)
+		h.waitRecord(m, harness.MsgResumed, nil)
 		h.waitStatus(clean)
 	})
 
@@ -426,7 +415,7 @@ func TestBusAPIOnTheSystemBus(t *testing.T) {
 		}
 		m := h.mark()
 		h.sh(`chmod 0600 /etc/sentinel`)
-		h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": sentinel})
+		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel})
 		h.waitStatus("Drift: 1 path differs (/etc/sentinel: mode)")
 		for _, who := range []struct {
 			name   string

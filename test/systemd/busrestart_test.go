@@ -7,12 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// The records of a lost and a restored bus connection.
-const (
-	msgBusLost     = "68ba40b2f56244cdaa2dee8d2c5b06fa"
-	msgBusRestored = "29e509fc37324813b3c7b972547784a4"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 const (
@@ -132,12 +128,12 @@ func TestBusRestart(t *testing.T) {
 		// The loss itself may come and go before the loop looks (the
 		// events merge); the return is recorded either way.
 		for _, link := range []string{"systemd", "api"} {
-			r, _ := h.waitRecord(m, msgBusRestored, map[string]string{"BUS_LINK": link})
-			t.Logf("restored: %s", r.field("MESSAGE"))
+			r, _ := h.waitRecord(m, harness.MsgBusRestored, map[string]string{"BUS_LINK": link})
+			t.Logf("restored: %s", r["MESSAGE"])
 		}
 		// Everything the loss caused came before the sentinel's record.
 		h.noDriftSince(m, "/etc/systemd/system/"+demoUnit)
-		if got := h.between(m, h.mark(), msgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit}); len(got) > 0 {
+		if got := h.between(m, h.mark(), harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit}); len(got) > 0 {
 			t.Errorf("false drift of %s after the bus restart: %s", demoUnit, got[0])
 		}
 		// Back and idle: nothing left spinning on the old connection.
@@ -151,11 +147,11 @@ func TestBusRestart(t *testing.T) {
 		// Subscribed again: a disable through systemd is seen at once.
 		m = h.mark()
 		h.MustRun(t, "systemctl", "disable", "--quiet", demoUnit)
-		h.waitRecord(m, msgDriftDetected, unitDrift)
+		h.waitRecord(m, harness.MsgDriftDetected, unitDrift)
 		h.waitStatus(disabled)
 		m = h.mark()
 		h.MustRun(t, "systemctl", "enable", "--quiet", demoUnit)
-		h.waitRecord(m, msgDriftResolved, unitDrift)
+		h.waitRecord(m, harness.MsgDriftResolved, unitDrift)
 		h.waitStatus(clean)
 	})
 
@@ -165,7 +161,7 @@ func TestBusRestart(t *testing.T) {
 		// systemctl reaches systemd through its private socket meanwhile.
 		h.MustRun(t, "systemctl", "stop", "dbus.socket", "dbus.service")
 		for _, link := range []string{"systemd", "api"} {
-			h.waitRecord(m, msgBusLost, map[string]string{"BUS_LINK": link})
+			h.waitRecord(m, harness.MsgBusLost, map[string]string{"BUS_LINK": link})
 		}
 		var down string
 		h.WaitFor(t, recordTimeout, "a status line saying the bus is unavailable", func() (bool, string) {
@@ -185,14 +181,14 @@ func TestBusRestart(t *testing.T) {
 		if cpu > idleCPUBound {
 			t.Errorf("the daemon used %v of CPU in %v without a bus, want at most %v: it must wait, not spin", cpu, idleWindow, idleCPUBound)
 		}
-		if got := h.between(m, h.mark(), msgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit}); len(got) > 0 {
+		if got := h.between(m, h.mark(), harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit}); len(got) > 0 {
 			t.Errorf("drift of %s reported while systemd could not be asked: %s", demoUnit, got[0])
 		}
 
 		h.MustRun(t, "systemctl", "start", "dbus.socket", "dbus.service")
-		h.waitRecordWithin(reconnectTimeout, m, msgBusRestored, nil)
+		h.waitRecordWithin(reconnectTimeout, m, harness.MsgBusRestored, nil)
 		// The missed change: enablement is asked again once systemd is back.
-		h.waitRecordWithin(reconnectTimeout, m, msgDriftDetected, unitDrift)
+		h.waitRecordWithin(reconnectTimeout, m, harness.MsgDriftDetected, unitDrift)
 		h.WaitFor(t, reconnectTimeout, "StatusText "+disabled, func() (bool, string) {
 			s, err := h.status()
 			return err == nil && s == disabled, fmt.Sprintf("StatusText %q (%v)", s, err)
@@ -265,17 +261,16 @@ func TestLargeDriftSet(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1; stderr %q", code, errOut)
 			}
-			var rep struct {
-				State          string     `json:"state"`
-				DriftCount     int        `json:"drift_count"`
-				DriftTruncated bool       `json:"drift_truncated"`
-				Drift          []busDrift `json:"drift"`
-			}
+			var rep harness.StatusReport
 			if err := json.Unmarshal([]byte(out), &rep); err != nil {
 				t.Fatalf("status --format json: %v", err)
 			}
-			if rep.State != "drifted" || rep.DriftCount != bigDrift || rep.DriftTruncated || len(rep.Drift) != bigDrift {
-				t.Fatalf("state %q, drift_count %d, drift_truncated %v, %d drift items; want drifted and all %d", rep.State, rep.DriftCount, rep.DriftTruncated, len(rep.Drift), bigDrift)
+			count := -1 // drift_count missing
+			if rep.DriftCount != nil {
+				count = *rep.DriftCount
+			}
+			if rep.State != "drifted" || count != bigDrift || rep.DriftTruncated || len(rep.Drift) != bigDrift {
+				t.Fatalf("state %q, drift_count %d, drift_truncated %v, %d drift items; want drifted and all %d", rep.State, count, rep.DriftTruncated, len(rep.Drift), bigDrift)
 			}
 			for i, d := range rep.Drift {
 				if d.Path != bigPath(i) || d.Kind != "missing" {

@@ -42,14 +42,14 @@ func TestDamagedCacheEntryUnderSystemd(t *testing.T) {
 	h.MustRun(t, "systemctl", "start", service)
 	h.inv = h.prop("InvocationID")
 	h.waitStatus(clean)
-	rs, err := h.records()
+	rs, err := h.Records()
 	if err != nil {
 		t.Fatal(err)
 	}
 	warned := false
 	for _, r := range rs {
-		warned = warned || r.field("PRIORITY") == "4" &&
-			strings.HasPrefix(r.field("MESSAGE"), "ignoring the state cache entry "+entry+": damaged: checksum mismatch")
+		warned = warned || r["PRIORITY"] == "4" &&
+			strings.HasPrefix(r["MESSAGE"], "ignoring the state cache entry "+entry+": damaged: checksum mismatch")
 	}
 	if !warned {
 		t.Errorf("no warning of the damaged entry %s in the run's journal", entry)

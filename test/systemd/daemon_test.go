@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
 )
 
@@ -62,13 +63,13 @@ func TestStatusAndJournal(t *testing.T) {
 
 	m := h.mark()
 	h.sh(`printf 'not-the-data' >/etc/etc-file`)
-	det, _ := h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+	det, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
 	h.waitStatus(drifted)
 	h.statusShows(drifted)
 
 	m = h.mark()
 	h.sh(`printf 'hello world\n' >/etc/etc-file`)
-	res, _ := h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})
+	res, _ := h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})
 	h.waitStatus(clean)
 	// Nothing more is on its way for /etc/etc-file: the sentinel's record
 	// comes after anything its events caused.
@@ -84,26 +85,26 @@ func TestStatusAndJournal(t *testing.T) {
 		}
 		for _, c := range []struct {
 			name string
-			e    entry
+			e    harness.Record
 			id   string
 			prio string // 4 warning, 5 notice
-		}{{"detected", det, msgDriftDetected, "4"}, {"resolved", res, msgDriftResolved, "5"}} {
+		}{{"detected", det, harness.MsgDriftDetected, "4"}, {"resolved", res, harness.MsgDriftResolved, "5"}} {
 			want := map[string]string{"MESSAGE_ID": c.id, "PRIORITY": c.prio}
 			for k, v := range common {
 				want[k] = v
 			}
 			for k, v := range want {
-				if got := c.e.field(k); got != v {
+				if got := c.e[k]; got != v {
 					t.Errorf("%s record: %s=%q, want %q (record: %s)", c.name, k, got, v, c.e)
 				}
 			}
 		}
-		msg := det.field("MESSAGE")
+		msg := det["MESSAGE"]
 		if !strings.HasPrefix(msg, `content mismatch for file "/etc/etc-file" (-want +got):`) ||
 			!strings.Contains(msg, "\n-hello world\n") || !strings.Contains(msg, "\n+not-the-data") {
 			t.Errorf("drift record MESSAGE = %q, want the seed's line and a -want +got diff", msg)
 		}
-		if got := res.field("MESSAGE"); !strings.HasPrefix(got, `Resolved: content mismatch for file "/etc/etc-file"`) {
+		if got := res["MESSAGE"]; !strings.HasPrefix(got, `Resolved: content mismatch for file "/etc/etc-file"`) {
 			t.Errorf("resolved record MESSAGE = %q", got)
 		}
 	})
@@ -114,7 +115,7 @@ func TestStatusAndJournal(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			id   string
-		}{{"detected", msgDriftDetected}, {"resolved", msgDriftResolved}} {
+		}{{"detected", harness.MsgDriftDetected}, {"resolved", harness.MsgDriftResolved}} {
 			if got := h.between(0, all, c.id, map[string]string{"DRIFT_PATH": etcFile}); len(got) != 1 {
 				t.Errorf("%d %s records for %s in this run, want 1: %v", len(got), c.name, etcFile, got)
 			}
@@ -126,14 +127,14 @@ func TestStatusAndJournal(t *testing.T) {
 		es := h.Journal(t, "drift-monitor", "DRIFT_PATH="+etcFile)
 		cursors := map[string]bool{}
 		for _, e := range es {
-			e := entry(e)
-			cursors[e.field("__CURSOR")] = true
-			if e.field("DRIFT_PATH") != etcFile || e.field("_SYSTEMD_UNIT") != service {
-				t.Errorf("selected a record of %s, %s: %s", e.field("_SYSTEMD_UNIT"), e.field("DRIFT_PATH"), e)
+			e := harness.JournalRecord(e)
+			cursors[e["__CURSOR"]] = true
+			if e["DRIFT_PATH"] != etcFile || e["_SYSTEMD_UNIT"] != service {
+				t.Errorf("selected a record of %s, %s: %s", e["_SYSTEMD_UNIT"], e["DRIFT_PATH"], e)
 			}
 		}
-		for name, e := range map[string]entry{"detected": det, "resolved": res} {
-			if !cursors[e.field("__CURSOR")] {
+		for name, e := range map[string]harness.Record{"detected": det, "resolved": res} {
+			if !cursors[e["__CURSOR"]] {
 				t.Errorf("the %s record is not selected (%d records selected): %s", name, len(es), e)
 			}
 		}
@@ -187,11 +188,11 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		rename(h, "edited\n")
-		h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
 		h.waitStatus("Drift: 1 path differs (/etc/etc-file: content)")
 		m = h.mark()
 		rename(h, "hello world\n")
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
 		h.waitStatus(clean)
 	})
 
@@ -199,24 +200,24 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`rm -rf /etc/app`)
-		h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/app", "DRIFT_KIND": "missing", "DRIFT_ENTRY": "directory"})
-		h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "missing"})
+		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/app", "DRIFT_KIND": "missing", "DRIFT_ENTRY": "directory"})
+		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "missing"})
 		h.waitStatus("Drift: 2 paths differ (/etc/app: missing; /etc/app/conf.d/a.conf: missing)")
 
 		m = h.mark()
 		h.sh(`mkdir -m 0755 /etc/app /etc/app/conf.d && printf 'a\n' >/etc/app/conf.d/a.conf`)
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/app"})
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": appConf})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/app"})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": appConf})
 		h.waitStatus(clean)
 
 		// The watch came back with the directories: a change in the new
 		// /etc/app/conf.d is seen at once (the periodic check is an hour away).
 		m = h.mark()
 		h.sh(`printf 'b\n' >/etc/app/conf.d/a.conf`)
-		h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "content"})
 		m = h.mark()
 		h.sh(`printf 'a\n' >/etc/app/conf.d/a.conf`)
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "content"})
 		h.waitStatus(clean)
 	})
 
@@ -224,11 +225,11 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`printf '%s\n' "$1" >"$2"`, newMarker, secret)
-		r, _ := h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": secret, "DRIFT_KIND": "content", "DRIFT_ENTRY": "file"})
+		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": secret, "DRIFT_KIND": "content", "DRIFT_ENTRY": "file"})
 		// Sizes and keyed digests stand for the bytes.
 		for _, f := range []string{"DRIFT_WANT", "DRIFT_GOT"} {
-			if !strings.Contains(r.field(f), " bytes, hmac-sha256:") {
-				t.Errorf("secret drift record: %s=%q, want a size and a keyed digest", f, r.field(f))
+			if !strings.Contains(r[f], " bytes, hmac-sha256:") {
+				t.Errorf("secret drift record: %s=%q, want a size and a keyed digest", f, r[f])
 			}
 		}
 		h.waitStatus("Drift: 1 path differs (/etc/demo/secret.token: content)")
@@ -237,7 +238,7 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		}
 		m = h.mark()
 		h.sh(`printf '%s\n' "$1" >"$2"`, oldMarker, secret)
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": secret, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": secret, "DRIFT_KIND": "content"})
 		h.waitStatus(clean)
 
 		h.MustRun(t, "journalctl", "--sync")
@@ -253,7 +254,7 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		}
 		n := 0
 		for _, e := range es {
-			if entry(e).field("DRIFT_PATH") == secret {
+			if harness.JournalRecord(e)["DRIFT_PATH"] == secret {
 				n++
 			}
 		}
@@ -291,17 +292,17 @@ func TestEnablementSeenWithoutRescan(t *testing.T) {
 	m := h.mark()
 	start := time.Now()
 	h.MustRun(t, "systemctl", "disable", "--quiet", demoUnit)
-	r, _ := h.waitRecordWithin(within, m, msgDriftDetected, want)
+	r, _ := h.waitRecordWithin(within, m, harness.MsgDriftDetected, want)
 	t.Logf("systemctl disable reported after %v: %s", time.Since(start).Round(time.Millisecond), r)
-	if !strings.Contains(r.field("MESSAGE"), `unit "dm-demo.service" is disabled, want enabled`) {
-		t.Errorf("enablement drift MESSAGE = %q", r.field("MESSAGE"))
+	if !strings.Contains(r["MESSAGE"], `unit "dm-demo.service" is disabled, want enabled`) {
+		t.Errorf("enablement drift MESSAGE = %q", r["MESSAGE"])
 	}
 	h.waitStatus("Drift: 1 path differs (dm-demo.service: enablement)")
 
 	m = h.mark()
 	start = time.Now()
 	h.MustRun(t, "systemctl", "enable", "--quiet", demoUnit)
-	h.waitRecordWithin(within, m, msgDriftResolved, want)
+	h.waitRecordWithin(within, m, harness.MsgDriftResolved, want)
 	t.Logf("systemctl enable reported resolved after %v", time.Since(start).Round(time.Millisecond))
 	h.waitStatus(clean)
 }
@@ -324,15 +325,15 @@ func TestReloadWithBrokenFragment(t *testing.T) {
 	// itself; then systemctl reload asks it to try again.
 	m := h.mark()
 	h.WriteFile(t, broken, []byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"relative"}]}}`), 0o644)
-	h.waitRecord(m, msgLoadFailed, nil)
+	h.waitRecord(m, harness.MsgLoadFailed, nil)
 	m = h.mark()
 	h.MustRun(t, "systemctl", "reload", service)
-	r, _ := h.waitRecord(m, msgLoadFailed, nil)
-	if msg := r.field("MESSAGE"); !strings.Contains(msg, broken) || !strings.Contains(msg, "path not absolute") {
+	r, _ := h.waitRecord(m, harness.MsgLoadFailed, nil)
+	if msg := r["MESSAGE"]; !strings.Contains(msg, broken) || !strings.Contains(msg, "path not absolute") {
 		t.Errorf("load-failed record does not name the file and the problem: %s", r)
 	}
-	if r.field("PRIORITY") != "3" {
-		t.Errorf("load-failed record PRIORITY=%s, want 3 (err)", r.field("PRIORITY"))
+	if r["PRIORITY"] != "3" {
+		t.Errorf("load-failed record PRIORITY=%s, want 3 (err)", r["PRIORITY"])
 	}
 	refused := regexp.MustCompile(`^No drift: watching 2 paths, 0 units; new config refused \(` +
 		regexp.QuoteMeta(broken) + `.*\), checking against the last good one$`)
@@ -353,7 +354,7 @@ func TestReloadWithBrokenFragment(t *testing.T) {
 	// The last good state is still checked.
 	m = h.mark()
 	h.sh(`printf 'drifted\n' >/etc/etc-file`)
-	h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
+	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
 	h.WaitFor(t, recordTimeout, "a status line with the drift and the refusal", func() (bool, string) {
 		s, err := h.status()
 		if err != nil {
@@ -398,12 +399,12 @@ func TestKillAndStop(t *testing.T) {
 		if h.inv == inv {
 			t.Fatalf("InvocationID is still %s after the restart", inv)
 		}
-		h.waitRecord(0, msgReady, nil)
+		h.waitRecord(0, harness.MsgReady, nil)
 		h.waitStatus(clean)
 		// The new process watches as the old one did.
 		m := h.mark()
 		h.sh(`printf 'x\n' >/etc/etc-file`)
-		h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
 	})
 
 	t.Run("a burst of kills: it keeps coming back", func(t *testing.T) {
@@ -477,8 +478,8 @@ func TestKillAndStop(t *testing.T) {
 				t.Errorf("after systemctl stop: %s=%s, want %s", k, p[k], v)
 			}
 		}
-		r, _ := h.waitRecord(0, msgStopping, nil)
-		if r.field("PRIORITY") != "6" || r.field("MESSAGE") != "Stopping drift-monitor" {
+		r, _ := h.waitRecord(0, harness.MsgStopping, nil)
+		if r["PRIORITY"] != "6" || r["MESSAGE"] != "Stopping drift-monitor" {
 			t.Errorf("stopping record: %s", r)
 		}
 	})
@@ -498,10 +499,7 @@ func parseProps(out string) map[string]string {
 // exposure below 5.0). The settings that cost the most are logged.
 func TestSecurityExposure(t *testing.T) {
 	t.Parallel()
-	m := nspawn.Boot(t, nspawn.Options{BindRO: []nspawn.Mount{
-		{Src: binary, Dst: "/usr/bin/drift-monitor"},
-		{Src: unitFile, Dst: "/usr/lib/systemd/system/" + service},
-	}})
+	m := nspawn.Boot(t, nspawn.Options{BindRO: daemonBinds(t)})
 	out := m.MustRun(t, "systemd-analyze", "security", "--no-pager", service)
 	overall := regexp.MustCompile(`Overall exposure level for ` + regexp.QuoteMeta(service) + `: ([0-9]+\.[0-9]) ([A-Z]+)`).FindStringSubmatch(out)
 	if overall == nil {

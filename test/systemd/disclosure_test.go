@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // What TestDisclosure declares and provisions.
@@ -91,7 +93,7 @@ func TestDisclosure(t *testing.T) {
 			m := h.mark()
 			h.sh(`rm "$1" && mv "$1.orig" "$1"`, swappedDir)
 			h.MustRun(t, "systemctl", "reload", service)
-			h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": swapped})
+			h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": swapped})
 			h.waitStatus(clean)
 		}()
 		// The swap is a full check away at most (moving a watched
@@ -108,8 +110,8 @@ func TestDisclosure(t *testing.T) {
 		forbid[privateMarker] = "the marker behind the link"
 		h.noneAnywhere(forbid)
 		// and it is a type drift of the directory that is a link now.
-		r, _ := h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": swapped, "DRIFT_KIND": "type"})
-		if msg := r.field("MESSAGE"); !strings.Contains(msg, `"`+swappedDir+`": want directory, got symbolic link`) {
+		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": swapped, "DRIFT_KIND": "type"})
+		if msg := r["MESSAGE"]; !strings.Contains(msg, `"`+swappedDir+`": want directory, got symbolic link`) {
 			t.Errorf("type drift record MESSAGE = %q, want it to say %s: want directory, got symbolic link", msg, swappedDir)
 		}
 		h.waitStatus("Drift: 1 path differs (" + swapped + ": type)")
@@ -127,14 +129,14 @@ func TestDisclosure(t *testing.T) {
 			m := h.mark()
 			h.sh(`umount "$1"`, swappedDir)
 			h.MustRun(t, "systemctl", "reload", service)
-			h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": swapped})
+			h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": swapped})
 			h.waitStatus(clean)
 		}()
 		// No symlink, no inotify event: the path is where it was declared,
 		// but what is there now only root may reach.
 		h.MustRun(t, "systemctl", "reload", service)
-		r, _ := h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": swapped, "DRIFT_KIND": "content"})
-		if got := r.field("DRIFT_GOT"); !strings.HasPrefix(got, fmt.Sprintf("%d bytes, hmac-sha256:", len(privateMarker)+1)) {
+		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": swapped, "DRIFT_KIND": "content"})
+		if got := r["DRIFT_GOT"]; !strings.HasPrefix(got, fmt.Sprintf("%d bytes, hmac-sha256:", len(privateMarker)+1)) {
 			t.Errorf("drift record DRIFT_GOT=%q, want the size and a keyed digest only", got)
 		}
 		forbid := secrets(privateMarker + "\n")
@@ -146,13 +148,13 @@ func TestDisclosure(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.replace(layoutConf, "tampered\n", 0o644)
-		r, _ := h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": layoutConf, "DRIFT_KIND": "content"})
-		if msg := r.field("MESSAGE"); !strings.Contains(msg, "\n-layout\n") || !strings.Contains(msg, "\n+tampered\n") {
+		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": layoutConf, "DRIFT_KIND": "content"})
+		if msg := r["MESSAGE"]; !strings.Contains(msg, "\n-layout\n") || !strings.Contains(msg, "\n+tampered\n") {
 			t.Errorf("drift record MESSAGE = %q, want a -want +got diff", msg)
 		}
 		m = h.mark()
 		h.replace(layoutConf, "layout\n", 0o644)
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": layoutConf, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": layoutConf, "DRIFT_KIND": "content"})
 		h.waitStatus(clean)
 	})
 
@@ -163,20 +165,20 @@ func TestDisclosure(t *testing.T) {
 			m := h.mark()
 			h.replace(secretToken, tampered, 0o600)
 			h.replace(remoteToken, tampered, 0o600)
-			r, _ := h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": secretToken, "DRIFT_KIND": "content"})
-			h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": remoteToken, "DRIFT_KIND": "content"})
-			if got := r.field("DRIFT_WANT"); !keyed.MatchString(got) {
+			r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": secretToken, "DRIFT_KIND": "content"})
+			h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": remoteToken, "DRIFT_KIND": "content"})
+			if got := r["DRIFT_WANT"]; !keyed.MatchString(got) {
 				t.Errorf("secret drift record: DRIFT_WANT=%q, want the size and a keyed digest", got)
 			}
-			if got := r.field("DRIFT_GOT"); !strings.Contains(got, "hmac-sha256:") {
+			if got := r["DRIFT_GOT"]; !strings.Contains(got, "hmac-sha256:") {
 				t.Errorf("secret drift record: DRIFT_GOT=%q, want the size and a keyed digest", got)
 			}
 			h.waitStatus("Drift: 2 paths differ (" + remoteToken + ": content; " + secretToken + ": content)")
 
 			// check, run by root, keys with the daemon's key: the same digests.
 			out, _, code := h.run("drift-monitor", "check")
-			if code != 1 || !strings.Contains(out, "want: "+r.field("DRIFT_WANT")) || !strings.Contains(out, "got:  "+r.field("DRIFT_GOT")) {
-				t.Errorf("drift-monitor check: exit %d, want 1 and the daemon's digests %q, %q:\n%s", code, r.field("DRIFT_WANT"), r.field("DRIFT_GOT"), out)
+			if code != 1 || !strings.Contains(out, "want: "+r["DRIFT_WANT"]) || !strings.Contains(out, "got:  "+r["DRIFT_GOT"]) {
+				t.Errorf("drift-monitor check: exit %d, want 1 and the daemon's digests %q, %q:\n%s", code, r["DRIFT_WANT"], r["DRIFT_GOT"], out)
 			}
 			// nobody has no key (and cannot read the config or the file).
 			out, errOut, _ := h.run(append(append([]string{}, nobody...), "drift-monitor", "check", "--format", "json")...)
@@ -188,8 +190,8 @@ func TestDisclosure(t *testing.T) {
 			m = h.mark()
 			h.replace(secretToken, hunter2, 0o600)
 			h.replace(remoteToken, hunter2, 0o600)
-			h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": secretToken, "DRIFT_KIND": "content"})
-			h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": remoteToken, "DRIFT_KIND": "content"})
+			h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": secretToken, "DRIFT_KIND": "content"})
+			h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": remoteToken, "DRIFT_KIND": "content"})
 			h.waitStatus(clean)
 		}
 		h.noneAnywhere(secrets(hunter2))

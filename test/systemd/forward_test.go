@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // journalRemote and journalUpload are Debian's systemd-journal-remote
@@ -39,10 +41,7 @@ func TestJournalForwarding(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{journalRemote, journalUpload} {
 		if _, err := os.Stat(p); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s: %v (package systemd-journal-remote)", p, err)
-			}
-			t.Skipf("%s: %v (apt-get install systemd-journal-remote)", p, err)
+			harness.Unavailable(t, "%v (Debian package systemd-journal-remote)", err)
 		}
 	}
 	// A world-readable declared file of 400 lines, so that its diff is
@@ -65,18 +64,18 @@ func TestJournalForwarding(t *testing.T) {
 	h.WriteFile(t, big+".new", []byte(got.String()), 0o644)
 	h.MustRun(t, "mv", big+".new", big)
 	h.MustRun(t, "chmod", "0600", sentinel)
-	h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": big, "DRIFT_KIND": "content"})
-	h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": big, "DRIFT_KIND": "content"})
+	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 	h.MustRun(t, "chmod", "0644", sentinel)
-	h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": sentinel})
+	h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": sentinel})
 	h.MustRun(t, "journalctl", "--sync")
-	sent, err := h.records()
+	sent, err := h.Records()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var drifts []entry
+	var drifts []harness.Record
 	for _, r := range sent {
-		if id := r.field("MESSAGE_ID"); id == msgDriftDetected || id == msgDriftResolved {
+		if id := r["MESSAGE_ID"]; id == harness.MsgDriftDetected || id == harness.MsgDriftResolved {
 			drifts = append(drifts, r)
 		}
 	}
@@ -85,8 +84,8 @@ func TestJournalForwarding(t *testing.T) {
 	}
 	var bigDiff string
 	for _, r := range drifts {
-		if r.field("DRIFT_PATH") == big && r.field("MESSAGE_ID") == msgDriftDetected {
-			bigDiff = r.field("DRIFT_DIFF")
+		if r["DRIFT_PATH"] == big && r["MESSAGE_ID"] == harness.MsgDriftDetected {
+			bigDiff = r["DRIFT_DIFF"]
 		}
 	}
 	if len("DRIFT_DIFF=")+len(bigDiff) < jsonNullAt {
@@ -164,7 +163,7 @@ func TestJournalForwarding(t *testing.T) {
 	}
 	withAll, plain := read(true), read(false)
 	for _, d := range drifts {
-		ts := d.field("__REALTIME_TIMESTAMP")
+		ts := d["__REALTIME_TIMESTAMP"]
 		all, ok := withAll[ts]
 		if !ok {
 			t.Errorf("not received: %s", d)
@@ -174,12 +173,12 @@ func TestJournalForwarding(t *testing.T) {
 			if k != "MESSAGE_ID" && k != "MESSAGE" && k != "PRIORITY" && !strings.HasPrefix(k, "DRIFT_") {
 				continue
 			}
-			if got, _ := all[k].(string); got != d.field(k) {
-				t.Errorf("%s of %s: received %.200q, sent %.200q", k, d, got, d.field(k))
+			if got, _ := all[k].(string); got != d[k] {
+				t.Errorf("%s of %s: received %.200q, sent %.200q", k, d, got, d[k])
 			}
-			long := len(k)+1+len(d.field(k)) >= jsonNullAt
+			long := len(k)+1+len(d[k]) >= jsonNullAt
 			if v := plain[ts][k]; v == nil && !(long && k == "DRIFT_DIFF") {
-				t.Errorf("%s of %s reads as null in journalctl -o json without --all (%d bytes)", k, d, len(d.field(k)))
+				t.Errorf("%s of %s reads as null in journalctl -o json without --all (%d bytes)", k, d, len(d[k]))
 			}
 		}
 	}
@@ -189,7 +188,7 @@ func TestJournalForwarding(t *testing.T) {
 	// What a forwarded drift costs: the export format is what
 	// systemd-journal-upload sends (README, Fleets).
 	for _, c := range []struct{ name, path, id string }{
-		{"mode drift", sentinel, msgDriftDetected}, {"mode resolved", sentinel, msgDriftResolved}, {"400-line content drift", big, msgDriftDetected},
+		{"mode drift", sentinel, harness.MsgDriftDetected}, {"mode resolved", sentinel, harness.MsgDriftResolved}, {"400-line content drift", big, harness.MsgDriftDetected},
 	} {
 		exp := h.MustRun(t, "journalctl", "-o", "export", "_SYSTEMD_INVOCATION_ID="+h.inv, "MESSAGE_ID="+c.id, "DRIFT_PATH="+c.path)
 		t.Logf("%s: %d bytes in journal export format", c.name, len(exp))

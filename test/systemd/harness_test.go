@@ -5,68 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
 )
 
-// binary is drift-monitor built once for the tier; unitFile is the unit as
-// shipped. Both are bound read-only into every container that runs the
-// daemon, where a package would install them. busPolicy is the shipped
-// D-Bus policy, bound in where a test asks for it (setup.busPolicy).
-// adoptUnitFile and presetFile are the first-boot adoption unit and the
-// package's preset, bound in by the tests of adoption (adopt_test.go).
-var binary, unitFile, busPolicy, adoptUnitFile, presetFile string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dm-systemd-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	binary = filepath.Join(dir, "drift-monitor")
-	build := exec.Command("go", "build", "-o", binary, "github.com/drift-monitor/drift-monitor/cmd/drift-monitor")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building drift-monitor:", err)
-		os.Exit(2)
-	}
-	// go test runs a package's tests in its directory: test/systemd.
-	if unitFile, err = filepath.Abs("../../units/drift-monitor.service"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	if busPolicy, err = filepath.Abs("../../packaging/" + busPolicyName); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	if adoptUnitFile, err = filepath.Abs("../../units/" + adoptService); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	if presetFile, err = filepath.Abs("../../packaging/" + presetName); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// The MESSAGE_IDs the tests look for (internal/journal/catalog.go). They are
-// spelled out rather than imported: they are a contract with whoever reads
-// the journal, and a changed id must fail here.
-const (
-	msgReady         = "e8dfcfc985ce42489b66712d946e4a75"
-	msgDriftDetected = "d9919dc81c6b4fe685c3babdbad8d8d9"
-	msgDriftResolved = "b18cc3fb8eed46159699a7acbb8c0764"
-	msgLoadFailed    = "caa901836f56409eaf593ca3c63f64e7"
-	msgStopping      = "5b1ec22f3ee24526bcd9728bc485c97a"
-)
+func TestMain(m *testing.M) { os.Exit(harness.Run(m)) }
 
 const (
 	service    = "drift-monitor.service"
@@ -136,12 +83,11 @@ func (h *host) in(t *testing.T) *host { return &host{h.machine, t} }
 // Type=notify service returns once it sent READY=1, after its first check.
 func bootDaemon(t *testing.T, s setup) *host {
 	t.Helper()
-	binds := []nspawn.Mount{
-		{Src: binary, Dst: "/usr/bin/drift-monitor"},
-		{Src: unitFile, Dst: "/usr/lib/systemd/system/" + service},
-	}
+	// The built binary and the shipped unit (and, if asked for, bus
+	// policy), bound read-only where a package would install them.
+	binds := daemonBinds(t)
 	if s.busPolicy {
-		binds = append(binds, nspawn.Mount{Src: busPolicy, Dst: "/usr/share/dbus-1/system.d/" + busPolicyName})
+		binds = append(binds, nspawn.Mount{Src: harness.Repo(t, "packaging/"+busPolicyName), Dst: "/usr/share/dbus-1/system.d/" + busPolicyName})
 	}
 	if len(s.flags) > 0 {
 		if s.dropIn != "" {
@@ -187,6 +133,15 @@ func bootDaemon(t *testing.T, s setup) *host {
 	return h
 }
 
+// daemonBinds binds the built binary and the shipped unit where the package
+// installs them.
+func daemonBinds(t *testing.T) []nspawn.Mount {
+	return []nspawn.Mount{
+		{Src: harness.Binary(t), Dst: "/usr/bin/drift-monitor"},
+		{Src: harness.Repo(t, "units/"+service), Dst: "/usr/lib/systemd/system/" + service},
+	}
+}
+
 // prop returns a property of drift-monitor.service (systemctl show).
 func (h *host) prop(name string) string {
 	h.t.Helper()
@@ -223,44 +178,6 @@ func (h *host) statusShows(status string) {
 	}
 }
 
-// entry is one journal entry, as nspawn.JournalEntries returns it.
-type entry map[string]any
-
-// field returns a field's value; a field present several times gives its
-// values joined by newlines.
-func (e entry) field(name string) string {
-	switch v := e[name].(type) {
-	case string:
-		return v
-	case []string:
-		return strings.Join(v, "\n")
-	}
-	return ""
-}
-
-func (e entry) matches(id string, fields map[string]string) bool {
-	if e.field("MESSAGE_ID") != id {
-		return false
-	}
-	for k, v := range fields {
-		if e.field(k) != v {
-			return false
-		}
-	}
-	return true
-}
-
-func (e entry) String() string {
-	var b strings.Builder
-	b.WriteString(e.field("MESSAGE"))
-	for _, k := range []string{"MESSAGE_ID", "PRIORITY", "DRIFT_KIND", "DRIFT_ENTRY", "DRIFT_PATH", "DRIFT_UNIT"} {
-		if v := e.field(k); v != "" {
-			fmt.Fprintf(&b, " %s=%s", k, v)
-		}
-	}
-	return b.String()
-}
-
 // invocationArgs is the journalctl command line for the entries of the
 // service's current run: only the daemon's own records carry
 // _SYSTEMD_INVOCATION_ID (systemd's about the unit carry INVOCATION_ID).
@@ -268,8 +185,9 @@ func (h *host) invocationArgs() []string {
 	return []string{"journalctl", "-o", "json", "--all", "-q", "--no-pager", "_SYSTEMD_INVOCATION_ID=" + h.inv}
 }
 
-// records returns the records of the current run, oldest first.
-func (h *host) records() ([]entry, error) {
+// Records returns the records of the current run, oldest first
+// (harness.Records).
+func (h *host) Records() ([]harness.Record, error) {
 	out, errOut, err := h.Run(h.ctx, h.invocationArgs()...)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %s", err, errOut)
@@ -278,9 +196,9 @@ func (h *host) records() ([]entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs := make([]entry, len(es))
+	rs := make([]harness.Record, len(es))
 	for i, e := range es {
-		rs[i] = e
+		rs[i] = harness.JournalRecord(e)
 	}
 	return rs, nil
 }
@@ -291,7 +209,7 @@ func (h *host) records() ([]entry, error) {
 func (h *host) mark() int {
 	h.t.Helper()
 	h.MustRun(h.t, "journalctl", "--sync")
-	rs, err := h.records()
+	rs, err := h.Records()
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -300,51 +218,26 @@ func (h *host) mark() int {
 
 // waitRecord waits for a record of the current run with the MESSAGE_ID and
 // fields, after the first from records, and returns it with its index.
-func (h *host) waitRecord(from int, id string, fields map[string]string) (entry, int) {
+func (h *host) waitRecord(from int, id string, fields map[string]string) (harness.Record, int) {
 	h.t.Helper()
 	return h.waitRecordWithin(recordTimeout, from, id, fields)
 }
 
 // waitRecordWithin is waitRecord with its own bound.
-func (h *host) waitRecordWithin(timeout time.Duration, from int, id string, fields map[string]string) (entry, int) {
+func (h *host) waitRecordWithin(timeout time.Duration, from int, id string, fields map[string]string) (harness.Record, int) {
 	h.t.Helper()
-	var got entry
-	at := -1
-	h.WaitFor(h.t, timeout, fmt.Sprintf("a record %s %v after record %d", id, fields, from), func() (bool, string) {
-		rs, err := h.records()
-		if err != nil {
-			return false, err.Error()
-		}
-		for i := from; i < len(rs); i++ {
-			if rs[i].matches(id, fields) {
-				got, at = rs[i], i
-				return true, ""
-			}
-		}
-		var last []string
-		for _, r := range rs[min(from, len(rs)):] {
-			last = append(last, r.String())
-		}
-		return false, fmt.Sprintf("%d records after %d:\n%s", len(rs)-min(from, len(rs)), from, strings.Join(last, "\n"))
-	})
-	return got, at
+	return harness.WaitRecord(h.t, h.Waiting(timeout), h, from, id, fields)
 }
 
 // between returns the records with index in [from, to) that match id and
 // fields.
-func (h *host) between(from, to int, id string, fields map[string]string) []entry {
+func (h *host) between(from, to int, id string, fields map[string]string) []harness.Record {
 	h.t.Helper()
-	rs, err := h.records()
+	rs, err := h.Records()
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	var out []entry
-	for i := from; i < to && i < len(rs); i++ {
-		if rs[i].matches(id, fields) {
-			out = append(out, rs[i])
-		}
-	}
-	return out
+	return harness.Select(rs, from, to, id, fields)
 }
 
 // sentinel is the declared file the tests drift on purpose: the daemon
@@ -360,13 +253,13 @@ var sentinelFile = file{sentinel, "s\n", 0o644}
 func (h *host) noDriftSince(from int, path string) {
 	h.t.Helper()
 	h.MustRun(h.t, "chmod", "0600", sentinel)
-	_, at := h.waitRecord(from, msgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
-	if got := h.between(from, at, msgDriftDetected, map[string]string{"DRIFT_PATH": path}); len(got) > 0 {
+	_, at := h.waitRecord(from, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+	if got := h.between(from, at, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": path}); len(got) > 0 {
 		h.t.Errorf("false drift reported for %s: %s", path, got[0])
 	}
 	m := h.mark()
 	h.MustRun(h.t, "chmod", "0644", sentinel)
-	h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+	h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 }
 
 // sh runs a shell script inside the container and fails the test unless it

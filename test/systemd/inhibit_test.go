@@ -11,18 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 )
 
-// More MESSAGE_IDs (internal/journal/catalog.go), and systemd's own.
-const (
-	msgInhibited = "6715476f77304f95829d61c3e13b9ce7"
-	msgResumed   = "c2585180d8b94e96a8ddc5ba2a2cfd1c"
-	msgReloaded  = "cf5e743c6b274f0b899d2ddd43d6a0ab"
-	msgHookFail  = "65967b676b2c4957b58a49d55c7eb400"
-	// systemd: a unit's start job is done ("Started NAME", "Finished NAME").
-	msgUnitStarted = "39f53479d3a045ac8e11786248231fbf"
-)
+// msgUnitStarted is systemd's own MESSAGE_ID for a unit's start job done
+// ("Started NAME", "Finished NAME").
+const msgUnitStarted = "39f53479d3a045ac8e11786248231fbf"
 
 // inhibitDir is where inhibitors live (internal/inhibit.Dir).
 const inhibitDir = "/run/drift-monitor/inhibit.d"
@@ -104,13 +99,13 @@ func (h *host) hostPID(pid int) int {
 
 // waitInhibited waits for the record of an inhibitor taken after record from
 // and checks its fields and message.
-func (h *host) waitInhibited(from int, who, why string, pid int) entry {
+func (h *host) waitInhibited(from int, who, why string, pid int) harness.Record {
 	h.t.Helper()
 	fields := map[string]string{"INHIBIT_WHO": who, "INHIBIT_WHY": why, "INHIBIT_PID": strconv.Itoa(pid)}
-	r, _ := h.waitRecord(from, msgInhibited, fields)
+	r, _ := h.waitRecord(from, harness.MsgInhibited, fields)
 	want := fmt.Sprintf("Monitoring inhibited by %s (pid %d): %s", who, pid, why)
-	if got := r.field("MESSAGE"); got != want || r.field("PRIORITY") != "6" {
-		h.t.Errorf("inhibited record: MESSAGE %q PRIORITY %s, want %q at 6 (info)", got, r.field("PRIORITY"), want)
+	if got := r["MESSAGE"]; got != want || r["PRIORITY"] != "6" {
+		h.t.Errorf("inhibited record: MESSAGE %q PRIORITY %s, want %q at 6 (info)", got, r["PRIORITY"], want)
 	}
 	return r
 }
@@ -128,8 +123,8 @@ func (h *host) inodes(paths ...string) string {
 }
 
 // realtime is when journald received the entry, in µs since the epoch.
-func (e entry) realtime() int64 {
-	n, _ := strconv.ParseInt(e.field("__REALTIME_TIMESTAMP"), 10, 64)
+func realtime(e harness.Record) int64 {
+	n, _ := strconv.ParseInt(e["__REALTIME_TIMESTAMP"], 10, 64)
 	return n
 }
 
@@ -216,16 +211,7 @@ printf 'v2\n' >/etc/etc-file`
 		}
 
 		out, errOut, code = h.run("drift-monitor", "status", "--format", "json")
-		var rep struct {
-			State      string `json:"state"`
-			Status     string `json:"status"`
-			Drift      []any  `json:"drift"`
-			Inhibitors []struct {
-				Who string `json:"who"`
-				Why string `json:"why"`
-				PID int    `json:"pid"`
-			} `json:"inhibitors"`
-		}
+		var rep harness.StatusReport
 		if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 			t.Fatalf("drift-monitor status --format json: exit %d, %v, stderr %q:\n%s", code, err, errOut, out)
 		}
@@ -277,13 +263,13 @@ printf 'v2\n' >/etc/etc-file`
 		h := h.in(t)
 		// The release of alpha went through the event loop after the
 		// transition's writes: a drift they caused would be journaled by now.
-		if got := h.between(start, h.mark(), msgDriftDetected, nil); len(got) > 0 {
+		if got := h.between(start, h.mark(), harness.MsgDriftDetected, nil); len(got) > 0 {
 			t.Errorf("drift reported while inhibited: %s", got[0])
 		}
 		if got := busProp[[]busDrift](t, c, "Drift"); len(got) != 0 {
 			t.Errorf("Drift on the bus while inhibited = %v, want none", got)
 		}
-		if got := h.between(start, h.mark(), msgResumed, nil); len(got) > 0 {
+		if got := h.between(start, h.mark(), harness.MsgResumed, nil); len(got) > 0 {
 			t.Errorf("resumed while holders remain: %s", got[0])
 		}
 	})
@@ -292,24 +278,24 @@ printf 'v2\n' >/etc/etc-file`
 		h := h.in(t)
 		h.MustRun(t, "systemctl", "stop", beta.unit)
 		h.waitStatus("Inhibited by " + names[2])
-		if got := h.between(start, h.mark(), msgResumed, nil); len(got) > 0 {
+		if got := h.between(start, h.mark(), harness.MsgResumed, nil); len(got) > 0 {
 			t.Errorf("resumed while my-updater holds: %s", got[0])
 		}
 
 		released := time.Now()
 		h.sh(`echo go >/run/dm-test/go`)
-		resumed, ir := h.waitRecord(start, msgResumed, nil)
-		if got := resumed.field("MESSAGE"); got != "Monitoring resumed: my-updater released; re-reading the desired state" {
+		resumed, ir := h.waitRecord(start, harness.MsgResumed, nil)
+		if got := resumed["MESSAGE"]; got != "Monitoring resumed: my-updater released; re-reading the desired state" {
 			t.Errorf("resumed record MESSAGE = %q", got)
 		}
-		reloaded, irl := h.waitRecord(ir, msgReloaded, nil)
-		if got := reloaded.field("MESSAGE"); !strings.Contains(got, "(the last inhibitor was released)") || !strings.HasSuffix(got, "from 2 config files") {
+		reloaded, irl := h.waitRecord(ir, harness.MsgReloaded, nil)
+		if got := reloaded["MESSAGE"]; !strings.Contains(got, "(the last inhibitor was released)") || !strings.HasSuffix(got, "from 2 config files") {
 			t.Errorf("reloaded record MESSAGE = %q, want the release as the reason and both config files", got)
 		}
 		const drifted = "Drift: 2 paths differ (/etc/new.conf: missing; /etc/sentinel: mode)"
 		h.waitStatus(drifted)
 		t.Logf("from the release to the status %q: %v (resumed → reloaded in the journal: %dµs)",
-			drifted, time.Since(released).Round(time.Millisecond), reloaded.realtime()-resumed.realtime())
+			drifted, time.Since(released).Round(time.Millisecond), realtime(reloaded)-realtime(resumed))
 
 		// Everything this run ever reported: the transition's leftovers,
 		// once each, found by the release's full check; etc-file never.
@@ -318,7 +304,7 @@ printf 'v2\n' >/etc/etc-file`
 			path, kind string
 			want       int
 		}{{"/etc/new.conf", "missing", 1}, {sentinel, "mode", 1}, {etcFile, "", 0}} {
-			got := h.between(0, end, msgDriftDetected, map[string]string{"DRIFT_PATH": c.path})
+			got := h.between(0, end, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": c.path})
 			if len(got) != c.want {
 				t.Errorf("%d drift records for %s in this run, want %d: %v", len(got), c.path, c.want, got)
 				continue
@@ -326,11 +312,11 @@ printf 'v2\n' >/etc/etc-file`
 			if c.want == 0 {
 				continue
 			}
-			if got[0].field("DRIFT_KIND") != c.kind {
+			if got[0]["DRIFT_KIND"] != c.kind {
 				t.Errorf("drift record for %s: %s, want kind %s", c.path, got[0], c.kind)
 			}
 			// Between resumed and reloaded: the reload's full check.
-			if in := h.between(ir, irl, msgDriftDetected, map[string]string{"DRIFT_PATH": c.path}); len(in) != 1 {
+			if in := h.between(ir, irl, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": c.path}); len(in) != 1 {
 				t.Errorf("the drift of %s was not reported by the release's full check (between resumed and reloaded)", c.path)
 			}
 		}
@@ -338,8 +324,8 @@ printf 'v2\n' >/etc/etc-file`
 		// The new desired state is the one checked: three paths, etc-file v2.
 		m := h.mark()
 		h.sh(`chmod 0644 /etc/sentinel && printf 'new\n' >/etc/new.conf`)
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": sentinel})
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/new.conf"})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": sentinel})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/new.conf"})
 		h.waitStatus("No drift: watching 3 paths, 0 units")
 		if got := busProp[string](t, c, "State"); got != "clean" {
 			t.Errorf("State on the bus = %q, want clean", got)
@@ -379,15 +365,15 @@ func TestInhibitorsSurviveRestart(t *testing.T) {
 			h.t.Errorf("the runtime directory did not survive the restart: inodes\n%s, were\n%s", got, inodes)
 		}
 		h.waitInhibited(0, who, why, hd.pid)
-		ready, _ := h.waitRecord(0, msgReady, nil)
-		if got := ready.field("MESSAGE"); got != "Started: "+inhibited {
+		ready, _ := h.waitRecord(0, harness.MsgReady, nil)
+		if got := ready["MESSAGE"]; got != "Started: "+inhibited {
 			h.t.Errorf("ready record of the new run = %q, want %q", got, "Started: "+inhibited)
 		}
 		if got := h.prop("StatusText"); got != inhibited {
 			h.t.Errorf("StatusText after the restart = %q, want %q", got, inhibited)
 		}
 		h.statusShows(inhibited)
-		if got := h.between(0, h.mark(), msgDriftDetected, nil); len(got) > 0 {
+		if got := h.between(0, h.mark(), harness.MsgDriftDetected, nil); len(got) > 0 {
 			h.t.Errorf("the new run reported drift while inhibited: %s", got[0])
 		}
 	}
@@ -430,9 +416,9 @@ func TestInhibitorsSurviveRestart(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.MustRun(t, "systemctl", "stop", hd.unit)
-		_, ir := h.waitRecord(m, msgResumed, nil)
-		h.waitRecord(ir, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
-		h.waitRecord(ir, msgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+		_, ir := h.waitRecord(m, harness.MsgResumed, nil)
+		h.waitRecord(ir, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
+		h.waitRecord(ir, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 		h.waitStatus("Drift: 2 paths differ (/etc/etc-file: content; /etc/sentinel: mode)")
 		// Over the three runs, each drift was reported once: by the last,
 		// after the release.
@@ -442,7 +428,7 @@ func TestInhibitorsSurviveRestart(t *testing.T) {
 				want = 2
 			}
 			hi := h.withInvocation(inv)
-			if got := hi.between(0, hi.mark(), msgDriftDetected, nil); len(got) != want {
+			if got := hi.between(0, hi.mark(), harness.MsgDriftDetected, nil); len(got) != want {
 				t.Errorf("run %d of 3 (%s): %d drift records, want %d: %v", i+1, inv, len(got), want, got)
 			}
 		}
@@ -527,10 +513,10 @@ func TestInhibitRefusedToUnprivileged(t *testing.T) {
 		// Only root's inhibitor was ever journaled, and nothing resumed or
 		// reloaded.
 		end := h.mark()
-		if got := h.between(start, end, msgInhibited, nil); len(got) != 1 || got[0].field("INHIBIT_WHO") != "root-updater" {
+		if got := h.between(start, end, harness.MsgInhibited, nil); len(got) != 1 || got[0]["INHIBIT_WHO"] != "root-updater" {
 			t.Errorf("inhibited records: %v, want root-updater's only", got)
 		}
-		for _, id := range []string{msgResumed, msgReloaded} {
+		for _, id := range []string{harness.MsgResumed, harness.MsgReloaded} {
 			if got := h.between(start, end, id, nil); len(got) > 0 {
 				t.Errorf("unexpected record: %s", got[0])
 			}
@@ -577,15 +563,15 @@ func TestReadmeUpdateToolExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("README's update-tool example exited %d, want 0", code)
 	}
-	inh, ii := h.waitRecord(m, msgInhibited, map[string]string{"INHIBIT_WHO": "my-updater", "INHIBIT_WHY": "applying config v42"})
-	if inh.field("INHIBIT_PID") == "" {
-		t.Errorf("inhibited record without INHIBIT_PID: %s", inh.field("MESSAGE"))
+	inh, ii := h.waitRecord(m, harness.MsgInhibited, map[string]string{"INHIBIT_WHO": "my-updater", "INHIBIT_WHY": "applying config v42"})
+	if inh["INHIBIT_PID"] == "" {
+		t.Errorf("inhibited record without INHIBIT_PID: %s", inh["MESSAGE"])
 	}
-	_, ir := h.waitRecord(ii, msgResumed, nil)
-	h.waitRecord(ir, msgReloaded, nil)
+	_, ir := h.waitRecord(ii, harness.MsgResumed, nil)
+	h.waitRecord(ir, harness.MsgReloaded, nil)
 	h.waitStatus("No drift: watching 3 paths, 0 units")
 	h.noDriftSince(m, "/etc/motd.d/50-config")
-	if got := h.between(m, h.mark(), msgDriftDetected, nil); len(got) != 1 || got[0].field("DRIFT_PATH") != sentinel {
+	if got := h.between(m, h.mark(), harness.MsgDriftDetected, nil); len(got) != 1 || got[0]["DRIFT_PATH"] != sentinel {
 		t.Errorf("drift records during the example (besides the sentinel's own check): %v", got)
 	}
 }
@@ -612,18 +598,18 @@ func TestOnDriftHook(t *testing.T) {
 	}
 	h.waitStatus("No drift: watching 2 paths, 0 units")
 	// runs returns the alert unit's completed starts, and the marker's lines.
-	runs := func(h *host) ([]entry, int) {
+	runs := func(h *host) ([]harness.Record, int) {
 		h.t.Helper()
-		var es []entry
+		var es []harness.Record
 		for _, e := range h.Journal(h.t, alert, "MESSAGE_ID="+msgUnitStarted) {
-			es = append(es, e)
+			es = append(es, harness.JournalRecord(e))
 		}
 		out, _, _ := h.Run(h.ctx, "cat", marker)
 		return es, strings.Count(out, "ran\n")
 	}
-	waitRuns := func(h *host, n int) []entry {
+	waitRuns := func(h *host, n int) []harness.Record {
 		h.t.Helper()
-		var es []entry
+		var es []harness.Record
 		h.WaitFor(h.t, recordTimeout, fmt.Sprintf("%s to have run %d times", alert, n), func() (bool, string) {
 			var lines int
 			es, lines = runs(h)
@@ -639,12 +625,12 @@ func TestOnDriftHook(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`printf 'not-the-data' >/etc/etc-file`)
-		h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
 		es := waitRuns(h, 1)
-		t.Logf("%s: %s", alert, es[0].field("MESSAGE"))
+		t.Logf("%s: %s", alert, es[0]["MESSAGE"])
 		m = h.mark()
 		h.sh(`printf 'hello world\n' >/etc/etc-file`)
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})
 	})
 	if !ok {
 		return
@@ -664,14 +650,14 @@ func TestOnDriftHook(t *testing.T) {
 			t.Errorf("%s ran while inhibited: %d start records, %d marker lines, want 1 (the earlier drift's)", alert, len(es), lines)
 		}
 		h.MustRun(t, "systemctl", "stop", hd2.unit, hd.unit)
-		resumed, ir := h.waitRecord(m, msgResumed, nil)
-		h.waitRecord(ir, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
-		h.waitRecord(ir, msgDriftDetected, map[string]string{"DRIFT_PATH": sentinel})
+		resumed, ir := h.waitRecord(m, harness.MsgResumed, nil)
+		h.waitRecord(ir, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+		h.waitRecord(ir, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel})
 		es := waitRuns(h, 2)
-		if es[1].realtime() < resumed.realtime() {
-			t.Errorf("%s started at %d, before monitoring resumed at %d", alert, es[1].realtime(), resumed.realtime())
+		if realtime(es[1]) < realtime(resumed) {
+			t.Errorf("%s started at %d, before monitoring resumed at %d", alert, realtime(es[1]), realtime(resumed))
 		}
-		if got := h.between(0, h.mark(), msgHookFail, nil); len(got) > 0 {
+		if got := h.between(0, h.mark(), harness.MsgHookFailed, nil); len(got) > 0 {
 			t.Errorf("hook failure: %s", got[0])
 		}
 	})

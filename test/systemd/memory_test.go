@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // stormScript, run as `sh stormScript N PREFIX` in the container, writes
@@ -60,7 +62,7 @@ func TestMemoryAfterStormsUnderSystemd(t *testing.T) {
 	drifts := func() int {
 		t.Helper()
 		out := h.sh(`journalctl --sync && journalctl -q --no-pager -o json --output-fields=MESSAGE_ID _SYSTEMD_INVOCATION_ID="$1" MESSAGE_ID="$2" | wc -l`,
-			h.inv, msgDriftDetected)
+			h.inv, harness.MsgDriftDetected)
 		c, err := strconv.Atoi(strings.TrimSpace(out))
 		if err != nil {
 			t.Fatalf("counting drift records: %q: %v", out, err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // TestMetricsSocket: the shipped drift-monitor-metrics.socket and .service,
@@ -85,7 +87,7 @@ func TestMetricsSocket(t *testing.T) {
 
 	from := h.mark()
 	h.WriteFile(t, etcFile, []byte(etcFileOK.content), 0o644)
-	h.waitRecord(from, msgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})
+	h.waitRecord(from, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})
 	if code, body = get(); code != http.StatusOK || !strings.Contains(body, `drift_monitor_state{state="clean"} 1`+"\n") {
 		t.Errorf("after the repair: %d\n%s", code, body)
 	}

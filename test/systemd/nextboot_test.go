@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
 	"github.com/drift-monitor/drift-monitor/test/ostree"
 )
@@ -30,7 +31,7 @@ func TestKernelArgsOfTheNextBoot(t *testing.T) {
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("ostree wrote entries %v (%v), want two", entries, err)
 	}
-	m := nspawn.Boot(t, nspawn.Options{BindRO: []nspawn.Mount{{Src: binary, Dst: "/usr/bin/drift-monitor"}}})
+	m := nspawn.Boot(t, nspawn.Options{BindRO: []nspawn.Mount{{Src: harness.Binary(t), Dst: "/usr/bin/drift-monitor"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if cmdline := m.MustRun(t, "cat", "/proc/cmdline"); strings.Contains(cmdline, "drift_monitor.") {
@@ -47,10 +48,7 @@ func TestKernelArgsOfTheNextBoot(t *testing.T) {
 	m.WriteFile(t, cfg, []byte(`{"ignition":{"version":"3.3.0"},"kernelArguments":`+
 		`{"shouldExist":["drift_monitor.next=1"],"shouldNotExist":["drift_monitor.old=1"]}}`), 0o600)
 
-	type item struct {
-		Kind, Entry, Path, Message string
-	}
-	check := func() (int, []item, []item) {
+	check := func() (int, []harness.Item, []harness.Item) {
 		t.Helper()
 		out, errOut, err := m.Run(ctx, "drift-monitor", "check", "--format", "json", "--no-cache")
 		code := 0
@@ -59,7 +57,7 @@ func TestKernelArgsOfTheNextBoot(t *testing.T) {
 		} else if err != nil {
 			t.Fatalf("drift-monitor check: %v\n%s", err, errOut)
 		}
-		var rep struct{ Drift, Notices []item }
+		var rep harness.Report
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("drift-monitor check (exit %d): %v\n%s%s", code, err, out, errOut)
 		}

@@ -1,10 +1,13 @@
 package systemd_test
 
-import "testing"
+import (
+	"testing"
 
-// msgNotice is MsgNotice (internal/journal/catalog.go), spelled out as
+	"github.com/drift-monitor/drift-monitor/test/harness"
+)
+
+// harness.MsgNotice is MsgNotice (internal/journal/catalog.go), spelled out as
 // harness_test.go's ids are.
-const msgNotice = "a094d4906b084c73bb73fef724cd195b"
 
 // TestNoticeJournaledOnce: what the daemon cannot verify (a file from a
 // remote source without a verification hash) is in the journal, with its
@@ -19,17 +22,17 @@ func TestNoticeJournaledOnce(t *testing.T) {
 		files: []file{etcFileOK, {remote, "fetched at first boot\n", 0o644}},
 	})
 	fields := map[string]string{"DRIFT_PATH": remote, "DRIFT_KIND": "unverifiable", "DRIFT_ENTRY": "file"}
-	r, _ := h.waitRecord(0, msgNotice, fields)
-	if p := r.field("PRIORITY"); p != "5" {
+	r, _ := h.waitRecord(0, harness.MsgNotice, fields)
+	if p := r["PRIORITY"]; p != "5" {
 		t.Errorf("notice record PRIORITY=%s, want 5 (notice): %s", p, r)
 	}
 	m := h.mark()
 	h.MustRun(t, "systemctl", "reload", service)
-	_, at := h.waitRecord(m, msgReloaded, nil)
-	if got := h.between(0, at, msgNotice, fields); len(got) != 1 {
+	_, at := h.waitRecord(m, harness.MsgReloaded, nil)
+	if got := h.between(0, at, harness.MsgNotice, fields); len(got) != 1 {
 		t.Errorf("%d notice records for %s up to the reload, want 1: %v", len(got), remote, got)
 	}
-	if got := h.between(0, at, msgDriftDetected, nil); len(got) != 0 {
+	if got := h.between(0, at, harness.MsgDriftDetected, nil); len(got) != 0 {
 		t.Errorf("a notice is not drift: %v", got)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // npdConfig is what node-problem-detector reads of a custom plugin
@@ -170,12 +172,12 @@ func TestNodeProblemDetectorPlugin(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.MustRun(t, "chmod", "0600", long)
-		h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": long})
+		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": long})
 		// Cut at 80 bytes the message still says drift, how much, and starts naming the path.
 		expect(t, npdProblem, "Drift: 1 path differs (/etc/a-rather-long-directory-name/")
 		m = h.mark()
 		h.MustRun(t, "chmod", "0644", long)
-		h.waitRecord(m, msgDriftResolved, map[string]string{"DRIFT_PATH": long})
+		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": long})
 		expect(t, npdOK, "No drift:")
 	})
 	t.Run("not answering", func(t *testing.T) {

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
-// msgReconciled is MsgReconciled (internal/journal/catalog.go).
-const msgReconciled = "6de2f04fd46148ba9b38c78757a2fed8"
+// harness.MsgReconciled is MsgReconciled (internal/journal/catalog.go).
 
 const maskedUnit = "dm-masked.service"
 
@@ -36,24 +37,16 @@ func TestReconcileUnitsThroughSystemd(t *testing.T) {
 	h.MustRun(t, "systemctl", "disable", "--quiet", demoUnit)
 	h.MustRun(t, "systemctl", "unmask", "--quiet", maskedUnit)
 	h.MustRun(t, "sh", "-c", "echo tampered >"+etcFile)
-	h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
-	h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit, "DRIFT_KIND": "enablement"})
-	h.waitRecord(m, msgDriftDetected, map[string]string{"DRIFT_UNIT": maskedUnit, "DRIFT_KIND": "unmasked"})
+	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
+	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit, "DRIFT_KIND": "enablement"})
+	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": maskedUnit, "DRIFT_KIND": "unmasked"})
 
 	m = h.mark()
 	out, errOut, code := h.run("drift-monitor", "reconcile", "--format", "json")
 	if code != 0 {
 		t.Fatalf("drift-monitor reconcile: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	var rep struct {
-		Clean    bool `json:"clean"`
-		Repaired []struct {
-			Entry string   `json:"entry"`
-			Path  string   `json:"path"`
-			Unit  string   `json:"unit"`
-			Done  []string `json:"done"`
-		} `json:"repaired"`
-	}
+	var rep harness.ReconcileReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("reconcile output is not JSON: %v\n%s", err, out)
 	}
@@ -82,8 +75,8 @@ func TestReconcileUnitsThroughSystemd(t *testing.T) {
 		t.Errorf("systemd's LoadState of %s = %q, want masked (daemon-reload done)", maskedUnit, got)
 	}
 
-	r, _ := h.waitRecord(m, msgReconciled, map[string]string{"INHIBIT_WHO": "drift-monitor reconcile"})
-	msg := r.field("MESSAGE")
+	r, _ := h.waitRecord(m, harness.MsgReconciled, map[string]string{"INHIBIT_WHO": "drift-monitor reconcile"})
+	msg := r["MESSAGE"]
 	if b, _, _ := h.run("cat", etcFile); b != "hello world\n" {
 		t.Errorf("%s = %q after reconcile", etcFile, b)
 	}
@@ -92,7 +85,7 @@ func TestReconcileUnitsThroughSystemd(t *testing.T) {
 			t.Errorf("reconciled record %q does not name %s", msg, u)
 		}
 	}
-	if why := r.field("INHIBIT_WHY"); !strings.Contains(why, "uid 0") {
+	if why := r["INHIBIT_WHY"]; !strings.Contains(why, "uid 0") {
 		t.Errorf("INHIBIT_WHY = %q, want who ran it (uid 0)", why)
 	}
 	h.noDriftSince(m, unitPath)

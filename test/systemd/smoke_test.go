@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,11 @@ func TestTwoContainersAtOnce(t *testing.T) {
 		m.MustRun(t, "systemd-run", "--quiet", "--unit=dm-sleep", "sleep", "infinity")
 	}
 	for _, m := range []*nspawn.Machine{a, b} {
+		// systemd-run returns once the unit's process is forked, not once
+		// it has exec'ed sleep: until then `systemctl status` shows it as
+		// "(sleep)". Wait for the exec, so that the status below shows the
+		// process as the test asserts it.
+		execed(t, m, "dm-sleep", "sleep", "infinity")
 		out, errOut, err := m.Run(ctx, "systemctl", "status", "--no-pager", "--lines=0", "dm-sleep")
 		if err != nil || errOut != "" {
 			t.Errorf("%s: systemctl status dm-sleep: %v, stderr %q\n%s", m.Name, err, errOut, out)
@@ -149,4 +155,21 @@ func TestTwoContainersAtOnce(t *testing.T) {
 	if got := strings.TrimSpace(b.MustRun(t, "systemctl", "is-active", "dm-sleep")); got != "active" {
 		t.Errorf("%s: dm-sleep is %s after stopping it in %s, want active", b.Name, got, a.Name)
 	}
+}
+
+// execed waits until the main process of unit has exec'ed the command
+// name with args (by /proc/PID/cmdline; name is argv[0]'s base name, as
+// systemd puts the whole path there).
+func execed(t *testing.T, m *nspawn.Machine, unit, name string, args ...string) {
+	t.Helper()
+	want := append([]string{name}, args...)
+	// A bound for a loaded machine; it takes milliseconds.
+	m.WaitFor(t, 30*time.Second, fmt.Sprintf("%s's main process to exec %q", unit, want), func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, errOut, err := m.Run(ctx, "sh", "-c", `pid=$(systemctl show -p MainPID --value "$1") && cat /proc/"$pid"/cmdline`, "sh", unit)
+		argv := strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
+		argv[0] = filepath.Base(argv[0])
+		return err == nil && slices.Equal(argv, want), fmt.Sprintf("cmdline %q (%v %s)", out, err, errOut)
+	})
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/systemd"
-	"github.com/drift-monitor/drift-monitor/internal/testbus"
+	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
 	"github.com/google/go-cmp/cmp"
 )
@@ -27,7 +27,7 @@ func TestUnitFileStatesFromSystemd(t *testing.T) {
 	defer cancel()
 
 	addr := fmt.Sprintf("unix:path=/proc/%d/root/run/dbus/system_bus_socket", m.InitPID)
-	conn, err := systemd.ConnectWith(ctx, testbus.Dialer(addr))
+	conn, err := systemd.ConnectWith(ctx, harness.BusDialer(t, addr))
 	if err != nil {
 		t.Fatalf("connecting to %s's systemd: %v", m.Name, err)
 	}

@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// work holds what the harness makes for one test binary: the built binary
+// and the state directory. Run removes it.
+var work = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "dm-harness-")
+	if err != nil {
+		return "", fmt.Errorf("making the harness's directory: %w", err)
+	}
+	// Unprivileged runs of the binary reach it, too.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	return dir, nil
+})
+
+// Run runs the tests of m and returns their exit code for os.Exit, after
+// removing what the harness made. Before the tests it sets STATE_DIRECTORY
+// to a temporary directory: the digest key the binary makes and shares
+// (internal/digestkey) must not be the host's.
+func Run(m *testing.M) int {
+	dir, err := work()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	os.Setenv("STATE_DIRECTORY", filepath.Join(dir, "state"))
+	code := m.Run()
+	os.RemoveAll(dir)
+	return code
+}
+
+var build = sync.OnceValues(func() (string, error) {
+	dir, err := work()
+	if err != nil {
+		return "", err
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "drift-monitor")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/drift-monitor")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/drift-monitor in %s: %w\n%s", root, err, out)
+	}
+	return bin, nil
+})
+
+// Binary returns the path of drift-monitor built from this tree, building it
+// at the first call of the test binary. A failed build fails the test (and
+// every later caller's).
+func Binary(t testing.TB) string {
+	t.Helper()
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Repo returns the absolute path of rel in the repository (the directory of
+// go.mod above the test's working directory).
+func Repo(t testing.TB, rel string) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, rel)
+}
+
+var repoRoot = sync.OnceValues(func() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the repository: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "drift-monitor.spec")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no drift-monitor repository (go.mod and drift-monitor.spec) above the working directory")
+		}
+		dir = parent
+	}
+})

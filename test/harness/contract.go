@@ -1,0 +1,93 @@
+package harness
+
+import "time"
+
+// The MESSAGE_IDs of the daemon's records (drift-monitor(8), the journal
+// catalog), one per record type. They are spelled out rather than taken from
+// internal/journal: they are a contract with whoever reads the journal, and
+// a changed id must fail a test (contract_test.go).
+const (
+	MsgStarted          = "8b0b39fbb9b249ac86ffc0286dff375a"
+	MsgReady            = "e8dfcfc985ce42489b66712d946e4a75"
+	MsgDriftDetected    = "d9919dc81c6b4fe685c3babdbad8d8d9"
+	MsgDriftResolved    = "b18cc3fb8eed46159699a7acbb8c0764"
+	MsgReloaded         = "cf5e743c6b274f0b899d2ddd43d6a0ab"
+	MsgLoadFailed       = "caa901836f56409eaf593ca3c63f64e7"
+	MsgWatchesExhausted = "e351ea282f9b47caac4ae2f832c85719"
+	MsgWatchesRestored  = "754f294c407544c99e3fa417f86e651e"
+	MsgInhibited        = "6715476f77304f95829d61c3e13b9ce7"
+	MsgResumed          = "c2585180d8b94e96a8ddc5ba2a2cfd1c"
+	MsgStopping         = "5b1ec22f3ee24526bcd9728bc485c97a"
+	MsgHookFailed       = "65967b676b2c4957b58a49d55c7eb400"
+	MsgBusLost          = "68ba40b2f56244cdaa2dee8d2c5b06fa"
+	MsgBusRestored      = "29e509fc37324813b3c7b972547784a4"
+	MsgNotice           = "a094d4906b084c73bb73fef724cd195b"
+	MsgReconciled       = "6de2f04fd46148ba9b38c78757a2fed8"
+)
+
+// Report is what `drift-monitor check --format json` prints: one JSON
+// object.
+type Report struct {
+	Root    string   `json:"root"`
+	Clean   bool     `json:"clean"`
+	Checked int      `json:"checked"`
+	Drift   []Item   `json:"drift"`
+	Notices []Item   `json:"notices"`
+	Configs []string `json:"configs"`
+}
+
+// Item is one drift or notice of a Report (and what a ReconcileReport has
+// left). Unit is set on unit-related items only, User on sshkeys items only.
+type Item struct {
+	Kind    string `json:"kind"`
+	Entry   string `json:"entry"`
+	Path    string `json:"path"`
+	Unit    string `json:"unit"`
+	User    string `json:"user"`
+	Message string `json:"message"`
+	Diff    string `json:"diff"`
+	Want    string `json:"want"`
+	Got     string `json:"got"`
+}
+
+// ReconcileReport is what `drift-monitor reconcile --format json` prints.
+type ReconcileReport struct {
+	DryRun    bool     `json:"dry_run"`
+	Clean     bool     `json:"clean"`
+	Repaired  []Action `json:"repaired"`
+	Refused   []Action `json:"not_repaired"`
+	Remaining []Item   `json:"remaining"`
+}
+
+// Action is one entry's repair, or why it was not repaired (Problem).
+type Action struct {
+	Entry   string   `json:"entry"`
+	Path    string   `json:"path"`
+	Unit    string   `json:"unit"`
+	Done    []string `json:"done"`
+	Problem string   `json:"problem"`
+}
+
+// StatusReport is what `drift-monitor status --format json` prints: the
+// running daemon's state, asked over the bus.
+type StatusReport struct {
+	State  string `json:"state"`
+	Status string `json:"status"`
+	// DriftCount is how many drifts the daemon knows (nil: the field is
+	// missing); Drift lists them all unless DriftTruncated.
+	DriftCount     *int        `json:"drift_count"`
+	DriftTruncated bool        `json:"drift_truncated"`
+	Drift          []Item      `json:"drift"`
+	Inhibitors     []Inhibitor `json:"inhibitors"`
+	LastCheck      *time.Time  `json:"last_check"`
+	WatchedPaths   int         `json:"watched_paths"`
+	Units          int         `json:"units"`
+	Version        string      `json:"version"`
+}
+
+// Inhibitor is one held inhibitor of a StatusReport.
+type Inhibitor struct {
+	Who string `json:"who"`
+	Why string `json:"why"`
+	PID int    `json:"pid"`
+}

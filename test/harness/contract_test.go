@@ -1,0 +1,36 @@
+package harness
+
+import (
+	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestMessageIDsAreTheCatalogs: the ids the tiers wait for are the daemon's.
+// A change on either side fails here, not as a timeout in a tier.
+func TestMessageIDsAreTheCatalogs(t *testing.T) {
+	want := map[string]string{
+		"Started": journal.MsgStarted, "Ready": journal.MsgReady,
+		"DriftDetected": journal.MsgDriftDetected, "DriftResolved": journal.MsgDriftResolved,
+		"Reloaded": journal.MsgReloaded, "LoadFailed": journal.MsgLoadFailed,
+		"WatchesExhausted": journal.MsgWatchesExhausted, "WatchesRestored": journal.MsgWatchesRestored,
+		"Inhibited": journal.MsgInhibited, "Resumed": journal.MsgResumed,
+		"Stopping": journal.MsgStopping, "HookFailed": journal.MsgHookFailed,
+		"BusLost": journal.MsgBusLost, "BusRestored": journal.MsgBusRestored,
+		"Notice": journal.MsgNotice, "Reconciled": journal.MsgReconciled,
+	}
+	got := map[string]string{
+		"Started": MsgStarted, "Ready": MsgReady,
+		"DriftDetected": MsgDriftDetected, "DriftResolved": MsgDriftResolved,
+		"Reloaded": MsgReloaded, "LoadFailed": MsgLoadFailed,
+		"WatchesExhausted": MsgWatchesExhausted, "WatchesRestored": MsgWatchesRestored,
+		"Inhibited": MsgInhibited, "Resumed": MsgResumed,
+		"Stopping": MsgStopping, "HookFailed": MsgHookFailed,
+		"BusLost": MsgBusLost, "BusRestored": MsgBusRestored,
+		"Notice": MsgNotice, "Reconciled": MsgReconciled,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("MESSAGE_IDs (-want internal/journal +got harness):\n%s", diff)
+	}
+}
