@@ -21,14 +21,17 @@ func (d *Daemon) inhibited() bool { return len(d.inhibitors) > 0 }
 // are journaled; when the last one is released, the desired state is read
 // again (the transition may have changed it) and everything is checked.
 func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
-	was := map[string]bool{}
+	was := map[string]inhibit.Inhibitor{}
 	for _, h := range d.inhibitors {
-		was[h.File] = true
+		was[h.File] = h
 	}
 	is := map[string]bool{}
 	for _, h := range held {
 		is[h.File] = true
-		if !was[h.File] {
+		// Journaled when it appears, and again when its holder becomes
+		// known: the shell protocol locks the file before it writes who
+		// and why in it, and the monitor may look in between.
+		if old, ok := was[h.File]; !ok || old.Who != h.Who || old.Why != h.Why || old.PID != h.PID {
 			d.record(ctx, slog.LevelInfo, journal.MsgInhibited,
 				fmt.Sprintf("Monitoring inhibited by %s", escape.Name(h.String())), journal.Inhibitor(escape.Name(h.Who), escape.Name(h.Why), h.PID)...)
 		}

@@ -34,3 +34,25 @@ func TestReleaseWithABadConfigStillChecks(t *testing.T) {
 		t.Errorf("state after the release: %s, want drifted", got)
 	}
 }
+
+// TestInhibitorJournaledWhenItsHolderIsKnown: the shell protocol locks the
+// file, then writes who and why in it; a monitor that looked in between
+// reports a holder named after the file. Once who and why are written, the
+// record says who holds it; a holder that stays the same is not journaled
+// again.
+func TestInhibitorJournaledWhenItsHolderIsKnown(t *testing.T) {
+	ctx := context.Background()
+	d, _, log := syntheticDaemon(t, Options{})
+	d.fullCheck(ctx, "first check")
+	d.ready = true
+	d.setInhibitors(ctx, []inhibit.Inhibitor{{Who: "updater", File: "/run/drift-monitor/inhibit.d/updater.lock"}})
+	m := log.mark()
+	known := []inhibit.Inhibitor{{Who: "rpm-ostree", Why: "deploying", PID: 42, File: "/run/drift-monitor/inhibit.d/updater.lock"}}
+	d.setInhibitors(ctx, known)
+	log.wait(t, m, journal.MsgInhibited, map[string]string{"INHIBIT_WHO": "rpm-ostree", "INHIBIT_WHY": "deploying", "INHIBIT_PID": "42"})
+	n := len(log.find(journal.MsgInhibited, ""))
+	d.setInhibitors(ctx, known)
+	if got := len(log.find(journal.MsgInhibited, "")); got != n {
+		t.Errorf("the same holder again: %d inhibited records, want %d", got, n)
+	}
+}
