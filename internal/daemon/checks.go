@@ -163,6 +163,14 @@ func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentR
 	if out.Unknown {
 		return
 	}
+	if read != nil && out.Stamp != read.Stamp {
+		// Changed since it was read, and its event may still be queued: a
+		// shell redirection truncates before it writes, and checked now
+		// the empty file would be reported. The change's event (or the
+		// poll, or an overflow's full check) checks it once its writer is
+		// done.
+		return
+	}
 	appeared, resolved := d.track.update(e.ID(), d.deferred(i, out.Drift, out))
 	d.report(ctx, appeared, resolved)
 }

@@ -3,10 +3,13 @@ package daemon
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // TestReleaseWithABadConfigStillChecks: an update tool's transition leaves
@@ -54,5 +57,28 @@ func TestInhibitorJournaledWhenItsHolderIsKnown(t *testing.T) {
 	d.setInhibitors(ctx, known)
 	if got := len(log.find(journal.MsgInhibited, "")); got != n {
 		t.Errorf("the same holder again: %d inhibited records, want %d", got, n)
+	}
+}
+
+// TestStaleReadWaitsForItsEvent: a background read's result arrives for a
+// file that changed since it was read — truncated by a shell redirection
+// whose write has not come yet. Nothing is reported: the change's own
+// event checks the file when its writer is done.
+func TestStaleReadWaitsForItsEvent(t *testing.T) {
+	ctx := context.Background()
+	d, _, log := syntheticDaemon(t, Options{})
+	d.fullCheck(ctx, "first check")
+	i := slices.IndexFunc(d.ix.entries, func(e desired.Entry) bool { return e.Path == "/etc/a.conf" })
+	if i < 0 {
+		t.Fatal("no /etc/a.conf entry")
+	}
+	read := d.checker.ReadContent(ctx, ondisk.NewObserver(d.root), &d.ix.entries[i])
+	if read == nil {
+		t.Fatal("nothing read of /etc/a.conf")
+	}
+	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), nil) // truncated, not yet written
+	d.checkEntryWith(ctx, i, read)
+	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 0 {
+		t.Errorf("a stale read's file checked half-written: %v", got)
 	}
 }
