@@ -1,0 +1,316 @@
+package desired
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+
+	t30 "github.com/coreos/ignition/v2/config/v3_0/types"
+	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
+	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
+	t33 "github.com/coreos/ignition/v2/config/v3_3/types"
+	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
+	"github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/ignition/v2/config/validate"
+	"github.com/coreos/vcontext/report"
+	vvalidate "github.com/coreos/vcontext/validate"
+)
+
+// quickDecoders are the decoders of each stable spec that quickDecode
+// gives, reading the bytes src holds (they ignore the bytes they are
+// given).
+func quickDecoders(src *configBytes) specDecoders {
+	return specDecoders{
+		quickDecoder[t30.Config](src, "3.0.0"), quickDecoder[t31.Config](src, "3.1.0"),
+		quickDecoder[t32.Config](src, "3.2.0"), quickDecoder[t33.Config](src, "3.3.0"),
+		quickDecoder[t34.Config](src, "3.4.0"), quickDecoder[types.Config](src, "3.5.0"),
+	}
+}
+
+func quickDecoder[C any](src *configBytes, version string) func([]byte) (C, report.Report, error) {
+	return func([]byte) (C, report.Report, error) { return quickDecode[C](src, version) }
+}
+
+// errNotQuick: quickDecode cannot tell, Ignition's Parse must read the
+// config.
+var errNotQuick = errors.New("not decoded without Ignition's position tree")
+
+// quickDecode decodes the bytes src holds, a config of spec version whose
+// config type is C, as that spec's Parse does, when Ignition would report
+// nothing at all on them: then the result is the same config, an empty
+// report and no error. errNotQuick means that Ignition has something to say
+// (a syntax or type error, an invalid value, a warning, an unused key), or
+// that quickDecode cannot tell: the caller then parses with Ignition's
+// Parse, which reports it with its line and column.
+//
+// What it leaves out is the position tree, which Ignition builds for every
+// config (config/validate/validate.go, ValidateWithContext with the raw
+// bytes: vcontext's json.UnmarshalToContext) only to place report entries
+// on a line and to find unused keys: at 10,000 files it was a third of a
+// cold load's time and most of its memory peak. Everything else is
+// Ignition's own: the same encoding/json decoding into the spec's types
+// (config/util/parsingErrors.go, HandleParseErrors), the same version
+// check (config/vX_Y/config.go, Parse), and the same validation functions
+// ValidateWithContext runs without raw bytes (vcontext's Validate, then
+// Ignition's ValidateDups), run side by side.
+func quickDecode[C any](src *configBytes, version string) (C, report.Report, error) {
+	var c, zero C
+	raw := src.b
+	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
+		return zero, report.Report{}, errNotQuick
+	}
+	// Parse compares the decoded ignition.version with its MaxVersion as a
+	// semver; the exact string of that version is equal to it.
+	if reflect.ValueOf(c).FieldByName("Ignition").FieldByName("Version").String() != version {
+		return zero, report.Report{}, errNotQuick
+	}
+	if !exactKeys(raw, reflect.TypeFor[C]()) {
+		return zero, report.Report{}, errNotQuick
+	}
+	if r := validateNoTree(c); len(r.Entries) > 0 {
+		return zero, report.Report{}, errNotQuick
+	}
+	return c, report.Report{}, nil
+}
+
+// configBytes are the bytes of a config file being parsed.
+type configBytes struct {
+	b []byte
+}
+
+// bytes are the config's bytes.
+func (c *configBytes) bytes() ([]byte, error) { return c.b, nil }
+
+// validateNoTree is Ignition's validate.ValidateWithContext(cfg, nil)
+// (config/validate/validate.go): vcontext's Validate, then ValidateDups,
+// their reports merged in that order; the two walks run side by side.
+func validateNoTree(cfg any) report.Report {
+	var dups report.Report
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		dups = vvalidate.ValidateCustom(cfg, "json", validate.ValidateDups)
+	}()
+	r := vvalidate.Validate(cfg, "json")
+	wg.Wait()
+	r.Merge(dups)
+	return r
+}
+
+// exactKeys reports whether every object key in raw, a JSON document that
+// encoding/json decoded into a value of type t, is the exact name of a field
+// of the struct it decoded into, with no escapes, and no value is null:
+// then Ignition's ValidateUnusedKeys (config/validate/validate.go) has
+// nothing to report on it. That check compares a struct's keys in the
+// position tree with its fields' json names exactly, where encoding/json
+// decoded a key of another case ("Path") into the field, or ignored an
+// unknown one; and a struct decoded from null is no object in the tree, a
+// warning there. Anything else it does not expect (a key that is not a
+// field, a value of an unexpected shape) is a false: Ignition decides.
+func exactKeys(raw []byte, t reflect.Type) bool {
+	s := keyScan{b: raw}
+	if !s.value(t) {
+		return false
+	}
+	s.space()
+	return s.i == len(s.b)
+}
+
+// keyScan walks a JSON document that encoding/json has accepted, so it
+// checks the structure it relies on, not the whole grammar.
+type keyScan struct {
+	b []byte
+	i int
+}
+
+func (s *keyScan) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value scans one value that decodes into type t.
+func (s *keyScan) value(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	s.space()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i] {
+	case '{':
+		if t.Kind() != reflect.Struct {
+			return false // Ignition's types have no maps nor interfaces
+		}
+		return s.object(fieldsOf(t))
+	case '[':
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return false
+		}
+		return s.elements(func() bool { return s.value(t.Elem()) })
+	case '"':
+		_, ok := s.str()
+		return ok
+	case 'n':
+		return false
+	default: // a number, true or false
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return true
+			}
+			s.i++
+		}
+		return true
+	}
+}
+
+func (s *keyScan) object(fields map[string]reflect.Type) bool {
+	return s.members(func(key []byte) bool {
+		ft, ok := fields[string(key)]
+		return ok && s.value(ft)
+	})
+}
+
+// members scans an object, calling member after each key's colon to scan
+// its value; member false stops the scan with false.
+func (s *keyScan) members(member func(key []byte) bool) bool {
+	s.i++ // {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return true
+	}
+	for {
+		s.space()
+		key, ok := s.str()
+		if !ok || !printableASCII(key) || bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		if !member(key) {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func printableASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// elements scans an array, calling elem to scan each element; elem false
+// stops the scan with false.
+func (s *keyScan) elements(elem func() bool) bool {
+	s.i++ // [
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str scans a string and returns its bytes between the quotes, undecoded.
+func (s *keyScan) str() ([]byte, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; ; {
+		k := bytes.IndexByte(s.b[j:], '"')
+		if k < 0 {
+			return nil, false
+		}
+		j += k
+		backslashes := 0
+		for p := j - 1; p >= start && s.b[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			s.i = j + 1
+			return s.b[start:j], true
+		}
+		j++
+	}
+}
+
+// fieldsOf maps the json names of a struct's fields, embedded structs
+// flattened, to their types: the names vcontext's GetFields and FieldName
+// give (vcontext validate/validate.go), for exported fields that
+// encoding/json decodes. A field without a json name is left out, so a key
+// for it makes exactKeys false.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
+	var add func(t reflect.Type)
+	add = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				add(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "" || name == "-" {
+				continue
+			}
+			m[name] = f.Type
+		}
+	}
+	add(t)
+	fieldCache.Store(t, m)
+	return m
+}
+
+var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
