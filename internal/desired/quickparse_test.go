@@ -16,6 +16,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/coreos/vcontext/report"
 	"github.com/google/go-cmp/cmp"
+	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 )
 
@@ -221,5 +222,30 @@ func FuzzQuickParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		sameAsIgnition(t, "fuzz.ign", raw)
+	})
+}
+
+// FuzzBase64DataURL: where base64DataURL decodes, dataurl decodes the same
+// bytes; and it does decode the shape Ignition's tools write.
+func FuzzBase64DataURL(f *testing.F) {
+	for _, s := range []string{"data:;base64,", "data:;base64,eQ==", "data:;base64,eQ", "data:;base64,e Q==", "data:;base64,eQ==\n",
+		"data:;base64,=", "data:;base64,YWJj%3D", "data:text/plain;base64,eQ==", "data:;BASE64,eQ==", "data:,eQ==", "data:;base64,4pyTIMOgIGxhIG1vZGU="} {
+		f.Add(s)
+	}
+	if _, ok := base64DataURL("data:;base64,eQ=="); !ok {
+		f.Error("base64DataURL does not decode data:;base64,eQ==")
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := base64DataURL(s)
+		if !ok {
+			return
+		}
+		du, err := dataurl.DecodeString(s)
+		if err != nil {
+			t.Fatalf("base64DataURL(%q) = %q; dataurl: %v", s, got, err)
+		}
+		if !bytes.Equal(got, du.Data) {
+			t.Fatalf("base64DataURL(%q) = %q; dataurl: %q", s, got, du.Data)
+		}
 	})
 }
