@@ -585,6 +585,15 @@ type machineConfig struct {
 // raw declares (for an Ignition config), from the same reading: each reading
 // of a large config scans all of it.
 func asMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
+	if v, ok := plainIgnitionVersion(raw); ok {
+		// What the probe below would read: a config, its version v.
+		return machineConfig{}, false, v, nil
+	}
+	return probeMachineConfig(raw)
+}
+
+// probeMachineConfig is asMachineConfig, reading raw with encoding/json.
+func probeMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
 	var probe struct {
 		Kind     *string `json:"kind"`
 		Ignition *struct {

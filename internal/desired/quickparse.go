@@ -314,3 +314,82 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 }
 
 var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
+
+// plainIgnitionVersion is what asMachineConfig's probe, encoding/json
+// decoding raw into a struct of kind, ignition.version and spec, reads of a
+// plain Ignition config, found without a decoder: ok when raw is one JSON
+// object without a key that encoding/json would match with kind or spec (it
+// matches keys without regard to ASCII case), whose ignition keys, if any,
+// hold objects, and whose version keys in those hold strings; version is
+// then the last of these (encoding/json decodes a repeated key into the same
+// struct). A key or version with an escape or a byte outside ASCII, or
+// anything else, is not ok: the probe decides.
+//
+// It does not check the whole grammar, as the probe does first; for bytes
+// that are not JSON it may give a version where the probe gives none. The
+// parse of that version then reports the same syntax error as the parse
+// without one would: encoding/json checks the syntax before decoding
+// anything, whatever the target (config/util/parsingErrors.go).
+func plainIgnitionVersion(raw []byte) (version string, ok bool) {
+	s := keyScan{b: raw}
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return "", false
+	}
+	ok = s.members(func(key []byte) bool {
+		switch {
+		case asciiKey(key, "kind"), asciiKey(key, "spec"):
+			return false
+		case asciiKey(key, "ignition"):
+			s.space()
+			if s.i >= len(s.b) || s.b[s.i] != '{' {
+				return false
+			}
+			return s.members(func(key []byte) bool {
+				if !asciiKey(key, "version") {
+					return s.skip()
+				}
+				s.space()
+				v, ok := s.str()
+				if !ok || bytes.IndexByte(v, '\\') >= 0 || !printableASCII(v) {
+					return false
+				}
+				version = string(v)
+				return true
+			})
+		default:
+			return s.skip()
+		}
+	})
+	s.space()
+	return version, ok && s.i == len(s.b)
+}
+
+// asciiKey: key, which must be plain ASCII, is name as encoding/json
+// matches keys with field names (ASCII case folded).
+func asciiKey(key []byte, name string) bool {
+	return printableASCII(key) && bytes.IndexByte(key, '\\') < 0 && strings.EqualFold(string(key), name)
+}
+
+// skip scans one value of any kind.
+func (s *keyScan) skip() bool {
+	s.space()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i] {
+	case '{':
+		return s.members(func([]byte) bool { return s.skip() })
+	case '[':
+		return s.elements(s.skip)
+	case '"':
+		_, ok := s.str()
+		return ok
+	default:
+		start := s.i
+		for s.i < len(s.b) && strings.IndexByte(",}] \t\n\r", s.b[s.i]) < 0 {
+			s.i++
+		}
+		return s.i > start
+	}
+}

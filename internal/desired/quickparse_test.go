@@ -2,6 +2,7 @@ package desired
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -248,4 +249,56 @@ func FuzzBase64DataURL(f *testing.F) {
 			t.Fatalf("base64DataURL(%q) = %q; dataurl: %q", s, got, du.Data)
 		}
 	})
+}
+
+// TestPlainIgnitionVersion: where plainIgnitionVersion answers, the probe
+// of encoding/json reads the same of valid JSON; of bytes that are not
+// JSON, the parse of the version it gives refuses them as the parse of the
+// probe's does. And it answers for the configs Ignition's tools write.
+func TestPlainIgnitionVersion(t *testing.T) {
+	seeds := quickSeeds(t)
+	for name, body := range map[string]string{
+		"kind in another case": `{"KIND":"MachineConfig","ignition":{"version":"3.4.0"}}`,
+		"spec in another case": `{"Spec":{"config":{}},"ignition":{"version":"3.4.0"}}`,
+		"ignition twice":       `{"ignition":{"version":"3.4.0"},"storage":{},"IGNITION":{"config":{}}}`,
+		"version twice":        `{"ignition":{"version":"3.1.0","Version":"3.4.0"}}`,
+		"a null version":       `{"ignition":{"version":null}}`,
+		"a null ignition":      `{"ignition":null}`,
+		"a number version":     `{"ignition":{"version":3}}`,
+		"an escaped version":   `{"ignition":{"version":"3.4.\u0030"}}`,
+		"an escaped key":       `{"ign\u0069tion":{"version":"3.4.0"}}`,
+		"no ignition":          `{"storage":{"files":[]}}`,
+		"not an object":        `["ignition"]`,
+		"a bad literal":        `{"ignition":{"version":"3.4.0"},"x":tru}`,
+		"trailing bytes":       `{"ignition":{"version":"3.4.0"}}}`,
+	} {
+		seeds["probe-"+name+".ign"] = []byte(body)
+	}
+	answered := 0
+	for name, raw := range seeds {
+		v, ok := plainIgnitionVersion(raw)
+		if !ok {
+			continue
+		}
+		answered++
+		mc, isMC, want, err := probeMachineConfig(raw)
+		if json.Valid(raw) {
+			if isMC || err != nil || v != want || !cmp.Equal(mc, machineConfig{}) {
+				t.Errorf("%s: plainIgnitionVersion = %q; the probe: %v, %v, %q, %v", name, v, mc, isMC, want, err)
+			}
+			continue
+		}
+		_, rpt, err := parseIgnition(raw, v)
+		_, wantRpt, wantErr := parseIgnition(raw, want)
+		if err == nil || wantErr == nil {
+			t.Errorf("%s: not JSON, yet parsed: %v, %v", name, err, wantErr)
+			continue
+		}
+		if got, want := reportError(name, raw, rpt, err, true).Error(), reportError(name, raw, wantRpt, wantErr, true).Error(); got != want {
+			t.Errorf("%s: refused as %q with version %q; as %q with the probe's %q", name, got, v, want, want)
+		}
+	}
+	if answered < len(seeds)/2 {
+		t.Errorf("plainIgnitionVersion answered %d of %d seeds", answered, len(seeds))
+	}
 }
