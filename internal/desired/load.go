@@ -691,6 +691,18 @@ func warnings(rpt report.Report) []string {
 // the result, so that entries from different fragments that conflict (one path
 // declared as a file and as a directory) are refused.
 func Merge(frags []Fragment) (types.Config, error) {
+	if len(frags) == 1 && frags[0].validated {
+		// One fragment, validated when parsed: nothing to conflict with
+		// (validating again would cost as much as the parse's validation),
+		// and Ignition's merge onto an empty config gives it back as it is
+		// (config/merge/merge.go, mergeStruct: every field of an empty
+		// parent takes the child's; an empty list becomes nil) after
+		// copying all of it by reflection: a tenth of a load of 10,000
+		// files. The config returned shares the fragment's lists.
+		cfg := frags[0].Config
+		cfg.Ignition.Version = types.MaxVersion.String()
+		return cfg, nil
+	}
 	if err := typeConflicts(frags); err != nil {
 		return types.Config{}, err
 	}
@@ -698,12 +710,6 @@ func Merge(frags []Fragment) (types.Config, error) {
 	merged.Ignition.Version = types.MaxVersion.String()
 	for _, f := range frags {
 		merged = v3.Merge(merged, f.Config)
-	}
-	if len(frags) == 1 && frags[0].validated {
-		// Nothing to conflict with, and validated when parsed: validating
-		// again would cost as much as the parse's validation (a third of a
-		// load of 10,000 files).
-		return merged, nil
 	}
 	if rpt := validate.ValidateWithContext(merged, nil); rpt.IsFatal() {
 		names := make([]string, len(frags))

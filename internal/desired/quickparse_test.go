@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/coreos/vcontext/report"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 )
@@ -300,5 +301,33 @@ func TestPlainIgnitionVersion(t *testing.T) {
 	}
 	if answered < len(seeds)/2 {
 		t.Errorf("plainIgnitionVersion answered %d of %d seeds", answered, len(seeds))
+	}
+}
+
+// TestMergeOneIsIgnitions: Merge of one parsed fragment is Ignition's merge
+// of it onto an empty config, which it no longer calls (empty lists aside,
+// which that merge makes nil), on every seed that parses.
+func TestMergeOneIsIgnitions(t *testing.T) {
+	merged := 0
+	for name, raw := range quickSeeds(t) {
+		frag, err := Parse(name, raw)
+		if err != nil {
+			continue
+		}
+		got, err := Merge([]Fragment{frag})
+		if err != nil {
+			t.Errorf("%s: Merge: %v", name, err)
+			continue
+		}
+		var empty types.Config
+		empty.Ignition.Version = types.MaxVersion.String()
+		want := v3.Merge(empty, frag.Config)
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: Merge (-Ignition's merge +Merge):\n%s", name, diff)
+		}
+		merged++
+	}
+	if merged < 20 {
+		t.Errorf("only %d seeds parsed", merged)
 	}
 }
