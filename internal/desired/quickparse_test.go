@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	v3 "github.com/coreos/ignition/v2/config/v3_5"
@@ -84,6 +85,13 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 	}
 	cfg, rpt, err := parseIgnition(raw, version)
 	compare("parseIgnition", cfg, rpt, err)
+	reread := 0
+	src := &configBytes{b: raw, reread: func() ([]byte, error) { reread++; return bytes.Clone(raw), nil }}
+	cfg, rpt, err = parseIgnitionFrom(src, version)
+	compare("parseIgnitionFrom, the bytes dropped", cfg, rpt, err)
+	if reread > 1 {
+		t.Errorf("the bytes were read again %d times", reread)
+	}
 	if quick := quickDecoders(&configBytes{b: raw}).forVersion(version); quick != nil {
 		_, _, err := quick(nil)
 		return err == nil
@@ -329,5 +337,66 @@ func TestMergeOneIsIgnitions(t *testing.T) {
 	}
 	if merged < 20 {
 		t.Errorf("only %d seeds parsed", merged)
+	}
+}
+
+// TestConfigBytesChanged: bytes let go during a parse and read again for
+// Ignition's report are refused if they are not the bytes parsed; the same
+// bytes are reported on as without dropping them.
+func TestConfigBytesChanged(t *testing.T) {
+	raw := []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"etc/relative"}]}}`)
+	changed := []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/absolute"}]}}`)
+	for _, tt := range []struct {
+		name  string
+		again []byte
+		want  string
+	}{
+		{"the same bytes", raw, "50-x.ign:1:61: $.storage.files.0.path: path not absolute"},
+		{"other bytes", changed, "50-x.ign: changed while it was being read: load it again"},
+		{"fewer bytes", raw[:10], "50-x.ign: changed while it was being read: load it again"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reads := 0
+			_, err := parseFragment("50-x.ign", bytes.Clone(raw), Supplies{}, false, func() ([]byte, error) { reads++; return tt.again, nil })
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("parse = %v, want %q", err, tt.want)
+			}
+			if reads != 1 {
+				t.Errorf("read again %d times, want 1 (the bytes dropped, then needed for the report)", reads)
+			}
+		})
+	}
+}
+
+// TestLoadReportsWhatItDropped: a bad config loaded from a file, whose
+// bytes the parse lets go, and from a pipe, whose bytes it keeps (it could
+// not read them again), is refused with Ignition's line and column either
+// way.
+func TestLoadReportsWhatItDropped(t *testing.T) {
+	raw := []byte("{\"ignition\":{\"version\":\"3.4.0\"},\n\"storage\":{\"files\":[{\"path\":\"etc/relative\"}]}}")
+	const want = ":2:29: $.storage.files.0.path: path not absolute"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "10-bad.ign")
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "20-bad.ign")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{file, fifo} {
+		done := make(chan error, 1)
+		if f == fifo {
+			go func() { done <- os.WriteFile(fifo, raw, 0o600) }()
+		} else {
+			done <- nil
+		}
+		_, err := LoadState(dirHost(t.TempDir()), []string{f})
+		if err == nil || err.Error() != f+want {
+			t.Errorf("LoadState(%s) = %v, want %q", f, err, f+want)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
