@@ -101,6 +101,12 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 			return r[0], nil
 		}
 	}
+	var size int64
+	for _, r := range raws {
+		size += int64(len(r))
+	}
+	lift := boundMemory(size) // until the state is stored, which copies its contents
+	defer lift()
 	st, err := deriveStateFrom(root.Dir(), files, raws, acct, reread)
 	raws = nil
 	if err != nil {

@@ -42,7 +42,13 @@ type User struct {
 
 // Derive turns a merged config into entries, sorted by path. It does not touch
 // the disk except through acct.
-func Derive(cfg types.Config, acct Accounts) (State, error) {
+func Derive(cfg types.Config, acct Accounts) (State, error) { return deriveReleasing(cfg, acct, false) }
+
+// deriveReleasing is Derive; with release, it zeroes each file of
+// cfg.Storage.Files once its entry is derived, so that its contents' source
+// (data URLs are most of a large config) can be collected while the decoded
+// contents accumulate: the caller must hold no other reference to them.
+func deriveReleasing(cfg types.Config, acct Accounts, release bool) (State, error) {
 	var st State
 	add := func(e Entry) { st.Entries = append(st.Entries, e) }
 
@@ -55,7 +61,7 @@ func Derive(cfg types.Config, acct Accounts) (State, error) {
 		e.Mode, e.ModeOptional = mode(d.Mode, defaultDirMode, fresh)
 		add(e)
 	}
-	for _, f := range cfg.Storage.Files {
+	for i, f := range cfg.Storage.Files {
 		// Ignition writes a new inode (a renamed temporary file, mode 0644,
 		// owned by root) when it removes the old node (overwrite) or fetches a
 		// base (contents.source: an existing node then fails the stage). A
@@ -75,6 +81,9 @@ func Derive(cfg types.Config, acct Accounts) (State, error) {
 		}
 		e.Content = c
 		add(e)
+		if release {
+			cfg.Storage.Files[i], f = types.File{}, types.File{}
+		}
 	}
 	for _, l := range cfg.Storage.Links {
 		e := node(KindLink, l.Node, acct, true)

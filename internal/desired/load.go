@@ -848,7 +848,13 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	if err != nil {
 		return State{}, err
 	}
-	st, err := Derive(cfg, parseAccounts(acct))
+	// What the fragments declare in storage is in cfg, which nothing reads
+	// after deriving: deriveReleasing lets each file's source go once
+	// decoded.
+	for i := range frags {
+		frags[i].Config.Storage = types.Storage{}
+	}
+	st, err := deriveReleasing(cfg, parseAccounts(acct), true)
 	if err != nil {
 		return State{}, err
 	}
