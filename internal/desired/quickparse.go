@@ -225,10 +225,7 @@ func (s *keyScan) object(fields map[string]reflect.Type) bool {
 // members scans an object, calling member after each key's colon to scan
 // its value; member false stops the scan with false.
 func (s *keyScan) members(member func(key []byte) bool) bool {
-	s.i++ // {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
+	if s.open('}') {
 		return true
 	}
 	for {
@@ -245,18 +242,8 @@ func (s *keyScan) members(member func(key []byte) bool) bool {
 		if !member(key) {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.after('}'); !more {
+			return ok
 		}
 	}
 }
@@ -273,30 +260,47 @@ func printableASCII(b []byte) bool {
 // elements scans an array, calling elem to scan each element; elem false
 // stops the scan with false.
 func (s *keyScan) elements(elem func() bool) bool {
-	s.i++ // [
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
+	if s.open(']') {
 		return true
 	}
 	for {
 		if !elem() {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.after(']'); !more {
+			return ok
 		}
 	}
+}
+
+// open steps over an object's or array's opening byte; empty: closing
+// follows, and is stepped over too.
+func (s *keyScan) open(closing byte) (empty bool) {
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == closing {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// after scans what follows a member or an element: more after a comma,
+// not more but ok after the closing byte.
+func (s *keyScan) after(closing byte) (more, ok bool) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return true, true
+	case closing:
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 // str scans a string and returns its bytes between the quotes, undecoded.
@@ -405,10 +409,10 @@ func plainIgnitionVersion(raw []byte) (version string, ok bool) {
 	return version, ok && s.i == len(s.b)
 }
 
-// asciiKey: key, which must be plain ASCII, is name as encoding/json
-// matches keys with field names (ASCII case folded).
+// asciiKey: key, plain ASCII without escapes (members gives no other), is
+// name as encoding/json matches keys with field names (ASCII case folded).
 func asciiKey(key []byte, name string) bool {
-	return printableASCII(key) && bytes.IndexByte(key, '\\') < 0 && strings.EqualFold(string(key), name)
+	return strings.EqualFold(string(key), name)
 }
 
 // skip scans one value of any kind.
