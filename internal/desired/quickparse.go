@@ -60,24 +60,69 @@ var errNotQuick = errors.New("not decoded without Ignition's position tree")
 // ValidateWithContext runs without raw bytes (vcontext's Validate, then
 // Ignition's ValidateDups), run side by side.
 func quickDecode[C any](src *configBytes, version string) (C, report.Report, error) {
-	var c, zero C
+	c, ok := decodeExact[C](src, version, reflect.TypeFor[C]())
+	if !ok || len(validateNoTree(c).Entries) > 0 {
+		var zero C
+		return zero, report.Report{}, errNotQuick
+	}
+	return c, report.Report{}, nil
+}
+
+// quickDecode34 is quickDecode of a 3.4.0 config followed by Ignition's
+// translation to 3.5.0 (v3_5/translate), in one: the config is decoded
+// straight into 3.5.0's types and validated with 3.5.0's rules. For a
+// config whose keys are all 3.4.0's (exactKeys) that is the same: 3.5.0's
+// types are 3.4.0's and a Luks Cex (then absent), validated by the same
+// code but for Cex's checks, which need Cex present, and for the version,
+// which is 3.5.0's once translated (config/v3_4/types against
+// config/v3_5/types: luks.go, cex.go, config.go, schema.go; TestSpec34Is35
+// guards the types). The translation copies every field but a Tang's
+// advertisement: a config that declares one is left to it. Translating
+// was a quarter of a cold load.
+func quickDecode34(src *configBytes) (types.Config, report.Report, error) {
+	cfg, ok := decodeExact[types.Config](src, "3.4.0", reflect.TypeFor[t34.Config]())
+	if !ok || tangAdvertised(cfg) {
+		return types.Config{}, report.Report{}, errNotQuick
+	}
+	cfg.Ignition.Version = types.MaxVersion.String()
+	if len(validateNoTree(cfg).Entries) > 0 {
+		return types.Config{}, report.Report{}, errNotQuick
+	}
+	return cfg, report.Report{}, nil
+}
+
+// tangAdvertised: a Tang server of the config has an advertisement.
+func tangAdvertised(cfg types.Config) bool {
+	for _, l := range cfg.Storage.Luks {
+		for _, t := range l.Clevis.Tang {
+			if t.Advertisement != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decodeExact decodes the bytes src holds into C as Ignition's Parse does
+// (config/util/parsingErrors.go, HandleParseErrors: encoding/json), when
+// they declare version and every key is the exact name of a field of keys
+// (exactKeys): then src drops them. ok false: Ignition's Parse must read
+// them.
+func decodeExact[C any](src *configBytes, version string, keys reflect.Type) (c C, ok bool) {
 	raw := src.b
 	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
-		return zero, report.Report{}, errNotQuick
+		return c, false
 	}
 	// Parse compares the decoded ignition.version with its MaxVersion as a
 	// semver; the exact string of that version is equal to it.
 	if reflect.ValueOf(c).FieldByName("Ignition").FieldByName("Version").String() != version {
-		return zero, report.Report{}, errNotQuick
+		return c, false
 	}
-	if !exactKeys(raw, reflect.TypeFor[C]()) {
-		return zero, report.Report{}, errNotQuick
+	if !exactKeys(raw, keys) {
+		return c, false
 	}
 	src.drop()
-	if r := validateNoTree(c); len(r.Entries) > 0 {
-		return zero, report.Report{}, errNotQuick
-	}
-	return c, report.Report{}, nil
+	return c, true
 }
 
 // configBytes are the bytes of a config file being parsed. A parse that has
