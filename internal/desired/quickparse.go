@@ -91,6 +91,34 @@ func quickDecode34(src *configBytes) (types.Config, report.Report, error) {
 	return cfg, report.Report{}, nil
 }
 
+// filesDeclared counts the elements of raw's storage.files, keys spelt
+// exactly so; 0 when it cannot tell. Repeated, the longest list counts.
+func filesDeclared(raw []byte) int {
+	s := keyScan{b: raw}
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return 0
+	}
+	n := 0
+	s.members(func(key []byte) bool {
+		s.space()
+		if string(key) != "storage" || s.i >= len(s.b) || s.b[s.i] != '{' {
+			return s.skip()
+		}
+		return s.members(func(key []byte) bool {
+			s.space()
+			if string(key) != "files" || s.i >= len(s.b) || s.b[s.i] != '[' {
+				return s.skip()
+			}
+			count := 0
+			ok := s.elements(func() bool { count++; return s.skip() })
+			n = max(n, count)
+			return ok
+		})
+	})
+	return n
+}
+
 // tangAdvertised: a Tang server of the config has an advertisement.
 func tangAdvertised(cfg types.Config) bool {
 	for _, l := range cfg.Storage.Luks {
@@ -110,7 +138,19 @@ func tangAdvertised(cfg types.Config) bool {
 // them.
 func decodeExact[C any](src *configBytes, version string, keys reflect.Type) (c C, ok bool) {
 	raw := src.b
-	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
+	if len(raw) == 0 {
+		return c, false
+	}
+	if n := filesDeclared(raw); n > 0 {
+		// encoding/json appends a list's elements to the slice it finds
+		// (decode.go, array: it grows it only past its capacity): one of
+		// the right size spares the copies of doubling and up to half a
+		// list of unused capacity, the largest list of a large config, at
+		// the peak of its load. The values decoded are the same.
+		reflect.ValueOf(&c).Elem().FieldByName("Storage").FieldByName("Files").Set(
+			reflect.MakeSlice(reflect.ValueOf(c).FieldByName("Storage").FieldByName("Files").Type(), 0, n))
+	}
+	if json.Unmarshal(raw, &c) != nil {
 		return c, false
 	}
 	// Parse compares the decoded ignition.version with its MaxVersion as a
