@@ -41,6 +41,7 @@ type fullResult struct {
 	Samples  map[string][]run
 	Phases   []phaseReport
 	AIDEInit time.Duration
+	CfgBytes int64 // the config's size
 }
 
 func (r *fullResult) medWall(k string) time.Duration {
@@ -111,6 +112,9 @@ func (b *bench) fullCheck(ctx context.Context, f *fixture, label string) (*fullR
 	par := 2 * runtime.NumCPU()
 	res := &fullResult{Label: label, Files: len(f.Paths), Bytes: f.Bytes, Runs: b.runs, Cont: map[string]contender{},
 		Samples: map[string][]run{}, AIDEInit: init.Wall}
+	if fi, err := os.Stat(f.Cfg); err == nil {
+		res.CfgBytes = fi.Size()
+	}
 	add := func(c contender) {
 		res.Order = append(res.Order, c.Key)
 		res.Cont[c.Key] = c
@@ -121,6 +125,9 @@ func (b *bench) fullCheck(ctx context.Context, f *fixture, label string) (*fullR
 	// config every time.
 	add(contender{Key: "drift-monitor", Cmd: []string{b.bin, "check", "--root", f.Root, "--config", f.Cfg}, OK: []int{0}})
 	add(contender{Key: "cold", Cmd: []string{b.bin, "check", "--no-cache", "--root", f.Root, "--config", f.Cfg}, OK: []int{0}})
+	if b.before != "" {
+		add(contender{Key: "cold-before", Cmd: []string{b.before, "check", "--no-cache", "--root", f.Root, "--config", f.Cfg}, OK: []int{0}})
+	}
 	add(contender{Key: "aide", Cmd: []string{"aide", "--check", "-c", conf}, OK: []int{0}})
 	add(contender{Key: "cat", Cmd: []string{"sh", "-c", fmt.Sprintf("find %s -type f -print0 | xargs -0 cat > /dev/null", f.Root)}, OK: []int{0}})
 	add(contender{Key: "read1", Cmd: []string{b.self, "read", "-j", "1", f.Root}, OK: []int{0}})

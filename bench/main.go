@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -62,6 +63,7 @@ func newFlagSet(name string) *flag.FlagSet {
 // bench holds the parameters of one run.
 type bench struct {
 	bin, self, moduleDir, benchstat string
+	before                          string // a drift-monitor to time cold checks of too, "" for none
 	quick                           bool
 	runs                            int
 	fullN                           []int
@@ -97,6 +99,8 @@ func cmdRun(ctx context.Context, args []string) error {
 	onlyN := flags.Int("n", 0, "run every part at this number of files only (for investigations)")
 	idleWindow := flags.Duration("idle-window", 0, "length of an idle window (default 60s, 10s with -quick)")
 	flags.StringVar(&b.benchstat, "benchstat", "benchstat", "the benchstat binary")
+	flags.StringVar(&b.before, "before", "", "another drift-monitor `binary` (the build before a change) whose `check --no-cache` part 1 times too, alternated with the others")
+	fullN := flags.String("full-n", "", "part 1's numbers of files, comma-separated (default 1000,10000,100000; 1000,10000 with -quick)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -150,6 +154,21 @@ func cmdRun(ctx context.Context, args []string) error {
 		b.stormN, b.stormCount, b.stormSize, b.stormPause = 10000, 5, 5000, 30*time.Second
 		if *out == "" {
 			*out = filepath.Join(b.moduleDir, "docs/benchmarks.md")
+		}
+	}
+	if *fullN != "" {
+		b.fullN = nil
+		for _, f := range strings.Split(*fullN, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("-full-n %q: not a list of numbers of files", *fullN)
+			}
+			b.fullN = append(b.fullN, n)
+		}
+	}
+	if b.before != "" {
+		if b.before, err = filepath.Abs(b.before); err != nil {
+			return err
 		}
 	}
 	if *onlyN > 0 {

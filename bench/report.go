@@ -52,6 +52,28 @@ func (r *report) verdicts() []verdict {
 				Measured: fmt.Sprintf("%s: %s cat, AIDE %s", fmtDur(cold), ratio(cold, cat), ratio(aide, cold)),
 				Met:      float64(cold) <= 1.5*float64(cat) && float64(aide) >= 10*float64(cold),
 			})
+			// Issue 16's targets for the cold load.
+			vs = append(vs, verdict{
+				Target:   fmt.Sprintf("cold full check of %s at least as fast as AIDE", f.Label),
+				Measured: fmt.Sprintf("%s, AIDE %s: AIDE ÷ cold %s", fmtDur(cold), fmtDur(aide), ratio(aide, cold)),
+				Met:      cold <= aide,
+			})
+			if f.Files == 10000 {
+				read1 := f.medWall("read1")
+				vs = append(vs, verdict{
+					Target:   fmt.Sprintf("cold full check of %s within 3× of the one-process read floor", f.Label),
+					Measured: fmt.Sprintf("%s, read, 1 thread %s: %s", fmtDur(cold), fmtDur(read1), ratio(cold, read1)),
+					Met:      float64(cold) <= 3*float64(read1),
+				})
+			}
+			if f.CfgBytes > 0 {
+				bound := 2*f.CfgBytes + 50<<20
+				vs = append(vs, verdict{
+					Target:   fmt.Sprintf("peak RSS of a cold check of %s < 2× its config (%s) + 50 MiB", f.Label, fmtBytes(f.CfgBytes)),
+					Measured: fmt.Sprintf("%s (bound %s)", fmtBytes(f.maxRSS("cold")), fmtBytes(bound)),
+					Met:      f.maxRSS("cold") < bound,
+				})
+			}
 		}
 	}
 	var first, last *latencyResult
@@ -192,6 +214,15 @@ func (r *report) markdown() string {
 			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f.Label, fmtDur(f.medCPU("drift-monitor")), fmtDur(f.medCPU("cold")), fmtDur(f.medCPU("aide")), fmtDur(f.medCPU("cat")),
 				fmtBytes(f.maxRSS("drift-monitor")), fmtBytes(f.maxRSS("cold")), fmtBytes(f.maxRSS("aide")), fmtDur(f.AIDEInit))
 		}
+		if _, ok := r.Full[0].Cont["cold-before"]; ok {
+			p("\nThe cold check side by side with `before`, another build (`-before`; see its command below), in the same rounds:\n\n")
+			p("| declared | config | cold, before | cold | before ÷ cold | CPU, before | CPU | max RSS, before | max RSS | 2× config + 50 MiB |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+			for _, f := range r.Full {
+				p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f.Label, fmtBytes(f.CfgBytes), fmtDur(f.medWall("cold-before")), fmtDur(f.medWall("cold")),
+					ratio(f.medWall("cold-before"), f.medWall("cold")), fmtDur(f.medCPU("cold-before")), fmtDur(f.medCPU("cold")),
+					fmtBytes(f.maxRSS("cold-before")), fmtBytes(f.maxRSS("cold")), fmtBytes(2*f.CfgBytes+50<<20))
+			}
+		}
 		p("\ndrift-monitor's check split in its two phases (`drift-bench phases`, the same code as `drift-monitor check`, timed inside one process): ")
 		p("loading the desired state without the cache (read, parse and validate the Ignition config, derive the entries: the cold load) and comparing it with the disk (`check.Checker.All`):\n\n")
 		p("| declared | load | compare | compare ÷ cat | compare ÷ read, 1 thread | AIDE ÷ compare | live heap after load | allocated by load | peak RSS |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
@@ -209,7 +240,7 @@ func (r *report) markdown() string {
 		}
 		p("\nThe exact commands (for the last fixture; the others differ in their paths):\n\n")
 		last := r.Full[len(r.Full)-1]
-		names := map[string]string{"drift-monitor": "drift-monitor", "cold": "drift-monitor, cold", "aide": "AIDE", "cat": "cat", "read1": "read, 1 thread",
+		names := map[string]string{"drift-monitor": "drift-monitor", "cold": "drift-monitor, cold", "cold-before": "drift-monitor, cold, before", "aide": "AIDE", "cat": "cat", "read1": "read, 1 thread",
 			"readP": "read, parallel", "sha512sum": "sha512sum (the hash floor)", "phases": "phases"}
 		for _, k := range last.Order {
 			p("- %s: `%s`\n", names[k], last.Cont[k].Desc)

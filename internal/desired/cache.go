@@ -77,14 +77,42 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	st, err := deriveState(root.Dir(), files, raws, acct)
+	var key StateKey
+	ok := false
+	if c != nil {
+		// Named by the bytes parsed, which may differ from those hashed above.
+		key, ok = keyOf(src, files, acct, raws)
+	}
+	// The parse lets go of the bytes (reading one again should its report
+	// need it), and nothing of it stays alive into Put (see Cache).
+	reread := func(file string) func() ([]byte, error) {
+		// Only a regular file can be read again (fragmentFiles.open
+		// opens nothing else): a pipe's bytes are kept.
+		f, err := src.open(file)
+		if err != nil {
+			return nil
+		}
+		f.Close()
+		return func() ([]byte, error) {
+			r, err := readConfigs(src, []string{file})
+			if err != nil {
+				return nil, err
+			}
+			return r[0], nil
+		}
+	}
+	var size int64
+	for _, r := range raws {
+		size += int64(len(r))
+	}
+	lift := boundMemory(size) // until the state is stored, which copies its contents
+	defer lift()
+	st, err := deriveStateFrom(root.Dir(), files, raws, acct, reread)
+	raws = nil
 	if err != nil {
 		return State{}, err
 	}
 	if c != nil {
-		// Named by the bytes parsed, which may differ from those hashed above.
-		key, ok := keyOf(src, files, acct, raws)
-		raws = nil // nothing of the parse stays alive into Put (see Cache)
 		if ok && !c.Put(key, &st) {
 			// The state went into the cache, which lost it (an entry
 			// removed by hand in between): parse again.

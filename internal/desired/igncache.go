@@ -87,7 +87,7 @@ func IsCacheName(file string) bool {
 // ParseCache parses raw as Ignition's config cache, whatever the name of
 // file, which appears in errors.
 func ParseCache(file string, raw []byte) (Fragment, error) {
-	return parseFragment(file, raw, Supplies{}, true)
+	return parseFragment(file, raw, Supplies{}, true, nil)
 }
 
 // latestExperimental is the experimental spec of the Ignition packages

@@ -304,6 +304,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			sameAsIgnition(t, tt.file, []byte(tt.raw)) // and the quick path refuses it as Ignition does
 			frag, err := Parse(tt.file, []byte(tt.raw))
 			if err == nil {
 				t.Fatalf("Parse(%q) = %+v, want an error", tt.file, frag.Config)

@@ -2,10 +2,14 @@ package desired
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
+	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
 	v3 "github.com/coreos/ignition/v2/config/v3_5"
+	"github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -55,4 +59,56 @@ func TestSpecParserIsIgnitions(t *testing.T) {
 	if specParser("3.6.0-experimental") != nil || specParser("") != nil {
 		t.Error("a parser for a version Ignition's own path must handle")
 	}
+}
+
+// TestSpec34Is35 guards parseIgnitionFrom's reason to skip the newest spec's
+// validation of a translated 3.4.0 config: 3.5.0's types are 3.4.0's and a
+// Luks Cex. (That their validation is the same but for Cex's is read in
+// Ignition's source, config/v3_4/types against config/v3_5/types; a new
+// Ignition with other types fails here first.)
+func TestSpec34Is35(t *testing.T) {
+	old := shape(reflect.TypeFor[t34.Config](), "")
+	newest := shape(reflect.TypeFor[types.Config](), "Luks.Cex")
+	if old != newest {
+		t.Errorf("3.4.0's types:\n%s\n3.5.0's without Luks.Cex:\n%s", old, newest)
+	}
+	if shape(reflect.TypeFor[types.Config](), "") == old {
+		t.Error("shape does not tell 3.5.0's Luks from 3.4.0's")
+	}
+}
+
+// shape describes a type's structure (field names, json tags, kinds), but
+// not its package, leaving out the field skip ("Type.Field").
+func shape(t reflect.Type, skip string) string {
+	seen := map[reflect.Type]bool{}
+	var b strings.Builder
+	var walk func(t reflect.Type, depth int)
+	walk = func(t reflect.Type, depth int) {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice:
+			b.WriteString(t.Kind().String() + " ")
+			walk(t.Elem(), depth)
+		case reflect.Struct:
+			b.WriteString(t.Name())
+			if seen[t] {
+				return
+			}
+			seen[t] = true
+			b.WriteString(" {\n")
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				if t.Name()+"."+f.Name == skip {
+					continue
+				}
+				fmt.Fprintf(&b, "%s%s %q ", strings.Repeat("\t", depth+1), f.Name, f.Tag)
+				walk(f.Type, depth+1)
+				b.WriteString("\n")
+			}
+			b.WriteString(strings.Repeat("\t", depth) + "}")
+		default:
+			b.WriteString(t.Kind().String())
+		}
+	}
+	walk(t, 0)
+	return b.String()
 }

@@ -1,0 +1,524 @@
+package desired
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"reflect"
+	"strings"
+	"sync"
+
+	t30 "github.com/coreos/ignition/v2/config/v3_0/types"
+	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
+	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
+	t33 "github.com/coreos/ignition/v2/config/v3_3/types"
+	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
+	"github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/ignition/v2/config/validate"
+	"github.com/coreos/vcontext/report"
+	vvalidate "github.com/coreos/vcontext/validate"
+)
+
+// quickDecoders are the decoders of each stable spec that quickDecode
+// gives, reading the bytes src holds (they ignore the bytes they are
+// given).
+func quickDecoders(src *configBytes) specDecoders {
+	return specDecoders{
+		quickDecoder[t30.Config](src, "3.0.0"), quickDecoder[t31.Config](src, "3.1.0"),
+		quickDecoder[t32.Config](src, "3.2.0"), quickDecoder[t33.Config](src, "3.3.0"),
+		quickDecoder[t34.Config](src, "3.4.0"), quickDecoder[types.Config](src, "3.5.0"),
+	}
+}
+
+func quickDecoder[C any](src *configBytes, version string) func([]byte) (C, report.Report, error) {
+	return func([]byte) (C, report.Report, error) { return quickDecode[C](src, version) }
+}
+
+// errNotQuick: quickDecode cannot tell, Ignition's Parse must read the
+// config.
+var errNotQuick = errors.New("not decoded without Ignition's position tree")
+
+// quickDecode decodes the bytes src holds, a config of spec version whose
+// config type is C, as that spec's Parse does, when Ignition would report
+// nothing at all on them: then the result is the same config, an empty
+// report and no error. errNotQuick means that Ignition has something to say
+// (a syntax or type error, an invalid value, a warning, an unused key), or
+// that quickDecode cannot tell: the caller then parses with Ignition's
+// Parse, which reports it with its line and column. Once the bytes are
+// decoded and hold nothing to report on their keys, quickDecode lets src
+// drop them (see configBytes).
+//
+// What it leaves out is the position tree, which Ignition builds for every
+// config (config/validate/validate.go, ValidateWithContext with the raw
+// bytes: vcontext's json.UnmarshalToContext) only to place report entries
+// on a line and to find unused keys: at 10,000 files it was a third of a
+// cold load's time and most of its memory peak. Everything else is
+// Ignition's own: the same encoding/json decoding into the spec's types
+// (config/util/parsingErrors.go, HandleParseErrors), the same version
+// check (config/vX_Y/config.go, Parse), and the same validation functions
+// ValidateWithContext runs without raw bytes (vcontext's Validate, then
+// Ignition's ValidateDups), run side by side.
+func quickDecode[C any](src *configBytes, version string) (C, report.Report, error) {
+	c, ok := decodeExact[C](src, version, reflect.TypeFor[C]())
+	if !ok || len(validateNoTree(c).Entries) > 0 {
+		var zero C
+		return zero, report.Report{}, errNotQuick
+	}
+	return c, report.Report{}, nil
+}
+
+// quickDecode34 is quickDecode of a 3.4.0 config followed by Ignition's
+// translation to 3.5.0 (v3_5/translate), in one: the config is decoded
+// straight into 3.5.0's types and validated with 3.5.0's rules. For a
+// config whose keys are all 3.4.0's (exactKeys) that is the same: 3.5.0's
+// types are 3.4.0's and a Luks Cex (then absent), validated by the same
+// code but for Cex's checks, which need Cex present, and for the version,
+// which is 3.5.0's once translated (config/v3_4/types against
+// config/v3_5/types: luks.go, cex.go, config.go, schema.go; TestSpec34Is35
+// guards the types). The translation copies every field but a Tang's
+// advertisement: a config that declares one is left to it. Translating
+// was a quarter of a cold load.
+func quickDecode34(src *configBytes) (types.Config, report.Report, error) {
+	cfg, ok := decodeExact[types.Config](src, "3.4.0", reflect.TypeFor[t34.Config]())
+	if !ok || tangAdvertised(cfg) {
+		return types.Config{}, report.Report{}, errNotQuick
+	}
+	cfg.Ignition.Version = types.MaxVersion.String()
+	if len(validateNoTree(cfg).Entries) > 0 {
+		return types.Config{}, report.Report{}, errNotQuick
+	}
+	return cfg, report.Report{}, nil
+}
+
+// filesDeclared counts the elements of raw's storage.files, keys spelt
+// exactly so; 0 when it cannot tell. Repeated, the longest list counts.
+func filesDeclared(raw []byte) int {
+	s := keyScan{b: raw}
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return 0
+	}
+	n := 0
+	s.members(func(key []byte) bool {
+		s.space()
+		if string(key) != "storage" || s.i >= len(s.b) || s.b[s.i] != '{' {
+			return s.skip()
+		}
+		return s.members(func(key []byte) bool {
+			s.space()
+			if string(key) != "files" || s.i >= len(s.b) || s.b[s.i] != '[' {
+				return s.skip()
+			}
+			count := 0
+			ok := s.elements(func() bool { count++; return s.skip() })
+			n = max(n, count)
+			return ok
+		})
+	})
+	return n
+}
+
+// tangAdvertised: a Tang server of the config has an advertisement.
+func tangAdvertised(cfg types.Config) bool {
+	for _, l := range cfg.Storage.Luks {
+		for _, t := range l.Clevis.Tang {
+			if t.Advertisement != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decodeExact decodes the bytes src holds into C as Ignition's Parse does
+// (config/util/parsingErrors.go, HandleParseErrors: encoding/json), when
+// they declare version and every key is the exact name of a field of keys
+// (exactKeys): then src drops them. ok false: Ignition's Parse must read
+// them.
+func decodeExact[C any](src *configBytes, version string, keys reflect.Type) (c C, ok bool) {
+	raw := src.b
+	if len(raw) == 0 {
+		return c, false
+	}
+	if n := filesDeclared(raw); n > 0 {
+		// encoding/json appends a list's elements to the slice it finds
+		// (decode.go, array: it grows it only past its capacity): one of
+		// the right size spares the copies of doubling and up to half a
+		// list of unused capacity, the largest list of a large config, at
+		// the peak of its load. The values decoded are the same.
+		reflect.ValueOf(&c).Elem().FieldByName("Storage").FieldByName("Files").Set(
+			reflect.MakeSlice(reflect.ValueOf(c).FieldByName("Storage").FieldByName("Files").Type(), 0, n))
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return c, false
+	}
+	// Parse compares the decoded ignition.version with its MaxVersion as a
+	// semver; the exact string of that version is equal to it.
+	if reflect.ValueOf(c).FieldByName("Ignition").FieldByName("Version").String() != version {
+		return c, false
+	}
+	if !exactKeys(raw, keys) {
+		return c, false
+	}
+	src.drop()
+	return c, true
+}
+
+// configBytes are the bytes of a config file being parsed. A parse that has
+// decoded them lets them go (drop) when they can be read again (reread), so
+// that the bytes and the config decoded from them are not both alive through
+// its validation, which allocates several times the config's size: at
+// 100,000 files that is 170 MiB less live heap, and a memory peak lower by
+// twice that. Should Ignition's report need the bytes after all (to place an
+// entry on a line), bytes reads them again and refuses bytes that changed in
+// between, which the decoded config no longer describes.
+type configBytes struct {
+	b      []byte
+	reread func() ([]byte, error) // nil: the bytes are never dropped
+	// Of the bytes dropped: their length and CRC-32C, to know them again.
+	dropped bool
+	n       int
+	sum     uint32
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// drop lets the bytes go if they can be read again.
+func (c *configBytes) drop() {
+	if c.reread == nil || c.dropped {
+		return
+	}
+	c.dropped, c.n, c.sum = true, len(c.b), crc32.Checksum(c.b, castagnoli)
+	c.b = nil
+}
+
+// bytes are the config's bytes, read again if they were dropped.
+func (c *configBytes) bytes() ([]byte, error) {
+	if !c.dropped {
+		return c.b, nil
+	}
+	b, err := c.reread()
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != c.n || crc32.Checksum(b, castagnoli) != c.sum {
+		return nil, errors.New("changed while it was being read: load it again")
+	}
+	c.b, c.dropped = b, false
+	return b, nil
+}
+
+// validateNoTree is Ignition's validate.ValidateWithContext(cfg, nil)
+// (config/validate/validate.go): vcontext's Validate, then ValidateDups,
+// their reports merged in that order; the two walks run side by side.
+func validateNoTree(cfg any) report.Report {
+	var dups report.Report
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		dups = vvalidate.ValidateCustom(cfg, "json", validate.ValidateDups)
+	}()
+	r := vvalidate.Validate(cfg, "json")
+	wg.Wait()
+	r.Merge(dups)
+	return r
+}
+
+// exactKeys reports whether every object key in raw, a JSON document that
+// encoding/json decoded into a value of type t, is the exact name of a field
+// of the struct it decoded into, with no escapes, and no value is null:
+// then Ignition's ValidateUnusedKeys (config/validate/validate.go) has
+// nothing to report on it. That check compares a struct's keys in the
+// position tree with its fields' json names exactly, where encoding/json
+// decoded a key of another case ("Path") into the field, or ignored an
+// unknown one; and a struct decoded from null is no object in the tree, a
+// warning there. Anything else it does not expect (a key that is not a
+// field, a value of an unexpected shape) is a false: Ignition decides.
+func exactKeys(raw []byte, t reflect.Type) bool {
+	s := keyScan{b: raw}
+	if !s.value(t) {
+		return false
+	}
+	s.space()
+	return s.i == len(s.b)
+}
+
+// keyScan walks a JSON document that encoding/json has accepted, so it
+// checks the structure it relies on, not the whole grammar.
+type keyScan struct {
+	b []byte
+	i int
+}
+
+func (s *keyScan) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value scans one value that decodes into type t.
+func (s *keyScan) value(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	s.space()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i] {
+	case '{':
+		if t.Kind() != reflect.Struct {
+			return false // Ignition's types have no maps nor interfaces
+		}
+		return s.object(fieldsOf(t))
+	case '[':
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return false
+		}
+		return s.elements(func() bool { return s.value(t.Elem()) })
+	case '"':
+		_, ok := s.str()
+		return ok
+	case 'n':
+		return false
+	default: // a number, true or false
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return true
+			}
+			s.i++
+		}
+		return true
+	}
+}
+
+func (s *keyScan) object(fields map[string]reflect.Type) bool {
+	return s.members(func(key []byte) bool {
+		ft, ok := fields[string(key)]
+		return ok && s.value(ft)
+	})
+}
+
+// members scans an object, calling member after each key's colon to scan
+// its value; member false stops the scan with false.
+func (s *keyScan) members(member func(key []byte) bool) bool {
+	if s.open('}') {
+		return true
+	}
+	for {
+		s.space()
+		key, ok := s.str()
+		if !ok || !printableASCII(key) || bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		if !member(key) {
+			return false
+		}
+		if more, ok := s.after('}'); !more {
+			return ok
+		}
+	}
+}
+
+func printableASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// elements scans an array, calling elem to scan each element; elem false
+// stops the scan with false.
+func (s *keyScan) elements(elem func() bool) bool {
+	if s.open(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if more, ok := s.after(']'); !more {
+			return ok
+		}
+	}
+}
+
+// open steps over an object's or array's opening byte; empty: closing
+// follows, and is stepped over too.
+func (s *keyScan) open(closing byte) (empty bool) {
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == closing {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// after scans what follows a member or an element: more after a comma,
+// not more but ok after the closing byte.
+func (s *keyScan) after(closing byte) (more, ok bool) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return true, true
+	case closing:
+		s.i++
+		return false, true
+	}
+	return false, false
+}
+
+// str scans a string and returns its bytes between the quotes, undecoded.
+func (s *keyScan) str() ([]byte, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; ; {
+		k := bytes.IndexByte(s.b[j:], '"')
+		if k < 0 {
+			return nil, false
+		}
+		j += k
+		backslashes := 0
+		for p := j - 1; p >= start && s.b[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			s.i = j + 1
+			return s.b[start:j], true
+		}
+		j++
+	}
+}
+
+// fieldsOf maps the json names of a struct's fields, embedded structs
+// flattened, to their types: the names vcontext's GetFields and FieldName
+// give (vcontext validate/validate.go), for exported fields that
+// encoding/json decodes. A field without a json name is left out, so a key
+// for it makes exactKeys false.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
+	var add func(t reflect.Type)
+	add = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				add(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "" || name == "-" {
+				continue
+			}
+			m[name] = f.Type
+		}
+	}
+	add(t)
+	fieldCache.Store(t, m)
+	return m
+}
+
+var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
+
+// plainIgnitionVersion is what asMachineConfig's probe, encoding/json
+// decoding raw into a struct of kind, ignition.version and spec, reads of a
+// plain Ignition config, found without a decoder: ok when raw is one JSON
+// object without a key that encoding/json would match with kind or spec (it
+// matches keys without regard to ASCII case), whose ignition keys, if any,
+// hold objects, and whose version keys in those hold strings; version is
+// then the last of these (encoding/json decodes a repeated key into the same
+// struct). A key or version with an escape or a byte outside ASCII, or
+// anything else, is not ok: the probe decides.
+//
+// It does not check the whole grammar, as the probe does first; for bytes
+// that are not JSON it may give a version where the probe gives none. The
+// parse of that version then reports the same syntax error as the parse
+// without one would: encoding/json checks the syntax before decoding
+// anything, whatever the target (config/util/parsingErrors.go).
+func plainIgnitionVersion(raw []byte) (version string, ok bool) {
+	s := keyScan{b: raw}
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return "", false
+	}
+	ok = s.members(func(key []byte) bool {
+		switch {
+		case asciiKey(key, "kind"), asciiKey(key, "spec"):
+			return false
+		case asciiKey(key, "ignition"):
+			s.space()
+			if s.i >= len(s.b) || s.b[s.i] != '{' {
+				return false
+			}
+			return s.members(func(key []byte) bool {
+				if !asciiKey(key, "version") {
+					return s.skip()
+				}
+				s.space()
+				v, ok := s.str()
+				if !ok || bytes.IndexByte(v, '\\') >= 0 || !printableASCII(v) {
+					return false
+				}
+				version = string(v)
+				return true
+			})
+		default:
+			return s.skip()
+		}
+	})
+	s.space()
+	return version, ok && s.i == len(s.b)
+}
+
+// asciiKey: key, plain ASCII without escapes (members gives no other), is
+// name as encoding/json matches keys with field names (ASCII case folded).
+func asciiKey(key []byte, name string) bool {
+	return strings.EqualFold(string(key), name)
+}
+
+// skip scans one value of any kind.
+func (s *keyScan) skip() bool {
+	s.space()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i] {
+	case '{':
+		return s.members(func([]byte) bool { return s.skip() })
+	case '[':
+		return s.elements(s.skip)
+	case '"':
+		_, ok := s.str()
+		return ok
+	default:
+		start := s.i
+		for s.i < len(s.b) && strings.IndexByte(",}] \t\n\r", s.b[s.i]) < 0 {
+			s.i++
+		}
+		return s.i > start
+	}
+}
