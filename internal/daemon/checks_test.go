@@ -194,21 +194,27 @@ func TestLoopWithSyntheticEvents(t *testing.T) {
 	log.wait(t, m, journal.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
 }
 
+// secondConfig adds a config to d's desired state; the func it returns
+// declares files (JSON objects, comma-separated) in it and loads.
+func secondConfig(t *testing.T, d *Daemon) func(files string) {
+	remote := filepath.Join(d.o.Root, "remote.ign")
+	d.o.Configs = append(d.o.Configs, remote)
+	return func(files string) {
+		t.Helper()
+		writeFile(t, remote, []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[`+files+`]}}`))
+		if err := d.load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestNoticesJournaledOnce: a notice (here content that cannot be verified
 // offline) is journaled when it appears, not at every full check; once gone
 // from the desired state and back, it is journaled again.
 func TestNoticesJournaledOnce(t *testing.T) {
 	ctx := context.Background()
 	d, _, log := syntheticDaemon(t, Options{})
-	remote := filepath.Join(d.o.Root, "remote.ign")
-	d.o.Configs = append(d.o.Configs, remote)
-	declare := func(files string) {
-		t.Helper()
-		writeFile(t, remote, []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[`+files+`]}}`))
-		if err := d.load(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	declare := secondConfig(t, d)
 	count := func() int { return len(log.find(journal.MsgNotice, "/etc/remote.conf")) }
 	declare(`{"path":"/etc/remote.conf","contents":{"source":"https://example.com/remote.conf"}}`)
 	d.fullCheck(ctx, "first check")

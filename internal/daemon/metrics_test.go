@@ -140,14 +140,10 @@ func TestMetricsRewrittenWhenNothingChanges(t *testing.T) {
 func TestMetricsCountNotices(t *testing.T) {
 	ctx := context.Background()
 	d, _, _ := syntheticDaemon(t, Options{})
-	remote := filepath.Join(d.o.Root, "remote.ign")
-	d.o.Configs = append(d.o.Configs, remote)
+	load := secondConfig(t, d)
 	declare := func(files string) {
 		t.Helper()
-		writeFile(t, remote, []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[`+files+`]}}`))
-		if err := d.load(ctx); err != nil {
-			t.Fatal(err)
-		}
+		load(files)
 		d.fullCheck(ctx, "reload")
 	}
 	declare(`{"path":"/etc/remote.conf","contents":{"source":"https://example.com/remote.conf"}}`)
