@@ -162,17 +162,24 @@ func (w *writer) writeFile(dir int, hostPath string, content []byte, m meta, ove
 	} else {
 		w.fs.Close(fd)
 	}
+	if err = w.placeNode(dir, tmp, hostPath, overDir, err); err != nil {
+		return opError("writing", hostPath, err)
+	}
+	return nil
+}
+
+// placeNode places the new non-directory node tmp at hostPath (see place),
+// unless err says making it failed; either way a tmp that is still the new
+// node is removed on failure.
+func (w *writer) placeNode(dir int, tmp, hostPath string, overDir bool, err error) error {
 	moved := false
 	if err == nil {
 		moved, err = w.place(dir, tmp, path.Base(hostPath), overDir, true)
 	}
-	if err != nil {
-		if !moved {
-			w.fs.Remove(dir, tmp, false)
-		}
-		return opError("writing", hostPath, err)
+	if err != nil && !moved {
+		w.fs.Remove(dir, tmp, false)
 	}
-	return nil
+	return err
 }
 
 // writeLink makes dir/name (hostPath) a symbolic link to target, owned by
@@ -185,14 +192,7 @@ func (w *writer) writeLink(dir int, hostPath, target string, owner *meta, overDi
 	if owner != nil {
 		err = w.fs.Lchown(dir, tmp, owner.uid, owner.gid)
 	}
-	moved := false
-	if err == nil {
-		moved, err = w.place(dir, tmp, path.Base(hostPath), overDir, true)
-	}
-	if err != nil {
-		if !moved {
-			w.fs.Remove(dir, tmp, false)
-		}
+	if err = w.placeNode(dir, tmp, hostPath, overDir, err); err != nil {
 		return opError("linking", hostPath, err)
 	}
 	return nil
@@ -204,10 +204,7 @@ func (w *writer) writeHardLink(dir int, hostPath string, tdir int, tname string,
 	if err != nil {
 		return opError("creating a hard link for", hostPath, err)
 	}
-	if moved, err := w.place(dir, tmp, path.Base(hostPath), overDir, true); err != nil {
-		if !moved {
-			w.fs.Remove(dir, tmp, false)
-		}
+	if err := w.placeNode(dir, tmp, hostPath, overDir, nil); err != nil {
 		return opError("linking", hostPath, err)
 	}
 	return nil
