@@ -56,6 +56,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/reconcile"
 )
 
 // Default host paths.
@@ -296,14 +297,7 @@ func mkdirs(root *ondisk.Root, dir string, mode uint32) (int, error) {
 
 // syncDir makes the entries of the directory dirfd (O_PATH or not)
 // durable: a renamed file's new name survives a power cut only once its
-// directory is synced.
-func syncDir(dirfd int) error {
-	fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return unix.Fsync(fd)
-}
+// directory is synced. reconcile's writer does the same.
+var syncDir = reconcile.SysFS{}.SyncDir
 
 func unwrap(err error) error { return errpath.Strip(err) }
