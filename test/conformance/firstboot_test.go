@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/test/ostree"
 )
 
 // The first-boot record's paths, as drift-monitor(8) documents them.
@@ -23,7 +26,13 @@ const (
 // node. It returns the adopted config's path outside the root.
 func adoptFirstBoot(t *testing.T, root string) string {
 	t.Helper()
-	cache, err := os.ReadFile(filepath.Join(filepath.Dir(root), "run", "cache.json"))
+	return adoptCache(t, root, filepath.Join(filepath.Dir(root), "run", "cache.json"))
+}
+
+// adoptCache is adoptFirstBoot with Ignition's cache at cachePath.
+func adoptCache(t *testing.T, root, cachePath string) string {
+	t.Helper()
+	cache, err := os.ReadFile(cachePath)
 	if err != nil {
 		t.Fatalf("Ignition's cache: %v", err)
 	}
@@ -301,5 +310,101 @@ func TestBlackboxDefaultDirectoryMode(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestFirstBootRecordOstree: on an rpm-ostree host, a real `ostree admin
+// deploy` checks the deployment's /etc out from its /usr/etc, and the real
+// Ignition then appends to the image's files there: the record says which
+// /etc nodes the image had (their /usr/etc twin) and which Ignition made,
+// and names the twin as the base of a file it appended to. A secret base,
+// which the record never copies, is restored from that twin by reconcile
+// after the file is overwritten; the twin's bytes are checked against the
+// keyed digest first, so a twin changed since the first boot is refused.
+func TestFirstBootRecordOstree(t *testing.T) {
+	requireTier(t)
+	const imageApp, imageMotd, frag = "token=IMAGE-SECRET-MARKER\n", "image motd\n", "from Ignition\n"
+	sysroot := ostree.SysrootWith(t, map[string]ostree.File{
+		"usr/etc/app.conf": {Content: imageApp, Mode: 0o600},
+		"usr/etc/motd":     {Content: imageMotd, Mode: 0o644},
+	}, nil)
+	root := ostree.Deployment(t, sysroot)
+	if got := read(t, root, "/etc/app.conf"); got != imageApp {
+		t.Fatalf("the deployment's /etc/app.conf = %q, want the image's", got)
+	}
+	mustMkdir(t, at(root, "/run"), 0o755)
+	mustWrite(t, at(root, "/run/ostree-booted"), "", 0o644)
+	cfg := config{Ignition: version{"3.3.0"}, Storage: &storage{
+		Directories: []directory{{Path: "/etc/app.d"}},
+		Files: []file{
+			{Path: "/etc/app.conf", Append: []resource{*percentURL(frag)}},
+			{Path: "/etc/motd", Append: []resource{*percentURL(frag)}},
+		},
+	}}
+	if _, log, err := runIgnition(t, cfg.json(), prepare{root: root}); err != nil {
+		t.Fatalf("%v\nIgnition's log:\n%s", err, log)
+	}
+	if got := read(t, root, "/etc/app.conf"); got != imageApp+frag {
+		t.Fatalf("Ignition wrote /etc/app.conf = %q", got)
+	}
+	cfgFile := adoptCache(t, root, at(root, "/run/cache.json"))
+	provisioned := snapshot(t, root)
+
+	raw := read(t, root, recordPath)
+	var rec struct {
+		OSTree bool `json:"ostree"`
+		Nodes  []struct {
+			Path   string `json:"path"`
+			Origin string `json:"origin"`
+			Base   *struct {
+				Twin  string `json:"twin"`
+				Bytes []byte `json:"bytes"`
+			} `json:"base"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		t.Fatal(err)
+	}
+	origins, twins := map[string]string{}, map[string]string{}
+	for _, n := range rec.Nodes {
+		origins[n.Path] = n.Origin
+		if n.Base != nil {
+			twins[n.Path] = n.Base.Twin
+			if n.Path == "/etc/app.conf" && n.Base.Bytes != nil {
+				t.Errorf("the record copies the secret base of /etc/app.conf")
+			}
+		}
+	}
+	if !rec.OSTree {
+		t.Errorf("the record does not say the host is an ostree host")
+	}
+	if want := map[string]string{"/etc/app.d": "ignition", "/etc/app.conf": "image", "/etc/motd": "image"}; !reflect.DeepEqual(origins, want) {
+		t.Errorf("origins %v, want %v", origins, want)
+	}
+	if want := map[string]string{"/etc/app.conf": "/usr/etc/app.conf", "/etc/motd": "/usr/etc/motd"}; !reflect.DeepEqual(twins, want) {
+		t.Errorf("twins %v, want %v", twins, want)
+	}
+	if strings.Contains(raw, "IMAGE-SECRET-MARKER") {
+		t.Errorf("the record holds secret bytes:\n%s", raw)
+	}
+	exit, rep := check(t, root, cfgFile)
+	wantClean(t, root, exit, rep)
+
+	rewrite(t, root, "/etc/app.conf", "overwritten\n")
+	exit, rrep := reconcileRoot(t, root, cfgFile)
+	if exit != 0 || len(rrep.Refused) != 0 {
+		t.Fatalf("reconcile: exit %d, %s", exit, pretty(rrep))
+	}
+	compareNodes(t, provisioned, snapshot(t, root), "/etc/app.conf")
+
+	// The image changed /usr/etc since (an upgrade): its bytes are no
+	// longer the base, and reconcile says so rather than append to them.
+	// A new inode: the deployment's files are hard links into the repo.
+	remove(t, root, "/usr/etc/app.conf")
+	mustWrite(t, at(root, "/usr/etc/app.conf"), "token=NEWER-IMAGE\n", 0o600)
+	rewrite(t, root, "/etc/app.conf", "overwritten\n")
+	r := runBinary(t, "reconcile", "--root", root, "--config", cfgFile)
+	if r.exit != 1 || !strings.Contains(r.stdout, "/etc/app.conf") || !strings.Contains(r.stdout, "/usr/etc/app.conf") {
+		t.Errorf("reconcile with a changed twin: exit %d, want 1 and a refusal naming the file and its twin\nstdout:\n%s\nstderr:\n%s", r.exit, r.stdout, r.stderr)
 	}
 }
