@@ -364,12 +364,12 @@ func (u Use) Load(root *ondisk.Root) (*Record, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("first-boot record %s: %w", root.Join(u.Path), errpath.Strip(err))
+		return nil, fmt.Errorf("first-boot record %s: %w: not used", root.Join(u.Path), errpath.Strip(err))
 	}
 	defer f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, fmt.Errorf("first-boot record %s: %w", root.Join(u.Path), err)
+		return nil, fmt.Errorf("first-boot record %s: %w: not used", root.Join(u.Path), err)
 	}
 	switch {
 	case st.Uid != 0 && int(st.Uid) != root.Owner():
@@ -379,7 +379,7 @@ func (u Use) Load(root *ondisk.Root) (*Record, error) {
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
 	if err != nil {
-		return nil, fmt.Errorf("first-boot record %s: %w", root.Join(u.Path), errpath.Strip(err))
+		return nil, fmt.Errorf("first-boot record %s: %w: not used", root.Join(u.Path), errpath.Strip(err))
 	}
 	if len(raw) > maxRecord {
 		return nil, fmt.Errorf("first-boot record %s: larger than %d bytes: not used", root.Join(u.Path), maxRecord)
