@@ -444,13 +444,20 @@ func equalStream(r io.Reader, want []byte, buf []byte) (bool, error) {
 // equalDigest reads the file (whose size was found equal by stat) and
 // compares its SHA-256 with the stored content's.
 func equalDigest(r io.Reader, want *desired.Stored, buf []byte) (bool, error) {
+	sum, ok, err := sha256Of(r, want.Size, buf)
+	return ok && sum == want.Sum, err
+}
+
+// sha256Of is the SHA-256 of the first n bytes of r; ok is false when r
+// has fewer (it shrank since the stat).
+func sha256Of(r io.Reader, n int64, buf []byte) (sum [sha256.Size]byte, ok bool, err error) {
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, io.LimitReader(r, want.Size), buf)
+	got, err := io.CopyBuffer(h, io.LimitReader(r, n), buf)
 	if err != nil {
-		return false, err
+		return sum, false, err
 	}
-	var sum [sha256.Size]byte
-	return n == want.Size && [sha256.Size]byte(h.Sum(sum[:0])) == want.Sum, nil
+	h.Sum(sum[:0])
+	return sum, got == n, nil
 }
 
 func newHash(algo string) (hash.Hash, error) {
@@ -481,13 +488,8 @@ func hashBase(r io.Reader, n int64, want *desired.Hash, buf []byte) (bool, error
 // (the appended bytes after it were compared, and the size was found
 // right by stat).
 func keyedBase(r io.Reader, want *desired.Base, buf []byte) (bool, error) {
-	h := sha256.New()
-	got, err := io.CopyBuffer(h, io.LimitReader(r, want.Size), buf)
-	if err != nil {
-		return false, err
-	}
-	var sum [sha256.Size]byte
-	return got == want.Size && want.Matches([sha256.Size]byte(h.Sum(sum[:0]))), nil
+	sum, ok, err := sha256Of(r, want.Size, buf)
+	return ok && want.Matches(sum), err
 }
 
 func (r counted) suffixAt(size int64, suffix []byte) (bool, error) {
