@@ -33,11 +33,15 @@
 //     anything new. A secret base is never copied: a copy outlives the
 //     rotation of the original, and lands in every backup of /etc.
 //   - on an rpm-ostree host (/run/ostree-booted), whether an /etc node
-//     existed before Ignition ran: its twin in /usr/etc, from which the
-//     deployment's /etc was checked out (ostree-sysroot-deploy.c, the /etc
-//     merge: a node in /usr/etc is in every new /etc), says so. A base
-//     that is the twin's bytes names the twin: the bytes can be found
-//     there, and checked against the digest, without being copied.
+//     existed before Ignition ran: the first deployment's /etc is a copy
+//     of its /usr/etc (ostree's src/libostree/ostree-sysroot-deploy.c
+//     checks /etc out from usr/etc when there is no deployment to merge
+//     from; test/conformance TestFirstBootRecordOstree sees it with the
+//     real `ostree admin deploy`), so a twin in /usr/etc means the image
+//     had the node. It is noted (Origin), not acted on. A base that is the
+//     twin's bytes names the twin: the bytes can be found there, and
+//     checked against the digest, without being copied; an upgrade that
+//     changes the twin makes it no source (the digest no longer matches).
 //
 // Check and reconcile use the record where there is one (Use.Apply): what
 // it says of a mode, owner or group is wanted where no config declares one,
