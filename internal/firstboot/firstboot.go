@@ -34,11 +34,12 @@
 //     rotation of the original, and lands in every backup of /etc.
 //   - on an rpm-ostree host (/run/ostree-booted), whether an /etc node
 //     existed before Ignition ran: the first deployment's /etc is a copy
-//     of its /usr/etc (ostree's src/libostree/ostree-sysroot-deploy.c
-//     checks /etc out from usr/etc when there is no deployment to merge
-//     from; test/conformance TestFirstBootRecordOstree sees it with the
-//     real `ostree admin deploy`), so a twin in /usr/etc means the image
-//     had the node. It is noted (Origin), not acted on. A base that is the
+//     of its /usr/etc (ostree's src/libostree/ostree-sysroot-deploy.c,
+//     merge_configuration: usr/etc is copied to etc with its modes and
+//     owners, and a previous deployment's changes are merged in only when
+//     there is one; test/conformance TestFirstBootRecordOstree sees it
+//     with the real `ostree admin deploy`), so a twin in /usr/etc means
+//     the image had the node. It is noted (Origin), not acted on. A base that is the
 //     twin's bytes names the twin: the bytes can be found there, and
 //     checked against the digest, without being copied; an upgrade that
 //     changes the twin makes it no source (the digest no longer matches).
