@@ -441,8 +441,9 @@ func TestKillAndStop(t *testing.T) {
 	})
 
 	t.Run("a usage error is not restarted", func(t *testing.T) {
-		// A bad flag does not fix itself: the unit fails (exit status 2)
-		// instead of restarting forever.
+		// A bad flag does not fix itself: the unit fails (exit status 64,
+		// EX_USAGE; never 2, the Go runtime's after a crash, which is
+		// restarted: TestCrashRestarts) instead of restarting forever.
 		h := h.in(t)
 		h.WriteFile(t, "/etc/systemd/system/"+service+".d/bad-flag.conf",
 			[]byte("[Service]\nExecStart=\nExecStart=/usr/bin/drift-monitor daemon --no-such-flag\n"), 0o644)
@@ -450,10 +451,10 @@ func TestKillAndStop(t *testing.T) {
 		if _, _, err := h.Run(h.ctx, "systemctl", "restart", service); err == nil {
 			t.Errorf("systemctl restart with a bad flag succeeded")
 		}
-		h.WaitFor(t, 30*time.Second, "failed with exit status 2", func() (bool, string) {
+		h.WaitFor(t, 30*time.Second, "failed with exit status 64", func() (bool, string) {
 			out, _, _ := h.Run(h.ctx, "systemctl", "show", "-p", "ActiveState", "-p", "Result", "-p", "ExecMainStatus", service)
 			p := parseProps(out)
-			return p["ActiveState"] == "failed" && p["Result"] == "exit-code" && p["ExecMainStatus"] == "2", strings.ReplaceAll(out, "\n", " ")
+			return p["ActiveState"] == "failed" && p["Result"] == "exit-code" && p["ExecMainStatus"] == "64", strings.ReplaceAll(out, "\n", " ")
 		})
 		// systemctl restart resets the count: any automatic restart since
 		// shows.
