@@ -151,7 +151,11 @@ type Daemon struct {
 	reconcilers []inhibit.Inhibitor
 
 	// Status and publishing (status.go, publish.go, bus.go).
-	ready      bool
+	ready bool
+	// judged: the first check is done, every declared entry judged once
+	// (noteJudged); until then a content still being read keeps the state
+	// starting, never clean.
+	judged     bool
 	lastStatus string
 	pub        Publisher
 	// Which bus connections are down: systemd's (enablement is not
