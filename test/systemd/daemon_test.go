@@ -382,16 +382,7 @@ func TestKillAndStop(t *testing.T) {
 		h := h.in(t)
 		pid, inv := h.prop("MainPID"), h.inv
 		h.MustRun(t, "kill", "-9", pid)
-		// Type=notify: the unit is active again only after the new process
-		// sent READY=1.
-		h.WaitFor(t, 30*time.Second, "a new main process, active and running", func() (bool, string) {
-			out, errOut, err := h.Run(h.ctx, "systemctl", "show", "-p", "MainPID", "-p", "ActiveState", "-p", "SubState", service)
-			if err != nil {
-				return false, fmt.Sprintf("%v: %s", err, errOut)
-			}
-			p := parseProps(out)
-			return p["MainPID"] != pid && p["MainPID"] != "0" && p["ActiveState"] == "active" && p["SubState"] == "running", strings.ReplaceAll(out, "\n", " ")
-		})
+		h.waitRestarted(pid, 30*time.Second)
 		if got := h.prop("NRestarts"); got != "1" {
 			t.Errorf("NRestarts=%s, want 1", got)
 		}
@@ -483,6 +474,21 @@ func TestKillAndStop(t *testing.T) {
 		if r["PRIORITY"] != "6" || r["MESSAGE"] != "Stopping drift-monitor" {
 			t.Errorf("stopping record: %s", r)
 		}
+	})
+}
+
+// waitRestarted waits, within timeout, for a main process other than pid,
+// active and running. Type=notify: the unit is active again only after the
+// new process sent READY=1.
+func (h *host) waitRestarted(pid string, timeout time.Duration) {
+	h.t.Helper()
+	h.WaitFor(h.t, timeout, "a new main process, active and running", func() (bool, string) {
+		out, errOut, err := h.Run(h.ctx, "systemctl", "show", "-p", "MainPID", "-p", "ActiveState", "-p", "SubState", service)
+		if err != nil {
+			return false, fmt.Sprintf("%v: %s", err, errOut)
+		}
+		p := parseProps(out)
+		return p["MainPID"] != pid && p["MainPID"] != "0" && p["ActiveState"] == "active" && p["SubState"] == "running", strings.ReplaceAll(out, "\n", " ")
 	})
 }
 

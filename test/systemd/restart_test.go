@@ -66,14 +66,7 @@ func TestCrashRestarts(t *testing.T) {
 			before, _ := strconv.Atoi(h.prop("NRestarts"))
 			h.MustRun(t, "kill", "-"+c.signal, pid)
 			// The frozen daemon waits out the watchdog first.
-			h.WaitFor(t, watchdog+restartSec+recordTimeout, "a new main process, active and running", func() (bool, string) {
-				out, errOut, err := h.Run(h.ctx, "systemctl", "show", "-p", "MainPID", "-p", "ActiveState", "-p", "SubState", service)
-				if err != nil {
-					return false, fmt.Sprintf("%v: %s", err, errOut)
-				}
-				p := parseProps(out)
-				return p["MainPID"] != pid && p["MainPID"] != "0" && p["ActiveState"] == "active" && p["SubState"] == "running", strings.ReplaceAll(out, "\n", " ")
-			})
+			h.waitRestarted(pid, watchdog+restartSec+recordTimeout)
 			if got, _ := strconv.Atoi(h.prop("NRestarts")); got != before+1 {
 				t.Errorf("NRestarts=%d, want %d", got, before+1)
 			}
