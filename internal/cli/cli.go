@@ -18,7 +18,7 @@ const (
 	ExitDrift    = 1
 	ExitFailed   = 2 // the check could not be done: bad config, unreadable root, bad usage
 	ExitNoDaemon = 3 // status: the daemon is not running or unreachable
-	ExitStarting = 4 // status: the daemon's first check has not finished: nothing is known yet
+	ExitStarting = 4 // status: the daemon's first check has not finished, or an entry is not judged yet (checking)
 )
 
 // Exit statuses of daemon that a restart cannot change, from sysexits.h:

@@ -151,11 +151,7 @@ type Daemon struct {
 	reconcilers []inhibit.Inhibitor
 
 	// Status and publishing (status.go, publish.go, bus.go).
-	ready bool
-	// judged: the first check is done, every declared entry judged once
-	// (noteJudged); until then a content still being read keeps the state
-	// starting, never clean.
-	judged     bool
+	ready      bool
 	lastStatus string
 	pub        Publisher
 	// Which bus connections are down: systemd's (enablement is not
@@ -168,6 +164,10 @@ type Daemon struct {
 	busHead []dbusapi.Drift
 	busGen  uint64
 	m       metricsOut // --metrics-textfile (metrics.go)
+	// judged: the first check is done, every declared entry judged once
+	// (noteJudged); until then a content still being read keeps the state
+	// starting, never clean.
+	judged bool
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files
