@@ -40,7 +40,7 @@ func TestCrashRestarts(t *testing.T) {
 	if got := h.prop("RestartPreventExitStatus"); got != "64 78" {
 		t.Errorf("RestartPreventExitStatus=%q, want the daemon's usage statuses \"64 78\" and never 2", got)
 	}
-	restartSec, err := time.ParseDuration(h.prop("RestartUSec"))
+	restartDelay, err := time.ParseDuration(h.prop("RestartUSec"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestCrashRestarts(t *testing.T) {
 			before, _ := strconv.Atoi(h.prop("NRestarts"))
 			h.MustRun(t, "kill", "-"+c.signal, pid)
 			// The frozen daemon waits out the watchdog first.
-			h.waitRestarted(pid, watchdog+restartSec+recordTimeout)
+			h.waitRestarted(pid, watchdog+restartDelay+recordTimeout)
 			if got, _ := strconv.Atoi(h.prop("NRestarts")); got != before+1 {
 				t.Errorf("NRestarts=%d, want %d", got, before+1)
 			}
@@ -86,11 +86,11 @@ func TestCrashRestarts(t *testing.T) {
 			}
 			ready, _ := h.waitRecord(0, harness.MsgReady, nil)
 			took := monotonic(t, ready) - monotonic(t, exit)
-			t.Logf("ready again %v after the exit (RestartSec=%v)", took, restartSec)
+			t.Logf("ready again %v after the exit (RestartSec=%v)", took, restartDelay)
 			// A first check of one file takes milliseconds; the margin is
 			// for a loaded machine.
-			if took > restartSec+10*time.Second {
-				t.Errorf("ready %v after the exit, want within RestartSec=%v and a check", took, restartSec)
+			if took > restartDelay+10*time.Second {
+				t.Errorf("ready %v after the exit, want within RestartSec=%v and a check", took, restartDelay)
 			}
 			h.waitStatus(clean)
 			// The new process watches as the old one did.
