@@ -174,6 +174,9 @@ func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentR
 		// done.
 		return
 	}
+	if read != nil {
+		d.reads.verify(e.ID(), read.Stamp)
+	}
 	appeared, resolved := d.track.update(e.ID(), d.deferred(i, out.Drift, out))
 	d.report(ctx, appeared, resolved)
 }

@@ -168,6 +168,10 @@ type Daemon struct {
 	busHead []dbusapi.Drift
 	busGen  uint64
 	m       metricsOut // --metrics-textfile (metrics.go)
+	// judged: the first check is done, every declared entry judged once
+	// (noteJudged); until then a content still being read keeps the state
+	// starting, never clean.
+	judged bool
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files
