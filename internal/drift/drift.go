@@ -101,6 +101,8 @@ func (d *Drift) Subject() string {
 		return escape.Name(d.Unit)
 	case desired.KindKernelArg:
 		return "kernel argument " + escape.Name(d.Want)
+	case desired.KindOSImage, desired.KindKernelType, desired.KindExtension, desired.KindFIPS:
+		return string(d.Entry)
 	}
 	return escape.Name(d.Path)
 }
@@ -128,6 +130,9 @@ func Noun(e *desired.Entry) string {
 		return fmt.Sprintf("kernel argument %q", e.Arg)
 	case desired.KindConfig:
 		return fmt.Sprintf("%s of config %q", escape.Name(e.Target), e.Path)
+	}
+	if n := mcNoun(e); n != "" {
+		return n
 	}
 	return fmt.Sprintf("%q", e.Path)
 }
