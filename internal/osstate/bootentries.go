@@ -67,7 +67,7 @@ func DefaultEntry(files []BootEntry) (options, source string, ok bool) {
 // to loader.0 or loader.1 inside) and picks the default entry (see
 // DefaultEntry); its source is the entry's host path.
 func DefaultBootEntry(r *ondisk.Root) (options, source string, ok bool, err error) {
-	ents, err := r.ReadDir(entriesDir)
+	ents, err := readDir(r, entriesDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", false, nil
 	}
@@ -80,7 +80,7 @@ func DefaultBootEntry(r *ondisk.Root) (options, source string, ok bool, err erro
 			continue
 		}
 		p := path.Join(entriesDir, e.Name())
-		data, err := r.ReadFile(p)
+		data, err := readFile(r, p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed while we looked: ostree swaps entry directories
 		}

@@ -127,7 +127,7 @@ type State struct {
 // Read reads the state of the root.
 func Read(r *ondisk.Root) *State {
 	s := &State{}
-	booted, err := r.ReadFile(BootedFile)
+	booted, err := readFile(r, BootedFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s
 	}
@@ -149,12 +149,12 @@ func Read(r *ondisk.Root) *State {
 		// deployment directory underneath (ostree-sysroot.c, parse_deployment).
 		m, err := dict(booted)
 		if err != nil {
-			s.BootedErr = fmt.Errorf("%s: %w", r.Join(BootedFile), err)
+			s.BootedErr = fmt.Errorf("%s: %w", BootedFile, err)
 			return s
 		}
 		if v, ok := m["backing-root-device-inode"]; ok {
 			if dev, ino, err = v.devIno(); err != nil {
-				s.BootedErr = fmt.Errorf("%s: backing-root-device-inode: %w", r.Join(BootedFile), err)
+				s.BootedErr = fmt.Errorf("%s: backing-root-device-inode: %w", BootedFile, err)
 				return s
 			}
 		}
@@ -166,7 +166,7 @@ func Read(r *ondisk.Root) *State {
 		}
 	}
 	if bootedDir == nil {
-		s.BootedErr = fmt.Errorf("no deployment under %s is the root directory (device %d, inode %d)", r.Join(deployDir), dev, ino)
+		s.BootedErr = fmt.Errorf("no deployment under %s is the root directory (device %d, inode %d)", deployDir, dev, ino)
 		return s
 	}
 	if s.Booted, err = readDeployment(r, bootedDir); err != nil {
@@ -194,7 +194,7 @@ type deploymentDir struct {
 
 // scanDeployments lists ostree/deploy/OSNAME/deploy/CHECKSUM.SERIAL.
 func scanDeployments(r *ondisk.Root) ([]deploymentDir, error) {
-	oses, err := r.ReadDir(deployDir)
+	oses, err := readDir(r, deployDir)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func scanDeployments(r *ondisk.Root) ([]deploymentDir, error) {
 			continue
 		}
 		dir := path.Join(deployDir, o.Name(), "deploy")
-		ents, err := r.ReadDir(dir)
+		ents, err := readDir(r, dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -245,13 +245,13 @@ func isDeploymentName(n string) bool {
 // readDeployment reads a deployment's origin and its commit's metadata.
 func readDeployment(r *ondisk.Root, d *deploymentDir) (*Deployment, error) {
 	file := path.Join(deployDir, d.osname, "deploy", d.name+".origin")
-	data, err := r.ReadFile(file)
+	data, err := readFile(r, file)
 	if err != nil {
 		return nil, err
 	}
 	o, err := parseOrigin(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", r.Join(file), err)
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	dep := &Deployment{OSName: d.osname, Name: d.name,
 		Requested: o.list("packages", "requested"), Removed: o.list("overrides", "remove")}
@@ -281,7 +281,7 @@ func readDeployment(r *ondisk.Root, d *deploymentDir) (*Deployment, error) {
 func manifestDigest(r *ondisk.Root, csum string) (string, error) {
 	for range 2 {
 		file := path.Join(repoObjects, csum[:2], csum[2:]+".commit")
-		data, err := r.ReadFile(file)
+		data, err := readFile(r, file)
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil // a parent pruned from the repository
 		}
@@ -290,12 +290,12 @@ func manifestDigest(r *ondisk.Root, csum string) (string, error) {
 		}
 		meta, parent, err := commitParts(data)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", r.Join(file), err)
+			return "", fmt.Errorf("%s: %w", file, err)
 		}
 		if v, ok := meta["ostree.manifest-digest"]; ok {
 			d, err := v.str()
 			if err != nil {
-				return "", fmt.Errorf("%s: ostree.manifest-digest: %w", r.Join(file), err)
+				return "", fmt.Errorf("%s: ostree.manifest-digest: %w", file, err)
 			}
 			return d, nil
 		}
@@ -318,32 +318,32 @@ func manifestDigest(r *ondisk.Root, csum string) (string, error) {
 // links to the deployment's directory: src/libostree/ostree-sysroot.c,
 // _ostree_sysroot_parse_bootlink). nil when neither says.
 func nextDeployment(r *ondisk.Root, deps []deploymentDir) (*deploymentDir, string, error) {
-	staged, err := r.ReadFile(StagedFile)
+	staged, err := readFile(r, StagedFile)
 	switch {
 	case err == nil:
 		m, err := dict(staged)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", r.Join(StagedFile), err)
+			return nil, "", fmt.Errorf("%s: %w", StagedFile, err)
 		}
 		t, ok := m["target"]
 		if !ok || t.typ != "a{sv}" {
-			return nil, "", fmt.Errorf("%s: no target deployment", r.Join(StagedFile))
+			return nil, "", fmt.Errorf("%s: no target deployment", StagedFile)
 		}
 		tm, err := dict(t.data)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: target: %w", r.Join(StagedFile), err)
+			return nil, "", fmt.Errorf("%s: target: %w", StagedFile, err)
 		}
 		name, err1 := tm["name"].str()
 		osname, err2 := tm["osname"].str()
 		if err := errors.Join(err1, err2); err != nil {
-			return nil, "", fmt.Errorf("%s: target: %w", r.Join(StagedFile), err)
+			return nil, "", fmt.Errorf("%s: target: %w", StagedFile, err)
 		}
 		for i := range deps {
 			if deps[i].name == name && deps[i].osname == osname {
 				return &deps[i], StagedFile, nil
 			}
 		}
-		return nil, "", fmt.Errorf("%s: the staged deployment %s/%s is not under %s", r.Join(StagedFile), osname, name, r.Join(deployDir))
+		return nil, "", fmt.Errorf("%s: the staged deployment %s/%s is not under %s", StagedFile, osname, name, deployDir)
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, "", err
 	}
@@ -356,7 +356,7 @@ func nextDeployment(r *ondisk.Root, deps []deploymentDir) (*deploymentDir, strin
 		if !ok {
 			continue
 		}
-		dev, ino, err := r.DirIdentity(link)
+		dev, ino, err := dirIdentity(r, link)
 		if err != nil {
 			return nil, "", fmt.Errorf("the default boot entry %s: %w", source, err)
 		}
@@ -376,7 +376,7 @@ func nextDeployment(r *ondisk.Root, deps []deploymentDir) (*deploymentDir, strin
 // is the first mapping's KernelPageSize in /proc/self/smaps (the kernel's
 // fs/proc/task_mmu.c): 64 kB under kernel-64k.
 func (s *State) readKernel(r *ondisk.Root) {
-	b, err := r.ReadFile(realtime)
+	b, err := readFile(r, realtime)
 	switch {
 	case err == nil:
 		s.Realtime = strings.TrimSpace(string(b)) == "1"
@@ -384,7 +384,7 @@ func (s *State) readKernel(r *ondisk.Root) {
 		s.KernelErr = err
 		return
 	}
-	f, err := r.Open(smaps)
+	f, err := openFile(r, smaps)
 	if err != nil {
 		s.KernelErr = err
 		return
@@ -399,17 +399,17 @@ func (s *State) readKernel(r *ondisk.Root) {
 		kb, ok := strings.CutSuffix(strings.TrimSpace(v), " kB")
 		n, err := strconv.Atoi(kb)
 		if !ok || err != nil {
-			s.KernelErr = fmt.Errorf("%s: unreadable KernelPageSize %q", f.Name(), strings.TrimSpace(v))
+			s.KernelErr = fmt.Errorf("%s: unreadable KernelPageSize %q", smaps, strings.TrimSpace(v))
 			return
 		}
 		s.PageSize = n << 10
 		return
 	}
 	if err := sc.Err(); err != nil {
-		s.KernelErr = fmt.Errorf("reading %s: %w", f.Name(), err)
+		s.KernelErr = fmt.Errorf("reading %s: %w", smaps, err)
 		return
 	}
-	s.KernelErr = fmt.Errorf("%s: no KernelPageSize", f.Name())
+	s.KernelErr = fmt.Errorf("%s: no KernelPageSize", smaps)
 }
 
 // RunningKernelType is the type of the kernel running, as the
@@ -428,7 +428,7 @@ func (s *State) RunningKernelType() string {
 // daemon does (pkg/daemon/update.go, processFips: a missing file is a
 // kernel without FIPS mode), and the command line.
 func (s *State) readFIPS(r *ondisk.Root) {
-	b, err := r.ReadFile(FIPSFile)
+	b, err := readFile(r, FIPSFile)
 	switch {
 	case err == nil:
 		s.FIPSEnabled = strings.TrimSpace(string(b))
@@ -437,6 +437,6 @@ func (s *State) readFIPS(r *ondisk.Root) {
 	default:
 		s.FIPSErr = err
 	}
-	b, err = r.ReadFile(cmdline)
+	b, err = readFile(r, cmdline)
 	s.Cmdline, s.CmdlineErr = desired.SplitKernelArguments(string(bytes.TrimSpace(b))), err
 }

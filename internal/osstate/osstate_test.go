@@ -164,6 +164,14 @@ func TestNoBootedDeployment(t *testing.T) {
 	if !s.Ostree || s.BootedErr == nil || !strings.Contains(s.BootedErr.Error(), "no deployment") {
 		t.Errorf("booted %+v, error %v: want no deployment found", s.Booted, s.BootedErr)
 	}
+	// Messages name the host's paths, never the root's directory.
+	if msg := s.BootedErr.Error(); !strings.Contains(msg, "/ostree/deploy") || strings.Contains(msg, h.Root) {
+		t.Errorf("message %q: want the host path /ostree/deploy, without %s", msg, h.Root)
+	}
+	os.Remove(filepath.Join(h.Root, "proc/self/smaps"))
+	if s = read(t, h.Root); s.KernelErr == nil || strings.Contains(s.KernelErr.Error(), h.Root) || !strings.Contains(s.KernelErr.Error(), "/proc/self/smaps") {
+		t.Errorf("kernel error %v: want one naming /proc/self/smaps as the host's", s.KernelErr)
+	}
 }
 
 func TestKernelAndFIPS(t *testing.T) {

@@ -44,7 +44,7 @@ func Installed(ctx context.Context, r *ondisk.Root, pkgs []string) (map[string]b
 	dbpath := ""
 	for _, d := range rpmDBDirs {
 		for _, f := range rpmDBFiles {
-			if fi, err := r.Open(path.Join(d, f)); err == nil {
+			if fi, err := openFile(r, path.Join(d, f)); err == nil {
 				fi.Close()
 				dbpath = d
 				break
