@@ -1,0 +1,79 @@
+package systemd_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
+	"github.com/drift-monitor/drift-monitor/test/nspawn"
+)
+
+// TestFinalizationFailureNotice: on a live ostree host, `check` of a
+// MachineConfig with an osImageURL reads this boot's journal of a failed
+// ostree-boot-complete.service (real journald, real journalctl) and lists
+// the previous boot's failed finalization as a notice. The unit here
+// fails as ostree's does when it finds /boot/ostree/finalize-failure.stamp
+// (ostree admin boot-complete: "error: ostree-finalize-staged.service
+// failed on previous boot: …"); the host is made an ostree host by
+// /run/ostree-booted alone, so the booted deployment is not identified
+// (an unverifiable notice of its own).
+func TestFinalizationFailureNotice(t *testing.T) {
+	t.Parallel()
+	m := nspawn.Boot(t, nspawn.Options{BindRO: []nspawn.Mount{{Src: harness.Binary(t), Dst: "/usr/bin/drift-monitor"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m.WriteFile(t, "/run/ostree-booted", nil, 0o644)
+	m.WriteFile(t, "/etc/drift-monitor/desired.d/mc.yaml",
+		[]byte("kind: MachineConfig\nspec:\n  osImageURL: quay.io/o/os@sha256:"+strings.Repeat("a", 64)+"\n"), 0o600)
+
+	notices := func() []harness.Item {
+		t.Helper()
+		out, errOut, err := m.Run(ctx, "drift-monitor", "check", "--format", "json", "--no-cache")
+		if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
+			t.Fatalf("drift-monitor check: %v\n%s", err, errOut)
+		}
+		var rep harness.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("drift-monitor check: %v\n%s%s", err, out, errOut)
+		}
+		if len(rep.Drift) != 0 {
+			t.Errorf("drift %v: want none", rep.Drift)
+		}
+		return rep.Notices
+	}
+	kinds := func(ns []harness.Item) string {
+		var ks []string
+		for _, n := range ns {
+			ks = append(ks, n.Kind)
+		}
+		return strings.Join(ks, ",")
+	}
+	if got := kinds(notices()); got != "unverifiable" {
+		t.Fatalf("before the failure: notices %s, want the booted deployment's unverifiable alone", got)
+	}
+
+	const reason = "Bootloader write failed: No space left on device"
+	m.WriteFile(t, "/etc/systemd/system/ostree-boot-complete.service", []byte(fmt.Sprintf(
+		"[Unit]\nDescription=OSTree Complete Boot\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"+
+			"ExecStart=/bin/sh -c 'echo \"error: ostree-finalize-staged.service failed on previous boot: %s\" >&2; exit 1'\n", reason)), 0o644)
+	m.MustRun(t, "systemctl", "daemon-reload")
+	if _, _, err := m.Run(ctx, "systemctl", "start", "ostree-boot-complete.service"); err == nil {
+		t.Fatal("ostree-boot-complete.service started: want it failed")
+	}
+	var last []harness.Item
+	m.WaitFor(t, 30*time.Second, "the finalization notice", func() (bool, string) {
+		last = notices()
+		for _, n := range last {
+			if n.Kind == "finalization-failed" && strings.Contains(n.Message, reason) && n.Unit == "ostree-boot-complete.service" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("notices %+v", last)
+	})
+}
