@@ -111,3 +111,21 @@ func TestCheckMachineConfigFieldsUnderRoot(t *testing.T) {
 		t.Errorf("drift %+v: want the os-image drift alone", rep.Drift)
 	}
 }
+
+// TestReconcileLeavesMCDCertificates: reconcile leaves the MCD's
+// certificate files to it, and writes them with --check-mcd-certificates.
+func TestReconcileLeavesMCDCertificates(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reconcile is root only; the conformance tier runs it as root")
+	}
+	root, config := mcdCertificates(t)
+	ca := filepath.Join(root, "etc/kubernetes/kubelet-ca.crt")
+	code, out, errs := run(t, context.Background(), "reconcile", "--root", root, "--config", config)
+	if b, _ := os.ReadFile(ca); code != 0 || string(b) != "rotated CA\n" {
+		t.Fatalf("reconcile: exit %d, the CA bundle holds %q; want exit 0 and the writer's bundle kept\n%s%s", code, b, out, errs)
+	}
+	code, out, errs = run(t, context.Background(), "reconcile", "--root", root, "--config", config, "--check-mcd-certificates")
+	if b, _ := os.ReadFile(ca); code != 0 || string(b) != "installer CA\n" {
+		t.Fatalf("reconcile --check-mcd-certificates: exit %d, the CA bundle holds %q; want the declared one\n%s%s", code, b, out, errs)
+	}
+}
