@@ -130,9 +130,16 @@ func Noun(e *desired.Entry) string {
 		return fmt.Sprintf("kernel argument %q", e.Arg)
 	case desired.KindConfig:
 		return fmt.Sprintf("%s of config %q", escape.Name(e.Target), e.Path)
-	}
-	if n := mcNoun(e); n != "" {
-		return n
+	case desired.KindOSImage:
+		return fmt.Sprintf("osImageURL %q", e.Arg)
+	case desired.KindKernelType:
+		return fmt.Sprintf("kernelType %q", e.Arg)
+	case desired.KindExtension:
+		return fmt.Sprintf("extension %q", e.Arg)
+	case desired.KindFIPS:
+		return "fips: " + e.Arg
+	case desired.KindNotChecked:
+		return fmt.Sprintf("file %q", e.Path)
 	}
 	return fmt.Sprintf("%q", e.Path)
 }

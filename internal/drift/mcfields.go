@@ -35,23 +35,6 @@ const (
 // MachineConfigKinds lists the kinds above, for whoever counts kinds.
 var MachineConfigKinds = []Kind{OSImage, KernelType, Extension, FIPS, NotChecked, NotApplicable, SameImage, FinalizationFailed}
 
-// mcNoun names a MachineConfig field entry in messages.
-func mcNoun(e *desired.Entry) string {
-	switch e.Kind {
-	case desired.KindOSImage:
-		return fmt.Sprintf("osImageURL %q", e.Arg)
-	case desired.KindKernelType:
-		return fmt.Sprintf("kernelType %q", e.Arg)
-	case desired.KindExtension:
-		return fmt.Sprintf("extension %q", e.Arg)
-	case desired.KindFIPS:
-		return "fips: " + e.Arg
-	case desired.KindNotChecked:
-		return fmt.Sprintf("file %q", e.Path)
-	}
-	return ""
-}
-
 func mcDrift(e *desired.Entry, k Kind, msg, want, got string) Drift {
 	return Drift{Kind: k, Entry: e.Kind, Path: e.Path, Message: msg, Want: want, Got: got, EntryID: e.ID()}
 }
@@ -73,14 +56,14 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 		return r
 	}
 	if !s.Ostree {
-		return notice(NotApplicable, "%s does not apply: the host is not booted through ostree (no %s)", mcNoun(e), osstate.BootedFile)
+		return notice(NotApplicable, "%s does not apply: the host is not booted through ostree (no %s)", Noun(e), osstate.BootedFile)
 	}
 	switch e.Kind {
 	case desired.KindOSImage:
 		return compareOSImage(e, s)
 	case desired.KindKernelType:
 		if s.KernelErr != nil {
-			return notice(Unverifiable, "%s is not checked: %v", mcNoun(e), s.KernelErr)
+			return notice(Unverifiable, "%s is not checked: %v", Noun(e), s.KernelErr)
 		}
 		running := s.RunningKernelType()
 		if running == e.Arg {
@@ -90,11 +73,11 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 			return notice(RebootPending, "reboot pending: the running kernel is %s, not %s; the next boot's deployment (%s) is configured for it",
 				running, e.Arg, s.NextSource)
 		}
-		r.Drift = append(r.Drift, mcDrift(e, KernelType, fmt.Sprintf("%s: the running kernel is %s", mcNoun(e), running), e.Arg, running))
+		r.Drift = append(r.Drift, mcDrift(e, KernelType, fmt.Sprintf("%s: the running kernel is %s", Noun(e), running), e.Arg, running))
 		return r
 	case desired.KindExtension:
 		if rpmErr != nil {
-			return notice(Unverifiable, "%s is not checked: %v", mcNoun(e), rpmErr)
+			return notice(Unverifiable, "%s is not checked: %v", Noun(e), rpmErr)
 		}
 		sets := desired.ExtensionPackages(e.Arg)
 		var missing []string
@@ -116,10 +99,10 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 			return !slices.ContainsFunc(set, func(p string) bool { return !slices.Contains(s.Next.Requested, p) })
 		}) {
 			return notice(RebootPending, "reboot pending: %s is not installed (%s missing); the next boot's deployment (%s) requests it",
-				mcNoun(e), strings.Join(missing, ", "), s.NextSource)
+				Noun(e), strings.Join(missing, ", "), s.NextSource)
 		}
 		r.Drift = append(r.Drift, mcDrift(e, Extension, fmt.Sprintf("%s is not installed: %s not in the rpm database",
-			mcNoun(e), strings.Join(missing, ", ")), "installed", "missing "+strings.Join(missing, ", ")))
+			Noun(e), strings.Join(missing, ", ")), "installed", "missing "+strings.Join(missing, ", ")))
 		return r
 	case desired.KindFIPS:
 		return compareFIPS(e, s)
@@ -135,12 +118,12 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 func compareOSImage(e *desired.Entry, s *osstate.State) MachineConfigResult {
 	var r MachineConfigResult
 	if s.BootedErr != nil {
-		r.Notices = append(r.Notices, mcDrift(e, Unverifiable, fmt.Sprintf("%s is not checked: cannot identify the booted deployment: %v", mcNoun(e), s.BootedErr), "", ""))
+		r.Notices = append(r.Notices, mcDrift(e, Unverifiable, fmt.Sprintf("%s is not checked: cannot identify the booted deployment: %v", Noun(e), s.BootedErr), "", ""))
 		return r
 	}
 	b := s.Booted
 	if b.ImageErr != nil {
-		r.Drift = append(r.Drift, mcDrift(e, OSImage, fmt.Sprintf("%s: the booted deployment's origin: %v", mcNoun(e), b.ImageErr), e.Arg, ""))
+		r.Drift = append(r.Drift, mcDrift(e, OSImage, fmt.Sprintf("%s: the booted deployment's origin: %v", Noun(e), b.ImageErr), e.Arg, ""))
 		return r
 	}
 	if b.Image == e.Arg {
@@ -148,19 +131,19 @@ func compareOSImage(e *desired.Entry, s *osstate.State) MachineConfigResult {
 	}
 	if same(e.Arg, b) {
 		r.Notices = append(r.Notices, mcDrift(e, SameImage, fmt.Sprintf("%s is booted as %s, the same image (manifest %s)",
-			mcNoun(e), escape.Name(b.Image), b.ManifestDigest), e.Arg, b.Image))
+			Noun(e), escape.Name(b.Image), b.ManifestDigest), e.Arg, b.Image))
 		return r
 	}
 	if n := s.Next; n != nil && n.ImageErr == nil && (n.Image == e.Arg || same(e.Arg, n)) {
 		r.Notices = append(r.Notices, mcDrift(e, RebootPending, fmt.Sprintf("reboot pending: %s is not booted; the next boot's deployment (%s) has it",
-			mcNoun(e), s.NextSource), e.Arg, b.Image))
+			Noun(e), s.NextSource), e.Arg, b.Image))
 		return r
 	}
 	got := b.Image
-	msg := fmt.Sprintf("%s: the booted image is %s", mcNoun(e), escape.Name(b.Image))
+	msg := fmt.Sprintf("%s: the booted image is %s", Noun(e), escape.Name(b.Image))
 	if b.Image == "" {
 		got = b.Refspec
-		msg = fmt.Sprintf("%s: the booted deployment is of the ostree branch %q, not of an image", mcNoun(e), b.Refspec)
+		msg = fmt.Sprintf("%s: the booted deployment is of the ostree branch %q, not of an image", Noun(e), b.Refspec)
 	}
 	r.Drift = append(r.Drift, mcDrift(e, OSImage, msg, e.Arg, got))
 	return r
@@ -180,7 +163,7 @@ func same(want string, d *osstate.Deployment) bool {
 func compareFIPS(e *desired.Entry, s *osstate.State) MachineConfigResult {
 	var r MachineConfigResult
 	if s.FIPSErr != nil || s.CmdlineErr != nil {
-		r.Notices = append(r.Notices, mcDrift(e, Unverifiable, fmt.Sprintf("%s is not checked: %v", mcNoun(e), firstErr(s.FIPSErr, s.CmdlineErr)), "", ""))
+		r.Notices = append(r.Notices, mcDrift(e, Unverifiable, fmt.Sprintf("%s is not checked: %v", Noun(e), firstErr(s.FIPSErr, s.CmdlineErr)), "", ""))
 		return r
 	}
 	enabled := s.FIPSEnabled == "1"
@@ -190,13 +173,13 @@ func compareFIPS(e *desired.Entry, s *osstate.State) MachineConfigResult {
 	}
 	switch {
 	case e.ArgPresent && s.FIPSMissing:
-		r.Drift = append(r.Drift, mcDrift(e, FIPS, fmt.Sprintf("%s: the kernel has no FIPS mode (no %s)", mcNoun(e), osstate.FIPSFile), "fips_enabled=1", got))
+		r.Drift = append(r.Drift, mcDrift(e, FIPS, fmt.Sprintf("%s: the kernel has no FIPS mode (no %s)", Noun(e), osstate.FIPSFile), "fips_enabled=1", got))
 	case e.ArgPresent && !enabled:
-		r.Drift = append(r.Drift, mcDrift(e, FIPS, fmt.Sprintf("%s: the kernel does not run in FIPS mode (%s)", mcNoun(e), got), "fips_enabled=1", got))
+		r.Drift = append(r.Drift, mcDrift(e, FIPS, fmt.Sprintf("%s: the kernel does not run in FIPS mode (%s)", Noun(e), got), "fips_enabled=1", got))
 	case e.ArgPresent && !slices.Contains(s.Cmdline, "fips=1"):
-		r.Drift = append(r.Drift, mcDrift(e, FIPS, fmt.Sprintf("%s: fips=1 is not on the kernel command line", mcNoun(e)), "fips=1", "no fips=1"))
+		r.Drift = append(r.Drift, mcDrift(e, FIPS, fmt.Sprintf("%s: fips=1 is not on the kernel command line", Noun(e)), "fips=1", "no fips=1"))
 	case !e.ArgPresent && enabled:
-		r.Drift = append(r.Drift, mcDrift(e, FIPS, fmt.Sprintf("%s: the kernel runs in FIPS mode", mcNoun(e)), "fips_enabled=0", got))
+		r.Drift = append(r.Drift, mcDrift(e, FIPS, fmt.Sprintf("%s: the kernel runs in FIPS mode", Noun(e)), "fips_enabled=0", got))
 	}
 	return r
 }
