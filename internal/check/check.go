@@ -70,10 +70,10 @@ type Checker struct {
 	// entries of that state are checked (All, Outcome), never by
 	// ReadContent.
 	Store desired.ContentStore
-	// Journal, on a live host, reads the journal, where the previous
-	// boot's ostree finalization failure is told (osstate.
+	// Commands, on a live host, runs systemctl and journalctl, which tell
+	// the previous boot's ostree finalization failure (osstate.
 	// FinalizationFailure); nil: it is not looked for.
-	Journal osstate.Journal
+	Commands osstate.Commands
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int

@@ -32,7 +32,7 @@ func hasMachineConfigFields(entries []desired.Entry) bool {
 // readOS reads the root's ostree and kernel state, and the packages of the
 // entries' extensions in its rpm database (one rpm run for all of them).
 // The previous boot's finalization is looked for on the live host only
-// (Journal set): the journal under another root is not its own.
+// (Commands set): the journal under another root is not its own.
 func (c *Checker) readOS(ctx context.Context, entries []desired.Entry) *osView {
 	v := &osView{state: osstate.Read(c.Root)}
 	if !v.state.Ostree {
@@ -54,13 +54,13 @@ func (c *Checker) readOS(ctx context.Context, entries []desired.Entry) *osView {
 	if len(pkgs) > 0 {
 		v.installed, v.rpmErr = osstate.Installed(ctx, c.Root, pkgs)
 	}
-	if c.Journal != nil {
-		text, err := osstate.FinalizationFailure(ctx, c.Journal)
+	if c.Commands != nil {
+		text, err := osstate.FinalizationFailure(ctx, c.Commands)
 		switch {
 		case err != nil:
 			n := drift.FinalizationNotice("")
 			n.Kind = drift.Unverifiable
-			n.Message = fmt.Sprintf("the previous boot's ostree finalization is not checked: reading the journal: %v", err)
+			n.Message = fmt.Sprintf("the previous boot's ostree finalization is not checked: %v", err)
 			v.finalization = &n
 		case text != "":
 			n := drift.FinalizationNotice(text)

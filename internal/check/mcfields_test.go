@@ -204,21 +204,24 @@ func TestNotAnOstreeHost(t *testing.T) {
 	}
 }
 
-// TestFinalizationFailed: on the live host (Journal set), a failed
+// TestFinalizationFailed: on the live host (Commands set), a failed
 // finalization of the previous boot is a notice.
 func TestFinalizationFailed(t *testing.T) {
 	h := newMCHost(t)
 	c := newChecker(t, h.Root)
-	failed := ""
-	c.Journal = func(_ context.Context, args ...string) (string, error) {
-		if strings.Join(args[:2], " ") == "-b 0" {
-			return failed, nil
+	state, failed := "inactive", ""
+	c.Commands = func(_ context.Context, prog string, args ...string) (string, error) {
+		if prog == "systemctl" {
+			return "LoadState=loaded\nActiveState=" + state + "\nInvocationID=0a1b\n", nil
 		}
-		return "", errors.New("no such boot")
+		if args[len(args)-1] == "ostree-boot-complete.service" {
+			return `{"_BOOT_ID":"b","INVOCATION_ID":"0a1b","MESSAGE":"Starting"}` + "\n" + failed, nil
+		}
+		return "", errors.New("unexpected journalctl " + strings.Join(args, " "))
 	}
 	_, n := mcCheck(t, c, mcEntry(desired.KindOSImage, "quay.io/o/os@"+digestA))
 	expect(t, "a finalized boot", n, "", "")
-	failed = "error: ostree-finalize-staged.service failed on previous boot: Bootloader write failed\n"
+	state, failed = "failed", `{"_BOOT_ID":"b","MESSAGE":"error: ostree-finalize-staged.service failed on previous boot: Bootloader write failed"}`
 	_, n = mcCheck(t, c, mcEntry(desired.KindOSImage, "quay.io/o/os@"+digestA))
 	expect(t, "a failed finalization", n, string(drift.FinalizationFailed), "Bootloader write failed")
 }

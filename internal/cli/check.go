@@ -171,7 +171,7 @@ func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key d
 	if r.IsHost() {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
-		c.Journal = osstate.Journalctl
+		c.Commands = osstate.Run
 	}
 	res := c.All(ctx, state.Entries)
 	if err := ctx.Err(); err != nil {

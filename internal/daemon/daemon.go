@@ -228,7 +228,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 	if root.IsHost() {
 		d.checker.Cmdline = check.ProcCmdline
 		d.checker.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
-		d.checker.Journal = osstate.Journalctl
+		d.checker.Commands = osstate.Run
 	}
 	return d, nil
 }

@@ -2,6 +2,7 @@ package osstate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -238,37 +239,68 @@ func TestOriginLists(t *testing.T) {
 	}
 }
 
-func TestFinalizationFailure(t *testing.T) {
-	journal := func(answers map[string]string, fail map[string]bool) Journal {
-		return func(_ context.Context, args ...string) (string, error) {
-			unit := args[len(args)-2]
-			if fail[unit] {
-				return "", errors.New("no such boot")
-			}
-			return answers[unit], nil
+// fakeHost answers systemctl show for ostree-boot-complete.service with
+// props, and journalctl with journal[the match it asks for].
+func fakeHost(props string, journal map[string]string) Commands {
+	return func(_ context.Context, prog string, args ...string) (string, error) {
+		if prog == "systemctl" {
+			return props, nil
 		}
+		for _, a := range args {
+			if out, ok := journal[a]; ok {
+				return out, nil
+			}
+		}
+		return "", errors.New("journalctl: no such boot")
 	}
+}
+
+// rec is a journal record of ostree-boot-complete.service: its boot, the
+// INVOCATION_ID systemd's own records carry, its message.
+type rec struct{ boot, invocation, message string }
+
+// journalJSON is records as journalctl -o json prints them.
+func journalJSON(recs ...rec) string {
+	var b strings.Builder
+	for _, r := range recs {
+		m := map[string]string{"_BOOT_ID": r.boot, "MESSAGE": r.message}
+		if r.invocation != "" {
+			m["INVOCATION_ID"] = r.invocation
+		}
+		j, _ := json.Marshal(m)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestFinalizationFailure(t *testing.T) {
+	const failedLine = "error: ostree-finalize-staged.service failed on previous boot: Bootloader write failed"
 	long := "error: ostree-finalize-staged.service failed on previous boot: " + strings.Repeat("x", 3000)
+	failed := "LoadState=loaded\nActiveState=failed\nInvocationID=0123abcd\n"
 	for _, tt := range []struct {
 		name    string
-		answers map[string]string
-		fail    map[string]bool
+		run     Commands
 		want    string
-		err     bool
+		wantErr bool
 	}{
-		{"none", map[string]string{}, nil, "", false},
-		{"boot-complete failed this boot", map[string]string{"ostree-boot-complete.service": "Starting…\nerror: ostree-finalize-staged.service failed on previous boot: Bootloader write failed\n"},
-			nil, "error: ostree-finalize-staged.service failed on previous boot: Bootloader write failed", false},
-		{"the MCD's query on older ostree", map[string]string{"ostree-finalize-staged.service": "Finalizing staged deployment\nerror: Installing kernel: No space left on device\n"},
-			nil, "error: Installing kernel: No space left on device", false},
-		{"no previous boot in the journal", map[string]string{}, map[string]bool{"ostree-finalize-staged.service": true}, "", false},
-		{"no journal", nil, map[string]bool{"ostree-finalize-staged.service": true, "ostree-boot-complete.service": true}, "", true},
-		{"truncated as the MCD does", map[string]string{"ostree-boot-complete.service": long}, nil, long[:2000], false},
+		{"not failed this boot", fakeHost("LoadState=loaded\nActiveState=inactive\nInvocationID=\n", nil), "", false},
+		{"failed: the error line of its invocation's boot", fakeHost(failed, map[string]string{bootComplete: journalJSON(
+			rec{"b1", "", "error: an older boot's"}, rec{"b2", "", "Starting…"}, rec{"b2", "", failedLine}, rec{"b2", "0123abcd", "Failed with result 'exit-code'."})}),
+			failedLine, false},
+		{"failed without an error line", fakeHost(failed, map[string]string{bootComplete: journalJSON(rec{"b2", "0123abcd", "Starting…"})}),
+			"ostree-boot-complete.service failed (its journal has no error line)", false},
+		{"truncated as the MCD does", fakeHost(failed, map[string]string{bootComplete: journalJSON(rec{"b2", "0123abcd", long})}), long[:2000], false},
+		{"older ostree: the MCD's query", fakeHost("LoadState=not-found\nActiveState=inactive\n", map[string]string{
+			"ostree-finalize-staged.service": "Finalizing staged deployment\nerror: Installing kernel: No space left on device\n"}),
+			"error: Installing kernel: No space left on device", false},
+		{"older ostree, no previous boot in the journal", fakeHost("LoadState=not-found\n", nil), "", true},
+		{"no systemd", func(context.Context, string, ...string) (string, error) { return "", errors.New("no bus") }, "", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := FinalizationFailure(context.Background(), journal(tt.answers, tt.fail))
-			if got != tt.want || (err != nil) != tt.err {
-				t.Errorf("got %q, %v; want %q, error %v", got, err, tt.want, tt.err)
+			got, err := FinalizationFailure(context.Background(), tt.run)
+			if got != tt.want || (err != nil) != tt.wantErr {
+				t.Errorf("got %q, %v; want %q, error %v", got, err, tt.want, tt.wantErr)
 			}
 		})
 	}

@@ -54,15 +54,16 @@ func TestFinalizationFailureNotice(t *testing.T) {
 		}
 		return strings.Join(ks, ",")
 	}
+	const reason = "Bootloader write failed: No space left on device"
+	unit := fmt.Sprintf(
+		"[Unit]\nDescription=OSTree Complete Boot\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"+
+			"ExecStart=/bin/sh -c 'echo \"error: ostree-finalize-staged.service failed on previous boot: %s\" >&2; exit 1'\n", reason)
+	// The unit is there, not run: its condition (the stamp) did not hold.
+	m.WriteFile(t, "/etc/systemd/system/ostree-boot-complete.service", []byte(unit), 0o644)
+	m.MustRun(t, "systemctl", "daemon-reload")
 	if got := kinds(notices()); got != "unverifiable" {
 		t.Fatalf("before the failure: notices %s, want the booted deployment's unverifiable alone", got)
 	}
-
-	const reason = "Bootloader write failed: No space left on device"
-	m.WriteFile(t, "/etc/systemd/system/ostree-boot-complete.service", []byte(fmt.Sprintf(
-		"[Unit]\nDescription=OSTree Complete Boot\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"+
-			"ExecStart=/bin/sh -c 'echo \"error: ostree-finalize-staged.service failed on previous boot: %s\" >&2; exit 1'\n", reason)), 0o644)
-	m.MustRun(t, "systemctl", "daemon-reload")
 	if _, _, err := m.Run(ctx, "systemctl", "start", "ostree-boot-complete.service"); err == nil {
 		t.Fatal("ostree-boot-complete.service started: want it failed")
 	}
@@ -76,4 +77,33 @@ func TestFinalizationFailureNotice(t *testing.T) {
 		}
 		return false, fmt.Sprintf("notices %+v", last)
 	})
+}
+
+// TestDaemonFinalizationAndCertificateNotices: the daemon, under its
+// shipped unit's sandbox, journals the previous boot's failed ostree
+// finalization (journalctl run from the service) and a MachineConfig's
+// kubelet CA bundle as not checked, each as a notice, and no drift for
+// the CA bundle the certificate writer rewrote.
+func TestDaemonFinalizationAndCertificateNotices(t *testing.T) {
+	t.Parallel()
+	const reason = "Bootloader write failed: No space left on device"
+	const ca = "/etc/kubernetes/kubelet-ca.crt"
+	unit := fmt.Sprintf("[Unit]\nDescription=OSTree Complete Boot\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"+
+		"ExecStart=/bin/sh -c 'echo \"error: ostree-finalize-staged.service failed on previous boot: %s\" >&2; exit 1'\n", reason)
+	h := bootDaemon(t, setup{
+		config: `{"kind":"MachineConfig","spec":{"osImageURL":"quay.io/o/os@sha256:` + strings.Repeat("a", 64) + `",` +
+			`"config":{"ignition":{"version":"3.4.0"},"storage":{"files":[` +
+			`{"path":"` + ca + `","mode":420,"contents":{"source":"data:,installer%20CA%0A"}}]}}}}`,
+		files: []file{{"/run/ostree-booted", "", 0o644}, {"/etc/systemd/system/ostree-boot-complete.service", unit, 0o644},
+			{ca, "rotated by the certificate writer\n", 0o644}},
+		commands: []string{"systemctl daemon-reload", "! systemctl start ostree-boot-complete.service", "journalctl --sync"},
+	})
+	r, _ := h.waitRecord(0, harness.MsgNotice, map[string]string{"DRIFT_KIND": "finalization-failed", "DRIFT_UNIT": "ostree-boot-complete.service"})
+	if !strings.Contains(r["MESSAGE"], reason) {
+		t.Errorf("finalization notice %v: want ostree's error in the message", r)
+	}
+	_, at := h.waitRecord(0, harness.MsgNotice, map[string]string{"DRIFT_KIND": "not-checked", "DRIFT_PATH": ca})
+	if got := h.between(0, at, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": ca}); len(got) != 0 {
+		t.Errorf("the CA bundle the certificate writer owns reported as drift: %v", got)
+	}
 }
