@@ -51,7 +51,7 @@ const bootComplete = "ostree-boot-complete.service"
 // ProtectKernelTunables=) can read another boot ID than the journal's
 // inside a container.
 //
-// Where the unit does not exist (ostree before 2022.2), the
+// Where the unit does not exist (ostree before 2022.3), the
 // machine-config daemon's own query is asked (rpmostree-client-go
 // QueryPreviousDeploymentError, vendored in the MCO at 7ff337a4): the
 // previous boot's journal of ostree-finalize-staged.service. Either way
