@@ -101,8 +101,14 @@ func (d *Drift) Subject() string {
 		return escape.Name(d.Unit)
 	case desired.KindKernelArg:
 		return "kernel argument " + escape.Name(d.Want)
-	case desired.KindOSImage, desired.KindKernelType, desired.KindExtension, desired.KindFIPS:
-		return string(d.Entry)
+	case desired.KindOSImage:
+		return "osImageURL"
+	case desired.KindKernelType:
+		return "kernelType"
+	case desired.KindExtension:
+		return "extension " + escape.Name(strings.TrimPrefix(d.EntryID, string(desired.KindExtension)+":"))
+	case desired.KindFIPS:
+		return "fips"
 	}
 	return escape.Name(d.Path)
 }

@@ -11,12 +11,25 @@ import (
 	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
-// InstallRPMs builds an empty noarch package of each name with rpmbuild
-// and records it in the rpm database of root at dbpath (a host path:
+// InstallRPMs builds an empty noarch package of each name (BuildRPMs) and
+// records it in the rpm database of root at dbpath (a host path:
 // /usr/share/rpm on rpm-ostree hosts) with `rpm --root --justdb`, the
-// database alone, as an installed package. Without rpmbuild the test is
-// skipped, or fails when CI=true.
+// database alone, as an installed package. Without rpm and rpmbuild the
+// test is skipped, or fails when CI=true.
 func InstallRPMs(t testing.TB, root, dbpath string, names ...string) {
+	t.Helper()
+	rpms := BuildRPMs(t, names...)
+	if _, err := os.Stat(filepath.Join(root, dbpath)); err != nil {
+		run(t, "rpm", "--root", root, "--dbpath", dbpath, "--initdb")
+	}
+	if len(rpms) > 0 {
+		run(t, "rpm", append([]string{"--root", root, "--dbpath", dbpath, "-i", "--justdb", "--nodeps", "--noscripts"}, rpms...)...)
+	}
+}
+
+// BuildRPMs builds an empty noarch package of each name with rpmbuild and
+// returns their files.
+func BuildRPMs(t testing.TB, names ...string) []string {
 	t.Helper()
 	harness.RequireTools(t, "rpm", "rpmbuild")
 	top := t.TempDir()
@@ -30,12 +43,7 @@ func InstallRPMs(t testing.TB, root, dbpath string, names ...string) {
 		run(t, "rpmbuild", "-bb", "--quiet", "--define", "_topdir "+top, spec)
 		rpms = append(rpms, filepath.Join(top, "RPMS/noarch", n+"-1.0-1.noarch.rpm"))
 	}
-	if _, err := os.Stat(filepath.Join(root, dbpath)); err != nil {
-		run(t, "rpm", "--root", root, "--dbpath", dbpath, "--initdb")
-	}
-	if len(rpms) > 0 {
-		run(t, "rpm", append([]string{"--root", root, "--dbpath", dbpath, "-i", "--justdb", "--nodeps", "--noscripts"}, rpms...)...)
-	}
+	return rpms
 }
 
 func run(t testing.TB, name string, args ...string) {

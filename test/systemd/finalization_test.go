@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
+	"github.com/drift-monitor/drift-monitor/test/ostree"
 )
 
 // TestFinalizationFailureNotice: on a live ostree host, `check` of a
@@ -105,5 +107,40 @@ func TestDaemonFinalizationAndCertificateNotices(t *testing.T) {
 	_, at := h.waitRecord(0, harness.MsgNotice, map[string]string{"DRIFT_KIND": "not-checked", "DRIFT_PATH": ca})
 	if got := h.between(0, at, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": ca}); len(got) != 0 {
 		t.Errorf("the CA bundle the certificate writer owns reported as drift: %v", got)
+	}
+}
+
+// TestDaemonExtensions: the daemon, under its shipped unit's sandbox
+// (/usr read-only, few capabilities), looks an extension's packages up in
+// the rpm database with rpm: one installed is clean, one missing is drift.
+func TestDaemonExtensions(t *testing.T) {
+	t.Parallel()
+	rpms := ostree.BuildRPMs(t, "usbguard")
+	h := bootDaemon(t, setup{
+		config: `{"kind":"MachineConfig","spec":{"extensions":["usbguard","kerberos"],"config":{"ignition":{"version":"3.4.0"}}}}`,
+		files:  []file{{"/run/ostree-booted", "", 0o644}},
+	})
+	b, err := os.ReadFile(rpms[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WriteFile(t, "/tmp/usbguard.rpm", b, 0o644)
+	h.MustRun(t, "rpm", "--dbpath", "/usr/share/rpm", "--initdb")
+	h.MustRun(t, "rpm", "--dbpath", "/usr/share/rpm", "-i", "--justdb", "--nodeps", "--noscripts", "/tmp/usbguard.rpm")
+	m := h.mark()
+	h.MustRun(t, "systemctl", "reload", service)
+	_, at := h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_KIND": "extension", "DRIFT_PATH": "/var/lib/rpm"})
+	if got := h.between(0, at+1, harness.MsgDriftResolved, map[string]string{"DRIFT_KIND": "extension"}); len(got) != 1 ||
+		!strings.Contains(got[0]["MESSAGE"], `extension "usbguard"`) {
+		t.Errorf("resolved %v: want usbguard's drift alone resolved once installed", got)
+	}
+	if got := h.between(0, at+1, harness.MsgDriftDetected, map[string]string{"DRIFT_KIND": "extension"}); len(got) != 2 {
+		t.Errorf("extension drift %v: want usbguard and kerberos missing before the install", got)
+	}
+	if st := h.prop("StatusText"); !strings.Contains(st, "extension kerberos") || strings.Contains(st, "usbguard") {
+		t.Errorf("status %q: want kerberos' drift alone", st)
+	}
+	if n := h.between(0, at+1, harness.MsgNotice, map[string]string{"DRIFT_ENTRY": "extension"}); len(n) != 0 {
+		t.Errorf("extension notices %v: want none (rpm answered)", n)
 	}
 }
