@@ -112,6 +112,9 @@ what (an admin, a package, a tool), then either restore the desired state
 Ignition would have written it) or change the desired configuration under
 /etc/drift-monitor/desired.d/ and run "systemctl reload drift-monitor". Update tools should wrap planned changes in
 "drift-monitor inhibit" so that they are not reported as drift.
+A MachineConfig's osImageURL, kernelType, extensions and fips (DRIFT_ENTRY
+os-image, kernel-type, extension, fips) are the machine-config daemon's to
+apply, through rpm-ostree and a reboot: reconcile does not change them.
 
 The drift is logged once more when it is resolved.`,
 	},
