@@ -209,7 +209,11 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			}
 		}
 		if e := &entries[i]; desired.IsMachineConfigField(e.Kind) {
-			res.Notices = append(res.Notices, k.os.compare(e).Notices...)
+			ns := k.os.compare(e).Notices
+			if notCompared(ns) {
+				res.Checked-- // "not applicable" or "not checked" is no match
+			}
+			res.Notices = append(res.Notices, ns...)
 		}
 		if e := &entries[i]; e.Kind == desired.KindKernelArg && c.Cmdline == nil {
 			res.Notices = append(res.Notices, drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path,

@@ -25,6 +25,12 @@ func (v *osView) compare(e *desired.Entry) drift.MachineConfigResult {
 	return drift.CompareMachineConfig(e, v.state, v.installed, v.rpmErr)
 }
 
+// notCompared: a MachineConfig field's notices say it was not compared
+// with the host (it does not apply, or could not be read).
+func notCompared(ns []drift.Drift) bool {
+	return slices.ContainsFunc(ns, func(n drift.Drift) bool { return n.Kind == drift.NotApplicable || n.Kind == drift.Unverifiable })
+}
+
 func hasMachineConfigFields(entries []desired.Entry) bool {
 	return slices.ContainsFunc(entries, func(e desired.Entry) bool { return desired.IsMachineConfigField(e.Kind) })
 }
