@@ -118,6 +118,13 @@ func TestOSImage(t *testing.T) {
 	_, n = mcCheck(t, c, mcEntry(desired.KindOSImage, "quay.io/o/os@"+digestB))
 	expect(t, "the staged image", n, "reboot-pending", "/run/ostree/staged-deployment")
 
+	// A staged deployment that cannot be read: the drift says the next
+	// boot is unknown.
+	h.WriteFile("/run/ostree/staged-deployment", "not a GVariant")
+	d, _ = mcCheck(t, c, mcEntry(desired.KindOSImage, "quay.io/o/os@"+digestB))
+	expect(t, "an unreadable staged deployment", d, "os-image", "whether the next boot has it is unknown: /run/ostree/staged-deployment")
+	h.Stage(next)
+
 	// A deployment of an ostree branch booted where an image is declared.
 	h.SetOrigin(h.booted, "[origin]\nrefspec=fedora:fedora/x86_64/coreos/stable\n")
 	d, _ = mcCheck(t, c, pinned)

@@ -73,7 +73,7 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 			return notice(RebootPending, "reboot pending: the running kernel is %s, not %s; the next boot's deployment (%s) is configured for it",
 				running, e.Arg, s.NextSource)
 		}
-		r.Drift = append(r.Drift, mcDrift(e, KernelType, fmt.Sprintf("%s: the running kernel is %s", Noun(e), running), e.Arg, running))
+		r.Drift = append(r.Drift, mcDrift(e, KernelType, fmt.Sprintf("%s: the running kernel is %s%s", Noun(e), running, nextUnknown(s)), e.Arg, running))
 		return r
 	case desired.KindExtension:
 		if rpmErr != nil {
@@ -101,8 +101,8 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 			return notice(RebootPending, "reboot pending: %s is not installed (%s missing); the next boot's deployment (%s) requests it",
 				Noun(e), strings.Join(missing, ", "), s.NextSource)
 		}
-		r.Drift = append(r.Drift, mcDrift(e, Extension, fmt.Sprintf("%s is not installed: %s not in the rpm database",
-			Noun(e), strings.Join(missing, ", ")), "installed", "missing "+strings.Join(missing, ", ")))
+		r.Drift = append(r.Drift, mcDrift(e, Extension, fmt.Sprintf("%s is not installed: %s not in the rpm database%s",
+			Noun(e), strings.Join(missing, ", "), nextUnknown(s)), "installed", "missing "+strings.Join(missing, ", ")))
 		return r
 	case desired.KindFIPS:
 		return compareFIPS(e, s)
@@ -145,7 +145,7 @@ func compareOSImage(e *desired.Entry, s *osstate.State) MachineConfigResult {
 		got = b.Refspec
 		msg = fmt.Sprintf("%s: the booted deployment is of the ostree branch %q, not of an image", Noun(e), b.Refspec)
 	}
-	r.Drift = append(r.Drift, mcDrift(e, OSImage, msg, e.Arg, got))
+	r.Drift = append(r.Drift, mcDrift(e, OSImage, msg+nextUnknown(s), e.Arg, got))
 	return r
 }
 
@@ -182,6 +182,15 @@ func compareFIPS(e *desired.Entry, s *osstate.State) MachineConfigResult {
 		r.Drift = append(r.Drift, mcDrift(e, FIPS, fmt.Sprintf("%s: the kernel runs in FIPS mode", Noun(e)), "fips_enabled=0", got))
 	}
 	return r
+}
+
+// nextUnknown says, for a drift, that the next boot's deployment could not
+// be read: the drift may be a pending reboot.
+func nextUnknown(s *osstate.State) string {
+	if s.NextErr == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (whether the next boot has it is unknown: %v)", s.NextErr)
 }
 
 func firstErr(errs ...error) error {
