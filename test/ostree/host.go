@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,19 +70,39 @@ func (h *Host) run(args ...string) string {
 // checksum.
 func (h *Host) Commit(branch string, opts ...string) string {
 	h.t.Helper()
+	return h.CommitFiles(branch, nil, opts...)
+}
+
+// CommitFiles is Commit with files added to the tree, by path in the tree
+// (usr/etc/motd: the deployment's /etc/motd and its twin).
+func (h *Host) CommitFiles(branch string, files map[string]File, opts ...string) string {
+	h.t.Helper()
 	h.n++
 	os.RemoveAll(h.tree)
-	for p, content := range map[string]string{
-		"usr/lib/modules/6.1.0/vmlinuz":       "kernel",
-		"usr/lib/modules/6.1.0/initramfs.img": "initramfs",
-		"usr/lib/os-release":                  "ID=testos\nVERSION_ID=" + string(rune('0'+h.n)) + "\n",
-	} {
-		write(h.t, filepath.Join(h.tree, p), content)
+	all := map[string]File{
+		"usr/lib/modules/6.1.0/vmlinuz":       {"kernel", 0o644},
+		"usr/lib/modules/6.1.0/initramfs.img": {"initramfs", 0o644},
+		"usr/lib/os-release":                  {"ID=testos\nVERSION_ID=" + strconv.Itoa(h.n) + "\n", 0o644},
+	}
+	for p, f := range files {
+		all[p] = f
+	}
+	for p, f := range all {
+		full := filepath.Join(h.tree, p)
+		mkdir(h.t, filepath.Dir(full))
+		if err := os.WriteFile(full, []byte(f.Content), f.Mode); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := os.Chmod(full, f.Mode); err != nil { // beyond the umask
+			h.t.Fatal(err)
+		}
 	}
 	// ostree reads the deployment's os-release from its /etc (usr/etc).
 	mkdir(h.t, filepath.Join(h.tree, "usr/etc"))
-	if err := os.Symlink("../usr/lib/os-release", filepath.Join(h.tree, "usr/etc/os-release")); err != nil {
-		h.t.Fatal(err)
+	if _, err := os.Lstat(filepath.Join(h.tree, "usr/etc/os-release")); os.IsNotExist(err) {
+		if err := os.Symlink("../usr/lib/os-release", filepath.Join(h.tree, "usr/etc/os-release")); err != nil {
+			h.t.Fatal(err)
+		}
 	}
 	args := []string{"--repo=" + filepath.Join(h.Root, "ostree/repo"), "commit", "--branch=" + branch, "--tree=dir=" + h.tree, "-s", "test"}
 	return h.run(append(args, opts...)...)

@@ -8,7 +8,11 @@
 // temporary directory; it does not boot them.
 package ostree
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // Sysroot initialises a sysroot for the OS "testos", commits a minimal tree
 // (a kernel and an initramfs) and deploys it once per element of deploys,
@@ -18,10 +22,35 @@ import "testing"
 // is skipped, or fails when CI=true.
 func Sysroot(t testing.TB, deploys ...[]string) string {
 	t.Helper()
+	return SysrootWith(t, nil, deploys...)
+}
+
+// File is a file the committed tree holds besides the minimal one.
+type File struct {
+	Content string
+	Mode    os.FileMode
+}
+
+// SysrootWith is Sysroot with files added to the committed tree, by path
+// in the tree (usr/etc/motd: the deployment's /etc/motd and its twin).
+func SysrootWith(t testing.TB, files map[string]File, deploys ...[]string) string {
+	t.Helper()
 	h := NewHost(t)
-	h.Commit("testos/x86_64")
+	h.CommitFiles("testos/x86_64", files)
 	for _, opts := range deploys {
 		h.Deploy("testos/x86_64", opts...)
 	}
 	return h.Root
+}
+
+// Deployment is the directory of the sysroot's one deployment (Sysroot with one
+// deploy): the tree a booted host has as /, with the /etc ostree checked out
+// from its usr/etc.
+func Deployment(t testing.TB, sysroot string) string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(sysroot, "ostree/deploy/testos/deploy/*.0"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("the deployment in %s: %v, %v", sysroot, dirs, err)
+	}
+	return dirs[0]
 }
