@@ -31,6 +31,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.DurationVar(&o.PollInterval, "poll-interval", 10*time.Second, "polling period for directories that could not be watched (inotify limit)")
 	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN` (repeatable)")
 	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
+	fs.BoolVar(&o.CheckMCDCertificates, checkMCDCertsFlag, false, checkMCDCertsUsage)
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
 	fs.StringVar(&o.MetricsTextfile, "metrics-textfile", "", "write Prometheus metrics to `PATH` (ending in .prom) for node_exporter's textfile collector")

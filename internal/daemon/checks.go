@@ -45,7 +45,7 @@ func (d *Daemon) load(ctx context.Context) error {
 		return err
 	}
 	kept := st.Entries[:0]
-	for _, e := range st.Entries {
+	for _, e := range desired.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates) {
 		if !excl.match(e.Path) {
 			kept = append(kept, e)
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
 )
 
@@ -83,6 +84,11 @@ type Options struct {
 	// (relative to Root) with more, one per line.
 	Exclude     []string
 	ExcludeFile string
+	// CheckMCDCertificates checks a MachineConfig's files that the
+	// machine-config daemon's certificate writer owns
+	// (desired.MCDCertificatePaths) like any other; otherwise each is a
+	// not-checked notice.
+	CheckMCDCertificates bool
 	// InhibitDir is where inhibitor lock files are followed ("" disables).
 	InhibitDir string
 	// OnDrift names a unit to start when drift appears.
@@ -230,6 +236,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 	if root.IsHost() {
 		d.checker.Cmdline = check.ProcCmdline
 		d.checker.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
+		d.checker.Commands = osstate.Run
 	}
 	return d, nil
 }

@@ -119,7 +119,8 @@ type Entry struct {
 	MayBeAbsent bool
 
 	// Arg and ArgPresent declare a kernel argument that must (or must not) be
-	// on the running kernel's command line.
+	// on the running kernel's command line. For a MachineConfig's fields
+	// beyond Ignition (IsMachineConfigField), Arg is the declared value.
 	Arg        string
 	ArgPresent bool
 
@@ -143,7 +144,7 @@ func (e *Entry) ID() string {
 	switch e.Kind {
 	case KindEnablement:
 		return string(e.Kind) + ":" + e.Unit
-	case KindKernelArg:
+	case KindKernelArg, KindExtension:
 		return string(e.Kind) + ":" + e.Arg
 	case KindConfig:
 		return string(e.Kind) + ":" + e.Path + ":" + e.Target

@@ -364,9 +364,14 @@ func Notice(e *desired.Entry) *Drift {
 		return nil
 	}
 	msg := fmt.Sprintf("content of %s is not verified: %s", Noun(e), e.Content.Unverifiable)
-	if e.Kind == desired.KindConfig {
+	kind := Unverifiable
+	switch e.Kind {
+	case desired.KindConfig:
 		msg = fmt.Sprintf("%s is not checked: %s", Noun(e), e.Content.Unverifiable)
+	case desired.KindNotChecked:
+		msg = fmt.Sprintf("%s is not checked: %s", Noun(e), e.Content.Unverifiable)
+		kind = NotChecked
 	}
-	return &Drift{Kind: Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User,
+	return &Drift{Kind: kind, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User,
 		Message: msg, EntryID: e.ID()}
 }

@@ -104,6 +104,9 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_drift_entries{kind=unverifiable}":    0,
 		"drift_monitor_drift_entries{kind=reboot-pending}":  0,
 	}
+	for _, k := range drift.MachineConfigKinds {
+		want["drift_monitor_drift_entries{kind="+string(k)+"}"] = 0
+	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)
 	}

@@ -240,6 +240,8 @@ func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a 
 		err = refuse("it could not be examined (see the check's message); nothing is written over what cannot be read")
 	case e.Kind == desired.KindKernelArg:
 		err = kernelArg(e)
+	case desired.IsMachineConfigField(e.Kind):
+		err = refuse("drift-monitor does not change the OS image, kernel, extensions or FIPS mode: the machine-config daemon applies %s (through rpm-ostree)", e.Kind)
 	case e.Kind == desired.KindEnablement:
 		err = r.enablement(ctx, w, e, a)
 	case (has(a.Drift, drift.Owner) && e.OwnerProblem != "") || (has(a.Drift, drift.Group) && e.GroupProblem != ""):
