@@ -96,14 +96,14 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 }
 
 // statusExit is the exit status for what the daemon said: 0 clean, 1 drift
-// known (or no desired state), 4 starting — the contract of
+// known (or no desired state: none loaded, or no config file at all), 4 starting — the contract of
 // node-problem-detector's custom plugins (0 OK, 1 problem, anything else
 // unknown; its pkg/custompluginmonitor/plugin/plugin.go).
 func statusExit(st *dbusapi.Status) int {
 	switch {
 	case st.State == dbusapi.StateStarting:
 		return ExitStarting
-	case st.DriftCount > 0 || len(st.Drift) > 0 || st.State == dbusapi.StateError:
+	case st.DriftCount > 0 || len(st.Drift) > 0 || st.State == dbusapi.StateError || st.State == dbusapi.StateUnconfigured:
 		return ExitDrift
 	}
 	return ExitClean
@@ -113,7 +113,7 @@ func statusExit(st *dbusapi.Status) int {
 // say what the exit status says, because node-problem-detector keeps only
 // the first 80 bytes of stdout (max_output_length) as the condition's
 // message: "Drift: …", "No drift: …", "Inhibited …", "Starting: …",
-// "Error: …" (and "Unknown: …" when the daemon cannot be asked). The
+// "Error: …", "Nothing to watch: …" (and "Unknown: …" when the daemon cannot be asked). The
 // daemon's status line already puts the verdict first; what it cannot know
 // is added in front.
 func statusSummary(st *dbusapi.Status) string {
@@ -125,6 +125,10 @@ func statusSummary(st *dbusapi.Status) string {
 		}
 	case st.State == dbusapi.StateError:
 		text = "Error: no desired state could be loaded; " + text
+	case st.State == dbusapi.StateUnconfigured:
+		if !strings.HasPrefix(text, "Nothing to watch") {
+			text = "Nothing to watch: no desired configuration; " + text
+		}
 	case statusExit(st) == ExitDrift && !strings.HasPrefix(text, "Drift"):
 		// Inhibited: the drift known before the inhibitor was taken.
 		text = fmt.Sprintf("Drift: %s known; %s", count(int(st.DriftCount), "difference", "differences"), text)

@@ -34,6 +34,8 @@ func (d *Daemon) snapshotState() string {
 		return dbusapi.StateDrifted
 	case d.loadErr != nil && len(d.files) == 0:
 		return dbusapi.StateError
+	case d.nothing != "":
+		return dbusapi.StateUnconfigured
 	default:
 		return dbusapi.StateClean
 	}

@@ -18,7 +18,10 @@ const (
 	StateDrifted   = "drifted"   // drift known (DriftCount > 0)
 	StateInhibited = "inhibited" // an inhibitor is held; the drift listed is what was known before
 	StateError     = "error"     // no desired state could be loaded
-	StateUnknown   = "unknown"   // (client side) the daemon did not answer
+	// StateUnconfigured: no config file at all: nothing is declared, so
+	// nothing is watched; not clean.
+	StateUnconfigured = "unconfigured"
+	StateUnknown      = "unknown" // (client side) the daemon did not answer
 )
 
 // Status is what a client reads of the daemon: its properties, and with
