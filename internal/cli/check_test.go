@@ -234,7 +234,7 @@ func TestCheckClean(t *testing.T) {
 				t.Errorf("stderr does not name %s (%q):\n%s", n, line, stderr)
 			}
 		}
-		for _, hint := range []string{"a backup", "a hidden file", `extension ".txt"`, "no extension", "not read recursively", "only *.ign, *.json, *.yaml, *.yml are loaded"} {
+		for _, hint := range []string{"a backup", "a hidden file", `extension ".txt"`, "no extension", "not read recursively", "only *.ign, *.json, *.yaml, *.yml, *.bu are loaded"} {
 			if !strings.Contains(stderr, hint) {
 				t.Errorf("stderr lacks %q:\n%s", hint, stderr)
 			}

@@ -36,7 +36,7 @@ const (
 var DefaultDirs = []string{VendorDir, AdminDir}
 
 // extensions a config fragment may have; other files in a directory are ignored.
-var extensions = []string{".ign", ".json", ".yaml", ".yml"}
+var extensions = []string{".ign", ".json", ".yaml", ".yml", butaneExt}
 
 // childExt names a file that supplies the bytes of a remote child config
 // (see Supplies): read with the fragments, never merged as one.
@@ -255,6 +255,9 @@ func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 // let raw go once decoded (see configBytes), and the caller should hold no
 // reference to it either.
 func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread func() ([]byte, error)) (Fragment, error) {
+	if !cache && isButane(file, raw) {
+		return parseButane(file, raw, sup) // butane.go
+	}
 	frag := Fragment{File: file}
 	ext := filepath.Ext(file)
 	isYAML := ext == ".yaml" || ext == ".yml"
@@ -275,7 +278,7 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 	}
 	if !isMC {
 		if isYAML {
-			return frag, &LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig); Butane is not supported")}
+			return frag, &LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
 		}
 		var cfg types.Config
 		var rpt report.Report

@@ -173,10 +173,10 @@ func TestParseErrors(t *testing.T) {
 			context: "$.storage.files.0.overwrite",
 		},
 		{
-			name: "YAML that is not a MachineConfig",
-			file: "butane.yaml",
-			raw:  "variant: fcos\nversion: 1.5.0\n",
-			want: []string{"must hold a MachineConfig", "Butane is not supported"},
+			name: "YAML that is neither a MachineConfig nor Butane",
+			file: "other.yaml",
+			raw:  "version: 1.5.0\nfoo: bar\n",
+			want: []string{"must hold a MachineConfig", "or a Butane config (variant: and version:)"},
 		},
 		{
 			name:    "3.0.0 link without a target: valid in 3.0.0, not once translated",
