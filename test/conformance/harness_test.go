@@ -99,7 +99,15 @@ type prepare struct {
 	// ignition, when not empty, is the Ignition binary to run; otherwise
 	// writerFor picks it from the config's spec.
 	ignition string
+	// offline: a config that needs the network (fetch-offline writes its
+	// -neednet file) is not applied, and runIgnition returns
+	// errNeedsNetwork: the tier serves what it needs itself, and a fetch
+	// from the Internet would only wait for its timeout.
+	offline bool
 }
+
+// errNeedsNetwork: see prepare.offline.
+var errNeedsNetwork = errors.New("the config needs the network (Ignition's fetch-offline stage wrote -neednet)")
 
 // writerFor returns the Ignition that writes a root from cfg, as a host of
 // its spec would be written: Debian's Ignition 2.14 for spec 3.0.0 to
@@ -194,6 +202,9 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 		cancel()
 		if err != nil {
 			return root, ignitionLog(out.String()), fmt.Errorf("running Ignition's %s stage: %w", stage[1], err)
+		}
+		if _, err := os.Stat(filepath.Join(run, "neednet")); err == nil && prep.offline {
+			return root, ignitionLog(out.String()), errNeedsNetwork
 		}
 	}
 	return root, ignitionLog(out.String()), nil

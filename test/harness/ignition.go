@@ -135,15 +135,9 @@ func buildTool(tl tool, version string) (string, error) {
 	if err := toolVersionIs(bin, tl, version); err == nil {
 		return bin, nil
 	}
-	// The module's source, from the module cache (downloaded if need be,
-	// verified against go.sum's checksum database as any download is).
-	out, err := goCmd(root, nil, "mod", "download", "-json", IgnitionModule+"@"+version)
+	modDir, err := moduleDir(root, version)
 	if err != nil {
 		return "", err
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal([]byte(out), &mod); err != nil || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: no module directory (%v %s)", IgnitionModule, version, err, mod.Error)
 	}
 	cgo := "CGO_ENABLED=0"
 	if tl.cgo {
@@ -152,7 +146,7 @@ func buildTool(tl tool, version string) (string, error) {
 	tmp := bin + ".new"
 	// Built in the module's own directory, with its own go.mod and go.sum:
 	// the dependencies Ignition's release was built with, not ours.
-	if _, err := goCmd(mod.Dir, []string{cgo, "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false"},
+	if _, err := goCmd(modDir, []string{cgo, "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false"},
 		"build", "-trimpath", "-ldflags", "-X "+tl.versionVar+"="+version, "-o", tmp, tl.pkg); err != nil {
 		return "", fmt.Errorf("building %s %s from the module cache: %w", tl.name, version, err)
 	}
@@ -163,6 +157,37 @@ func buildTool(tl tool, version string) (string, error) {
 		return "", err
 	}
 	return bin, nil
+}
+
+// IgnitionSource returns the directory of IgnitionModule at version in the
+// Go module cache (read-only): its tests/ and butane/docs/ are other
+// projects' cases a tier may run.
+func IgnitionSource(t testing.TB, version string) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := moduleDir(root, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// moduleDir is IgnitionModule's source at version, from the module cache
+// (downloaded if need be, verified against the checksum database as any
+// download is).
+func moduleDir(root, version string) (string, error) {
+	out, err := goCmd(root, nil, "mod", "download", "-json", IgnitionModule+"@"+version)
+	if err != nil {
+		return "", err
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal([]byte(out), &mod); err != nil || mod.Dir == "" {
+		return "", fmt.Errorf("go mod download %s@%s: no module directory (%v %s)", IgnitionModule, version, err, mod.Error)
+	}
+	return mod.Dir, nil
 }
 
 // toolsDir is where the tools of version are kept: under the user's cache
