@@ -29,9 +29,11 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
 			"1 drift found, 2 the check could not be done (a config refused, or none found).\n\n"+
-			"Without --config it reads every *.ign, *.json, *.yaml and *.yml in\n"+
-			"/usr/lib/drift-monitor/desired.d and /etc/drift-monitor/desired.d (under --root);\n"+
-			"any other file there is named in a warning, as it is not loaded.\n\n")
+			"Without --config it reads every *.ign, *.json, *.yaml, *.yml and *.bu in\n"+
+			"/usr/lib/drift-monitor/desired.d and /etc/drift-monitor/desired.d (under --root):\n"+
+			"Ignition configs, MachineConfigs and Butane configs (translated as Ignition 2.27\n"+
+			"does at boot; local files, which need --files-dir, are refused). Any other file\n"+
+			"there is named in a warning, as it is not loaded.\n\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args); !ok {
