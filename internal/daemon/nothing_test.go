@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,27 +9,14 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
-	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // dirDaemon is a daemon whose desired state is the directory dir under a
 // fresh root (--config DIR), its state loaded, not running.
 func dirDaemon(t *testing.T) (d *Daemon, dir string, log *records) {
 	t.Helper()
-	o := Options{Root: t.TempDir()}
 	dir = t.TempDir()
-	o.Configs = []string{dir}
-	log = &records{}
-	o.Log = slog.New(log)
-	src := newFakeSource()
-	d, err := newDaemon(o, func(*ondisk.Root) (eventSource, error) { return src, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.Close)
-	if err := d.load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	d, _, log = loadedDaemon(t, Options{Root: t.TempDir(), Configs: []string{dir}})
 	d.ready = true
 	return d, dir, log
 }

@@ -90,7 +90,7 @@ func parseButane(file string, raw []byte, sup Supplies) (Fragment, error) {
 	if err != nil {
 		return Fragment{File: file}, butaneError(file, raw, rpt, err)
 	}
-	if bytes.HasPrefix(bytes.TrimSpace(out), []byte("{")) == false {
+	if !bytes.HasPrefix(bytes.TrimSpace(out), []byte("{")) {
 		// openshift: a MachineConfig in YAML.
 		if out, err = yaml.YAMLToJSON(out); err != nil {
 			return Fragment{File: file}, &LoadError{File: file, Err: fmt.Errorf("reading Butane's MachineConfig: %w", err)}
@@ -101,9 +101,7 @@ func parseButane(file string, raw []byte, sup Supplies) (Fragment, error) {
 	// into file: they keep their JSON path and lose their position.
 	frag, err := parseFragment(file+".json", out, sup, false, nil)
 	frag.File = file
-	for _, w := range butaneWarnings(rpt) {
-		frag.Warnings = append(frag.Warnings, w)
-	}
+	frag.Warnings = append(frag.Warnings, butaneWarnings(rpt)...)
 	if le := (*LoadError)(nil); errors.As(err, &le) {
 		le.File, le.Line, le.Column = file, 0, 0
 		le.Err = fmt.Errorf("in the config Butane translated it to: %w", le.Err)
@@ -119,9 +117,15 @@ func butaneError(file string, raw []byte, rpt report.Report, err error) *LoadErr
 	if le.Err.Error() == butanecommon.ErrNoFilesDir.Error() {
 		le.Err = errButaneFilesDir
 	}
-	le.Err = fmt.Errorf("Butane: %w", le.Err)
+	le.Err = butanePrefixed{le.Err}
 	return le
 }
+
+// butanePrefixed says that err is Butane's.
+type butanePrefixed struct{ err error }
+
+func (e butanePrefixed) Error() string { return "Butane: " + e.err.Error() }
+func (e butanePrefixed) Unwrap() error { return e.err }
 
 // butaneWarnings are the warnings of Butane's report, with their lines.
 func butaneWarnings(rpt report.Report) []string {

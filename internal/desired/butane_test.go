@@ -146,3 +146,15 @@ func TestButaneFragmentListed(t *testing.T) {
 		t.Errorf("no entry for /etc/from-butane in %+v", st.Entries)
 	}
 }
+
+// TestButaneWarnings: Butane's warnings (an unused key) are the fragment's,
+// with their line and column, as Ignition's are.
+func TestButaneWarnings(t *testing.T) {
+	frag, err := Parse("w.bu", []byte("variant: fcos\nversion: 1.7.0\nbogus: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frag.Warnings) != 1 || frag.Warnings[0] != "line 3 column 1: Butane: unused key bogus" {
+		t.Errorf("warnings %q; want Butane's unused key, at line 3 column 1", frag.Warnings)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,16 +26,10 @@ func checkRoot(t *testing.T, root string, args ...string) (int, string, string) 
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	if ee := (*exec.ExitError)(nil); err != nil && !errorsAs(err, &ee) {
+	if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
 	}
 	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
-}
-
-func errorsAs(err error, ee **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	*ee = e
-	return ok
 }
 
 // declaresOptFile is a config that declares /opt/file, which the roots of
