@@ -18,7 +18,11 @@
 // Ignition 2.14's at spec 3.3.0 with Debian's 2.14, Ignition 2.27's at 3.4.0,
 // 3.5.0 and 3.6.0 with 2.27; every answer other than the rule (a positive
 // case checks clean, a negative one does not) is listed, with its reason,
-// in testdata/peer-suites/expectations.json.
+// in testdata/peer-suites/expectations.json. TestButaneExamples applies
+// every example of Butane's documentation (the pinned module's
+// butane/docs/examples.md) with the pinned Ignition and checks the root
+// against the same Butane file; testdata/butane-examples.json lists, with
+// why, those that cannot check clean here.
 //
 // It promises: an Ignition-provisioned root reads as clean wherever Ignition
 // did what the config says; where an Ignition release does not (Ignition

@@ -24,7 +24,8 @@
 //     user's cache that only the user can write (~/.cache/drift-monitor-tests,
 //     keyed by module version, Go version and architecture), serialised
 //     with a lock across test binaries, and its -version is checked before
-//     every use;
+//     every use; IgnitionSource names that module's source in the module
+//     cache (its tests/ and butane/docs/ hold cases a tier can run);
 //   - Run points STATE_DIRECTORY at a temporary directory for the whole
 //     test binary, so that a run of the binary as root never makes the
 //     host's digest key in /var/lib/drift-monitor;
