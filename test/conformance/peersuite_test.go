@@ -88,7 +88,8 @@ type peerExpectation struct {
 	// otherwise; or "ignition": Ignition itself fails the positive case here
 	// (Want "fails").
 	Check string `json:"check"`
-	// Want is "clean", "drift" or "refused" (or "fails").
+	// Want is "clean", "drift" or "refused" (for a negative case "clean"
+	// or "not clean"; for Check "ignition", "fails").
 	Want string `json:"want"`
 	Why  string `json:"why"`
 }
@@ -119,7 +120,7 @@ func loadPeerExpectations(t *testing.T) []peerExpectation {
 		t.Fatalf("expectations.json: %v", err)
 	}
 	for _, x := range e {
-		valid := (x.Check == "config" || x.Check == "cache") && slices.Contains([]string{"clean", "drift", "refused"}, x.Want) ||
+		valid := (x.Check == "config" || x.Check == "cache") && slices.Contains([]string{"clean", "drift", "refused", "not clean"}, x.Want) ||
 			x.Check == "ignition" && x.Want == "fails"
 		if x.Why == "" || !valid {
 			t.Fatalf("expectations.json: %+v: want a check (config, cache; ignition), an answer (clean, drift, refused; fails) and a reason", x)
@@ -348,11 +349,11 @@ func runPeerCase(t *testing.T, bin string, srv *peerServers, c peerCase, cfg str
 	if c.Kind == "positive" {
 		answer("config", got, "clean", detail)
 	} else {
-		if got == "drift" {
-			got = "refused" // either is "not clean": one word for the rule
-			detail = "(drift) " + detail
+		if got != "clean" {
+			detail = "(" + got + ") " + detail
+			got = "not clean" // drift or refused: either is the rule
 		}
-		answer("config", got, "refused", detail)
+		answer("config", got, "not clean", detail)
 	}
 	if c.Kind != "positive" {
 		return
