@@ -232,7 +232,62 @@ func runButaneExample(t *testing.T, butane string, ex butaneExample) (string, st
 		systemctl(t, root, append([]string{"preset"}, units...)...)
 	}
 	got, detail := peerCheck(t, root, desired)
+	if got == "clean" {
+		mutateDeclaredFiles(t, root, desired, cache)
+	}
 	return got, detail + "\nIgnition's log:\n" + log
+}
+
+// mutateDeclaredFiles removes every file Ignition wrote for the config
+// (its cache's storage.files, and the files of its units with contents)
+// and asserts that check, against desired,
+// reports each one missing.
+func mutateDeclaredFiles(t *testing.T, root, desired string, cache []byte) {
+	t.Helper()
+	var c struct {
+		Storage struct {
+			Files []struct{ Path string } `json:"files"`
+		} `json:"storage"`
+		Systemd struct {
+			Units []struct {
+				Name     string  `json:"name"`
+				Contents *string `json:"contents"`
+			} `json:"units"`
+		} `json:"systemd"`
+	}
+	if err := json.Unmarshal(cache, &c); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{}
+	for _, f := range c.Storage.Files {
+		paths = append(paths, f.Path)
+	}
+	for _, u := range c.Systemd.Units {
+		if u.Contents != nil {
+			paths = append(paths, unitDir+"/"+u.Name)
+		}
+	}
+	var removed []string
+	for _, p := range paths {
+		if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+			remove(t, root, p)
+			removed = append(removed, p)
+		}
+	}
+	if len(removed) == 0 {
+		return
+	}
+	r := runBinary(t, "check", "--root", root, "--config", desired, "--format", "json", "--no-cache")
+	var rep harness.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.exit != 1 {
+		t.Fatalf("removed %v: exit %d, want 1 with a report\n%s%s", removed, r.exit, r.stdout, r.stderr)
+	}
+	for _, p := range removed {
+		if !slices.ContainsFunc(rep.Drift, func(it harness.Item) bool { return it.Path == p && it.Kind == "missing" }) {
+			t.Errorf("removed %s, not reported missing:\n%s", p, pretty(rep))
+		}
+	}
+	t.Logf("removed %d declared files: each reported missing", len(removed))
 }
 
 func itoa(i int) string { return fmt.Sprintf("%02d", i) }
