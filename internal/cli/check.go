@@ -31,7 +31,12 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
-			"1 drift found, 2 the check could not be done.\n\n")
+			"1 drift found, 2 the check could not be done (a config refused, or none found).\n\n"+
+			"Without --config it reads every *.ign, *.json, *.yaml, *.yml and *.bu in\n"+
+			"/usr/lib/drift-monitor/desired.d and /etc/drift-monitor/desired.d (under --root):\n"+
+			"Ignition configs, MachineConfigs and Butane configs (translated as Ignition 2.27\n"+
+			"does at boot; local files, which need --files-dir, are refused). Any other file\n"+
+			"there is named in a warning, as it is not loaded.\n\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args); !ok {
@@ -167,13 +172,25 @@ func openRoot(root string) (*ondisk.Root, error) {
 
 // loadDesired loads the desired state for root, printing its warnings as
 // command's.
+//
+// A file of a desired-state directory that is not loaded is named in a
+// warning: one that the admin believes declares something would otherwise
+// be skipped without a word. No config file at all is an error
+// (desired.ErrNoConfig): nothing is declared, and a host checked against
+// nothing is not clean.
 func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*desired.State, error) {
+	for _, ig := range desired.IgnoredFiles(root, configs) {
+		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Name(ig.String()))
+	}
 	state, err := desired.LoadCached(cache, root, configs)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range state.Warnings {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Text(w))
+	}
+	if len(state.Files) == 0 {
+		return nil, desired.NoConfigError(root, configs)
 	}
 	// What the configs leave to the node, as the first boot recorded it:
 	// the nodes are the root's whatever configs are checked.
@@ -247,8 +264,6 @@ func writeText(w io.Writer, res *checkResult) error {
 		}
 	}
 	switch {
-	case len(res.Files) == 0:
-		ew.printf("No desired configuration found: nothing to check.\n")
 	case res.Clean():
 		verb := "match"
 		if res.Checked == 1 {

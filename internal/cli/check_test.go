@@ -199,9 +199,45 @@ func TestCheckClean(t *testing.T) {
 	}
 
 	t.Run("no configuration at all", func(t *testing.T) {
-		code, stdout, _ := run(t, context.Background(), "check", "--root", t.TempDir())
-		if code != cli.ExitClean || !strings.Contains(stdout, "No desired configuration found") {
-			t.Errorf("check = %d, %q", code, stdout)
+		// Nothing declared is not clean: the check could not be done.
+		empty := t.TempDir()
+		code, stdout, stderr := run(t, context.Background(), "check", "--root", empty)
+		want := "drift-monitor check: no desired configuration: no config file in " +
+			empty + "/usr/lib/drift-monitor/desired.d or " + empty + "/etc/drift-monitor/desired.d: nothing to check\n"
+		if code != cli.ExitFailed || stdout != "" || stderr != want {
+			t.Errorf("check = %d, %q, %q; want 2, nothing on stdout and %q", code, stdout, stderr, want)
+		}
+		dir := t.TempDir()
+		code, _, stderr = run(t, context.Background(), "check", "--root", empty, "--config", dir, "--format", "json")
+		if code != cli.ExitFailed || !strings.Contains(stderr, "no config file in "+dir+": nothing to check") {
+			t.Errorf("check --config EMPTY-DIR = %d, %q; want 2 naming the directory", code, stderr)
+		}
+	})
+
+	t.Run("files not loaded are named", func(t *testing.T) {
+		d := filepath.Join(root, "etc/drift-monitor/desired.d")
+		for _, n := range []string{"20-extra.ign~", ".10-sshd.ign.swp", "notes.txt", "README"} {
+			if err := os.WriteFile(filepath.Join(d, n), []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/opt/file"}]}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Mkdir(filepath.Join(d, "old"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := run(t, context.Background(), "check", "--root", root)
+		if code != cli.ExitClean || stdout != "No drift: 1 entry matches 1 config file.\n" {
+			t.Errorf("check = %d, %q; want 0: the files not loaded declare nothing", code, stdout)
+		}
+		for _, n := range []string{"20-extra.ign~", ".10-sshd.ign.swp", "notes.txt", "README", "old"} {
+			line := "drift-monitor check: warning: " + filepath.Join(d, n) + ": not loaded: "
+			if !strings.Contains(stderr, line) {
+				t.Errorf("stderr does not name %s (%q):\n%s", n, line, stderr)
+			}
+		}
+		for _, hint := range []string{"a backup", "a hidden file", `extension ".txt"`, "no extension", "not read recursively", "only *.ign, *.json, *.yaml, *.yml, *.bu are loaded"} {
+			if !strings.Contains(stderr, hint) {
+				t.Errorf("stderr lacks %q:\n%s", hint, stderr)
+			}
 		}
 	})
 }

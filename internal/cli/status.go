@@ -98,14 +98,15 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 }
 
 // statusExit is the exit status for what the daemon said: 0 clean, 1 drift
-// known (or no desired state), 4 starting or checking (an entry not judged
-// yet) — the contract of node-problem-detector's custom plugins (0 OK, 1
-// problem, anything else unknown; its pkg/custompluginmonitor/plugin/plugin.go).
+// known (or no desired state: none loaded, or no config file at all), 4
+// starting or checking (an entry not judged yet) — the contract of
+// node-problem-detector's custom plugins (0 OK, 1 problem, anything else
+// unknown; its pkg/custompluginmonitor/plugin/plugin.go).
 func statusExit(st *dbusapi.Status) int {
 	switch {
 	case st.State == dbusapi.StateStarting || st.State == dbusapi.StateChecking:
 		return ExitStarting
-	case st.DriftCount > 0 || len(st.Drift) > 0 || st.State == dbusapi.StateError:
+	case st.DriftCount > 0 || len(st.Drift) > 0 || st.State == dbusapi.StateError || st.State == dbusapi.StateUnconfigured:
 		return ExitDrift
 	}
 	return ExitClean
@@ -115,8 +116,8 @@ func statusExit(st *dbusapi.Status) int {
 // say what the exit status says, because node-problem-detector keeps only
 // the first 80 bytes of stdout (max_output_length) as the condition's
 // message: "Drift: …", "No drift: …", "Inhibited …", "Starting: …",
-// "Checking: …", "Error: …" (and "Unknown: …" when the daemon cannot be
-// asked). The
+// "Checking: …", "Error: …", "Nothing to watch: …" (and "Unknown: …" when
+// the daemon cannot be asked). The
 // daemon's status line already puts the verdict first; what it cannot know
 // is added in front.
 func statusSummary(st *dbusapi.Status) string {
@@ -132,6 +133,10 @@ func statusSummary(st *dbusapi.Status) string {
 		}
 	case st.State == dbusapi.StateError:
 		text = "Error: no desired state could be loaded; " + text
+	case st.State == dbusapi.StateUnconfigured:
+		if !strings.HasPrefix(text, "Nothing to watch") {
+			text = "Nothing to watch: no desired configuration; " + text
+		}
 	case statusExit(st) == ExitDrift && !strings.HasPrefix(text, "Drift"):
 		// Inhibited: the drift known before the inhibitor was taken.
 		text = fmt.Sprintf("Drift: %s known; %s", count(int(st.DriftCount), "difference", "differences"), text)

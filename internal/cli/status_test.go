@@ -36,6 +36,10 @@ func TestStatusSummary(t *testing.T) {
 			"Checking: not every entry judged yet; No drift: watching 4 paths, 0 units", ExitStarting},
 		{"error", dbusapi.Status{State: dbusapi.StateError, StatusText: "No drift: watching 0 paths, 0 units; new config refused (x)"},
 			"Error: no desired state could be loaded; No drift: watching 0 paths, 0 units; new config refused (x)", ExitDrift},
+		{"nothing to watch", dbusapi.Status{State: dbusapi.StateUnconfigured, StatusText: "Nothing to watch: no config file in /d"},
+			"Nothing to watch: no config file in /d", ExitDrift},
+		{"nothing to watch, inhibited", dbusapi.Status{State: dbusapi.StateUnconfigured, StatusText: "Inhibited by up (pid 7): v42"},
+			"Nothing to watch: no desired configuration; Inhibited by up (pid 7): v42", ExitDrift},
 		{"control characters", dbusapi.Status{State: dbusapi.StateDrifted, DriftCount: 1, StatusText: "Drift: 1 path differs (/etc/a\nb: mode)"},
 			`Drift: 1 path differs (/etc/a\nb: mode)`, ExitDrift},
 	} {

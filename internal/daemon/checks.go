@@ -10,6 +10,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
@@ -38,6 +39,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	for _, w := range d.o.FirstBoot.Apply(d.root, &st) {
 		d.log.Warn(w)
 	}
+	d.noticeIgnored(ctx)
 	excl, err := d.exclusions()
 	if err != nil {
 		d.m.loadFailures++
@@ -56,6 +58,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	d.checker.Store = st.Store
 	d.files = st.Files
 	d.loadErr = nil
+	d.noticeNothing(ctx)
 	d.writes.reset()
 	if err := d.w.Watch(d.ix.dirs); err != nil {
 		d.watchError(ctx, err)
@@ -220,4 +223,32 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	d.report(ctx, appeared, resolved)
 	d.reportNotices(ctx, res.Notices)
 	d.log.Debug(fmt.Sprintf("full check (%s): %d entries, %d differences", why, res.Checked, len(res.Drift)))
+}
+
+// noticeIgnored journals each file of the desired-state directories that is
+// not loaded, once when it appears (see desired.IgnoredFiles): what it
+// declares is not watched, and the admin may believe it is.
+func (d *Daemon) noticeIgnored(ctx context.Context) {
+	now := map[string]bool{}
+	for _, ig := range desired.IgnoredFiles(d.root, d.o.Configs) {
+		now[ig.File] = true
+		if !d.ignored[ig.File] {
+			d.record(ctx, journal.LevelNotice, journal.MsgConfigIgnored, escape.Name(ig.String()))
+		}
+	}
+	d.ignored = now
+}
+
+// noticeNothing sets, from the state just loaded, whether there is
+// nothing to watch, and journals it when that begins.
+func (d *Daemon) noticeNothing(ctx context.Context) {
+	was := d.nothing
+	d.nothing = ""
+	if len(d.files) == 0 {
+		d.nothing = desired.NoConfigWhere(d.root, d.o.Configs)
+	}
+	if d.nothing != "" && d.nothing != was {
+		d.record(ctx, slog.LevelWarn, journal.MsgNothingToWatch,
+			"No desired configuration: "+escape.Name(d.nothing)+": nothing to watch")
+	}
 }

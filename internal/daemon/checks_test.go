@@ -81,6 +81,13 @@ func syntheticDaemon(t *testing.T, o Options) (*Daemon, *fakeSource, *records) {
 	t.Helper()
 	o.Root = t.TempDir()
 	o.Configs = []string{syntheticConfig(t, o.Root)}
+	return loadedDaemon(t, o)
+}
+
+// loadedDaemon is a daemon of o, its events from a fakeSource and its
+// records kept, its state loaded (not running).
+func loadedDaemon(t *testing.T, o Options) (*Daemon, *fakeSource, *records) {
+	t.Helper()
 	log := &records{}
 	o.Log = slog.New(log)
 	src := newFakeSource()

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -88,13 +89,17 @@ func (c *configWatch) add() {
 func (c *configWatch) Blind() bool { return c != nil && c.blind.Load() }
 
 // relevant: the event touches a target, a fragment inside a target
-// directory, or a directory on the way to one.
+// directory, or a directory on the way to one; or another file in a target
+// directory that is not hidden: a file that is not loaded is named by the
+// reload it causes (Daemon.noticeIgnored). Hidden files are editors' and
+// atomic writers' temporaries, renamed to their name or removed in a
+// moment.
 func (c *configWatch) relevant(name string) bool {
 	for _, t := range c.targets {
 		if name == t || under(t, name) {
 			return true
 		}
-		if path.Dir(name) == t && desired.IsFragmentName(path.Base(name)) {
+		if base := path.Base(name); path.Dir(name) == t && (desired.IsFragmentName(base) || !strings.HasPrefix(base, ".")) {
 			return true
 		}
 	}

@@ -128,6 +128,12 @@ type Daemon struct {
 	// loadErr is why the last load was refused (nil when it was not): the
 	// state in force is then the last good one.
 	loadErr error
+	// nothing says where no config file was found when the state in force
+	// has none ("" when it has one): nothing to watch, which is not clean.
+	nothing string
+	// ignored holds the files of the desired-state directories that are
+	// not loaded, each journaled once when it appears.
+	ignored map[string]bool
 	// unitFiles is the enablement source when it reads unit files itself
 	// (offline): a change under them may change what it answers. Nil when
 	// systemd answers and says itself when unit files changed.

@@ -34,6 +34,8 @@ func (d *Daemon) snapshotState() string {
 		return dbusapi.StateDrifted
 	case d.loadErr != nil && len(d.files) == 0:
 		return dbusapi.StateError
+	case d.nothing != "":
+		return dbusapi.StateUnconfigured
 	case d.reads.pendingCount() > 0 && !d.judged:
 		// READY=1 came after the first check, but a large file it left
 		// to the background reader is not judged yet.

@@ -27,6 +27,7 @@ func (d *Daemon) status() string {
 		in.loadFailed = escape.Name(d.loadErr.Error())
 	}
 	in.configBlind = d.cfg.Blind()
+	in.nothing = escape.Name(d.nothing)
 	return statusLine(in)
 }
 
@@ -60,6 +61,9 @@ type statusInput struct {
 	units      int
 	polled     int
 	loadFailed string // why the last reload was refused ("" when it was not)
+	// nothing says where no config file was found: nothing to watch ("" when
+	// the state has a config file).
+	nothing string
 	// configBlind: the desired-state files could not be watched.
 	configBlind bool
 	inhibitors  []string
@@ -82,6 +86,7 @@ type statusInput struct {
 // statusLine renders systemctl status's STATUS= line:
 //
 //	No drift: watching 42 paths, 6 units
+//	Nothing to watch: no config file in /usr/lib/drift-monitor/desired.d or /etc/drift-monitor/desired.d
 //	Drift: 2 paths differ (/etc/chrony.conf: content; /etc/x: mode, owner)
 //	Inhibited by my-updater (pid 4711): applying config v42
 func statusLine(in statusInput) string {
@@ -91,6 +96,8 @@ func statusLine(in statusInput) string {
 		fmt.Fprintf(&b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.inhibitors) > 0:
 		fmt.Fprintf(&b, "Inhibited by %s", strings.Join(in.inhibitors, "; "))
+	case in.nothing != "" && len(in.drift) == 0:
+		fmt.Fprintf(&b, "Nothing to watch: %s", in.nothing)
 	case len(in.drift) == 0 && in.pending > 0 && in.firstCheck:
 		// Ready, but not done: no drift known is not no drift.
 		fmt.Fprintf(&b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))

@@ -36,6 +36,10 @@ func TestStatusLine(t *testing.T) {
 			"Drift: 1 path differs (/etc/" + strings.Repeat("d", 47) + "…" + strings.Repeat("d", 101) + "/f-1: missing)" +
 				"; systemd unreachable over D-Bus, reconnecting: unit enablement not checked"},
 		{"starting", statusInput{starting: true, paths: 5, units: 1}, "Starting: first check of 5 paths, 1 unit"},
+		{"nothing to watch", statusInput{nothing: "no config file in /usr/lib/drift-monitor/desired.d or /etc/drift-monitor/desired.d"},
+			"Nothing to watch: no config file in /usr/lib/drift-monitor/desired.d or /etc/drift-monitor/desired.d"},
+		{"nothing to watch, a config refused", statusInput{nothing: "no config file in /d", loadFailed: "/d/x.ign: bad"},
+			"Nothing to watch: no config file in /d; new config refused (/d/x.ign: bad), checking against the last good one"},
 		{"bus gone", statusInput{paths: 3, unitsDown: true, apiDown: true},
 			"No drift: watching 3 paths, 0 units; bus unavailable, reconnecting: unit enablement not checked, drift-monitor status cannot answer"},
 		{"systemd gone", statusInput{paths: 3, unitsDown: true},

@@ -19,7 +19,10 @@ const (
 	StateInhibited = "inhibited" // an inhibitor is held; the drift listed is what was known before
 	StateError     = "error"     // no desired state could be loaded
 	StateChecking  = "checking"  // no drift known, but not every entry judged yet (a large file being read): not clean
-	StateUnknown   = "unknown"   // (client side) the daemon did not answer
+	// StateUnconfigured: no config file at all: nothing is declared, so
+	// nothing is watched; not clean.
+	StateUnconfigured = "unconfigured"
+	StateUnknown      = "unknown" // (client side) the daemon did not answer
 )
 
 // Status is what a client reads of the daemon: its properties, and with

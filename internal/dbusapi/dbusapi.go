@@ -8,8 +8,8 @@
 //	                    drift a(sssss))              anyone
 //	           GetMetrics() → (text s)               anyone (Prometheus text)
 //	properties State s (StateStarting, StateClean, StateDrifted, StateInhibited,
-//	           StateError, StateChecking: "starting", "clean", "drifted",
-//	           "inhibited", "error", "checking")
+//	           StateError, StateChecking, StateUnconfigured: "starting", "clean",
+//	           "drifted", "inhibited", "error", "checking", "unconfigured")
 //	           StatusText s, DriftCount u, Drift a(sssss) (kind, entry, path,
 //	           unit, message: the first MaxDrift), Inhibitors a(ssu) (who,
 //	           why, pid), LastCheck t (µs since the epoch), WatchedPaths u,

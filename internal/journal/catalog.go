@@ -58,6 +58,12 @@ const (
 	// MsgMetricsFailed: the metrics textfile could not be written
 	// (METRICS_FILE); said once until a write succeeds again.
 	MsgMetricsFailed = "0cca72b05fee42498754884e4b671551"
+	// MsgConfigIgnored: a file in a desired-state directory is not loaded
+	// (its name says it is no config); logged once per file.
+	MsgConfigIgnored = "4371585d763144b78d04d38b56da5a3a"
+	// MsgNothingToWatch: no config file at all: nothing is declared, nothing
+	// is watched, and the state is "unconfigured", not clean.
+	MsgNothingToWatch = "e2318ddbe00c48e489fdc0de81db0771"
 )
 
 // Catalog header values shared by every entry.
@@ -320,6 +326,35 @@ alert rules report as a stale textfile.
 Check that the directory exists and that the unit may write to it
 (ReadWritePaths=, see the drop-in shipped as an example in
 /usr/share/doc/drift-monitor/).`,
+	},
+	{
+		ID: MsgConfigIgnored, Name: "MsgConfigIgnored",
+		Subject: "A file in a desired-state directory is not loaded",
+		Body: `A file in /usr/lib/drift-monitor/desired.d/ or /etc/drift-monitor/desired.d/
+(or a directory given with --config) is not read as part of the desired
+configuration: its name is not that of a config. The record's message names
+it and says why: a hidden file, a backup or a package manager's copy (x.ign~,
+x.ign.rpmnew), a directory (they are not read recursively), or an extension
+that is not loaded. Only *.ign, *.json, *.yaml and *.yml files are configs
+(*.child files supply remote child configs).
+
+Whatever the file declares is not checked. If it is meant as a config, rename
+it; if not, move it out of the directory. Each file is logged once, when it
+appears (again after a restart).`,
+	},
+	{
+		ID: MsgNothingToWatch, Name: "MsgNothingToWatch",
+		Subject: "No desired configuration: nothing to watch",
+		Body: `drift-monitor found no config file in its desired-state locations
+(/usr/lib/drift-monitor/desired.d/ and /etc/drift-monitor/desired.d/, or the
+paths given with --config). Nothing is declared, so nothing is checked: the
+daemon's state is "unconfigured", not "clean", and "drift-monitor status"
+says so (exit status 1).
+
+Install a config (an Ignition config, a MachineConfig, or Ignition's own
+config cache: see drift-monitor-adopt.service) and run "systemctl reload
+drift-monitor", or let the daemon notice it by itself. Files in those
+directories that are not loaded are named in their own records.`,
 	},
 }
 

@@ -28,7 +28,7 @@ import (
 
 // States are the values of drift_monitor_state's label, as the D-Bus API's
 // State property names them.
-var States = []string{"starting", "clean", "drifted", "inhibited", "error", "checking"}
+var States = []string{"starting", "clean", "drifted", "inhibited", "error", "checking", "unconfigured"}
 
 // Kinds are the values of drift_monitor_drift_entries' label: every
 // drift.Kind, the notices included (they are counted, not alerted on).

@@ -434,6 +434,24 @@ var specialBits = fixture{
 	},
 }
 
+// The base config at the specs the Ignition go.mod pins writes (writerFor):
+// the same entries, the writer on today's hosts.
+var (
+	base34 = fixture{apply: base.apply.withVersion("3.4.0")}
+	base35 = fixture{apply: base.apply.withVersion("3.5.0")}
+	base36 = fixture{apply: base.apply.withVersion("3.6.0")}
+)
+
+// specialBits36 is specialBitsConfig at spec 3.6.0, which the pinned
+// Ignition applies as declared (v2.27.0 config/v3_6/types/mode.go accepts
+// the bits; internal/exec/util/file.go chowns, then chmods): no fixup.
+var specialBits36 = fixture{apply: specialBitsConfig.withVersion("3.6.0")}
+
+// specialBitsMasked is specialBitsConfig at spec 3.4.0 written by the
+// pinned Ignition, which drops the bits when it translates the config to
+// 3.6.0 (config/v3_6/translate/translate.go).
+var specialBitsMasked = fixture{apply: specialBitsConfig.withVersion("3.4.0")}
+
 // kernelArgs declares kernel arguments, which only a live host can show.
 var kernelArgs = fixture{apply: config{
 	Ignition:        version{"3.3.0"},

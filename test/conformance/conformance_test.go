@@ -41,6 +41,11 @@ func TestCleanAfterIgnition(t *testing.T) {
 		{name: "spec 3.0.0", fixture: v30},
 		{name: "spec 3.1.0", fixture: v31},
 		{name: "spec 3.2.0, user created by Ignition", fixture: v32},
+		{name: "spec 3.4.0, every kind of entry, by the pinned Ignition", fixture: base34},
+		{name: "spec 3.5.0, every kind of entry, by the pinned Ignition", fixture: base35},
+		{name: "spec 3.6.0, every kind of entry, by the pinned Ignition", fixture: base36},
+		{name: "spec 3.6.0: setuid, setgid and sticky bits applied by the pinned Ignition", fixture: specialBits36},
+		{name: "spec 3.4.0: special bits masked by the pinned Ignition", fixture: specialBitsMasked},
 		{name: "remote sources with and without verification.hash", fixture: remoteFixture,
 			notices: []key{drifted("unverifiable", "file", "/opt/remote/unverified.bin")}},
 		{name: "setuid, setgid and sticky bits, as Ignition 2.15+ writes them", fixture: specialBits},
@@ -109,6 +114,36 @@ func TestSpecialBitsRightAfterIgnition214(t *testing.T) {
 			wantClean(t, root, exit, rep)
 		})
 	}
+}
+
+// TestSpecialBitsByPinnedIgnition documents what the Ignition go.mod pins
+// writes for special bits: at 3.6.0 every declared bit, at 3.4.0 none (it
+// masks them when translating to 3.6.0), so that a change in the writer
+// shows here before drift-monitor's model is blamed.
+func TestSpecialBitsByPinnedIgnition(t *testing.T) {
+	requireTier(t)
+	all := append(slices.Clone(specialBitFiles), "/var/tmp/sticky", "/srv/team", "/srv/drop")
+	t.Run("3.6.0 applies them", func(t *testing.T) {
+		root, _ := specialBits36.provision(t)
+		for _, f := range specialBitsConfig.Storage.Files {
+			if m := lstatMode(t, root, f.Path); m&0o7777 != uint32(*f.Mode) {
+				t.Errorf("%s: mode %04o, declared %04o: update this test", f.Path, m&0o7777, *f.Mode)
+			}
+		}
+		for _, d := range specialBitsConfig.Storage.Directories {
+			if m := lstatMode(t, root, d.Path); m&0o7777 != uint32(*d.Mode) {
+				t.Errorf("%s: mode %04o, declared %04o: update this test", d.Path, m&0o7777, *d.Mode)
+			}
+		}
+	})
+	t.Run("3.4.0 masks them", func(t *testing.T) {
+		root, _ := specialBitsMasked.provision(t)
+		for _, p := range all {
+			if m := lstatMode(t, root, p); m&0o7000 != 0 {
+				t.Errorf("Ignition kept special bits on %s (mode %04o) at 3.4.0: update this test", p, m)
+			}
+		}
+	})
 }
 
 // TestMutations: each mutation of a fresh Ignition-written root is reported
@@ -357,6 +392,20 @@ func mutations() []mutation {
 		{"unverifiable file: mode still checked", remoteFixture, func(t *testing.T, r string) {
 			chmod(t, r, "/opt/remote/unverified.bin", 0o600)
 		}, []key{drifted("mode", "file", "/opt/remote/unverified.bin")}},
+
+		// Spec 3.6.0, written by the pinned Ignition.
+		{"spec 3.6.0: content changed", base36, func(t *testing.T, r string) {
+			rewrite(t, r, "/etc/motd", strings.Replace(motdText, "!", "?", 1))
+		}, []key{drifted("content", "file", "/etc/motd")}},
+		{"spec 3.6.0: a declared setuid bit cleared", specialBits36, func(t *testing.T, r string) {
+			chmod(t, r, "/usr/local/bin/suid-root", 0o755)
+		}, []key{drifted("mode", "file", "/usr/local/bin/suid-root")}},
+		{"spec 3.6.0: a declared sticky bit cleared", specialBits36, func(t *testing.T, r string) {
+			chmod(t, r, "/var/tmp/sticky", 0o777)
+		}, []key{drifted("mode", "directory", "/var/tmp/sticky")}},
+		{"spec 3.6.0: enabled unit disabled", base36, func(t *testing.T, r string) {
+			systemctl(t, r, "disable", fooUnit)
+		}, []key{unitDrift("enablement", "enablement", fooUnit, fooPath)}},
 
 		// Special bits: one not declared is drift.
 		{"setuid added", base, func(t *testing.T, r string) {

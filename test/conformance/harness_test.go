@@ -100,6 +100,38 @@ type prepare struct {
 	// deployment) instead of a fresh one; its cache is then the root's own
 	// /run/cache.json.
 	root string
+	// ignition, when not empty, is the Ignition binary to run; otherwise
+	// writerFor picks it from the config's spec.
+	ignition string
+	// offline: a config that needs the network (fetch-offline writes its
+	// -neednet file) is not applied, and runIgnition returns
+	// errNeedsNetwork: the tier serves what it needs itself, and a fetch
+	// from the Internet would only wait for its timeout.
+	offline bool
+}
+
+// errNeedsNetwork: see prepare.offline.
+var errNeedsNetwork = errors.New("the config needs the network (Ignition's fetch-offline stage wrote -neednet)")
+
+// writerFor returns the Ignition that writes a root from cfg, as a host of
+// its spec would be written: Debian's Ignition 2.14 for spec 3.0.0 to
+// 3.3.0 (and the 3.4.0-experimental only it knows), and the Ignition that
+// go.mod pins, built from the module cache, for every later spec and for a
+// config that is not Ignition JSON (Butane, which Ignition 2.27 accepts).
+func writerFor(t *testing.T, cfg []byte) string {
+	t.Helper()
+	var v struct {
+		Ignition struct {
+			Version string `json:"version"`
+		} `json:"ignition"`
+	}
+	if json.Unmarshal(cfg, &v) == nil {
+		switch v.Ignition.Version {
+		case "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0-experimental":
+			return ignitionBinary
+		}
+	}
+	return harness.IgnitionBinary(t, harness.PinnedIgnition(t))
 }
 
 func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, err error) {
@@ -130,6 +162,15 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 		}
 	}
 	mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
+	// The preset policy of a Fedora or Fedora CoreOS image (fedora-release's
+	// 99-default-disable.preset): a unit no preset names stays disabled at
+	// first boot. It matters for `enabled: false`: Ignition 2.14 writes
+	// `disable UNIT` into its preset file, later ones only for a unit that
+	// is enabled already (v2.27.0 internal/exec/util/unit.go, DisableUnit),
+	// and leave the rest to this policy; without it, systemd's default is to
+	// enable.
+	mustMkdir(t, filepath.Join(root, "usr/lib/systemd/system-preset"), 0o755)
+	mustWrite(t, filepath.Join(root, "usr/lib/systemd/system-preset/99-default-disable.preset"), "disable *\n", 0o644)
 	writeAccounts(t, root)
 	if prep.before != nil {
 		prep.before(t, root)
@@ -154,16 +195,23 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 		stages = append(stages, []string{"-stage", "fetch"})
 	}
 	stages = append(stages, []string{"-stage", "files"})
+	writer := prep.ignition
+	if writer == "" {
+		writer = writerFor(t, cfgJSON)
+	}
 	var out bytes.Buffer
 	for _, stage := range stages {
 		ctx, cancel := context.WithTimeout(t.Context(), ignitionTimeout)
-		cmd := exec.CommandContext(ctx, ignitionBinary, append(stage, common...)...)
+		cmd := exec.CommandContext(ctx, writer, append(stage, common...)...)
 		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err = cmd.Run()
 		cancel()
 		if err != nil {
 			return root, ignitionLog(out.String()), fmt.Errorf("running Ignition's %s stage: %w", stage[1], err)
+		}
+		if _, err := os.Stat(filepath.Join(run, "neednet")); err == nil && prep.offline {
+			return root, ignitionLog(out.String()), errNeedsNetwork
 		}
 	}
 	return root, ignitionLog(out.String()), nil

@@ -23,6 +23,8 @@ const (
 	MsgBusRestored      = "29e509fc37324813b3c7b972547784a4"
 	MsgNotice           = "a094d4906b084c73bb73fef724cd195b"
 	MsgReconciled       = "6de2f04fd46148ba9b38c78757a2fed8"
+	MsgConfigIgnored    = "4371585d763144b78d04d38b56da5a3a"
+	MsgNothingToWatch   = "e2318ddbe00c48e489fdc0de81db0771"
 )
 
 // Report is what `drift-monitor check --format json` prints: one JSON

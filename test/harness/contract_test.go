@@ -19,6 +19,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"Stopping": journal.MsgStopping, "HookFailed": journal.MsgHookFailed,
 		"BusLost": journal.MsgBusLost, "BusRestored": journal.MsgBusRestored,
 		"Notice": journal.MsgNotice, "Reconciled": journal.MsgReconciled,
+		"ConfigIgnored": journal.MsgConfigIgnored, "NothingToWatch": journal.MsgNothingToWatch,
 	}
 	got := map[string]string{
 		"Started": MsgStarted, "Ready": MsgReady,
@@ -29,6 +30,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"Stopping": MsgStopping, "HookFailed": MsgHookFailed,
 		"BusLost": MsgBusLost, "BusRestored": MsgBusRestored,
 		"Notice": MsgNotice, "Reconciled": MsgReconciled,
+		"ConfigIgnored": MsgConfigIgnored, "NothingToWatch": MsgNothingToWatch,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("MESSAGE_IDs (-want internal/journal +got harness):\n%s", diff)

@@ -1,0 +1,60 @@
+package desired
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestIgnoredFiles: every entry of a desired-state directory that Fragments
+// does not load is listed, with why; a masked /usr/lib file, a fragment and
+// a file named explicitly are not.
+func TestIgnoredFiles(t *testing.T) {
+	root := t.TempDir()
+	write := func(p string) {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{
+		VendorDir + "/10-a.ign", AdminDir + "/10-a.ign", // a mask: deliberate
+		AdminDir + "/20-b.yaml", AdminDir + "/b.child",
+		AdminDir + "/20-b.yaml~", AdminDir + "/.20-b.yaml.swp", AdminDir + "/c.ign.rpmnew",
+		AdminDir + "/notes.txt", AdminDir + "/README", VendorDir + "/sub/x.ign",
+	} {
+		write(p)
+	}
+	var got []string
+	for _, ig := range IgnoredFiles(dirHost(root), nil) {
+		got = append(got, strings.TrimPrefix(ig.File, root)+": "+strings.SplitN(ig.Why, ";", 2)[0])
+	}
+	want := []string{
+		AdminDir + "/.20-b.yaml.swp: a hidden file (an editor's or an atomic writer's temporary)",
+		AdminDir + "/20-b.yaml~: a backup or a package manager's copy (~)",
+		AdminDir + "/README: no extension",
+		AdminDir + "/c.ign.rpmnew: a backup or a package manager's copy (.rpmnew)",
+		AdminDir + `/notes.txt: extension ".txt"`,
+		VendorDir + "/sub: a directory: desired-state directories are not read recursively",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("IgnoredFiles (-want +got):\n%s", diff)
+	}
+
+	// Explicit paths: a directory's entries are listed, a file named is
+	// loaded whatever its name.
+	dir := filepath.Join(root, AdminDir)
+	ig := IgnoredFiles(dirHost(root), []string{filepath.Join(dir, "notes.txt"), filepath.Join(root, VendorDir)})
+	if len(ig) != 1 || ig[0].File != filepath.Join(root, VendorDir, "sub") {
+		t.Errorf("explicit: %v; want only the subdirectory of the directory given", ig)
+	}
+	if err := NoConfigError(dirHost(root), nil); !strings.Contains(err.Error(), "no config file in "+root+VendorDir+" or "+root+AdminDir) {
+		t.Errorf("NoConfigError = %v", err)
+	}
+}
