@@ -69,6 +69,12 @@ type Checker struct {
 	// entries of that state are checked (All, Outcome), never by
 	// ReadContent.
 	Store desired.ContentStore
+	// WaitForAccountLocks makes an account entry's state unknown while a
+	// live shadow-utils writer holds the account files' locks (see
+	// ondisk.Accounts.Locked): the daemon re-checks it when the lock goes,
+	// rather than report the half-way state of one useradd. A one-shot
+	// check reads the files as they are.
+	WaitForAccountLocks bool
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int
@@ -137,6 +143,9 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	var k kargs
 	if hasKernelArgs(entries) {
 		k = c.readKargs()
+	}
+	if hasAccounts(entries) {
+		k.accounts = c.Root.ObserveAccounts()
 	}
 	workers := c.Workers
 	if workers <= 0 {
@@ -221,8 +230,11 @@ func (c *Checker) Outcome(o *ondisk.Observer, e *desired.Entry, read *ContentRea
 	o.Declare(c.Declared)
 	o.Forget()
 	var k kargs
-	if e.Kind == desired.KindKernelArg {
+	switch e.Kind {
+	case desired.KindKernelArg:
 		k = c.readKargs()
+	case desired.KindUser, desired.KindGroup:
+		k.accounts = c.Root.ObserveAccounts()
 	}
 	return c.entry(o, e, &k, read)
 }
@@ -235,6 +247,8 @@ type kargs struct {
 	nextSource string
 	nextOK     bool
 	nextErr    error
+	// accounts is the account files, for user and group entries.
+	accounts ondisk.Accounts
 }
 
 func hasKernelArgs(entries []desired.Entry) bool {
@@ -308,6 +322,8 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 			return Outcome{Drift: drift.CompareKernelArgNextBoot(e, k.next, k.nextSource)}
 		}
 		return Outcome{Drift: drift.CompareKernelArg(e, k.running, k.runErr)}
+	case desired.KindUser, desired.KindGroup:
+		return c.account(e, &k.accounts)
 	}
 	ob := o.Observe(e)
 	deferred := ob.Content.State == ondisk.Deferred

@@ -122,6 +122,9 @@ type Entry struct {
 	// on the running kernel's command line.
 	Arg        string
 	ArgPresent bool
+
+	// Account declares a user (KindUser) or group (KindGroup).
+	Account *Account
 }
 
 // Secret reports whether the entry's content must never be shown: its declared
@@ -143,6 +146,8 @@ func (e *Entry) ID() string {
 		return string(e.Kind) + ":" + e.Arg
 	case KindConfig:
 		return string(e.Kind) + ":" + e.Path + ":" + e.Target
+	case KindUser, KindGroup:
+		return accountID(e.Kind, e.Account.Name)
 	}
 	return string(e.Kind) + ":" + e.Path
 }

@@ -55,14 +55,16 @@ const (
 
 // Drift is one difference between an entry and the disk.
 type Drift struct {
-	Kind    Kind         `json:"kind"`
-	Entry   desired.Kind `json:"entry"`
-	Path    string       `json:"path"`
-	Unit    string       `json:"unit,omitempty"`
-	User    string       `json:"user,omitempty"`
-	Message string       `json:"message"`
-	Want    string       `json:"want,omitempty"`
-	Got     string       `json:"got,omitempty"`
+	Kind  Kind         `json:"kind"`
+	Entry desired.Kind `json:"entry"`
+	Path  string       `json:"path"`
+	Unit  string       `json:"unit,omitempty"`
+	User  string       `json:"user,omitempty"`
+	// Group names the group of a group entry's drift.
+	Group   string `json:"group,omitempty"`
+	Message string `json:"message"`
+	Want    string `json:"want,omitempty"`
+	Got     string `json:"got,omitempty"`
 	// Diff is a unified diff (-want +got) of a non-secret text file.
 	Diff string `json:"diff,omitempty"`
 	// EntryID identifies the entry the drift belongs to (see desired.Entry.ID).
@@ -101,6 +103,10 @@ func (d *Drift) Subject() string {
 		return escape.Name(d.Unit)
 	case desired.KindKernelArg:
 		return "kernel argument " + escape.Name(d.Want)
+	case desired.KindUser:
+		return "user " + escape.Name(d.User)
+	case desired.KindGroup:
+		return "group " + escape.Name(d.Group)
 	}
 	return escape.Name(d.Path)
 }
@@ -128,6 +134,8 @@ func Noun(e *desired.Entry) string {
 		return fmt.Sprintf("kernel argument %q", e.Arg)
 	case desired.KindConfig:
 		return fmt.Sprintf("%s of config %q", escape.Name(e.Target), e.Path)
+	case desired.KindUser, desired.KindGroup:
+		return accountNoun(e)
 	}
 	return fmt.Sprintf("%q", e.Path)
 }
