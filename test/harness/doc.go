@@ -6,7 +6,8 @@
 // against, and the bounded wait for its records.
 //
 // A tier's TestMain is os.Exit(harness.Run(m)); its tests then call
-// Binary, Repo, the Require functions, PrivateBus or DialBus, and wait with
+// Binary, Repo, the Require functions, IgnitionBinary or ButaneBinary,
+// PrivateBus or DialBus, and wait with
 // Poll or WaitRecord on a Records source of their own (the daemon's stderr,
 // a container's journal).
 //
@@ -15,6 +16,15 @@
 //     directory of its own (readable by any user, for tests that run it
 //     unprivileged), removed by Run when the tests are done; Repo names a
 //     file of the repository whatever the test's directory;
+//   - IgnitionBinary and ButaneBinary build the real Ignition and Butane of
+//     a module version (PinnedIgnition: the one go.mod pins, read with `go
+//     list -m`) from the Go module cache, in the module's own directory with
+//     its own go.sum, Ignition with cgo (gcc and libblkid-dev, or
+//     Unavailable); each is built once per machine into a directory of the
+//     user's cache that only the user can write (~/.cache/drift-monitor-tests,
+//     keyed by module version, Go version and architecture), serialised
+//     with a lock across test binaries, and its -version is checked before
+//     every use;
 //   - Run points STATE_DIRECTORY at a temporary directory for the whole
 //     test binary, so that a run of the binary as root never makes the
 //     host's digest key in /var/lib/drift-monitor;
