@@ -302,5 +302,9 @@ func (r *reconcileReport) writeText(w io.Writer) error {
 
 // actionNoun names an action's entry as drift messages do.
 func actionNoun(a *reconcile.Action) string {
-	return drift.Noun(&desired.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User})
+	e := &desired.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User}
+	if a.Entry == desired.KindUser || a.Entry == desired.KindGroup {
+		e.Account = &desired.Account{Name: a.User + a.Group}
+	}
+	return drift.Noun(e)
 }

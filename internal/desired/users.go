@@ -54,6 +54,16 @@ type Account struct {
 	// EnsureUser and SetPasswordHash); for a group, an empty one is not
 	// applied (util.NotEmpty), so it is not declared.
 	PasswordHash *string
+	// Creation holds what reaches useradd and groupadd only: not checked,
+	// but what a user or group put back is created with.
+	Creation Creation
+}
+
+// Creation is the creation-only flags of an account: useradd's
+// --no-create-home (else --create-home), --no-user-group, --system and
+// --no-log-init; groupadd's --system.
+type Creation struct {
+	NoCreateHome, NoUserGroup, System, NoLogInit bool
 }
 
 // ID of an account entry: its kind and name.
@@ -68,6 +78,7 @@ func deriveAccounts(p types.Passwd, add func(Entry)) {
 		a := &Account{Name: g.Name, Absent: g.ShouldExist != nil && !*g.ShouldExist}
 		if !a.Absent {
 			a.ID = g.Gid
+			a.Creation.System = isTrue(g.System)
 			if g.PasswordHash != nil && *g.PasswordHash != "" {
 				a.PasswordHash = g.PasswordHash
 			}
@@ -79,6 +90,8 @@ func deriveAccounts(p types.Passwd, add func(Entry)) {
 		if !a.Absent {
 			a.ID = u.UID
 			a.Gecos, a.Home, a.Shell, a.PrimaryGroup = nonEmpty(u.Gecos), nonEmpty(u.HomeDir), nonEmpty(u.Shell), nonEmpty(u.PrimaryGroup)
+			a.Creation = Creation{NoCreateHome: isTrue(u.NoCreateHome), NoUserGroup: isTrue(u.NoUserGroup),
+				System: isTrue(u.System), NoLogInit: isTrue(u.NoLogInit)}
 			for _, g := range u.Groups {
 				a.Groups = append(a.Groups, string(g))
 			}
@@ -93,6 +106,8 @@ func deriveAccounts(p types.Passwd, add func(Entry)) {
 		add(Entry{Kind: KindUser, Path: PasswdFile, User: u.Name, Type: TypeNone, Account: a})
 	}
 }
+
+func isTrue(b *bool) bool { return b != nil && *b }
 
 func nonEmpty(s *string) *string {
 	if s == nil || *s == "" {

@@ -171,6 +171,9 @@ func passwordDrift(mk func(Kind, string, string, string, string) Drift, file, wa
 
 // accountNoun names an account in messages: user "core", group "wheel".
 func accountNoun(e *desired.Entry) string {
+	if e.Account == nil {
+		return fmt.Sprintf("%s %q", e.Kind, e.User)
+	}
 	return fmt.Sprintf("%s %q", e.Kind, e.Account.Name)
 }
 

@@ -17,6 +17,10 @@ const (
 	acctPrimaryGroup
 	acctGroups
 	acctPassword
+	acctNoCreateHome
+	acctNoUserGroup
+	acctSystem
+	acctNoLogInit
 )
 
 func appendAccount(b []byte, a *desired.Account) []byte {
@@ -34,6 +38,10 @@ func appendAccount(b []byte, a *desired.Account) []byte {
 	}
 	set(acctGroups, a.Groups != nil)
 	set(acctPassword, a.PasswordHash != nil)
+	set(acctNoCreateHome, a.Creation.NoCreateHome)
+	set(acctNoUserGroup, a.Creation.NoUserGroup)
+	set(acctSystem, a.Creation.System)
+	set(acctNoLogInit, a.Creation.NoLogInit)
 	b = binary.AppendUvarint(b, flags)
 	b = appendString(b, a.Name)
 	if a.ID != nil {
@@ -55,7 +63,9 @@ func appendAccount(b []byte, a *desired.Account) []byte {
 
 func (r *reader) account() *desired.Account {
 	flags := r.uvarint()
-	a := &desired.Account{Name: r.string(), Absent: flags&acctAbsent != 0}
+	a := &desired.Account{Name: r.string(), Absent: flags&acctAbsent != 0, Creation: desired.Creation{
+		NoCreateHome: flags&acctNoCreateHome != 0, NoUserGroup: flags&acctNoUserGroup != 0,
+		System: flags&acctSystem != 0, NoLogInit: flags&acctNoLogInit != 0}}
 	if flags&acctID != 0 {
 		id := int(r.varint())
 		a.ID = &id
