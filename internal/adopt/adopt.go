@@ -14,8 +14,9 @@
 // Ignition rendered it (internal/exec/config_fetcher.go, RenderConfig): the
 // children of ignition.config.replace and ignition.config.merge already
 // fetched and merged in (the merge list itself kept), re-encoded as JSON of
-// Ignition's newest, experimental, spec ("3.6.0-experimental" for Ignition
-// 2.24, "3.4.0-experimental" for Debian's 2.14). The base configs
+// Ignition's newest, experimental, spec ("3.7.0-experimental" for Ignition
+// 2.26 and 2.27, "3.6.0-experimental" for 2.22 to 2.25, "3.4.0-experimental"
+// for Debian's 2.14). The base configs
 // (/usr/lib/ignition/base.d, base.platform.d) are not in it: Engine.Run
 // merges them at every stage, after reading the cache.
 // So the saved fragment declares what the host's owner asked for, not what

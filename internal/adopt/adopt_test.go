@@ -106,12 +106,12 @@ func TestAdoptWritesTheCacheOnce(t *testing.T) {
 	noTemporaries(t, filepath.Dir(dst), filepath.Base(dst))
 }
 
-// TestAdoptExperimental: the cache in an experimental spec, as Ignition 2.24
-// and 2.14 write it, is adopted when the fragment's name says it is a cache;
+// TestAdoptExperimental: the cache in an experimental spec, as Ignition 2.27,
+// 2.24 and 2.14 write it, is adopted when the fragment's name says it is a cache;
 // under another name (--to), the loader would refuse its version, and so
 // does Adopt.
 func TestAdoptExperimental(t *testing.T) {
-	for _, v := range []string{"3.6.0-experimental", "3.4.0-experimental"} {
+	for _, v := range []string{"3.7.0-experimental", "3.6.0-experimental", "3.4.0-experimental"} {
 		content := []byte(strings.Replace(cache, `"3.4.0"`, `"`+v+`"`, 1))
 		t.Run(v, func(t *testing.T) {
 			src, dst := paths(t, content)
@@ -199,8 +199,8 @@ func TestAdoptErrorsNameTheFile(t *testing.T) {
 			path: func(src, _ string) string { return src }, is: ErrNotLoadable,
 		},
 		{
-			// Ignition 2.24's spec, with what 3.5.0 drops (desired.CacheSuffix).
-			name: "experimental spec, setuid", content: []byte(strings.Replace(strings.Replace(cache, `"3.4.0"`, `"3.6.0-experimental"`, 1), `420`, `2541`, 1)),
+			// Ignition 2.24's spec, with a key 3.6.0 lacks (desired.CacheSuffix).
+			name: "experimental spec, a key 3.6.0 lacks", content: []byte(strings.Replace(strings.Replace(cache, `"3.4.0"`, `"3.6.0-experimental"`, 1), `"mode"`, `"mdoe"`, 1)),
 			path: func(src, _ string) string { return src }, is: ErrNotLoadable,
 		},
 		{
@@ -329,7 +329,7 @@ func TestAdoptInsideTheRoot(t *testing.T) {
 // source is named, and a name the daemon loads nothing from is refused
 // before anything is written.
 func TestAdoptParsesUnderTheFragmentsName(t *testing.T) {
-	experimental := []byte(strings.Replace(cache, `"3.4.0"`, `"3.6.0-experimental"`, 1))
+	experimental := []byte(strings.Replace(cache, `"3.4.0"`, `"3.7.0-experimental"`, 1))
 	for _, tc := range []struct {
 		name    string
 		content []byte

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	v3 "github.com/coreos/ignition/v2/config/v3_5"
-	"github.com/coreos/ignition/v2/config/v3_5/types"
+	v3 "github.com/coreos/ignition/v2/config/v3_6"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/ignition/v2/config/validate"
 )
 

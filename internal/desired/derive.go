@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/vincent-petithory/dataurl"
 )
 
@@ -58,7 +58,7 @@ func deriveReleasing(cfg types.Config, acct Accounts, release bool) (State, erro
 		fresh := d.Overwrite != nil && *d.Overwrite
 		e := node(KindDirectory, d.Node, acct, fresh)
 		e.Type = TypeDirectory
-		e.Mode, e.ModeOptional = mode(d.Mode, defaultDirMode, fresh)
+		e.Mode = mode(d.Mode, defaultDirMode, fresh)
 		add(e)
 	}
 	for i, f := range cfg.Storage.Files {
@@ -74,7 +74,7 @@ func deriveReleasing(cfg types.Config, acct Accounts, release bool) (State, erro
 		fresh := (f.Overwrite != nil && *f.Overwrite) || f.Contents.Source != nil
 		e := node(KindFile, f.Node, acct, fresh)
 		e.Type = TypeRegular
-		e.Mode, e.ModeOptional = mode(f.Mode, defaultFileMode, fresh)
+		e.Mode = mode(f.Mode, defaultFileMode, fresh)
 		c, err := fileContent(f)
 		if err != nil {
 			return st, fmt.Errorf("file %q: %w", f.Path, err)
@@ -172,25 +172,22 @@ func node(k Kind, n types.Node, acct Accounts, fresh bool) Entry {
 // mode is the declared mode, or Ignition's default for a node it creates
 // (fresh); nil for a kept node without a declared mode.
 //
-// Setuid, setgid and sticky bits are optional: every spec Derive reads is
-// older than 3.6.0 (types is v3_5), and Ignition has ignored them for those
-// specs at one time or another. Up to 2.14 it chmod'ed with os.FileMode(mode),
-// whose permission bits drop them; 2.15 to 2.21 applied them (and lost setuid
-// on files to the chown that followed); 2.22 and later mask them when they
-// translate to 3.6.0 (config/v3_6/translate/translate.go, "& ^07000"). So a
-// declared bit may be set or clear on disk, and its validation warning stays;
-// a bit not declared is still drift.
-func mode(m *int, def uint32, fresh bool) (want *uint32, optional uint32) {
+// Setuid, setgid and sticky bits are part of it: cfg is in spec 3.6.0, which
+// applies them (Ignition's docs/migrating-configs.md, "Special mode bits
+// supported"), and a config of an older spec reaches Derive with them
+// masked already, as Ignition masks them when it translates one to 3.6.0
+// (v2.27.0 config/v3_6/translate/translate.go, "& ^07000"; the older
+// spec's validation warns of them). The loader marks those optional
+// (specialbits.go).
+func mode(m *int, def uint32, fresh bool) *uint32 {
 	if m == nil && !fresh {
-		return nil, 0
+		return nil
 	}
 	v := def
 	if m != nil {
 		v = uint32(*m) & 0o7777
 	}
-	optional = v & 0o7000
-	v &^= optional
-	return &v, optional
+	return &v
 }
 
 // fileContent works out what a declared file must hold, following Ignition's

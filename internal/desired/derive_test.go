@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -88,9 +88,10 @@ func TestReadAccounts(t *testing.T) {
 	})
 }
 
-// config wraps the storage, systemd and passwd sections of a 3.5.0 config.
+// config wraps the storage, systemd and passwd sections of a config in the
+// newest spec.
 func config(body string) string {
-	return `{"ignition":{"version":"3.5.0"},` + body + `}`
+	return `{"ignition":{"version":"` + types.MaxVersion.String() + `"},` + body + `}`
 }
 
 func derive(t *testing.T, acct Accounts, raw string) []Entry {
@@ -166,10 +167,10 @@ func TestDerive(t *testing.T) {
 			cfg: config(`"storage":{"files":[{"path":"/usr/local/bin/su","mode":3565}],
 				"directories":[{"path":"/srv/shared","mode":1023},{"path":"/srv/group","mode":1533}]}`),
 			want: []Entry{
-				// Specs before 3.6.0 ignore them: optional on disk.
-				{Kind: KindDirectory, Path: "/srv/group", Type: TypeDirectory, Mode: ptr[uint32](0o775), ModeOptional: 0o2000},
-				{Kind: KindDirectory, Path: "/srv/shared", Type: TypeDirectory, Mode: ptr[uint32](0o777), ModeOptional: 0o1000},
-				{Kind: KindFile, Path: "/usr/local/bin/su", Type: TypeRegular, Mode: ptr[uint32](0o755), ModeOptional: 0o6000},
+				// Spec 3.6.0 applies them.
+				{Kind: KindDirectory, Path: "/srv/group", Type: TypeDirectory, Mode: ptr[uint32](0o2775)},
+				{Kind: KindDirectory, Path: "/srv/shared", Type: TypeDirectory, Mode: ptr[uint32](0o1777)},
+				{Kind: KindFile, Path: "/usr/local/bin/su", Type: TypeRegular, Mode: ptr[uint32](0o6755)},
 			},
 		},
 		{
@@ -502,8 +503,20 @@ func TestDigestConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// A special bit a spec ignores stays optional and keeps Ignition's warning.
-func TestSpecialBitsKeepTheWarning(t *testing.T) {
+// A special bit a spec before 3.6.0 ignores is dropped, as Ignition's
+// translation to 3.6.0 drops it (config/v3_6/translate/translate.go), and
+// keeps Ignition's warning; 3.6.0 applies it, without a warning.
+func TestSpecialBits(t *testing.T) {
+	frag, err := Parse("test.ign", []byte(`{"ignition":{"version":"3.6.0"},"storage":{"files":[{"path":"/usr/bin/x","mode":2541,"contents":{"source":"data:,"}}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frag.Warnings) != 0 {
+		t.Errorf("spec 3.6.0: warnings %q", frag.Warnings)
+	}
+	if st, err := Derive(frag.Config, emptyAccounts{}); err != nil || *st.Entries[0].Mode != 0o4755 {
+		t.Errorf("spec 3.6.0: Derive = %+v, %v; want mode 04755", st.Entries, err)
+	}
 	for _, v := range []string{"3.0.0", "3.3.0", "3.4.0", "3.5.0"} {
 		frag, err := Parse("test.ign", []byte(`{"ignition":{"version":"`+v+`"},"storage":{"files":[{"path":"/usr/bin/x","mode":2541,"contents":{"source":"data:,"}}]}}`))
 		if err != nil {
@@ -516,8 +529,8 @@ func TestSpecialBitsKeepTheWarning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e := st.Entries[0]; *e.Mode != 0o755 || e.ModeOptional != 0o4000 {
-			t.Errorf("spec %s: mode %04o, optional %04o; want 0755, 4000", v, *e.Mode, e.ModeOptional)
+		if e := st.Entries[0]; *e.Mode != 0o755 || e.ModeOptional != 0 {
+			t.Errorf("spec %s: mode %04o, optional %04o; want 0755, none", v, *e.Mode, e.ModeOptional)
 		}
 	}
 }

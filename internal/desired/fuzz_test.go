@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 )
 
 // FuzzParse: whatever bytes a config file holds, Parse never panics and
@@ -24,7 +26,7 @@ func FuzzParse(f *testing.F) {
 // FuzzParseCache is FuzzParse for a fragment named as Ignition's config
 // cache, seeded with caches in each spec it reads.
 func FuzzParseCache(f *testing.F) {
-	for _, v := range []string{"3.6.0-experimental", "3.4.0-experimental", "3.5.0-experimental", "3.5.0", "3.7.0-experimental"} {
+	for _, v := range []string{"3.7.0-experimental", "3.6.0-experimental", "3.4.0-experimental", "3.5.0-experimental", "3.6.0", "3.8.0-experimental"} {
 		f.Add([]byte(`{"ignition":{"config":{"merge":[{"source":"data:,%7B%7D","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"` + v +
 			`"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"/etc/x","user":{},"contents":{"source":"data:,x","verification":{}},"mode":420}]},"systemd":{}}`))
 	}
@@ -47,8 +49,8 @@ func checkParse(t *testing.T, name string, raw []byte) {
 		}
 		return
 	}
-	if frag.File != name || frag.Config.Ignition.Version != "3.5.0" {
-		t.Fatalf("Parse = file %q, version %q; want %q, 3.5.0", frag.File, frag.Config.Ignition.Version, name)
+	if frag.File != name || frag.Config.Ignition.Version != types.MaxVersion.String() {
+		t.Fatalf("Parse = file %q, version %q; want %q, %s", frag.File, frag.Config.Ignition.Version, name, types.MaxVersion)
 	}
 	cfg, err := Merge([]Fragment{frag})
 	if err != nil {

@@ -14,9 +14,10 @@ import (
 	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
 	t33 "github.com/coreos/ignition/v2/config/v3_3/types"
 	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
-	"github.com/coreos/ignition/v2/config/v3_5/types"
-	latest "github.com/coreos/ignition/v2/config/v3_6_experimental"
-	latesttypes "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	latest "github.com/coreos/ignition/v2/config/v3_7_experimental"
+	latesttypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	vjson "github.com/coreos/vcontext/json"
 	"github.com/coreos/vcontext/path"
@@ -42,20 +43,17 @@ import (
 //     notice, and a data-URL one is not decoded twice. A cache that still
 //     names a replace child is no cache Ignition wrote, and is refused.
 //   - It is in Ignition's newest spec, which is experimental
-//     (latest.Merge's types: 3.6.0-experimental for Ignition 2.24,
-//     3.4.0-experimental for Debian's 2.14). It is taken as the newest
-//     stable spec this tool reads when, and only when, that means the same
-//     thing; otherwise the cache is refused, naming the file and the field:
-//   - 3.6.0-experimental, the experimental spec of the Ignition packages
+//     (latest.Merge's types: 3.7.0-experimental for Ignition 2.26 and 2.27,
+//     3.6.0-experimental for 2.22 to 2.25, 3.4.0-experimental for Debian's
+//     2.14). It is taken as the newest stable spec this tool reads when, and
+//     only when, that means the same thing; otherwise the cache is refused,
+//     naming the file and the field:
+//   - 3.7.0-experimental, the experimental spec of the Ignition packages
 //     drift-monitor is built with: parsed and validated by Ignition's own
-//     v3_6_experimental.Parse, then copied field by field into 3.5.0's types.
-//     A field set that 3.5.0 lacks is refused, and so are setuid, setgid and
-//     sticky bits, which 3.6.0 applies and which every older spec had
-//     Ignition drop (config/v3_6_experimental/translate/translate.go masks
-//     them, "& ^07000", when it translates an older config: they are in a
-//     cache only when its config was itself 3.6.0-experimental). The result
-//     is validated again with 3.5.0's rules.
-//   - 3.N.0-experimental of an older Ignition (N up to 5), whose parser the
+//     v3_7_experimental.Parse, then copied field by field into 3.6.0's types.
+//     A field set that 3.6.0 lacks is refused. The result is validated again
+//     with 3.6.0's rules.
+//   - 3.N.0-experimental of an older Ignition (N up to 6), whose parser the
 //     Ignition packages here no longer carry: decoded by Ignition into the
 //     types of the stable spec 3.N.0 it became and validated with that
 //     spec's rules, then translated up as a 3.N.0 config. In Ignition's
@@ -64,7 +62,10 @@ import (
 //     luks.discard, luks.openOptions and tang.advertisement): a key the
 //     stable spec does not have is therefore refused, not ignored as
 //     Ignition ignores unknown keys, since it may be a field that changed.
-//   - A newer experimental spec than 3.6.0's is refused as unknown.
+//     (3.6.0-experimental applied setuid, setgid and sticky bits already,
+//     as 3.6.0 does: Ignition 2.22's config/v3_6_experimental/translate
+//     masked them only when it translated an older spec.)
+//   - A newer experimental spec than 3.7.0's is refused as unknown.
 //
 // Why only caches, and not every config in an experimental spec: a config
 // someone wrote in an experimental spec has its children still to resolve,
@@ -100,11 +101,12 @@ const experimentalSuffix = "-experimental"
 var strictDecoders = specDecoders{
 	strictDecoder[t30.Config]("3.0.0"), strictDecoder[t31.Config]("3.1.0"),
 	strictDecoder[t32.Config]("3.2.0"), strictDecoder[t33.Config]("3.3.0"),
-	strictDecoder[t34.Config]("3.4.0"), strictDecoder[types.Config]("3.5.0"),
+	strictDecoder[t34.Config]("3.4.0"), strictDecoder[t35.Config]("3.5.0"),
+	strictDecoder[types.Config]("3.6.0"),
 }
 
 // parseCacheIgnition parses the Ignition config of a cache declaring
-// version, into 3.5.0's types.
+// version, into 3.6.0's types.
 func parseCacheIgnition(raw []byte, version string) (types.Config, report.Report, error) {
 	if version == latestExperimental {
 		return parseLatestExperimental(raw)
@@ -172,7 +174,7 @@ func strictDecoder[C any](version string) func([]byte) (C, report.Report, error)
 }
 
 // parseLatestExperimental parses a cache in latestExperimental with
-// Ignition's parser, and takes it as 3.5.0 (see above).
+// Ignition's parser, and takes it as 3.6.0 (see above).
 func parseLatestExperimental(raw []byte) (types.Config, report.Report, error) {
 	exp, rpt, err := latest.Parse(raw)
 	if err != nil {
@@ -191,10 +193,7 @@ func parseLatestExperimental(raw []byte) (types.Config, report.Report, error) {
 		return fail(c, err)
 	}
 	cfg.Ignition.Version = types.MaxVersion.String()
-	if c, err := specialBits(cfg); err != nil {
-		return fail(c, err)
-	}
-	// 3.5.0's rules, with positions in the cache: its paths are 3.5.0's.
+	// 3.6.0's rules, with positions in the cache: its paths are 3.6.0's.
 	if r := validate.ValidateWithContext(cfg, raw); r.IsFatal() {
 		return types.Config{}, r, ignerrors.ErrInvalid
 	}
@@ -255,28 +254,6 @@ func downgrade(from, to reflect.Value, c path.ContextPath) (path.ContextPath, er
 		return c, fmt.Errorf("a %s: %w", from.Kind(), errNotInStable)
 	}
 	return c, nil
-}
-
-// specialBits refuses setuid, setgid and sticky bits (see above).
-func specialBits(cfg types.Config) (path.ContextPath, error) {
-	check := func(list string, i int, m *int) (path.ContextPath, error) {
-		if m != nil && *m&0o7000 != 0 {
-			return path.New("json", "storage", list, i, "mode"), fmt.Errorf("mode %#o has setuid, setgid or sticky bits, "+
-				"which Ignition applies in spec %s and drops in %s: %w", *m, latestExperimental, types.MaxVersion, errNotInStable)
-		}
-		return path.ContextPath{}, nil
-	}
-	for i, f := range cfg.Storage.Files {
-		if c, err := check("files", i, f.Mode); err != nil {
-			return c, err
-		}
-	}
-	for i, d := range cfg.Storage.Directories {
-		if c, err := check("directories", i, d.Mode); err != nil {
-			return c, err
-		}
-	}
-	return path.ContextPath{}, nil
 }
 
 // errCacheReplace: Ignition's cache never names a replace child.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	"github.com/coreos/ignition/v2/config/v3_5/types"
-	latest "github.com/coreos/ignition/v2/config/v3_6_experimental"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	latest "github.com/coreos/ignition/v2/config/v3_7_experimental"
 	"github.com/coreos/vcontext/path"
 	"github.com/google/go-cmp/cmp"
 )
@@ -31,11 +31,11 @@ var userConfig = `{"ignition":{"version":"3.5.0","config":{"merge":[` +
 	`"directories":[{"path":"/srv/data","mode":493}]},` +
 	`"systemd":{"units":[{"name":"a.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]}}`
 
-// ignition224Cache is what Ignition 2.24 writes to its cache for cfg, once
+// ignitionCache is what Ignition 2.27 writes to its cache for cfg, once
 // rendered (here cfg holds what its children would have merged in): its
 // newest parser's translation, json.Marshal'ed (internal/exec/engine.go,
 // acquireProviderConfig).
-func ignition224Cache(t *testing.T, cfg string) []byte {
+func ignitionCache(t *testing.T, cfg string) []byte {
 	t.Helper()
 	c, _, err := latest.ParseCompatibleVersion([]byte(cfg))
 	if err != nil {
@@ -58,10 +58,12 @@ func asStable(raw []byte, exp, version string) []byte {
 // stable spec reads it), with the children it lists not resolved again: no
 // notice for the remote one, which is merged in already.
 func TestCacheTakenAsStable(t *testing.T) {
-	cache224 := ignition224Cache(t, userConfig)
-	if !strings.Contains(string(cache224), `"version":"3.6.0-experimental"`) {
-		t.Fatalf("Ignition's cache is not in 3.6.0-experimental: %s", cache224)
+	cache227 := ignitionCache(t, userConfig)
+	if !strings.Contains(string(cache227), `"version":"3.7.0-experimental"`) {
+		t.Fatalf("Ignition's cache is not in 3.7.0-experimental: %s", cache227)
 	}
+	// Ignition 2.22 to 2.25 wrote the same in 3.6.0-experimental.
+	cache224 := asStable(cache227, "3.7.0-experimental", "3.6.0-experimental")
 	// What Ignition 2.14 (Debian) writes: 3.4.0-experimental, every object
 	// written out; the cache of a config with a data-URL child.
 	cache214 := []byte(`{"ignition":{"config":{"merge":[{"source":"data:;base64,` + base64.StdEncoding.EncodeToString([]byte(childConfig)) +
@@ -73,7 +75,8 @@ func TestCacheTakenAsStable(t *testing.T) {
 		raw         []byte
 		exp, stable string
 	}{
-		{"Ignition 2.24: 3.6.0-experimental", cache224, "3.6.0-experimental", "3.5.0"},
+		{"Ignition 2.27: 3.7.0-experimental", cache227, "3.7.0-experimental", "3.6.0"},
+		{"Ignition 2.24: 3.6.0-experimental", cache224, "3.6.0-experimental", "3.6.0"},
 		{"Ignition 2.14: 3.4.0-experimental", cache214, "3.4.0-experimental", "3.4.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,7 +183,7 @@ func TestDowngrade(t *testing.T) {
 // TestCacheWarnings: Ignition's warnings about a cache are kept, as for any
 // config: a key neither spec knows is ignored by Ignition too.
 func TestCacheWarnings(t *testing.T) {
-	frag, err := Parse(cacheFile, []byte(`{"ignition":{"version":"3.6.0-experimental"},"storage":{"files":[{"path":"/etc/a","mdoe":420}]}}`))
+	frag, err := Parse(cacheFile, []byte(`{"ignition":{"version":"3.7.0-experimental"},"storage":{"files":[{"path":"/etc/a","mdoe":420}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

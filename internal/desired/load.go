@@ -14,8 +14,8 @@ import (
 	"syscall"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	v3 "github.com/coreos/ignition/v2/config/v3_5"
-	"github.com/coreos/ignition/v2/config/v3_5/types"
+	v3 "github.com/coreos/ignition/v2/config/v3_6"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
 	"sigs.k8s.io/yaml"
@@ -209,6 +209,9 @@ type Fragment struct {
 	Unfetched []Unfetched
 	// machineConfig: the fragment is a MachineConfig, written by the MCD.
 	machineConfig bool
+	// specialBits are the optional special bits it declares, by path
+	// (declaredSpecialBits).
+	specialBits map[string]uint32
 	// validated: Config passed Ignition's validation with the newest spec's
 	// rules as it is (Parse of an Ignition config); Merge need not validate
 	// it again when it is the only fragment.
@@ -216,7 +219,7 @@ type Fragment struct {
 }
 
 // loadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
-// 3.5.0, translated to 3.5.0) or a MachineConfig in YAML or JSON.
+// 3.6.0, translated to 3.6.0) or a MachineConfig in YAML or JSON.
 func loadFile(file string) (Fragment, error) {
 	raw, err := readConfigs(fragmentFiles{explicit: true}, []string{file})
 	if err != nil {
@@ -276,10 +279,11 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		}
 		var cfg types.Config
 		var rpt report.Report
+		var src *configBytes // nil: raw holds the bytes
 		if cache {
 			cfg, rpt, err = parseCacheIgnition(raw, version)
 		} else {
-			src := &configBytes{b: raw, reread: reread}
+			src = &configBytes{b: raw, reread: reread}
 			raw = nil // src holds them, and may let them go
 			cfg, rpt, err = parseIgnitionFrom(src, version)
 			if err != nil {
@@ -308,6 +312,14 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
 		frag.validated = true
+		if warnsSpecialBits(rpt) {
+			if src != nil {
+				if raw, err = src.bytes(); err != nil {
+					return frag, &LoadError{File: file, Err: err}
+				}
+			}
+			frag.specialBits = declaredSpecialBits(raw)
+		}
 		switch {
 		case cache && cfg.Ignition.Config.Replace.Source != nil:
 			return frag, &LoadError{File: file, Context: "$.ignition.config.replace", Err: errCacheReplace}
@@ -355,6 +367,9 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
+		if warnsSpecialBits(rpt) {
+			frag.specialBits = declaredSpecialBits(mc.Spec.Config)
+		}
 		if err := resolveChildren(&frag, sup); err != nil {
 			return frag, &LoadError{File: file, Context: "spec.config", Err: err}
 		}
@@ -553,16 +568,7 @@ func (e *rereadError) Unwrap() error { return e.err }
 // *rereadError.
 func parseIgnitionFrom(src *configBytes, version string) (types.Config, report.Report, error) {
 	if quick := quickDecoders(src).forVersion(version); quick != nil {
-		var cfg types.Config
-		var rpt report.Report
-		var err error
-		if version == "3.4.0" {
-			// Decoded as 3.5.0 and validated with its rules (see
-			// quickDecode34): what validating it again would check.
-			cfg, rpt, err = quickDecode34(src)
-		} else {
-			cfg, rpt, err = parseValidated(quick, nil, version)
-		}
+		cfg, rpt, err := parseValidated(quick, nil, version)
 		if !errors.Is(err, errNotQuick) {
 			return cfg, rpt, err
 		}
@@ -588,7 +594,7 @@ func parseValidated(parse func([]byte) (types.Config, report.Report, error), raw
 	if r := validate.ValidateWithContext(cfg, nil); r.IsFatal() {
 		return types.Config{}, r, ignerrors.ErrInvalid
 	}
-	// Ignition's semver reading takes "3.5.00" as 3.5.0 and keeps the
+	// Ignition's semver reading takes "3.6.00" as 3.6.0 and keeps the
 	// string as written: say which spec the config now is in.
 	cfg.Ignition.Version = types.MaxVersion.String()
 	return cfg, rpt, nil
@@ -842,6 +848,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	if err != nil {
 		return State{}, err
 	}
+	bits := mergedSpecialBits(frags)
 	// What the fragments declare in storage is in cfg, which nothing reads
 	// after deriving: deriveReleasing lets each file's source go once
 	// decoded.
@@ -852,6 +859,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	if err != nil {
 		return State{}, err
 	}
+	optionalSpecialBits(&st, bits)
 	emptyDropins(&st, frags)
 	for _, f := range frags {
 		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	"github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -80,7 +80,7 @@ func TestParseErrors(t *testing.T) {
 			name: "experimental spec",
 			file: "exp.ign",
 			raw:  `{"ignition":{"version":"3.6.0-experimental"}}`,
-			want: []string{`unsupported config version "3.6.0-experimental"`, "supported: 3.0.0 to 3.5.0", "*.ignition-cache.json"},
+			want: []string{`unsupported config version "3.6.0-experimental"`, "supported: 3.0.0 to 3.6.0", "*.ignition-cache.json"},
 			is:   ignerrors.ErrUnknownVersion,
 		},
 		{
@@ -247,11 +247,21 @@ func TestParseErrors(t *testing.T) {
 		// Ignition's config cache (igncache.go): what the stable spec cannot
 		// carry is refused, naming the field.
 		{
-			name: "cache: setuid in 3.6.0-experimental",
+			// 3.7.0-experimental adds no field, but values: a virtiofs
+			// file system, whose device is a tag, which 3.6.0's rules
+			// refuse.
+			name: "cache: a virtiofs file system in 3.7.0-experimental",
 			file: cacheFile,
-			raw:  `{"ignition":{"version":"3.6.0-experimental"},"storage":{"files":[{"path":"/usr/local/bin/tool","mode":2541}]}}`,
-			want: []string{"mode 04755 has setuid", "3.6.0-experimental", "3.5.0"},
-			line: 1, column: 103, context: "$.storage.files.0.mode",
+			raw:  `{"ignition":{"version":"3.7.0-experimental"},"storage":{"filesystems":[{"device":"share","format":"virtiofs","path":"/mnt"}]}}`,
+			want: []string{"path not absolute"},
+			line: 1, column: 82, context: "$.storage.filesystems.0.device",
+		},
+		{
+			name: "cache: a key 3.6.0 lacks in 3.6.0-experimental",
+			file: cacheFile,
+			raw:  `{"ignition":{"version":"3.6.0-experimental"},"storage":{"files":[{"path":"/etc/a","mdoe":420}]}}`,
+			want: []string{`"mdoe" is no field of spec 3.6.0`, "3.6.0-experimental"},
+			line: 1, column: 83, context: "$.storage.files.0.mdoe",
 		},
 		{
 			name: "cache: a key 3.4.0 lacks in 3.4.0-experimental",
@@ -261,9 +271,9 @@ func TestParseErrors(t *testing.T) {
 			line: 2, column: 35, context: "$.storage.luks.0.cex",
 		},
 		{
-			name: "cache: invalid in 3.6.0-experimental (Ignition's own validation)",
+			name: "cache: invalid in 3.7.0-experimental (Ignition's own validation)",
 			file: cacheFile,
-			raw:  `{"ignition":{"version":"3.6.0-experimental"},"storage":{"files":[{"path":"etc/x"}]}}`,
+			raw:  `{"ignition":{"version":"3.7.0-experimental"},"storage":{"files":[{"path":"etc/x"}]}}`,
 			want: []string{"path not absolute"},
 			line: 1, column: 74, context: "$.storage.files.0.path",
 		},
@@ -277,21 +287,21 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "cache: unparsable",
 			file: cacheFile,
-			raw:  `{"ignition":{"version":"3.6.0-experimental"},}`,
+			raw:  `{"ignition":{"version":"3.7.0-experimental"},}`,
 			want: []string{"invalid character '}'"},
 			line: 1, column: 46,
 		},
 		{
 			name: "cache: a newer experimental spec",
 			file: cacheFile,
-			raw:  `{"ignition":{"version":"3.7.0-experimental"}}`,
-			want: []string{`"3.7.0-experimental"`, "cannot read"},
+			raw:  `{"ignition":{"version":"3.8.0-experimental"}}`,
+			want: []string{`"3.8.0-experimental"`, "cannot read"},
 			is:   ignerrors.ErrUnknownVersion,
 		},
 		{
 			name:    "cache: a replace child",
 			file:    cacheFile,
-			raw:     `{"ignition":{"version":"3.6.0-experimental","config":{"replace":{"source":"https://example.com/c.ign"}}}}`,
+			raw:     `{"ignition":{"version":"3.7.0-experimental","config":{"replace":{"source":"https://example.com/c.ign"}}}}`,
 			want:    []string{"names a replace child", "no Ignition config cache"},
 			context: "$.ignition.config.replace",
 		},
@@ -392,15 +402,15 @@ func specConfig(version string) string {
 }
 
 func TestParseSpecVersions(t *testing.T) {
-	for _, v := range []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"} {
+	for _, v := range []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", "3.6.0"} {
 		t.Run(v, func(t *testing.T) {
 			frag, err := Parse("spec-"+v+".ign", []byte(specConfig(v)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			c := frag.Config
-			if c.Ignition.Version != "3.5.0" {
-				t.Errorf("version = %q, want the config translated to 3.5.0", c.Ignition.Version)
+			if c.Ignition.Version != types.MaxVersion.String() {
+				t.Errorf("version = %q, want the config translated to %s", c.Ignition.Version, types.MaxVersion)
 			}
 			got := []string{c.Storage.Files[0].Path, c.Storage.Directories[0].Path, c.Storage.Links[0].Path,
 				c.Storage.Links[1].Path, c.Systemd.Units[0].Name, c.Systemd.Units[0].Dropins[0].Name,
@@ -478,7 +488,7 @@ func TestParseMachineConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := frag.Config
-			if c.Ignition.Version != "3.5.0" || len(c.Storage.Files) != 1 || c.Storage.Files[0].Path != "/etc/chrony.conf" {
+			if c.Ignition.Version != types.MaxVersion.String() || len(c.Storage.Files) != 1 || c.Storage.Files[0].Path != "/etc/chrony.conf" {
 				t.Errorf("spec.config not parsed: %+v", c)
 			}
 			if diff := cmp.Diff(wantArgs, c.KernelArguments.ShouldExist); diff != "" {
@@ -499,7 +509,7 @@ func TestParseMachineConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if frag.Config.Ignition.Version != "3.5.0" || len(frag.Config.KernelArguments.ShouldExist) != 1 {
+		if frag.Config.Ignition.Version != types.MaxVersion.String() || len(frag.Config.KernelArguments.ShouldExist) != 1 {
 			t.Errorf("config = %+v", frag.Config)
 		}
 	})
@@ -639,7 +649,7 @@ func TestMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Ignition.Version != "3.5.0" {
+		if cfg.Ignition.Version != types.MaxVersion.String() {
 			t.Errorf("version = %q", cfg.Ignition.Version)
 		}
 	})

@@ -14,7 +14,8 @@ import (
 	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
 	t33 "github.com/coreos/ignition/v2/config/v3_3/types"
 	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
-	"github.com/coreos/ignition/v2/config/v3_5/types"
+	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
 	vvalidate "github.com/coreos/vcontext/validate"
@@ -27,7 +28,8 @@ func quickDecoders(src *configBytes) specDecoders {
 	return specDecoders{
 		quickDecoder[t30.Config](src, "3.0.0"), quickDecoder[t31.Config](src, "3.1.0"),
 		quickDecoder[t32.Config](src, "3.2.0"), quickDecoder[t33.Config](src, "3.3.0"),
-		quickDecoder[t34.Config](src, "3.4.0"), quickDecoder[types.Config](src, "3.5.0"),
+		quickDecoder[t34.Config](src, "3.4.0"), quickDecoder[t35.Config](src, "3.5.0"),
+		quickDecoder[types.Config](src, "3.6.0"),
 	}
 }
 
@@ -68,29 +70,6 @@ func quickDecode[C any](src *configBytes, version string) (C, report.Report, err
 	return c, report.Report{}, nil
 }
 
-// quickDecode34 is quickDecode of a 3.4.0 config followed by Ignition's
-// translation to 3.5.0 (v3_5/translate), in one: the config is decoded
-// straight into 3.5.0's types and validated with 3.5.0's rules. For a
-// config whose keys are all 3.4.0's (exactKeys) that is the same: 3.5.0's
-// types are 3.4.0's and a Luks Cex (then absent), validated by the same
-// code but for Cex's checks, which need Cex present, and for the version,
-// which is 3.5.0's once translated (config/v3_4/types against
-// config/v3_5/types: luks.go, cex.go, config.go, schema.go; TestSpec34Is35
-// guards the types). The translation copies every field but a Tang's
-// advertisement: a config that declares one is left to it. Translating
-// was a quarter of a cold load.
-func quickDecode34(src *configBytes) (types.Config, report.Report, error) {
-	cfg, ok := decodeExact[types.Config](src, "3.4.0", reflect.TypeFor[t34.Config]())
-	if !ok || tangAdvertised(cfg) {
-		return types.Config{}, report.Report{}, errNotQuick
-	}
-	cfg.Ignition.Version = types.MaxVersion.String()
-	if len(validateNoTree(cfg).Entries) > 0 {
-		return types.Config{}, report.Report{}, errNotQuick
-	}
-	return cfg, report.Report{}, nil
-}
-
 // filesDeclared counts the elements of raw's storage.files, keys spelt
 // exactly so; 0 when it cannot tell. Repeated, the longest list counts.
 func filesDeclared(raw []byte) int {
@@ -117,18 +96,6 @@ func filesDeclared(raw []byte) int {
 		})
 	})
 	return n
-}
-
-// tangAdvertised: a Tang server of the config has an advertisement.
-func tangAdvertised(cfg types.Config) bool {
-	for _, l := range cfg.Storage.Luks {
-		for _, t := range l.Clevis.Tang {
-			if t.Advertisement != nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // decodeExact decodes the bytes src holds into C as Ignition's Parse does

@@ -15,17 +15,20 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_4"
 	tr34 "github.com/coreos/ignition/v2/config/v3_4/translate"
 	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
-	v3 "github.com/coreos/ignition/v2/config/v3_5"
+	"github.com/coreos/ignition/v2/config/v3_5"
 	tr35 "github.com/coreos/ignition/v2/config/v3_5/translate"
-	"github.com/coreos/ignition/v2/config/v3_5/types"
+	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
+	v3 "github.com/coreos/ignition/v2/config/v3_6"
+	tr36 "github.com/coreos/ignition/v2/config/v3_6/translate"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/vcontext/report"
 )
 
 // specParser returns the parser of one spec version: Ignition's Parse of
-// that spec, then its Translate up to 3.5.0; nil for a version it does not
+// that spec, then its Translate up to 3.6.0; nil for a version it does not
 // know (Ignition's own path then reports it).
 //
-// It is what v3_5.ParseCompatibleVersion does once it knows the version; but
+// It is what v3_6.ParseCompatibleVersion does once it knows the version; but
 // that reads the version again at every spec it passes (a JSON scan of the
 // whole config each: 9% of a load at 10,000 files), when asMachineConfig
 // has read it already.
@@ -40,28 +43,31 @@ type specDecoders struct {
 	v32 func([]byte) (t32.Config, report.Report, error)
 	v33 func([]byte) (t33.Config, report.Report, error)
 	v34 func([]byte) (t34.Config, report.Report, error)
-	v35 func([]byte) (types.Config, report.Report, error)
+	v35 func([]byte) (t35.Config, report.Report, error)
+	v36 func([]byte) (types.Config, report.Report, error)
 }
 
 // ignitionParsers are Ignition's own Parse of each spec.
-var ignitionParsers = specDecoders{v3_0.Parse, v3_1.Parse, v3_2.Parse, v3_3.Parse, v3_4.Parse, v3.Parse}
+var ignitionParsers = specDecoders{v3_0.Parse, v3_1.Parse, v3_2.Parse, v3_3.Parse, v3_4.Parse, v3_5.Parse, v3.Parse}
 
 // forVersion is the decoder of version followed by Ignition's translations
-// up to 3.5.0; nil for a version that is no stable spec.
+// up to 3.6.0; nil for a version that is no stable spec.
 func (d specDecoders) forVersion(version string) func([]byte) (types.Config, report.Report, error) {
 	switch version {
+	case "3.6.0":
+		return d.v36
 	case "3.5.0":
-		return d.v35
+		return translated(d.v35, tr36.Translate)
 	case "3.4.0":
-		return translated(d.v34, tr35.Translate)
+		return translated(translated(d.v34, tr35.Translate), tr36.Translate)
 	case "3.3.0":
-		return translated(translated(d.v33, tr34.Translate), tr35.Translate)
+		return translated(translated(translated(d.v33, tr34.Translate), tr35.Translate), tr36.Translate)
 	case "3.2.0":
-		return translated(translated(translated(d.v32, tr33.Translate), tr34.Translate), tr35.Translate)
+		return translated(translated(translated(translated(d.v32, tr33.Translate), tr34.Translate), tr35.Translate), tr36.Translate)
 	case "3.1.0":
-		return translated(translated(translated(translated(d.v31, tr32.Translate), tr33.Translate), tr34.Translate), tr35.Translate)
+		return translated(translated(translated(translated(translated(d.v31, tr32.Translate), tr33.Translate), tr34.Translate), tr35.Translate), tr36.Translate)
 	case "3.0.0":
-		return translated(translated(translated(translated(translated(d.v30, tr31.Translate), tr32.Translate), tr33.Translate), tr34.Translate), tr35.Translate)
+		return translated(translated(translated(translated(translated(translated(d.v30, tr31.Translate), tr32.Translate), tr33.Translate), tr34.Translate), tr35.Translate), tr36.Translate)
 	}
 	return nil
 }

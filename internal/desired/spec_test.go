@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
-	v3 "github.com/coreos/ignition/v2/config/v3_5"
-	"github.com/coreos/ignition/v2/config/v3_5/types"
+	v3 "github.com/coreos/ignition/v2/config/v3_6"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/google/go-cmp/cmp"
 )
 

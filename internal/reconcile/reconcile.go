@@ -322,9 +322,9 @@ const (
 // else what the node there had (Ignition keeps an existing node's owner,
 // and its mode when none is declared: SetPermissions), else its defaults.
 // Optional special bits (ModeOptional: declared by a spec older than 3.6.0)
-// are left out, as Ignition v2.24 leaves them out (it translates every
-// older spec to 3.6.0 with "& ^07000": config/v3_6_experimental/translate/
-// translate.go), and as Ignition 2.14 does for spec 3.3.0.
+// are left out, as Ignition v2.27 leaves them out (it translates every
+// older spec to 3.6.0 with "& ^07000": config/v3_6/translate/translate.go),
+// and as Ignition 2.14 does for spec 3.3.0.
 func wantMeta(e *desired.Entry, ob *ondisk.Observation, sameType bool, defMode uint32) meta {
 	m := meta{mode: defMode}
 	if sameType {

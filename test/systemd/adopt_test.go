@@ -22,14 +22,14 @@ const (
 	adoptedFile = "/etc/provisioned-by-ignition"
 )
 
-// ignitionCache is shaped as Ignition 2.24 writes /run/ignition.json
+// ignitionCache is shaped as Ignition 2.27 writes /run/ignition.json
 // (internal/exec/engine.go: json.Marshal of the rendered config, every
 // object written out, no indentation), in its newest spec,
-// 3.6.0-experimental, which the loader takes as 3.5.0 in a fragment named as
+// 3.7.0-experimental, which the loader takes as 3.6.0 in a fragment named as
 // a cache (see drift-monitor(8), ADOPTION). It lists a remote child that
 // Ignition fetched and merged in (the file it declares): the daemon neither
 // fetches it nor reports it.
-const ignitionCache = `{"ignition":{"config":{"merge":[{"source":"https://configs.example.com/child.ign","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.6.0-experimental"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"` + adoptedFile + `","user":{},"contents":{"source":"data:,provisioned%0A","verification":{}},"mode":420}]},"systemd":{}}`
+const ignitionCache = `{"ignition":{"config":{"merge":[{"source":"https://configs.example.com/child.ign","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.7.0-experimental"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"` + adoptedFile + `","user":{},"contents":{"source":"data:,provisioned%0A","verification":{}},"mode":420}]},"systemd":{}}`
 
 // TestFirstBootAdoption boots a host as Fedora CoreOS's first boot leaves
 // it for the real root: Ignition's config cache in /run, a first boot (the
