@@ -187,7 +187,8 @@ func ReadAccountDB(root Host) (*AccountDB, error) {
 	return ParseAccountDB(raw), nil
 }
 
-// ParseAccountDB parses the contents of AccountFiles, in its order.
+// ParseAccountDB parses the contents of AccountFiles, in its order; a nil
+// one is a file that does not exist.
 func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 	db := &AccountDB{Users: map[string]*Passwd{}, Groups: map[string]*Group{}, groupsByID: map[int]*Group{}}
 	for _, i := range [2]int{0, 4} {
@@ -202,7 +203,13 @@ func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 				return
 			}
 			if _, dup := db.Users[f[0]]; !dup {
-				db.Users[f[0]] = &Passwd{Name: f[0], UID: uid, GID: gid, Gecos: f[4], Home: f[5], Shell: f[6], Source: src}
+				u := &Passwd{Name: f[0], UID: uid, GID: gid, Gecos: f[4], Home: f[5], Shell: f[6], Source: src}
+				if raw[1] == nil && src == PasswdFile {
+					// Without /etc/shadow, shadow-utils keeps the hash in
+					// passwd's own field (lib/pwio.c: is_shadow_pwd is false).
+					u.Hash, u.HasShadow = f[1], true
+				}
+				db.Users[f[0]] = u
 			}
 		})
 	}
@@ -220,6 +227,10 @@ func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 				return
 			}
 			g := &Group{Name: f[0], GID: gid, Members: members(f[3]), Source: src}
+			if raw[3] == nil && src == GroupFile {
+				// Without /etc/gshadow, in group's own field (is_shadow_grp).
+				g.Hash, g.HasShadow = f[1], true
+			}
 			db.Groups[f[0]] = g
 			if _, dup := db.groupsByID[gid]; !dup {
 				db.groupsByID[gid] = g

@@ -32,7 +32,9 @@ func accountsDB(t *testing.T, edit func(files map[string]string)) *desired.Accou
 	}
 	var raw [6][]byte
 	for i, f := range desired.AccountFiles {
-		raw[i] = []byte(files[f])
+		if c, ok := files[f]; ok {
+			raw[i] = []byte(c)
+		}
 	}
 	return desired.ParseAccountDB(raw)
 }
@@ -82,6 +84,14 @@ func TestCompareAccount(t *testing.T) {
 			want: []string{"password-hash /etc/shadow"}},
 		{name: "no shadow line", entry: userEntry(core), edit: replace(desired.ShadowFile, "core:", "other:"),
 			want: []string{"password-hash /etc/shadow"}},
+		{name: "no /etc/shadow: the hash is passwd's own field", entry: userEntry(core), edit: func(f map[string]string) {
+			delete(f, desired.ShadowFile)
+			f[desired.PasswdFile] = strings.Replace(f[desired.PasswdFile], "core:x:", "core:"+secretWant+":", 1)
+		}},
+		{name: "no /etc/gshadow: the hash is group's own field", entry: groupEntry(docker), edit: func(f map[string]string) {
+			delete(f, desired.GShadowFile)
+			f[desired.GroupFile] = strings.Replace(f[desired.GroupFile], "docker:x:", "docker:"+secretGot+":", 1)
+		}, want: []string{"password-hash /etc/gshadow"}},
 		{name: "user deleted", entry: userEntry(core), edit: replace(desired.PasswdFile, "core:x", "coreX:x"),
 			want: []string{"missing /etc/passwd"}},
 		{name: "user that must not exist", entry: userEntry(desired.Account{Name: "core", Absent: true}),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // Commands runs the shadow-utils tools that repair accounts; nil runs them
@@ -45,11 +46,17 @@ type command struct {
 	stdin []byte // a password line: never shown
 }
 
-// String is the command as the admin could run it; stdin is named, not shown.
+// String is the command as the admin would run it on the host the root
+// is: without --root (reports name host paths only, never the root's
+// directory); stdin is named, not shown.
 func (c command) String() string {
 	s := c.name
-	for _, a := range c.args {
-		s += " " + shellQuote(a)
+	for i := 0; i < len(c.args); i++ {
+		if c.args[i] == "--root" {
+			i++
+			continue
+		}
+		s += " " + shellQuote(c.args[i])
 	}
 	if c.stdin != nil {
 		s += " (the declared password hash on its input)"
@@ -71,7 +78,10 @@ func (r *Reconciler) account(ctx context.Context, e *desired.Entry, a *Action) e
 	if e.Kind == desired.KindGroup {
 		cmds, err = groupCommands(root, acct, a.Drift, db)
 	} else {
-		cmds, err = userCommands(root, acct, a.Drift, db)
+		o := ondisk.NewObserver(r.Root)
+		defer o.Close()
+		homeExists := acct.Home != nil && o.TypeOf(*acct.Home) == ondisk.Directory
+		cmds, err = userCommands(root, acct, a.Drift, db, homeExists)
 	}
 	if err != nil {
 		return err
@@ -96,7 +106,11 @@ func (r *Reconciler) account(ctx context.Context, e *desired.Entry, a *Action) e
 // passwordLine is chpasswd's and chgpasswd's input for -e: NAME:HASH.
 func passwordLine(name, hash string) []byte { return []byte(name + ":" + hash + "\n") }
 
-func userCommands(root string, acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB) ([]command, error) {
+// userCommands plans a user's repair. homeExists says the declared home
+// is a directory already: usermod --move-home refuses to move onto one
+// (shadow-utils src/usermod.c, move_home: "directory exists"), where
+// Ignition's usermod would have failed; the home is then only named.
+func userCommands(root string, acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB, homeExists bool) ([]command, error) {
 	u, exists := db.Users[acct.Name]
 	switch {
 	case acct.Absent:
@@ -139,7 +153,10 @@ func userCommands(root string, acct *desired.Account, kinds []drift.Kind, db *de
 	} else {
 		name = "usermod"
 		if acct.Home != nil && has(kinds, drift.HomeDir) {
-			args = append(args, "--home", *acct.Home, "--move-home")
+			args = append(args, "--home", *acct.Home)
+			if !homeExists {
+				args = append(args, "--move-home")
+			}
 		}
 	}
 	if acct.ID != nil && has(kinds, drift.UID) {

@@ -96,6 +96,9 @@ type prepare struct {
 	// online runs the fetch stage after fetch-offline, as a first boot does
 	// when fetch-offline finds that the config needs the network.
 	online bool
+	// ignition, when set, is the Ignition binary to run (harness.IgnitionBinary
+	// for the pinned one); Debian's 2.14 otherwise.
+	ignition string
 }
 
 func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, err error) {
@@ -150,7 +153,11 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 	var out bytes.Buffer
 	for _, stage := range stages {
 		ctx, cancel := context.WithTimeout(t.Context(), ignitionTimeout)
-		cmd := exec.CommandContext(ctx, ignitionBinary, append(stage, common...)...)
+		ign := ignitionBinary
+		if prep.ignition != "" {
+			ign = prep.ignition
+		}
+		cmd := exec.CommandContext(ctx, ign, append(stage, common...)...)
 		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err = cmd.Run()
@@ -226,7 +233,7 @@ func writeAccounts(t *testing.T, root string) {
 		for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
 			name, _, _ := strings.Cut(line, ":")
 			drop := collides(line)
-			if file == "shadow" { // no ids: follow what passwd dropped
+			if file == "shadow" || file == "gshadow" { // no ids: follow what passwd dropped
 				drop = names[name] || dropped[name]
 			}
 			if drop {
@@ -247,8 +254,11 @@ func writeAccounts(t *testing.T, root string) {
 	})
 	filter("group", func(a account) string { return fmt.Sprintf("%s:x:%d:", a.name, a.id) })
 	filter("shadow", func(a account) string { return a.name + ":!:19000:0:99999:7:::" })
-	if err := os.Chmod(filepath.Join(root, "etc/shadow"), 0o640); err != nil {
-		t.Fatal(err)
+	filter("gshadow", func(a account) string { return a.name + ":!::" })
+	for _, f := range []string{"etc/shadow", "etc/gshadow"} {
+		if err := os.Chmod(filepath.Join(root, f), 0o640); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Homes as useradd --create-home leaves them on Fedora CoreOS: 0700, the user's.
 	mustMkdir(t, filepath.Join(root, "home"), 0o755)
@@ -264,9 +274,12 @@ func writeAccounts(t *testing.T, root string) {
 // key is what identifies a reported item in the tests' expectations.
 type key struct {
 	Kind, Entry, Path, Unit, User string
+	Group                         string `json:",omitempty"`
 }
 
-func keyOf(it harness.Item) key { return key{it.Kind, it.Entry, it.Path, it.Unit, it.User} }
+func keyOf(it harness.Item) key {
+	return key{Kind: it.Kind, Entry: it.Entry, Path: it.Path, Unit: it.Unit, User: it.User, Group: it.Group}
+}
 
 // keys returns the items' keys, sorted.
 func keys(items []harness.Item) []key {
@@ -403,8 +416,10 @@ func itemProblem(it harness.Item, root string) error {
 		return fmt.Errorf("path %q carries the --root", it.Path)
 	case unitEntries[it.Entry] != (it.Unit != ""):
 		return fmt.Errorf("unit %q: want a unit exactly for unit-related entries", it.Unit)
-	case (it.Entry == "sshkeys") != (it.User != ""):
-		return fmt.Errorf("user %q: want a user exactly for sshkeys entries", it.User)
+	case (it.Entry == "sshkeys" || it.Entry == "user") != (it.User != ""):
+		return fmt.Errorf("user %q: want a user exactly for sshkeys and user entries", it.User)
+	case (it.Entry == "group") != (it.Group != ""):
+		return fmt.Errorf("group %q: want a group exactly for group entries", it.Group)
 	}
 	return nil
 }
