@@ -155,8 +155,8 @@ var accountMutations = []accountMutation{
 		want: []key{groupDrift("missing", "/etc/group", "docker"), userDrift("groups", "/etc/group", "core")}},
 	{name: "groupadd of a group declared shouldExist false", cmd: []string{"groupadd", "-R", "ROOT", "oldgrp"},
 		want: []key{groupDrift("present", "/etc/group", "oldgrp")}},
-	{name: "a new undeclared user", cmd: []string{"useradd", "-R", "ROOT", "-m", "-G", "docker", "mallory"}},// In docker, which core is declared in: only core's list is exact.
-
+	// In docker, which core is declared in: only core's list is exact.
+	{name: "a new undeclared user", cmd: []string{"useradd", "-R", "ROOT", "-m", "-G", "docker", "mallory"}},
 	{name: "an undeclared user changed", cmd: []string{"usermod", "-R", "ROOT", "-s", "/bin/sh", "-aG", "users", "alice"}},
 }
 
