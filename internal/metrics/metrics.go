@@ -36,6 +36,9 @@ var Kinds = []drift.Kind{
 	drift.Missing, drift.Type, drift.Content, drift.Mode, drift.Owner, drift.Group,
 	drift.Target, drift.HardLink, drift.Unmasked, drift.Masked, drift.Enablement,
 	drift.KernelArg, drift.Unreadable, drift.Unverifiable, drift.RebootPending,
+	// Users and groups.
+	drift.Present, drift.UID, drift.GID, drift.Gecos, drift.HomeDir, drift.Shell,
+	drift.PrimaryGroup, drift.Groups, drift.PasswordHash,
 }
 
 // Snapshot is the state the metrics show; the daemon fills it on its event
