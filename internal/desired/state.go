@@ -147,6 +147,9 @@ func (e *Entry) ID() string {
 	case KindConfig:
 		return string(e.Kind) + ":" + e.Path + ":" + e.Target
 	case KindUser, KindGroup:
+		if e.Account == nil {
+			return accountID(e.Kind, e.User)
+		}
 		return accountID(e.Kind, e.Account.Name)
 	}
 	return string(e.Kind) + ":" + e.Path
