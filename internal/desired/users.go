@@ -194,8 +194,12 @@ func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 	for _, i := range [2]int{0, 4} {
 		src := AccountFiles[i]
 		colonLines(raw[i], func(f []string) {
-			if len(f) < 7 {
+			if len(f) < 6 {
 				return
+			}
+			shell := ""
+			if len(f) > 6 {
+				shell = f[6]
 			}
 			uid, err1 := strconv.Atoi(f[2])
 			gid, err2 := strconv.Atoi(f[3])
@@ -203,7 +207,7 @@ func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 				return
 			}
 			if _, dup := db.Users[f[0]]; !dup {
-				u := &Passwd{Name: f[0], UID: uid, GID: gid, Gecos: f[4], Home: f[5], Shell: f[6], Source: src}
+				u := &Passwd{Name: f[0], UID: uid, GID: gid, Gecos: f[4], Home: f[5], Shell: shell, Source: src}
 				if raw[1] == nil && src == PasswdFile {
 					// Without /etc/shadow, shadow-utils keeps the hash in
 					// passwd's own field (lib/pwio.c: is_shadow_pwd is false).
@@ -216,7 +220,7 @@ func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 	for _, i := range [2]int{2, 5} {
 		src := AccountFiles[i]
 		colonLines(raw[i], func(f []string) {
-			if len(f) < 4 {
+			if len(f) < 3 {
 				return
 			}
 			gid, err := strconv.Atoi(f[2])
@@ -226,7 +230,10 @@ func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 			if _, dup := db.Groups[f[0]]; dup {
 				return
 			}
-			g := &Group{Name: f[0], GID: gid, Members: members(f[3]), Source: src}
+			g := &Group{Name: f[0], GID: gid, Source: src}
+			if len(f) > 3 {
+				g.Members = members(f[3])
+			}
 			if raw[3] == nil && src == GroupFile {
 				// Without /etc/gshadow, in group's own field (is_shadow_grp).
 				g.Hash, g.HasShadow = f[1], true
