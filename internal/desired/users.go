@@ -170,21 +170,35 @@ type AccountDB struct {
 	Groups map[string]*Group
 	// groupsByID holds the first group of each gid.
 	groupsByID map[int]*Group
+	// ShadowErr and GShadowErr say why /etc/shadow or /etc/gshadow could
+	// not be read (it is not world-readable: a check without root's
+	// privileges): the hashes are then unknown, not absent.
+	ShadowErr, GShadowErr error
 }
 
 // ReadAccountDB reads AccountFiles inside root. A missing file is an empty
-// database; an unreadable one is an error naming its host path (never
-// prefixed by the root).
+// database. An unreadable shadow file leaves its hashes unknown
+// (AccountDB.ShadowErr, GShadowErr): the rest is still judged; any other
+// unreadable file is an error naming its host path (never prefixed by the
+// root).
 func ReadAccountDB(root Host) (*AccountDB, error) {
 	var raw [accountFilesCount][]byte
+	var shadowErr [accountFilesCount]error
 	for i, f := range AccountFiles {
 		data, err := root.ReadFile(f)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case err == nil, errors.Is(err, fs.ErrNotExist):
+		case f == ShadowFile || f == GShadowFile:
+			shadowErr[i] = fmt.Errorf("reading %s: %w", f, errpath.Strip(err))
+			data = []byte{} // there, unread: the hashes are not passwd's own fields
+		default:
 			return nil, fmt.Errorf("reading %s: %w", f, errpath.Strip(err))
 		}
 		raw[i] = data
 	}
-	return ParseAccountDB(raw), nil
+	db := ParseAccountDB(raw)
+	db.ShadowErr, db.GShadowErr = shadowErr[1], shadowErr[3]
+	return db, nil
 }
 
 // ParseAccountDB parses the contents of AccountFiles, in its order; a nil

@@ -49,7 +49,7 @@ func CompareAccount(e *desired.Entry, db *desired.AccountDB, key Key) []Drift {
 			ds = append(ds, mk(GID, g.Source, fmt.Sprintf("gid is %d, want %d", g.GID, *a.ID), strconv.Itoa(*a.ID), strconv.Itoa(g.GID)))
 		}
 		if a.PasswordHash != nil {
-			ds = append(ds, passwordDrift(mk, desired.GShadowFile, *a.PasswordHash, g.Hash, g.HasShadow, g.Source, key)...)
+			ds = append(ds, passwordDrift(mk, desired.GShadowFile, *a.PasswordHash, g.Hash, g.HasShadow, g.Source, db.GShadowErr, key)...)
 		}
 		return ds
 	}
@@ -91,7 +91,7 @@ func CompareAccount(e *desired.Entry, db *desired.AccountDB, key Key) []Drift {
 		}
 	}
 	if a.PasswordHash != nil {
-		ds = append(ds, passwordDrift(mk, desired.ShadowFile, *a.PasswordHash, u.Hash, u.HasShadow, u.Source, key)...)
+		ds = append(ds, passwordDrift(mk, desired.ShadowFile, *a.PasswordHash, u.Hash, u.HasShadow, u.Source, db.ShadowErr, key)...)
 	}
 	return ds
 }
@@ -153,7 +153,11 @@ func groupsDrift(declared []string, db *desired.AccountDB, user string) (groupsD
 // passwordDrift compares a declared hash with the shadow file's. Neither
 // hash is ever shown: Want and Got are keyed digests (HMAC of the hash's
 // SHA-256, as for secret content), left out without a key.
-func passwordDrift(mk func(Kind, string, string, string, string) Drift, file, want, got string, hasShadow bool, source string, key Key) []Drift {
+func passwordDrift(mk func(Kind, string, string, string, string) Drift, file, want, got string, hasShadow bool, source string, readErr error, key Key) []Drift {
+	if readErr != nil {
+		// Not seen is not clean: the check lacks the privileges to read it.
+		return []Drift{mk(Unreadable, file, fmt.Sprintf("password hash not checked: %v", readErr), "", "")}
+	}
 	if !hasShadow {
 		why := "has no line in " + file
 		if source != desired.PasswdFile && source != desired.GroupFile {

@@ -2,6 +2,7 @@ package drift_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -156,5 +157,22 @@ func replace(file, old, new string) func(map[string]string) {
 			panic(file + " has no " + old)
 		}
 		f[file] = strings.Replace(f[file], old, new, 1)
+	}
+}
+
+// A shadow file the check cannot read leaves the hashes unknown: a user
+// that declares one is unreadable (not clean, not a differing hash); one
+// that does not is judged on the rest.
+func TestCompareAccountShadowUnreadable(t *testing.T) {
+	db := accountsDB(t, nil)
+	db.ShadowErr = errors.New("reading /etc/shadow: permission denied")
+	withHash := userEntry(desired.Account{Name: "core", PasswordHash: ptr(secretWant)})
+	d := drift.CompareAccount(&withHash, db, drift.Key{})
+	if len(d) != 1 || d[0].Kind != drift.Unreadable || d[0].Path != desired.ShadowFile || !strings.Contains(d[0].Message, "permission denied") {
+		t.Errorf("with a declared hash: %+v", d)
+	}
+	without := userEntry(desired.Account{Name: "core", Shell: ptr("/bin/bash")})
+	if d := drift.CompareAccount(&without, db, drift.Key{}); len(d) != 0 {
+		t.Errorf("without a declared hash: %+v", d)
 	}
 }

@@ -25,8 +25,8 @@ const (
 var secretTails = []string{"CoreHashTailNeverShown", "DockerGroupHashTailNeverShown", "AnAttackersHashTailNeverShown", "drmCoreSalt", "drmGroupSalt", "drmOtherSalt"}
 
 // accountsConfig declares every field Ignition sets on users and groups:
-// core (which the image has) modified, svc created, eve (which the image
-// has) deleted; docker and monitoring created, oldgrp (the image's)
+// core (which the image has) modified, svc created (its empty
+// passwordHash is "*"), eve (which the image has) deleted; docker and monitoring created, oldgrp (the image's)
 // deleted. shouldExist is spec 3.2.0 and later.
 func accountsConfig(version string) []byte {
 	return fmt.Appendf(nil, `{
@@ -41,7 +41,7 @@ func accountsConfig(version string) []byte {
       {"name": "core", "gecos": "CoreOS Admin", "shell": "/bin/sh", "groups": ["docker", "users"],
        "passwordHash": %q, "sshAuthorizedKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAccounts core@example"]},
       {"name": "svc", "uid": 1600, "homeDir": "/var/lib/svc", "primaryGroup": "monitoring",
-       "shell": "/usr/sbin/nologin", "noUserGroup": true},
+       "shell": "/usr/sbin/nologin", "noUserGroup": true, "passwordHash": ""},
       {"name": "eve", "shouldExist": false}
     ]
   }
@@ -135,7 +135,11 @@ var accountMutations = []accountMutation{
 		want: []key{userDrift("groups", "/etc/group", "core")}},
 	{name: "chpasswd -e", stdin: "core:" + otherHash + "\n", cmd: []string{"chpasswd", "-e", "-R", "ROOT"},
 		want: []key{userDrift("password-hash", "/etc/shadow", "core")}},
-	{name: "usermod -p: a password unlocked", cmd: []string{"usermod", "-R", "ROOT", "-p", otherHash, "svc"}},
+	// An empty passwordHash is "*" (no password login): one set is drift.
+	{name: "usermod -p: a password where none may be", cmd: []string{"usermod", "-R", "ROOT", "-p", otherHash, "svc"},
+		want: []key{userDrift("password-hash", "/etc/shadow", "svc")}},
+	// svc declares no gecos: Ignition leaves it as it finds it.
+	{name: "a field a declared user does not declare", cmd: []string{"usermod", "-R", "ROOT", "-c", "Anything", "svc"}},
 	{name: "usermod -u", cmd: []string{"usermod", "-R", "ROOT", "-u", "1601", "svc"},
 		want: []key{userDrift("uid", "/etc/passwd", "svc")}},
 	{name: "usermod -d", cmd: []string{"usermod", "-R", "ROOT", "-d", "/srv/svc", "svc"},
