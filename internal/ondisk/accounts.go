@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,11 +31,22 @@ func (r *Root) ObserveAccounts() Accounts {
 	return a
 }
 
+// StaleAccountLock is how long a lock is taken to be its writer's at the
+// most: shadow-utils' tools hold one for milliseconds (longer only while
+// usermod --move-home or userdel --remove copy or remove a home), and give
+// up waiting for one after 15 seconds themselves (lib/commonio.c,
+// LOCK_TRIES and LOCK_SLEEP). An older lock whose pid happens to be alive
+// again (a stale lock, its pid reused) must not keep the accounts unchecked.
+const StaleAccountLock = time.Minute
+
 // accountLock names the first lock file held by a live process. A lock
 // file holds its writer's pid (commonio.c, do_lock_file); one whose
 // process is gone is stale (shadow-utils removes such a lock itself when
-// it next locks), and so is one that is not a pid.
+// it next locks), and so is one that is not a pid, or older than
+// StaleAccountLock.
 func (r *Root) accountLock() string {
+	o := NewObserver(r)
+	defer o.Close()
 	for _, l := range desired.AccountLocks {
 		data, err := r.ReadFile(l)
 		if err != nil {
@@ -45,6 +57,9 @@ func (r *Root) accountLock() string {
 		}
 		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 		if err != nil || pid <= 0 {
+			continue
+		}
+		if _, mtime := o.Stat(l); time.Since(mtime) > StaleAccountLock {
 			continue
 		}
 		if err := unix.Kill(pid, 0); err == nil || errors.Is(err, unix.EPERM) {
