@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,39 @@ func TestAccountsWithShadowUtils(t *testing.T) {
 	t.Logf("usermod --shell: reported in %s", fmtDur(time.Since(start)))
 	if got := d.records(m, d.mark(), harness.MsgDriftDetected, nil); len(got) != 1 {
 		t.Errorf("usermod --shell brought %d drift records, want 1: %v", len(got), got)
+	}
+}
+
+// TestAccountsSecretsInEveryOutput: a password hash that differs reaches
+// no output of the daemon's: its records, its status over the bus (text and
+// JSON), its metrics textfile; the metrics count the drift by its kind.
+func TestAccountsSecretsInEveryOutput(t *testing.T) {
+	bus := privateBus(t)
+	f := accountsRoot(t)
+	metrics := filepath.Join(t.TempDir(), "drift-monitor.prom")
+	d := startDaemonWith(t, f.root, daemonOpts{bus: bus, args: []string{"--metrics-textfile", metrics}})
+	d.waitStatus("No drift: watching 3 paths, 0 units")
+	m := d.mark()
+	f.replaceByRename("/etc/shadow", "root:*:19000:0:99999:7:::\ncore:"+accountsGotHash+":19000:0:99999:7:::\n")
+	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_KIND": "password-hash", "DRIFT_USER": "core"})
+	var outs []string
+	d.wait("status drifted over the bus", 10*time.Second, func() bool {
+		text, _, code := runCLI(t, bus, "status")
+		js, _, _ := runCLI(t, bus, "status", "--format", "json")
+		outs = []string{text, js}
+		return code == 1 && strings.Contains(text, "user core: password-hash") && strings.Contains(js, "password hash differs")
+	})
+	d.wait("the metrics count the drift", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(metrics)
+		outs = append(outs[:2], string(b))
+		return strings.Contains(string(b), `drift_monitor_drift_entries{kind="password-hash"} 1`)
+	})
+	outs = append(outs, d.log())
+	for _, o := range outs {
+		for _, s := range []string{"WantedHashThatNoRecordMayShow", "AnotherHashThatNoRecordMayShow", "bbWantSalt", "bbGotSalt"} {
+			if strings.Contains(o, s) {
+				t.Errorf("a password hash (%s) in an output:\n%s", s, o)
+			}
+		}
 	}
 }
