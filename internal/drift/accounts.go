@@ -28,48 +28,75 @@ const (
 // A password hash is a secret: its drift says that it differs, with keyed
 // digests of either hash at most (none with the zero Key), never a hash.
 func CompareAccount(e *desired.Entry, db *desired.AccountDB, key Key) []Drift {
-	a := e.Account
-	noun := accountNoun(e)
-	mk := func(k Kind, path, msg, want, got string) Drift {
-		return Drift{Kind: k, Entry: e.Kind, Path: path, User: e.User, Group: groupName(e),
-			Message: noun + ": " + msg, Want: want, Got: got, EntryID: e.ID()}
-	}
+	r := accountReport{e: e, noun: accountNoun(e), key: key}
 	if e.Kind == desired.KindGroup {
-		g, exists := db.Groups[a.Name]
-		switch {
-		case a.Absent && exists:
-			return []Drift{mk(Present, g.Source, "exists, but is declared shouldExist false", "", "")}
-		case a.Absent:
-			return nil
-		case !exists:
-			return []Drift{mk(Missing, desired.GroupFile, "does not exist", "", "")}
+		g, exists := db.Groups[e.Account.Name]
+		if !exists {
+			return r.existence(false, desired.GroupFile)
 		}
-		var ds []Drift
-		if a.ID != nil && g.GID != *a.ID {
-			ds = append(ds, mk(GID, g.Source, fmt.Sprintf("gid is %d, want %d", g.GID, *a.ID), strconv.Itoa(*a.ID), strconv.Itoa(g.GID)))
+		if e.Account.Absent {
+			return r.existence(true, g.Source)
 		}
-		if a.PasswordHash != nil {
-			ds = append(ds, passwordDrift(mk, desired.GShadowFile, *a.PasswordHash, g.Hash, g.HasShadow, g.Source, db.GShadowErr, key)...)
-		}
-		return ds
+		return r.group(g, db)
 	}
-	u, exists := db.Users[a.Name]
+	u, exists := db.Users[e.Account.Name]
+	if !exists {
+		return r.existence(false, desired.PasswdFile)
+	}
+	if e.Account.Absent {
+		return r.existence(true, u.Source)
+	}
+	return r.user(u, db)
+}
+
+// accountReport makes one account entry's drift.
+type accountReport struct {
+	e    *desired.Entry
+	noun string
+	key  Key
+	ds   []Drift
+}
+
+func (r *accountReport) add(k Kind, path, msg, want, got string) {
+	r.ds = append(r.ds, Drift{Kind: k, Entry: r.e.Kind, Path: path, User: r.e.User, Group: groupName(r.e),
+		Message: r.noun + ": " + msg, Want: want, Got: got, EntryID: r.e.ID()})
+}
+
+// existence is the drift of an account that exists (in source) or not:
+// none when that is as declared.
+func (r *accountReport) existence(exists bool, source string) []Drift {
 	switch {
-	case a.Absent && exists:
-		return []Drift{mk(Present, u.Source, "exists, but is declared shouldExist false", "", "")}
-	case a.Absent:
-		return nil
-	case !exists:
-		return []Drift{mk(Missing, desired.PasswdFile, "does not exist", "", "")}
+	case exists && r.e.Account.Absent:
+		r.add(Present, source, "exists, but is declared shouldExist false", "", "")
+	case !exists && !r.e.Account.Absent:
+		r.add(Missing, source, "does not exist", "", "")
 	}
-	var ds []Drift
+	return r.ds
+}
+
+// group compares what groupadd and groupmod set: --gid, --password.
+func (r *accountReport) group(g *desired.Group, db *desired.AccountDB) []Drift {
+	a := r.e.Account
+	if a.ID != nil && g.GID != *a.ID {
+		r.add(GID, g.Source, fmt.Sprintf("gid is %d, want %d", g.GID, *a.ID), strconv.Itoa(*a.ID), strconv.Itoa(g.GID))
+	}
+	if a.PasswordHash != nil {
+		r.password(desired.GShadowFile, *a.PasswordHash, g.Hash, g.HasShadow, g.Source, db.GShadowErr)
+	}
+	return r.ds
+}
+
+// user compares what useradd and usermod set: --uid, --comment, --home,
+// --shell, --gid, --groups, --password.
+func (r *accountReport) user(u *desired.Passwd, db *desired.AccountDB) []Drift {
+	a := r.e.Account
 	field := func(k Kind, name string, want *string, got string) {
 		if want != nil && *want != got {
-			ds = append(ds, mk(k, u.Source, fmt.Sprintf("%s is %q, want %q", name, got, *want), *want, got))
+			r.add(k, u.Source, fmt.Sprintf("%s is %q, want %q", name, got, *want), *want, got)
 		}
 	}
 	if a.ID != nil && u.UID != *a.ID {
-		ds = append(ds, mk(UID, u.Source, fmt.Sprintf("uid is %d, want %d", u.UID, *a.ID), strconv.Itoa(*a.ID), strconv.Itoa(u.UID)))
+		r.add(UID, u.Source, fmt.Sprintf("uid is %d, want %d", u.UID, *a.ID), strconv.Itoa(*a.ID), strconv.Itoa(u.UID))
 	}
 	field(Gecos, "gecos", a.Gecos, u.Gecos)
 	field(HomeDir, "home directory", a.Home, u.Home)
@@ -80,20 +107,20 @@ func CompareAccount(e *desired.Entry, db *desired.AccountDB, key Key) []Drift {
 			got = g.Name
 		}
 		if g, ok := db.GroupOf(*a.PrimaryGroup); !ok {
-			ds = append(ds, mk(PrimaryGroup, u.Source, fmt.Sprintf("primary group %q does not exist (primary group is %q)", *a.PrimaryGroup, got), *a.PrimaryGroup, got))
+			r.add(PrimaryGroup, u.Source, fmt.Sprintf("primary group %q does not exist (primary group is %q)", *a.PrimaryGroup, got), *a.PrimaryGroup, got)
 		} else if g.GID != u.GID {
-			ds = append(ds, mk(PrimaryGroup, u.Source, fmt.Sprintf("primary group is %q (gid %d), want %q (gid %d)", got, u.GID, g.Name, g.GID), g.Name, got))
+			r.add(PrimaryGroup, u.Source, fmt.Sprintf("primary group is %q (gid %d), want %q (gid %d)", got, u.GID, g.Name, g.GID), g.Name, got)
 		}
 	}
 	if a.Groups != nil {
 		if d, ok := groupsDrift(a.Groups, db, u.Name); ok {
-			ds = append(ds, mk(Groups, desired.GroupFile, d.msg, d.want, d.got))
+			r.add(Groups, desired.GroupFile, d.msg, d.want, d.got)
 		}
 	}
 	if a.PasswordHash != nil {
-		ds = append(ds, passwordDrift(mk, desired.ShadowFile, *a.PasswordHash, u.Hash, u.HasShadow, u.Source, db.ShadowErr, key)...)
+		r.password(desired.ShadowFile, *a.PasswordHash, u.Hash, u.HasShadow, u.Source, db.ShadowErr)
 	}
-	return ds
+	return r.ds
 }
 
 type groupsDiff struct{ msg, want, got string }
@@ -150,27 +177,25 @@ func groupsDrift(declared []string, db *desired.AccountDB, user string) (groupsD
 		want: strings.Join(want, ","), got: strings.Join(got, ",")}, true
 }
 
-// passwordDrift compares a declared hash with the shadow file's. Neither
+// password compares a declared hash with the shadow file's. Neither
 // hash is ever shown: Want and Got are keyed digests (HMAC of the hash's
 // SHA-256, as for secret content), left out without a key.
-func passwordDrift(mk func(Kind, string, string, string, string) Drift, file, want, got string, hasShadow bool, source string, readErr error, key Key) []Drift {
-	if readErr != nil {
+func (r *accountReport) password(file, want, got string, hasShadow bool, source string, readErr error) {
+	switch {
+	case readErr != nil:
 		// Not seen is not clean: the check lacks the privileges to read it.
-		return []Drift{mk(Unreadable, file, fmt.Sprintf("password hash not checked: %v", readErr), "", "")}
-	}
-	if !hasShadow {
+		r.add(Unreadable, file, fmt.Sprintf("password hash not checked: %v", readErr), "", "")
+	case !hasShadow:
 		why := "has no line in " + file
 		if source != desired.PasswdFile && source != desired.GroupFile {
 			why += " (it is in " + source + ")"
 		}
-		return []Drift{mk(PasswordHash, file, "password hash differs: "+why, "", "")}
+		r.add(PasswordHash, file, "password hash differs: "+why, "", "")
+	case want != got:
+		g := digester{key: r.key}
+		w, o := sha256.Sum256([]byte(want)), sha256.Sum256([]byte(got))
+		r.add(PasswordHash, file, "password hash differs", g.name(w[:]), g.name(o[:]))
 	}
-	if want == got {
-		return nil
-	}
-	g := digester{key: key}
-	w, o := sha256.Sum256([]byte(want)), sha256.Sum256([]byte(got))
-	return []Drift{mk(PasswordHash, file, "password hash differs", g.name(w[:]), g.name(o[:]))}
 }
 
 // accountNoun names an account in messages: user "core", group "wheel".
