@@ -13,7 +13,8 @@ import (
 // is reported by a daemon whose periodic check is an hour away, within the
 // bound an inotify event's check keeps (the watch on /etc, where usermod
 // renames /etc/passwd+ over /etc/passwd), and `chpasswd -e` is reported
-// without the hash reaching the journal.
+// without the hash reaching the journal; `drift-monitor reconcile` puts
+// both back.
 func TestAccountsOnALiveHost(t *testing.T) {
 	t.Parallel()
 	const (
@@ -46,11 +47,18 @@ func TestAccountsOnALiveHost(t *testing.T) {
 	h.sh(`echo "core:$1" | chpasswd -e`, gotHash)
 	h.waitRecordWithin(within, m, harness.MsgDriftDetected, map[string]string{"DRIFT_USER": "core", "DRIFT_KIND": "password-hash", "DRIFT_PATH": "/etc/shadow"})
 
+	// reconcile on the live host puts both back, with usermod and
+	// chpasswd -e (--root /), under its inhibitor.
 	m = h.mark()
-	h.MustRun(t, "usermod", "-s", "/bin/bash", "core")
-	h.sh(`echo "core:$1" | chpasswd -e`, wantHash)
+	out := h.MustRun(t, "drift-monitor", "reconcile")
+	if !strings.Contains(out, "usermod --shell /bin/bash core") || strings.Contains(out, "NeverJournaled") {
+		t.Errorf("reconcile printed:\n%s", out)
+	}
 	h.waitRecordWithin(within, m, harness.MsgDriftResolved, want)
 	h.waitStatus(clean)
+	if got := h.sh(`grep '^core:' /etc/passwd; grep -c "^core:$1:" /etc/shadow`, wantHash); !strings.Contains(got, ":/bin/bash\n1") {
+		t.Errorf("after reconcile: %q", got)
+	}
 
 	journal := h.MustRun(t, "journalctl", "-u", service, "--no-pager", "-o", "json", "--all")
 	for _, s := range []string{"LiveHostWantedHashNeverJournaled", "LiveHostOtherHashNeverJournaled", "sdWantSalt", "sdGotSalt"} {
