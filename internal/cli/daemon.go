@@ -67,6 +67,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	if o.DigestKey, err = hostKey(); err != nil {
 		o.Log.Warn(fmt.Sprintf("no digest key, secret contents get no digests: %v", err))
 	}
+	o.FirstBoot = firstBoot()
 	if cache != nil {
 		cache.Log = o.Log
 	}

@@ -35,6 +35,9 @@ func (d *Daemon) load(ctx context.Context) error {
 	for _, w := range st.Warnings {
 		d.log.Warn("config warning: " + w)
 	}
+	for _, w := range d.o.FirstBoot.Apply(d.root, &st) {
+		d.log.Warn(w)
+	}
 	excl, err := d.exclusions()
 	if err != nil {
 		d.m.loadFailures++

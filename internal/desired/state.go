@@ -125,6 +125,9 @@ type Entry struct {
 
 	// Account declares a user (KindUser) or group (KindGroup).
 	Account *Account
+	// FirstBoot, when set, says which fields the first-boot record filled
+	// (see FirstBoot).
+	FirstBoot *FirstBoot
 }
 
 // Secret reports whether the entry's content must never be shown: its declared
@@ -164,7 +167,8 @@ func (e *Entry) ID() string {
 //     bytes are read back through State.Store);
 //   - Hash != nil: the file holds a base whose digest is Hash, followed by Suffix;
 //   - neither: the file ends with Suffix (its base is whatever was there, as
-//     Ignition's overwrite=false leaves it);
+//     Ignition's overwrite=false leaves it); with Base, the base recorded at
+//     the first boot followed by Suffix;
 //   - Unverifiable != "": the content cannot be verified offline; only type,
 //     mode and owner are checked.
 type Content struct {
@@ -173,6 +177,8 @@ type Content struct {
 	Hash         *Hash
 	Suffix       []byte
 	Unverifiable string
+	// Base is the recorded base of a file only appended to (see Base).
+	Base *Base
 }
 
 // ExactSize reports whether the file must hold exact bytes (Exact or Stored)

@@ -99,6 +99,10 @@ type prepare struct {
 	// ignition, when set, is the Ignition binary to run (harness.IgnitionBinary
 	// for the pinned one); Debian's 2.14 otherwise.
 	ignition string
+	// root, when set, is the existing tree Ignition writes into (an ostree
+	// deployment) instead of a fresh one; its cache is then the root's own
+	// /run/cache.json.
+	root string
 }
 
 func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, err error) {
@@ -116,6 +120,9 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 	})
 	root = filepath.Join(dir, "root")
 	run := filepath.Join(dir, "run")
+	if prep.root != "" {
+		root, run = prep.root, filepath.Join(prep.root, "run")
+	}
 	bin := filepath.Join(dir, "bin")
 	for _, d := range []string{root, run, bin, filepath.Join(root, "etc", "selinux")} {
 		mustMkdir(t, d, 0o755)
