@@ -1,6 +1,7 @@
 package blackbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -171,5 +172,37 @@ func TestAccountsSecretsInEveryOutput(t *testing.T) {
 				t.Errorf("a password hash (%s) in an output:\n%s", s, o)
 			}
 		}
+	}
+}
+
+// TestAccountsCheckedUnprivileged: a check that cannot read /etc/shadow
+// (not root) judges what it can read and says which hash it could not: a
+// declared password is unreadable (drift: not seen is not clean), the
+// rest as usual.
+func TestAccountsCheckedUnprivileged(t *testing.T) {
+	harness.RequireRoot(t, "the check runs as nobody")
+	f := accountsRoot(t)
+	// Where nobody can reach it: t.TempDir's parent is 0700.
+	dir, err := os.MkdirTemp("", "dm-accounts-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	if out, err := exec.Command("cp", "-a", f.root, dir+"/root").CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	f.root = dir + "/root"
+	os.Chmod(f.host("/etc/shadow"), 0o600)
+	out, code := asNobody(t, []string{"CACHE_DIRECTORY=" + t.TempDir()}, harness.Binary(t), "check", "--root", f.root, "--format", "json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	var rep harness.Report
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if len(rep.Drift) != 1 || rep.Drift[0].Kind != "unreadable" || rep.Drift[0].Path != "/etc/shadow" || rep.Drift[0].User != "core" {
+		t.Errorf("drift %+v, want only core's password unreadable", rep.Drift)
 	}
 }
