@@ -24,6 +24,9 @@ const (
 	PasswordHash Kind = "password-hash"
 )
 
+// AccountKinds are the kinds only users and groups have.
+var AccountKinds = []Kind{Present, UID, GID, Gecos, HomeDir, Shell, PrimaryGroup, Groups, PasswordHash}
+
 // CompareAccount compares a user or group entry with a root's accounts.
 // A password hash is a secret: its drift says that it differs, with keyed
 // digests of either hash at most (none with the zero Key), never a hash.

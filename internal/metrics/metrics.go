@@ -32,14 +32,11 @@ var States = []string{"starting", "clean", "drifted", "inhibited", "error"}
 
 // Kinds are the values of drift_monitor_drift_entries' label: every
 // drift.Kind, the notices included (they are counted, not alerted on).
-var Kinds = []drift.Kind{
+var Kinds = append([]drift.Kind{
 	drift.Missing, drift.Type, drift.Content, drift.Mode, drift.Owner, drift.Group,
 	drift.Target, drift.HardLink, drift.Unmasked, drift.Masked, drift.Enablement,
 	drift.KernelArg, drift.Unreadable, drift.Unverifiable, drift.RebootPending,
-	// Users and groups.
-	drift.Present, drift.UID, drift.GID, drift.Gecos, drift.HomeDir, drift.Shell,
-	drift.PrimaryGroup, drift.Groups, drift.PasswordHash,
-}
+}, drift.AccountKinds...)
 
 // Snapshot is the state the metrics show; the daemon fills it on its event
 // loop.
