@@ -97,10 +97,20 @@ func (r *Reconciler) account(ctx context.Context, e *desired.Entry, a *Action) e
 		}
 		if err := run.Run(ctx, c.name, c.args, c.stdin); err != nil {
 			a.Done = a.Done[:len(a.Done)-1]
-			return refuse("%v", err)
+			return refuse("%s", withoutHash(err.Error(), acct.PasswordHash))
 		}
 	}
 	return nil
+}
+
+// withoutHash is a tool's message with the declared hash taken out, should
+// the tool ever echo its input: a hash is never shown. One too short to be
+// a secret ("*", "!") is left, or every star of the message would go.
+func withoutHash(msg string, hash *string) string {
+	if hash == nil || len(*hash) < 8 {
+		return msg
+	}
+	return strings.ReplaceAll(msg, *hash, "(the declared password hash)")
 }
 
 // passwordLine is chpasswd's and chgpasswd's input for -e: NAME:HASH.

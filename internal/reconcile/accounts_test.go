@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +148,31 @@ func TestAccountRepairs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// failing is a Commands whose tool fails, echoing its input.
+type failing struct{}
+
+func (failing) Run(_ context.Context, name string, _ []string, stdin []byte) error {
+	return fmt.Errorf("%s: exit status 1: bad line %q", name, stdin)
+}
+
+// A tool that echoes the hash it was given: its message is the reason,
+// without the hash.
+func TestAccountRepairFailureShowsNoHash(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("core:x:1000:1000::/home/core:/bin/bash\n"), 0o644)
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	hash := secretHash
+	e := &desired.Entry{Kind: desired.KindUser, Path: desired.PasswdFile, User: "core", Account: &desired.Account{Name: "core", PasswordHash: &hash}}
+	res := (&Reconciler{Root: r, Commands: failing{}}).Repair(context.Background(), []*desired.Entry{e}, map[string][]drift.Kind{e.ID(): {drift.PasswordHash}})
+	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, "chpasswd: exit status 1") || strings.Contains(res.Refused[0].Problem, "TheDeclaredSecretHash") {
+		t.Errorf("refused %+v: want chpasswd's failure without the hash", res.Refused)
 	}
 }
