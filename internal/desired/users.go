@@ -22,8 +22,9 @@ const (
 // Account is what a passwd.users or passwd.groups item declares, as
 // Ignition applies it. Nil (or, for Groups, empty) fields are not checked.
 //
-// Ignition 2.14 and 2.27 alike (internal/exec/util/passwd.go, EnsureUser and
-// SetPasswordHash, the same for users in both): a user that exists is
+// Ignition v2.14.0 and v2.27.0 alike (internal/exec/util/passwd.go,
+// EnsureUser and SetPasswordHash, the same for users in both): a user that
+// exists is
 // usermod'ed with --uid, --comment, --gid, --groups, --shell, --home
 // --move-home and --password for each declared field, a user that does not
 // is useradd'ed with the same fields; --no-create-home, --no-user-group,
@@ -31,8 +32,11 @@ const (
 // creation and are nothing to an account that already existed (as core on
 // Fedora CoreOS does): they are not checked, since nothing on disk tells an
 // account Ignition created from one it found. A groups item is groupadd'ed
-// with --gid and --password, or (2.27: EnsureGroup; 2.14 only ever runs
-// groupadd, and fails on an existing group) groupmod'ed with them.
+// with --gid and --password, or (v2.27.0: EnsureGroup; up to v2.24.0 it
+// only ever runs groupadd, which fails on an existing group) groupmod'ed
+// with them; followed as v2.27.0, which go.mod pins, does it. Up to
+// v2.24.0 a group created without a declared hash got --password "*", in
+// v2.27.0 none: creation-only either way, and not checked.
 type Account struct {
 	Name string
 	// Absent: shouldExist false (spec 3.2.0 and later). Ignition runs
