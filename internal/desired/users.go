@@ -24,10 +24,9 @@ const (
 //
 // Ignition v2.14.0 and v2.27.0 alike (internal/exec/util/passwd.go,
 // EnsureUser and SetPasswordHash, the same for users in both): a user that
-// exists is
-// usermod'ed with --uid, --comment, --gid, --groups, --shell, --home
-// --move-home and --password for each declared field, a user that does not
-// is useradd'ed with the same fields; --no-create-home, --no-user-group,
+// exists is usermod'ed with --uid, --comment, --gid, --groups, --shell,
+// --home --move-home and --password for each declared field, a user that
+// does not is useradd'ed with the same fields; --no-create-home, --no-user-group,
 // --system and --no-log-init reach useradd only, so they shape a user at
 // creation and are nothing to an account that already existed (as core on
 // Fedora CoreOS does): they are not checked, since nothing on disk tells an
