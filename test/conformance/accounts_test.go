@@ -26,26 +26,31 @@ var secretTails = []string{"CoreHashTailNeverShown", "DockerGroupHashTailNeverSh
 
 // accountsConfig declares every field Ignition sets on users and groups:
 // core (which the image has) modified, svc created (its empty
-// passwordHash is "*"), eve (which the image has) deleted; docker and monitoring created, oldgrp (the image's)
-// deleted. shouldExist is spec 3.2.0 and later.
+// passwordHash is "*"), docker and monitoring created; from spec 3.2.0
+// (shouldExist), eve and oldgrp (the image's) deleted.
 func accountsConfig(version string) []byte {
+	var oldgrp, eve string
+	if version >= "3.2.0" {
+		oldgrp = `,
+      {"name": "oldgrp", "shouldExist": false}`
+		eve = `,
+      {"name": "eve", "shouldExist": false}`
+	}
 	return fmt.Appendf(nil, `{
   "ignition": {"version": %q},
   "passwd": {
     "groups": [
       {"name": "docker", "gid": 1500, "passwordHash": %q},
-      {"name": "monitoring"},
-      {"name": "oldgrp", "shouldExist": false}
+      {"name": "monitoring"}%s
     ],
     "users": [
       {"name": "core", "gecos": "CoreOS Admin", "shell": "/bin/sh", "groups": ["docker", "users"],
        "passwordHash": %q, "sshAuthorizedKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAccounts core@example"]},
       {"name": "svc", "uid": 1600, "homeDir": "/var/lib/svc", "primaryGroup": "monitoring",
-       "shell": "/usr/sbin/nologin", "noUserGroup": true, "passwordHash": ""},
-      {"name": "eve", "shouldExist": false}
+       "shell": "/usr/sbin/nologin", "noUserGroup": true, "passwordHash": ""}%s
     ]
   }
-}`, version, dockerHash, coreHash)
+}`, version, dockerHash, oldgrp, coreHash, eve)
 }
 
 // imageAccounts adds what the image holds before Ignition runs: eve and
@@ -122,6 +127,9 @@ type accountMutation struct {
 	stdin string
 	cmd   []string // ROOT stands for the root
 	want  []key
+	// since is the first spec the mutation means something for
+	// (shouldExist: 3.2.0).
+	since string
 }
 
 var accountMutations = []accountMutation{
@@ -149,7 +157,7 @@ var accountMutations = []accountMutation{
 	{name: "userdel", cmd: []string{"userdel", "-R", "ROOT", "svc"},
 		want: []key{userDrift("missing", "/etc/passwd", "svc")}},
 	{name: "useradd of a user declared shouldExist false", cmd: []string{"useradd", "-R", "ROOT", "eve"},
-		want: []key{userDrift("present", "/etc/passwd", "eve")}},
+		want: []key{userDrift("present", "/etc/passwd", "eve")}, since: "3.2.0"},
 	{name: "groupmod -g", cmd: []string{"groupmod", "-R", "ROOT", "-g", "1501", "docker"},
 		want: []key{groupDrift("gid", "/etc/group", "docker")}},
 	{name: "chgpasswd -e", stdin: "docker:" + otherHash + "\n", cmd: []string{"chgpasswd", "-e", "-R", "ROOT"},
@@ -158,21 +166,21 @@ var accountMutations = []accountMutation{
 		// core was in it: its groups differ too.
 		want: []key{groupDrift("missing", "/etc/group", "docker"), userDrift("groups", "/etc/group", "core")}},
 	{name: "groupadd of a group declared shouldExist false", cmd: []string{"groupadd", "-R", "ROOT", "oldgrp"},
-		want: []key{groupDrift("present", "/etc/group", "oldgrp")}},
+		want: []key{groupDrift("present", "/etc/group", "oldgrp")}, since: "3.2.0"},
 	// In docker, which core is declared in: only core's list is exact.
 	{name: "a new undeclared user", cmd: []string{"useradd", "-R", "ROOT", "-m", "-G", "docker", "mallory"}},
 	{name: "an undeclared user changed", cmd: []string{"usermod", "-R", "ROOT", "-s", "/bin/sh", "-aG", "users", "alice"}},
 }
 
 // TestAccounts: users and groups as real Ignition writes them (2.14 for
-// specs up to 3.3.0, the pinned 2.27 for 3.4.0 to 3.6.0) read as clean;
+// specs 3.0.0 to 3.3.0, the pinned 2.27 for 3.4.0 to 3.6.0) read as clean;
 // each field changed with the real shadow-utils is one drift naming the
 // account and the field, a change to an account the config does not
 // declare is none, no password hash appears in any output, and `reconcile
 // --root` puts every declared account back.
 func TestAccounts(t *testing.T) {
 	requireTier(t)
-	for _, version := range []string{"3.2.0", "3.3.0", "3.4.0", "3.5.0", "3.6.0"} {
+	for _, version := range []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", "3.6.0"} {
 		t.Run(version, func(t *testing.T) {
 			prep := prepare{before: imageAccounts}
 			if version >= "3.4.0" {
@@ -183,7 +191,7 @@ func TestAccounts(t *testing.T) {
 			cfg := filepath.Join(t.TempDir(), "accounts.ign")
 			mustWrite(t, cfg, string(cfgJSON), 0o600)
 
-			if passwd := read(t, root, "/etc/passwd"); strings.Contains(passwd, "\neve:") || !strings.Contains(passwd, "\nsvc:x:1600:") {
+			if passwd := read(t, root, "/etc/passwd"); strings.Contains(passwd, "\neve:") != (version < "3.2.0") || !strings.Contains(passwd, "\nsvc:x:1600:") {
 				t.Fatalf("Ignition did not apply the accounts as declared:\n%s", passwd)
 			}
 			exit, rep := check(t, root, cfg)
@@ -191,6 +199,9 @@ func TestAccounts(t *testing.T) {
 			scanOutputs(t, root, cfg)
 
 			for _, m := range accountMutations {
+				if version < m.since {
+					continue
+				}
 				t.Run(m.name, func(t *testing.T) {
 					r := copyRoot(t, root)
 					args := make([]string, len(m.cmd)-1)
