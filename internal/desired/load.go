@@ -861,6 +861,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	}
 	optionalSpecialBits(&st, bits)
 	emptyDropins(&st, frags)
+	mcdPasswords(&st, frags)
 	for _, f := range frags {
 		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)

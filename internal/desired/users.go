@@ -110,6 +110,29 @@ func deriveAccounts(p types.Passwd, add func(Entry)) {
 	}
 }
 
+// mcdPasswords gives the users a MachineConfig declares the password the
+// machine-config daemon sets them: it runs `usermod -p HASH USER` for each
+// of them on every update, with "*" when no hash (or an empty one) is
+// declared (machine-config-operator pkg/daemon/update.go, SetPasswordHash:
+// pwhash := "*"), where Ignition leaves an undeclared hash alone.
+func mcdPasswords(st *State, frags []Fragment) {
+	mc := map[string]bool{}
+	for _, f := range frags {
+		if f.machineConfig {
+			for _, u := range f.Config.Passwd.Users {
+				mc[u.Name] = true
+			}
+		}
+	}
+	for i := range st.Entries {
+		e := &st.Entries[i]
+		if e.Kind == KindUser && mc[e.User] && !e.Account.Absent && e.Account.PasswordHash == nil {
+			star := "*"
+			e.Account.PasswordHash = &star
+		}
+	}
+}
+
 func isTrue(b *bool) bool { return b != nil && *b }
 
 func nonEmpty(s *string) *string {
