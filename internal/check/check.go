@@ -74,6 +74,12 @@ type Checker struct {
 	// the previous boot's ostree finalization failure (osstate.
 	// FinalizationFailure); nil: it is not looked for.
 	Commands osstate.Commands
+	// WaitForAccountLocks makes an account entry's state unknown while a
+	// live shadow-utils writer holds the account files' locks (see
+	// ondisk.Accounts.Locked): the daemon re-checks it when the lock goes,
+	// rather than report the half-way state of one useradd. A one-shot
+	// check reads the files as they are.
+	WaitForAccountLocks bool
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int
@@ -146,6 +152,9 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	}
 	if hasMachineConfigFields(entries) {
 		k.os = c.readOS(ctx, entries)
+	}
+	if hasAccounts(entries) {
+		k.accounts = c.Root.ObserveAccounts()
 	}
 	workers := c.Workers
 	if workers <= 0 {
@@ -240,8 +249,11 @@ func (c *Checker) Outcome(o *ondisk.Observer, e *desired.Entry, read *ContentRea
 	o.Declare(c.Declared)
 	o.Forget()
 	var k kargs
-	if e.Kind == desired.KindKernelArg {
+	switch e.Kind {
+	case desired.KindKernelArg:
 		k = c.readKargs()
+	case desired.KindUser, desired.KindGroup:
+		k.accounts = c.Root.ObserveAccounts()
 	}
 	if desired.IsMachineConfigField(e.Kind) {
 		k.os = c.readOS(context.Background(), []desired.Entry{*e})
@@ -260,6 +272,8 @@ type kargs struct {
 	// os is what a MachineConfig's fields beyond Ignition are checked
 	// against (mcfields.go).
 	os *osView
+	// accounts is the account files, for user and group entries.
+	accounts ondisk.Accounts
 }
 
 func hasKernelArgs(entries []desired.Entry) bool {
@@ -337,6 +351,8 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 			return Outcome{Drift: drift.CompareKernelArgNextBoot(e, k.next, k.nextSource)}
 		}
 		return Outcome{Drift: drift.CompareKernelArg(e, k.running, k.runErr)}
+	case desired.KindUser, desired.KindGroup:
+		return c.account(e, &k.accounts)
 	}
 	ob := o.Observe(e)
 	deferred := ob.Content.State == ondisk.Deferred

@@ -127,8 +127,8 @@ func TestCheckJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Root != root || rep.Clean || rep.Checked != 10 || !cmp.Equal(rep.Configs, []string{config}) {
-		t.Errorf("root %q clean %v checked %d configs %q; want %q false 10 [%q]", rep.Root, rep.Clean, rep.Checked, rep.Configs, root, config)
+	if rep.Root != root || rep.Clean || rep.Checked != 11 || !cmp.Equal(rep.Configs, []string{config}) {
+		t.Errorf("root %q clean %v checked %d configs %q; want %q false 11 [%q]", rep.Root, rep.Clean, rep.Checked, rep.Configs, root, config)
 	}
 	type brief struct{ Kind, Entry, Path, Unit, User string }
 	var got []brief

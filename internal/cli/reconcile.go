@@ -84,7 +84,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if n := sel.undeclared(state.Entries); n != "" {
 		return fail("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
 	}
-	entries, kinds := reconcile.Group(state.Entries, sel.drift(before.Drift))
+	entries, kinds := reconcile.Group(state.Entries, sel.drift(before.Drift, state.Entries))
 	var res reconcile.Result
 	var todo []*desired.Entry
 	for _, e := range entries {
@@ -131,13 +131,13 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 			fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
 		}
 	}
-	remaining := sel.drift(before.Drift)
+	remaining := sel.drift(before.Drift, state.Entries)
 	if !*dryRun {
 		after, err := checkState(ctx, r, state, key)
 		if err != nil {
 			return fail("checking again after the repair: %v", err)
 		}
-		remaining = sel.drift(after.Drift)
+		remaining = sel.drift(after.Drift, state.Entries)
 	}
 	rep := reconcileReport{Root: *root, DryRun: *dryRun, Repaired: res.Repaired, Refused: res.Refused, Remaining: remaining}
 	if format == "json" {
@@ -207,14 +207,25 @@ type selection struct {
 	excludes []string
 }
 
-func (s selection) drift(ds []drift.Drift) []drift.Drift {
+// drift is the drift of the named paths and units: a drift's own path, or
+// its entry's (a user's shell and password are kept in /etc/passwd and
+// /etc/shadow: naming either repairs what differs of that user there, and
+// /etc/passwd, the user's entry, all of it).
+func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drift {
 	if len(s.names) == 0 {
 		return ds
+	}
+	entryPath := map[string]string{}
+	for i := range entries {
+		if k := entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
+			entryPath[entries[i].ID()] = entries[i].Path
+		}
 	}
 	var out []drift.Drift
 	for _, d := range ds {
 		for _, n := range s.names {
-			if d.Unit == n || (strings.HasPrefix(n, "/") && d.Path == path.Clean(n)) {
+			p := path.Clean(n)
+			if d.Unit == n || (strings.HasPrefix(n, "/") && (d.Path == p || entryPath[d.EntryID] == p)) {
 				out = append(out, d)
 				break
 			}
@@ -228,7 +239,7 @@ func (s selection) undeclared(entries []desired.Entry) string {
 	for _, n := range s.names {
 		found := false
 		for i := range entries {
-			if e := &entries[i]; e.Unit == n || (strings.HasPrefix(n, "/") && e.Path == path.Clean(n)) {
+			if e := &entries[i]; e.Unit == n || (strings.HasPrefix(n, "/") && e.Path == path.Clean(n)) || isAccountFile(e, n) {
 				found = true
 				break
 			}
@@ -238,6 +249,20 @@ func (s selection) undeclared(entries []desired.Entry) string {
 		}
 	}
 	return ""
+}
+
+// isAccountFile reports whether n is an account file e, a user or group,
+// is judged by (where its drift may be reported).
+func isAccountFile(e *desired.Entry, n string) bool {
+	if e.Kind != desired.KindUser && e.Kind != desired.KindGroup {
+		return false
+	}
+	for _, f := range desired.AccountFiles {
+		if path.Clean(n) == f {
+			return true
+		}
+	}
+	return false
 }
 
 // excluded matches a path against the patterns as the daemon's --exclude
@@ -304,5 +329,9 @@ func (r *reconcileReport) writeText(w io.Writer) error {
 
 // actionNoun names an action's entry as drift messages do.
 func actionNoun(a *reconcile.Action) string {
-	return drift.Noun(&desired.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User})
+	e := &desired.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User}
+	if a.Entry == desired.KindUser || a.Entry == desired.KindGroup {
+		e.Account = &desired.Account{Name: a.User + a.Group}
+	}
+	return drift.Noun(e)
 }

@@ -13,7 +13,9 @@ import (
 // declared paths.
 type index struct {
 	entries []desired.Entry // sorted by Path
-	// targets maps a hard link's target to the hard-link entries on it.
+	// targets maps a hard link's target to the hard-link entries on it,
+	// and every account file and lock (desired.AccountFiles, AccountLocks)
+	// to the user and group entries, whichever file they are listed under.
 	targets map[string][]int
 	// enablement entries, re-checked when systemd says unit files changed.
 	enablement []int
@@ -50,6 +52,17 @@ func newIndex(entries []desired.Entry) *index {
 		case desired.KindHardLink:
 			ix.targets[e.Target] = append(ix.targets[e.Target], i)
 			dirs[path.Dir(e.Target)] = true
+		case desired.KindUser, desired.KindGroup:
+			// An account is judged by all the account files, which
+			// shadow-utils replaces by rename (and vipw by rename of its
+			// copy), and re-checked when its writer lets the locks go
+			// (check.Checker.WaitForAccountLocks).
+			for _, f := range append(desired.AccountFiles[:], desired.AccountLocks[:]...) {
+				if f != e.Path {
+					ix.targets[f] = append(ix.targets[f], i)
+					dirs[path.Dir(f)] = true
+				}
+			}
 		}
 		paths[e.Path] = true
 		dirs[path.Dir(e.Path)] = true

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -57,5 +58,35 @@ func TestIndexAffected(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"/etc", "/etc/foo", "/etc/t", "/var"}, ix.dirs); diff != "" {
 		t.Errorf("dirs (-want +got):\n%s", diff)
+	}
+}
+
+// TestIndexAccounts: a user or group is judged by every account file, so an
+// event on any of them, or on a lock a writer lets go, re-checks it once;
+// their directories are watched though no file there is declared.
+func TestIndexAccounts(t *testing.T) {
+	ix := newIndex([]desired.Entry{
+		{Kind: desired.KindUser, Type: desired.TypeNone, Path: desired.PasswdFile, User: "core", Account: &desired.Account{Name: "core"}},
+		{Kind: desired.KindGroup, Type: desired.TypeNone, Path: desired.GroupFile, Account: &desired.Account{Name: "docker"}},
+		{Kind: desired.KindFile, Path: "/etc/motd"},
+	})
+	if diff := cmp.Diff([]string{"/etc", "/usr/lib"}, ix.dirs); diff != "" {
+		t.Errorf("watched directories (-want +got):\n%s", diff)
+	}
+	both := []string{"group:docker", "user:core"}
+	for _, p := range []string{"/etc/passwd", "/etc/shadow", "/etc/group", "/etc/gshadow", "/usr/lib/passwd", "/usr/lib/group", "/etc/passwd.lock", "/etc/gshadow.lock"} {
+		var got []string
+		ix.affected(p, false, func(i int) { got = append(got, ix.entries[i].ID()) })
+		slices.Sort(got)
+		if diff := cmp.Diff(both, got); diff != "" {
+			t.Errorf("an event on %s re-checks (-want +got):\n%s", p, diff)
+		}
+	}
+	for _, p := range []string{"/etc/passwd-", "/etc/passwd+", "/etc/motd"} {
+		ix.affected(p, false, func(i int) {
+			if k := ix.entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
+				t.Errorf("an event on %s re-checks %s", p, ix.entries[i].ID())
+			}
+		})
 	}
 }

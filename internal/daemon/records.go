@@ -80,6 +80,12 @@ func driftAttrs(dr *drift.Drift) []slog.Attr {
 	if dr.Unit != "" {
 		a = append(a, journal.Unit(escape.Name(dr.Unit)))
 	}
+	if dr.User != "" {
+		a = append(a, journal.User(escape.Name(dr.User)))
+	}
+	if dr.Group != "" {
+		a = append(a, journal.Group(escape.Name(dr.Group)))
+	}
 	if dr.Want != "" {
 		a = append(a, journal.Want(escape.Name(dr.Want)))
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
-	"strconv"
 	"strings"
 )
 
@@ -44,37 +43,16 @@ func readAccountFiles(root Host) ([4][]byte, error) {
 	return raw, nil
 }
 
-// parseAccounts parses the contents of accountFiles.
+// parseAccounts parses the contents of accountFiles, as ParseAccountDB
+// parses them.
 func parseAccounts(raw [4][]byte) *RootAccounts {
-	a := &RootAccounts{users: map[string]User{}, groups: map[string]int{}}
-	for _, data := range raw[:2] {
-		colonLines(data, func(fields []string) {
-			if len(fields) < 6 {
-				return
-			}
-			uid, err1 := strconv.Atoi(fields[2])
-			gid, err2 := strconv.Atoi(fields[3])
-			if err1 != nil || err2 != nil {
-				return
-			}
-			if _, dup := a.users[fields[0]]; !dup {
-				a.users[fields[0]] = User{Name: fields[0], UID: uid, GID: gid, Home: fields[5]}
-			}
-		})
+	db := ParseAccountDB([accountFilesCount][]byte{raw[0], nil, raw[2], nil, raw[1], raw[3]})
+	a := &RootAccounts{users: make(map[string]User, len(db.Users)), groups: make(map[string]int, len(db.Groups))}
+	for name, u := range db.Users {
+		a.users[name] = User{Name: name, UID: u.UID, GID: u.GID, Home: u.Home}
 	}
-	for _, data := range raw[2:] {
-		colonLines(data, func(fields []string) {
-			if len(fields) < 3 {
-				return
-			}
-			gid, err := strconv.Atoi(fields[2])
-			if err != nil {
-				return
-			}
-			if _, dup := a.groups[fields[0]]; !dup {
-				a.groups[fields[0]] = gid
-			}
-		})
+	for name, g := range db.Groups {
+		a.groups[name] = g.GID
 	}
 	return a
 }

@@ -105,8 +105,12 @@ func deriveReleasing(cfg types.Config, acct Accounts, release bool) (State, erro
 	for _, u := range cfg.Systemd.Units {
 		deriveUnit(u, add)
 	}
+	deriveAccounts(cfg.Passwd, add)
 	for _, u := range cfg.Passwd.Users {
-		if len(u.SSHAuthorizedKeys) == 0 {
+		// A user declared shouldExist false is deleted and gets no keys
+		// (internal/exec/stages/files/passwd.go, ensureUsers: continue
+		// before AuthorizeSSHKeys).
+		if len(u.SSHAuthorizedKeys) == 0 || (u.ShouldExist != nil && !*u.ShouldExist) {
 			continue
 		}
 		add(sshKeys(u, acct))

@@ -120,6 +120,11 @@ func TestDerive(t *testing.T) {
 	// kept is a file Ignition may find there: it keeps its mode and owner.
 	kept := func(p string) Entry { return Entry{Kind: KindFile, Path: p, Type: TypeRegular} }
 	withContent := func(e Entry, c *Content) Entry { e.Content = c; return e }
+	// user is the entry of a passwd.users item that declares nothing but
+	// its name (and keys): the account must exist.
+	user := func(name string) Entry {
+		return Entry{Kind: KindUser, Path: "/etc/passwd", User: name, Type: TypeNone, Account: &Account{Name: name}}
+	}
 
 	tests := []struct {
 		name string
@@ -342,28 +347,48 @@ func TestDerive(t *testing.T) {
 		{
 			name: "SSH keys of a user in /etc/passwd",
 			cfg:  config(`"passwd":{"users":[{"name":"alice","sshAuthorizedKeys":["ssh-ed25519 AAAA one","ssh-rsa BBBB two"]},{"name":"nokeys"}]}`),
-			want: []Entry{{Kind: KindSSHKeys, Path: "/home/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: TypeRegular,
+			want: []Entry{user("alice"), user("nokeys"), {Kind: KindSSHKeys, Path: "/home/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: TypeRegular,
 				Mode: ptr[uint32](0o600), UID: ptr(1000), GID: ptr(1000),
 				Content: &Content{Exact: []byte("ssh-ed25519 AAAA one\nssh-rsa BBBB two\n")}}},
 		},
 		{
 			name: "SSH keys of core from /usr/lib/passwd, already newline-terminated",
 			cfg:  config(`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA core\n"]}]}`),
-			want: []Entry{{Kind: KindSSHKeys, Path: "/var/home/core/.ssh/authorized_keys.d/ignition", User: "core", Type: TypeRegular,
+			want: []Entry{user("core"), {Kind: KindSSHKeys, Path: "/var/home/core/.ssh/authorized_keys.d/ignition", User: "core", Type: TypeRegular,
 				Mode: ptr[uint32](0o600), UID: ptr(1001), GID: ptr(1001), Content: &Content{Exact: []byte("ssh-ed25519 AAAA core\n")}}},
 		},
 		{
 			name: "SSH keys with homeDir in the config",
 			cfg:  config(`"passwd":{"users":[{"name":"alice","homeDir":"/srv/alice","sshAuthorizedKeys":["k"]}]}`),
-			want: []Entry{{Kind: KindSSHKeys, Path: "/srv/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: TypeRegular,
-				Mode: ptr[uint32](0o600), UID: ptr(1000), GID: ptr(1000), Content: &Content{Exact: []byte("k\n")}}},
+			want: []Entry{{Kind: KindUser, Path: "/etc/passwd", User: "alice", Type: TypeNone, Account: &Account{Name: "alice", Home: ptr("/srv/alice")}},
+				{Kind: KindSSHKeys, Path: "/srv/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: TypeRegular,
+					Mode: ptr[uint32](0o600), UID: ptr(1000), GID: ptr(1000), Content: &Content{Exact: []byte("k\n")}}},
 		},
 		{
 			name: "SSH keys of a user the target does not know",
 			cfg:  config(`"passwd":{"users":[{"name":"bob","sshAuthorizedKeys":["k"]}]}`),
-			want: []Entry{{Kind: KindSSHKeys, Path: "/home/bob/.ssh/authorized_keys.d/ignition", User: "bob", Type: TypeRegular,
+			want: []Entry{user("bob"), {Kind: KindSSHKeys, Path: "/home/bob/.ssh/authorized_keys.d/ignition", User: "bob", Type: TypeRegular,
 				Mode: ptr[uint32](0o600), OwnerProblem: `user "bob" does not exist in the target's passwd`,
 				Content: &Content{Exact: []byte("k\n")}}},
+		},
+		{
+			// internal/exec/util/passwd.go: empty strings are not passed
+			// (NotEmpty), a user's empty hash is "*", a group's is not
+			// applied; a user that must not exist gets no keys.
+			name: "users and groups as Ignition applies them",
+			cfg: config(`"passwd":{"groups":[{"name":"docker","gid":990,"passwordHash":"$6$g"},{"name":"blank","passwordHash":""},{"name":"old","shouldExist":false,"gid":5}],
+				"users":[{"name":"core","uid":1000,"gecos":"Admin","homeDir":"/var/home/core","shell":"/bin/zsh","primaryGroup":"core","groups":["wheel","docker"],"passwordHash":"$6$u","noCreateHome":true,"system":true},
+				{"name":"nopw","passwordHash":"","gecos":""},{"name":"gone","shouldExist":false,"uid":7,"sshAuthorizedKeys":["k"]}]}`),
+			want: []Entry{
+				{Kind: KindGroup, Path: "/etc/group", Type: TypeNone, Account: &Account{Name: "docker", ID: ptr(990), PasswordHash: ptr("$6$g")}},
+				{Kind: KindGroup, Path: "/etc/group", Type: TypeNone, Account: &Account{Name: "blank"}},
+				{Kind: KindGroup, Path: "/etc/group", Type: TypeNone, Account: &Account{Name: "old", Absent: true}},
+				{Kind: KindUser, Path: "/etc/passwd", User: "core", Type: TypeNone, Account: &Account{Name: "core", ID: ptr(1000), Gecos: ptr("Admin"),
+					Home: ptr("/var/home/core"), Shell: ptr("/bin/zsh"), PrimaryGroup: ptr("core"), Groups: []string{"wheel", "docker"}, PasswordHash: ptr("$6$u"),
+					Creation: Creation{NoCreateHome: true, System: true}}},
+				{Kind: KindUser, Path: "/etc/passwd", User: "nopw", Type: TypeNone, Account: &Account{Name: "nopw", PasswordHash: ptr("*")}},
+				{Kind: KindUser, Path: "/etc/passwd", User: "gone", Type: TypeNone, Account: &Account{Name: "gone", Absent: true}},
+			},
 		},
 		{
 			name: "kernel arguments",

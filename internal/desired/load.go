@@ -878,6 +878,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	emptyDropins(&st, frags)
 	mcdExemptions(&st, frags)
 	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
+	mcdPasswords(&st, frags)
 	for _, f := range frags {
 		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)

@@ -424,7 +424,7 @@ func TestParseSpecVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantKinds := map[Kind]int{KindFile: 1, KindDirectory: 1, KindLink: 1, KindHardLink: 1, KindUnit: 1,
-				KindDropin: 1, KindEnablement: 1, KindMask: 1, KindSSHKeys: 1}
+				KindDropin: 1, KindEnablement: 1, KindMask: 1, KindSSHKeys: 1, KindUser: 1}
 			if v >= "3.3.0" {
 				wantKinds[KindKernelArg] = 2
 			}

@@ -63,11 +63,11 @@ func TestLoadStateSSHLayout(t *testing.T) {
 		want                     []string
 	}{
 		{"RHEL 8: authorized_keys", "ID=rhel\nVERSION_ID=8.6\n", "",
-			[]string{"/home/core/.ssh/authorized_keys", "/home/core/.ssh/authorized_keys.e"}},
+			[]string{"/etc/passwd", "/home/core/.ssh/authorized_keys", "/home/core/.ssh/authorized_keys.e"}},
 		{"Fedora: fragment", "ID=fedora\n", "",
-			[]string{"/home/core/.ssh/authorized_keys.d/ignition", "/home/core/.ssh/authorized_keys.e"}},
+			[]string{"/etc/passwd", "/home/core/.ssh/authorized_keys.d/ignition", "/home/core/.ssh/authorized_keys.e"}},
 		{"RHEL 8 overridden", "ID=rhel\nVERSION_ID=8.6\n", "fragment",
-			[]string{"/home/core/.ssh/authorized_keys.d/ignition", "/home/core/.ssh/authorized_keys.e"}},
+			[]string{"/etc/passwd", "/home/core/.ssh/authorized_keys.d/ignition", "/home/core/.ssh/authorized_keys.e"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -124,6 +124,8 @@ type Entry struct {
 	Arg        string
 	ArgPresent bool
 
+	// Account declares a user (KindUser) or group (KindGroup).
+	Account *Account
 	// FirstBoot, when set, says which fields the first-boot record filled
 	// (see FirstBoot).
 	FirstBoot *FirstBoot
@@ -148,6 +150,11 @@ func (e *Entry) ID() string {
 		return string(e.Kind) + ":" + e.Arg
 	case KindConfig:
 		return string(e.Kind) + ":" + e.Path + ":" + e.Target
+	case KindUser, KindGroup:
+		if e.Account == nil {
+			return accountID(e.Kind, e.User)
+		}
+		return accountID(e.Kind, e.Account.Name)
 	}
 	return string(e.Kind) + ":" + e.Path
 }

@@ -55,14 +55,16 @@ const (
 
 // Drift is one difference between an entry and the disk.
 type Drift struct {
-	Kind    Kind         `json:"kind"`
-	Entry   desired.Kind `json:"entry"`
-	Path    string       `json:"path"`
-	Unit    string       `json:"unit,omitempty"`
-	User    string       `json:"user,omitempty"`
-	Message string       `json:"message"`
-	Want    string       `json:"want,omitempty"`
-	Got     string       `json:"got,omitempty"`
+	Kind  Kind         `json:"kind"`
+	Entry desired.Kind `json:"entry"`
+	Path  string       `json:"path"`
+	Unit  string       `json:"unit,omitempty"`
+	User  string       `json:"user,omitempty"`
+	// Group names the group of a group entry's drift.
+	Group   string `json:"group,omitempty"`
+	Message string `json:"message"`
+	Want    string `json:"want,omitempty"`
+	Got     string `json:"got,omitempty"`
 	// Diff is a unified diff (-want +got) of a non-secret text file.
 	Diff string `json:"diff,omitempty"`
 	// EntryID identifies the entry the drift belongs to (see desired.Entry.ID).
@@ -109,6 +111,10 @@ func (d *Drift) Subject() string {
 		return "extension " + escape.Name(strings.TrimPrefix(d.EntryID, string(desired.KindExtension)+":"))
 	case desired.KindFIPS:
 		return "fips"
+	case desired.KindUser:
+		return "user " + escape.Name(d.User)
+	case desired.KindGroup:
+		return "group " + escape.Name(d.Group)
 	}
 	return escape.Name(d.Path)
 }
@@ -146,6 +152,8 @@ func Noun(e *desired.Entry) string {
 		return "fips: " + e.Arg
 	case desired.KindNotChecked:
 		return fmt.Sprintf("file %q", e.Path)
+	case desired.KindUser, desired.KindGroup:
+		return accountNoun(e)
 	}
 	return fmt.Sprintf("%q", e.Path)
 }

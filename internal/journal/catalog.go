@@ -110,7 +110,11 @@ summary; "drift-monitor check" prints the full report.`,
 (what differs: @DRIFT_KIND@). The record's message says how it differs; for
 files that are world-readable in the desired configuration the diff is in
 the DRIFT_DIFF field (and, as much as fits, in the message), for other
-files only sizes and digests.
+files only sizes and digests. For a user or a group (DRIFT_ENTRY=user or
+group, named by DRIFT_USER or DRIFT_GROUP) DRIFT_KIND is the field that
+differs (uid, gid, gecos, home-dir, shell, primary-group, groups,
+password-hash) or missing, or present for an account declared
+shouldExist false; a password hash is never shown, at most keyed digests.
 
 Something changed the machine outside its configuration management. Find out
 what (an admin, a package, a tool), then either restore the desired state

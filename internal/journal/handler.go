@@ -52,6 +52,10 @@ const (
 	FieldDriftEntry = "DRIFT_ENTRY"
 	FieldDriftWant  = "DRIFT_WANT"
 	FieldDriftGot   = "DRIFT_GOT"
+	// FieldDriftUser and FieldDriftGroup name the account a user or group
+	// entry's record is about.
+	FieldDriftUser  = "DRIFT_USER"
+	FieldDriftGroup = "DRIFT_GROUP"
 	// FieldConfigError is why a desired state was refused.
 	FieldConfigError = "CONFIG_ERROR"
 	// FieldBusLink names the bus connection lost or back.
@@ -105,6 +109,12 @@ func Unit(u string) slog.Attr { return slog.String(FieldDriftUnit, u) }
 
 // Entry is the attr for the desired-state entry a record is about.
 func Entry(e string) slog.Attr { return slog.String(FieldDriftEntry, e) }
+
+// User is the attr for the user an account record is about.
+func User(u string) slog.Attr { return slog.String(FieldDriftUser, u) }
+
+// Group is the attr for the group an account record is about.
+func Group(g string) slog.Attr { return slog.String(FieldDriftGroup, g) }
 
 // Want and Got are the attrs for what was declared and what was found.
 func Want(v string) slog.Attr { return slog.String(FieldDriftWant, v) }

@@ -104,6 +104,15 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_drift_entries{kind=unreadable}":      0,
 		"drift_monitor_drift_entries{kind=unverifiable}":    0,
 		"drift_monitor_drift_entries{kind=reboot-pending}":  0,
+		"drift_monitor_drift_entries{kind=present}":         0,
+		"drift_monitor_drift_entries{kind=uid}":             0,
+		"drift_monitor_drift_entries{kind=gid}":             0,
+		"drift_monitor_drift_entries{kind=gecos}":           0,
+		"drift_monitor_drift_entries{kind=home-dir}":        0,
+		"drift_monitor_drift_entries{kind=shell}":           0,
+		"drift_monitor_drift_entries{kind=primary-group}":   0,
+		"drift_monitor_drift_entries{kind=groups}":          0,
+		"drift_monitor_drift_entries{kind=password-hash}":   0,
 	}
 	for _, k := range drift.MachineConfigKinds {
 		want["drift_monitor_drift_entries{kind="+string(k)+"}"] = 0

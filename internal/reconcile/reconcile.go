@@ -65,6 +65,9 @@ type Reconciler struct {
 	Leave func(hostPath string) bool
 	// Units, when set, enables and disables units through systemd.
 	Units UnitFiles
+	// Commands runs the shadow-utils tools that repair users and groups;
+	// nil runs them from PATH.
+	Commands Commands
 	// DryRun says what would be done, and does nothing.
 	DryRun bool
 }
@@ -75,6 +78,7 @@ type Action struct {
 	Path  string       `json:"path"`
 	Unit  string       `json:"unit,omitempty"`
 	User  string       `json:"user,omitempty"`
+	Group string       `json:"group,omitempty"`
 	// Drift lists what differed.
 	Drift []drift.Kind `json:"drift"`
 	// Done says what was written (or, with DryRun, would be). It never
@@ -111,7 +115,11 @@ func (r *Result) Refuse(e *desired.Entry, kinds []drift.Kind, why string) {
 }
 
 func newAction(e *desired.Entry, kinds []drift.Kind) Action {
-	return Action{Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, Drift: kinds, ID: e.ID()}
+	a := Action{Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, Drift: kinds, ID: e.ID()}
+	if e.Kind == desired.KindGroup {
+		a.Group = e.Account.Name
+	}
+	return a
 }
 
 // Group maps drift to the entries it belongs to: the entries with drift, in
@@ -135,6 +143,13 @@ func Group(entries []desired.Entry, ds []drift.Drift) ([]*desired.Entry, map[str
 // orders them), then hard links (their targets are in place by then), then
 // enablement (its unit files and masks are), then what is only listed.
 func order(e *desired.Entry) int {
+	if e.Kind == desired.KindUser || e.Kind == desired.KindGroup {
+		// Accounts first, groups (/etc/group) before users (/etc/passwd),
+		// as Ignition's files stage creates them before any node
+		// (internal/exec/stages/files/files.go: createPasswd first): a
+		// node may be owned by a declared user.
+		return -1
+	}
 	switch e.Type {
 	case desired.TypeHardLink:
 		return 1
@@ -242,6 +257,8 @@ func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a 
 		err = kernelArg(e)
 	case desired.IsMachineConfigField(e.Kind):
 		err = refuse("drift-monitor does not change the OS image, kernel, extensions or FIPS mode: the machine-config daemon applies %s (through rpm-ostree)", e.Kind)
+	case e.Kind == desired.KindUser || e.Kind == desired.KindGroup:
+		err = r.account(ctx, e, a)
 	case e.Kind == desired.KindEnablement:
 		err = r.enablement(ctx, w, e, a)
 	case (has(a.Drift, drift.Owner) && e.OwnerProblem != "") || (has(a.Drift, drift.Group) && e.GroupProblem != ""):

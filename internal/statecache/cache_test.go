@@ -101,6 +101,10 @@ func fill(t *testing.T, v reflect.Value) {
 	case reflect.Uint32, reflect.Uint64:
 		v.SetUint(7)
 	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.String {
+			v.Set(reflect.ValueOf([]string{"x", "y"}))
+			return
+		}
 		if v.Type().Elem().Kind() != reflect.Uint8 {
 			t.Fatalf("fill: slice of %s", v.Type().Elem())
 		}
@@ -149,7 +153,14 @@ func TestCacheWireForm(t *testing.T) {
 		Enabled: ptr(false), Content: &desired.Content{Exact: []byte{}}}
 	hashed := desired.Entry{Kind: desired.KindFile, Path: "/etc/h", Content: &desired.Content{Hash: &desired.Hash{Algorithm: "sha512", Hex: "ab"}, Suffix: []byte("tail")}}
 	bare := desired.Entry{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Arg: "quiet"}
-	want := desired.State{Entries: []desired.Entry{full, zero, hashed, bare}, Files: []string{"/a.ign", "/b.yaml"}, Warnings: []string{"/a.ign: unused key"}}
+	// An account with nothing but a name, one declared absent, and one whose
+	// declared strings are empty ("" is declared, not absent).
+	accounts := []desired.Entry{
+		{Kind: desired.KindGroup, Path: "/etc/group", Account: &desired.Account{Name: "g"}},
+		{Kind: desired.KindUser, Path: "/etc/passwd", User: "gone", Account: &desired.Account{Name: "gone", Absent: true}},
+		{Kind: desired.KindUser, Path: "/etc/passwd", User: "e", Account: &desired.Account{Name: "e", ID: ptr(0), Shell: ptr(""), PasswordHash: ptr(""), Groups: []string{""}}},
+	}
+	want := desired.State{Entries: append([]desired.Entry{full, zero, hashed, bare}, accounts...), Files: []string{"/a.ign", "/b.yaml"}, Warnings: []string{"/a.ign: unused key"}}
 	got := roundTrip(t, want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)

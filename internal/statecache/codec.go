@@ -13,8 +13,9 @@ import (
 )
 
 // cacheMagic starts every entry: the format's name and version. Format 3
-// added the checksums.
-const cacheMagic = "drift-monitor state cache 3\n"
+// added the checksums, format 4 the accounts (an entry of format 3 is a
+// state derived without its users and groups: it must not be served).
+const cacheMagic = "drift-monitor state cache 4\n"
 
 // castagnoli is CRC-32C, the entries' checksum. A CRC catches every single
 // flipped bit and every burst of up to 32, which is the damage a disk or a
@@ -50,6 +51,7 @@ const (
 	flagHash
 	flagModeOptional
 	flagMayBeAbsent
+	flagAccount
 )
 
 // encodeState writes the magic, the key and st.
@@ -122,6 +124,7 @@ func appendEntry(b []byte, e *desired.Entry) []byte {
 	set(flagHash, c != nil && c.Hash != nil)
 	set(flagModeOptional, e.ModeOptional != 0)
 	set(flagMayBeAbsent, e.MayBeAbsent)
+	set(flagAccount, e.Account != nil)
 	b = binary.AppendUvarint(b, flags)
 	for _, s := range [...]string{string(e.Kind), e.Path, e.Unit, e.User, e.OwnerProblem, e.GroupProblem, e.Target, e.Arg} {
 		b = appendString(b, s)
@@ -151,6 +154,9 @@ func appendEntry(b []byte, e *desired.Entry) []byte {
 		}
 		b = appendBytes(b, c.Suffix)
 		b = appendString(b, c.Unverifiable)
+	}
+	if e.Account != nil {
+		b = appendAccount(b, e.Account)
 	}
 	return b
 }
@@ -295,6 +301,9 @@ func (r *reader) entry() desired.Entry {
 		}
 		c.Unverifiable = r.string()
 		e.Content = c
+	}
+	if flags&flagAccount != 0 {
+		e.Account = r.account()
 	}
 	return e
 }

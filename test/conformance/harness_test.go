@@ -281,7 +281,7 @@ func writeAccounts(t *testing.T, root string) {
 		for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
 			name, _, _ := strings.Cut(line, ":")
 			drop := collides(line)
-			if file == "shadow" { // no ids: follow what passwd dropped
+			if file == "shadow" || file == "gshadow" { // no ids: follow what passwd dropped
 				drop = names[name] || dropped[name]
 			}
 			if drop {
@@ -302,8 +302,11 @@ func writeAccounts(t *testing.T, root string) {
 	})
 	filter("group", func(a account) string { return fmt.Sprintf("%s:x:%d:", a.name, a.id) })
 	filter("shadow", func(a account) string { return a.name + ":!:19000:0:99999:7:::" })
-	if err := os.Chmod(filepath.Join(root, "etc/shadow"), 0o640); err != nil {
-		t.Fatal(err)
+	filter("gshadow", func(a account) string { return a.name + ":!::" })
+	for _, f := range []string{"etc/shadow", "etc/gshadow"} {
+		if err := os.Chmod(filepath.Join(root, f), 0o640); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Homes as useradd --create-home leaves them on Fedora CoreOS: 0700, the user's.
 	mustMkdir(t, filepath.Join(root, "home"), 0o755)
@@ -319,9 +322,12 @@ func writeAccounts(t *testing.T, root string) {
 // key is what identifies a reported item in the tests' expectations.
 type key struct {
 	Kind, Entry, Path, Unit, User string
+	Group                         string `json:",omitempty"`
 }
 
-func keyOf(it harness.Item) key { return key{it.Kind, it.Entry, it.Path, it.Unit, it.User} }
+func keyOf(it harness.Item) key {
+	return key{Kind: it.Kind, Entry: it.Entry, Path: it.Path, Unit: it.Unit, User: it.User, Group: it.Group}
+}
 
 // keys returns the items' keys, sorted.
 func keys(items []harness.Item) []key {
@@ -458,8 +464,10 @@ func itemProblem(it harness.Item, root string) error {
 		return fmt.Errorf("path %q carries the --root", it.Path)
 	case unitEntries[it.Entry] != (it.Unit != ""):
 		return fmt.Errorf("unit %q: want a unit exactly for unit-related entries", it.Unit)
-	case (it.Entry == "sshkeys") != (it.User != ""):
-		return fmt.Errorf("user %q: want a user exactly for sshkeys entries", it.User)
+	case (it.Entry == "sshkeys" || it.Entry == "user") != (it.User != ""):
+		return fmt.Errorf("user %q: want a user exactly for sshkeys and user entries", it.User)
+	case (it.Entry == "group") != (it.Group != ""):
+		return fmt.Errorf("group %q: want a group exactly for group entries", it.Group)
 	}
 	return nil
 }

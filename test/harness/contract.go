@@ -46,6 +46,7 @@ type Item struct {
 	Path    string `json:"path"`
 	Unit    string `json:"unit"`
 	User    string `json:"user"`
+	Group   string `json:"group"`
 	Message string `json:"message"`
 	Diff    string `json:"diff"`
 	Want    string `json:"want"`

@@ -1,0 +1,30 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+)
+
+func hasAccounts(entries []desired.Entry) bool {
+	for i := range entries {
+		if k := entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
+			return true
+		}
+	}
+	return false
+}
+
+// account checks a user or group entry against the account files.
+func (c *Checker) account(e *desired.Entry, a *ondisk.Accounts) Outcome {
+	if c.WaitForAccountLocks && a.Locked != "" {
+		return Outcome{Unknown: true}
+	}
+	if a.Err != nil {
+		return Outcome{Drift: []drift.Drift{{Kind: drift.Unreadable, Entry: e.Kind, Path: e.Path, User: e.User,
+			Message: fmt.Sprintf("cannot examine %s: %v", drift.Noun(e), a.Err), EntryID: e.ID()}}}
+	}
+	return Outcome{Drift: drift.CompareAccount(e, a.DB, c.Key)}
+}

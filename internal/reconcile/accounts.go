@@ -1,0 +1,227 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+)
+
+// Commands runs the shadow-utils tools that repair accounts; nil runs them
+// from PATH. stdin, when not nil, is the command's input: password hashes
+// go there (chpasswd -e), never into an argument list that any user can
+// read in /proc while the command runs.
+type Commands interface {
+	Run(ctx context.Context, name string, args []string, stdin []byte) error
+}
+
+type execCommands struct{}
+
+func (execCommands) Run(ctx context.Context, name string, args []string, stdin []byte) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if msg == "" {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return fmt.Errorf("%s: %w: %s", name, err, msg)
+	}
+	return nil
+}
+
+// command is one tool run of an account's repair.
+type command struct {
+	name  string
+	args  []string
+	stdin []byte // a password line: never shown
+}
+
+// String is the command as the admin would run it on the host the root
+// is: without --root (reports name host paths only, never the root's
+// directory); stdin is named, not shown.
+func (c command) String() string {
+	s := c.name
+	for i := 0; i < len(c.args); i++ {
+		if c.args[i] == "--root" {
+			i++
+			continue
+		}
+		s += " " + shellQuote(c.args[i])
+	}
+	if c.stdin != nil {
+		s += " (the declared password hash on its input)"
+	}
+	return s
+}
+
+// account repairs a user or group as Ignition's passwd.go writes it: the
+// same tools with --root, groups before users (internal/exec/stages/files/
+// passwd.go, createPasswd), and the fields that drifted only.
+func (r *Reconciler) account(ctx context.Context, e *desired.Entry, a *Action) error {
+	acct := e.Account
+	db, err := desired.ReadAccountDB(r.Root)
+	if err != nil {
+		return refuse("the account files cannot be read: %v", err)
+	}
+	root := r.Root.Dir()
+	var cmds []command
+	if e.Kind == desired.KindGroup {
+		cmds, err = groupCommands(root, acct, a.Drift, db)
+	} else {
+		o := ondisk.NewObserver(r.Root)
+		defer o.Close()
+		homeExists := acct.Home != nil && o.TypeOf(*acct.Home) == ondisk.Directory
+		cmds, err = userCommands(root, acct, a.Drift, db, homeExists)
+	}
+	if err != nil {
+		return err
+	}
+	run := r.Commands
+	if run == nil {
+		run = execCommands{}
+	}
+	for _, c := range cmds {
+		a.Done = append(a.Done, c.String())
+		if r.DryRun {
+			continue
+		}
+		if err := run.Run(ctx, c.name, c.args, c.stdin); err != nil {
+			a.Done = a.Done[:len(a.Done)-1]
+			return refuse("%s", withoutHash(err.Error(), acct.PasswordHash))
+		}
+	}
+	return nil
+}
+
+// withoutHash is a tool's message with the declared hash taken out, should
+// the tool ever echo its input: a hash is never shown. One too short to be
+// a secret ("*", "!") is left, or every star of the message would go.
+func withoutHash(msg string, hash *string) string {
+	if hash == nil || len(*hash) < 8 {
+		return msg
+	}
+	return strings.ReplaceAll(msg, *hash, "(the declared password hash)")
+}
+
+// passwordLine is chpasswd's and chgpasswd's input for -e: NAME:HASH.
+func passwordLine(name, hash string) []byte { return []byte(name + ":" + hash + "\n") }
+
+// userCommands plans a user's repair. homeExists says the declared home
+// is a directory already: usermod --move-home refuses to move onto one
+// (shadow-utils src/usermod.c, move_home: "directory exists"), where
+// Ignition's usermod would have failed; the home is then only named.
+func userCommands(root string, acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB, homeExists bool) ([]command, error) {
+	u, exists := db.Users[acct.Name]
+	switch {
+	case acct.Absent:
+		// EnsureUser: userdel --remove --root.
+		return []command{{name: "userdel", args: []string{"--remove", "--root", root, acct.Name}}}, nil
+	case exists && u.Source != desired.PasswdFile:
+		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): usermod changes %s only; copy its line there first", acct.Name, u.Source, desired.PasswdFile)
+	}
+	if acct.PrimaryGroup != nil && has(kinds, drift.PrimaryGroup) || !exists && acct.PrimaryGroup != nil {
+		if _, ok := db.GroupOf(*acct.PrimaryGroup); !ok {
+			return nil, refuse("its primary group %q does not exist", *acct.PrimaryGroup)
+		}
+	}
+	args := []string{"--root", root}
+	var name string
+	if !exists {
+		// useradd with every declared field, as EnsureUser does for a user
+		// that does not exist.
+		name = "useradd"
+		if acct.Home != nil {
+			args = append(args, "--home-dir", *acct.Home)
+		}
+		if acct.Creation.NoCreateHome {
+			args = append(args, "--no-create-home")
+		} else {
+			args = append(args, "--create-home")
+		}
+		for _, f := range []struct {
+			on   bool
+			flag string
+		}{{acct.Creation.NoUserGroup, "--no-user-group"}, {acct.Creation.System, "--system"}, {acct.Creation.NoLogInit, "--no-log-init"}} {
+			if f.on {
+				args = append(args, f.flag)
+			}
+		}
+		// A user created without a declared hash gets "*" (no password
+		// login); a declared one is set by chpasswd below.
+		args = append(args, "--password", "*")
+		kinds = []drift.Kind{drift.UID, drift.Gecos, drift.PrimaryGroup, drift.Groups, drift.Shell, drift.PasswordHash}
+	} else {
+		name = "usermod"
+		if acct.Home != nil && has(kinds, drift.HomeDir) {
+			args = append(args, "--home", *acct.Home)
+			if !homeExists {
+				args = append(args, "--move-home")
+			}
+		}
+	}
+	if acct.ID != nil && has(kinds, drift.UID) {
+		args = append(args, "--uid", strconv.Itoa(*acct.ID))
+	}
+	if acct.Gecos != nil && has(kinds, drift.Gecos) {
+		args = append(args, "--comment", *acct.Gecos)
+	}
+	if acct.PrimaryGroup != nil && has(kinds, drift.PrimaryGroup) {
+		args = append(args, "--gid", *acct.PrimaryGroup)
+	}
+	if acct.Groups != nil && has(kinds, drift.Groups) {
+		args = append(args, "--groups", strings.Join(acct.Groups, ","))
+	}
+	if acct.Shell != nil && has(kinds, drift.Shell) {
+		args = append(args, "--shell", *acct.Shell)
+	}
+	var cmds []command
+	if len(args) > 2 || name == "useradd" {
+		cmds = append(cmds, command{name: name, args: append(args, acct.Name)})
+	}
+	if acct.PasswordHash != nil && has(kinds, drift.PasswordHash) {
+		// What usermod --password writes (SetPasswordHash), through stdin.
+		cmds = append(cmds, command{name: "chpasswd", args: []string{"--encrypted", "--root", root}, stdin: passwordLine(acct.Name, *acct.PasswordHash)})
+	}
+	return cmds, nil
+}
+
+func groupCommands(root string, acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB) ([]command, error) {
+	g, exists := db.Groups[acct.Name]
+	switch {
+	case acct.Absent:
+		return []command{{name: "groupdel", args: []string{"--root", root, acct.Name}}}, nil
+	case exists && g.Source != desired.GroupFile:
+		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupmod changes %s only; copy its line there first", acct.Name, g.Source, desired.GroupFile)
+	}
+	args := []string{"--root", root}
+	name := "groupmod"
+	if !exists {
+		name = "groupadd"
+		kinds = []drift.Kind{drift.GID, drift.PasswordHash}
+		if acct.Creation.System {
+			args = append(args, "--system")
+		}
+	}
+	if acct.ID != nil && has(kinds, drift.GID) {
+		args = append(args, "--gid", strconv.Itoa(*acct.ID))
+	}
+	var cmds []command
+	if len(args) > 2 || !exists {
+		cmds = append(cmds, command{name: name, args: append(args, acct.Name)})
+	}
+	if acct.PasswordHash != nil && has(kinds, drift.PasswordHash) {
+		// What groupadd/groupmod --password writes, through stdin.
+		cmds = append(cmds, command{name: "chgpasswd", args: []string{"--encrypted", "--root", root}, stdin: passwordLine(acct.Name, *acct.PasswordHash)})
+	}
+	return cmds, nil
+}
