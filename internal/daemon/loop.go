@@ -33,6 +33,8 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 func (d *Daemon) start(ctx context.Context, s *sources) {
 	d.record(ctx, slog.LevelInfo, journal.MsgStarted, fmt.Sprintf("Starting drift-monitor %s", d.o.Version))
 	d.followInhibitors(ctx, s)
+	d.followMCD(ctx)
+	s.stops = append(s.stops, d.stopMCD)
 	d.removeStaleMetrics(ctx)
 	d.loadErr = d.load(ctx)
 	// Until the first check is done, the status line and the bus say so:
@@ -89,6 +91,8 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 	case r := <-s.events:
 		if active {
 			d.handle(ctx, r.evs)
+		} else {
+			d.mcdActivity()
 		}
 		if r.err != nil {
 			d.watchError(ctx, r.err)

@@ -56,6 +56,9 @@ const (
 	// MsgMetricsFailed: the metrics textfile could not be written
 	// (METRICS_FILE); said once until a write succeeds again.
 	MsgMetricsFailed = "0cca72b05fee42498754884e4b671551"
+	// MsgMCD: what the follower of the machine-config daemon's updates has
+	// to say: a phase that timed out, a rollback, a journal it cannot read.
+	MsgMCD = "0979dabaa67b467995d4fc6c3d204d4b"
 )
 
 // Catalog header values shared by every entry.
@@ -306,6 +309,24 @@ alert rules report as a stale textfile.
 Check that the directory exists and that the unit may write to it
 (ReadWritePaths=, see the drop-in shipped as an example in
 /usr/share/doc/drift-monitor/).`,
+	},
+	{
+		ID: MsgMCD, Name: "MsgMCD",
+		Subject: "Following the machine-config daemon's update",
+		Body: `On an OpenShift node whose desired state is the machine-config daemon's
+/etc/machine-config-daemon/currentconfig, drift-monitor holds its reports
+while the MCD applies an update (the internal inhibitor
+"machine-config-daemon", from the MCD's "Starting update from A to B" to
+the end it announces, through a reboot), and checks everything against the
+new currentconfig at the release. This record says something about that:
+a phase that did not end in time (a stuck or failed MCD: reports resume,
+against currentconfig as it is), a rollback of currentconfig, or a journal
+it cannot read (then only the renames of currentconfig are followed, each
+held a few seconds, and an update whose writing takes longer is reported as
+drift until its rename).
+
+If the MCD is stuck, see "oc describe node" and the machine-config daemon's
+pod log. See drift-monitor(8), "MACHINE-CONFIG DAEMON".`,
 	},
 }
 

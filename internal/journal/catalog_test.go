@@ -38,6 +38,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgNotice":              MsgNotice,
 		"MsgReconciled":          MsgReconciled,
 		"MsgMetricsFailed":       MsgMetricsFailed,
+		"MsgMCD":                 MsgMCD,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}
