@@ -92,11 +92,11 @@ func (d *Daemon) followMCD(ctx context.Context) {
 	f.m.T = withDefaults(d.o.MCD.Timeouts)
 	d.mcd = f
 	j := mcd.Journal{Journalctl: d.o.MCD.Journalctl}
-	cursor, err := "", error(nil)
+	this, cursor, err := "", "", error(nil)
 	if p == MCDHypershiftConfig {
 		f.renameOnly = "HyperShift's MCD journals no start line"
 	} else {
-		cursor, err = d.replayMCD(ctx, j)
+		this, cursor, err = d.replayMCD(ctx, j)
 		if err != nil {
 			f.renameOnly = err.Error()
 		}
@@ -116,7 +116,7 @@ func (d *Daemon) followMCD(ctx context.Context) {
 	d.mcdApply(ctx)
 	d.watchCurrentConfig(ctx, f)
 	if f.renameOnly == "" {
-		d.followMCDJournal(ctx, j, cursor)
+		d.followMCDJournal(ctx, j, this, cursor)
 	}
 }
 
@@ -132,38 +132,47 @@ func withDefaults(t mcd.Timeouts) mcd.Timeouts {
 }
 
 // replayMCD feeds the machine the MCD's lines of the previous boot and of
-// this one, and returns the cursor to follow from; an error means the
-// journal cannot be read.
-func (d *Daemon) replayMCD(ctx context.Context, j mcd.Journal) (string, error) {
+// this one, and returns this boot's id and the cursor to follow from; an
+// error means the journal cannot be read.
+func (d *Daemon) replayMCD(ctx context.Context, j mcd.Journal) (this, cursor string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, mcdReplayTimeout)
 	defer cancel()
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
-		return "", fmt.Errorf("reading the boot id: %w", err)
+		return "", "", fmt.Errorf("reading the boot id: %w", err)
 	}
-	if err := j.Probe(ctx, string(boot)); err != nil {
-		return "", err
+	this, prev, err := j.Boots(ctx, string(boot))
+	if err != nil {
+		return "", "", err
 	}
 	m := &d.mcd.m
-	prev, _, err := j.Read(ctx, "-1")
+	booted := bootTime()
+	if prev != "" {
+		recs, _, err := j.Read(ctx, prev)
+		if err != nil {
+			// Without the previous boot an update that rebooted is not
+			// seen as one: said, but this boot's lines are still followed.
+			d.record(ctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: the previous boot's journal cannot be read: %s", escape.Name(err.Error())))
+		}
+		for _, r := range recs {
+			m.Line(r.Line, r.At)
+			// The boot came after the previous one's last line (a
+			// container's CLOCK_BOOTTIME is its host's).
+			if r.At.After(booted) {
+				booted = r.At
+			}
+		}
+	}
+	m.NewBoot(booted)
+	recs, cursor, err := j.Read(ctx, this)
 	if err != nil {
-		// Without the previous boot an update that rebooted is not seen
-		// as one: said, but this boot's lines are still followed.
-		d.record(ctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: the previous boot's journal cannot be read: %s", escape.Name(err.Error())))
+		return "", "", err
 	}
-	for _, r := range prev {
-		m.Line(r.Line, r.At)
-	}
-	m.NewBoot(bootTime())
-	this, cursor, err := j.Read(ctx, "0")
-	if err != nil {
-		return "", err
-	}
-	for _, r := range this {
+	for _, r := range recs {
 		m.Line(r.Line, r.At)
 	}
 	d.mcdNotes(ctx)
-	return cursor, nil
+	return this, cursor, nil
 }
 
 // bootTime is when this boot started (the realtime clock less the time
@@ -178,7 +187,7 @@ func bootTime() time.Time {
 
 // followMCDJournal hands the MCD's new lines to the loop, restarting
 // journalctl from the last cursor if it exits.
-func (d *Daemon) followMCDJournal(ctx context.Context, j mcd.Journal, cursor string) {
+func (d *Daemon) followMCDJournal(ctx context.Context, j mcd.Journal, this, cursor string) {
 	fctx, cancel := context.WithCancel(ctx)
 	d.mcd.stops = append(d.mcd.stops, cancel)
 	recs := make(chan mcd.Record, 64)
@@ -186,7 +195,7 @@ func (d *Daemon) followMCDJournal(ctx context.Context, j mcd.Journal, cursor str
 		defer close(recs)
 		for {
 			var err error
-			cursor, err = j.Follow(fctx, cursor, recs)
+			cursor, err = j.Follow(fctx, this, cursor, recs)
 			if fctx.Err() != nil {
 				return
 			}

@@ -37,12 +37,17 @@ type Journal struct {
 // logger's default tag) is not matched: anyone may set it (logger -t).
 var matches = []string{"_UID=0", "_TRANSPORT=syslog"}
 
+// cmd is journalctl reading records as JSON.
 func (j Journal) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	return j.raw(ctx, append([]string{"--quiet", "--output=json", "--all"}, args...)...)
+}
+
+func (j Journal) raw(ctx context.Context, args ...string) *exec.Cmd {
 	bin := j.Journalctl
 	if bin == "" {
 		bin = "journalctl"
 	}
-	c := exec.CommandContext(ctx, bin, append([]string{"--quiet", "--output=json", "--all"}, args...)...)
+	c := exec.CommandContext(ctx, bin, args...)
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	c.WaitDelay = 2 * time.Second
 	return c
@@ -51,31 +56,67 @@ func (j Journal) cmd(ctx context.Context, args ...string) *exec.Cmd {
 // ErrNoJournal says the journal of this boot cannot be read.
 var ErrNoJournal = errors.New("the journal of this boot cannot be read")
 
-// Probe checks that this boot's journal can be read: some record of it
-// (there are always systemd's) must be visible. journalctl lets a reader
-// without access see nothing and say so only in a hint.
-func (j Journal) Probe(ctx context.Context, boot string) error {
+// Boots returns this boot's id and the previous boot's ("" : none) as the
+// journal names them. This boot is the kernel's boot id (kernelBoot, from
+// /proc/sys/kernel/random/boot_id) when the journal has it, and otherwise
+// the journal's newest: in a container whose manager was given a boot id
+// of its own (systemd-nspawn mounts one over the kernel's), a sandbox with
+// a /proc of its own (ProtectProc=) reads the kernel's, which the journal
+// does not know. journalctl --boot=0 would use that one. A reader without
+// access to the journal sees no boot at all (journalctl says so in a hint
+// only): ErrNoJournal.
+func (j Journal) Boots(ctx context.Context, kernelBoot string) (this, prev string, err error) {
 	var stderr bytes.Buffer
-	c := j.cmd(ctx, "--boot=0", "--lines=1", "--output-fields=_BOOT_ID")
+	// Neither --quiet (which hides the list) nor --output (systemd 252's
+	// list has no JSON form).
+	c := j.raw(ctx, "--list-boots")
 	c.Stderr = &stderr
 	out, err := c.Output()
 	why := strings.TrimSpace(stderr.String())
 	if err != nil {
-		return fmt.Errorf("%w: journalctl: %v %s", ErrNoJournal, err, why)
+		return "", "", fmt.Errorf("%w: journalctl --list-boots: %v %s", ErrNoJournal, err, why)
 	}
-	// The kernel's boot_id has dashes, the journal's _BOOT_ID none.
-	if boot = strings.ReplaceAll(strings.TrimSpace(boot), "-", ""); boot == "" || !bytes.Contains(out, []byte(boot)) {
-		if why == "" {
-			why = "no record of this boot is visible"
+	// " -1 0123…cdef Thu 2026-12-03 13:20:53 UTC—Thu …", oldest first,
+	// after a header line (systemd 251 and later).
+	var boots []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && isBootID(f[1]) {
+			boots = append(boots, f[1])
 		}
-		return fmt.Errorf("%w: %s", ErrNoJournal, why)
 	}
-	return nil
+	if len(boots) == 0 {
+		if why == "" {
+			why = "no boot is visible"
+		}
+		return "", "", fmt.Errorf("%w: %s", ErrNoJournal, why)
+	}
+	kernelBoot = strings.ReplaceAll(strings.TrimSpace(kernelBoot), "-", "")
+	at := len(boots) - 1
+	for i, b := range boots {
+		if b == kernelBoot {
+			at = i
+		}
+	}
+	if at > 0 {
+		prev = boots[at-1]
+	}
+	return boots[at], prev, nil
 }
 
-// Read returns the MCD's records of one boot ("0" this one, "-1" the
-// previous one), and the cursor of the last record read (of any kind),
-// to follow from. A boot the journal does not have gives none.
+func isBootID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Read returns the MCD's records of one boot (its id, from Boots), and the
+// cursor of the last record read (of any kind), to follow from.
 func (j Journal) Read(ctx context.Context, boot string) ([]Record, string, error) {
 	var stderr bytes.Buffer
 	c := j.cmd(ctx, append([]string{"--boot=" + boot}, matches...)...)
@@ -94,23 +135,22 @@ func (j Journal) Read(ctx context.Context, boot string) ([]Record, string, error
 		return recs, cursor, perr
 	}
 	if err != nil {
-		if e := stderr.String(); boot != "0" && (strings.Contains(e, "not available") || strings.Contains(e, "No journal boot entry")) {
-			return nil, "", nil // no previous boot in the journal
-		}
 		return recs, cursor, fmt.Errorf("journalctl --boot=%s: %v %s", boot, err, strings.TrimSpace(stderr.String()))
 	}
 	return recs, cursor, nil
 }
 
 // Follow delivers the MCD's records that come after cursor ("" : from the
-// start of this boot) until ctx ends or journalctl exits, and returns the
+// start of the boot this, as Boots names it) until ctx ends or journalctl exits, and returns the
 // cursor of the last record read.
-func (j Journal) Follow(ctx context.Context, cursor string, out chan<- Record) (string, error) {
-	args := []string{"--follow"}
+func (j Journal) Follow(ctx context.Context, this, cursor string, out chan<- Record) (string, error) {
+	// --boot always: without it --follow follows the boot /proc names,
+	// which need not be the journal's (Boots).
+	args := []string{"--follow", "--boot=" + this}
 	if cursor != "" {
 		args = append(args, "--after-cursor="+cursor)
 	} else {
-		args = append(args, "--boot=0", "--no-tail")
+		args = append(args, "--no-tail")
 	}
 	var stderr bytes.Buffer
 	c := j.cmd(ctx, append(args, matches...)...)

@@ -312,9 +312,14 @@ func (m *Machine) CurrentConfig(name string, rewritten bool, at time.Time) {
 			m.enter(RollingBack, at)
 		}
 	case Updating:
-		if name == m.to && (prev == "" || changed || (rewritten && m.from == m.to)) {
+		switch {
+		case name == m.to && (prev == "" || changed || (rewritten && m.from == m.to)):
 			m.enter(Written, at)
-		} else if changed {
+		case changed, rewritten && m.from != m.to:
+			// Rewritten under the source's name: the MCD renamed B into
+			// place and A back (its rollback) before the machine read the
+			// file in between. It writes currentconfig for nothing else
+			// during an update.
 			m.rollback(name, at)
 		}
 	case Written, Rebooting:

@@ -181,6 +181,12 @@ func TestMachine(t *testing.T) {
 			{at: 90 * sec, tick: true, want: Idle, note: "quiet"},
 			{at: 100 * sec, line: start, want: Updating}, // the MCD retries: a fresh budget
 		}},
+		{"flip and flip back seen as one rewrite", false, []step{
+			{current: "rendered-a", want: Idle},
+			{at: 0, line: start, want: Updating},
+			{at: sec, current: "rendered-a", want: Updating}, // the same file: not a write
+			{at: 2 * sec, current: "rendered-a", rew: true, want: RollingBack},
+		}},
 		{"rebootless line with currentconfig back to A", false, []step{
 			{current: "rendered-a", want: Idle},
 			{at: 0, line: start, want: Updating},
