@@ -35,7 +35,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
 	fs.StringVar(&o.MetricsTextfile, "metrics-textfile", "", "write Prometheus metrics to `PATH` (ending in .prom) for node_exporter's textfile collector")
-	fs.StringVar(&o.MCD.Mode, "mcd", "auto", "follow the machine-config daemon's updates (`auto|on|off`; auto: when a --config is its currentconfig)")
+	fs.StringVar(&o.MCD.Mode, "mcd", "auto", "follow the machine-config daemon's updates: `MODE` auto (when a --config is its currentconfig), on or off")
 	fs.DurationVar(&o.MCD.Timeouts.Update, "mcd-update-timeout", mcd.DefaultTimeouts.Update, "longest an MCD update may drain and write before reports resume")
 	fs.DurationVar(&o.MCD.Timeouts.Post, "mcd-post-timeout", mcd.DefaultTimeouts.Post, "longest after the rename of currentconfig (or a rollback) before reports resume")
 	fs.DurationVar(&o.MCD.Timeouts.Reboot, "mcd-reboot-timeout", mcd.DefaultTimeouts.Reboot, "longest an announced reboot may take to come")
