@@ -3,11 +3,14 @@ package systemd_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/test/harness"
+	"github.com/drift-monitor/drift-monitor/test/nspawn"
 )
 
 // msgMCD is the follower's own record (internal/journal.MsgMCD).
@@ -283,4 +286,74 @@ func TestMCDWithoutJournal(t *testing.T) {
 	if d := time.Since(start); d < 3*time.Second {
 		t.Errorf("the drift was reported %s after the edit, before the 3s hold-down", d)
 	}
+}
+
+// TestMCDReboot follows an update through its reboot: nspawn exits 133 on
+// `systemctl reboot` and boots the same /etc and /var again (bound from
+// host directories: a persistent journal, currentconfig and the files),
+// with a new boot id and an empty /run. The daemon of the new boot reads
+// the previous boot's MCD lines back, holds until the MCD validates the
+// disk, and then checks against B.
+func TestMCDReboot(t *testing.T) {
+	t.Parallel()
+	etc, vr := t.TempDir(), t.TempDir()
+	s := mcdSetup("")
+	binds := append(daemonBinds(t), nspawn.Mount{Src: etc, Dst: "/etc"}, nspawn.Mount{Src: vr, Dst: "/var"})
+	// One machine id for both boots, so that the journal of the first is
+	// the previous boot of the second.
+	if err := os.WriteFile(filepath.Join(etc, "machine-id"), []byte("0123456789abcdef0123456789abcdef\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	boot := func() *host {
+		m := nspawn.Boot(t, nspawn.Options{Bind: binds})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		t.Cleanup(cancel)
+		return &host{&machine{Machine: m, ctx: ctx}, t}
+	}
+	h := boot()
+	h.dumpOnFailure()
+	h.MustRun(t, "sh", "-c", "mkdir -p /var/log/journal && journalctl --flush")
+	h.WriteFile(t, configPath, []byte(s.config), 0o644)
+	for _, f := range s.files {
+		h.WriteFile(t, f.path, []byte(f.content), f.mode)
+	}
+	h.WriteFile(t, "/etc/systemd/system/"+service+".d/test.conf", []byte("[Service]\nExecStart=\nExecStart=/usr/bin/drift-monitor daemon "+strings.Join(s.flags, " ")+"\n"), 0o644)
+	h.MustRun(t, "systemctl", "daemon-reload")
+	h.MustRun(t, "systemctl", "enable", service)
+	h.MustRun(t, "systemctl", "restart", service)
+	h.inv = h.prop("InvocationID")
+	h.waitStatus("No drift: watching 3 paths, 0 units")
+
+	m := h.mark()
+	h.mcd(1, `say "Starting update from rendered-a to rendered-b: &{osUpdate:false kargs:true fips:false passwd:false files:true units:false kernelType:false extensions:false}"`)
+	h.waitMCDHeld(m, "update rendered-a → rendered-b: draining")
+	h.mcd(1, `write_b; cc b rendered-b`)
+	h.waitMCDHeld(m, "currentconfig names rendered-b, waiting")
+	// performPostConfigChangeNodeDisruptionAction, then reboot
+	// (update.go): the lines, then the transient unit (daemon.go:
+	// rebootCommand).
+	h.mcd(1, `say "Performing post config change action: Reboot for config rendered-b"; say "Rebooting node"; say "initiating reboot: Node will reboot into config rendered-b"`)
+	h.waitMCDHeld(m, "reboot pending")
+	for _, r := range h.between(m, h.mark(), harness.MsgDriftDetected, nil) {
+		t.Errorf("drift reported before the reboot: %s", r["MESSAGE"])
+	}
+	h.mcd(1, `systemd-run --unit machine-config-daemon-reboot --description "machine-config-daemon: Node will reboot into config rendered-b" /bin/sh -c "systemctl reboot"; say "reboot successful"`)
+	h.WaitRebooted(t, time.Minute)
+
+	h = boot()
+	h.dumpOnFailure()
+	h.WaitFor(t, recordTimeout, service+" active", func() (bool, string) {
+		st := h.prop("ActiveState")
+		return st == "active", st
+	})
+	h.inv = h.prop("InvocationID")
+	if prev := h.MustRun(t, "journalctl", "-b", "-1", "-q", "-o", "cat", "-u", "machine-config-daemon-reboot"); !strings.Contains(prev, "Node will reboot into config rendered-b") {
+		t.Errorf("the previous boot's journal lacks the reboot unit: %q", prev)
+	}
+	h.waitMCDHeld(0, "config rendered-b: waiting for the MCD to validate the disk")
+	h.statusHas("Inhibited by machine-config-daemon: config rendered-b")
+	// The MCD pod, started again: checkStateOnFirstRun (daemon.go).
+	h.mcd(1, `say "Starting to manage node: n1"; say 'Disk currentConfig "rendered-b" overrides node'"'"'s currentConfig annotation "rendered-a"'; say "Validated on-disk state"; say "Update completed for config rendered-b and node has been successfully uncordoned"`)
+	h.released(0, recordTimeout)
+	h.waitStatus("No drift: watching 3 paths, 0 units")
 }
