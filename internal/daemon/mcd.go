@@ -424,7 +424,9 @@ func readConfigName(p string) (name string, dev, ino uint64, err error) {
 			if md.Name == "" {
 				return "", 0, 0, fmt.Errorf("%s: no metadata.name", p)
 			}
-			return md.Name, uint64(st.Dev), st.Ino, nil
+			// Shown in the inhibitor's why, which the bus carries as it
+			// is: escaped here.
+			return escape.Name(md.Name), uint64(st.Dev), st.Ino, nil
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {

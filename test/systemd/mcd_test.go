@@ -77,7 +77,8 @@ func mcdSetup(dropIn string, flags ...string) setup {
 			{currentConfig, strings.ReplaceAll(mcConfig("a"), "NAME", "rendered-a"), 0o644},
 		},
 	}
-	all := append([]string{"--config=" + currentConfig, "--mcd-update-timeout=25s", "--mcd-quiet=3s", "--mcd-hold-down=3s"}, flags...)
+	all := append([]string{"--config=" + currentConfig, "--mcd-update-timeout=25s", "--mcd-quiet=3s", "--mcd-hold-down=3s",
+		"--metrics-textfile=" + mcdMetrics}, flags...)
 	if dropIn == "" {
 		s.flags = all
 	} else {
@@ -85,6 +86,9 @@ func mcdSetup(dropIn string, flags ...string) setup {
 	}
 	return s
 }
+
+// mcdMetrics is the daemon's textfile, in its runtime directory.
+const mcdMetrics = "/run/drift-monitor/metrics.prom"
 
 // mcd runs the fake MCD's script (Q=1: quoted lines) as root.
 func (h *host) mcd(q int, script string) {
@@ -164,6 +168,12 @@ func TestMCDUpdates(t *testing.T) {
 		// Still held: the drift of the writing would show by now.
 		h.mcd(1, `cc b rendered-b`)
 		h.waitMCDHeld(m, "currentconfig names rendered-b, waiting")
+		// Like any inhibitor: the metrics say inhibited (which the shipped
+		// DriftMonitorInhibitedTooLong alert watches) and count it.
+		h.WaitFor(t, recordTimeout, "the metrics to say inhibited", func() (bool, string) {
+			out, _, _ := h.Run(h.ctx, "cat", mcdMetrics)
+			return strings.Contains(out, `drift_monitor_state{state="inhibited"} 1`+"\n") && strings.Contains(out, "drift_monitor_inhibitors 1\n"), out
+		})
 		h.mcd(1, `say "Performing post config change action: None for config rendered-b"; say "Node has Desired Config rendered-b, skipping reboot"`)
 		h.released(m, recordTimeout)
 		h.waitStatus("No drift: watching 3 paths, 0 units")
