@@ -104,7 +104,10 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 	case held := <-s.inhibit:
 		d.setInhibitors(ctx, held)
 	case <-d.cfg.Changed():
-		if active {
+		// The MCD's rename of currentconfig first: it may hold reports
+		// (a rollback, a change no start line announced).
+		d.mcdCurrentConfig(ctx)
+		if active && !d.inhibited() {
 			d.reload(ctx, "the desired-state files changed")
 		}
 		d.cfg.Rewatch()
