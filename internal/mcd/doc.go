@@ -46,6 +46,13 @@
 // Timeouts.HoldDown; an update whose writing lasts longer is reported until
 // its rename.
 //
+// Releases: the start, "initiating reboot", "Node has Desired Config",
+// "Update completed" and "Starting to manage node" lines are logSystem's in
+// release-4.8 to main alike; "Validated on-disk state" only from 4.12 (glog
+// before), so after a reboot on 4.8–4.11 the done line releases. On 4.1–4.6
+// the MCD renamed currentconfig before the drain, which can outlast
+// Timeouts.Post.
+//
 // Not followed: the ≤ 4.13 pending-state records
 // (MESSAGE_ID=machine-config-daemon-pending-state), on-cluster layering's
 // "Starting transition to" (4.14–4.17), HyperShift (which journals no start
