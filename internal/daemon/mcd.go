@@ -115,6 +115,9 @@ func (d *Daemon) followMCD(ctx context.Context) {
 	f.m.Tick(time.Now())
 	d.mcdApply(ctx)
 	d.watchCurrentConfig(ctx, f)
+	// A reboot the MCD asked for before this start (the journal's
+	// replay knows it too; without the journal only the unit tells).
+	d.mcdRebootUnit(ctx)
 	if f.renameOnly == "" {
 		d.followMCDJournal(ctx, j, this, cursor)
 	}
@@ -218,8 +221,10 @@ func (d *Daemon) followMCDJournal(ctx context.Context, j mcd.Journal, this, curs
 	}()
 }
 
-// watchCurrentConfig follows the renames of currentconfig: fsnotify on its
-// directory (the MCD renames a temporary file into place).
+// watchCurrentConfig follows the renames of currentconfig (fsnotify on its
+// directory: the MCD renames a temporary file into place) and the MCD's
+// transient reboot unit (its file in /run/systemd/transient: a reboot
+// marker the journal need not be read for).
 func (d *Daemon) watchCurrentConfig(ctx context.Context, f *mcdFollower) {
 	w, err := fsnotify.NewWatcher()
 	if err == nil {
@@ -232,29 +237,80 @@ func (d *Daemon) watchCurrentConfig(ctx context.Context, f *mcdFollower) {
 		}
 		return
 	}
+	transient := filepath.Dir(mcd.RebootUnit)
+	if err := w.Add(transient); err != nil {
+		// No transient unit yet this boot: systemd makes the directory
+		// with the first one, in /run/systemd.
+		if err := w.Add(filepath.Dir(transient)); err != nil {
+			d.log.Debug(fmt.Sprintf("machine-config-daemon: not watching %s: %v", transient, err))
+		}
+	}
 	f.stops = append(f.stops, func() { w.Close() })
 	go func() {
 		var settle <-chan time.Time
+		var config, unit bool
 		for {
 			select {
 			case ev, ok := <-w.Events:
 				if !ok {
 					return
 				}
-				if ev.Name == f.path {
-					settle = time.After(mcdCurrentConfigSettle)
+				switch {
+				case ev.Name == transient && ev.Has(fsnotify.Create):
+					// Its first unit may be in it before the watch.
+					_ = w.Add(transient)
+					unit = true
+				case ev.Name == f.path:
+					config = true
+				case ev.Name == mcd.RebootUnit && !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename):
+					unit = true
+				default:
+					continue
 				}
+				settle = time.After(mcdCurrentConfigSettle)
 			case _, ok := <-w.Errors:
 				if !ok {
 					return
 				}
-				settle = time.After(mcdCurrentConfigSettle)
+				config, settle = true, time.After(mcdCurrentConfigSettle)
 			case <-settle:
-				settle = nil
-				d.do(ctx, func(lctx context.Context) error { d.mcdCurrentConfig(lctx); return nil })
+				c, u := config, unit
+				settle, config, unit = nil, false, false
+				d.do(ctx, func(lctx context.Context) error {
+					if c {
+						d.mcdCurrentConfig(lctx)
+					}
+					if u {
+						d.mcdRebootUnit(lctx)
+					}
+					return nil
+				})
 			}
 		}
 	}()
+}
+
+// mcdRebootUnit takes the MCD's transient reboot unit: the reboot into the
+// config its description names.
+func (d *Daemon) mcdRebootUnit(ctx context.Context) {
+	fh, err := os.Open(mcd.RebootUnit)
+	if err != nil {
+		d.log.Debug(fmt.Sprintf("machine-config-daemon: %v", err))
+		return
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, 64<<10))
+	if err != nil {
+		d.log.Debug(fmt.Sprintf("machine-config-daemon: reading %s: %v", mcd.RebootUnit, err))
+		return
+	}
+	l, ok := mcd.ParseRebootUnit(b)
+	if !ok {
+		return
+	}
+	d.refreshCurrentConfig(ctx)
+	d.mcd.m.Line(l, time.Now())
+	d.mcdApply(ctx)
 }
 
 // stopMCD stops the follower's goroutines.

@@ -44,7 +44,8 @@
 // Without the journal (RenameOnly) only the renames are seen: each rename,
 // and each drift that appears between full checks, is held for
 // Timeouts.HoldDown; an update whose writing lasts longer is reported until
-// its rename.
+// its rename. The MCD's transient reboot unit (RebootUnit, ParseRebootUnit)
+// is a reboot marker in both modes.
 //
 // Releases: the start, "initiating reboot", "Node has Desired Config",
 // "Update completed" and "Starting to manage node" lines are logSystem's in

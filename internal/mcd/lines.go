@@ -112,3 +112,22 @@ func Parse(message string) (l Line, ok bool) {
 	}
 	return Line{}, false
 }
+
+// RebootUnit is the transient unit the MCD reboots through
+// (daemon.go:rebootCommand: systemd-run --unit machine-config-daemon-reboot
+// --description "machine-config-daemon: Node will reboot into config B" …
+// /bin/sh -c "systemctl reboot"), as systemd keeps its file.
+const RebootUnit = "/run/systemd/transient/machine-config-daemon-reboot.service"
+
+var rebootDescription = regexp.MustCompile(`^Description=machine-config-daemon: Node will reboot into config ` + name + `$`)
+
+// ParseRebootUnit reads the reboot unit's file: a Reboot line naming the
+// config of its Description; ok is false for any other unit.
+func ParseRebootUnit(content []byte) (l Line, ok bool) {
+	for _, line := range strings.Split(string(content), "\n") {
+		if m := rebootDescription.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			return Line{Kind: Reboot, Config: m[1]}, true
+		}
+	}
+	return Line{}, false
+}

@@ -102,11 +102,11 @@ func (m *Machine) Phase() Phase { return m.phase }
 func (m *Machine) Held() (bool, string) {
 	switch m.phase {
 	case Updating:
-		return true, fmt.Sprintf("update %s → %s: draining and writing until currentconfig names %s (gives up %s)", m.from, m.to, m.to, stamp(m.started.Add(m.T.Update)))
+		return true, fmt.Sprintf("update %s: draining and writing until currentconfig names %s (gives up %s)", m.pair(), m.to, stamp(m.started.Add(m.T.Update)))
 	case Written:
-		return true, fmt.Sprintf("update %s → %s: currentconfig names %s, waiting for the MCD to reboot or finish (gives up %s)", m.from, m.to, m.to, stamp(m.since.Add(m.T.Post)))
+		return true, fmt.Sprintf("update %s: currentconfig names %s, waiting for the MCD to reboot or finish (gives up %s)", m.pair(), m.to, stamp(m.since.Add(m.T.Post)))
 	case Rebooting:
-		return true, fmt.Sprintf("update %s → %s: reboot pending (gives up %s)", m.from, m.to, stamp(m.since.Add(m.T.Reboot)))
+		return true, fmt.Sprintf("update %s: reboot pending (gives up %s)", m.pair(), stamp(m.since.Add(m.T.Reboot)))
 	case Settling:
 		return true, fmt.Sprintf("%s: waiting for the MCD to validate the disk (gives up %s)", m.settlingWhat(), stamp(m.since.Add(m.T.Boot)))
 	case RollingBack:
@@ -115,6 +115,14 @@ func (m *Machine) Held() (bool, string) {
 		return true, fmt.Sprintf("currentconfig followed by its renames only (no journal): holding %s", m.T.HoldDown)
 	}
 	return false, ""
+}
+
+// pair is "A → B", or "to B" when the start was not seen.
+func (m *Machine) pair() string {
+	if m.from == "" {
+		return "to " + m.to
+	}
+	return m.from + " → " + m.to
 }
 
 func (m *Machine) settlingWhat() string {
@@ -225,8 +233,9 @@ func (m *Machine) Line(l Line, at time.Time) {
 			m.enter(Rebooting, at)
 		case m.phase == Rebooting:
 		case l.Config != "":
-			// A reboot into a config whose start the machine did not see.
-			m.from, m.to = orUnknown(m.current), l.Config
+			// A reboot into a config whose start the machine did not see
+			// (or, without the journal, the MCD's reboot unit).
+			m.from, m.to = "", l.Config
 			m.enter(Rebooting, at)
 		}
 	case RebootFailed:
@@ -295,6 +304,9 @@ func (m *Machine) CurrentConfig(name string, rewritten bool, at time.Time) {
 		m.expired, m.expiredAt = [2]string{}, ""
 	}
 	if m.RenameOnly {
+		if m.phase == Rebooting && !changed {
+			return
+		}
 		if changed || rewritten {
 			if m.phase != HoldDown {
 				m.enter(HoldDown, at)

@@ -252,6 +252,10 @@ func TestMachine(t *testing.T) {
 			{at: 15 * sec, tick: true, want: Idle},
 			{at: 16 * sec, current: "rendered-b", rew: true, want: HoldDown},
 			{at: 26 * sec, tick: true, want: Idle},
+			// The reboot unit, seen without the journal.
+			{at: 27 * sec, line: "initiating reboot: Node will reboot into config rendered-b", want: Rebooting},
+			{at: 28 * sec, current: "rendered-b", rew: true, want: Rebooting},
+			{at: 29 * sec, current: "rendered-a", rew: true, want: HoldDown},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,5 +286,15 @@ func TestReplay(t *testing.T) {
 	m.Line(l, t0.Add(3*time.Minute))
 	if m.Phase() != Idle {
 		t.Fatalf("after the validation: %s", m.Phase())
+	}
+}
+
+func TestParseRebootUnit(t *testing.T) {
+	unit := "# This is a transient unit file, created programmatically via the systemd API. Do not edit.\n[Unit]\nDescription=machine-config-daemon: Node will reboot into config rendered-worker-b\n\n[Service]\nExecStart=\n"
+	if l, ok := ParseRebootUnit([]byte(unit)); !ok || l != (Line{Kind: Reboot, Config: "rendered-worker-b"}) {
+		t.Errorf("ParseRebootUnit = %+v, %v", l, ok)
+	}
+	if _, ok := ParseRebootUnit([]byte("[Unit]\nDescription=something else\n")); ok {
+		t.Error("another unit read as the MCD's reboot")
 	}
 }

@@ -278,7 +278,7 @@ func TestMCDUpdates(t *testing.T) {
 // for the hold-down, and still reports a real edit once it lasted that long.
 func TestMCDWithoutJournal(t *testing.T) {
 	t.Parallel()
-	h := bootDaemon(t, mcdSetup("InaccessiblePaths=-/run/log/journal -/var/log/journal\n"))
+	h := bootDaemon(t, mcdSetup("InaccessiblePaths=-/run/log/journal -/var/log/journal\n", "--mcd-reboot-timeout=8s"))
 	h.dumpOnFailure()
 	h.statusHas("machine-config-daemon followed by the renames of currentconfig only")
 	h.waitRecord(0, msgMCD, nil)
@@ -296,6 +296,19 @@ func TestMCDWithoutJournal(t *testing.T) {
 	if d := time.Since(start); d < 3*time.Second {
 		t.Errorf("the drift was reported %s after the edit, before the 3s hold-down", d)
 	}
+	n = h.mark()
+	h.MustRun(t, "chmod", "0644", sentinel)
+	h.waitRecord(n, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": sentinel})
+
+	// The MCD's reboot unit (daemon.go:rebootCommand) is a reboot marker
+	// the journal need not be read for; this one never reboots, so the
+	// hold ends with --mcd-reboot-timeout.
+	n = h.mark()
+	h.sh(`systemd-run --quiet --unit machine-config-daemon-reboot --description "machine-config-daemon: Node will reboot into config rendered-b" sleep infinity`)
+	h.waitMCDHeld(n, "update to rendered-b: reboot pending")
+	h.statusHas("Inhibited by machine-config-daemon: update to rendered-b: reboot pending")
+	h.released(n, time.Minute)
+	h.waitRecord(n, msgMCD, nil)
 }
 
 // TestMCDReboot follows an update through its reboot: nspawn exits 133 on
