@@ -1,6 +1,10 @@
 package mcd
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -296,5 +300,58 @@ func TestParseRebootUnit(t *testing.T) {
 	}
 	if _, ok := ParseRebootUnit([]byte("[Unit]\nDescription=something else\n")); ok {
 		t.Error("another unit read as the MCD's reboot")
+	}
+}
+
+// fakeJournalctl is a journalctl that prints out for any arguments.
+func fakeJournalctl(t *testing.T, out string) Journal {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "journalctl")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\ncat <<'EOF'\n"+out+"\nEOF\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return Journal{Journalctl: p}
+}
+
+func TestBoots(t *testing.T) {
+	const list = `IDX BOOT ID                          FIRST ENTRY                 LAST ENTRY
+ -2 11111111111111111111111111111111 Thu 2026-12-03 13:20:53 UTC Thu 2026-12-03 13:21:26 UTC
+ -1 22222222222222222222222222222222 Thu 2026-12-03 13:22:53 UTC Thu 2026-12-03 13:23:26 UTC
+  0 33333333333333333333333333333333 Thu 2026-12-03 13:24:53 UTC Thu 2026-12-03 13:25:26 UTC`
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, out, kernel, this, prev, err string
+	}{
+		{"the kernel's boot is the newest", list, "33333333-3333-3333-3333-333333333333\n", "33333333333333333333333333333333", "22222222222222222222222222222222", ""},
+		{"the kernel's boot is older (a clock set back)", list, "22222222-2222-2222-2222-222222222222", "22222222222222222222222222222222", "11111111111111111111111111111111", ""},
+		{"the kernel's boot is unknown (a container's own id)", list, "44444444-4444-4444-4444-444444444444", "33333333333333333333333333333333", "22222222222222222222222222222222", ""},
+		{"one boot", "IDX BOOT ID FIRST ENTRY LAST ENTRY\n  0 33333333333333333333333333333333 Thu", "33333333-3333-3333-3333-333333333333", "33333333333333333333333333333333", "", ""},
+		{"no boot visible", "", "x", "", "", "no boot is visible"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			this, prev, err := fakeJournalctl(t, tc.out).Boots(ctx, tc.kernel)
+			if tc.err != "" {
+				if !errors.Is(err, ErrNoJournal) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want ErrNoJournal with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || this != tc.this || prev != tc.prev {
+				t.Errorf("Boots = %q, %q, %v; want %q, %q", this, prev, err, tc.this, tc.prev)
+			}
+		})
+	}
+}
+
+func TestRead(t *testing.T) {
+	j := fakeJournalctl(t, `{"__CURSOR":"c1","__REALTIME_TIMESTAMP":"1700000000000000","_UID":"0","MESSAGE":"machine-config-daemon[1]: Starting update from rendered-a to rendered-b: &{}"}
+{"__CURSOR":"c2","__REALTIME_TIMESTAMP":"1700000001000000","_UID":"0","MESSAGE":"sudo: session opened"}
+{"__CURSOR":"c3","__REALTIME_TIMESTAMP":"1700000002000000","_UID":"1000","MESSAGE":"machine-config-daemon[1]: Validated on-disk state"}`)
+	recs, cursor, err := j.Read(context.Background(), "33333333333333333333333333333333")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Line.Kind != Start || recs[0].Cursor != "c1" || cursor != "c3" {
+		t.Errorf("Read = %+v, cursor %q; want the start line only, and the last cursor c3", recs, cursor)
 	}
 }
