@@ -108,7 +108,7 @@ func (d *Daemon) followMCD(ctx context.Context) {
 	}
 	name, dev, ino, rerr := readConfigName(p)
 	if rerr != nil {
-		d.record(ctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: %v", rerr))
+		d.record(ctx, slog.LevelWarn, journal.MsgMCD, "machine-config-daemon: "+escape.Name(rerr.Error()))
 	}
 	f.dev, f.ino = dev, ino
 	f.m.CurrentConfig(name, false, time.Now())
