@@ -119,8 +119,9 @@ type Outcome struct {
 	Unknown bool
 }
 
-// Clean reports whether no drift was found.
-func (r *Result) Clean() bool { return len(r.Drift) == 0 }
+// Clean reports whether no drift was found and every content compared: an
+// entry whose content was deferred is not judged yet, and is not clean.
+func (r *Result) Clean() bool { return len(r.Drift) == 0 && len(r.Deferred) == 0 }
 
 // chunk is the number of consecutive entries a worker takes at once: entries
 // are sorted by path, so a chunk mostly shares parent directories, which the

@@ -13,6 +13,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 )
@@ -94,15 +95,29 @@ type checkResult struct {
 // digests with it; the zero Key, and no error, for a user who has none.
 // `check` run by root and the daemon share it: their digests agree.
 func hostKey() (drift.Key, error) {
-	dir := digestkey.Dir()
-	if dir == "" {
-		return drift.Key{}, nil
-	}
-	k, err := digestkey.Load(dir)
-	if err != nil {
+	k, err := hostKeyBytes()
+	if err != nil || k == nil {
 		return drift.Key{}, err
 	}
 	return drift.NewKey(k), nil
+}
+
+// hostKeyBytes is the host's digest key itself; nil, and no error, for a
+// user who has none.
+func hostKeyBytes() ([]byte, error) {
+	dir := digestkey.Dir()
+	if dir == "" {
+		return nil, nil
+	}
+	return digestkey.Load(dir)
+}
+
+// firstBoot is how commands use the first-boot record (package
+// firstboot): the root's, at its default path, with the host's key. The
+// key's own problems are the caller's warning already (hostKey).
+func firstBoot() firstboot.Use {
+	k, _ := hostKeyBytes()
+	return firstboot.Use{Path: firstboot.DefaultPath, Key: k}
 }
 
 // runFullCheck loads the desired state (through cache, which may be nil) and
@@ -145,6 +160,11 @@ func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, comma
 		return nil, err
 	}
 	for _, w := range state.Warnings {
+		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Text(w))
+	}
+	// What the configs leave to the node, as the first boot recorded it:
+	// the nodes are the root's whatever configs are checked.
+	for _, w := range firstBoot().Apply(root, &state) {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Text(w))
 	}
 	return &state, nil

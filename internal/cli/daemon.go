@@ -45,21 +45,30 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
+	// A usage error exits ExitUsage, not check's 2: the unit restarts the
+	// daemon after every exit but ExitUsage and ExitConfig (see cli.go).
 	if code, ok := parse(fs, args); !ok {
+		if code == ExitFailed {
+			code = ExitUsage
+		}
 		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
 	}
 	o.Configs, o.Exclude = configs, excludes
 	switch o.MCD.Mode {
 	case "auto", "on", "off":
 	default:
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --mcd %s: want auto, on or off\n", o.MCD.Mode)
-		return ExitFailed
+		return ExitUsage
 	}
 	if p := o.MetricsTextfile; p != "" && (!filepath.IsAbs(p) || filepath.Ext(p) != ".prom") {
 		// node_exporter reads only *.prom files of its directory: any
 		// other name would be written and never scraped.
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --metrics-textfile %s: want an absolute path ending in .prom (node_exporter's textfile collector reads no other)\n", p)
-		return ExitFailed
+		return ExitUsage
 	}
 	// Not assigned when nil: a nil *statecache.Cache in the interface
 	// would be a cache that keeps nothing, and costs the hashing.
@@ -81,6 +90,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	if o.DigestKey, err = hostKey(); err != nil {
 		o.Log.Warn(fmt.Sprintf("no digest key, secret contents get no digests: %v", err))
 	}
+	o.FirstBoot = firstBoot()
 	if cache != nil {
 		cache.Log = o.Log
 	}
@@ -94,8 +104,10 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		o.Units, o.Hook = c, c
 	}
 	if o.OnDrift != "" && o.Hook == nil {
+		// Not booted with systemd, or --root: a restart does not change
+		// either.
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --on-drift needs systemd over D-Bus\n")
-		return ExitFailed
+		return ExitConfig
 	}
 
 	reload := make(chan struct{}, 1)
@@ -115,6 +127,8 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 			}
 		}
 	}()
+	stopPanic := panicOnSignal(ctx)
+	defer stopPanic()
 	d, err := daemon.New(o)
 	if err != nil {
 		o.Log.Error(err.Error())
@@ -143,4 +157,34 @@ func liveHost(dir string) bool {
 	}
 	defer r.Close()
 	return r.IsHost()
+}
+
+// testPanicEnv, set to "SIGUSR2" in the daemon's environment, makes the
+// daemon panic when it receives SIGUSR2: how the systemd tier proves that a
+// daemon dead of a panic (exit status 2, as the Go runtime exits) is
+// restarted (test/systemd/restart_test.go). No unprivileged user can use
+// it: the service's environment comes from its unit and drop-ins (root's
+// files) or `systemctl set-environment` (root), and only root may signal a
+// process running as root; a user's own `drift-monitor daemon` can only
+// crash itself. Without it, SIGUSR2 is ignored, as Go ignores it.
+const testPanicEnv = "DRIFT_MONITOR_TEST_PANIC"
+
+// panicOnSignal arms testPanicEnv's trigger when it is set; the function
+// returned disarms it.
+func panicOnSignal(ctx context.Context) (stop func()) {
+	if os.Getenv(testPanicEnv) != "SIGUSR2" {
+		return func() {}
+	}
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-usr2:
+			panic(testPanicEnv + "=SIGUSR2 and SIGUSR2 received: a test's panic")
+		case <-ctx.Done():
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(usr2); close(done) }
 }

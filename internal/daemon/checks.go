@@ -35,6 +35,9 @@ func (d *Daemon) load(ctx context.Context) error {
 	for _, w := range st.Warnings {
 		d.log.Warn("config warning: " + w)
 	}
+	for _, w := range d.o.FirstBoot.Apply(d.root, &st) {
+		d.log.Warn(w)
+	}
 	excl, err := d.exclusions()
 	if err != nil {
 		d.m.loadFailures++
@@ -170,6 +173,9 @@ func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentR
 		// poll, or an overflow's full check) checks it once its writer is
 		// done.
 		return
+	}
+	if read != nil {
+		d.reads.verify(e.ID(), read.Stamp)
 	}
 	if len(out.Drift) > 0 && d.mcdHoldDown(ctx, e.ID()) {
 		return // held: the release's full check reports it if it persists

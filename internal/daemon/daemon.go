@@ -29,6 +29,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
@@ -97,6 +98,9 @@ type Options struct {
 	// DigestKey keys the digests of content that must not be shown (see
 	// drift.Key); the zero Key leaves them out.
 	DigestKey drift.Key
+	// FirstBoot is the first-boot record the daemon uses on every load
+	// (package firstboot); the zero Use reads none.
+	FirstBoot firstboot.Use
 
 	Log    *slog.Logger
 	Notify Notifier
@@ -167,6 +171,10 @@ type Daemon struct {
 	busHead []dbusapi.Drift
 	busGen  uint64
 	m       metricsOut // --metrics-textfile (metrics.go)
+	// judged: the first check is done, every declared entry judged once
+	// (noteJudged); until then a content still being read keeps the state
+	// starting, never clean.
+	judged bool
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files

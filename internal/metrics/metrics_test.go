@@ -87,6 +87,7 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_state{state=drifted}":                1,
 		"drift_monitor_state{state=inhibited}":              0,
 		"drift_monitor_state{state=error}":                  0,
+		"drift_monitor_state{state=checking}":               0,
 		"drift_monitor_drift_entries{kind=content}":         2,
 		"drift_monitor_drift_entries{kind=mode}":            1,
 		"drift_monitor_drift_entries{kind=missing}":         0,

@@ -24,18 +24,38 @@ import (
 // is skipped, or fails when CI=true.
 func Sysroot(t testing.TB, deploys ...[]string) string {
 	t.Helper()
+	return SysrootWith(t, nil, deploys...)
+}
+
+// File is a file the committed tree holds besides the minimal one.
+type File struct {
+	Content string
+	Mode    os.FileMode
+}
+
+// SysrootWith is Sysroot with files added to the committed tree, by path
+// in the tree (usr/etc/motd: the deployment's /etc/motd and its twin).
+func SysrootWith(t testing.TB, files map[string]File, deploys ...[]string) string {
+	t.Helper()
 	harness.RequireTools(t, "ostree")
 	dir := t.TempDir()
 	sysroot, tree := filepath.Join(dir, "sysroot"), filepath.Join(dir, "tree")
-	for p, content := range map[string]string{
-		"usr/lib/modules/6.1.0/vmlinuz":       "kernel",
-		"usr/lib/modules/6.1.0/initramfs.img": "initramfs",
-		"usr/lib/os-release":                  "ID=testos\nVERSION_ID=1\n",
-	} {
+	all := map[string]File{
+		"usr/lib/modules/6.1.0/vmlinuz":       {"kernel", 0o644},
+		"usr/lib/modules/6.1.0/initramfs.img": {"initramfs", 0o644},
+		"usr/lib/os-release":                  {"ID=testos\nVERSION_ID=1\n", 0o644},
+	}
+	for p, f := range files {
+		all[p] = f
+	}
+	for p, f := range all {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(tree, p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(tree, p), []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tree, p), []byte(f.Content), f.Mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(tree, p), f.Mode); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,4 +87,16 @@ func Sysroot(t testing.TB, deploys ...[]string) string {
 		run(append(args, "testos/x86_64")...)
 	}
 	return sysroot
+}
+
+// Deployment is the directory of the sysroot's one deployment (Sysroot with one
+// deploy): the tree a booted host has as /, with the /etc ostree checked out
+// from its usr/etc.
+func Deployment(t testing.TB, sysroot string) string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(sysroot, "ostree/deploy/testos/deploy/*.0"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("the deployment in %s: %v, %v", sysroot, dirs, err)
+	}
+	return dirs[0]
 }
