@@ -14,6 +14,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/mcd"
 	"github.com/drift-monitor/drift-monitor/internal/notify"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
@@ -35,6 +36,13 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
 	fs.StringVar(&o.MetricsTextfile, "metrics-textfile", "", "write Prometheus metrics to `PATH` (ending in .prom) for node_exporter's textfile collector")
+	fs.StringVar(&o.MCD.Mode, "mcd", "auto", "follow the machine-config daemon's updates: `MODE` auto (when a --config is its currentconfig), on or off")
+	fs.DurationVar(&o.MCD.Timeouts.Update, "mcd-update-timeout", mcd.DefaultTimeouts.Update, "longest an MCD update may drain and write before reports resume")
+	fs.DurationVar(&o.MCD.Timeouts.Post, "mcd-post-timeout", mcd.DefaultTimeouts.Post, "longest after the rename of currentconfig (or a rollback) before reports resume")
+	fs.DurationVar(&o.MCD.Timeouts.Reboot, "mcd-reboot-timeout", mcd.DefaultTimeouts.Reboot, "longest an announced reboot may take to come")
+	fs.DurationVar(&o.MCD.Timeouts.Boot, "mcd-boot-timeout", mcd.DefaultTimeouts.Boot, "longest after a boot (or an MCD restart) before the MCD validates the disk")
+	fs.DurationVar(&o.MCD.Timeouts.Quiet, "mcd-quiet", mcd.DefaultTimeouts.Quiet, "quiet that ends a rollback of currentconfig")
+	fs.DurationVar(&o.MCD.Timeouts.HoldDown, "mcd-hold-down", mcd.DefaultTimeouts.HoldDown, "hold of a rename or a new drift when the journal cannot be read")
 	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
@@ -51,6 +59,12 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		return ExitUsage
 	}
 	o.Configs, o.Exclude = configs, excludes
+	switch o.MCD.Mode {
+	case "auto", "on", "off":
+	default:
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --mcd %s: want auto, on or off\n", o.MCD.Mode)
+		return ExitUsage
+	}
 	if p := o.MetricsTextfile; p != "" && (!filepath.IsAbs(p) || filepath.Ext(p) != ".prom") {
 		// node_exporter reads only *.prom files of its directory: any
 		// other name would be written and never scraped.

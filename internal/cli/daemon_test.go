@@ -24,6 +24,7 @@ func TestDaemonUsageExits(t *testing.T) {
 		{"bad flag value", []string{"--interval", "soon"}, cli.ExitUsage, `invalid value "soon" for flag -interval`},
 		{"stray argument", []string{"--root", root, "extra"}, cli.ExitUsage, `unexpected argument "extra"`},
 		{"metrics textfile node_exporter never reads", []string{"--root", root, "--metrics-textfile", "/run/x.txt"}, cli.ExitUsage, "want an absolute path ending in .prom"},
+		{"mcd mode unknown", []string{"--root", root, "--mcd", "maybe"}, cli.ExitUsage, "--mcd maybe: want auto, on or off"},
 		{"on-drift without systemd", []string{"--root", root, "--bus=false", "--on-drift", "x.service"}, cli.ExitConfig, "--on-drift needs systemd over D-Bus"},
 		{"help", []string{"--help"}, 0, "-interval"},
 	}

@@ -180,6 +180,9 @@ func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentR
 	if read != nil {
 		d.reads.verify(e.ID(), read.Stamp)
 	}
+	if len(out.Drift) > 0 && d.mcdHoldDown(ctx, e.ID()) {
+		return // held: the release's full check reports it if it persists
+	}
 	appeared, resolved := d.track.update(e.ID(), d.deferred(i, out.Drift, out))
 	d.report(ctx, appeared, resolved)
 }

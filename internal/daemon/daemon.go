@@ -99,6 +99,8 @@ type Options struct {
 	// how often it is rewritten when nothing changed (0: 30s).
 	MetricsTextfile string
 	MetricsRefresh  time.Duration
+	// MCD follows the OpenShift machine-config daemon's updates (mcd.go).
+	MCD MCDOptions
 	// DigestKey keys the digests of content that must not be shown (see
 	// drift.Key); the zero Key leaves them out.
 	DigestKey drift.Key
@@ -161,6 +163,7 @@ type Daemon struct {
 	noticeGen   uint64
 
 	inhibitors []inhibit.Inhibitor
+	mcd        *mcdFollower // the machine-config daemon's internal inhibitor (mcd.go); nil when off
 	// reconcilers are the `drift-monitor reconcile` runs released while
 	// another inhibitor was still held: their repair is journaled when the
 	// last one goes.

@@ -21,6 +21,7 @@ func (d *Daemon) inhibited() bool { return len(d.inhibitors) > 0 }
 // are journaled; when the last one is released, the desired state is read
 // again (the transition may have changed it) and everything is checked.
 func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
+	held = d.withMCD(held)
 	was := map[string]inhibit.Inhibitor{}
 	for _, h := range d.inhibitors {
 		was[h.File] = h

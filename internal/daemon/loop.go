@@ -34,6 +34,8 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 func (d *Daemon) start(ctx context.Context, s *sources) {
 	d.record(ctx, slog.LevelInfo, journal.MsgStarted, fmt.Sprintf("Starting drift-monitor %s", d.o.Version))
 	d.followInhibitors(ctx, s)
+	d.followMCD(ctx)
+	s.stops = append(s.stops, d.stopMCD)
 	d.removeStaleMetrics(ctx)
 	d.loadErr = d.load(ctx)
 	// Until the first check is done, the status line and the bus say so:
@@ -91,6 +93,8 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 	case r := <-s.events:
 		if active {
 			d.handle(ctx, r.evs)
+		} else {
+			d.mcdActivity()
 		}
 		if r.err != nil {
 			d.watchError(ctx, r.err)
@@ -102,7 +106,10 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 	case held := <-s.inhibit:
 		d.setInhibitors(ctx, held)
 	case <-d.cfg.Changed():
-		if active {
+		// The MCD's rename of currentconfig first: it may hold reports
+		// (a rollback, a change no start line announced).
+		d.mcdCurrentConfig(ctx)
+		if active && !d.inhibited() {
 			d.reload(ctx, "the desired-state files changed")
 		}
 		d.cfg.Rewatch()

@@ -28,6 +28,7 @@ func (d *Daemon) status() string {
 	}
 	in.configBlind = d.cfg.Blind()
 	in.nothing = escape.Name(d.nothing)
+	in.mcd = d.mcdStatus()
 	return statusLine(in)
 }
 
@@ -81,6 +82,9 @@ type statusInput struct {
 	// unitsDown: systemd cannot be reached over D-Bus; apiDown: the
 	// daemon's own API is off the bus.
 	unitsDown, apiDown bool
+	// mcd: what the status line says of the machine-config daemon's
+	// follower ("" : nothing).
+	mcd string
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -155,6 +159,9 @@ func statusLine(in statusInput) string {
 	}
 	if in.configBlind {
 		b.WriteString("; desired-state files not watched (inotify watches exhausted): reload to apply changes")
+	}
+	if in.mcd != "" {
+		b.WriteString("; " + in.mcd)
 	}
 	if in.loadFailed != "" {
 		fmt.Fprintf(&b, "; new config refused (%s), checking against the last good one", in.loadFailed)

@@ -64,6 +64,9 @@ const (
 	// MsgNothingToWatch: no config file at all: nothing is declared, nothing
 	// is watched, and the state is "unconfigured", not clean.
 	MsgNothingToWatch = "e2318ddbe00c48e489fdc0de81db0771"
+	// MsgMCD: what the follower of the machine-config daemon's updates has
+	// to say: a phase that timed out, a rollback, a journal it cannot read.
+	MsgMCD = "0979dabaa67b467995d4fc6c3d204d4b"
 )
 
 // Catalog header values shared by every entry.
@@ -359,6 +362,24 @@ Install a config (an Ignition config, a MachineConfig, or Ignition's own
 config cache: see drift-monitor-adopt.service) and run "systemctl reload
 drift-monitor", or let the daemon notice it by itself. Files in those
 directories that are not loaded are named in their own records.`,
+	},
+	{
+		ID: MsgMCD, Name: "MsgMCD",
+		Subject: "Following the machine-config daemon's update",
+		Body: `On an OpenShift node whose desired state is the machine-config daemon's
+/etc/machine-config-daemon/currentconfig, drift-monitor holds its reports
+while the MCD applies an update (the internal inhibitor
+"machine-config-daemon", from the MCD's "Starting update from A to B" to
+the end it announces, through a reboot), and checks everything against the
+new currentconfig at the release. This record says something about that:
+a phase that did not end in time (a stuck or failed MCD: reports resume,
+against currentconfig as it is), a rollback of currentconfig, or a journal
+it cannot read (then only the renames of currentconfig are followed, each
+held a few seconds, and an update whose writing takes longer is reported as
+drift until its rename).
+
+If the MCD is stuck, see "oc describe node" and the machine-config daemon's
+pod log. See drift-monitor(8), "MACHINE-CONFIG DAEMON".`,
 	},
 }
 

@@ -40,6 +40,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgMetricsFailed":       MsgMetricsFailed,
 		"MsgConfigIgnored":       MsgConfigIgnored,
 		"MsgNothingToWatch":      MsgNothingToWatch,
+		"MsgMCD":                 MsgMCD,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}
