@@ -384,7 +384,7 @@ func (c *lookup) loadOrReadlink(i *installInfo, p string) error {
 	if err != nil {
 		return err
 	}
-	masked, err := c.t.nullOrEmpty(target)
+	masked, err := c.t.maskedLink(target)
 	if err != nil {
 		return err
 	}
@@ -524,14 +524,38 @@ func validateAlias(p, target string) error {
 	return nil
 }
 
-// nullOrEmpty mirrors null_or_empty_path_with_root(): a symlink target that
-// reads "/dev/null" masks even when the root has no /dev/null; otherwise
-// the target, followed inside the root, must be an empty file or a
-// character device. A missing target is not a mask.
-func (t *Tree) nullOrEmpty(target string) (bool, error) {
+// maskedLink mirrors the mask test of unit_file_load_or_readlink() in
+// systemd 252 (src/shared/install.c): null_or_empty_path_with_root() of the
+// link's resolved target (src/basic/stat-util.c). A target that is
+// "/dev/null" masks, even when the root has no /dev/null. For any other
+// target the two roots differ:
+//
+//   - With a root directory (systemctl --root=DIR), the target systemd
+//     passes is already prefixed with DIR, and null_or_empty_path_with_root
+//     prefixes it again (CHASE_PREFIX_ROOT): it looks for DIR/DIR/target,
+//     which is not there, and the ENOENT means "not a mask". The link is
+//     then an alias or a linked unit file like any other, and the lookup
+//     goes on to the unit it names: a link to an empty file, or to a vendor
+//     file that is itself a link to /dev/null, is masked only if what it
+//     resolves to is (in the directory where that is found), and a link to
+//     a name that /etc shadows is that unit's alias.
+//   - On the running system (root "/", no root directory for systemd), the
+//     target is followed and stat'ed: an empty file or a character device
+//     at the end masks at the link.
+func (t *Tree) maskedLink(target string) (bool, error) {
 	if target == "/dev/null" {
 		return true, nil
 	}
+	if t.root != "/" {
+		return false, nil
+	}
+	return t.nullOrEmpty(target)
+}
+
+// nullOrEmpty mirrors null_or_empty_path_with_root() without a root
+// directory: the target, followed, must be an empty file or a character
+// device. A missing target is not a mask.
+func (t *Tree) nullOrEmpty(target string) (bool, error) {
 	r, fi, err := t.chase(target, true, false)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

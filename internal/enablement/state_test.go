@@ -159,6 +159,25 @@ func TestState(t *testing.T) {
 				files: map[string]string{"/srv/empty": ""},
 				links: map[string]string{etc + "foo.service": "/srv/empty"},
 			}},
+		// With a root, a link masks only when it points to /dev/null; a link
+		// to anything else is followed (see maskedLink).
+		{name: "a runtime link to an empty file is masked where the file is", unit: "foo.service", want: "masked",
+			fx: fixture{
+				files: map[string]string{"/srv/empty": ""},
+				links: map[string]string{run + "foo.service": "/srv/empty"},
+			}},
+		{name: "an alias of a name /etc shadows over an empty vendor file is an alias", unit: "bar.service", want: "alias",
+			fx: fixture{
+				files: map[string]string{usr + "foo.service": "", etc + "foo.service": wantedBy},
+				links: map[string]string{etc + "bar.service": usr + "foo.service"},
+			}},
+		{name: "an alias of a name /etc shadows over a vendor mask is an alias", unit: "bar.service", want: "alias",
+			fx: fixture{
+				// A root with a /dev/null (an image made by debootstrap has
+				// the device; an empty file reads the same).
+				files: map[string]string{etc + "foo.service": wantedBy, "/dev/null": ""},
+				links: map[string]string{etc + "bar.service": usr + "foo.service", usr + "foo.service": "/dev/null"},
+			}},
 		{name: "masked without a unit file", unit: "nothing.service", want: "masked",
 			fx: fixture{links: map[string]string{etc + "nothing.service": "/dev/null"}}},
 		{name: "a mask through a symlink in /run is runtime", unit: "foo.service", want: "masked-runtime",
@@ -512,6 +531,12 @@ func requireSystemctl(t *testing.T) {
 // variables of the environment that could change its unit search path.
 func runSystemctl(t *testing.T, root string, args ...string) (stdout, stderr string) {
 	t.Helper()
+	return runSystemctlEnv(t, nil, root, args...)
+}
+
+// runSystemctlEnv is runSystemctl with more environment variables.
+func runSystemctlEnv(t *testing.T, env []string, root string, args ...string) (stdout, stderr string) {
+	t.Helper()
 	requireSystemctl(t)
 	cmd := exec.Command(systemctlPath, append([]string{"--root=" + root}, args...)...)
 	for _, kv := range os.Environ() {
@@ -519,7 +544,7 @@ func runSystemctl(t *testing.T, root string, args ...string) (stdout, stderr str
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "SYSTEMD_LOG_LEVEL=err")
+	cmd.Env = append(append(cmd.Env, "SYSTEMD_LOG_LEVEL=err"), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	_ = cmd.Run() // is-enabled exits non-zero for most states
@@ -614,6 +639,49 @@ func TestStateErrors(t *testing.T) {
 				t.Errorf("State(%q, %q) = %q, want \"\"", tc.root, tc.unit, got)
 			}
 		})
+	}
+}
+
+// On the running system (root "/"), systemd follows a link to its end and a
+// link to an empty file or a character device masks at the link (see
+// maskedLink); that cannot be compared with systemctl without writing to the
+// host's /etc, so the rule is asked of maskedLink directly.
+func TestMaskedLinkOnTheRunningSystem(t *testing.T) {
+	dir := t.TempDir()
+	empty, full, link := filepath.Join(dir, "empty"), filepath.Join(dir, "full"), filepath.Join(dir, "link")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(wantedBy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, empty, link)
+	host, err := Open("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inDir, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tree   *Tree
+		target string
+		want   bool
+	}{
+		{host, "/dev/null", true},
+		{host, empty, true},
+		{host, link, true},
+		{host, full, false},
+		{host, filepath.Join(dir, "missing"), false},
+		{inDir, "/dev/null", true},
+		{inDir, "/empty", false},
+		{inDir, "/link", false},
+	} {
+		got, err := tc.tree.maskedLink(tc.target)
+		if err != nil || got != tc.want {
+			t.Errorf("Tree(%s).maskedLink(%s) = %v, %v; want %v", tc.tree.root, tc.target, got, err, tc.want)
+		}
 	}
 }
 
