@@ -23,6 +23,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -33,6 +34,17 @@ import (
 // the state cannot be determined.
 type UnitStates interface {
 	UnitFileState(unit string) (string, error)
+}
+
+// Installs says, from a unit's [Install], why nothing can enable it
+// (enablement.Tree.CannotEnable): "" when something can. A unit declared
+// enabled that systemd reports "disabled" is then a notice, not drift. The
+// Checker asks its UnitStates when they are Installs too (the offline
+// source reads the unit files anyway), and otherwise (systemd over D-Bus,
+// which has no such question) the unit files under Root, so that both
+// sources map the same state the same way.
+type Installs interface {
+	CannotEnable(unit string) (string, error)
 }
 
 // Cmdline returns the running kernel's command line; nil when the machine
@@ -117,6 +129,9 @@ type Outcome struct {
 	// Unknown: the state could not be determined now (see UnitStates);
 	// Drift is then empty, and means nothing.
 	Unknown bool
+	// Notice is what the entry has instead of drift, found by checking it
+	// (a unit that cannot be enabled without an instance); nil when none.
+	Notice *drift.Drift
 }
 
 // Clean reports whether no drift was found.
@@ -133,6 +148,7 @@ const chunk = 64
 func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	res := Result{Checked: len(entries)}
 	perEntry := make([][]drift.Drift, len(entries))
+	notices := make([]*drift.Drift, len(entries))
 	known := make([]bool, len(entries))
 	var k kargs
 	if hasKernelArgs(entries) {
@@ -163,7 +179,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
 					out := c.entry(o, &entries[i], &k, nil)
-					perEntry[i], known[i] = out.Drift, !out.Unknown
+					perEntry[i], known[i], notices[i] = out.Drift, !out.Unknown, out.Notice
 					if out.Deferred {
 						mu.Lock()
 						res.Deferred = append(res.Deferred, Deferred{Index: i, Stamp: out.Stamp})
@@ -193,6 +209,9 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			res.Unknown = append(res.Unknown, entries[i].ID())
 		}
 		if n := drift.Notice(&entries[i]); n != nil {
+			res.Notices = append(res.Notices, *n)
+		}
+		if n := notices[i]; n != nil {
 			res.Notices = append(res.Notices, *n)
 		}
 		if e := &entries[i]; e.Kind == desired.KindKernelArg && k.nextOK && k.nextErr == nil && k.runErr == nil {
@@ -296,6 +315,12 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		if errors.Is(err, buslink.ErrUnavailable) {
 			return Outcome{Unknown: true}
 		}
+		if err == nil && drift.WantsEnabledButDisabled(e, state) {
+			if why := c.cannotEnable(e.Unit); why != "" {
+				n := drift.CannotEnableNotice(e, why)
+				return Outcome{Notice: &n}
+			}
+		}
 		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
 	case desired.KindKernelArg:
 		if c.Cmdline == nil {
@@ -317,6 +342,23 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		ob.Content, deferred = read.Content, false
 	}
 	return Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp}
+}
+
+// cannotEnable asks Installs why unit cannot be enabled (see Installs). A
+// failure to read the unit files leaves the answer to the state: drift.
+func (c *Checker) cannotEnable(unit string) string {
+	in, ok := c.Units.(Installs)
+	if !ok {
+		if c.Root == nil {
+			return ""
+		}
+		in = enablement.Offline{Root: c.Root.Dir()}
+	}
+	why, err := in.CannotEnable(unit)
+	if err != nil {
+		return ""
+	}
+	return why
 }
 
 // declared is e with its declared bytes, when they are Stored and a diff

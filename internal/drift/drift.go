@@ -51,6 +51,11 @@ const (
 	// RebootPending is a notice, not drift: the next boot's kernel command
 	// line has a declared argument as declared, the running kernel's not.
 	RebootPending Kind = "reboot-pending"
+	// CannotEnable is a notice, not drift: a unit declared enabled that
+	// nothing can enable without an instance (a template without
+	// DefaultInstance=): Ignition's preset line for it makes no link, so
+	// "disabled" is what a freshly provisioned host has.
+	CannotEnable Kind = "cannot-enable"
 )
 
 // Drift is one difference between an entry and the disk.

@@ -169,3 +169,53 @@ func (t *Tree) DisableLinks(unit string) ([]string, error) {
 func IsConfigSubdir(dir string) bool {
 	return strings.HasPrefix(dir, persistentConfig+"/")
 }
+
+// CannotEnable says why `systemctl enable UNIT` of systemd 252 can create no
+// symbolic link that makes `systemctl is-enabled UNIT` say "enabled" (a
+// clause that starts "cannot be enabled"), or "" when it can (or when the unit is masked or not found: that is for its
+// state to say). Ignition enables a unit through a preset line
+// (internal/exec/stages/files/units.go, createSystemdPresetFile, v2.27.0:
+// "enable foo@.service" for a template, "enable foo@.service bar" for an
+// instance), and the first boot's preset makes the links enable makes
+// (install.c, preset_prepare_one → install_context_apply), so such a unit is
+// never enabled on a freshly provisioned host. The two cases (install.c,
+// install_info_symlink_alias, install_info_symlink_wants and
+// find_symlinks_in_directory):
+//
+//   - a template without DefaultInstance= and without Alias=: WantedBy= and
+//     RequiredBy= make links only for an instance, "If this is a template,
+//     and we have no instance, don't do anything";
+//   - an instance that is read from its template's file, whose [Install]
+//     has Alias= but no WantedBy= nor RequiredBy=: the alias links are made
+//     under the instance's name of the alias and point to the template's
+//     file, and is-enabled counts neither (it looks for links named after
+//     the instance, or pointing to a file of that name).
+func (t *Tree) CannotEnable(unit string) (string, error) {
+	if classifyName(unit) == nameInvalid {
+		return "", fmt.Errorf("%w: %q", ErrInvalidName, unit)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := &lookup{t: t, infos: map[string]*installInfo{}}
+	i, err := c.traverse(c.add(unit))
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if i.kind != kindRegular {
+		return "", nil
+	}
+	switch classifyName(i.name) {
+	case nameTemplate:
+		if i.defaultInstance == "" && len(i.aliases) == 0 && len(i.wantedBy)+len(i.requiredBy) > 0 {
+			return "cannot be enabled without an instance: it is a template without DefaultInstance= or Alias=, for which enabling (and Ignition's preset) makes no link", nil
+		}
+	case nameInstance:
+		if baseName(i.path) != i.name && len(i.aliases) > 0 && len(i.wantedBy)+len(i.requiredBy) == 0 {
+			return "cannot be enabled: its template's [Install] has Alias= but no WantedBy= or RequiredBy=, and no alias link of an instance counts", nil
+		}
+	}
+	return "", nil
+}

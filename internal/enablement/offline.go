@@ -19,6 +19,15 @@ func (o Offline) UnitFileState(unit string) (string, error) {
 	return st, err
 }
 
+// CannotEnable returns what Tree.CannotEnable says of unit.
+func (o Offline) CannotEnable(unit string) (string, error) {
+	t, err := Open(o.Root)
+	if err != nil {
+		return "", err
+	}
+	return t.CannotEnable(unit)
+}
+
 // ChangedBy reports whether a change at host path p may change what o
 // answers: systemctl enable, disable and mask write their links under
 // /etc/systemd/system (the daemon watches only where something is declared,

@@ -48,7 +48,8 @@ const (
 	// update tools cannot inhibit monitoring.
 	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
 	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
-	// unverifiable), or takes effect at the next boot (reboot-pending).
+	// unverifiable), or takes effect at the next boot (reboot-pending), or
+	// can never be done (cannot-enable).
 	MsgNotice = "a094d4906b084c73bb73fef724cd195b"
 	// MsgReconciled: `drift-monitor reconcile` released its inhibitor
 	// and drift the daemon knew of is gone: it was repaired.
@@ -274,12 +275,17 @@ declared content cannot be verified offline (a remote source without a
 verification hash, a child config that was never fetched, kernel arguments
 outside the live host), so only what else is declared (type, mode, owner) is
 compared; "reboot-pending" when the next boot's kernel command line already
-has what is declared but the running kernel does not.
+has what is declared but the running kernel does not; "cannot-enable" when a
+unit declared enabled cannot be enabled without an instance (a template
+without DefaultInstance=, or an instance of a template whose [Install] has
+only Alias=): Ignition's preset makes no link for it, so it is disabled on a
+freshly provisioned host too.
 
 The notice is logged once when it appears (again after a restart);
 "drift-monitor check" lists every notice. To have the content checked,
 declare it inline or give its source a verification hash; a pending reboot
-resolves itself when the host is rebooted.`,
+resolves itself when the host is rebooted; for a template, declare the
+instances to enable (foo@bar.service) or give it a DefaultInstance=.`,
 	},
 	{
 		ID: MsgReconciled, Name: "MsgReconciled",
