@@ -36,15 +36,12 @@ type UnitStates interface {
 	UnitFileState(unit string) (string, error)
 }
 
-// Installs says, from a unit's [Install], why nothing can enable it
-// (enablement.Tree.CannotEnable): "" when something can. A unit declared
-// enabled that systemd reports "disabled" is then a notice, not drift. The
-// Checker asks its UnitStates when they are Installs too (the offline
-// source reads the unit files anyway), and otherwise (systemd over D-Bus,
-// which has no such question) the unit files under Root, so that both
-// sources map the same state the same way.
-type Installs interface {
-	CannotEnable(unit string) (string, error)
+// Passes are UnitStates that read the unit files themselves
+// (enablement.Offline): Pass returns one Tree for a check pass, which
+// answers every unit of the pass from one reading of the unit search path.
+// The Checker closes it when the pass is over.
+type Passes interface {
+	Pass() (*enablement.Tree, error)
 }
 
 // Cmdline returns the running kernel's command line; nil when the machine
@@ -165,6 +162,8 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	if decl == nil {
 		decl = ondisk.Declare(entries)
 	}
+	units := c.newPass()
+	defer units.close()
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex // res.Deferred
@@ -178,7 +177,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			for start := range next {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
-					out := c.entry(o, &entries[i], &k, nil)
+					out := c.entry(o, &entries[i], &k, nil, units)
 					perEntry[i], known[i], notices[i] = out.Drift, !out.Unknown, out.Notice
 					if out.Deferred {
 						mu.Lock()
@@ -237,13 +236,32 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 // is taken from it when the file is still the version it read; otherwise
 // read is of no use and the content is compared, or deferred, afresh.
 func (c *Checker) Outcome(o *ondisk.Observer, e *desired.Entry, read *ContentRead) Outcome {
+	b := c.NewBatch()
+	defer b.Close()
+	return c.OutcomeIn(b, o, e, read)
+}
+
+// A Batch is one reading of the unit files shared by the Outcomes of entries
+// checked together (those a batch of events affects), as a full check
+// shares one: make it with NewBatch, pass it to OutcomeIn, Close it after.
+// It reads nothing until an enablement entry needs it.
+type Batch struct{ units *passUnits }
+
+// NewBatch starts a Batch.
+func (c *Checker) NewBatch() *Batch { return &Batch{units: c.newPass()} }
+
+// Close releases what the Batch read.
+func (b *Batch) Close() { b.units.close() }
+
+// OutcomeIn is Outcome with the unit files read once for the Batch b.
+func (c *Checker) OutcomeIn(b *Batch, o *ondisk.Observer, e *desired.Entry, read *ContentRead) Outcome {
 	o.Declare(c.Declared)
 	o.Forget()
 	var k kargs
 	if e.Kind == desired.KindKernelArg {
 		k = c.readKargs()
 	}
-	return c.entry(o, e, &k, read)
+	return c.entry(o, e, &k, read, b.units)
 }
 
 // kargs are the command lines a check compares kernel arguments with.
@@ -305,18 +323,18 @@ func (c *Checker) ReadContent(ctx context.Context, o *ondisk.Observer, e *desire
 	return &ContentRead{Stamp: ob.Stamp, Content: ob.Content}
 }
 
-func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *ContentRead) Outcome {
+func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
 	switch e.Kind {
 	case desired.KindEnablement:
 		if c.Units == nil {
 			return Outcome{}
 		}
-		state, err := c.Units.UnitFileState(e.Unit)
+		state, err := units.state(e.Unit)
 		if errors.Is(err, buslink.ErrUnavailable) {
 			return Outcome{Unknown: true}
 		}
 		if err == nil && drift.WantsEnabledButDisabled(e, state) {
-			if why := c.cannotEnable(e.Unit); why != "" {
+			if why := units.cannotEnable(e.Unit); why != "" {
 				n := drift.CannotEnableNotice(e, why)
 				return Outcome{Notice: &n}
 			}
@@ -344,21 +362,70 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 	return Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp}
 }
 
-// cannotEnable asks Installs why unit cannot be enabled (see Installs). A
-// failure to read the unit files leaves the answer to the state: drift.
-func (c *Checker) cannotEnable(unit string) string {
-	in, ok := c.Units.(Installs)
-	if !ok {
-		if c.Root == nil {
-			return ""
+// passUnits is what one check pass asks about units: the Checker's
+// UnitStates, and one reading of the unit files (a Tree) for the whole pass,
+// made when first needed. That Tree answers the states when the UnitStates
+// read the unit files themselves (Passes), and, whoever answers the states,
+// why a unit declared enabled cannot be enabled (enablement.Tree.CannotEnable,
+// which systemd has no question for on the bus): so a state from systemd
+// and one computed offline are mapped the same way.
+type passUnits struct {
+	states UnitStates
+	root   *ondisk.Root
+
+	mu      sync.Mutex
+	tree    *enablement.Tree
+	treeErr error
+}
+
+func (c *Checker) newPass() *passUnits { return &passUnits{states: c.Units, root: c.Root} }
+
+// reading returns the pass's Tree.
+func (p *passUnits) reading() (*enablement.Tree, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tree == nil && p.treeErr == nil {
+		switch ps, ok := p.states.(Passes); {
+		case ok:
+			p.tree, p.treeErr = ps.Pass()
+		case p.root != nil:
+			p.tree, p.treeErr = enablement.New(p.root)
+		default:
+			p.treeErr = errors.New("no root to read unit files in")
 		}
-		in = enablement.Offline{Root: c.Root.Dir()}
 	}
-	why, err := in.CannotEnable(unit)
+	return p.tree, p.treeErr
+}
+
+func (p *passUnits) state(unit string) (string, error) {
+	if _, ok := p.states.(Passes); !ok {
+		return p.states.UnitFileState(unit)
+	}
+	t, err := p.reading()
+	if err != nil {
+		return "", err
+	}
+	return t.UnitFileState(unit)
+}
+
+// cannotEnable says why unit cannot be enabled, "" when it can. A failure
+// to read the unit files leaves the answer to the state: drift.
+func (p *passUnits) cannotEnable(unit string) string {
+	t, err := p.reading()
+	if err != nil {
+		return ""
+	}
+	why, err := t.CannotEnable(unit)
 	if err != nil {
 		return ""
 	}
 	return why
+}
+
+func (p *passUnits) close() {
+	if p.tree != nil {
+		p.tree.Close()
+	}
 }
 
 // declared is e with its declared bytes, when they are Stored and a diff

@@ -4,9 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
@@ -44,13 +44,13 @@ func TestEnablementThatCannotBeEnabledIsANotice(t *testing.T) {
 		`unit "al@bar.service" cannot be enabled: its template's [Install] has Alias= but no WantedBy= or RequiredBy=, and no alias link of an instance counts`,
 		`unit "w@.service" cannot be enabled without an instance: it is a template without DefaultInstance= or Alias=, for which enabling (and Ignition's preset) makes no link`,
 	}
-	for name, units := range map[string]check.UnitStates{
-		"offline": enablement.Offline{Root: root},
-		"systemd": fakeUnits{"al@bar.service": "disabled", "plain.service": "disabled", "w@.service": "disabled"},
-	} {
+	for _, name := range []string{"offline", "systemd"} {
 		t.Run(name, func(t *testing.T) {
 			c := newChecker(t, root)
-			c.Units = units
+			c.Units = enablement.Offline{Root: c.Root}
+			if name == "systemd" {
+				c.Units = fakeUnits{"al@bar.service": "disabled", "plain.service": "disabled", "w@.service": "disabled"}
+			}
 			res := c.All(context.Background(), entries)
 			var gotDrift, gotNotices []string
 			for _, d := range res.Drift {
@@ -75,4 +75,82 @@ func TestEnablementThatCannotBeEnabledIsANotice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingOffline counts the readings of the unit files an offline source
+// makes: Pass (one Tree for a pass) and UnitFileState (a Tree per unit).
+type countingOffline struct {
+	enablement.Offline
+	passes, single *atomic.Int32
+}
+
+func (c countingOffline) Pass() (*enablement.Tree, error) {
+	c.passes.Add(1)
+	return c.Offline.Pass()
+}
+
+func (c countingOffline) UnitFileState(unit string) (string, error) {
+	c.single.Add(1)
+	return c.Offline.UnitFileState(unit)
+}
+
+// A full check reads the unit files once for all its units (one Tree per
+// pass, not one per unit), and releases what it held.
+func TestOneTreePerPass(t *testing.T) {
+	root := t.TempDir()
+	var entries []desired.Entry
+	for _, u := range []string{"a.service", "b.service", "c.service", "d@.service"} {
+		p := filepath.Join(root, "usr/lib/systemd/system", u)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("[Install]\nWantedBy=multi-user.target\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/" + u, Unit: u,
+			Type: desired.TypeNone, Enabled: ptr(true)})
+	}
+	c := newChecker(t, root)
+	units := countingOffline{enablement.Offline{Root: c.Root}, new(atomic.Int32), new(atomic.Int32)}
+	c.Units = units
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	res := c.All(context.Background(), entries)
+	if len(res.Drift) != 3 || len(res.Notices) != 1 {
+		t.Errorf("drift %+v, notices %+v; want 3 disabled and d@.service's notice", res.Drift, res.Notices)
+	}
+	if p, s := units.passes.Load(), units.single.Load(); p != 1 || s != 0 {
+		t.Errorf("a full check of %d units made %d passes and %d single readings, want 1 and 0", len(entries), p, s)
+	}
+	if after := fds(); after != before {
+		t.Errorf("%d descriptors open after the check, %d before", after, before)
+	}
+
+	// The entries of a batch of events, checked one by one in a Batch.
+	units.passes.Store(0)
+	o := ondisk.NewObserver(c.Root)
+	defer o.Close()
+	b := c.NewBatch()
+	for i := range entries {
+		if out := c.OutcomeIn(b, o, &entries[i], nil); len(out.Drift)+btoi(out.Notice != nil) != 1 {
+			t.Errorf("OutcomeIn(%s) = %+v, want one drift or notice", entries[i].Unit, out)
+		}
+	}
+	b.Close()
+	if p, s := units.passes.Load(), units.single.Load(); p != 1 || s != 0 {
+		t.Errorf("a batch of %d units made %d passes and %d single readings, want 1 and 0", len(entries), p, s)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // The differential test holds State against the real `systemctl --root=DIR
@@ -355,7 +357,11 @@ func TestStateAgainstSystemctl(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := systemctlStates(t, root, genNames)
-			tree, err := Open(root)
+			r, err := ondisk.OpenRoot(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, err := New(r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -369,6 +375,8 @@ func TestStateAgainstSystemctl(t *testing.T) {
 					bad = append(bad, disagreement{seed, k, u, got, want[u], err, g.script()})
 				}
 			}
+			tree.Close()
+			r.Close()
 		}
 	}
 	t.Logf("%d cases (%d seeds × %d trees × %d units), %d disagreements with systemctl --root",

@@ -3,11 +3,11 @@ package enablement
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Link is a symbolic link in /etc/systemd/system, both paths as seen inside
@@ -128,35 +128,47 @@ func (t *Tree) DisableLinks(unit string) ([]string, error) {
 		}
 	}
 	var out []string
-	var walk func(dir string, depth int) error
-	walk = func(dir string, depth int) error {
-		ents, err := os.ReadDir(t.host(dir))
+	var walk func(fd int, name, dir string, depth int) error
+	walk = func(fd int, name, dir string, depth int) error {
+		ents, err := listAt(fd, name)
 		if err != nil {
 			if isMissing(err) {
 				return nil
 			}
 			return ioError("reading", dir, err)
 		}
+		dfd, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return ioError("reading", dir, err)
+		}
+		defer unix.Close(dfd)
 		for _, e := range ents {
-			p := path.Join(dir, e.Name())
+			p := path.Join(dir, e.name)
 			switch {
-			case e.IsDir() && depth < 8:
-				if err := walk(p, depth+1); err != nil {
+			case isDir(&e.st) && depth < 8:
+				if err := walk(dfd, e.name, p, depth+1); err != nil {
 					return err
 				}
-			case e.Type() == fs.ModeSymlink:
-				dest, err := os.Readlink(t.host(p))
+			case isLink(&e.st):
+				dest, err := readlinkAt(dfd, e.name)
 				if err != nil || dest == "/dev/null" {
 					continue
 				}
-				if marked[e.Name()] || marked[dest] || marked[path.Base(dest)] {
+				if marked[e.name] || marked[dest] || marked[path.Base(dest)] {
 					out = append(out, p)
 				}
 			}
 		}
 		return nil
 	}
-	if err := walk(persistentConfig, 0); err != nil {
+	d, err := t.dir(persistentConfig)
+	if isMissing(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := walk(d.fd, ".", persistentConfig, 0); err != nil {
 		return nil, err
 	}
 	sort.Strings(out)

@@ -69,7 +69,7 @@ func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 				}
 				runSystemctl(t, root, "enable", "keep.service") // links that must stay
 			}
-			tree, err := Open(byHand)
+			tree, err := openTree(t, byHand)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 				t.Errorf("links after enable (-systemctl +EnableLinks):\n%s", diff)
 			}
 
-			tree, err = Open(byHand)
+			tree, err = openTree(t, byHand)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestCannotEnableAsIgnitionsPreset(t *testing.T) {
 			}
 			root := buildRoot(t, fixture{files: files, systemctl: [][]string{{"preset-all"}}})
 			after := systemctlIsEnabled(t, root, tc.unit)
-			tree, err := Open(root)
+			tree, err := openTree(t, root)
 			if err != nil {
 				t.Fatal(err)
 			}

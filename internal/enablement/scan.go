@@ -2,10 +2,10 @@ package enablement
 
 import (
 	"errors"
-	"io/fs"
-	"os"
 	"path"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // scan holds the symlinks of one directory of the search path, as
@@ -31,7 +31,7 @@ func (t *Tree) scanDir(p string) *scan {
 	}
 	s := &scan{}
 	t.scans[p] = s
-	ents, dir, err := t.readDir(p)
+	ents, d, err := t.readDir(p)
 	if err != nil {
 		if !isMissing(err) {
 			s.err = err
@@ -39,26 +39,26 @@ func (t *Tree) scanDir(p string) *scan {
 		return s
 	}
 	for _, e := range ents {
-		name := e.Name()
-		switch e.Type() {
-		case fs.ModeDir:
+		name := e.name
+		switch {
+		case isDir(&e.st):
 			dot := strings.LastIndexByte(name, '.')
 			if dot < 0 || (name[dot:] != ".wants" && name[dot:] != ".requires") {
 				continue
 			}
-			sub, err := os.ReadDir(t.host(path.Join(dir, name)))
+			sub, err := listAt(d.fd, name)
 			if err != nil {
 				continue // systemd logs and ignores such a directory
 			}
 			for _, se := range sub {
-				if se.Type() == fs.ModeSymlink && !hiddenOrBackup(se.Name()) {
-					s.wants = append(s.wants, se.Name())
+				if isLink(&se.st) {
+					s.wants = append(s.wants, se.name)
 				}
 			}
-		case fs.ModeSymlink:
-			dest, err := os.Readlink(t.host(path.Join(dir, name)))
+		case isLink(&e.st):
+			dest, err := readlinkAt(d.fd, name)
 			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
+				if errors.Is(err, unix.ENOENT) {
 					continue // gone since the listing
 				}
 				err = ioError("reading", path.Join(p, name), err)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -83,17 +82,6 @@ func below(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// State returns what `systemctl --root=root is-enabled unit` prints for the
-// unit, computed from the files under root ("/" for the running system).
-// See Tree.State.
-func State(root, unit string) (string, error) {
-	t, err := Open(root)
-	if err != nil {
-		return "", err
-	}
-	return t.State(unit)
-}
-
 // State returns the enablement state of unit, a full unit name such as
 // "foo.service", "foo@.service" or "foo@bar.service" (names are not
 // mangled: "foo" is refused with ErrInvalidName). Its cases:
@@ -119,6 +107,9 @@ func (t *Tree) State(unit string) (string, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return "", errClosed
+	}
 	st, err := t.state(unit)
 	switch {
 	case err == nil:
@@ -339,8 +330,9 @@ func (c *lookup) search(i *installInfo) error {
 }
 
 // dropins mirrors conf_files_list_strv() over NAME.d/ (then TEMPLATE.d/) in
-// every directory of the search path: *.conf files, the first of each file
-// name winning, sorted by file name.
+// every directory of the search path: *.conf files and symlinks (not
+// directories, sockets...: dirent_is_file_with_suffix), the first of each
+// file name winning, sorted by file name.
 func (c *lookup) dropins(names []string) []string {
 	byName := map[string]string{}
 	for _, name := range names {
@@ -351,7 +343,10 @@ func (c *lookup) dropins(names []string) []string {
 				continue // systemd ignores directories it cannot open
 			}
 			for _, e := range ents {
-				n := e.Name()
+				n := e.name
+				if !isReg(&e.st) && !isLink(&e.st) {
+					continue
+				}
 				if _, seen := byName[n]; !seen && strings.HasSuffix(n, ".conf") {
 					byName[n] = path.Join(d, n)
 				}
@@ -404,23 +399,23 @@ func (c *lookup) load(i *installInfo, p string) error {
 	if classifyName(i.name) != namePlain && !mayTemplate(unitType(i.name)) {
 		return fmt.Errorf("%w: %s: unit type %s cannot be templated", ErrBad, p, unitType(i.name))
 	}
-	hp, err := c.t.fileHostPath(p)
+	d, err := c.t.dir(path.Dir(p))
 	if err != nil {
 		return err
 	}
-	fi, err := os.Lstat(hp)
+	st, err := lstatAt(d, path.Base(p))
 	switch {
 	case err != nil:
 		return ioError("reading", p, err)
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case isLink(&st):
 		return errSymlink
-	case isNullOrEmpty(fi):
+	case isNullOrEmpty(&st):
 		i.kind = kindMasked
 		return nil
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrBad, p, fi.Mode().Type())
+	case !isReg(&st):
+		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrBad, p, fileType(&st))
 	}
-	data, err := readRegular(hp, p)
+	data, err := readAt(d, path.Base(p), p)
 	if err != nil {
 		return err
 	}
@@ -434,7 +429,7 @@ func (c *lookup) load(i *installInfo, p string) error {
 // loadDropin mirrors unit_file_load() for a drop-in: symlinks are followed
 // (inside the root), and an empty file or /dev/null adds nothing.
 func (c *lookup) loadDropin(i *installInfo, p string) error {
-	r, fi, err := c.t.chase(p, true, true)
+	r, st, err := c.t.chase(p, true, true)
 	if err != nil {
 		return err
 	}
@@ -443,18 +438,19 @@ func (c *lookup) loadDropin(i *installInfo, p string) error {
 		// that way, and systemd on the booted host reads it as empty.
 		return nil
 	}
-	if fi == nil {
-		if fi, err = os.Stat(c.t.host(r)); err != nil {
-			return ioError("reading", p, err)
-		}
-	}
 	switch {
-	case isNullOrEmpty(fi):
+	case st == nil:
+		return ioError("reading", p, fs.ErrNotExist)
+	case isNullOrEmpty(st):
 		return nil
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrBad, p, fi.Mode().Type())
+	case !isReg(st):
+		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrBad, p, fileType(st))
 	}
-	data, err := readRegular(c.t.host(r), p)
+	d, err := c.t.dir(path.Dir(r))
+	if err != nil {
+		return err
+	}
+	data, err := readAt(d, path.Base(r), p)
 	if err != nil {
 		return err
 	}
@@ -467,11 +463,11 @@ func (c *lookup) loadDropin(i *installInfo, p string) error {
 // whether that is outside of the search path (a linked unit file). A target
 // inside the search path must be a valid alias of the symlink's name.
 func (c *lookup) resolveSymlink(p string) (target string, linked bool, err error) {
-	hp, err := c.t.fileHostPath(p)
+	d, err := c.t.dir(path.Dir(p))
 	if err != nil {
 		return "", false, err
 	}
-	dest, err := os.Readlink(hp)
+	dest, err := readlinkAt(d.fd, path.Base(p))
 	if err != nil {
 		return "", false, ioError("reading", p, err)
 	}
@@ -546,7 +542,7 @@ func (t *Tree) maskedLink(target string) (bool, error) {
 	if target == "/dev/null" {
 		return true, nil
 	}
-	if t.root != "/" {
+	if !t.host {
 		return false, nil
 	}
 	return t.nullOrEmpty(target)
@@ -556,20 +552,12 @@ func (t *Tree) maskedLink(target string) (bool, error) {
 // directory: the target, followed, must be an empty file or a character
 // device. A missing target is not a mask.
 func (t *Tree) nullOrEmpty(target string) (bool, error) {
-	r, fi, err := t.chase(target, true, false)
+	_, st, err := t.chase(target, true, false)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil
 		}
 		return false, err
 	}
-	if fi == nil {
-		if fi, err = os.Stat(t.host(r)); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return false, nil
-			}
-			return false, ioError("reading", target, err)
-		}
-	}
-	return isNullOrEmpty(fi), nil
+	return isNullOrEmpty(st), nil
 }

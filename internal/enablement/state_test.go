@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 )
@@ -496,7 +497,7 @@ func TestState(t *testing.T) {
 			t.Parallel()
 			root := buildRoot(t, tc.fx)
 
-			got, err := State(root, tc.unit)
+			got, err := stateAt(root, tc.unit)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("State(%q) mismatch (-want +got):\n%s(error: %v)", tc.unit, diff, err)
 			}
@@ -516,6 +517,41 @@ func TestState(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stateAt answers State from a Tree of its own over the directory root.
+func stateAt(root, unit string) (string, error) {
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	t, err := New(r)
+	if err != nil {
+		return "", err
+	}
+	defer t.Close()
+	return t.State(unit)
+}
+
+// openTree returns a Tree over the directory root; it and the root are
+// closed at the end of the test.
+func openTree(t testing.TB, root string) (*Tree, error) {
+	t.Helper()
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := New(r)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	t.Cleanup(func() {
+		tree.Close()
+		r.Close()
+	})
+	return tree, nil
 }
 
 // requireSystemctl skips the test when systemctl is missing, except in CI
@@ -631,7 +667,7 @@ func TestStateErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := State(tc.root, tc.unit)
+			got, err := stateAt(tc.root, tc.unit)
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("State(%q, %q) error = %v, want one that wraps %v", tc.root, tc.unit, err, tc.wantErr)
 			}
@@ -656,11 +692,11 @@ func TestMaskedLinkOnTheRunningSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustSymlink(t, empty, link)
-	host, err := Open("/")
+	host, err := openTree(t, "/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inDir, err := Open(dir)
+	inDir, err := openTree(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -680,7 +716,7 @@ func TestMaskedLinkOnTheRunningSystem(t *testing.T) {
 	} {
 		got, err := tc.tree.maskedLink(tc.target)
 		if err != nil || got != tc.want {
-			t.Errorf("Tree(%s).maskedLink(%s) = %v, %v; want %v", tc.tree.root, tc.target, got, err, tc.want)
+			t.Errorf("Tree(%s).maskedLink(%s) = %v, %v; want %v", tc.tree.root.Dir(), tc.target, got, err, tc.want)
 		}
 	}
 }
@@ -688,7 +724,7 @@ func TestMaskedLinkOnTheRunningSystem(t *testing.T) {
 // Error messages name paths as seen inside the root, never with its prefix.
 func TestStateErrorNamesInsidePath(t *testing.T) {
 	root := buildRoot(t, fixture{files: map[string]string{usr + "foo.service": "[Install\n"}})
-	_, err := State(root, "foo.service")
+	_, err := stateAt(root, "foo.service")
 	if err == nil {
 		t.Fatal("State: no error")
 	}
@@ -716,7 +752,7 @@ func TestTreeManyUnits(t *testing.T) {
 			want[name] = "enabled"
 		}
 	}
-	tree, err := Open(buildRoot(t, fx))
+	tree, err := openTree(t, buildRoot(t, fx))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -755,9 +791,14 @@ func BenchmarkTreeState50(b *testing.B) {
 			}
 		}
 	}
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
 	b.ResetTimer()
 	for b.Loop() {
-		tree, err := Open(root)
+		tree, err := New(r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -766,6 +807,7 @@ func BenchmarkTreeState50(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		tree.Close()
 	}
 }
 
@@ -792,12 +834,61 @@ func TestStateStaysInsideRoot(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.unit, func(t *testing.T) {
-			got, err := State(root, tc.unit)
+			got, err := stateAt(root, tc.unit)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("State(%q) mismatch (-want +got):\n%s(error: %v)", tc.unit, diff, err)
 			}
 			if diff := cmp.Diff(tc.systemctl, systemctlIsEnabled(t, root, tc.unit)); diff != "" {
 				t.Errorf("systemctl --root=DIR is-enabled %s mismatch (-want +got):\n%s", tc.unit, diff)
+			}
+		})
+	}
+}
+
+// systemd's own rules on top of the kernel's resolution, held against
+// systemctl: a drop-in is read through at most 31 links (CHASE_SYMLINKS_MAX
+// counted down to 0), and a link whose target has a dangling link to a
+// missing directory on the way resolves to where that directory would be
+// (here inside the search path: an alias of itself, which systemd refuses).
+func TestChaseRulesAsSystemctl(t *testing.T) {
+	chain := func(n int) fixture {
+		fx := fixture{
+			files: map[string]string{usr + "foo.service": wantedBy, "/opt/l0": "[Install]\nAlias=bar.service\n"},
+			links: map[string]string{etc + "foo.service.d/a.conf": fmt.Sprintf("/opt/l%d", n)},
+		}
+		for i := 1; i <= n; i++ {
+			fx.links[fmt.Sprintf("/opt/l%d", i)] = fmt.Sprintf("/opt/l%d", i-1)
+		}
+		return fx
+	}
+	cases := []struct {
+		name string
+		fx   fixture
+		unit string
+		want string
+	}{
+		{"a drop-in through 31 links", chain(30), "foo.service", "disabled"},
+		{"a drop-in through 32 links", chain(31), "foo.service", "bad"},
+		{"a link through a dangling directory link", fixture{links: map[string]string{
+			"/opt/link":         "/usr/lib/systemd/system/missing",
+			etc + "foo.service": "/opt/link/foo.service",
+		}}, "foo.service", "bad"},
+		{"a link to another name through a dangling directory link", fixture{
+			files: map[string]string{usr + "bar.service": wantedBy},
+			links: map[string]string{
+				"/opt/link":         "/usr/lib/systemd/system/missing",
+				etc + "baz.service": "/opt/link/bar.service",
+			}}, "baz.service", "alias"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := buildRoot(t, tc.fx)
+			got, err := stateAt(root, tc.unit)
+			if got != tc.want {
+				t.Errorf("State(%s) = %q (error: %v), want %q", tc.unit, got, err, tc.want)
+			}
+			if sc := systemctlIsEnabled(t, root, tc.unit); sc != tc.want {
+				t.Errorf("systemctl is-enabled %s = %q, want %q", tc.unit, sc, tc.want)
 			}
 		})
 	}
