@@ -330,9 +330,9 @@ func (c *lookup) search(i *installInfo) error {
 }
 
 // dropins mirrors conf_files_list_strv() over NAME.d/ (then TEMPLATE.d/) in
-// every directory of the search path: *.conf files and symlinks (not
-// directories, sockets...: dirent_is_file_with_suffix), the first of each
-// file name winning, sorted by file name.
+// every directory of the search path: *.conf entries of any type (install.c
+// asks for no type; a directory named so then fails to load), the first of
+// each file name winning, sorted by file name.
 func (c *lookup) dropins(names []string) []string {
 	byName := map[string]string{}
 	for _, name := range names {
@@ -344,9 +344,6 @@ func (c *lookup) dropins(names []string) []string {
 			}
 			for _, e := range ents {
 				n := e.name
-				if !isReg(&e.st) && !isLink(&e.st) {
-					continue
-				}
 				if _, seen := byName[n]; !seen && strings.HasSuffix(n, ".conf") {
 					byName[n] = path.Join(d, n)
 				}

@@ -849,7 +849,8 @@ func TestStateStaysInsideRoot(t *testing.T) {
 // systemctl: a drop-in is read through at most 31 links (CHASE_SYMLINKS_MAX
 // counted down to 0), and a link whose target has a dangling link to a
 // missing directory on the way resolves to where that directory would be
-// (here inside the search path: an alias of itself, which systemd refuses).
+// (here inside the search path: an alias of itself, which systemd refuses);
+// a directory named like a drop-in is listed as one, and fails to load.
 func TestChaseRulesAsSystemctl(t *testing.T) {
 	chain := func(n int) fixture {
 		fx := fixture{
@@ -873,6 +874,10 @@ func TestChaseRulesAsSystemctl(t *testing.T) {
 			"/opt/link":         "/usr/lib/systemd/system/missing",
 			etc + "foo.service": "/opt/link/foo.service",
 		}}, "foo.service", "bad"},
+		{"a drop-in directory named like a drop-in", fixture{
+			files: map[string]string{usr + "foo.service": wantedBy},
+			dirs:  []string{etc + "foo.service.d/x.conf"},
+		}, "foo.service", "bad"},
 		{"a link to another name through a dangling directory link", fixture{
 			files: map[string]string{usr + "bar.service": wantedBy},
 			links: map[string]string{
