@@ -135,7 +135,7 @@ func genInstall(r *rand.Rand, dropin bool) string {
 // nowhere.
 func genTarget(r *rand.Rand, linkPath, name string, splitUsr bool) string {
 	dir := genDir(r, splitUsr)
-	switch r.IntN(12) {
+	switch r.IntN(13) {
 	case 0, 1:
 		return "/dev/null"
 	case 2, 3:
@@ -156,6 +156,10 @@ func genTarget(r *rand.Rand, linkPath, name string, splitUsr bool) string {
 		return "/opt/u/empty.service"
 	case 9:
 		return "/nowhere/" + name
+	case 10:
+		// Through a link to a directory (of the search path, or missing:
+		// see genRandomTree).
+		return pick(r, []string{"/opt/d/", "/opt/dd/", "/opt/rel/"}) + name
 	}
 	return path.Join(dir, name)
 }
@@ -165,6 +169,12 @@ func genRandomTree(r *rand.Rand) genTree {
 	g := genTree{nodes: map[string]genNode{}, splitUsr: r.IntN(5) == 0}
 	if r.IntN(2) == 0 {
 		g.nodes["/opt/u/empty.service"] = genNode{}
+	}
+	if r.IntN(2) == 0 {
+		// Links to directories: absolute, dangling, relative.
+		g.nodes["/opt/d"] = genNode{link: true, target: "/usr/lib/systemd/system"}
+		g.nodes["/opt/dd"] = genNode{link: true, target: "/usr/lib/systemd/system/missing"}
+		g.nodes["/opt/rel"] = genNode{link: true, target: "../etc/systemd/system"}
 	}
 	if r.IntN(4) == 0 {
 		// A root with a /dev/null, as an image made by debootstrap has
