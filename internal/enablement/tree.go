@@ -258,18 +258,28 @@ func (t *Tree) chaseFrom(p string, followLast, allowMissing bool, hops *int) (st
 		case !isLink(&st):
 			return next, &st, nil
 		}
-		if *hops++; *hops >= maxSymlinkHops {
-			return "", nil, ioError("resolving", orig, unix.ELOOP)
+		if p, err = followLink(d, base, orig, hops); err != nil {
+			return "", nil, err
 		}
-		target, err := readlinkAt(d.fd, base)
-		if err != nil {
-			return "", nil, ioError("resolving", orig, err)
-		}
-		if !path.IsAbs(target) {
-			target = d.path + "/" + target // from where the link really is
-		}
-		p = target
 	}
+}
+
+// followLink reads the link name in d, counting it in hops (see
+// maxSymlinkHops), and returns the path its target names: absolute, or
+// relative to where the link really is. orig names the path being resolved
+// in errors.
+func followLink(d *dirRef, name, orig string, hops *int) (string, error) {
+	if *hops++; *hops >= maxSymlinkHops {
+		return "", ioError("resolving", orig, unix.ELOOP)
+	}
+	target, err := readlinkAt(d.fd, name)
+	if err != nil {
+		return "", ioError("resolving", orig, err)
+	}
+	if !path.IsAbs(target) {
+		target = d.path + "/" + target
+	}
+	return target, nil
 }
 
 // missingTail is chase for a p of which a directory is missing: the
@@ -293,15 +303,9 @@ func (t *Tree) missingTail(p string, followLast bool, hops *int) (string, *unix.
 		}
 		st, err := lstatAt(parent, c)
 		if err == nil && isLink(&st) {
-			if *hops++; *hops >= maxSymlinkHops {
-				return "", nil, ioError("resolving", p, unix.ELOOP)
-			}
-			target, err := readlinkAt(parent.fd, c)
+			target, err := followLink(parent, c, p, hops)
 			if err != nil {
-				return "", nil, ioError("resolving", p, err)
-			}
-			if !path.IsAbs(target) {
-				target = parent.path + "/" + target
+				return "", nil, err
 			}
 			rest := comps[k+1:]
 			return t.chaseFrom(strings.Join(append([]string{target}, rest...), "/"), followLast, true, hops)
