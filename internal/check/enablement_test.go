@@ -41,8 +41,8 @@ func TestEnablementThatCannotBeEnabledIsANotice(t *testing.T) {
 	entries := []desired.Entry{enabled("al@bar.service"), enabled("plain.service"), enabled("w@.service")}
 	wantDrift := []string{`unit "plain.service" is disabled, want enabled`}
 	wantNotices := []string{
-		`unit "al@bar.service" cannot be enabled: its template's [Install] has Alias= but no WantedBy= or RequiredBy=, and no alias link of an instance counts`,
-		`unit "w@.service" cannot be enabled without an instance: it is a template without DefaultInstance= or Alias=, for which enabling (and Ignition's preset) makes no link`,
+		`unit "al@bar.service" cannot be enabled: enabling it (as Ignition's preset does) makes no link that systemd counts for it`,
+		`unit "w@.service" cannot be enabled without an instance: enabling a template without DefaultInstance= (as Ignition's preset does) makes no link that systemd counts for it`,
 	}
 	for _, name := range []string{"offline", "systemd"} {
 		t.Run(name, func(t *testing.T) {

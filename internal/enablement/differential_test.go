@@ -407,3 +407,111 @@ func TestStateAgainstSystemctl(t *testing.T) {
 			d.seed, d.tree, d.unit, d.got, d.err, d.want, d.reproducer)
 	}
 }
+
+// ignitionPreset is the preset line Ignition v2.27.0 writes for a unit
+// declared enabled (createSystemdPresetFile, parseInstanceUnit in
+// internal/exec/stages/files/units.go): "enable NAME", and for a template
+// or an instance "enable TEMPLATE INSTANCE" (the instance empty for the
+// template itself).
+func ignitionPreset(unit string) string {
+	if classifyName(unit) == namePlain {
+		return "enable " + unit
+	}
+	tmpl, _ := templateOf(unit)
+	if classifyName(unit) == nameTemplate {
+		tmpl = unit
+	}
+	return "enable " + tmpl + " " + nameInstanceOf(unit)
+}
+
+// TestCannotEnableAgainstPreset holds Tree.CannotEnable against what
+// Ignition's preset does, over the random trees of TestStateAgainstSystemctl:
+// for every unit the tree has disabled, `systemctl --root=DIR preset UNIT`
+// with Ignition's preset line over a vendor "disable *" must leave it
+// disabled whenever CannotEnable says why (a notice must never hide what
+// the preset would enable). The other way it may err, to drift as before:
+// where enabling changes the lookup itself (an alias link of a name on the
+// way) it does not decide; those are counted and logged with -v. A preset that reports an error (an
+// alias it refuses, a link in the way) still counts: it makes what it can,
+// as the first boot's preset-all does.
+func TestCannotEnableAgainstPreset(t *testing.T) {
+	requireSystemctl(t)
+	seeds, err := parseSeeds(*diffSeeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, failed, cannot, missed := 0, 0, 0, 0
+	var bad []string
+	for _, seed := range seeds {
+		r := rand.New(rand.NewPCG(seed, 0x27))
+		for k := 0; k < *diffTrees/4; k++ {
+			g := genRandomTree(r)
+			root := filepath.Join(t.TempDir(), "root")
+			if err := g.write(root); err != nil {
+				t.Fatal(err)
+			}
+			why := map[string]string{}
+			func() {
+				tree, err := openTree(t, root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tree.Close()
+				for _, u := range genNames {
+					if st, _ := tree.State(u); st != StateDisabled {
+						continue
+					}
+					if why[u], err = tree.CannotEnable(u); err != nil {
+						t.Fatalf("CannotEnable(%s): %v", u, err)
+					}
+				}
+			}()
+			for u, w := range why {
+				preset := filepath.Join(t.TempDir(), "root")
+				if err := g.write(preset); err != nil {
+					t.Fatal(err)
+				}
+				for p, c := range map[string]string{
+					"/etc/systemd/system-preset/20-ignition.preset":    ignitionPreset(u) + "\n",
+					"/usr/lib/systemd/system-preset/99-default.preset": "disable *\n",
+				} {
+					mustMkdir(t, filepath.Dir(preset+p))
+					if err := os.WriteFile(preset+p, []byte(c), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, errOut := runSystemctlEnv(t, []string{"SYSTEMCTL_SKIP_SYSV=1"}, preset, "preset", u); errOut != "" {
+					// Mostly an alias it refuses ("cannot alias"): it
+					// makes the other links, as the first boot's
+					// preset-all does, and that is what counts.
+					failed++
+				}
+				cases++
+				if w != "" {
+					cannot++
+				}
+				after := systemctlStates(t, preset, []string{u})[u]
+				switch {
+				case w != "" && after != StateDisabled:
+					bad = append(bad, fmt.Sprintf("seed %d tree %d: %s is %s after %q; CannotEnable = %q; the tree:\n%s",
+						seed, k, u, after, ignitionPreset(u), w, g.script()))
+				case w == "" && after == StateDisabled:
+					missed++
+					if testing.Verbose() {
+						t.Logf("seed %d tree %d: %s stays disabled after %q, and CannotEnable said nothing", seed, k, u, ignitionPreset(u))
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d disabled units preset (%d of them cannot be enabled; %d presets reported an error): "+
+		"%d notices of a unit the preset enables, %d units left to drift that the preset leaves disabled",
+		cases, cannot, failed, len(bad), missed)
+	for k, b := range bad {
+		if k == 5 {
+			t.Errorf("... and %d more", len(bad)-k)
+			break
+		}
+		t.Error(b)
+	}
+}

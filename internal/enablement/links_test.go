@@ -45,7 +45,8 @@ func links(t *testing.T, root string) []string {
 // TestEnableDisableLinksAsSystemctl: the links EnableLinks computes are the
 // ones `systemctl --root enable` creates, and DisableLinks the ones
 // `systemctl --root disable` removes, for WantedBy=, RequiredBy=, Alias=,
-// Also=, a specifier, a vendor unit and a template with DefaultInstance=.
+// Also=, a specifier, a vendor unit, a template with DefaultInstance=, one
+// without (template targets only), and an instance's template alias.
 func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 	requireSystemctl(t)
 	units := map[string]string{
@@ -54,8 +55,12 @@ func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 		usr + "/t@.service":    "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\nDefaultInstance=one\n",
 		etc + "/keep.service":  "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
 		etc + "/plain.service": "[Service]\nExecStart=/bin/true\n",
+		// No DefaultInstance=: linked into template targets only.
+		usr + "/tt@.service": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target x@.target x@one.target\n",
+		// An instance gives a template alias its instance; a self-alias makes no link.
+		usr + "/ia@.service": "[Service]\nExecStart=/bin/true\n[Install]\nAlias=other@.service ia@.service\nWantedBy=multi-user.target\n",
 	}
-	for _, unit := range []string{"a.service", "b.service", "t@.service", "t@two.service"} {
+	for _, unit := range []string{"a.service", "b.service", "t@.service", "t@two.service", "tt@.service", "ia@two.service", "ia@.service"} {
 		t.Run(unit, func(t *testing.T) {
 			byHand, bySystemctl := t.TempDir(), t.TempDir()
 			for _, root := range []string{byHand, bySystemctl} {

@@ -3,6 +3,7 @@ package enablement
 import (
 	"errors"
 	"path"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -69,6 +70,29 @@ func (t *Tree) scanDir(p string) *scan {
 	return s
 }
 
+// with returns s with the links in it that it does not have yet, as
+// enabling would create them (see Tree.CannotEnable): links directly in
+// /etc/systemd/system, and in its .wants/ and .requires/ subdirectories.
+func (s *scan) with(links []Link) *scan {
+	more := &scan{err: s.err, top: slices.Clone(s.top), wants: slices.Clone(s.wants)}
+	have := map[string]bool{}
+	for _, l := range s.top {
+		have[l.name] = true
+	}
+	for _, l := range links {
+		dir, name := path.Split(l.Path)
+		dir = strings.TrimSuffix(dir, "/")
+		switch {
+		case dir == persistentConfig && !have[name]:
+			more.top = append(more.top, link{name: name, dest: l.Target})
+			have[name] = true
+		case path.Dir(dir) == persistentConfig && (strings.HasSuffix(dir, ".wants") || strings.HasSuffix(dir, ".requires")):
+			more.wants = append(more.wants, name)
+		}
+	}
+	return more
+}
+
 // findSymlinks mirrors install.c's find_symlinks() for one directory of the
 // search path. In .wants/ and .requires/ only the symlink's name counts (an
 // instance of a template counts for the template); directly in the
@@ -119,7 +143,11 @@ func (s *scan) findSymlinks(i *installInfo, matchName, ignoreSameName bool) (fou
 func (t *Tree) findInScope(i *installInfo, matchName bool) (state string, found bool, err error) {
 	var sameRuntime, sameConfig, enabledRuntime, enabledElsewhere, ignoreSameName bool
 	for _, dir := range searchPath {
-		f, same, err := t.scanDir(dir).findSymlinks(i, matchName, ignoreSameName)
+		s := t.scanDir(dir)
+		if dir == persistentConfig && t.enabled != nil {
+			s = s.with(t.enabled)
+		}
+		f, same, err := s.findSymlinks(i, matchName, ignoreSameName)
 		if err != nil {
 			return "", false, err
 		}
