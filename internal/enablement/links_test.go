@@ -141,6 +141,9 @@ func TestCannotEnableAsIgnitionsPreset(t *testing.T) {
 			files: map[string]string{usr + "w@.service": svc + "WantedBy=multi-user.target\n"}},
 		{unit: "w@.service", preset: "enable w@.service ", cannot: true,
 			files: map[string]string{usr + "w@.service": svc + "RequiredBy=multi-user.target\nAlso=b.service\n", usr + "b.service": svc + "WantedBy=multi-user.target\n"}},
+		// A template target gets the template's link (install_info_symlink_wants).
+		{unit: "tt@.service", preset: "enable tt@.service ",
+			files: map[string]string{usr + "tt@.service": svc + "WantedBy=%N.target\n"}},
 		{unit: "d@.service", preset: "enable d@.service ",
 			files: map[string]string{usr + "d@.service": svc + "WantedBy=multi-user.target\nDefaultInstance=one\n"}},
 		{unit: "al@.service", preset: "enable al@.service ",
