@@ -169,9 +169,26 @@ func (t *Tree) DisableLinks(unit string) ([]string, error) {
 	if t.closed {
 		return nil, errClosed
 	}
-	// install_context_mark_for_removal: the names of the unit and of the
-	// units its Also= names, even when they cannot be looked up (leftover
-	// links go too), but not a masked one.
+	marked := t.markForRemoval(unit)
+	d, err := t.dir(persistentConfig)
+	if isMissing(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if err := t.marks(marked, d.fd, ".", persistentConfig, 0, &out); err != nil {
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// markForRemoval mirrors install_context_mark_for_removal: the names of the
+// unit and of the units its Also= names, even when they cannot be looked up
+// (leftover links go too), but not a masked one.
+func (t *Tree) markForRemoval(unit string) map[string]bool {
 	c := &lookup{t: t, infos: map[string]*installInfo{}}
 	marked, seen := map[string]bool{}, map[string]bool{}
 	todo := []string{unit}
@@ -193,60 +210,49 @@ func (t *Tree) DisableLinks(unit string) ([]string, error) {
 		marked[name] = true
 		todo = append(todo, i.also...)
 	}
-	var out []string
-	var walk func(fd int, name, dir string, depth int) error
-	walk = func(fd int, name, dir string, depth int) error {
-		ents, err := listAt(fd, name)
-		if err != nil {
-			if isMissing(err) {
-				return nil
-			}
-			return ioError("reading", dir, err)
-		}
-		dfd, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return ioError("reading", dir, err)
-		}
-		defer unix.Close(dfd)
-		for _, e := range ents {
-			p := path.Join(dir, e.name)
-			switch {
-			case isDir(&e.st) && depth < 8:
-				if err := walk(dfd, e.name, p, depth+1); err != nil {
-					return err
-				}
-			case isLink(&e.st) && classifyName(e.name) != nameInvalid:
-				// remove_marked_symlinks_fd: a link named after a marked
-				// unit or its template, or that leads to a file of a
-				// marked name.
-				tmpl, _ := templateOf(e.name)
-				found := marked[e.name] || marked[tmpl]
-				if !found {
-					dest, _, err := t.chase(p, true, true)
-					if err != nil {
-						continue
-					}
-					found = marked[path.Base(dest)]
-				}
-				if found {
-					out = append(out, p)
-				}
-			}
-		}
-		return nil
-	}
-	d, err := t.dir(persistentConfig)
-	if isMissing(err) {
-		return nil, nil
-	}
+	return marked
+}
+
+// marks mirrors remove_marked_symlinks_fd over the directory name in fd
+// (dir inside the root), depth levels down: it adds to out the links named
+// after a marked unit or its template, or that lead to a file of a marked
+// name.
+func (t *Tree) marks(marked map[string]bool, fd int, name, dir string, depth int, out *[]string) error {
+	ents, err := listAt(fd, name)
 	if err != nil {
-		return nil, err
+		if isMissing(err) {
+			return nil
+		}
+		return ioError("reading", dir, err)
 	}
-	if err := walk(d.fd, ".", persistentConfig, 0); err != nil {
-		return nil, err
+	dfd, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ioError("reading", dir, err)
 	}
-	sort.Strings(out)
-	return out, nil
+	defer unix.Close(dfd)
+	for _, e := range ents {
+		p := path.Join(dir, e.name)
+		switch {
+		case isDir(&e.st) && depth < 8:
+			if err := t.marks(marked, dfd, e.name, p, depth+1, out); err != nil {
+				return err
+			}
+		case isLink(&e.st) && classifyName(e.name) != nameInvalid:
+			tmpl, _ := templateOf(e.name)
+			found := marked[e.name] || marked[tmpl]
+			if !found {
+				dest, _, err := t.chase(p, true, true)
+				if err != nil {
+					continue
+				}
+				found = marked[path.Base(dest)]
+			}
+			if found {
+				*out = append(*out, p)
+			}
+		}
+	}
+	return nil
 }
 
 // IsConfigSubdir reports whether dir is a directory below
