@@ -52,9 +52,9 @@ const (
 	// line has a declared argument as declared, the running kernel's not.
 	RebootPending Kind = "reboot-pending"
 	// CannotEnable is a notice, not drift: a unit declared enabled that
-	// nothing can enable without an instance (a template without
-	// DefaultInstance=): Ignition's preset line for it makes no link, so
-	// "disabled" is what a freshly provisioned host has.
+	// enabling would leave disabled (a template without DefaultInstance=,
+	// enablement.Tree.CannotEnable): Ignition's preset line for it makes no
+	// link that counts, so "disabled" is what a freshly provisioned host has.
 	CannotEnable Kind = "cannot-enable"
 )
 

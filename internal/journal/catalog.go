@@ -276,10 +276,11 @@ verification hash, a child config that was never fetched, kernel arguments
 outside the live host), so only what else is declared (type, mode, owner) is
 compared; "reboot-pending" when the next boot's kernel command line already
 has what is declared but the running kernel does not; "cannot-enable" when a
-unit declared enabled cannot be enabled without an instance (a template
-without DefaultInstance=, or an instance of a template whose [Install] has
-only Alias=): Ignition's preset makes no link for it, so it is disabled on a
-freshly provisioned host too.
+unit declared enabled is disabled and enabling it, as Ignition's preset
+does, would make no link that systemd counts (a template without
+DefaultInstance= or Alias= wanted by plain targets only, an instance of a
+template whose [Install] has only Alias=): it is disabled on a freshly
+provisioned host too.
 
 The notice is logged once when it appears (again after a restart);
 "drift-monitor check" lists every notice. To have the content checked,
