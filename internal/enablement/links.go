@@ -38,14 +38,11 @@ var ErrMasked = errors.New("unit is masked")
 // missing. A masked unit is an error wrapping ErrMasked; an alias that
 // systemctl refuses is an error wrapping ErrBad.
 func (t *Tree) EnableLinks(unit string) ([]Link, error) {
-	if classifyName(unit) == nameInvalid {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidName, unit)
+	unlock, err := t.lock(unit)
+	if err != nil {
+		return nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return nil, errClosed
-	}
+	defer unlock()
 	return t.enableLinks(unit, false)
 }
 
@@ -161,14 +158,11 @@ func (t *Tree) wantsLinks(i *installInfo) ([]Link, error) {
 // to their end, to a file of one of those names (an alias of the unit). A
 // masked unit marks nothing. Paths are sorted.
 func (t *Tree) DisableLinks(unit string) ([]string, error) {
-	if classifyName(unit) == nameInvalid {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidName, unit)
+	unlock, err := t.lock(unit)
+	if err != nil {
+		return nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return nil, errClosed
-	}
+	defer unlock()
 	marked := t.markForRemoval(unit)
 	d, err := t.dir(persistentConfig)
 	if isMissing(err) {
@@ -287,14 +281,11 @@ func IsConfigSubdir(dir string) bool {
 //     neither (it looks for links named after the unit, or pointing to a
 //     file of that name).
 func (t *Tree) CannotEnable(unit string) (string, error) {
-	if classifyName(unit) == nameInvalid {
-		return "", fmt.Errorf("%w: %q", ErrInvalidName, unit)
+	unlock, err := t.lock(unit)
+	if err != nil {
+		return "", err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return "", errClosed
-	}
+	defer unlock()
 	if st, err := t.state(unit); err != nil || st != StateDisabled {
 		return "", nil
 	}

@@ -102,14 +102,11 @@ func below(p, dir string) bool {
 // ROOT/dev/null and fails; here it is an empty drop-in, as for systemd on
 // the booted host).
 func (t *Tree) State(unit string) (string, error) {
-	if classifyName(unit) == nameInvalid {
-		return "", fmt.Errorf("%w: %q", ErrInvalidName, unit)
+	unlock, err := t.lock(unit)
+	if err != nil {
+		return "", err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return "", errClosed
-	}
+	defer unlock()
 	st, err := t.state(unit)
 	switch {
 	case err == nil:

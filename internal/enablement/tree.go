@@ -95,6 +95,20 @@ func (t *Tree) Close() {
 // errClosed is what a closed Tree answers.
 var errClosed = errors.New("enablement: lookup in a closed Tree")
 
+// lock starts a lookup of unit: it refuses a string that is not a unit
+// name and a closed Tree, and holds the Tree until unlock.
+func (t *Tree) lock(unit string) (unlock func(), err error) {
+	if classifyName(unit) == nameInvalid {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidName, unit)
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, errClosed
+	}
+	return t.mu.Unlock, nil
+}
+
 // fdPath is the path of a descriptor, as the kernel names it.
 func fdPath(fd int) (string, error) {
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
