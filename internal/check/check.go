@@ -25,6 +25,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/osstate"
 )
 
 // UnitStates answers what `systemctl is-enabled` would answer for a unit.
@@ -78,6 +79,10 @@ type Checker struct {
 	// entries of that state are checked (All, Outcome), never by
 	// ReadContent.
 	Store desired.ContentStore
+	// Commands, on a live host, runs systemctl and journalctl, which tell
+	// the previous boot's ostree finalization failure (osstate.
+	// FinalizationFailure); nil: it is not looked for.
+	Commands osstate.Commands
 	// Workers bounds the parallelism of a full check (default: 2 per core; the
 	// work is mostly waiting on system calls).
 	Workers int
@@ -131,8 +136,9 @@ type Outcome struct {
 	Notice *drift.Drift
 }
 
-// Clean reports whether no drift was found.
-func (r *Result) Clean() bool { return len(r.Drift) == 0 }
+// Clean reports whether no drift was found and every content compared: an
+// entry whose content was deferred is not judged yet, and is not clean.
+func (r *Result) Clean() bool { return len(r.Drift) == 0 && len(r.Deferred) == 0 }
 
 // chunk is the number of consecutive entries a worker takes at once: entries
 // are sorted by path, so a chunk mostly shares parent directories, which the
@@ -150,6 +156,9 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	var k kargs
 	if hasKernelArgs(entries) {
 		k = c.readKargs()
+	}
+	if hasMachineConfigFields(entries) {
+		k.os = c.readOS(ctx, entries)
 	}
 	workers := c.Workers
 	if workers <= 0 {
@@ -200,7 +209,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	close(next)
 	wg.Wait()
 	for i := range entries {
-		if entries[i].Kind == desired.KindConfig {
+		if entries[i].Kind == desired.KindConfig || entries[i].Kind == desired.KindNotChecked {
 			res.Checked-- // a notice that something is not checked
 		}
 		res.Drift = append(res.Drift, perEntry[i]...)
@@ -218,10 +227,20 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 				res.Notices = append(res.Notices, *n)
 			}
 		}
+		if e := &entries[i]; desired.IsMachineConfigField(e.Kind) {
+			ns := k.os.compare(e).Notices
+			if notCompared(ns) {
+				res.Checked-- // "not applicable" or "not checked" is no match
+			}
+			res.Notices = append(res.Notices, ns...)
+		}
 		if e := &entries[i]; e.Kind == desired.KindKernelArg && c.Cmdline == nil {
 			res.Notices = append(res.Notices, drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path,
 				Message: fmt.Sprintf("%s is not checked: kernel arguments are checked on the live host only", drift.Noun(e)), EntryID: e.ID()})
 		}
+	}
+	if k.os != nil && k.os.finalization != nil {
+		res.Notices = append(res.Notices, *k.os.finalization)
 	}
 	drift.Sort(res.Drift)
 	sort.Slice(res.Deferred, func(i, j int) bool { return res.Deferred[i].Index < res.Deferred[j].Index })
@@ -261,6 +280,9 @@ func (c *Checker) OutcomeIn(b *Batch, o *ondisk.Observer, e *desired.Entry, read
 	if e.Kind == desired.KindKernelArg {
 		k = c.readKargs()
 	}
+	if desired.IsMachineConfigField(e.Kind) {
+		k.os = c.readOS(context.Background(), []desired.Entry{*e})
+	}
 	return c.entry(o, e, &k, read, b.units)
 }
 
@@ -272,6 +294,9 @@ type kargs struct {
 	nextSource string
 	nextOK     bool
 	nextErr    error
+	// os is what a MachineConfig's fields beyond Ignition are checked
+	// against (mcfields.go).
+	os *osView
 }
 
 func hasKernelArgs(entries []desired.Entry) bool {
@@ -340,6 +365,10 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 			}
 		}
 		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
+	case desired.KindNotChecked:
+		return Outcome{}
+	case desired.KindOSImage, desired.KindKernelType, desired.KindExtension, desired.KindFIPS:
+		return Outcome{Drift: k.os.compare(e).Drift}
 	case desired.KindKernelArg:
 		if c.Cmdline == nil {
 			return Outcome{}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/google/go-cmp/cmp"
@@ -71,6 +72,11 @@ func TestDeferredContent(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{0, 1}, deferred); diff != "" {
 		t.Fatalf("deferred entries (-want +got):\n%s", diff)
+	}
+	// A content not compared is not judged: the result is not clean,
+	// whatever else was found.
+	if (&check.Result{Deferred: res.Deferred}).Clean() {
+		t.Errorf("a result with deferred contents and no drift is clean")
 	}
 
 	o := c.Observer()

@@ -5,7 +5,10 @@ import (
 	"fmt"
 
 	"github.com/drift-monitor/drift-monitor/internal/adopt"
+	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/firstboot"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // runAdopt is `drift-monitor adopt`, which drift-monitor-adopt.service runs
@@ -15,10 +18,13 @@ func runAdopt(_ context.Context, args []string, std Stdio) int {
 	root := fs.String("root", "/", "adopt into the tree mounted at `DIR`, reading its /run")
 	from := fs.String("from", adopt.DefaultSource, "Ignition's config cache: host `PATH`, under the root")
 	to := fs.String("to", adopt.DefaultDest, "the desired config to create: host `PATH`, under the root")
+	record := fs.String("record", firstboot.DefaultPath, "the first-boot record to create: host `PATH`, under the root")
 	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor adopt [--root DIR] [--from PATH] [--to PATH]\n\n"+
+		fmt.Fprintf(std.Err, "usage: drift-monitor adopt [--root DIR] [--from PATH] [--to PATH] [--record PATH]\n\n"+
 			"Saves the Ignition config that provisioned this host, as Ignition cached it,\n"+
-			"as a desired config readable by root only; never over an existing file.\n"+
+			"as a desired config readable by root only, and records what that config leaves\n"+
+			"to the node (modes and owners it does not declare, the base of append-only\n"+
+			"files); never over an existing file.\n"+
 			"Exit status: 0 saved or already there, 2 it could not be saved.\n\n")
 		fs.PrintDefaults()
 	}
@@ -48,6 +54,33 @@ func runAdopt(_ context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Out, "adopted %s as %s\n", escape.Text(src), escape.Text(dst))
 	case adopt.Kept:
 		fmt.Fprintf(std.Out, "%s exists: left as it is, %s not adopted\n", escape.Text(dst), escape.Text(src))
+	}
+	return adoptRecord(r, *to, *record, std)
+}
+
+// adoptRecord writes the first-boot record of the adopted config: now,
+// right after Ignition, is the one time the nodes are as it left them.
+func adoptRecord(r *ondisk.Root, cfg, record string, std Stdio) int {
+	var key []byte
+	if dir := digestkey.Dir(); dir != "" {
+		var err error
+		if key, err = digestkey.Load(dir); err != nil {
+			fmt.Fprintf(std.Err, "drift-monitor adopt: warning: %s: the bases of append-only files are not recorded\n", escape.Text(err.Error()))
+		}
+	}
+	res, problems, err := adopt.Record(r, cfg, record, key)
+	for _, p := range problems {
+		fmt.Fprintf(std.Err, "drift-monitor adopt: warning: %s\n", escape.Text(p))
+	}
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor adopt: %s\n", escape.Text(err.Error()))
+		return ExitFailed
+	}
+	switch res {
+	case adopt.Adopted:
+		fmt.Fprintf(std.Out, "recorded what %s leaves to the node in %s\n", escape.Text(r.Join(cfg)), escape.Text(r.Join(record)))
+	case adopt.Kept:
+		fmt.Fprintf(std.Out, "%s exists: left as it is\n", escape.Text(r.Join(record)))
 	}
 	return 0
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 )
 
@@ -25,8 +27,9 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	root := fs.String("root", "/", "check the tree mounted at `DIR` as if it were /")
 	fs.Var(&format, "format", "output `FORMAT`: text or json")
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
+	checkCerts := fs.Bool(checkMCDCertsFlag, false, checkMCDCertsUsage)
 	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache]\n\n"+
+		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
 			"1 drift found, 2 the check could not be done.\n\n")
 		fs.PrintDefaults()
@@ -48,7 +51,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, key, std.Err)
+	res, err := runFullCheck(ctx, cache, *root, configs, key, std.Err, *checkCerts)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
@@ -67,6 +70,15 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	}
 	return ExitClean
 }
+
+// The flag that checks the files the machine-config daemon's certificate
+// writer owns (desired.MCDCertificatePaths), which a MachineConfig's
+// check otherwise lists as not checked.
+const (
+	checkMCDCertsFlag  = "check-mcd-certificates"
+	checkMCDCertsUsage = "check a MachineConfig's files that the machine-config daemon's certificate writer owns " +
+		"(/etc/kubernetes/kubelet-ca.crt, the cloud CA bundle, /etc/mco/internal-registry-pull-secret.json) like any other"
+)
 
 // warnLines writes the warnings of what a check uses (the state cache) the
 // way the check writes its own: one line each, control characters escaped.
@@ -94,20 +106,35 @@ type checkResult struct {
 // digests with it; the zero Key, and no error, for a user who has none.
 // `check` run by root and the daemon share it: their digests agree.
 func hostKey() (drift.Key, error) {
-	dir := digestkey.Dir()
-	if dir == "" {
-		return drift.Key{}, nil
-	}
-	k, err := digestkey.Load(dir)
-	if err != nil {
+	k, err := hostKeyBytes()
+	if err != nil || k == nil {
 		return drift.Key{}, err
 	}
 	return drift.NewKey(k), nil
 }
 
+// hostKeyBytes is the host's digest key itself; nil, and no error, for a
+// user who has none.
+func hostKeyBytes() ([]byte, error) {
+	dir := digestkey.Dir()
+	if dir == "" {
+		return nil, nil
+	}
+	return digestkey.Load(dir)
+}
+
+// firstBoot is how commands use the first-boot record (package
+// firstboot): the root's, at its default path, with the host's key. The
+// key's own problems are the caller's warning already (hostKey).
+func firstBoot() firstboot.Use {
+	k, _ := hostKeyBytes()
+	return firstboot.Use{Path: firstboot.DefaultPath, Key: k}
+}
+
 // runFullCheck loads the desired state (through cache, which may be nil) and
-// compares root with it, keying digests with key.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, warn io.Writer) (checkResult, error) {
+// compares root with it, keying digests with key; checkCerts checks the
+// files the machine-config daemon's certificate writer owns too.
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, warn io.Writer, checkCerts bool) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
@@ -117,6 +144,7 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if err != nil {
 		return checkResult{}, err
 	}
+	state.Entries = desired.ApplyMCDExemptions(state.Entries, !checkCerts)
 	res, err := checkState(ctx, r, state, key)
 	if err != nil {
 		return checkResult{}, err
@@ -147,6 +175,11 @@ func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, comma
 	for _, w := range state.Warnings {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Text(w))
 	}
+	// What the configs leave to the node, as the first boot recorded it:
+	// the nodes are the root's whatever configs are checked.
+	for _, w := range firstBoot().Apply(root, &state) {
+		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Text(w))
+	}
 	return &state, nil
 }
 
@@ -158,6 +191,7 @@ func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key d
 	if r.IsHost() {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
+		c.Commands = osstate.Run
 	}
 	res := c.All(ctx, state.Entries)
 	if err := ctx.Err(); err != nil {

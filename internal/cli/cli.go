@@ -18,7 +18,17 @@ const (
 	ExitDrift    = 1
 	ExitFailed   = 2 // the check could not be done: bad config, unreadable root, bad usage
 	ExitNoDaemon = 3 // status: the daemon is not running or unreachable
-	ExitStarting = 4 // status: the daemon's first check has not finished: nothing is known yet
+	ExitStarting = 4 // status: the daemon's first check has not finished, or an entry is not judged yet (checking)
+)
+
+// Exit statuses of daemon that a restart cannot change, from sysexits.h:
+// the unit's RestartPreventExitStatus= names exactly these. Never 2 (nor 1):
+// the Go runtime exits 2 after an unrecovered panic, a fatal runtime error
+// (concurrent map writes, out of memory) and SIGABRT, which is systemd's
+// WatchdogSignal=; a daemon that dies of those must be restarted.
+const (
+	ExitUsage  = 64 // EX_USAGE: a bad flag, a bad flag value, a stray argument
+	ExitConfig = 78 // EX_CONFIG: the options ask for what this host cannot give (--on-drift without systemd)
 )
 
 // Stdio are the streams a command uses.

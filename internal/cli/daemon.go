@@ -31,21 +31,31 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.DurationVar(&o.PollInterval, "poll-interval", 10*time.Second, "polling period for directories that could not be watched (inotify limit)")
 	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN` (repeatable)")
 	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
+	fs.BoolVar(&o.CheckMCDCertificates, checkMCDCertsFlag, false, checkMCDCertsUsage)
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
 	fs.StringVar(&o.MetricsTextfile, "metrics-textfile", "", "write Prometheus metrics to `PATH` (ending in .prom) for node_exporter's textfile collector")
 	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
+	// A usage error exits ExitUsage, not check's 2: the unit restarts the
+	// daemon after every exit but ExitUsage and ExitConfig (see cli.go).
 	if code, ok := parse(fs, args); !ok {
+		if code == ExitFailed {
+			code = ExitUsage
+		}
 		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
 	}
 	o.Configs, o.Exclude = configs, excludes
 	if p := o.MetricsTextfile; p != "" && (!filepath.IsAbs(p) || filepath.Ext(p) != ".prom") {
 		// node_exporter reads only *.prom files of its directory: any
 		// other name would be written and never scraped.
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --metrics-textfile %s: want an absolute path ending in .prom (node_exporter's textfile collector reads no other)\n", p)
-		return ExitFailed
+		return ExitUsage
 	}
 	// Not assigned when nil: a nil *statecache.Cache in the interface
 	// would be a cache that keeps nothing, and costs the hashing.
@@ -67,6 +77,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	if o.DigestKey, err = hostKey(); err != nil {
 		o.Log.Warn(fmt.Sprintf("no digest key, secret contents get no digests: %v", err))
 	}
+	o.FirstBoot = firstBoot()
 	if cache != nil {
 		cache.Log = o.Log
 	}
@@ -80,8 +91,10 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		o.Units, o.Hook = c, c
 	}
 	if o.OnDrift != "" && o.Hook == nil {
+		// Not booted with systemd, or --root: a restart does not change
+		// either.
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --on-drift needs systemd over D-Bus\n")
-		return ExitFailed
+		return ExitConfig
 	}
 
 	reload := make(chan struct{}, 1)
@@ -101,6 +114,8 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 			}
 		}
 	}()
+	stopPanic := panicOnSignal(ctx)
+	defer stopPanic()
 	d, err := daemon.New(o)
 	if err != nil {
 		o.Log.Error(err.Error())
@@ -129,4 +144,34 @@ func liveHost(dir string) bool {
 	}
 	defer r.Close()
 	return r.IsHost()
+}
+
+// testPanicEnv, set to "SIGUSR2" in the daemon's environment, makes the
+// daemon panic when it receives SIGUSR2: how the systemd tier proves that a
+// daemon dead of a panic (exit status 2, as the Go runtime exits) is
+// restarted (test/systemd/restart_test.go). No unprivileged user can use
+// it: the service's environment comes from its unit and drop-ins (root's
+// files) or `systemctl set-environment` (root), and only root may signal a
+// process running as root; a user's own `drift-monitor daemon` can only
+// crash itself. Without it, SIGUSR2 is ignored, as Go ignores it.
+const testPanicEnv = "DRIFT_MONITOR_TEST_PANIC"
+
+// panicOnSignal arms testPanicEnv's trigger when it is set; the function
+// returned disarms it.
+func panicOnSignal(ctx context.Context) (stop func()) {
+	if os.Getenv(testPanicEnv) != "SIGUSR2" {
+		return func() {}
+	}
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-usr2:
+			panic(testPanicEnv + "=SIGUSR2 and SIGUSR2 received: a test's panic")
+		case <-ctx.Done():
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(usr2); close(done) }
 }

@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 )
@@ -47,6 +49,9 @@ func runInhibit(ctx context.Context, args []string, std Stdio) int {
 		return ExitFailed
 	}
 	defer lock.Release()
+	if *dir == inhibit.Dir {
+		awaitAcknowledged(ctx, *who, os.Getpid(), std)
+	}
 
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = std.In, std.Out, std.Err
@@ -83,4 +88,42 @@ func exitStatus(cmd *exec.Cmd, err error) int {
 		return 128 + int(ws.Signal())
 	}
 	return cmd.ProcessState.ExitCode()
+}
+
+// ackTimeout bounds how long inhibit waits for the running daemon to list
+// its inhibitor before it runs COMMAND anyway.
+const ackTimeout = 5 * time.Second
+
+// awaitAcknowledged waits until the daemon running on the system bus lists
+// the inhibitor (who, pid) among those it holds, so that COMMAND never
+// starts before the daemon knows it is suspended: the daemon follows the
+// lock files with an inotify instance of its own, and its view of a
+// declared path may otherwise come first. A command shorter than the
+// daemon's look at the lock would leave no trace of the transition in the
+// journal, and a declared file it writes could be checked half-way.
+// Without a daemon on the bus there is nobody to wait for: one that starts
+// later takes the held lock at its start. A daemon that does not answer
+// in time gets a warning, and COMMAND runs.
+func awaitAcknowledged(ctx context.Context, who string, pid int, std Stdio) {
+	ctx, cancel := context.WithTimeout(ctx, ackTimeout)
+	defer cancel()
+	for delay, first := 5*time.Millisecond, true; ; delay, first = min(2*delay, 200*time.Millisecond), false {
+		st, err := dbusapi.ReadStatus(ctx, dbusapi.ReadOptions{CallTimeout: time.Second})
+		if err != nil && first {
+			return // no bus, or no daemon on it
+		}
+		if err == nil {
+			for _, in := range st.Inhibitors {
+				if in.Who == who && int(in.PID) == pid {
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(std.Err, "drift-monitor inhibit: warning: the running daemon did not list this inhibitor within %v; running the command anyway\n", ackTimeout)
+			return
+		case <-time.After(delay):
+		}
+	}
 }

@@ -34,6 +34,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	fs.Var(&format, "format", "output `FORMAT`: text or json")
 	fs.Var(&excludes, "exclude", "leave declared paths matching `PATTERN` alone (repeatable; as the daemon's --exclude)")
 	inhibitDir := fs.String("inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files (the live host's)")
+	checkCerts := fs.Bool(checkMCDCertsFlag, false, checkMCDCertsUsage+"; without it, reconcile leaves them to the MCD")
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json] [PATH|UNIT]...\n\n"+
 			"Puts back what check reports as drift (all of it, or only the named paths and units),\n"+
@@ -74,6 +75,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	state.Entries = desired.ApplyMCDExemptions(state.Entries, !*checkCerts)
 	before, err := checkState(ctx, r, state, key)
 	if err != nil {
 		return fail("%v", err)

@@ -35,8 +35,9 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "usage: drift-monitor status [--format text|json|summary] [--timeout D]\n\n"+
 			"Asks the running daemon over D-Bus. Exit status: 0 clean, 1 drifted,\n"+
 			"3 the daemon is not running, not reachable or did not answer in time,\n"+
-			"4 its first check has not finished. The first line of the text output\n"+
-			"is a summary; --format summary prints only a summary line.\n\n")
+			"4 its first check has not finished, or a declared file is still being\n"+
+			"verified (checking). The first line of the text output is a summary;\n"+
+			"--format summary prints only a summary line.\n\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args); !ok {
@@ -82,9 +83,10 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 		err = writeStatusJSON(std.Out, newStatusReport(st))
 	case format == "summary":
 		_, err = fmt.Fprintln(std.Out, statusSummary(st))
-	case st.State == dbusapi.StateStarting:
-		// Nothing is known yet: no list that could be read as clean.
-		_, err = fmt.Fprintf(std.Out, "drift-monitor starting: %s\n", escape.Text(st.StatusText))
+	case st.State == dbusapi.StateStarting || st.State == dbusapi.StateChecking:
+		// Not everything is known yet: no list that could be read as
+		// clean.
+		_, err = fmt.Fprintf(std.Out, "drift-monitor %s: %s\n", st.State, escape.Text(st.StatusText))
 	default:
 		err = writeStatusText(std.Out, newStatusReport(st))
 	}
@@ -96,12 +98,12 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 }
 
 // statusExit is the exit status for what the daemon said: 0 clean, 1 drift
-// known (or no desired state), 4 starting — the contract of
-// node-problem-detector's custom plugins (0 OK, 1 problem, anything else
-// unknown; its pkg/custompluginmonitor/plugin/plugin.go).
+// known (or no desired state), 4 starting or checking (an entry not judged
+// yet) — the contract of node-problem-detector's custom plugins (0 OK, 1
+// problem, anything else unknown; its pkg/custompluginmonitor/plugin/plugin.go).
 func statusExit(st *dbusapi.Status) int {
 	switch {
-	case st.State == dbusapi.StateStarting:
+	case st.State == dbusapi.StateStarting || st.State == dbusapi.StateChecking:
 		return ExitStarting
 	case st.DriftCount > 0 || len(st.Drift) > 0 || st.State == dbusapi.StateError:
 		return ExitDrift
@@ -113,7 +115,8 @@ func statusExit(st *dbusapi.Status) int {
 // say what the exit status says, because node-problem-detector keeps only
 // the first 80 bytes of stdout (max_output_length) as the condition's
 // message: "Drift: …", "No drift: …", "Inhibited …", "Starting: …",
-// "Error: …" (and "Unknown: …" when the daemon cannot be asked). The
+// "Checking: …", "Error: …" (and "Unknown: …" when the daemon cannot be
+// asked). The
 // daemon's status line already puts the verdict first; what it cannot know
 // is added in front.
 func statusSummary(st *dbusapi.Status) string {
@@ -122,6 +125,10 @@ func statusSummary(st *dbusapi.Status) string {
 	case st.State == dbusapi.StateStarting:
 		if !strings.HasPrefix(text, "Starting") {
 			text = strings.TrimSuffix("Starting: first full check not finished; "+text, "; ")
+		}
+	case st.State == dbusapi.StateChecking:
+		if !strings.HasPrefix(text, "Checking") {
+			text = strings.TrimSuffix("Checking: not every entry judged yet; "+text, "; ")
 		}
 	case st.State == dbusapi.StateError:
 		text = "Error: no desired state could be loaded; " + text

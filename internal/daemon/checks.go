@@ -35,6 +35,9 @@ func (d *Daemon) load(ctx context.Context) error {
 	for _, w := range st.Warnings {
 		d.log.Warn("config warning: " + w)
 	}
+	for _, w := range d.o.FirstBoot.Apply(d.root, &st) {
+		d.log.Warn(w)
+	}
 	excl, err := d.exclusions()
 	if err != nil {
 		d.m.loadFailures++
@@ -42,7 +45,7 @@ func (d *Daemon) load(ctx context.Context) error {
 		return err
 	}
 	kept := st.Entries[:0]
-	for _, e := range st.Entries {
+	for _, e := range desired.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates) {
 		if !excl.match(e.Path) {
 			kept = append(kept, e)
 		}
@@ -180,6 +183,9 @@ func (d *Daemon) checkEntryIn(ctx context.Context, b *check.Batch, i int, read *
 		// poll, or an overflow's full check) checks it once its writer is
 		// done.
 		return
+	}
+	if read != nil {
+		d.reads.verify(e.ID(), read.Stamp)
 	}
 	appeared, resolved := d.track.update(e.ID(), d.deferred(i, out.Drift, out))
 	d.report(ctx, appeared, resolved)

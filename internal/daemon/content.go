@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
@@ -39,6 +40,12 @@ type contentReads struct {
 	done chan contentDone
 	// jobs holds, by entry ID, every read queued or under way. Loop only.
 	jobs map[string]*contentJob
+	// verified holds, by entry ID, the version of the file whose content a
+	// finished read judged against the current state. A read of another
+	// version leaves its entry pending (nothing is known of it: the check
+	// is not done), a read of that same version (a periodic check's) only
+	// confirms what is known. Loop only; a load or an inhibitor clears it.
+	verified map[string]ondisk.Stamp
 
 	mu     sync.Mutex
 	order  []string               // entry IDs waiting, oldest first, each once
@@ -70,7 +77,7 @@ type contentDone struct {
 func newContentReads(c *check.Checker) *contentReads {
 	return &contentReads{
 		checker: c, read: c.ReadContent, done: make(chan contentDone),
-		jobs: map[string]*contentJob{}, queued: map[string]*contentJob{},
+		jobs: map[string]*contentJob{}, verified: map[string]ondisk.Stamp{}, queued: map[string]*contentJob{},
 		wake: make(chan struct{}, 1), ctx: context.Background(),
 	}
 }
@@ -167,9 +174,12 @@ func (c *contentReads) keepOnly(ids map[string]bool) {
 	}
 }
 
-// reset cancels every read: the state they compare against was replaced,
-// or monitoring is inhibited.
-func (c *contentReads) reset() { c.keepOnly(nil) }
+// reset cancels every read and forgets what they judged: the state they
+// compare against was replaced, or monitoring is inhibited.
+func (c *contentReads) reset() {
+	c.keepOnly(nil)
+	clear(c.verified)
+}
 
 // take claims a result for the loop: false when its job was cancelled or
 // replaced since (the result is stale).
@@ -185,6 +195,41 @@ func (c *contentReads) take(r contentDone) (*contentJob, bool) {
 
 // underWay counts the entries whose content is being read.
 func (c *contentReads) underWay() int { return len(c.jobs) }
+
+// verify records that entry id's content was judged on the version stamp
+// names.
+func (c *contentReads) verify(id string, stamp ondisk.Stamp) { c.verified[id] = stamp }
+
+// isPending reports whether j's entry is not judged yet: no read finished
+// on the version of the file j reads.
+func (c *contentReads) isPending(j *contentJob) bool {
+	v, ok := c.verified[j.id]
+	return !ok || v != j.stamp
+}
+
+// pendingCount counts the entries not judged yet (isPending).
+func (c *contentReads) pendingCount() int {
+	n := 0
+	for _, j := range c.jobs {
+		if c.isPending(j) {
+			n++
+		}
+	}
+	return n
+}
+
+// pending returns the first n declared paths, in order, of the entries not
+// judged yet (isPending).
+func (c *contentReads) pending(n int) []string {
+	var ps []string
+	for _, j := range c.jobs {
+		if c.isPending(j) {
+			ps = append(ps, j.e.Path)
+		}
+	}
+	slices.Sort(ps)
+	return ps[:min(n, len(ps))]
+}
 
 // contentKind reports whether a content comparison finds drift of kind k.
 func contentKind(k drift.Kind) bool { return k == drift.Content || k == drift.Unreadable }

@@ -58,15 +58,33 @@ type largeFileDaemon struct {
 
 func startLargeFileDaemon(t *testing.T) *largeFileDaemon {
 	t.Helper()
+	h, g := startLargeFileDaemonHeld(t, nil)
+	// The first check deferred /etc/big.bin: it is clean.
+	g.release <- struct{}{}
+	h.waitIdle()
+	if st := h.status(); st != "No drift: watching 2 paths, 0 units" {
+		t.Fatalf("status after the first check: %q", st)
+	}
+	return h
+}
+
+// startLargeFileDaemonHeld is startLargeFileDaemon with /etc/big.bin holding
+// onDisk (nil: what it should), returned as soon as the daemon is ready,
+// with the first check's read of /etc/big.bin held.
+func startLargeFileDaemonHeld(t *testing.T, onDisk []byte) (*largeFileDaemon, *gatedRead) {
+	t.Helper()
 	root := t.TempDir()
 	big := bytes.Repeat([]byte("0123456789abcdef"), 2*inlineReadLimit/16)
+	if onDisk == nil {
+		onDisk = big
+	}
 	sum := sha256.Sum256(big)
 	owner := fmt.Sprintf(`"user":{"id":%d},"group":{"id":%d}`, os.Getuid(), os.Getgid())
 	cfg := filepath.Join(root, "c.ign")
 	writeFile(t, cfg, []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[
  {"path":"/etc/big.bin","mode":420,`+owner+`,"contents":{"source":"https://example.com/big.bin","verification":{"hash":"sha256-`+hex.EncodeToString(sum[:])+`"}}},
  {"path":"/etc/small.conf","mode":420,`+owner+`,"contents":{"source":"data:,small%0A"}}]}}`))
-	writeFile(t, filepath.Join(root, "etc/big.bin"), big)
+	writeFile(t, filepath.Join(root, "etc/big.bin"), onDisk)
 	writeFile(t, filepath.Join(root, "etc/small.conf"), []byte("small\n"))
 
 	h := &largeFileDaemon{t: t, root: root, big: big, log: &records{},
@@ -100,13 +118,7 @@ func startLargeFileDaemon(t *testing.T) *largeFileDaemon {
 	case <-time.After(20 * time.Second):
 		t.Fatal("not ready within 20s")
 	}
-	// The first check deferred /etc/big.bin: it is clean.
-	h.next().release <- struct{}{}
-	h.waitIdle()
-	if st := h.status(); st != "No drift: watching 2 paths, 0 units" {
-		t.Fatalf("status after the first check: %q", st)
-	}
-	return h
+	return h, h.next()
 }
 
 func writeFile(t *testing.T, p string, b []byte) {
@@ -185,7 +197,7 @@ func TestLargeReadOffTheLoop(t *testing.T) {
 	})
 	before := h.notify.count()
 	waitFor(t, "watchdog pings while /etc/big.bin is read", func() bool { return h.notify.count() >= before+3 })
-	if st, want := h.status(), "Drift: 1 path differs (/etc/small.conf: content); reading 1 large file"; st != want {
+	if st, want := h.status(), "Drift: 1 path differs (/etc/small.conf: content); verifying 1 large file (/etc/big.bin)"; st != want {
 		t.Errorf("status while reading: %q, want %q", st, want)
 	}
 	if got := h.log.find(journal.MsgDriftDetected, "/etc/big.bin"); len(got) != 0 {

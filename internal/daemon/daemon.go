@@ -29,8 +29,10 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
 )
 
@@ -82,6 +84,11 @@ type Options struct {
 	// (relative to Root) with more, one per line.
 	Exclude     []string
 	ExcludeFile string
+	// CheckMCDCertificates checks a MachineConfig's files that the
+	// machine-config daemon's certificate writer owns
+	// (desired.MCDCertificatePaths) like any other; otherwise each is a
+	// not-checked notice.
+	CheckMCDCertificates bool
 	// InhibitDir is where inhibitor lock files are followed ("" disables).
 	InhibitDir string
 	// OnDrift names a unit to start when drift appears.
@@ -95,6 +102,9 @@ type Options struct {
 	// DigestKey keys the digests of content that must not be shown (see
 	// drift.Key); the zero Key leaves them out.
 	DigestKey drift.Key
+	// FirstBoot is the first-boot record the daemon uses on every load
+	// (package firstboot); the zero Use reads none.
+	FirstBoot firstboot.Use
 
 	Log    *slog.Logger
 	Notify Notifier
@@ -164,6 +174,10 @@ type Daemon struct {
 	busHead []dbusapi.Drift
 	busGen  uint64
 	m       metricsOut // --metrics-textfile (metrics.go)
+	// judged: the first check is done, every declared entry judged once
+	// (noteJudged); until then a content still being read keeps the state
+	// starting, never clean.
+	judged bool
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files
@@ -222,6 +236,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 	if root.IsHost() {
 		d.checker.Cmdline = check.ProcCmdline
 		d.checker.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
+		d.checker.Commands = osstate.Run
 	}
 	return d, nil
 }

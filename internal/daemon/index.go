@@ -41,8 +41,12 @@ func newIndex(entries []desired.Entry) *index {
 		case desired.KindKernelArg:
 			ix.kargs = append(ix.kargs, i)
 			continue
-		case desired.KindConfig:
+		case desired.KindConfig, desired.KindNotChecked:
 			continue // a notice only: nothing on disk to watch
+		case desired.KindOSImage, desired.KindKernelType, desired.KindExtension, desired.KindFIPS:
+			// Checked against the booted deployment and the running
+			// kernel, which change across boots: by full checks only.
+			continue
 		case desired.KindHardLink:
 			ix.targets[e.Target] = append(ix.targets[e.Target], i)
 			dirs[path.Dir(e.Target)] = true

@@ -23,6 +23,7 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 		if !d.step(ctx, s) {
 			return nil
 		}
+		d.noteJudged()
 		d.updateStatus()
 		d.publish()
 	}
@@ -53,6 +54,7 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 		d.fullCheck(ctx, "first check")
 	}
 	d.ready = true
+	d.noteJudged()
 	if d.o.Notify != nil {
 		d.o.Notify.Ready(d.status())
 	}

@@ -91,7 +91,7 @@ func TestMetricsNeverCleanBeforeTheFirstCheck(t *testing.T) {
 	}
 
 	wantDrifted := map[string]float64{"state=starting": 0, "state=clean": 0, "state=drifted": 1,
-		"state=inhibited": 0, "state=error": 0, "enablement": 1}
+		"state=inhibited": 0, "state=error": 0, "state=checking": 0, "enablement": 1}
 	var got map[string]float64
 	waitFor(t, "the textfile after the first check", func() bool {
 		var ok bool
@@ -106,7 +106,7 @@ func TestMetricsNeverCleanBeforeTheFirstCheck(t *testing.T) {
 	u.set(false, "a.service", "enabled")
 	send(t, u.events, buslink.Event{Up: true, Changed: true})
 	wantClean := map[string]float64{"state=starting": 0, "state=clean": 1, "state=drifted": 0,
-		"state=inhibited": 0, "state=error": 0, "enablement": 0}
+		"state=inhibited": 0, "state=error": 0, "state=checking": 0, "enablement": 0}
 	waitFor(t, "the repair in the textfile", func() bool {
 		got, _ = readMetrics(t, prom)
 		return cmp.Equal(wantClean, got)

@@ -34,8 +34,22 @@ func (d *Daemon) snapshotState() string {
 		return dbusapi.StateDrifted
 	case d.loadErr != nil && len(d.files) == 0:
 		return dbusapi.StateError
+	case d.reads.pendingCount() > 0 && !d.judged:
+		// READY=1 came after the first check, but a large file it left
+		// to the background reader is not judged yet.
+		return dbusapi.StateStarting
+	case d.reads.pendingCount() > 0:
+		return dbusapi.StateChecking
 	default:
 		return dbusapi.StateClean
+	}
+}
+
+// noteJudged marks the first check done once a full check ran and no entry
+// waits for its content to be judged. Called after every step of the loop.
+func (d *Daemon) noteJudged() {
+	if !d.judged && !d.lastCheck.IsZero() && d.reads.pendingCount() == 0 {
+		d.judged = true
 	}
 }
 

@@ -14,6 +14,12 @@ func (d *Daemon) status() string {
 	in := statusInput{drift: d.track.head(3), subjects: len(d.track.subjects),
 		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()),
 		starting: !d.ready, unitsDown: d.unitsDown, apiDown: d.apiDown, reading: d.reads.underWay()}
+	if in.pending = d.reads.pendingCount(); in.pending > 0 {
+		in.firstCheck = !d.judged
+		for _, p := range d.reads.pending(3) {
+			in.pendingPaths = append(in.pendingPaths, escape.Name(p))
+		}
+	}
 	for _, h := range d.inhibitors {
 		in.inhibitors = append(in.inhibitors, escape.Name(h.String()))
 	}
@@ -59,8 +65,15 @@ type statusInput struct {
 	inhibitors  []string
 	starting    bool
 	// reading counts the files whose content is being compared in the
-	// background (too large for the loop): their drift is not known yet.
+	// background (too large for the loop).
 	reading int
+	// pending counts those of them not judged yet on this version of the
+	// file (their drift is not known: the check is not done), and
+	// pendingPaths names the first (escaped); firstCheck: they are the
+	// first check's.
+	pending      int
+	pendingPaths []string
+	firstCheck   bool
 	// unitsDown: systemd cannot be reached over D-Bus; apiDown: the
 	// daemon's own API is off the bus.
 	unitsDown, apiDown bool
@@ -78,6 +91,11 @@ func statusLine(in statusInput) string {
 		fmt.Fprintf(&b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.inhibitors) > 0:
 		fmt.Fprintf(&b, "Inhibited by %s", strings.Join(in.inhibitors, "; "))
+	case len(in.drift) == 0 && in.pending > 0 && in.firstCheck:
+		// Ready, but not done: no drift known is not no drift.
+		fmt.Fprintf(&b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
+	case len(in.drift) == 0 && in.pending > 0:
+		fmt.Fprintf(&b, "Checking: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.drift) == 0:
 		fmt.Fprintf(&b, "No drift: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	default:
@@ -107,7 +125,22 @@ func statusLine(in statusInput) string {
 		}
 		b.WriteString(")")
 	}
-	if in.reading > 0 {
+	switch {
+	case in.pending > 0:
+		fmt.Fprintf(&b, "; verifying %s (", plural(in.pending, "large file"))
+		for i, p := range in.pendingPaths {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(shorten(p, maxPending))
+		}
+		if in.pending > len(in.pendingPaths) {
+			b.WriteString(", …")
+		}
+		b.WriteString(")")
+	case in.reading > 0:
+		// Versions already judged, read again (a periodic check): what
+		// is known of them holds meanwhile.
 		fmt.Fprintf(&b, "; reading %s", plural(in.reading, "large file"))
 	}
 	if in.polled > 0 {
@@ -134,6 +167,10 @@ func statusLine(in statusInput) string {
 // leave room, in the 1024 bytes systemd is sent (notify.MaxStatus), for
 // what follows them (polling, a refused config, a lost bus).
 const maxSubject = 160
+
+// maxPending bounds a path being verified in the status line, which names
+// up to three after as many drifted subjects.
+const maxPending = 80
 
 // shorten cuts s to at most max bytes by taking out its middle: the start
 // and the end of a path (its file name) tell most.

@@ -18,6 +18,7 @@ const (
 	StateDrifted   = "drifted"   // drift known (DriftCount > 0)
 	StateInhibited = "inhibited" // an inhibitor is held; the drift listed is what was known before
 	StateError     = "error"     // no desired state could be loaded
+	StateChecking  = "checking"  // no drift known, but not every entry judged yet (a large file being read): not clean
 	StateUnknown   = "unknown"   // (client side) the daemon did not answer
 )
 

@@ -8,7 +8,8 @@
 //	                    drift a(sssss))              anyone
 //	           GetMetrics() → (text s)               anyone (Prometheus text)
 //	properties State s (StateStarting, StateClean, StateDrifted, StateInhibited,
-//	           StateError: "starting", "clean", "drifted", "inhibited", "error")
+//	           StateError, StateChecking: "starting", "clean", "drifted",
+//	           "inhibited", "error", "checking")
 //	           StatusText s, DriftCount u, Drift a(sssss) (kind, entry, path,
 //	           unit, message: the first MaxDrift), Inhibitors a(ssu) (who,
 //	           why, pid), LastCheck t (µs since the epoch), WatchedPaths u,

@@ -209,6 +209,8 @@ type Fragment struct {
 	Unfetched []Unfetched
 	// machineConfig: the fragment is a MachineConfig, written by the MCD.
 	machineConfig bool
+	// mcFields: a MachineConfig's fields beyond Ignition (mcfields.go).
+	mcFields *mcFields
 	// validated: Config passed Ignition's validation with the newest spec's
 	// rules as it is (Parse of an Ignition config); Merge need not validate
 	// it again when it is the only fragment.
@@ -330,6 +332,11 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		return frag, &LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
 	}
 	frag.machineConfig = true
+	fields, err := mc.fields(file)
+	if err != nil {
+		return frag, err
+	}
+	frag.mcFields = &fields
 	specVersion := configVersion(mc.Spec.Config)
 	switch {
 	case strings.HasPrefix(specVersion, "2."):
@@ -600,6 +607,11 @@ type machineConfig struct {
 	Spec       struct {
 		Config          json.RawMessage `json:"config"`
 		KernelArguments []string        `json:"kernelArguments"`
+		// The fields beyond Ignition (see mcfields.go).
+		OSImageURL *string  `json:"osImageURL"`
+		KernelType *string  `json:"kernelType"`
+		Extensions []string `json:"extensions"`
+		FIPS       *bool    `json:"fips"`
 	} `json:"spec"`
 }
 
@@ -853,6 +865,8 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		return State{}, err
 	}
 	emptyDropins(&st, frags)
+	mcdExemptions(&st, frags)
+	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
 	for _, f := range frags {
 		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)

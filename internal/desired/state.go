@@ -119,9 +119,14 @@ type Entry struct {
 	MayBeAbsent bool
 
 	// Arg and ArgPresent declare a kernel argument that must (or must not) be
-	// on the running kernel's command line.
+	// on the running kernel's command line. For a MachineConfig's fields
+	// beyond Ignition (IsMachineConfigField), Arg is the declared value.
 	Arg        string
 	ArgPresent bool
+
+	// FirstBoot, when set, says which fields the first-boot record filled
+	// (see FirstBoot).
+	FirstBoot *FirstBoot
 }
 
 // Secret reports whether the entry's content must never be shown: its declared
@@ -139,7 +144,7 @@ func (e *Entry) ID() string {
 	switch e.Kind {
 	case KindEnablement:
 		return string(e.Kind) + ":" + e.Unit
-	case KindKernelArg:
+	case KindKernelArg, KindExtension:
 		return string(e.Kind) + ":" + e.Arg
 	case KindConfig:
 		return string(e.Kind) + ":" + e.Path + ":" + e.Target
@@ -156,7 +161,8 @@ func (e *Entry) ID() string {
 //     bytes are read back through State.Store);
 //   - Hash != nil: the file holds a base whose digest is Hash, followed by Suffix;
 //   - neither: the file ends with Suffix (its base is whatever was there, as
-//     Ignition's overwrite=false leaves it);
+//     Ignition's overwrite=false leaves it); with Base, the base recorded at
+//     the first boot followed by Suffix;
 //   - Unverifiable != "": the content cannot be verified offline; only type,
 //     mode and owner are checked.
 type Content struct {
@@ -165,6 +171,8 @@ type Content struct {
 	Hash         *Hash
 	Suffix       []byte
 	Unverifiable string
+	// Base is the recorded base of a file only appended to (see Base).
+	Base *Base
 }
 
 // ExactSize reports whether the file must hold exact bytes (Exact or Stored)

@@ -99,7 +99,7 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 		if e.ModeOptional != 0 {
 			also = fmt.Sprintf(" (or with bits %s, declared but not applied by the spec)", desired.FormatMode(e.ModeOptional))
 		}
-		d.add(Mode, fmt.Sprintf("mode mismatch for %s: want %s%s, got %s", Noun(e), w, also, g), w, g)
+		d.add(Mode, fmt.Sprintf("mode mismatch for %s: want %s%s, got %s%s", Noun(e), w, also, g, recorded(e, e.FirstBoot != nil && e.FirstBoot.Mode)), w, g)
 	}
 	if e.OwnerProblem != "" {
 		d.add(Owner, fmt.Sprintf("owner mismatch for %s: %s", Noun(e), e.OwnerProblem), "", fmt.Sprintf("%d:%d", ob.UID, ob.GID))
@@ -108,15 +108,24 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 		d.add(Group, fmt.Sprintf("group mismatch for %s: %s", Noun(e), e.GroupProblem), "", fmt.Sprint(ob.GID))
 	}
 	if e.UID != nil && ob.UID != *e.UID {
-		d.add(Owner, fmt.Sprintf("owner mismatch for %s: want uid %d, got uid %d", Noun(e), *e.UID, ob.UID), fmt.Sprint(*e.UID), fmt.Sprint(ob.UID))
+		d.add(Owner, fmt.Sprintf("owner mismatch for %s: want uid %d, got uid %d%s", Noun(e), *e.UID, ob.UID, recorded(e, e.FirstBoot != nil && e.FirstBoot.Owner)), fmt.Sprint(*e.UID), fmt.Sprint(ob.UID))
 	}
 	if e.GID != nil && ob.GID != *e.GID {
-		d.add(Group, fmt.Sprintf("group mismatch for %s: want gid %d, got gid %d", Noun(e), *e.GID, ob.GID), fmt.Sprint(*e.GID), fmt.Sprint(ob.GID))
+		d.add(Group, fmt.Sprintf("group mismatch for %s: want gid %d, got gid %d%s", Noun(e), *e.GID, ob.GID, recorded(e, e.FirstBoot != nil && e.FirstBoot.Group)), fmt.Sprint(*e.GID), fmt.Sprint(ob.GID))
 	}
 	if e.Type == desired.TypeRegular && e.Content != nil {
 		compareContent(e, ob, d, key)
 	}
 	return d.list
+}
+
+// recorded says where a wanted value the config leaves to the node comes
+// from: the first-boot record (package firstboot), when it does.
+func recorded(e *desired.Entry, fromRecord bool) string {
+	if !fromRecord {
+		return ""
+	}
+	return fmt.Sprintf(" (not declared: as Ignition left it at the first boot, recorded in %s)", escape.Name(e.FirstBoot.Record))
 }
 
 func article(s string) string {
@@ -196,6 +205,12 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts, key Key
 		if len(w.Suffix) > 0 {
 			want += fmt.Sprintf(" followed by %d appended bytes", len(w.Suffix))
 		}
+	case w.Base != nil && w.Base.Unknown == "":
+		// The record's digest is keyed already, with the host's key: it
+		// names the base as a keyed digest of the report would.
+		s := sha256.Sum256(w.Suffix)
+		want = fmt.Sprintf("the %d-byte base recorded at the first boot (%s:%s) followed by %s",
+			w.Base.Size, KeyedDigest, hex.EncodeToString(w.Base.Keyed[:]), g.describe(int64(len(w.Suffix)), s[:]))
 	default:
 		s := sha256.Sum256(w.Suffix)
 		want = "ending with " + g.describe(int64(len(w.Suffix)), s[:])
@@ -385,9 +400,14 @@ func Notice(e *desired.Entry) *Drift {
 		return nil
 	}
 	msg := fmt.Sprintf("content of %s is not verified: %s", Noun(e), e.Content.Unverifiable)
-	if e.Kind == desired.KindConfig {
+	kind := Unverifiable
+	switch e.Kind {
+	case desired.KindConfig:
 		msg = fmt.Sprintf("%s is not checked: %s", Noun(e), e.Content.Unverifiable)
+	case desired.KindNotChecked:
+		msg = fmt.Sprintf("%s is not checked: %s", Noun(e), e.Content.Unverifiable)
+		kind = NotChecked
 	}
-	return &Drift{Kind: Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User,
+	return &Drift{Kind: kind, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User,
 		Message: msg, EntryID: e.ID()}
 }

@@ -1044,3 +1044,40 @@ func optionalBits(e desired.Entry, bits uint32) desired.Entry {
 	e.ModeOptional = bits
 	return e
 }
+
+// TestFirstBootMessages: a mode, owner or group the config leaves to the
+// node, wanted as the first-boot record says, is reported with where the
+// wanted value comes from; one the config declares is not. A content drift
+// of an append-only file with a recorded base names the base by its keyed
+// digest and size, never its bytes.
+func TestFirstBootMessages(t *testing.T) {
+	m, uid, gid := uint32(0o755), 0, 0
+	rec := "/etc/drift-monitor/desired.d/10-firstboot.record"
+	e := desired.Entry{Kind: desired.KindDirectory, Path: "/foo/bar", Type: desired.TypeDirectory, Mode: &m, UID: &uid, GID: &gid,
+		FirstBoot: &desired.FirstBoot{Record: rec, Mode: true, Group: true}}
+	ob := ondisk.Observation{Type: ondisk.Directory, Mode: 0o700, UID: 1000, GID: 1000}
+	got := map[drift.Kind]string{}
+	for _, d := range drift.Compare(&e, &ob, drift.Key{}) {
+		got[d.Kind] = d.Message
+	}
+	for k, fromRecord := range map[drift.Kind]bool{drift.Mode: true, drift.Owner: false, drift.Group: true} {
+		if says := strings.Contains(got[k], "first boot, recorded in "+rec); says != fromRecord {
+			t.Errorf("%s drift %q: says it is the first boot's: %v, want %v", k, got[k], says, fromRecord)
+		}
+	}
+
+	key := []byte("the host's digest key")
+	sum := sha256.Sum256([]byte("secret base\n"))
+	h := hmac.New(sha256.New, key)
+	h.Write(sum[:])
+	b := &desired.Base{Size: 12, Key: key, Record: rec}
+	copy(b.Keyed[:], h.Sum(nil))
+	f := desired.Entry{Kind: desired.KindFile, Path: "/etc/secret.conf", Type: desired.TypeRegular,
+		Content: &desired.Content{Suffix: []byte("frag\n"), Base: b}}
+	fob := ondisk.Observation{Type: ondisk.Regular, Mode: 0o600, Content: ondisk.ContentResult{State: ondisk.Differs, GotSize: 3, Got: []byte("xx\n")}}
+	ds := drift.Compare(&f, &fob, drift.NewKey(key))
+	if len(ds) != 1 || !strings.Contains(ds[0].Want, "12-byte base recorded at the first boot (hmac-sha256:"+hex.EncodeToString(b.Keyed[:])) ||
+		strings.Contains(ds[0].Want, hex.EncodeToString(sum[:])) {
+		t.Errorf("content drift of an append-only file with a recorded base: %+v", ds)
+	}
+}

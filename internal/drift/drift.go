@@ -106,6 +106,14 @@ func (d *Drift) Subject() string {
 		return escape.Name(d.Unit)
 	case desired.KindKernelArg:
 		return "kernel argument " + escape.Name(d.Want)
+	case desired.KindOSImage:
+		return "osImageURL"
+	case desired.KindKernelType:
+		return "kernelType"
+	case desired.KindExtension:
+		return "extension " + escape.Name(strings.TrimPrefix(d.EntryID, string(desired.KindExtension)+":"))
+	case desired.KindFIPS:
+		return "fips"
 	}
 	return escape.Name(d.Path)
 }
@@ -133,6 +141,16 @@ func Noun(e *desired.Entry) string {
 		return fmt.Sprintf("kernel argument %q", e.Arg)
 	case desired.KindConfig:
 		return fmt.Sprintf("%s of config %q", escape.Name(e.Target), e.Path)
+	case desired.KindOSImage:
+		return fmt.Sprintf("osImageURL %q", e.Arg)
+	case desired.KindKernelType:
+		return fmt.Sprintf("kernelType %q", e.Arg)
+	case desired.KindExtension:
+		return fmt.Sprintf("extension %q", e.Arg)
+	case desired.KindFIPS:
+		return "fips: " + e.Arg
+	case desired.KindNotChecked:
+		return fmt.Sprintf("file %q", e.Path)
 	}
 	return fmt.Sprintf("%q", e.Path)
 }

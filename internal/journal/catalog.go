@@ -48,8 +48,9 @@ const (
 	// update tools cannot inhibit monitoring.
 	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
 	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
-	// unverifiable), or takes effect at the next boot (reboot-pending), or
-	// can never be done (cannot-enable).
+	// unverifiable, not-checked, not-applicable), or takes effect at the
+	// next boot (reboot-pending), or can never be done (cannot-enable); or a
+	// fact about the OS image (same-image, finalization-failed).
 	MsgNotice = "a094d4906b084c73bb73fef724cd195b"
 	// MsgReconciled: `drift-monitor reconcile` released its inhibitor
 	// and drift the daemon knew of is gone: it was repaired.
@@ -111,6 +112,9 @@ what (an admin, a package, a tool), then either restore the desired state
 Ignition would have written it) or change the desired configuration under
 /etc/drift-monitor/desired.d/ and run "systemctl reload drift-monitor". Update tools should wrap planned changes in
 "drift-monitor inhibit" so that they are not reported as drift.
+A MachineConfig's osImageURL, kernelType, extensions and fips (DRIFT_ENTRY
+os-image, kernel-type, extension, fips) are the machine-config daemon's to
+apply, through rpm-ostree and a reboot: reconcile does not change them.
 
 The drift is logged once more when it is resolved.`,
 	},
@@ -274,9 +278,18 @@ fully, and this is not drift. DRIFT_KIND says why: "unverifiable" when the
 declared content cannot be verified offline (a remote source without a
 verification hash, a child config that was never fetched, kernel arguments
 outside the live host), so only what else is declared (type, mode, owner) is
-compared; "reboot-pending" when the next boot's kernel command line already
-has what is declared but the running kernel does not; "cannot-enable" when a
-unit declared enabled is disabled and enabling it, as Ignition's preset
+compared; "reboot-pending" when the next boot's kernel command line (or, for
+a MachineConfig's osImageURL, kernelType or extensions, the next boot's
+ostree deployment) already has what is declared but the running system does
+not; "not-checked" for a MachineConfig's file that the machine-config
+daemon's certificate writer owns (--check-mcd-certificates checks it);
+"not-applicable" for a MachineConfig's OS fields on a host not booted
+through ostree; "same-image" when the booted OS image is the declared one
+under another name (the same manifest digest); "finalization-failed" when
+the previous boot's ostree finalization failed, so the host did not boot the
+deployment staged for it (the record's message has ostree's error; see
+"journalctl -b -1 -u ostree-finalize-staged.service"); "cannot-enable" when
+a unit declared enabled is disabled and enabling it, as Ignition's preset
 does, would make no link that systemd counts (a template without
 DefaultInstance= or Alias= wanted by plain targets only, an instance of a
 template whose [Install] has only Alias=): it is disabled on a freshly

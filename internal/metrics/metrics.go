@@ -28,15 +28,15 @@ import (
 
 // States are the values of drift_monitor_state's label, as the D-Bus API's
 // State property names them.
-var States = []string{"starting", "clean", "drifted", "inhibited", "error"}
+var States = []string{"starting", "clean", "drifted", "inhibited", "error", "checking"}
 
 // Kinds are the values of drift_monitor_drift_entries' label: every
 // drift.Kind, the notices included (they are counted, not alerted on).
-var Kinds = []drift.Kind{
+var Kinds = append([]drift.Kind{
 	drift.Missing, drift.Type, drift.Content, drift.Mode, drift.Owner, drift.Group,
 	drift.Target, drift.HardLink, drift.Unmasked, drift.Masked, drift.Enablement,
 	drift.KernelArg, drift.Unreadable, drift.Unverifiable, drift.RebootPending, drift.CannotEnable,
-}
+}, drift.MachineConfigKinds...)
 
 // Snapshot is the state the metrics show; the daemon fills it on its event
 // loop.
@@ -64,7 +64,7 @@ var (
 	descBuild = prometheus.NewDesc(ns+"_build_info",
 		"A constant 1 labelled with the running drift-monitor's version and Go version.", []string{"version", "goversion"}, nil)
 	descState = prometheus.NewDesc(ns+"_state",
-		"1 for the monitor's current state, 0 for every other: starting, clean, drifted, inhibited, error.", []string{"state"}, nil)
+		"1 for the monitor's current state, 0 for every other: starting, clean, drifted, inhibited, error, checking.", []string{"state"}, nil)
 	descDrift = prometheus.NewDesc(ns+"_drift_entries",
 		"Current drift entries by kind of difference (unverifiable and reboot-pending are notices).", []string{"kind"}, nil)
 	descLastCheck = prometheus.NewDesc(ns+"_last_full_check_timestamp_seconds",

@@ -87,6 +87,7 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_state{state=drifted}":                1,
 		"drift_monitor_state{state=inhibited}":              0,
 		"drift_monitor_state{state=error}":                  0,
+		"drift_monitor_state{state=checking}":               0,
 		"drift_monitor_drift_entries{kind=content}":         2,
 		"drift_monitor_drift_entries{kind=mode}":            1,
 		"drift_monitor_drift_entries{kind=missing}":         0,
@@ -103,6 +104,9 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_drift_entries{kind=unverifiable}":    0,
 		"drift_monitor_drift_entries{kind=reboot-pending}":  0,
 		"drift_monitor_drift_entries{kind=cannot-enable}":   0,
+	}
+	for _, k := range drift.MachineConfigKinds {
+		want["drift_monitor_drift_entries{kind="+string(k)+"}"] = 0
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)

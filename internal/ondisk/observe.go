@@ -355,11 +355,19 @@ func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64
 	case !exact && size < int64(len(want.Suffix)):
 		return o.differs(ctx, dfd, name, size)
 	}
+	// A recorded base (the first-boot record) fixes the size too.
+	base := want.Base
+	if base != nil && base.Unknown != "" {
+		base = nil
+	}
+	if base != nil && size != base.Size+int64(len(want.Suffix)) {
+		return o.differs(ctx, dfd, name, size)
+	}
 	// What the comparison reads: exact content, the file; a verification
 	// hash, the whole file (its base is hashed, its appended bytes
 	// compared); appended bytes alone, just them.
 	need := int64(len(want.Suffix))
-	if exact || want.Hash != nil {
+	if exact || want.Hash != nil || base != nil {
 		need = size
 	}
 	if o.ReadLimit > 0 && need > o.ReadLimit && len(want.Suffix) == 0 {
@@ -380,7 +388,7 @@ func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64
 			return ContentResult{State: ReadFailed, Err: err}
 		case !same:
 			return o.differs(ctx, dfd, name, size)
-		case want.Hash == nil:
+		case want.Hash == nil && base == nil:
 			return ContentResult{State: Equal}
 		case o.ReadLimit > 0 && need > o.ReadLimit:
 			return ContentResult{State: Deferred}
@@ -396,6 +404,8 @@ func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64
 		same, err = equalStream(r, want.Exact, buf)
 	case want.Stored != nil:
 		same, err = equalDigest(r, want.Stored, buf)
+	case base != nil:
+		same, err = keyedBase(r, base, buf)
 	default:
 		same, err = hashBase(r, size-int64(len(want.Suffix)), want.Hash, buf)
 	}
@@ -434,13 +444,20 @@ func equalStream(r io.Reader, want []byte, buf []byte) (bool, error) {
 // equalDigest reads the file (whose size was found equal by stat) and
 // compares its SHA-256 with the stored content's.
 func equalDigest(r io.Reader, want *desired.Stored, buf []byte) (bool, error) {
+	sum, ok, err := sha256Of(r, want.Size, buf)
+	return ok && sum == want.Sum, err
+}
+
+// sha256Of is the SHA-256 of the first n bytes of r; ok is false when r
+// has fewer (it shrank since the stat).
+func sha256Of(r io.Reader, n int64, buf []byte) (sum [sha256.Size]byte, ok bool, err error) {
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, io.LimitReader(r, want.Size), buf)
+	got, err := io.CopyBuffer(h, io.LimitReader(r, n), buf)
 	if err != nil {
-		return false, err
+		return sum, false, err
 	}
-	var sum [sha256.Size]byte
-	return n == want.Size && [sha256.Size]byte(h.Sum(sum[:0])) == want.Sum, nil
+	h.Sum(sum[:0])
+	return sum, got == n, nil
 }
 
 func newHash(algo string) (hash.Hash, error) {
@@ -465,6 +482,14 @@ func hashBase(r io.Reader, n int64, want *desired.Hash, buf []byte) (bool, error
 		return false, err
 	}
 	return got == n && hex.EncodeToString(h.Sum(nil)) == want.Hex, nil
+}
+
+// keyedBase reports whether the first bytes of r are the recorded base
+// (the appended bytes after it were compared, and the size was found
+// right by stat).
+func keyedBase(r io.Reader, want *desired.Base, buf []byte) (bool, error) {
+	sum, ok, err := sha256Of(r, want.Size, buf)
+	return ok && want.Matches(sum), err
 }
 
 func (r counted) suffixAt(size int64, suffix []byte) (bool, error) {

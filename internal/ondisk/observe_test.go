@@ -2,6 +2,7 @@ package ondisk_test
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
@@ -314,6 +315,18 @@ func TestObserveOwner(t *testing.T) {
 	}
 }
 
+// recordedBase is b as the first-boot record keeps it: a length and a
+// digest keyed with a key.
+func recordedBase(b []byte) *desired.Base {
+	key := []byte("a digest key of the host's")
+	sum := sha256.Sum256(b)
+	m := hmac.New(sha256.New, key)
+	m.Write(sum[:])
+	out := &desired.Base{Size: int64(len(b)), Key: key}
+	copy(out.Keyed[:], m.Sum(nil))
+	return out
+}
+
 func sha256Hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 func sha512Hex(b []byte) string { s := sha512.Sum512(b); return hex.EncodeToString(s[:]) }
 
@@ -378,6 +391,16 @@ func TestObserveContent(t *testing.T) {
 		{"suffix only, differs", base, desired.Content{Suffix: suffix}, differs(base, true)},
 		{"suffix only, file shorter than the suffix", []byte("x"), desired.Content{Suffix: suffix}, differs([]byte("x"), true)},
 		{"empty suffix only", []byte("anything"), desired.Content{Suffix: []byte{}}, result{State: ondisk.Equal}},
+		// A base recorded at the first boot (package firstboot).
+		{"recorded base and suffix equal", withSuffix, desired.Content{Suffix: suffix, Base: recordedBase(base)}, result{State: ondisk.Equal}},
+		{"recorded empty base, the suffix alone", suffix, desired.Content{Suffix: suffix, Base: recordedBase(nil)}, result{State: ondisk.Equal}},
+		{"recorded empty base, the first fragment twice", []byte("line 1\nline 1\nline 2\n"),
+			desired.Content{Suffix: []byte("line 1\nline 2\n"), Base: recordedBase(nil)}, differs([]byte("line 1\nline 1\nline 2\n"), true)},
+		{"recorded base, another of its size", append(bytes.Repeat([]byte("x"), len(base)), suffix...),
+			desired.Content{Suffix: suffix, Base: recordedBase(base)}, differs(append(bytes.Repeat([]byte("x"), len(base)), suffix...), true)},
+		{"recorded base, suffix missing", base, desired.Content{Suffix: suffix, Base: recordedBase(base)}, differs(base, true)},
+		{"no recorded base: the suffix alone decides", append([]byte("anything\n"), suffix...),
+			desired.Content{Suffix: suffix, Base: &desired.Base{Unknown: "none recorded"}}, result{State: ondisk.Equal}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -240,6 +240,8 @@ func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a 
 		err = refuse("it could not be examined (see the check's message); nothing is written over what cannot be read")
 	case e.Kind == desired.KindKernelArg:
 		err = kernelArg(e)
+	case desired.IsMachineConfigField(e.Kind):
+		err = refuse("drift-monitor does not change the OS image, kernel, extensions or FIPS mode: the machine-config daemon applies %s (through rpm-ostree)", e.Kind)
 	case e.Kind == desired.KindEnablement:
 		err = r.enablement(ctx, w, e, a)
 	case (has(a.Drift, drift.Owner) && e.OwnerProblem != "") || (has(a.Drift, drift.Group) && e.GroupProblem != ""):
@@ -474,9 +476,10 @@ func (r *Reconciler) node(w *writer, e *desired.Entry, a *Action) error {
 
 // content is what a regular file must hold, as Ignition writes it: the
 // decoded contents with their append fragments, or, for a file that is
-// only appended to (overwrite false, no contents), what is there with the
-// fragments appended (internal/exec/util/file.go, PerformFetch with Append:
-// O_APPEND on the existing file).
+// only appended to (overwrite false, no contents), its base (what it held
+// before Ignition ran, see appendBase) with the fragments appended
+// (internal/exec/util/file.go, PerformFetch with Append: O_APPEND on the
+// existing file).
 func (r *Reconciler) content(w *writer, e *desired.Entry, ob *ondisk.Observation) ([]byte, error) {
 	c := e.Content
 	switch {
@@ -499,21 +502,14 @@ func (r *Reconciler) content(w *writer, e *desired.Entry, ob *ondisk.Observation
 	if c.Exact != nil {
 		return c.Exact, nil
 	}
-	// Appended to whatever is there.
-	var base []byte
-	if ob.Type == ondisk.Regular {
-		dir, err := w.dir(path.Dir(e.Path))
-		if err != nil {
-			return nil, opError("opening directory", path.Dir(e.Path), err)
-		}
-		base, err = w.readFile(dir, path.Base(e.Path))
-		unix.Close(dir)
-		if err != nil {
-			return nil, opError("reading", e.Path, err)
-		}
-	} else if ob.Type != ondisk.Absent && ob.Type != ondisk.Directory {
+	// Appended to what the file held before Ignition ran: its base.
+	if ob.Type != ondisk.Regular && ob.Type != ondisk.Absent && ob.Type != ondisk.Directory {
 		// Ignition refuses to append to anything but a regular file.
 		return nil, refuse("its content is appended to what is there, and what is there is %s", ob.Type)
+	}
+	base, err := r.appendBase(w, e, ob)
+	if err != nil {
+		return nil, err
 	}
 	return append(base, c.Suffix...), nil
 }

@@ -96,6 +96,10 @@ type prepare struct {
 	// online runs the fetch stage after fetch-offline, as a first boot does
 	// when fetch-offline finds that the config needs the network.
 	online bool
+	// root, when set, is the existing tree Ignition writes into (an ostree
+	// deployment) instead of a fresh one; its cache is then the root's own
+	// /run/cache.json.
+	root string
 }
 
 func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, err error) {
@@ -113,6 +117,9 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 	})
 	root = filepath.Join(dir, "root")
 	run := filepath.Join(dir, "run")
+	if prep.root != "" {
+		root, run = prep.root, filepath.Join(prep.root, "run")
+	}
 	bin := filepath.Join(dir, "bin")
 	for _, d := range []string{root, run, bin, filepath.Join(root, "etc", "selinux")} {
 		mustMkdir(t, d, 0o755)

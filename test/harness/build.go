@@ -99,3 +99,59 @@ var repoRoot = sync.OnceValues(func() (string, error) {
 		dir = parent
 	}
 })
+
+// raceBuild is build's twin with the race detector: the systemd tier runs
+// it under a real systemd, where no unit test reaches the daemon's loop.
+var raceBuild = sync.OnceValues(func() (string, error) {
+	dir, err := work()
+	if err != nil {
+		return "", err
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "drift-monitor.race")
+	cmd := exec.Command("go", "build", "-race", "-o", bin, "./cmd/drift-monitor")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build -race ./cmd/drift-monitor in %s: %w\n%s", root, err, out)
+	}
+	return bin, nil
+})
+
+// RaceBinary returns the path of drift-monitor built from this tree with
+// -race (cgo: it needs a C compiler), building it at the first call.
+func RaceBinary(t testing.TB) string {
+	t.Helper()
+	bin, err := raceBuild()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestBinary compiles the tests of the package pkg (a path relative to the
+// repository, "./internal/systemd") with -race into a binary of its own
+// and returns its path: a tier that can give those tests what they need (a
+// booted systemd, journald) runs them there. Each call builds afresh.
+func TestBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := work()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(pkg)+".test")
+	cmd := exec.Command("go", "test", "-c", "-race", "-o", bin, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c -race %s in %s: %v\n%s", pkg, root, err, out)
+	}
+	return bin
+}

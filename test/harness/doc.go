@@ -14,7 +14,9 @@
 //   - Binary builds ./cmd/drift-monitor once per test binary, into a
 //     directory of its own (readable by any user, for tests that run it
 //     unprivileged), removed by Run when the tests are done; Repo names a
-//     file of the repository whatever the test's directory;
+//     file of the repository whatever the test's directory; RaceBinary is
+//     the same build with -race, and TestBinary compiles one package's
+//     tests (-race) for a tier that can give them what they need;
 //   - Run points STATE_DIRECTORY at a temporary directory for the whole
 //     test binary, so that a run of the binary as root never makes the
 //     host's digest key in /var/lib/drift-monitor;

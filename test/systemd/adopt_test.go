@@ -29,7 +29,15 @@ const (
 // a cache (see drift-monitor(8), ADOPTION). It lists a remote child that
 // Ignition fetched and merged in (the file it declares): the daemon neither
 // fetches it nor reports it.
-const ignitionCache = `{"ignition":{"config":{"merge":[{"source":"https://configs.example.com/child.ign","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.6.0-experimental"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"` + adoptedFile + `","user":{},"contents":{"source":"data:,provisioned%0A","verification":{}},"mode":420}]},"systemd":{}}`
+const ignitionCache = `{"ignition":{"config":{"merge":[{"source":"https://configs.example.com/child.ign","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.6.0-experimental"},"kernelArguments":{},"passwd":{},"storage":{"directories":[{"group":{},"path":"` + keptDir + `","user":{}}],"files":[{"group":{},"path":"` + adoptedFile + `","user":{},"contents":{"source":"data:,provisioned%0A","verification":{}},"mode":420}]},"systemd":{}}`
+
+// keptDir is a directory the cache declares without mode or owner, which
+// the host has (the package's /etc/drift-monitor): the first-boot record
+// keeps its mode, and a change to it is drift.
+const keptDir = "/etc/drift-monitor"
+
+// recordPath is where adopt records what the cache leaves to the node.
+const recordPath = "/etc/drift-monitor/desired.d/10-firstboot.record"
 
 // TestFirstBootAdoption boots a host as Fedora CoreOS's first boot leaves
 // it for the real root: Ignition's config cache in /run, a first boot (the
@@ -94,6 +102,15 @@ func TestFirstBootAdoption(t *testing.T) {
 	if got := h.sh(`stat -c '%a %U:%G' "$1" "$(dirname "$1")"`, adoptedPath); got != "600 root:root\n700 root:root\n" {
 		t.Errorf("modes of %s and its directory: %q, want 600 and 700, root's", adoptedPath, got)
 	}
+	// The first-boot record, root's alone, keyed with the daemon's key
+	// (the unit's StateDirectory=): the daemon uses it without a warning,
+	// and the kept directory's mode is wanted as recorded.
+	if got := h.sh(`stat -c '%a %U:%G' "$1"`, recordPath); got != "600 root:root\n" {
+		t.Errorf("mode of %s: %q, want 600, root's", recordPath, got)
+	}
+	if rec := h.sh(`cat "$1"`, recordPath); !strings.Contains(rec, `"key_id": "hmac-sha256:`) || !strings.Contains(rec, `"path": "`+keptDir+`"`) || !strings.Contains(rec, `"mode": "0755"`) {
+		t.Errorf("%s does not record %s 0755 with the host's key:\n%s", recordPath, keptDir, rec)
+	}
 	// The adopt unit ran first: the daemon's run of this boot is its only
 	// one, and it loaded the adopted config from the start.
 	if got := h.prop("NRestarts"); got != "0" {
@@ -106,6 +123,13 @@ func TestFirstBootAdoption(t *testing.T) {
 	h.inv = h.prop("InvocationID")
 	h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
 	h.waitStatus("Drift: 1 path differs (" + adoptedFile + ": missing)")
+	h.MustRun(t, "chmod", "0700", keptDir)
+	h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
+	h.MustRun(t, "chmod", "0755", keptDir)
+	h.waitRecord(0, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
+	if j := h.MustRun(t, "journalctl", "-u", service, "-o", "cat", "--no-pager"); strings.Contains(j, "first-boot record") {
+		t.Errorf("the daemon warns about the first-boot record:\n%s", j)
+	}
 	// The child the cache lists is merged in: it is no notice (check prints
 	// the notices; the daemon's journal has none for any config).
 	out, errOut, err := h.Run(h.ctx, "drift-monitor", "check", "--format", "json")
@@ -130,7 +154,7 @@ func TestFirstBootAdoption(t *testing.T) {
 		t.Errorf("a second start of %s rewrote %s to %q", adoptService, adoptedPath, got)
 	}
 	out = h.MustRun(t, "drift-monitor", "adopt")
-	if want := adoptedPath + " exists: left as it is, /run/ignition.json not adopted\n"; out != want {
+	if want := adoptedPath + " exists: left as it is, /run/ignition.json not adopted\n" + recordPath + " exists: left as it is\n"; out != want {
 		t.Errorf("drift-monitor adopt by hand printed %q, want %q", out, want)
 	}
 	if got := fragment(t); got != ignitionCache {

@@ -71,7 +71,8 @@ func TestLargeFiles(t *testing.T) {
 		m := h.mark()
 		h.sh(`truncate -s 74G "$1" && printf 'tampered\n' >"$2"`, remote, other)
 		h.waitRecordWithin(promptly, m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
-		const reading = "Drift: 1 path differs (/etc/other.conf: content); reading 1 large file"
+		// Not judged yet: named as being verified (TestNotCleanWhileVerifying).
+		const reading = "Drift: 1 path differs (/etc/other.conf: content); verifying 1 large file (/etc/big/remote.bin)"
 		h.waitStatus(reading)
 		// The loop answers the watchdog while the 74 GiB are hashed (that
 		// takes minutes): systemd records a ping after the read began.
@@ -114,5 +115,58 @@ func TestLargeFiles(t *testing.T) {
 	}
 	if got := h.prop("ActiveState"); got != "active" {
 		t.Errorf("ActiveState=%s", got)
+	}
+}
+
+// TestNotCleanWhileVerifying proves, under the shipped unit, that a daemon
+// whose first check left a large file to the background reader does not
+// call the host clean before that file is judged (#22: after a restart,
+// `status` answered clean, exit 0, while a 16 GiB remote-source file with a
+// mismatching verification hash was still being hashed). From READY=1 until
+// the drift is reported, every `drift-monitor status --format summary` (what
+// node-problem-detector runs) says "Starting: …", names the file being
+// verified and exits 4; none says clean; then it says drift and exits 1.
+func TestNotCleanWhileVerifying(t *testing.T) {
+	t.Parallel()
+	const big = "/var/big.img"
+	sum := sha256.Sum256([]byte("what the remote source serves\n"))
+	start := time.Now()
+	h := bootDaemon(t, setup{
+		config: `{"ignition":{"version":"3.4.0"},"storage":{"files":[
+ {"path":"` + big + `","mode":420,"contents":{"source":"https://example.com/big.img","verification":{"hash":"sha256-` + hex.EncodeToString(sum[:]) + `"}}}]}}`,
+		// Sparse: hashing its 16 GiB of zeros takes seconds, reading
+		// the disk nothing.
+		commands:  []string{"truncate -s 16G " + big + " && chmod 0644 " + big},
+		busPolicy: true,
+	})
+	ready := time.Now()
+	const verifying = "Starting: first check of 1 path, 0 units; verifying 1 large file (" + big + ")"
+	var starting, polls int
+	h.WaitFor(t, 5*time.Minute, "the drift of "+big+" in drift-monitor status", func() (bool, string) {
+		out, errOut, code := h.run("drift-monitor", "status", "--format", "summary", "--timeout", "8s")
+		out = strings.TrimSpace(out)
+		polls++
+		switch {
+		case code == 4 && out == verifying:
+			starting++
+			return false, out
+		case code == 1 && out == "Drift: 1 path differs ("+big+": content)":
+			return true, ""
+		case code == 0:
+			t.Fatalf("drift-monitor status said clean (exit 0) while %s was not judged: %q", big, out)
+		}
+		t.Fatalf("drift-monitor status: exit %d, %q (%s); want exit 4 %q, then exit 1 and its drift", code, out, errOut, verifying)
+		return false, ""
+	})
+	t.Logf("%d of %d status polls said starting; the drift came %v after READY=1 (%v after boot)", starting, polls,
+		time.Since(ready).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if starting == 0 {
+		t.Errorf("no status poll saw the file being verified: hashing 16 GiB took less than one poll")
+	}
+	r, _ := h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": big, "DRIFT_KIND": "content"})
+	t.Logf("drift record: %s", r["MESSAGE"])
+	// READY=1 came before the file was judged, and said so.
+	if r, _ := h.waitRecord(0, harness.MsgReady, nil); r["MESSAGE"] != "Started: "+verifying {
+		t.Errorf("ready record %q, want %q", r["MESSAGE"], "Started: "+verifying)
 	}
 }

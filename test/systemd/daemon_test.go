@@ -412,16 +412,7 @@ func TestKillAndStop(t *testing.T) {
 		h := h.in(t)
 		pid, inv := h.prop("MainPID"), h.inv
 		h.MustRun(t, "kill", "-9", pid)
-		// Type=notify: the unit is active again only after the new process
-		// sent READY=1.
-		h.WaitFor(t, 30*time.Second, "a new main process, active and running", func() (bool, string) {
-			out, errOut, err := h.Run(h.ctx, "systemctl", "show", "-p", "MainPID", "-p", "ActiveState", "-p", "SubState", service)
-			if err != nil {
-				return false, fmt.Sprintf("%v: %s", err, errOut)
-			}
-			p := parseProps(out)
-			return p["MainPID"] != pid && p["MainPID"] != "0" && p["ActiveState"] == "active" && p["SubState"] == "running", strings.ReplaceAll(out, "\n", " ")
-		})
+		h.waitRestarted(pid, 30*time.Second)
 		if got := h.prop("NRestarts"); got != "1" {
 			t.Errorf("NRestarts=%s, want 1", got)
 		}
@@ -471,8 +462,9 @@ func TestKillAndStop(t *testing.T) {
 	})
 
 	t.Run("a usage error is not restarted", func(t *testing.T) {
-		// A bad flag does not fix itself: the unit fails (exit status 2)
-		// instead of restarting forever.
+		// A bad flag does not fix itself: the unit fails (exit status 64,
+		// EX_USAGE; never 2, the Go runtime's after a crash, which is
+		// restarted: TestCrashRestarts) instead of restarting forever.
 		h := h.in(t)
 		h.WriteFile(t, "/etc/systemd/system/"+service+".d/bad-flag.conf",
 			[]byte("[Service]\nExecStart=\nExecStart=/usr/bin/drift-monitor daemon --no-such-flag\n"), 0o644)
@@ -480,10 +472,10 @@ func TestKillAndStop(t *testing.T) {
 		if _, _, err := h.Run(h.ctx, "systemctl", "restart", service); err == nil {
 			t.Errorf("systemctl restart with a bad flag succeeded")
 		}
-		h.WaitFor(t, 30*time.Second, "failed with exit status 2", func() (bool, string) {
+		h.WaitFor(t, 30*time.Second, "failed with exit status 64", func() (bool, string) {
 			out, _, _ := h.Run(h.ctx, "systemctl", "show", "-p", "ActiveState", "-p", "Result", "-p", "ExecMainStatus", service)
 			p := parseProps(out)
-			return p["ActiveState"] == "failed" && p["Result"] == "exit-code" && p["ExecMainStatus"] == "2", strings.ReplaceAll(out, "\n", " ")
+			return p["ActiveState"] == "failed" && p["Result"] == "exit-code" && p["ExecMainStatus"] == "64", strings.ReplaceAll(out, "\n", " ")
 		})
 		// systemctl restart resets the count: any automatic restart since
 		// shows.
@@ -512,6 +504,21 @@ func TestKillAndStop(t *testing.T) {
 		if r["PRIORITY"] != "6" || r["MESSAGE"] != "Stopping drift-monitor" {
 			t.Errorf("stopping record: %s", r)
 		}
+	})
+}
+
+// waitRestarted waits, within timeout, for a main process other than pid,
+// active and running. Type=notify: the unit is active again only after the
+// new process sent READY=1.
+func (h *host) waitRestarted(pid string, timeout time.Duration) {
+	h.t.Helper()
+	h.WaitFor(h.t, timeout, "a new main process, active and running", func() (bool, string) {
+		out, errOut, err := h.Run(h.ctx, "systemctl", "show", "-p", "MainPID", "-p", "ActiveState", "-p", "SubState", service)
+		if err != nil {
+			return false, fmt.Sprintf("%v: %s", err, errOut)
+		}
+		p := parseProps(out)
+		return p["MainPID"] != pid && p["MainPID"] != "0" && p["ActiveState"] == "active" && p["SubState"] == "running", strings.ReplaceAll(out, "\n", " ")
 	})
 }
 

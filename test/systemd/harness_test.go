@@ -49,6 +49,8 @@ type setup struct {
 	// it, so that the daemon may own its name on the system bus. It is
 	// there from boot: dbus-daemon reads it when it starts.
 	busPolicy bool
+	// race runs the daemon built with -race (harness.RaceBinary).
+	race bool
 }
 
 // busPolicyName is the policy file, in packaging/ and in
@@ -86,6 +88,9 @@ func bootDaemon(t *testing.T, s setup) *host {
 	// The built binary and the shipped unit (and, if asked for, bus
 	// policy), bound read-only where a package would install them.
 	binds := daemonBinds(t)
+	if s.race {
+		binds[0].Src = harness.RaceBinary(t)
+	}
 	if s.busPolicy {
 		binds = append(binds, nspawn.Mount{Src: harness.Repo(t, "packaging/"+busPolicyName), Dst: "/usr/share/dbus-1/system.d/" + busPolicyName})
 	}

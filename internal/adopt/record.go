@@ -1,0 +1,56 @@
+package adopt
+
+import (
+	"errors"
+	"path"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/firstboot"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+)
+
+// Record writes the first-boot record (package firstboot) of the adopted
+// config at host path cfg to host path dst, both inside root, keying its
+// bases with key (nil: they are recorded as unknown). Like the fragment,
+// it is written once, never over an existing file of its name, mode 0600,
+// atomically, in a directory Record makes 0700 if it is missing: the
+// record is made right after Ignition, on the first boot, and only then is
+// the node as Ignition left it; a second first boot (one cut short) keeps
+// the first one's record. problems lists the nodes it could not record.
+func Record(root *ondisk.Root, cfg, dst string, key []byte) (res Result, problems []string, err error) {
+	if !path.IsAbs(cfg) || !path.IsAbs(dst) {
+		return 0, nil, &Error{"recording", cfg + " as " + dst, errors.New("want absolute host paths")}
+	}
+	dst = path.Clean(dst)
+	if desired.IsConfigName(dst) {
+		// The loader would take it for a config, and refuse the state.
+		return 0, nil, &Error{"recording as", root.Join(dst), errors.New("a config's name (.ign, .json, .yaml, .yml): the daemon would load it as one")}
+	}
+	dir, base := path.Split(dst)
+	dirfd, err := mkdirs(root, path.Clean(dir), 0o700)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer unix.Close(dirfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		return Kept, nil, nil
+	} else if !errors.Is(err, unix.ENOENT) {
+		return 0, nil, &Error{"checking", root.Join(dst), err}
+	}
+	// The config as the daemon will read it, alone: what the record is
+	// of is what Ignition wrote from it.
+	state, err := desired.LoadState(root, []string{root.Join(cfg)})
+	if err != nil {
+		return 0, nil, &Error{"recording", root.Join(dst), err}
+	}
+	rec, problems := firstboot.Make(root, state.Entries, cfg, key)
+	raw, err := rec.Marshal()
+	if err != nil {
+		return 0, problems, &Error{"recording", root.Join(dst), err}
+	}
+	res, err = install(root, dirfd, raw, dst)
+	return res, problems, err
+}

@@ -1,0 +1,77 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/osstate"
+)
+
+// osView is what a check compares a MachineConfig's fields beyond Ignition
+// with, read once per check: they change only across boots and stagings.
+type osView struct {
+	state     *osstate.State
+	installed map[string]bool
+	rpmErr    error
+	// finalization is the notice of a failed ostree finalization in the
+	// previous boot, or nil.
+	finalization *drift.Drift
+}
+
+func (v *osView) compare(e *desired.Entry) drift.MachineConfigResult {
+	return drift.CompareMachineConfig(e, v.state, v.installed, v.rpmErr)
+}
+
+// notCompared: a MachineConfig field's notices say it was not compared
+// with the host (it does not apply, or could not be read).
+func notCompared(ns []drift.Drift) bool {
+	return slices.ContainsFunc(ns, func(n drift.Drift) bool { return n.Kind == drift.NotApplicable || n.Kind == drift.Unverifiable })
+}
+
+func hasMachineConfigFields(entries []desired.Entry) bool {
+	return slices.ContainsFunc(entries, func(e desired.Entry) bool { return desired.IsMachineConfigField(e.Kind) })
+}
+
+// readOS reads the root's ostree and kernel state, and the packages of the
+// entries' extensions in its rpm database (one rpm run for all of them).
+// The previous boot's finalization is looked for on the live host only
+// (Commands set): the journal under another root is not its own.
+func (c *Checker) readOS(ctx context.Context, entries []desired.Entry) *osView {
+	v := &osView{state: osstate.Read(c.Root)}
+	if !v.state.Ostree {
+		return v
+	}
+	var pkgs []string
+	for i := range entries {
+		if entries[i].Kind != desired.KindExtension {
+			continue
+		}
+		for _, set := range desired.ExtensionPackages(entries[i].Arg) {
+			for _, p := range set {
+				if !slices.Contains(pkgs, p) {
+					pkgs = append(pkgs, p)
+				}
+			}
+		}
+	}
+	if len(pkgs) > 0 {
+		v.installed, v.rpmErr = osstate.Installed(ctx, c.Root, pkgs)
+	}
+	if c.Commands != nil {
+		text, err := osstate.FinalizationFailure(ctx, c.Commands)
+		switch {
+		case err != nil:
+			n := drift.FinalizationNotice("")
+			n.Kind = drift.Unverifiable
+			n.Message = fmt.Sprintf("the previous boot's ostree finalization is not checked: %v", err)
+			v.finalization = &n
+		case text != "":
+			n := drift.FinalizationNotice(text)
+			v.finalization = &n
+		}
+	}
+	return v
+}

@@ -1,0 +1,139 @@
+package desired
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// mcEntries derives the files (name → contents) and returns the entries
+// of the MachineConfig fields beyond Ignition, as kind=value strings.
+func mcEntries(t *testing.T, files ...[2]string) []string {
+	t.Helper()
+	var names []string
+	var raws [][]byte
+	for _, f := range files {
+		names, raws = append(names, f[0]), append(raws, []byte(f[1]))
+	}
+	st, err := deriveState("/", names, raws, [4][]byte{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range st.Entries {
+		if IsMachineConfigField(e.Kind) {
+			got = append(got, string(e.Kind)+"="+e.Arg+"@"+e.Path)
+		}
+	}
+	return got
+}
+
+func TestMachineConfigFields(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		files [][2]string
+		want  []string
+	}{
+		{"every field", [][2]string{{"mc.yaml", "kind: MachineConfig\nspec:\n  osImageURL: quay.io/o/rhcos@sha256:aa\n  kernelType: realtime\n" +
+			"  extensions: [usbguard, ipsec]\n  fips: true\n"}},
+			[]string{"os-image=quay.io/o/rhcos@sha256:aa@/ostree/deploy", "kernel-type=realtime@/sys/kernel/realtime",
+				"extension=usbguard@/var/lib/rpm", "extension=ipsec@/var/lib/rpm", "fips=true@/proc/sys/crypto/fips_enabled"}},
+		// The MCD's currentconfig: a rendered MachineConfig without kind,
+		// its empty kernelType the default.
+		{"currentconfig", [][2]string{{"currentconfig.json", `{"spec":{"config":{"ignition":{"version":"3.4.0"}},"osImageURL":"q/r:4.16","kernelType":"","fips":false}}`}},
+			[]string{"os-image=q/r:4.16@/ostree/deploy", "kernel-type=default@/sys/kernel/realtime", "fips=false@/proc/sys/crypto/fips_enabled"}},
+		{"nothing declared", [][2]string{{"mc.yaml", "kind: MachineConfig\nspec:\n  kernelArguments: [nosmt]\n"}}, nil},
+		{"an Ignition config has none", [][2]string{{"10.ign", `{"ignition":{"version":"3.4.0"}}`}}, nil},
+		// As MergeMachineConfigs renders a pool: FIPS on if any, a
+		// non-default kernel wins, extensions add up, the last image.
+		{"merged as the MCO renders", [][2]string{
+			{"a.yaml", "kind: MachineConfig\nspec:\n  osImageURL: a\n  kernelType: 64k-pages\n  extensions: [usbguard]\n  fips: true\n"},
+			{"b.yaml", "kind: MachineConfig\nspec:\n  osImageURL: b\n  kernelType: default\n  extensions: [usbguard, sysstat]\n  fips: false\n"},
+		}, []string{"os-image=b@/ostree/deploy", "kernel-type=64k-pages@/sys/kernel/realtime",
+			"extension=usbguard@/var/lib/rpm", "extension=sysstat@/var/lib/rpm", "fips=true@/proc/sys/crypto/fips_enabled"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, mcEntries(t, tt.files...)); diff != "" {
+				t.Errorf("entries (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMachineConfigFieldsRefused(t *testing.T) {
+	for _, tt := range []struct{ name, raw, context string }{
+		{"unknown kernel type", "kind: MachineConfig\nspec:\n  kernelType: rt\n", "spec.kernelType"},
+		{"unknown extension", "kind: MachineConfig\nspec:\n  extensions: [usbguard, wireguard]\n", "spec.extensions.1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := deriveState("/", []string{"mc.yaml"}, [][]byte{[]byte(tt.raw)}, [4][]byte{})
+			var le *LoadError
+			if !errors.As(err, &le) || le.File != "mc.yaml" || le.Context != tt.context {
+				t.Fatalf("err %v: want a LoadError of mc.yaml at %s", err, tt.context)
+			}
+		})
+	}
+}
+
+func TestExtensionEntriesHaveDistinctIDs(t *testing.T) {
+	a := Entry{Kind: KindExtension, Path: ExtensionPath, Arg: "usbguard"}
+	b := Entry{Kind: KindExtension, Path: ExtensionPath, Arg: "sysstat"}
+	if a.ID() == b.ID() {
+		t.Errorf("two extensions share the ID %q", a.ID())
+	}
+}
+
+func TestMCDCertificateExemptions(t *testing.T) {
+	files := `"storage":{"files":[` +
+		`{"path":"/etc/kubernetes/kubelet-ca.crt","contents":{"source":"data:,ca"}},` +
+		`{"path":"/etc/mco/internal-registry-pull-secret.json","mode":384,"contents":{"source":"data:,s"}},` +
+		`{"path":"/etc/kubernetes/kubeconfig","contents":{"source":"data:,k"}}]}`
+	mc := `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.4.0"},` + files + `}}}`
+	ign := `{"ignition":{"version":"3.4.0"},` + files + `}`
+	kinds := func(es []Entry) map[string][]Kind {
+		m := map[string][]Kind{}
+		for _, e := range es {
+			m[e.Path] = append(m[e.Path], e.Kind)
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name, file, raw string
+		exempt          bool
+		want            map[string][]Kind
+	}{
+		{"a MachineConfig's certificate files are not checked", "mc.json", mc, true, map[string][]Kind{
+			"/etc/kubernetes/kubelet-ca.crt":              {KindNotChecked},
+			"/etc/mco/internal-registry-pull-secret.json": {KindNotChecked},
+			"/etc/kubernetes/kubeconfig":                  {KindFile},
+		}},
+		{"the rule turned off checks them", "mc.json", mc, false, map[string][]Kind{
+			"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
+			"/etc/mco/internal-registry-pull-secret.json": {KindFile},
+			"/etc/kubernetes/kubeconfig":                  {KindFile},
+		}},
+		{"an Ignition config's are checked: no MCD writes them", "10.ign", ign, true, map[string][]Kind{
+			"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
+			"/etc/mco/internal-registry-pull-secret.json": {KindFile},
+			"/etc/kubernetes/kubeconfig":                  {KindFile},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := deriveState("/", []string{tt.file}, [][]byte{[]byte(tt.raw)}, [4][]byte{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := ApplyMCDExemptions(st.Entries, tt.exempt)
+			for _, e := range kept {
+				if e.Kind == KindNotChecked && (e.Content == nil || e.Content.Unverifiable != mcdCertificateReason) {
+					t.Errorf("not-checked entry %s has no reason: %+v", e.Path, e.Content)
+				}
+			}
+			got := kinds(kept)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("entries by path (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

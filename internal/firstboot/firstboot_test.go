@@ -1,0 +1,245 @@
+package firstboot
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/google/go-cmp/cmp"
+)
+
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+// firstBootRoot is a root as Ignition left it for config: a directory it
+// made (no mode declared), one it kept, and files only appended to: to
+// nothing, to a base anyone could read, to a secret base, and to an /etc
+// file whose base is its /usr/etc twin's on an rpm-ostree host.
+const config = `{"ignition": {"version": "3.3.0"}, "storage": {
+  "directories": [{"path": "/foo/bar"}, {"path": "/var/kept"}, {"path": "/var/declared", "mode": 448}],
+  "files": [
+    {"path": "/etc/motd", "append": [{"source": "data:,line%201%0A"}, {"source": "data:,line%202%0A"}]},
+    {"path": "/etc/issue", "append": [{"source": "data:,frag%0A"}]},
+    {"path": "/etc/secret.conf", "append": [{"source": "data:,frag%0A"}]},
+    {"path": "/etc/os-motd", "append": [{"source": "data:,frag%0A"}]},
+    {"path": "/etc/damaged", "append": [{"source": "data:,frag%0A"}]},
+    {"path": "/etc/exact", "mode": 420, "contents": {"source": "data:,x"}}
+  ]}}`
+
+const secretBase = "token=SECRET-BASE-MARKER\n"
+
+func firstBootRoot(t *testing.T, ostree bool) (root string, cfg string) {
+	t.Helper()
+	root = t.TempDir()
+	for p, mode := range map[string]os.FileMode{"foo/bar": 0o755, "var/kept": 0o710, "var/declared": 0o700, "etc": 0o755, "usr/etc": 0o755, "run": 0o755} {
+		if err := os.MkdirAll(filepath.Join(root, p), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(root, p), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, c := range map[string]struct {
+		content string
+		mode    os.FileMode
+	}{
+		"etc/motd":        {"line 1\nline 2\n", 0o644},
+		"etc/issue":       {"banner\nfrag\n", 0o644},
+		"etc/secret.conf": {secretBase + "frag\n", 0o600},
+		"etc/os-motd":     {"from the image\nfrag\n", 0o640},
+		"usr/etc/os-motd": {"from the image\n", 0o640},
+		"etc/damaged":     {"no fragment\n", 0o644},
+		"etc/exact":       {"x", 0o644},
+	} {
+		if err := os.WriteFile(filepath.Join(root, p), []byte(c.content), c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ostree {
+		if err := os.WriteFile(filepath.Join(root, "run/ostree-booted"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg = filepath.Join(t.TempDir(), "config.ign")
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return root, cfg
+}
+
+func load(t *testing.T, root, cfg string) (*ondisk.Root, desired.State) {
+	t.Helper()
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	st, err := desired.LoadState(r, []string{cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, st
+}
+
+// TestMake: the record holds the first boot's mode and owner of every node
+// the config leaves them to, and nothing of nodes it declares whole; the
+// base of each append-only file as a length and a keyed digest, its bytes
+// only where anyone could read them, its /usr/etc twin where that held the
+// same bytes; a file that did not end with its fragments has no base, and
+// says why. No secret byte, and no unkeyed digest, is in what is written.
+func TestMake(t *testing.T) {
+	root, cfg := firstBootRoot(t, true)
+	r, st := load(t, root, cfg)
+	rec, problems := Make(r, st.Entries, "/etc/drift-monitor/desired.d/x.ign", testKey)
+	if len(problems) != 0 {
+		t.Errorf("problems %q, want none", problems)
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	keyedOf := func(s string) string {
+		return keyedPrefix + hex.EncodeToString(keyed(testKey, sha256.Sum256([]byte(s))))
+	}
+	want := []Node{
+		{Path: "/etc/damaged", Type: "file", Mode: "0644", UID: uid, GID: gid, Origin: "ignition",
+			Base: &Base{Unknown: "at the first boot it did not end with its appended fragments"}},
+		{Path: "/etc/issue", Type: "file", Mode: "0644", UID: uid, GID: gid, Origin: "ignition",
+			Base: &Base{Size: 7, Digest: keyedOf("banner\n"), Bytes: []byte("banner\n")}},
+		{Path: "/etc/motd", Type: "file", Mode: "0644", UID: uid, GID: gid, Origin: "ignition",
+			Base: &Base{Size: 0, Digest: keyedOf(""), Bytes: []byte{}}},
+		{Path: "/etc/os-motd", Type: "file", Mode: "0640", UID: uid, GID: gid, Origin: "image",
+			Base: &Base{Size: 15, Digest: keyedOf("from the image\n"), Twin: "/usr/etc/os-motd"}},
+		{Path: "/etc/secret.conf", Type: "file", Mode: "0600", UID: uid, GID: gid, Origin: "ignition",
+			Base: &Base{Size: int64(len(secretBase)), Digest: keyedOf(secretBase)}},
+		{Path: "/foo/bar", Type: "directory", Mode: "0755", UID: uid, GID: gid},
+		// Its mode is declared, its owner is not: the record has both,
+		// and Apply takes only the owner.
+		{Path: "/var/declared", Type: "directory", Mode: "0700", UID: uid, GID: gid},
+		{Path: "/var/kept", Type: "directory", Mode: "0710", UID: uid, GID: gid},
+	}
+	if diff := cmp.Diff(want, rec.Nodes); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
+	}
+	if !rec.OSTree || rec.KeyID != KeyID(testKey) || rec.KeyID == "" {
+		t.Errorf("ostree %v, key id %q; want true, %q", rec.OSTree, rec.KeyID, KeyID(testKey))
+	}
+	raw, err := rec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(secretBase))
+	file := sha256.Sum256([]byte(secretBase + "frag\n"))
+	for _, leak := range []string{"SECRET-BASE-MARKER", hex.EncodeToString(sum[:]), hex.EncodeToString(file[:])} {
+		if strings.Contains(string(raw), leak) {
+			t.Errorf("the record holds %q:\n%s", leak, raw)
+		}
+	}
+	back, err := Parse(raw)
+	if err != nil {
+		t.Fatalf("Parse of Marshal: %v", err)
+	}
+	if diff := cmp.Diff(rec.Nodes, back.Nodes, cmp.Comparer(func(a, b []byte) bool { return string(a) == string(b) })); diff != "" {
+		t.Errorf("round trip (-made +parsed):\n%s", diff)
+	}
+
+	// Without a key, no base; without /run/ostree-booted, no origin.
+	root, cfg = firstBootRoot(t, false)
+	r, st = load(t, root, cfg)
+	rec, _ = Make(r, st.Entries, "/x.ign", nil)
+	for _, n := range rec.Nodes {
+		if n.Origin != "" || (n.Base != nil && n.Base.Unknown == "") {
+			t.Errorf("without a key or ostree: %+v", n)
+		}
+	}
+}
+
+// TestApply: the record's mode and owner are wanted where no config
+// declares them (and say so), never over a declaration; append-only files
+// get their bases; with another key, the bases are left out, with a
+// warning. A record others may write, or that is not one, is not used.
+func TestApply(t *testing.T) {
+	root, cfg := firstBootRoot(t, true)
+	r, st := load(t, root, cfg)
+	rec, _ := Make(r, st.Entries, "/x.ign", testKey)
+	raw, _ := rec.Marshal()
+	recFile := filepath.Join(root, "etc/record")
+	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	byPath := func(st desired.State) map[string]desired.Entry {
+		m := map[string]desired.Entry{}
+		for _, e := range st.Entries {
+			m[e.Path] = e
+		}
+		return m
+	}
+
+	_, st = load(t, root, cfg)
+	if w := (Use{Path: "/etc/record", Key: testKey}).Apply(r, &st); len(w) != 0 {
+		t.Errorf("warnings %q", w)
+	}
+	got := byPath(st)
+	if e := got["/foo/bar"]; e.Mode == nil || *e.Mode != 0o755 || e.UID == nil || *e.UID != os.Getuid() || e.FirstBoot == nil || !e.FirstBoot.Mode || e.FirstBoot.Record != "/etc/record" {
+		t.Errorf("/foo/bar after Apply: %+v", e)
+	}
+	if e := got["/var/declared"]; e.Mode == nil || *e.Mode != 0o700 || (e.FirstBoot != nil && e.FirstBoot.Mode) {
+		t.Errorf("/var/declared: the declared mode must win: %+v", e)
+	}
+	if e := got["/etc/secret.conf"]; e.Content.Base == nil || e.Content.Base.Unknown != "" || !e.Content.Base.Holds([]byte(secretBase)) || e.Content.Base.Holds([]byte("other\n")) {
+		t.Errorf("/etc/secret.conf's base: %+v", e.Content.Base)
+	}
+	if e := got["/etc/damaged"]; e.Content.Base == nil || !strings.Contains(e.Content.Base.Unknown, "did not end") {
+		t.Errorf("/etc/damaged's base: %+v", e.Content.Base)
+	}
+	if e := got["/etc/exact"]; e.Content.Base != nil || e.FirstBoot != nil {
+		t.Errorf("/etc/exact is declared whole, the record has nothing for it: %+v", e)
+	}
+
+	_, st = load(t, root, cfg)
+	w := (Use{Path: "/etc/record", Key: []byte("another key, another host......")}).Apply(r, &st)
+	if len(w) != 1 || !strings.Contains(w[0], "another digest key") {
+		t.Errorf("warnings with another key: %q", w)
+	}
+	if e := byPath(st)["/etc/secret.conf"]; e.Content.Base == nil || e.Content.Base.Unknown == "" {
+		t.Errorf("with another key, the base is used: %+v", e.Content.Base)
+	}
+	if e := byPath(st)["/foo/bar"]; e.Mode == nil || *e.Mode != 0o755 {
+		t.Errorf("with another key, the modes are not used: %+v", e)
+	}
+
+	for name, bad := range map[string]struct {
+		raw  string
+		mode os.FileMode
+		want string
+	}{
+		"group-readable": {string(raw), 0o640, "lets others at it"},
+		"not JSON":       {"{", 0o600, "not used"},
+		"other version":  {`{"version": 2, "nodes": []}`, 0o600, "version 2"},
+		"relative path":  {`{"version": 1, "nodes": [{"path": "etc/x", "type": "file", "mode": "0644"}]}`, 0o600, "not a clean absolute path"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(recFile, []byte(bad.raw), bad.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(recFile, bad.mode); err != nil {
+				t.Fatal(err)
+			}
+			_, st := load(t, root, cfg)
+			w := (Use{Path: "/etc/record", Key: testKey}).Apply(r, &st)
+			if len(w) != 1 || !strings.Contains(w[0], bad.want) || !strings.Contains(w[0], "/etc/record") {
+				t.Errorf("warnings %q, want one naming the record: ...%s...", w, bad.want)
+			}
+			if e := byPath(st)["/foo/bar"]; e.Mode != nil {
+				t.Errorf("an unusable record was used: %+v", e)
+			}
+		})
+	}
+
+	// No record: nothing changes, nothing is said.
+	_, st = load(t, root, cfg)
+	if w := (Use{Path: "/etc/none", Key: testKey}).Apply(r, &st); len(w) != 0 || byPath(st)["/foo/bar"].Mode != nil {
+		t.Errorf("without a record: warnings %q, /foo/bar %+v", w, byPath(st)["/foo/bar"])
+	}
+}
