@@ -254,7 +254,7 @@ func cmdPhases(args []string) error {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	c := &check.Checker{Root: r, Units: enablement.Offline{Root: *root}}
+	c := &check.Checker{Root: r, Units: enablement.Offline{Root: r}}
 	var cmp time.Duration
 	for i := 0; i < 2; i++ {
 		t := time.Now()
