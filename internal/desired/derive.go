@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/coreos/ignition/v2/config/v3_6/types"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/vincent-petithory/dataurl"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coreos/ignition/v2/config/v3_6/types"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 )
 
