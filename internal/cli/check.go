@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 )
@@ -29,6 +31,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
 			"1 drift found, 2 the check could not be done.\n\n")
+		fmt.Fprint(std.Err, specsHelp())
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args); !ok {
@@ -243,4 +246,17 @@ func count(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// specsHelp says what a desired config may be, for check --help.
+func specsHelp() string {
+	v := ignspec.Versions()
+	return fmt.Sprintf("The desired configuration is the files of %s\n"+
+		"and %s (or --config): Ignition configs of spec %s\n"+
+		"to %s (JSON, read as Ignition %s reads them) and OpenShift MachineConfigs\n"+
+		"(YAML or JSON). A file named *%s is Ignition's config\n"+
+		"cache (/run/ignition.json, spec %s), which `drift-monitor adopt`\n"+
+		"saves at first boot.\n\n",
+		desired.VendorDir, desired.AdminDir, v[0], v[len(v)-1], strings.TrimPrefix(ignspec.VerifiedAgainst, "v"),
+		desired.CacheSuffix, ignspec.LatestExperimental())
 }

@@ -366,6 +366,8 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
+		// Validated as it is, until kernel arguments are added below.
+		frag.validated = true
 		if warnsSpecialBits(rpt) {
 			frag.specialBits = declaredSpecialBits(mc.Spec.Config)
 		}
@@ -397,6 +399,9 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 			if ka := types.KernelArgument(a); !seen[ka] {
 				seen[ka] = true
 				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
+				// Merge validates them with spec.config's (one may be
+				// in shouldNotExist).
+				frag.validated = false
 			}
 		}
 	}
@@ -564,6 +569,15 @@ func asMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, e
 	if v, ok := types.PlainIgnitionVersion(raw); ok {
 		// What the probe below would read: a config, its version v.
 		return machineConfig{}, false, v, nil
+	}
+	if kind, ok := types.PlainKind(raw); ok && kind == "MachineConfig" {
+		// What the probe would find, when raw decodes as a MachineConfig:
+		// its kind, no ignition section, a spec that is an object. One
+		// decoding of a large MachineConfig instead of two.
+		if err := json.Unmarshal(raw, &mc); err == nil {
+			return mc, true, "", nil
+		}
+		mc = machineConfig{}
 	}
 	return probeMachineConfig(raw)
 }

@@ -413,3 +413,47 @@ func TestLoadReportsWhatItDropped(t *testing.T) {
 		}
 	}
 }
+
+// TestAsMachineConfigIsTheProbe: asMachineConfig, with its shortcuts
+// (ignspec.PlainIgnitionVersion, ignspec.PlainKind), reads of valid JSON
+// what the encoding/json probe reads; and the MachineConfig shortcut is
+// taken for the MachineConfigs the machine-config operator writes.
+func TestAsMachineConfigIsTheProbe(t *testing.T) {
+	seeds := quickSeeds(t)
+	mc := `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"99-x"},` +
+		`"spec":{"config":{"ignition":{"version":"3.2.0"}},"kernelArguments":["nosmt"]}}`
+	for name, body := range map[string]string{
+		"a MachineConfig":             mc,
+		"kind in another case":        `{"KIND":"MachineConfig","spec":{"config":{"ignition":{"version":"3.2.0"}}}}`,
+		"kind twice":                  `{"kind":"Pod","Kind":"MachineConfig","spec":{}}`,
+		"kind null":                   `{"kind":null,"spec":{"config":{}}}`,
+		"kind a number":               `{"kind":5,"spec":{}}`,
+		"kind escaped":                `{"kind":"Machine\u0043onfig","spec":{}}`,
+		"another kind":                `{"kind":"Pod","spec":{}}`,
+		"a spec that is a string":     `{"kind":"MachineConfig","spec":"x"}`,
+		"an ignition section too":     `{"kind":"MachineConfig","ignition":{"version":"3.2.0"},"spec":{}}`,
+		"kernel arguments not a list": `{"kind":"MachineConfig","spec":{"kernelArguments":{"a":"b"}}}`,
+		"trailing bytes":              mc + "}",
+		"a bad literal":               `{"kind":"MachineConfig","spec":{"config":tru}}`,
+		"the MCD's currentconfig":     `{"metadata":{"name":"rendered"},"spec":{"config":{"ignition":{"version":"3.2.0"}}}}`,
+	} {
+		seeds["mc-"+name+".json"] = []byte(body)
+	}
+	shortcut := 0
+	for name, raw := range seeds {
+		if !json.Valid(raw) {
+			continue
+		}
+		gotMC, gotIs, gotV, gotErr := asMachineConfig(raw)
+		wantMC, wantIs, wantV, wantErr := probeMachineConfig(raw)
+		if !cmp.Equal(gotMC, wantMC) || gotIs != wantIs || gotV != wantV || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("%s: asMachineConfig = %+v, %v, %q, %v; the probe: %+v, %v, %q, %v", name, gotMC, gotIs, gotV, gotErr, wantMC, wantIs, wantV, wantErr)
+		}
+		if kind, ok := types.PlainKind(raw); ok && kind == "MachineConfig" && wantIs {
+			shortcut++
+		}
+	}
+	if shortcut < 3 {
+		t.Errorf("the MachineConfig shortcut answered %d seeds", shortcut)
+	}
+}

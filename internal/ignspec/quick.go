@@ -568,6 +568,40 @@ func PlainIgnitionVersion(raw []byte) (version string, ok bool) {
 	return version, ok && s.i == len(s.b)
 }
 
+// PlainKind is the kind of a JSON object that declares one, found without a
+// decoder: ok when raw is one JSON object whose keys are plain ASCII without
+// escapes, with exactly one key that encoding/json would match with a field
+// "kind" (ASCII case folded), whose value is a string without escapes, and
+// none that it would match with "ignition"; kind is then that string. It
+// does not check the whole grammar: a caller that decodes raw on its word
+// must fall back where the decoding fails.
+func PlainKind(raw []byte) (kind string, ok bool) {
+	s := keyScan{b: raw}
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return "", false
+	}
+	kinds := 0
+	ok = s.members(func(key []byte) bool {
+		switch {
+		case asciiKey(key, "ignition"):
+			return false
+		case asciiKey(key, "kind"):
+			s.space()
+			v, ok := s.str()
+			if !ok || bytes.IndexByte(v, '\\') >= 0 || !printableASCII(v) {
+				return false
+			}
+			kind, kinds = string(v), kinds+1
+			return true
+		default:
+			return s.skip()
+		}
+	})
+	s.space()
+	return kind, ok && kinds == 1 && s.i == len(s.b)
+}
+
 // asciiKey: key, plain ASCII without escapes (members gives no other), is
 // name as encoding/json matches keys with field names (ASCII case folded).
 func asciiKey(key []byte, name string) bool {
