@@ -518,9 +518,9 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 
 var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
 
-// PlainIgnitionVersion is what asMachineConfig's probe, encoding/json
-// decoding raw into a struct of kind, ignition.version and spec, reads of a
-// plain Ignition config, found without a decoder: ok when raw is one JSON
+// PlainIgnitionVersion is what internal/desired's MachineConfig probe,
+// encoding/json decoding raw into a struct of kind, ignition.version and
+// spec, reads of a plain Ignition config, found without a decoder: ok when raw is one JSON
 // object without a key that encoding/json would match with kind or spec (it
 // matches keys without regard to ASCII case), whose ignition keys, if any,
 // hold objects, and whose version keys in those hold strings; version is
