@@ -204,4 +204,4 @@ func BenchmarkLoadStateCached(b *testing.B) {
 	}
 }
 
-var benchSpecs = []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", "3.6.0"}
+var benchSpecs = types.Versions()
