@@ -79,7 +79,7 @@ type spec[C any] struct {
 func newest(version string) *spec[Config] {
 	s := &spec[Config]{Spec: &Spec{Version: version, config: reflect.TypeFor[Config]()}, up: func(c Config) Config { return c }}
 	s.strict = translated(strictDecoder[Config](version), s.up)
-	s.quick = func(src *Bytes) (Config, bool) { return quickDecode[Config](src, version) }
+	s.quick = func(src *Bytes) (Config, bool) { return quickDecode(src, version) }
 	return s
 }
 
