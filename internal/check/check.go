@@ -117,6 +117,9 @@ type Outcome struct {
 	// Unknown: the state could not be determined now (see UnitStates);
 	// Drift is then empty, and means nothing.
 	Unknown bool
+	// Notices are the entry's notices that depend on what is on disk (a
+	// kept node's metadata: drift.MetaNotices).
+	Notices []drift.Drift
 }
 
 // Clean reports whether no drift was found.
@@ -133,6 +136,7 @@ const chunk = 64
 func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	res := Result{Checked: len(entries)}
 	perEntry := make([][]drift.Drift, len(entries))
+	notices := make([][]drift.Drift, len(entries))
 	known := make([]bool, len(entries))
 	var k kargs
 	if hasKernelArgs(entries) {
@@ -163,7 +167,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
 					out := c.entry(o, &entries[i], &k, nil)
-					perEntry[i], known[i] = out.Drift, !out.Unknown
+					perEntry[i], known[i], notices[i] = out.Drift, !out.Unknown, out.Notices
 					if out.Deferred {
 						mu.Lock()
 						res.Deferred = append(res.Deferred, Deferred{Index: i, Stamp: out.Stamp})
@@ -184,7 +188,13 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	}
 	close(next)
 	wg.Wait()
+	trusted := ondisk.SeesTrusted()
 	for i := range entries {
+		res.Notices = append(res.Notices, notices[i]...)
+		if !trusted && entries[i].Kind != desired.KindConfig && entries[i].Type <= desired.TypeSymlink {
+			res.Notices = append(res.Notices, drift.TrustedUnchecked(&entries[i]))
+			trusted = true // said once
+		}
 		if entries[i].Kind == desired.KindConfig {
 			res.Checked-- // a notice that something is not checked
 		}
@@ -316,7 +326,8 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		// (its metadata is this fresh observation's).
 		ob.Content, deferred = read.Content, false
 	}
-	return Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp}
+	return Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
+		Notices: drift.MetaNotices(e, &ob, c.Key)}
 }
 
 // declared is e with its declared bytes, when they are Stored and a diff

@@ -119,6 +119,10 @@ type Observation struct {
 	TargetDev  uint64
 	TargetIno  uint64
 	TargetErr  error
+
+	// Meta: xattrs, ACLs and inode flags (see Meta), for the entries whose
+	// node Ignition writes or keeps (files, directories, links).
+	Meta Meta
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
@@ -134,6 +138,7 @@ type Observer struct {
 	// minutes to hash). Zero reads whatever the comparison needs.
 	ReadLimit int64
 	read      int64
+	names     *Names // the root's account names, once read (idNames)
 }
 
 // BytesRead is how many bytes of file content the observer has read since
@@ -187,13 +192,16 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 		return ob
 	}
 	var st unix.Stat_t
-	if err := fstatat(dfd, base, &st); err != nil {
+	if err := statxAt(dfd, base, &st, &ob.Meta); err != nil {
 		if !errors.Is(err, unix.ENOENT) {
 			ob.Err = err
 		}
 		return ob
 	}
 	fill(&ob, &st)
+	if hasMeta(e) {
+		o.xattrs(dfd, base, &ob.Meta)
+	}
 	switch ob.Type {
 	case Symlink:
 		ob.Target, ob.Err = readlinkat(dfd, base)
@@ -210,6 +218,15 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 		o.observeTarget(e.Target, &ob)
 	}
 	return ob
+}
+
+// hasMeta: the entry declares a node whose metadata is compared.
+func hasMeta(e *desired.Entry) bool {
+	switch e.Type {
+	case desired.TypeRegular, desired.TypeDirectory, desired.TypeSymlink, desired.TypeHardLink:
+		return true
+	}
+	return false
 }
 
 func (o *Observer) observeTarget(target string, ob *Observation) {

@@ -417,8 +417,19 @@ func (r *Reconciler) node(w *writer, e *desired.Entry, a *Action) error {
 	} else {
 		a.Done = append(a.Done, describeMeta(e, &ob, m)...)
 	}
+	plan := planMeta(e, &ob, a, rewrite)
 	if r.DryRun {
 		return nil
+	}
+	if plan.clearFlags {
+		if err := w.clearFlags(e); err != nil {
+			return err
+		}
+	}
+	if len(plan.remove) > 0 {
+		if err := w.removeXattrs(e, plan.remove); err != nil {
+			return err
+		}
 	}
 
 	dir, err := w.ensureDir(dirPath, parentMeta(e))

@@ -1,0 +1,252 @@
+package ondisk
+
+import (
+	"errors"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Meta is what Ignition never sets on a node and the kernel keeps beside its
+// mode and owner: extended attributes (ACLs, file capabilities, SELinux
+// labels, user.* and trusted.* values) and the immutable and append-only
+// flags. It is observed in the same pass as the rest, without following a
+// link: statx(AT_SYMLINK_NOFOLLOW) gives the flags, and the xattrs are listed
+// through an O_PATH|O_NOFOLLOW descriptor of the node (flistxattr on an O_PATH
+// descriptor fails with EBADF; listxattr on /proc/self/fd/N reads the node
+// itself, a symlink's own xattrs included — AIDE's src/do_md.c does the same).
+type Meta struct {
+	// Observed: the node exists and its metadata was examined (Err aside).
+	Observed bool
+	// Err is a failure to list or read the xattrs (the flags still hold).
+	Err error
+	// Immutable and Append are the inode's FS_IMMUTABLE_FL and FS_APPEND_FL,
+	// as statx reports them; AttrMask says which flags the filesystem
+	// supports (stx_attributes_mask).
+	Immutable, Append bool
+	AttrMask          uint64
+	// Xattrs are the node's extended attributes, by name; the values of every
+	// name present (a listing only names them).
+	Xattrs []Xattr
+	// ParentDefaultACL is the parent directory's system.posix_acl_default:
+	// what a node created in it inherits. Read only for a node that has an
+	// ACL of its own (nil otherwise, and when the parent has none).
+	ParentDefaultACL []byte
+	// Names are the account names of the ids in the node's ACLs, from the
+	// root's account databases (filled only for a node with an ACL).
+	Names Names
+}
+
+// Xattr is one extended attribute.
+type Xattr struct {
+	Name  string
+	Value []byte
+}
+
+// Get returns the value of the named xattr and whether the node has it.
+func (m *Meta) Get(name string) ([]byte, bool) {
+	for _, x := range m.Xattrs {
+		if x.Name == name {
+			return x.Value, true
+		}
+	}
+	return nil, false
+}
+
+// Xattr names with a meaning of their own.
+const (
+	XattrACLAccess  = "system.posix_acl_access"
+	XattrACLDefault = "system.posix_acl_default"
+	XattrCapability = "security.capability"
+	XattrSELinux    = "security.selinux"
+)
+
+// SeesTrusted reports whether this process can list trusted.* xattrs: the
+// kernel leaves them out of listxattr without CAP_SYS_ADMIN (verified on
+// 6.18 under `capsh --drop=cap_sys_admin`), so a process without it cannot
+// tell a node without them from one with them.
+var SeesTrusted = sync.OnceValue(func() bool { return HasCapability(unix.CAP_SYS_ADMIN) })
+
+// HasCapability reports whether the capability is in this process's
+// effective set (/proc/self/status, CapEff).
+func HasCapability(c int) bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<c) != 0
+		}
+	}
+	return false
+}
+
+// statxAt is fstatat by statx, which also gives the inode flags that chattr
+// sets (immutable, append) without opening the node. AT_STATX_DONT_SYNC: a
+// network filesystem answers from its cache, as fstatat does.
+func statxAt(dfd int, name string, st *unix.Stat_t, m *Meta) error {
+	var sx unix.Statx_t
+	for {
+		err := unix.Statx(dfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BASIC_STATS, &sx)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.ENOSYS) {
+			return fstatat(dfd, name, st)
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	*st = unix.Stat_t{
+		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino,
+		Mode: uint32(sx.Mode), Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size),
+	}
+	// What fill reads, the rest left zero.
+	st.Mtim = unix.NsecToTimespec(sx.Mtime.Sec*1e9 + int64(sx.Mtime.Nsec))
+	st.Ctim = unix.NsecToTimespec(sx.Ctime.Sec*1e9 + int64(sx.Ctime.Nsec))
+	m.AttrMask = sx.Attributes_mask
+	m.Immutable = sx.Attributes&unix.STATX_ATTR_IMMUTABLE != 0
+	m.Append = sx.Attributes&unix.STATX_ATTR_APPEND != 0
+	return nil
+}
+
+// fdPath names an open descriptor for the path-based xattr calls.
+func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// xattrs lists and reads the xattrs of the node name in dfd, and, when it
+// has an ACL, its parent's default ACL.
+func (o *Observer) xattrs(dfd int, name string, m *Meta) {
+	m.Observed = true
+	fd, err := openPath(dfd, name)
+	if err != nil {
+		m.Err = err
+		return
+	}
+	defer unix.Close(fd)
+	m.Xattrs, m.Err = ReadXattrs(fdPath(fd))
+	_, acc := m.Get(XattrACLAccess)
+	_, def := m.Get(XattrACLDefault)
+	if m.Err == nil && (acc || def) {
+		m.ParentDefaultACL, m.Err = getxattr(fdPath(dfd), XattrACLDefault)
+		m.Names = o.idNames()
+	}
+}
+
+// idNames reads the root's account databases once per observer, for the
+// names in ACL messages; unreadable ones leave the ids as numbers.
+func (o *Observer) idNames() Names {
+	if o.names != nil {
+		return *o.names
+	}
+	n := Names{Users: map[uint32]string{}, Groups: map[uint32]string{}}
+	for i, f := range []string{"/etc/passwd", "/usr/lib/passwd", "/etc/group", "/usr/lib/group"} {
+		data, err := o.dirs.root.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		m := n.Users
+		if i >= 2 {
+			m = n.Groups
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			fields := strings.Split(l, ":")
+			if len(fields) < 3 || strings.HasPrefix(l, "#") {
+				continue
+			}
+			id, err := strconv.ParseUint(fields[2], 10, 32)
+			if _, dup := m[uint32(id)]; err == nil && !dup {
+				m[uint32(id)] = fields[0]
+			}
+		}
+	}
+	o.names = &n
+	return n
+}
+
+func openPath(dfd int, name string) (int, error) {
+	for {
+		fd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if !errors.Is(err, unix.EINTR) {
+			return fd, err
+		}
+	}
+}
+
+// ReadXattrs lists the xattrs of p (following p itself when it is a
+// /proc/self/fd link: the node the descriptor holds) and reads the value of
+// each, sorted by name. A filesystem without xattrs has none.
+func ReadXattrs(p string) ([]Xattr, error) {
+	buf := make([]byte, 256)
+	var n int
+	for {
+		var err error
+		n, err = unix.Listxattr(p, buf)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ERANGE):
+			sz, err := unix.Listxattr(p, nil)
+			if err != nil {
+				return nil, err
+			}
+			buf = make([]byte, sz+64)
+			continue
+		case errors.Is(err, unix.ENOTSUP):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		break
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	var xs []Xattr
+	for _, name := range strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00") {
+		if name == "" {
+			continue
+		}
+		v, err := getxattr(p, name)
+		if errors.Is(err, unix.ENODATA) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return xs, err
+		}
+		xs = append(xs, Xattr{Name: name, Value: v})
+	}
+	sort.Slice(xs, func(i, j int) bool { return xs[i].Name < xs[j].Name })
+	return xs, nil
+}
+
+// getxattr reads one value; nil without error when it is not there.
+func getxattr(p, name string) ([]byte, error) {
+	buf := make([]byte, 128)
+	for {
+		n, err := unix.Getxattr(p, name, buf)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ERANGE):
+			sz, err := unix.Getxattr(p, name, nil)
+			if err != nil {
+				return nil, err
+			}
+			buf = make([]byte, sz+16)
+			continue
+		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		return buf[:n:n], nil
+	}
+}

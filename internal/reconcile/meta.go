@@ -1,0 +1,112 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"golang.org/x/sys/unix"
+)
+
+// The inode flags chattr +i and +a set (include/uapi/linux/fs.h).
+const (
+	fsImmutableFL = 0x00000010
+	fsAppendFL    = 0x00000020
+)
+
+// metaPlan is what repairing a node's metadata takes: flags to clear first
+// (an immutable node refuses every other change, an append-only one every
+// xattr change: verified on tmpfs and ext4), xattrs to remove after.
+type metaPlan struct {
+	clearFlags bool
+	remove     []string
+}
+
+// planMeta works out, from the drift kinds the check reported, what the
+// metadata repair does, and says it in a.Done. A node rewritten gets a new
+// inode without the old one's xattrs: only its flags need clearing, so that
+// it can be replaced.
+func planMeta(e *desired.Entry, ob *ondisk.Observation, a *Action, rewrite bool) metaPlan {
+	var p metaPlan
+	m := &ob.Meta
+	if has(a.Drift, drift.FileAttr) && (m.Immutable || m.Append) {
+		p.clearFlags = true
+		a.Done = append(a.Done, "cleared the "+strings.Join(drift.FlagNames(m), " and ")+" flag")
+	}
+	if rewrite {
+		return p
+	}
+	if has(a.Drift, drift.ACL) {
+		p.remove = append(p.remove, drift.ExtraACLs(m, ob.Type == ondisk.Directory)...)
+	}
+	if has(a.Drift, drift.Xattr) {
+		p.remove = append(p.remove, drift.ExtraXattrs(m)...)
+	}
+	for _, x := range p.remove {
+		a.Done = append(a.Done, "removed the extended attribute "+escape.Name(x))
+	}
+	return p
+}
+
+// clearFlags clears the immutable and append-only flags of the node
+// (FS_IOC_SETFLAGS on a read-only descriptor, which an immutable node still
+// gives). Without CAP_LINUX_IMMUTABLE the kernel refuses: that is said so,
+// with the command that does it.
+func (w *writer) clearFlags(e *desired.Entry) error {
+	how := &problem{
+		why:     "it is immutable or append-only, and clearing that needs CAP_LINUX_IMMUTABLE, which this process lacks: nothing was changed",
+		command: "chattr -i -a " + shellQuote(e.Path),
+	}
+	if !ondisk.HasCapability(unix.CAP_LINUX_IMMUTABLE) {
+		return how
+	}
+	dir, err := w.dir(path.Dir(e.Path))
+	if err != nil {
+		return opError("opening directory", path.Dir(e.Path), err)
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat(dir, path.Base(e.Path), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return opError("opening", e.Path, err)
+	}
+	defer unix.Close(fd)
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return opError("reading the inode flags of", e.Path, err)
+	}
+	err = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(int32(flags&^(fsImmutableFL|fsAppendFL))))
+	if errors.Is(err, unix.EPERM) {
+		return how
+	}
+	if err != nil {
+		return opError("clearing the immutable and append-only flags of", e.Path, err)
+	}
+	return nil
+}
+
+// removeXattrs removes the named xattrs of the node, through an O_PATH
+// descriptor of it (never following a link at its path).
+func (w *writer) removeXattrs(e *desired.Entry, names []string) error {
+	dir, err := w.dir(path.Dir(e.Path))
+	if err != nil {
+		return opError("opening directory", path.Dir(e.Path), err)
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat(dir, path.Base(e.Path), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return opError("opening", e.Path, err)
+	}
+	defer unix.Close(fd)
+	p := fmt.Sprintf("/proc/self/fd/%d", fd)
+	for _, x := range names {
+		if err := unix.Removexattr(p, x); err != nil && !errors.Is(err, unix.ENODATA) {
+			return opError("removing the extended attribute "+escape.Name(x)+" of", e.Path, err)
+		}
+	}
+	return nil
+}
