@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 
@@ -76,6 +77,9 @@ type Checker struct {
 	// content (ondisk.Observer.ReadLimit): the content of a larger one is
 	// deferred. Zero reads everything, as `drift-monitor check` does.
 	ReadLimit int64
+	// Exclude, when set, leaves out the drift it is true of: a kind of drift
+	// excluded at a path (the daemon's KIND:PATTERN exclusions).
+	Exclude func(*drift.Drift) bool
 }
 
 // Observer returns an observer of c.Root with c's ReadLimit.
@@ -326,8 +330,12 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		// (its metadata is this fresh observation's).
 		ob.Content, deferred = read.Content, false
 	}
-	return Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
+	out := Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
 		Notices: drift.MetaNotices(e, &ob, c.Key)}
+	if c.Exclude != nil {
+		out.Drift = slices.DeleteFunc(out.Drift, func(d drift.Drift) bool { return c.Exclude(&d) })
+	}
+	return out
 }
 
 // declared is e with its declared bytes, when they are Stored and a diff

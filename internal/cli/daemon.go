@@ -29,7 +29,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.DurationVar(&o.Interval, "interval", time.Hour, "time between periodic full checks, the safety net (0 disables)")
 	fs.DurationVar(&o.Settle, "settle", 3*time.Second, "how long a file being written must stay quiet, unclosed, before it is checked anyway")
 	fs.DurationVar(&o.PollInterval, "poll-interval", 10*time.Second, "polling period for directories that could not be watched (inotify limit)")
-	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN` (repeatable)")
+	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN`; KIND:PATTERN leaves only that kind of drift unreported there (repeatable)")
 	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +50,13 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		return ExitFailed
 	}
 	for _, x := range excludes {
+		if kind, _, ok := strings.Cut(x, ":"); ok && !strings.HasPrefix(x, "/") && !strings.Contains(kind, "/") {
+			// KIND:PATTERN: that kind of drift only.
+			if err := daemon.CheckExclusion(x); err != nil {
+				return fail("--exclude: %v", err)
+			}
+			continue
+		}
 		if !strings.HasPrefix(x, "/") {
 			return fail("--exclude %q: not an absolute path pattern", x)
 		}
@@ -206,6 +214,8 @@ type selection struct {
 }
 
 func (s selection) drift(ds []drift.Drift) []drift.Drift {
+	// A kind excluded at a path (KIND:PATTERN) is left as it is.
+	ds = slices.DeleteFunc(slices.Clone(ds), func(d drift.Drift) bool { return daemon.ExcludedKind(s.excludes, d.Kind, d.Path) })
 	if len(s.names) == 0 {
 		return ds
 	}

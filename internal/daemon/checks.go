@@ -50,6 +50,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	d.ix = newIndex(kept)
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
+	d.checker.Exclude = excl.kindExclusion()
 	d.checker.Store = st.Store
 	d.files = st.Files
 	d.loadErr = nil

@@ -33,6 +33,19 @@ const (
 	KeptMetadata Kind = "kept-metadata"
 )
 
+// Kinds is every kind of drift and notice.
+var Kinds = []Kind{Missing, Type, Content, Mode, Owner, Group, Target, HardLink, Unmasked, Masked, Enablement,
+	KernelArg, Unreadable, Unverifiable, RebootPending, ACL, Xattr, FileAttr, KeptMetadata}
+
+// ParseKind returns the kind named s.
+func ParseKind(s string) (Kind, bool) {
+	i := slices.Index(Kinds, Kind(s))
+	if i < 0 {
+		return "", false
+	}
+	return Kinds[i], true
+}
+
 // ignoredXattrs have a kind of their own, or are the kernel's integrity
 // metadata (IMA/EVM), set by the kernel's appraisal policy, not by an admin.
 var ignoredXattrs = map[string]bool{

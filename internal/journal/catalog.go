@@ -111,6 +111,17 @@ Ignition would have written it) or change the desired configuration under
 /etc/drift-monitor/desired.d/ and run "systemctl reload drift-monitor". Update tools should wrap planned changes in
 "drift-monitor inhibit" so that they are not reported as drift.
 
+Metadata that Ignition never sets is drift of its own kind on the nodes
+Ignition writes: "acl" (ACL entries beyond what the parent directory's
+default ACL gives a new node; DRIFT_ACL names the xattrs), "xattr" (extended
+attributes, file capabilities in getcap's words, other values by size and
+keyed digest only; DRIFT_XATTR names them) and "fileattr" (the immutable or
+append-only flag, DRIFT_FILEATTR). "getfacl", "getfattr -d -m -", "getcap"
+and "lsattr" show them; "setfacl -b", "setfattr -x", "setcap -r", "chattr
+-i -a" or "drift-monitor reconcile" remove them (clearing the flags needs
+CAP_LINUX_IMMUTABLE). A kind that is expected at some paths is excluded there
+with a KIND:PATTERN line in /etc/drift-monitor/exclude.conf.
+
 The drift is logged once more when it is resolved.`,
 	},
 	{
@@ -274,7 +285,11 @@ declared content cannot be verified offline (a remote source without a
 verification hash, a child config that was never fetched, kernel arguments
 outside the live host), so only what else is declared (type, mode, owner) is
 compared; "reboot-pending" when the next boot's kernel command line already
-has what is declared but the running kernel does not.
+has what is declared but the running kernel does not; "kept-metadata" when a
+file declared without contents, which Ignition keeps as it finds it, carries
+ACLs, extended attributes or chattr flags that are not Ignition's to set.
+trusted.* extended attributes are listed only to a process with
+CAP_SYS_ADMIN: without it they are "unverifiable", never clean.
 
 The notice is logged once when it appears (again after a restart);
 "drift-monitor check" lists every notice. To have the content checked,

@@ -102,6 +102,10 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_drift_entries{kind=unreadable}":      0,
 		"drift_monitor_drift_entries{kind=unverifiable}":    0,
 		"drift_monitor_drift_entries{kind=reboot-pending}":  0,
+		"drift_monitor_drift_entries{kind=acl}":             0,
+		"drift_monitor_drift_entries{kind=xattr}":           0,
+		"drift_monitor_drift_entries{kind=fileattr}":        0,
+		"drift_monitor_drift_entries{kind=kept-metadata}":   0,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)
