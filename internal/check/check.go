@@ -80,12 +80,16 @@ type Checker struct {
 	// Exclude, when set, leaves out the drift it is true of: a kind of drift
 	// excluded at a path (the daemon's KIND:PATTERN exclusions).
 	Exclude func(*drift.Drift) bool
+	// NoMeta observes without the metadata (ondisk.Observer.NoMeta): only
+	// to measure what it costs.
+	NoMeta bool
 }
 
 // Observer returns an observer of c.Root with c's ReadLimit.
 func (c *Checker) Observer() *ondisk.Observer {
 	o := ondisk.NewObserver(c.Root)
 	o.ReadLimit = c.ReadLimit
+	o.NoMeta = c.NoMeta
 	return o
 }
 

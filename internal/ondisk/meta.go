@@ -3,10 +3,13 @@ package ondisk
 import (
 	"errors"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -122,9 +125,22 @@ func statxAt(dfd int, name string, st *unix.Stat_t, m *Meta) error {
 func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
 // xattrs lists and reads the xattrs of the node name in dfd, and, when it
-// has an ACL, its parent's default ACL.
+// has an ACL, its parent's default ACL. On Linux 6.13 and later,
+// listxattrat and getxattrat (AT_SYMLINK_NOFOLLOW) read them relative to the
+// directory descriptor, one system call for a node without any (the common
+// case, which costs no more than that); before, an O_PATH|O_NOFOLLOW
+// descriptor of the node and the /proc/self/fd link to it.
 func (o *Observer) xattrs(dfd int, name string, m *Meta) {
 	m.Observed = true
+	if !noXattrat.Load() {
+		xs, err := o.readXattrsAt(dfd, name)
+		if !errors.Is(err, unix.ENOSYS) {
+			m.Xattrs, m.Err = xs, err
+			o.parentACL(dfd, m)
+			return
+		}
+		noXattrat.Store(true)
+	}
 	fd, err := openPath(dfd, name)
 	if err != nil {
 		m.Err = err
@@ -132,11 +148,126 @@ func (o *Observer) xattrs(dfd int, name string, m *Meta) {
 	}
 	defer unix.Close(fd)
 	m.Xattrs, m.Err = ReadXattrs(fdPath(fd))
+	o.parentACL(dfd, m)
+}
+
+func (o *Observer) parentACL(dfd int, m *Meta) {
 	_, acc := m.Get(XattrACLAccess)
 	_, def := m.Get(XattrACLDefault)
 	if m.Err == nil && (acc || def) {
 		m.ParentDefaultACL, m.Err = getxattr(fdPath(dfd), XattrACLDefault)
 		m.Names = o.idNames()
+	}
+}
+
+// noXattrat is set once the kernel turned out to lack listxattrat.
+var noXattrat atomic.Bool
+
+// readXattrsAt is ReadXattrs of the node name in dfd by listxattrat and
+// getxattrat, never following a link at name.
+func (o *Observer) readXattrsAt(dfd int, name string) ([]Xattr, error) {
+	if o.xbuf == nil {
+		o.xbuf = make([]byte, 1024)
+	}
+	var n int
+	for {
+		var err error
+		n, err = listxattrat(dfd, name, o.xbuf)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ERANGE):
+			sz, err := listxattrat(dfd, name, nil)
+			if err != nil {
+				return nil, err
+			}
+			o.xbuf = make([]byte, sz+64)
+			continue
+		case errors.Is(err, unix.ENOTSUP):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		break
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	var xs []Xattr
+	for _, x := range strings.Split(strings.TrimSuffix(string(o.xbuf[:n]), "\x00"), "\x00") {
+		if x == "" {
+			continue
+		}
+		v, err := getxattrAt(dfd, name, x)
+		if errors.Is(err, unix.ENODATA) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return xs, err
+		}
+		xs = append(xs, Xattr{Name: x, Value: v})
+	}
+	sort.Slice(xs, func(i, j int) bool { return xs[i].Name < xs[j].Name })
+	return xs, nil
+}
+
+func listxattrat(dfd int, name string, buf []byte) (int, error) {
+	p, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return 0, err
+	}
+	var bp unsafe.Pointer
+	if len(buf) > 0 {
+		bp = unsafe.Pointer(&buf[0])
+	}
+	n, _, e := unix.Syscall6(unix.SYS_LISTXATTRAT, uintptr(dfd), uintptr(unsafe.Pointer(p)), unix.AT_SYMLINK_NOFOLLOW,
+		uintptr(bp), uintptr(len(buf)), 0)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(buf)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// xattrArgs is the kernel's struct xattr_args (include/uapi/linux/xattr.h).
+type xattrArgs struct {
+	value uint64
+	size  uint32
+	flags uint32
+}
+
+// getxattrAt reads one value of the node name in dfd.
+func getxattrAt(dfd int, name, attr string) ([]byte, error) {
+	p, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return nil, err
+	}
+	a, err := unix.BytePtrFromString(attr)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 128)
+	for {
+		args := xattrArgs{value: uint64(uintptr(unsafe.Pointer(&buf[0]))), size: uint32(len(buf))}
+		n, _, e := unix.Syscall6(unix.SYS_GETXATTRAT, uintptr(dfd), uintptr(unsafe.Pointer(p)), unix.AT_SYMLINK_NOFOLLOW,
+			uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args))
+		runtime.KeepAlive(buf)
+		runtime.KeepAlive(p)
+		runtime.KeepAlive(a)
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e == unix.ERANGE:
+			buf = make([]byte, 2*len(buf)+1024)
+			if len(buf) > 1<<20 {
+				return nil, e
+			}
+			continue
+		case e != 0:
+			return nil, e
+		}
+		return buf[:n:n], nil
 	}
 }
 

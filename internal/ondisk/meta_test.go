@@ -17,8 +17,18 @@ import (
 // symlink at its path and without opening a FIFO.
 func TestObserveMeta(t *testing.T) {
 	harness.RequireRoot(t, "setting file capabilities, trusted.* xattrs and the immutable flag")
-	for _, fstype := range []string{"ext4", "tmpfs"} {
-		t.Run(fstype, func(t *testing.T) {
+	for _, c := range []struct {
+		fstype string
+		proc   bool
+	}{{"ext4", false}, {"tmpfs", false}, {"ext4", true}} {
+		fstype := c.fstype
+		name := fstype
+		if c.proc {
+			name += "/proc-self-fd" // the path before listxattrat (Linux 6.13)
+		}
+		t.Run(name, func(t *testing.T) {
+			ondisk.ForceProcXattrs(c.proc)
+			defer ondisk.ForceProcXattrs(false)
 			dir := harness.ScratchFS(t, fstype)
 			at := func(p string) string { return filepath.Join(dir, p) }
 			must := func(err error) {

@@ -139,6 +139,10 @@ type Observer struct {
 	ReadLimit int64
 	read      int64
 	names     *Names // the root's account names, once read (idNames)
+	xbuf      []byte // listxattrat's buffer
+	// NoMeta observes as before metadata was (fstatat, no xattrs): the
+	// baseline its benchmark compares with. Nothing else sets it.
+	NoMeta bool
 }
 
 // BytesRead is how many bytes of file content the observer has read since
@@ -192,14 +196,18 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 		return ob
 	}
 	var st unix.Stat_t
-	if err := statxAt(dfd, base, &st, &ob.Meta); err != nil {
+	stat := func() error { return statxAt(dfd, base, &st, &ob.Meta) }
+	if o.NoMeta {
+		stat = func() error { return fstatat(dfd, base, &st) }
+	}
+	if err := stat(); err != nil {
 		if !errors.Is(err, unix.ENOENT) {
 			ob.Err = err
 		}
 		return ob
 	}
 	fill(&ob, &st)
-	if hasMeta(e) {
+	if hasMeta(e) && !o.NoMeta {
 		o.xattrs(dfd, base, &ob.Meta)
 	}
 	switch ob.Type {
