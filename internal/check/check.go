@@ -80,6 +80,9 @@ type Checker struct {
 	// Exclude, when set, leaves out the drift it is true of: a kind of drift
 	// excluded at a path (the daemon's KIND:PATTERN exclusions).
 	Exclude func(*drift.Drift) bool
+	// Labels, when set, compares SELinux labels with the policy's defaults
+	// (LoadLabels).
+	Labels *Labels
 	// NoMeta observes without the metadata (ondisk.Observer.NoMeta): only
 	// to measure what it costs.
 	NoMeta bool
@@ -197,6 +200,9 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	close(next)
 	wg.Wait()
 	trusted := ondisk.SeesTrusted()
+	if n := c.Labels.notice(entries); n != nil {
+		res.Notices = append(res.Notices, *n)
+	}
 	for i := range entries {
 		res.Notices = append(res.Notices, notices[i]...)
 		if !trusted && entries[i].Kind != desired.KindConfig && entries[i].Type <= desired.TypeSymlink {
@@ -336,6 +342,7 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 	}
 	out := Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
 		Notices: drift.MetaNotices(e, &ob, c.Key)}
+	c.Labels.compare(e, &ob, &out)
 	if c.Exclude != nil {
 		out.Drift = slices.DeleteFunc(out.Drift, func(d drift.Drift) bool { return c.Exclude(&d) })
 	}

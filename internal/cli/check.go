@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,8 +26,9 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	root := fs.String("root", "/", "check the tree mounted at `DIR` as if it were /")
 	fs.Var(&format, "format", "output `FORMAT`: text or json")
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
+	labels := labelCompareFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache]\n\n"+
+		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--label-compare type|full]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
 			"1 drift found, 2 the check could not be done.\n\n")
 		fs.PrintDefaults()
@@ -36,6 +38,10 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(std.Err, "drift-monitor check: unexpected argument %q\n", fs.Arg(0))
+		return ExitFailed
+	}
+	if *labels != "type" && *labels != "full" {
+		fmt.Fprintf(std.Err, "drift-monitor check: --label-compare %q: want type or full\n", escape.Text(*labels))
 		return ExitFailed
 	}
 	var cache desired.Cache
@@ -48,7 +54,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, key, std.Err)
+	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
@@ -107,7 +113,7 @@ func hostKey() (drift.Key, error) {
 
 // runFullCheck loads the desired state (through cache, which may be nil) and
 // compares root with it, keying digests with key.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, warn io.Writer) (checkResult, error) {
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
@@ -117,7 +123,7 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if err != nil {
 		return checkResult{}, err
 	}
-	res, err := checkState(ctx, r, state, key)
+	res, err := checkState(ctx, r, state, key, fullLabels)
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -151,10 +157,11 @@ func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, comma
 }
 
 // checkState compares root with state's entries.
-func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key) (check.Result, error) {
+func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key, fullLabels bool) (check.Result, error) {
 	units, release := unitStates(ctx, r)
 	defer release()
-	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store}
+	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store,
+		Labels: check.LoadLabels(r, state.Entries, fullLabels)}
 	if r.IsHost() {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
@@ -243,4 +250,11 @@ func count(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// labelCompareFlag is --label-compare: what of an SELinux label is compared
+// with the policy's default.
+func labelCompareFlag(fs *flag.FlagSet) *string {
+	v := fs.String("label-compare", "type", "compare SELinux labels by `WHAT`: type (type and MLS range) or full (user and role too, as setfiles -F sets them)")
+	return v
 }

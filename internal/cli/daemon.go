@@ -12,6 +12,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/notify"
@@ -37,9 +38,15 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
+	labels := labelCompareFlag(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
+	if *labels != "type" && *labels != "full" {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --label-compare %q: want type or full\n", escape.Text(*labels))
+		return ExitFailed
+	}
+	o.LabelFull = *labels == "full"
 	o.Configs, o.Exclude = configs, excludes
 	if p := o.MetricsTextfile; p != "" && (!filepath.IsAbs(p) || filepath.Ext(p) != ".prom") {
 		// node_exporter reads only *.prom files of its directory: any

@@ -18,6 +18,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/reconcile"
+	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"github.com/drift-monitor/drift-monitor/internal/systemd"
 )
 
@@ -82,7 +83,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	before, err := checkState(ctx, r, state, key)
+	before, err := checkState(ctx, r, state, key, false)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -103,6 +104,9 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 
 	live := r.IsHost()
 	rec := &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, Leave: sel.excluded, DryRun: *dryRun}
+	if rec.Labels, err = selinux.ForRoot(r.ReadFile); err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: nothing is labelled: %s\n", escape.Text(err.Error()))
+	}
 	var conn *systemd.Conn
 	if live && systemd.Booted() && len(todo) > 0 {
 		if conn, err = systemd.Connect(ctx); err != nil {
@@ -139,7 +143,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	}
 	remaining := sel.drift(before.Drift)
 	if !*dryRun {
-		after, err := checkState(ctx, r, state, key)
+		after, err := checkState(ctx, r, state, key, false)
 		if err != nil {
 			return fail("checking again after the repair: %v", err)
 		}

@@ -82,6 +82,8 @@ type Options struct {
 	// (relative to Root) with more, one per line.
 	Exclude     []string
 	ExcludeFile string
+	// LabelFull compares whole SELinux contexts, not only type and range.
+	LabelFull bool
 	// InhibitDir is where inhibitor lock files are followed ("" disables).
 	InhibitDir string
 	// OnDrift names a unit to start when drift appears.

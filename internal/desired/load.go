@@ -842,6 +842,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	if err != nil {
 		return State{}, err
 	}
+	mcPaths := machineConfigPaths(frags) // before their storage goes
 	// What the fragments declare in storage is in cfg, which nothing reads
 	// after deriving: deriveReleasing lets each file's source go once
 	// decoded.
@@ -853,6 +854,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		return State{}, err
 	}
 	emptyDropins(&st, frags)
+	notRelabelled(&st, mcPaths)
 	for _, f := range frags {
 		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)

@@ -35,7 +35,7 @@ const (
 
 // Kinds is every kind of drift and notice.
 var Kinds = []Kind{Missing, Type, Content, Mode, Owner, Group, Target, HardLink, Unmasked, Masked, Enablement,
-	KernelArg, Unreadable, Unverifiable, RebootPending, ACL, Xattr, FileAttr, KeptMetadata}
+	KernelArg, Unreadable, Unverifiable, RebootPending, ACL, Xattr, FileAttr, Label, KeptMetadata}
 
 // ParseKind returns the kind named s.
 func ParseKind(s string) (Kind, bool) {
@@ -331,4 +331,53 @@ func Capabilities(v []byte) string {
 		out += fmt.Sprintf(" [rootid=%d]", binary.LittleEndian.Uint32(v[20:]))
 	}
 	return out
+}
+
+// Label: the SELinux label is not the policy's default for the path.
+const Label Kind = "label"
+
+// CompareLabel compares the node's SELinux label (security.selinux) with
+// the policy's defaults for it, want (several for an inode with several
+// declared names: Ignition hands setfiles its paths in map order, so a hard
+// link's inode gets one path's default or another's). Type and MLS range
+// are compared, or the whole context with full (setfiles -F sets user and
+// role too). A node Ignition keeps is not its to label; an entry whose
+// writer does not relabel (desired.Entry.NotRelabelled: the MCD) differs as
+// a notice, not drift. want empty: the policy expects no label (<<none>>).
+func CompareLabel(e *desired.Entry, ob *ondisk.Observation, want []string, full bool) (drifts, notices []Drift) {
+	if !metaScope(e, ob) || keptNode(e) || ob.Meta.Err != nil || len(want) == 0 {
+		return nil, nil
+	}
+	v, ok := ob.Meta.Get(ondisk.XattrSELinux)
+	got := strings.TrimRight(string(v), "\x00")
+	for _, w := range want {
+		if ok && sameLabel(w, got, full) {
+			return nil, nil
+		}
+	}
+	shown := escape.Name(got)
+	if !ok {
+		shown = "none"
+	}
+	wants := escape.Name(strings.Join(want, " or "))
+	d := Drift{Kind: Label, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, EntryID: e.ID(),
+		Want: wants, Got: shown, Attribute: ondisk.XattrSELinux}
+	if e.NotRelabelled {
+		d.Kind = KeptMetadata
+		d.Message = fmt.Sprintf("%s has SELinux label %s, not the policy's %s: the machine-config daemon writes without relabelling (restorecon -F %s sets the default)",
+			Noun(e), shown, wants, escape.Name(e.Path))
+		return nil, []Drift{d}
+	}
+	d.Message = fmt.Sprintf("SELinux label mismatch for %s: want %s (the policy's default, as Ignition's setfiles sets it), got %s", Noun(e), wants, shown)
+	return []Drift{d}, nil
+}
+
+// sameLabel compares two contexts, user:role:type:range, by type and range
+// (the range may hold colons), or whole.
+func sameLabel(a, b string, full bool) bool {
+	if full {
+		return a == b
+	}
+	pa, pb := strings.SplitN(a, ":", 3), strings.SplitN(b, ":", 3)
+	return len(pa) == 3 && len(pb) == 3 && pa[2] == pb[2]
 }

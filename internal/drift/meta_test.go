@@ -139,3 +139,46 @@ func TestXattrValueNeverShown(t *testing.T) {
 		t.Errorf("got %q, want the size and a keyed digest", ds[0].Got)
 	}
 }
+
+// TestCompareLabel: type and MLS range are compared (the whole context with
+// full); any of an inode's names' defaults will do; the MCD's files differ
+// as a notice; a kept node is not compared.
+func TestCompareLabel(t *testing.T) {
+	file := desired.Entry{Kind: desired.KindFile, Path: "/etc/app.conf", Type: desired.TypeRegular, Content: &desired.Content{Exact: []byte{}}}
+	labelled := func(ctx string) *ondisk.Observation {
+		return metaOb(ondisk.Regular, ondisk.Meta{Xattrs: []ondisk.Xattr{{Name: ondisk.XattrSELinux, Value: []byte(ctx + "\x00")}}})
+	}
+	const etc = "system_u:object_r:etc_t:s0"
+	mc := file
+	mc.NotRelabelled = true
+	kept := desired.Entry{Kind: desired.KindFile, Path: "/etc/kept", Type: desired.TypeRegular}
+	for _, c := range []struct {
+		name          string
+		e             desired.Entry
+		ob            *ondisk.Observation
+		want          []string
+		full          bool
+		drift, notice int
+	}{
+		{"default", file, labelled(etc), []string{etc}, false, 0, 0},
+		{"another user and role", file, labelled("unconfined_u:object_r:etc_t:s0"), []string{etc}, false, 0, 0},
+		{"another user, full", file, labelled("unconfined_u:object_r:etc_t:s0"), []string{etc}, true, 1, 0},
+		{"another type", file, labelled("system_u:object_r:bin_t:s0"), []string{etc}, false, 1, 0},
+		{"another range", file, labelled("system_u:object_r:etc_t:s0:c1"), []string{etc}, false, 1, 0},
+		{"no label", file, metaOb(ondisk.Regular, ondisk.Meta{}), []string{etc}, false, 1, 0},
+		{"a hard link's default", file, labelled("system_u:object_r:bin_t:s0"), []string{etc, "system_u:object_r:bin_t:s0"}, false, 0, 0},
+		{"<<none>>", file, metaOb(ondisk.Regular, ondisk.Meta{}), nil, false, 0, 0},
+		{"written by the MCD", mc, labelled("system_u:object_r:bin_t:s0"), []string{etc}, false, 0, 1},
+		{"kept", kept, labelled("system_u:object_r:bin_t:s0"), []string{etc}, false, 0, 0},
+	} {
+		d, n := drift.CompareLabel(&c.e, c.ob, c.want, c.full)
+		if len(d) != c.drift || len(n) != c.notice {
+			t.Errorf("%s: drift %+v, notices %+v; want %d and %d", c.name, d, n, c.drift, c.notice)
+		}
+		for _, x := range d {
+			if x.Kind != drift.Label || x.Attribute != ondisk.XattrSELinux {
+				t.Errorf("%s: %+v", c.name, x)
+			}
+		}
+	}
+}

@@ -36,7 +36,7 @@ var Kinds = []drift.Kind{
 	drift.Missing, drift.Type, drift.Content, drift.Mode, drift.Owner, drift.Group,
 	drift.Target, drift.HardLink, drift.Unmasked, drift.Masked, drift.Enablement,
 	drift.KernelArg, drift.Unreadable, drift.Unverifiable, drift.RebootPending,
-	drift.ACL, drift.Xattr, drift.FileAttr, drift.KeptMetadata,
+	drift.ACL, drift.Xattr, drift.FileAttr, drift.Label, drift.KeptMetadata,
 }
 
 // Snapshot is the state the metrics show; the daemon fills it on its event

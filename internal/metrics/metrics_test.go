@@ -105,6 +105,7 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_drift_entries{kind=acl}":             0,
 		"drift_monitor_drift_entries{kind=xattr}":           0,
 		"drift_monitor_drift_entries{kind=fileattr}":        0,
+		"drift_monitor_drift_entries{kind=label}":           0,
 		"drift_monitor_drift_entries{kind=kept-metadata}":   0,
 	}
 	if d := cmp.Diff(want, got); d != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,5 +109,58 @@ func (w *writer) removeXattrs(e *desired.Entry, names []string) error {
 			return opError("removing the extended attribute "+escape.Name(x)+" of", e.Path, err)
 		}
 	}
+	return nil
+}
+
+var labelTypes = map[ondisk.FileType]selinux.FileType{ondisk.Regular: selinux.Regular, ondisk.Directory: selinux.Directory,
+	ondisk.Symlink: selinux.Symlink}
+
+// relabel gives the repaired node the policy's default label, the whole
+// context, as Ignition's setfiles -F does (internal/exec/util/selinux.go):
+// a node reconcile writes would otherwise carry what the kernel gave it, a
+// label drift of its own. A hard link's inode is its target's, labelled
+// with it; a node Ignition keeps is not relabelled.
+func (r *Reconciler) relabel(w *writer, e *desired.Entry, a *Action) error {
+	if r.Labels == nil || e.Type == desired.TypeHardLink || e.Type == desired.TypeNotMasked || e.Kind == desired.KindConfig {
+		return nil
+	}
+	if e.Kind == desired.KindFile && (e.Content == nil || e.Content.Exact == nil && e.Content.Stored == nil && e.Content.Hash == nil && e.Content.Unverifiable == "") {
+		return nil
+	}
+	o := ondisk.NewObserver(r.Root)
+	defer o.Close()
+	o.Declare(r.Declared)
+	ob := o.Observe(e)
+	t, ok := labelTypes[ob.Type]
+	if !ok || ob.Err != nil || ob.Detour != nil {
+		return nil
+	}
+	want, ok := r.Labels.Lookup(e.Path, t)
+	if !ok {
+		return nil
+	}
+	if v, _ := ob.Meta.Get(ondisk.XattrSELinux); strings.TrimRight(string(v), "\x00") == want && !r.DryRun {
+		return nil
+	}
+	if r.DryRun {
+		if has(a.Drift, drift.Label) {
+			a.Done = append(a.Done, "set the SELinux label "+escape.Name(want))
+		}
+		return nil
+	}
+	dir, err := w.dir(path.Dir(e.Path))
+	if err != nil {
+		return opError("opening directory", path.Dir(e.Path), err)
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat(dir, path.Base(e.Path), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return opError("opening", e.Path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setxattr(fmt.Sprintf("/proc/self/fd/%d", fd), ondisk.XattrSELinux, append([]byte(want), 0), 0); err != nil {
+		return opError("setting the SELinux label of", e.Path, err)
+	}
+	a.Done = append(a.Done, "set the SELinux label "+escape.Name(want))
 	return nil
 }
