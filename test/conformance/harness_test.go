@@ -96,6 +96,10 @@ type prepare struct {
 	// online runs the fetch stage after fetch-offline, as a first boot does
 	// when fetch-offline finds that the config needs the network.
 	online bool
+	// selinux gives the root Debian's policy (selinux-policy-default,
+	// SELINUXTYPE=default) and lets Ignition run the real setfiles, which
+	// labels what it writes even with SELinux disabled in the kernel.
+	selinux bool
 }
 
 func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, err error) {
@@ -122,14 +126,24 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 			t.Fatal(err)
 		}
 	}
-	mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
+	if prep.selinux {
+		mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=permissive\nSELINUXTYPE=default\n", 0o644)
+		mustMkdir(t, filepath.Join(root, "etc/selinux/default"), 0o755)
+		if out, err := exec.Command("cp", "-a", "/etc/selinux/default/contexts", filepath.Join(root, "etc/selinux/default/")).CombinedOutput(); err != nil {
+			t.Fatalf("copying Debian's policy contexts: %v\n%s", err, out)
+		}
+	} else {
+		mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
+	}
 	writeAccounts(t, root)
 	if prep.before != nil {
 		prep.before(t, root)
 	}
 	// Ignition relabels with setfiles at the end of the files stage; without
 	// SELinux a stub that swallows the list of paths is enough.
-	mustWrite(t, filepath.Join(bin, "setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n", 0o755)
+	if !prep.selinux {
+		mustWrite(t, filepath.Join(bin, "setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n", 0o755)
+	}
 	cfgPath := filepath.Join(dir, "ignition.ign")
 	mustWrite(t, cfgPath, string(cfgJSON), 0o600)
 

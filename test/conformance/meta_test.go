@@ -30,12 +30,15 @@ var metaFixture = fixture{
 			},
 		},
 	},
-	prepare: prepare{before: func(t *testing.T, root string) {
+	prepare: prepare{selinux: true, before: func(t *testing.T, root string) {
 		mustMkdir(t, at(root, "/srv/acl"), 0o755)
 		run(t, "setfacl", "-d", "-m", "u:nobody:rwx,g:adm:r-x", at(root, "/srv/acl"))
 		mustWrite(t, at(root, "/etc/kept.conf"), "the image's\n", 0o644)
 	}},
 }
+
+// fileContexts is Debian's policy's, as prepare.selinux copies it.
+const fileContexts = "/etc/selinux/default/contexts/files/file_contexts"
 
 func run(t *testing.T, name string, args ...string) {
 	t.Helper()
@@ -52,7 +55,7 @@ func run(t *testing.T, name string, args ...string) {
 // resolves it. On the file Ignition keeps, it is a notice.
 func TestMetadata(t *testing.T) {
 	requireTier(t)
-	harness.RequireTools(t, "setfacl", "setfattr", "setcap", "chattr")
+	harness.RequireTools(t, "setfacl", "setfattr", "setcap", "chattr", "chcon", "setfiles")
 	for _, fstype := range []string{"ext4", "tmpfs"} {
 		t.Run(fstype, func(t *testing.T) {
 			scratch := harness.ScratchFS(t, fstype)
@@ -108,6 +111,14 @@ func TestMetadata(t *testing.T) {
 					[]key{{"xattr", "file", app, "", ""}}, "hmac-sha256:", reconcile},
 				{"setcap", []string{"setcap", "cap_net_raw+ep", at(root, tool)},
 					[]key{{"xattr", "file", tool, "", ""}}, "cap_net_raw=ep", reconcile},
+				{"chcon", []string{"chcon", "-t", "bin_t", at(root, app)},
+					[]key{{"label", "file", app, "", ""}}, "want system_u:object_r:etc_t:s0", undoBy("setfiles", "-F", "-r", root, at(root, fileContexts), at(root, app))},
+				{"chcon on a directory, reconciled", []string{"chcon", "-t", "bin_t", at(root, dir)},
+					[]key{{"label", "directory", dir, "", ""}}, "got system_u:object_r:bin_t:s0", reconcile},
+				{"chcon of the user only", []string{"chcon", "-u", "unconfined_u", at(root, app)},
+					nil, "", undoBy("setfiles", "-F", "-r", root, at(root, fileContexts), at(root, app))},
+				{"removed, reconciled: labelled as Ignition labels", []string{"rm", at(root, app)},
+					[]key{{"missing", "file", app, "", ""}}, "does not exist", reconcile},
 				{"chattr +i", []string{"chattr", "+i", at(root, app)},
 					[]key{{"fileattr", "file", app, "", ""}}, "immutable", undoBy("chattr", "-i", at(root, app))},
 				{"chattr +a, reconciled", []string{"chattr", "+a", at(root, app)},
@@ -120,6 +131,11 @@ func TestMetadata(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) {
 					run(t, c.mutate[0], c.mutate[1:]...)
 					exit, rep := check(t, root, cfg)
+					if c.want == nil {
+						wantClean(t, root, exit, rep)
+						c.undo()
+						return
+					}
 					wantDrift(t, root, exit, rep, c.want)
 					found := false
 					for _, it := range rep.Drift {
