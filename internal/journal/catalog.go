@@ -119,8 +119,12 @@ keyed digest only; DRIFT_XATTR names them) and "fileattr" (the immutable or
 append-only flag, DRIFT_FILEATTR). "getfacl", "getfattr -d -m -", "getcap"
 and "lsattr" show them; "setfacl -b", "setfattr -x", "setcap -r", "chattr
 -i -a" or "drift-monitor reconcile" remove them (clearing the flags needs
-CAP_LINUX_IMMUTABLE). A kind that is expected at some paths is excluded there
-with a KIND:PATTERN line in /etc/drift-monitor/exclude.conf.
+CAP_LINUX_IMMUTABLE). "label" is an SELinux label other than the policy's
+default for the path, which Ignition's setfiles gives what it writes
+(DRIFT_LABEL); "restorecon -F @DRIFT_PATH@" or "drift-monitor reconcile" sets
+it. A kind that is expected at some paths is excluded there with a
+KIND:PATTERN line in /etc/drift-monitor/exclude.conf (label:PATTERN after a
+policy update that changed the defaults).
 
 The drift is logged once more when it is resolved.`,
 	},
@@ -287,7 +291,9 @@ outside the live host), so only what else is declared (type, mode, owner) is
 compared; "reboot-pending" when the next boot's kernel command line already
 has what is declared but the running kernel does not; "kept-metadata" when a
 file declared without contents, which Ignition keeps as it finds it, carries
-ACLs, extended attributes or chattr flags that are not Ignition's to set.
+ACLs, extended attributes or chattr flags that are not Ignition's to set,
+or when a file the machine-config daemon writes (it never relabels) has a
+label other than the policy's default ("restorecon -F" sets it).
 trusted.* extended attributes are listed only to a process with
 CAP_SYS_ADMIN: without it they are "unverifiable", never clean.
 
