@@ -169,53 +169,71 @@ func (o *Observer) readXattrsAt(dfd int, name string) ([]Xattr, error) {
 	if o.xbuf == nil {
 		o.xbuf = make([]byte, 1024)
 	}
+	// The name as the kernel takes it, made once for both calls.
+	o.nbuf = append(append(o.nbuf[:0], name...), 0)
+	if strings.IndexByte(name, 0) >= 0 {
+		return nil, unix.EINVAL
+	}
+	p := &o.nbuf[0]
+	xs, buf, err := readXattrs(o.xbuf,
+		func(b []byte) (int, error) { return listxattrat(dfd, p, b) },
+		func(x string) ([]byte, error) {
+			if o.NoLabel && x == XattrSELinux {
+				return nil, nil
+			}
+			return getxattrAt(dfd, p, x)
+		})
+	o.xbuf = buf
+	return xs, err
+}
+
+// readXattrs lists names with list into buf (grown as needed, and
+// returned) and reads each value with get, sorted by name. A filesystem
+// without xattrs has none; a name gone since the listing is left out.
+func readXattrs(buf []byte, list func([]byte) (int, error), get func(string) ([]byte, error)) ([]Xattr, []byte, error) {
 	var n int
 	for {
 		var err error
-		n, err = listxattrat(dfd, name, o.xbuf)
+		n, err = list(buf)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case errors.Is(err, unix.ERANGE):
-			sz, err := listxattrat(dfd, name, nil)
+			sz, err := list(nil)
 			if err != nil {
-				return nil, err
+				return nil, buf, err
 			}
-			o.xbuf = make([]byte, sz+64)
+			buf = make([]byte, sz+64)
 			continue
 		case errors.Is(err, unix.ENOTSUP):
-			return nil, nil
+			return nil, buf, nil
 		case err != nil:
-			return nil, err
+			return nil, buf, err
 		}
 		break
 	}
 	if n == 0 {
-		return nil, nil
+		return nil, buf, nil
 	}
 	var xs []Xattr
-	for _, x := range strings.Split(strings.TrimSuffix(string(o.xbuf[:n]), "\x00"), "\x00") {
+	for _, x := range strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00") {
 		if x == "" {
 			continue
 		}
-		v, err := getxattrAt(dfd, name, x)
+		v, err := get(x)
 		if errors.Is(err, unix.ENODATA) {
 			continue // removed since the listing
 		}
 		if err != nil {
-			return xs, err
+			return xs, buf, err
 		}
 		xs = append(xs, Xattr{Name: x, Value: v})
 	}
 	sort.Slice(xs, func(i, j int) bool { return xs[i].Name < xs[j].Name })
-	return xs, nil
+	return xs, buf, nil
 }
 
-func listxattrat(dfd int, name string, buf []byte) (int, error) {
-	p, err := unix.BytePtrFromString(name)
-	if err != nil {
-		return 0, err
-	}
+func listxattrat(dfd int, p *byte, buf []byte) (int, error) {
 	var bp unsafe.Pointer
 	if len(buf) > 0 {
 		bp = unsafe.Pointer(&buf[0])
@@ -237,12 +255,8 @@ type xattrArgs struct {
 	flags uint32
 }
 
-// getxattrAt reads one value of the node name in dfd.
-func getxattrAt(dfd int, name, attr string) ([]byte, error) {
-	p, err := unix.BytePtrFromString(name)
-	if err != nil {
-		return nil, err
-	}
+// getxattrAt reads one value of the node named p (NUL-terminated) in dfd.
+func getxattrAt(dfd int, p *byte, attr string) ([]byte, error) {
 	a, err := unix.BytePtrFromString(attr)
 	if err != nil {
 		return nil, err
@@ -315,47 +329,10 @@ func openPath(dfd int, name string) (int, error) {
 // /proc/self/fd link: the node the descriptor holds) and reads the value of
 // each, sorted by name. A filesystem without xattrs has none.
 func ReadXattrs(p string) ([]Xattr, error) {
-	buf := make([]byte, 256)
-	var n int
-	for {
-		var err error
-		n, err = unix.Listxattr(p, buf)
-		switch {
-		case errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.ERANGE):
-			sz, err := unix.Listxattr(p, nil)
-			if err != nil {
-				return nil, err
-			}
-			buf = make([]byte, sz+64)
-			continue
-		case errors.Is(err, unix.ENOTSUP):
-			return nil, nil
-		case err != nil:
-			return nil, err
-		}
-		break
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	var xs []Xattr
-	for _, name := range strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00") {
-		if name == "" {
-			continue
-		}
-		v, err := getxattr(p, name)
-		if errors.Is(err, unix.ENODATA) {
-			continue // removed since the listing
-		}
-		if err != nil {
-			return xs, err
-		}
-		xs = append(xs, Xattr{Name: name, Value: v})
-	}
-	sort.Slice(xs, func(i, j int) bool { return xs[i].Name < xs[j].Name })
-	return xs, nil
+	xs, _, err := readXattrs(make([]byte, 256),
+		func(b []byte) (int, error) { return unix.Listxattr(p, b) },
+		func(x string) ([]byte, error) { return getxattr(p, x) })
+	return xs, err
 }
 
 // getxattr reads one value; nil without error when it is not there.

@@ -140,6 +140,11 @@ type Observer struct {
 	read      int64
 	names     *Names // the root's account names, once read (idNames)
 	xbuf      []byte // listxattrat's buffer
+	nbuf      []byte // the name listxattrat and getxattrat are given
+	// NoLabel leaves the SELinux label's value unread (it is still listed):
+	// for checks without a policy to compare it with, on hosts where every
+	// node has one.
+	NoLabel bool
 	// NoMeta observes as before metadata was (fstatat, no xattrs): the
 	// baseline its benchmark compares with. Nothing else sets it.
 	NoMeta bool

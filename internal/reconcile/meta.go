@@ -90,9 +90,22 @@ func (w *writer) clearFlags(e *desired.Entry) error {
 	return nil
 }
 
-// removeXattrs removes the named xattrs of the node, through an O_PATH
-// descriptor of it (never following a link at its path).
+// removeXattrs removes the named xattrs of the node.
 func (w *writer) removeXattrs(e *desired.Entry, names []string) error {
+	return w.atNode(e, func(p string) error {
+		for _, x := range names {
+			if err := unix.Removexattr(p, x); err != nil && !errors.Is(err, unix.ENODATA) {
+				return opError("removing the extended attribute "+escape.Name(x)+" of", e.Path, err)
+			}
+		}
+		return nil
+	})
+}
+
+// atNode calls f with a path to the entry's node itself: the /proc/self/fd
+// link of an O_PATH|O_NOFOLLOW descriptor of it (never following a link at
+// its path), for the path-based xattr calls.
+func (w *writer) atNode(e *desired.Entry, f func(p string) error) error {
 	dir, err := w.dir(path.Dir(e.Path))
 	if err != nil {
 		return opError("opening directory", path.Dir(e.Path), err)
@@ -103,13 +116,7 @@ func (w *writer) removeXattrs(e *desired.Entry, names []string) error {
 		return opError("opening", e.Path, err)
 	}
 	defer unix.Close(fd)
-	p := fmt.Sprintf("/proc/self/fd/%d", fd)
-	for _, x := range names {
-		if err := unix.Removexattr(p, x); err != nil && !errors.Is(err, unix.ENODATA) {
-			return opError("removing the extended attribute "+escape.Name(x)+" of", e.Path, err)
-		}
-	}
-	return nil
+	return f(fmt.Sprintf("/proc/self/fd/%d", fd))
 }
 
 var labelTypes = map[ondisk.FileType]selinux.FileType{ondisk.Regular: selinux.Regular, ondisk.Directory: selinux.Directory,
@@ -148,18 +155,14 @@ func (r *Reconciler) relabel(w *writer, e *desired.Entry, a *Action) error {
 		}
 		return nil
 	}
-	dir, err := w.dir(path.Dir(e.Path))
+	err := w.atNode(e, func(p string) error {
+		if err := unix.Setxattr(p, ondisk.XattrSELinux, append([]byte(want), 0), 0); err != nil {
+			return opError("setting the SELinux label of", e.Path, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return opError("opening directory", path.Dir(e.Path), err)
-	}
-	defer unix.Close(dir)
-	fd, err := unix.Openat(dir, path.Base(e.Path), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return opError("opening", e.Path, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Setxattr(fmt.Sprintf("/proc/self/fd/%d", fd), ondisk.XattrSELinux, append([]byte(want), 0), 0); err != nil {
-		return opError("setting the SELinux label of", e.Path, err)
+		return err
 	}
 	a.Done = append(a.Done, "set the SELinux label "+escape.Name(want))
 	return nil

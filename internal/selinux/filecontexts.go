@@ -58,6 +58,7 @@ const (
 // spec is one line of a file_contexts file.
 type spec struct {
 	re      *regexp.Regexp
+	prefix  string // what every path the regular expression matches starts with
 	literal string // the path a literal spec matches (escapes resolved)
 	stem    string // "" without one
 	typ     FileType
@@ -145,7 +146,7 @@ func (c *Contexts) parse(file string, data []byte, order *int) error {
 		if err != nil {
 			return fmt.Errorf("%s:%d: %q: %v", file, n, s.src, err)
 		}
-		s.re = re
+		s.re, s.prefix = re, regexPrefix(s.src)
 		c.regexes[s.stem] = append(c.regexes[s.stem], s)
 	}
 	return sc.Err()
@@ -177,6 +178,65 @@ func literal(s string) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// regexPrefix is the literal text every match of the anchored spec starts
+// with — a cheap test before the regular expression runs: the characters
+// before the first metacharacter (escapes resolved), less the last when a
+// quantifier follows it; "" when an alternation outside any group makes
+// the whole spec a choice.
+func regexPrefix(s string) string {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case '|':
+			if depth == 0 {
+				return ""
+			}
+		case '[':
+			// A class: skip to its end (a ] first in it is literal).
+			j := i + 1
+			if j < len(s) && s[j] == '^' {
+				j++
+			}
+			if j < len(s) && s[j] == ']' {
+				j++
+			}
+			for j < len(s) && s[j] != ']' {
+				j++
+			}
+			i = j
+		}
+	}
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' {
+			if i+1 >= len(s) || !isLiteralEscape(s[i+1]) {
+				break
+			}
+			i++
+			c = s[i]
+		} else if strings.IndexByte(metaChars, c) >= 0 || c == ')' || c == ']' || c == '}' {
+			break
+		}
+		if i+1 < len(s) && strings.IndexByte("?*{", s[i+1]) >= 0 {
+			break // optional, or repeated any number of times
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// isLiteralEscape: \c stands for c itself (not \d, \w, \b and the like).
+func isLiteralEscape(c byte) bool {
+	return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')
 }
 
 // stemOfSpec is the spec's first path component when no metacharacter is in
@@ -303,7 +363,7 @@ func (c *Contexts) match(k string, t FileType) *spec {
 		} else {
 			s, j = b[j], j-1
 		}
-		if typeMatches(s, t) && s.re.MatchString(k) {
+		if typeMatches(s, t) && strings.HasPrefix(k, s.prefix) && s.re.MatchString(k) {
 			return s
 		}
 	}
