@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 
@@ -96,12 +97,23 @@ type Checker struct {
 	// content (ondisk.Observer.ReadLimit): the content of a larger one is
 	// deferred. Zero reads everything, as `drift-monitor check` does.
 	ReadLimit int64
+	// Exclude, when set, leaves out the drift it is true of: a kind of drift
+	// excluded at a path (the daemon's KIND:PATTERN exclusions).
+	Exclude func(*drift.Drift) bool
+	// Labels, when set, compares SELinux labels with the policy's defaults
+	// (LoadLabels).
+	Labels *Labels
+	// NoMeta observes without the metadata (ondisk.Observer.NoMeta): only
+	// to measure what it costs.
+	NoMeta bool
 }
 
 // Observer returns an observer of c.Root with c's ReadLimit.
 func (c *Checker) Observer() *ondisk.Observer {
 	o := ondisk.NewObserver(c.Root)
 	o.ReadLimit = c.ReadLimit
+	o.NoMeta = c.NoMeta
+	o.NoLabel = c.Labels == nil || c.Labels.contexts == nil
 	return o
 }
 
@@ -137,9 +149,10 @@ type Outcome struct {
 	// Unknown: the state could not be determined now (see UnitStates);
 	// Drift is then empty, and means nothing.
 	Unknown bool
-	// Notice is what the entry has instead of drift, found by checking it
-	// (a unit that cannot be enabled without an instance); nil when none.
-	Notice *drift.Drift
+	// Notices are the entry's notices that depend on what is on disk (a
+	// kept node's metadata: drift.MetaNotices; a unit that cannot be enabled
+	// without an instance: drift.CannotEnableNotice).
+	Notices []drift.Drift
 }
 
 // Clean reports whether no drift was found and every content compared: an
@@ -157,7 +170,7 @@ const chunk = 64
 func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	res := Result{Checked: len(entries)}
 	perEntry := make([][]drift.Drift, len(entries))
-	notices := make([]*drift.Drift, len(entries))
+	notices := make([][]drift.Drift, len(entries))
 	known := make([]bool, len(entries))
 	var k kargs
 	if hasKernelArgs(entries) {
@@ -196,7 +209,7 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
 					out := c.entry(o, &entries[i], &k, nil, units)
-					perEntry[i], known[i], notices[i] = out.Drift, !out.Unknown, out.Notice
+					perEntry[i], known[i], notices[i] = out.Drift, !out.Unknown, out.Notices
 					if out.Deferred {
 						mu.Lock()
 						res.Deferred = append(res.Deferred, Deferred{Index: i, Stamp: out.Stamp})
@@ -217,7 +230,16 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	}
 	close(next)
 	wg.Wait()
+	trusted := ondisk.SeesTrusted()
+	if n := c.Labels.notice(entries); n != nil {
+		res.Notices = append(res.Notices, *n)
+	}
 	for i := range entries {
+		res.Notices = append(res.Notices, notices[i]...)
+		if !trusted && entries[i].Kind != desired.KindConfig && entries[i].Type <= desired.TypeSymlink {
+			res.Notices = append(res.Notices, drift.TrustedUnchecked(&entries[i]))
+			trusted = true // said once
+		}
 		if entries[i].Kind == desired.KindConfig || entries[i].Kind == desired.KindNotChecked {
 			res.Checked-- // a notice that something is not checked
 		}
@@ -226,9 +248,6 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			res.Unknown = append(res.Unknown, entries[i].ID())
 		}
 		if n := drift.Notice(&entries[i]); n != nil {
-			res.Notices = append(res.Notices, *n)
-		}
-		if n := notices[i]; n != nil {
 			res.Notices = append(res.Notices, *n)
 		}
 		if e := &entries[i]; e.Kind == desired.KindKernelArg && k.nextOK && k.nextErr == nil && k.runErr == nil {
@@ -375,7 +394,7 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		if err == nil && drift.WantsEnabledButDisabled(e, state) {
 			if why := units.cannotEnable(e.Unit); why != "" {
 				n := drift.CannotEnableNotice(e, why)
-				return Outcome{Notice: &n}
+				return Outcome{Notices: []drift.Drift{n}}
 			}
 		}
 		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
@@ -404,7 +423,13 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		// (its metadata is this fresh observation's).
 		ob.Content, deferred = read.Content, false
 	}
-	return Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp}
+	out := Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
+		Notices: drift.MetaNotices(e, &ob, c.Key)}
+	c.Labels.compare(e, &ob, &out)
+	if c.Exclude != nil {
+		out.Drift = slices.DeleteFunc(out.Drift, func(d drift.Drift) bool { return c.Exclude(&d) })
+	}
+	return out
 }
 
 // passUnits is what one check pass asks about units: the Checker's

@@ -70,8 +70,8 @@ func TestEnablementThatCannotBeEnabledIsANotice(t *testing.T) {
 			}
 			o := ondisk.NewObserver(c.Root)
 			defer o.Close()
-			if out := c.Outcome(o, &entries[2], nil); len(out.Drift) != 0 || out.Notice == nil {
-				t.Errorf("Outcome(w@.service) = drift %+v, notice %v; want a notice only", out.Drift, out.Notice)
+			if out := c.Outcome(o, &entries[2], nil); len(out.Drift) != 0 || len(out.Notices) != 1 {
+				t.Errorf("Outcome(w@.service) = drift %+v, notice %v; want a notice only", out.Drift, out.Notices)
 			}
 		})
 	}
@@ -138,7 +138,7 @@ func TestOneTreePerPass(t *testing.T) {
 	defer o.Close()
 	b := c.NewBatch()
 	for i := range entries {
-		if out := c.OutcomeIn(b, o, &entries[i], nil); len(out.Drift)+btoi(out.Notice != nil) != 1 {
+		if out := c.OutcomeIn(b, o, &entries[i], nil); len(out.Drift)+len(out.Notices) != 1 {
 			t.Errorf("OutcomeIn(%s) = %+v, want one drift or notice", entries[i].Unit, out)
 		}
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,8 +31,9 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	fs.Var(&format, "format", "output `FORMAT`: text or json")
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
 	checkCerts := fs.Bool(checkMCDCertsFlag, false, checkMCDCertsUsage)
+	labels := labelCompareFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates]\n\n"+
+		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates] [--label-compare type|full]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
 			"1 drift found, 2 the check could not be done (a config refused, or none found).\n\n")
 		fmt.Fprint(std.Err, specsHelp())
@@ -47,6 +49,10 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor check: unexpected argument %q\n", fs.Arg(0))
 		return ExitFailed
 	}
+	if *labels != "type" && *labels != "full" {
+		fmt.Fprintf(std.Err, "drift-monitor check: --label-compare %q: want type or full\n", escape.Text(*labels))
+		return ExitFailed
+	}
 	var cache desired.Cache
 	if c := statecache.Default(); c != nil && !*noCache {
 		c.Mode = statecache.ModeMap
@@ -57,7 +63,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, key, std.Err, *checkCerts)
+	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
@@ -138,9 +144,10 @@ func firstBoot() firstboot.Use {
 }
 
 // runFullCheck loads the desired state (through cache, which may be nil) and
-// compares root with it, keying digests with key; checkCerts checks the
-// files the machine-config daemon's certificate writer owns too.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, warn io.Writer, checkCerts bool) (checkResult, error) {
+// compares root with it, keying digests with key; fullLabels compares whole
+// SELinux contexts; checkCerts checks the files the machine-config daemon's
+// certificate writer owns too.
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer, checkCerts bool) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
@@ -151,7 +158,7 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 		return checkResult{}, err
 	}
 	state.Entries = desired.ApplyMCDExemptions(state.Entries, !checkCerts)
-	res, err := checkState(ctx, r, state, key)
+	res, err := checkState(ctx, r, state, key, fullLabels)
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -202,10 +209,11 @@ func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, comma
 }
 
 // checkState compares root with state's entries.
-func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key) (check.Result, error) {
+func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key, fullLabels bool) (check.Result, error) {
 	units, release := unitStates(ctx, r)
 	defer release()
-	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store}
+	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store,
+		Labels: check.LoadLabels(r, state.Entries, fullLabels)}
 	if r.IsHost() {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
@@ -306,4 +314,11 @@ func specsHelp() string {
 		"saves at first boot.\n\n",
 		desired.VendorDir, desired.AdminDir, v[0], v[len(v)-1], strings.TrimPrefix(ignspec.VerifiedAgainst, "v"),
 		desired.CacheSuffix, ignspec.LatestExperimental())
+}
+
+// labelCompareFlag is --label-compare: what of an SELinux label is compared
+// with the policy's default.
+func labelCompareFlag(fs *flag.FlagSet) *string {
+	v := fs.String("label-compare", "type", "compare SELinux labels by `WHAT`: type (type and MLS range) or full (user and role too, as setfiles -F sets them)")
+	return v
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/mcd"
@@ -30,7 +31,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.DurationVar(&o.Interval, "interval", time.Hour, "time between periodic full checks, the safety net (0 disables)")
 	fs.DurationVar(&o.Settle, "settle", 3*time.Second, "how long a file being written must stay quiet, unclosed, before it is checked anyway")
 	fs.DurationVar(&o.PollInterval, "poll-interval", 10*time.Second, "polling period for directories that could not be watched (inotify limit)")
-	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN` (repeatable)")
+	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN`; KIND:PATTERN leaves only that kind of drift unreported there (repeatable)")
 	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
 	fs.BoolVar(&o.CheckMCDCertificates, checkMCDCertsFlag, false, checkMCDCertsUsage)
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
@@ -48,6 +49,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
 	// A usage error exits ExitUsage, not check's 2: the unit restarts the
 	// daemon after every exit but ExitUsage and ExitConfig (see cli.go).
+	labels := labelCompareFlag(fs)
 	if code, ok := parse(fs, args); !ok {
 		if code == ExitFailed {
 			code = ExitUsage
@@ -58,6 +60,11 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor daemon: unexpected argument %q\n", fs.Arg(0))
 		return ExitUsage
 	}
+	if *labels != "type" && *labels != "full" {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --label-compare %q: want type or full\n", escape.Text(*labels))
+		return ExitUsage
+	}
+	o.LabelFull = *labels == "full"
 	o.Configs, o.Exclude = configs, excludes
 	switch o.MCD.Mode {
 	case "auto", "on", "off":

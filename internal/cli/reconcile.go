@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/reconcile"
+	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"github.com/drift-monitor/drift-monitor/internal/systemd"
 )
 
@@ -50,6 +52,13 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		return ExitFailed
 	}
 	for _, x := range excludes {
+		if kind, _, ok := strings.Cut(x, ":"); ok && !strings.HasPrefix(x, "/") && !strings.Contains(kind, "/") {
+			// KIND:PATTERN: that kind of drift only.
+			if err := daemon.CheckExclusion(x); err != nil {
+				return fail("--exclude: %v", err)
+			}
+			continue
+		}
 		if !strings.HasPrefix(x, "/") {
 			return fail("--exclude %q: not an absolute path pattern", x)
 		}
@@ -76,7 +85,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		return fail("%v", err)
 	}
 	state.Entries = desired.ApplyMCDExemptions(state.Entries, !*checkCerts)
-	before, err := checkState(ctx, r, state, key)
+	before, err := checkState(ctx, r, state, key, false)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -97,6 +106,9 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 
 	live := r.IsHost()
 	rec := &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, Leave: sel.excluded, DryRun: *dryRun}
+	if rec.Labels, err = selinux.ForRoot(r.ReadFile); err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: nothing is labelled: %s\n", escape.Text(err.Error()))
+	}
 	var conn *systemd.Conn
 	if live && systemd.Booted() && len(todo) > 0 {
 		if conn, err = systemd.Connect(ctx); err != nil {
@@ -133,7 +145,7 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	}
 	remaining := sel.drift(before.Drift, state.Entries)
 	if !*dryRun {
-		after, err := checkState(ctx, r, state, key)
+		after, err := checkState(ctx, r, state, key, false)
 		if err != nil {
 			return fail("checking again after the repair: %v", err)
 		}
@@ -211,7 +223,13 @@ type selection struct {
 // its entry's (a user's shell and password are kept in /etc/passwd and
 // /etc/shadow: naming either repairs what differs of that user there, and
 // /etc/passwd, the user's entry, all of it).
+// drift is the drift of the named paths and units: a drift's own path, or
+// its entry's (a user's shell and password are kept in /etc/passwd and
+// /etc/shadow: naming either repairs what differs of that user there, and
+// /etc/passwd, the user's entry, all of it).
 func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drift {
+	// A kind excluded at a path (KIND:PATTERN) is left as it is.
+	ds = slices.DeleteFunc(slices.Clone(ds), func(d drift.Drift) bool { return daemon.ExcludedKind(s.excludes, d.Kind, d.Path) })
 	if len(s.names) == 0 {
 		return ds
 	}

@@ -55,6 +55,10 @@ func (d *Daemon) load(ctx context.Context) error {
 	d.ix = newIndex(kept)
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
+	d.checker.Exclude = excl.kindExclusion()
+	// The policy is read again at every load (a reload follows a policy
+	// update): its defaults are the labels wanted.
+	d.checker.Labels = check.LoadLabels(d.root, d.ix.entries, d.o.LabelFull)
 	d.checker.Store = st.Store
 	d.files = st.Files
 	d.loadErr = nil

@@ -89,6 +89,8 @@ type Options struct {
 	// (desired.MCDCertificatePaths) like any other; otherwise each is a
 	// not-checked notice.
 	CheckMCDCertificates bool
+	// LabelFull compares whole SELinux contexts, not only type and range.
+	LabelFull bool
 	// InhibitDir is where inhibitor lock files are followed ("" disables).
 	InhibitDir string
 	// OnDrift names a unit to start when drift appears.

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/drift"
 )
 
 // under reports whether p is prefix or lies beneath it.
@@ -22,21 +24,75 @@ type exclusion []string
 
 func (x exclusion) match(p string) bool { return Excluded(x, p) }
 
+// kindExclusion is the checker's Exclude for x's KIND:PATTERN patterns;
+// nil without any.
+func (x exclusion) kindExclusion() func(*drift.Drift) bool {
+	for _, pat := range x {
+		if !strings.HasPrefix(pat, "/") {
+			return func(d *drift.Drift) bool { return ExcludedKind(x, d.Kind, d.Path) }
+		}
+	}
+	return nil
+}
+
 // Excluded reports whether a pattern of the daemon's --exclude matches p:
 // p itself or a directory above it (path.Match). `drift-monitor reconcile
-// --exclude` leaves alone what the daemon would.
+// --exclude` leaves alone what the daemon would. A pattern for one kind of
+// drift (KIND:PATTERN, see ExcludedKind) leaves the path watched.
 func Excluded(patterns []string, p string) bool {
 	for _, pat := range patterns {
-		for q := p; ; q = path.Dir(q) {
-			if ok, _ := path.Match(pat, q); ok {
-				return true
-			}
-			if q == "/" {
-				break
-			}
+		if !strings.HasPrefix(pat, "/") {
+			continue
+		}
+		if matchUp(pat, p) {
+			return true
 		}
 	}
 	return false
+}
+
+// ExcludedKind reports whether a pattern for one kind of drift,
+// KIND:PATTERN (label:/etc/kubernetes/*), matches a drift of kind k at p:
+// that drift is not reported, the rest of the path's is. Fedora CoreOS
+// keeps such per-path exceptions for labels after a policy update
+// (coreos/fedora-coreos-config PR #3192).
+func ExcludedKind(patterns []string, k drift.Kind, p string) bool {
+	for _, pat := range patterns {
+		if kind, rest, ok := strings.Cut(pat, ":"); ok && kind == string(k) && matchUp(rest, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckExclusion validates an --exclude pattern: an absolute path.Match
+// pattern, or KIND:PATTERN for a kind of drift.
+func CheckExclusion(pat string) error {
+	if kind, rest, ok := strings.Cut(pat, ":"); ok && !strings.HasPrefix(pat, "/") {
+		if _, known := drift.ParseKind(kind); !known {
+			return fmt.Errorf("pattern %q: %q is not a kind of drift", pat, kind)
+		}
+		pat = rest
+	}
+	if !strings.HasPrefix(pat, "/") {
+		return fmt.Errorf("pattern %q is not an absolute path", pat)
+	}
+	if _, err := path.Match(pat, "/"); err != nil {
+		return fmt.Errorf("pattern %q: %w", pat, err)
+	}
+	return nil
+}
+
+// matchUp: pat matches p or a directory above it.
+func matchUp(pat, p string) bool {
+	for q := p; ; q = path.Dir(q) {
+		if ok, _ := path.Match(pat, q); ok {
+			return true
+		}
+		if q == "/" {
+			return false
+		}
+	}
 }
 
 // exclusions reads the patterns from the options and the exclude file: one
@@ -64,11 +120,12 @@ func parseExclusions(file string, data []byte, x exclusion) (exclusion, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if !strings.HasPrefix(line, "/") {
-			return nil, fmt.Errorf("%s:%d: pattern %q is not an absolute path", file, n, line)
+		if err := CheckExclusion(line); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, n, err)
 		}
-		if _, err := path.Match(line, "/"); err != nil {
-			return nil, fmt.Errorf("%s:%d: pattern %q: %w", file, n, line, err)
+		if kind, rest, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "/") {
+			x = append(x, kind+":"+path.Clean(rest))
+			continue
 		}
 		x = append(x, path.Clean(line))
 	}

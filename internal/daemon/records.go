@@ -92,5 +92,8 @@ func driftAttrs(dr *drift.Drift) []slog.Attr {
 	if dr.Got != "" {
 		a = append(a, journal.Got(escape.Name(dr.Got)))
 	}
+	if at, ok := journal.Attribute(string(dr.Kind), escape.Name(dr.Attribute)); ok && dr.Attribute != "" {
+		a = append(a, at)
+	}
 	return a
 }

@@ -825,6 +825,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		return State{}, err
 	}
 	bits := mergedSpecialBits(frags)
+	mcPaths := machineConfigPaths(frags) // before their storage goes
 	// What the fragments declare in storage is in cfg, which nothing reads
 	// after deriving: deriveReleasing lets each file's source go once
 	// decoded.
@@ -840,6 +841,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	mcdExemptions(&st, frags)
 	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
 	mcdPasswords(&st, frags)
+	notRelabelled(&st, mcPaths)
 	for _, f := range frags {
 		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)

@@ -772,7 +772,8 @@ func TestLoadState(t *testing.T) {
 	}
 	want := []Entry{
 		// Neither node is created afresh: no mode (nor owner) is desired.
-		{Kind: KindDirectory, Path: "/etc/a", Type: TypeDirectory},
+		// The MachineConfig's is written by the MCD, which never relabels.
+		{Kind: KindDirectory, Path: "/etc/a", Type: TypeDirectory, NotRelabelled: true},
 		{Kind: KindFile, Path: "/etc/b", Type: TypeRegular, UID: ptr(1000), GID: ptr(50)},
 	}
 	if diff := cmp.Diff(want, st.Entries, cmpEntries); diff != "" {

@@ -119,6 +119,11 @@ type Entry struct {
 	// (machine-config-operator pkg/daemon/update.go, writeUnits).
 	MayBeAbsent bool
 
+	// NotRelabelled: the entry's writer does not set SELinux labels (the
+	// MCD: see notRelabelled), so a label other than the policy's default
+	// is a notice, not drift.
+	NotRelabelled bool
+
 	// Arg and ArgPresent declare a kernel argument that must (or must not) be
 	// on the running kernel's command line. For a MachineConfig's fields
 	// beyond Ignition (IsMachineConfigField), Arg is the declared value.

@@ -116,6 +116,7 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 	if e.Type == desired.TypeRegular && e.Content != nil {
 		compareContent(e, ob, d, key)
 	}
+	compareMeta(e, ob, d, key)
 	return d.list
 }
 

@@ -72,6 +72,11 @@ type Drift struct {
 	Got     string `json:"got,omitempty"`
 	// Diff is a unified diff (-want +got) of a non-secret text file.
 	Diff string `json:"diff,omitempty"`
+	// Attribute names the metadata of an acl, xattr, fileattr or label drift:
+	// the xattrs concerned (system.posix_acl_access, user.foo), or the
+	// flags (immutable, append-only). Journald has it as the kind's own
+	// field (journal.Attribute).
+	Attribute string `json:"attribute,omitempty"`
 	// EntryID identifies the entry the drift belongs to (see desired.Entry.ID).
 	EntryID string `json:"-"`
 }

@@ -129,6 +129,21 @@ A MachineConfig's osImageURL, kernelType, extensions and fips (DRIFT_ENTRY
 os-image, kernel-type, extension, fips) are the machine-config daemon's to
 apply, through rpm-ostree and a reboot: reconcile does not change them.
 
+Metadata that Ignition never sets is drift of its own kind on the nodes
+Ignition writes: "acl" (ACL entries beyond what the parent directory's
+default ACL gives a new node; DRIFT_ACL names the xattrs), "xattr" (extended
+attributes, file capabilities in getcap's words, other values by size and
+keyed digest only; DRIFT_XATTR names them) and "fileattr" (the immutable or
+append-only flag, DRIFT_FILEATTR). "getfacl", "getfattr -d -m -", "getcap"
+and "lsattr" show them; "setfacl -b", "setfattr -x", "setcap -r", "chattr
+-i -a" or "drift-monitor reconcile" remove them (clearing the flags needs
+CAP_LINUX_IMMUTABLE). "label" is an SELinux label other than the policy's
+default for the path, which Ignition's setfiles gives what it writes
+(DRIFT_LABEL); "restorecon -F @DRIFT_PATH@" or "drift-monitor reconcile" sets
+it. A kind that is expected at some paths is excluded there with a
+KIND:PATTERN line in /etc/drift-monitor/exclude.conf (label:PATTERN after a
+policy update that changed the defaults).
+
 The drift is logged once more when it is resolved.`,
 	},
 	{
@@ -306,7 +321,13 @@ a unit declared enabled is disabled and enabling it, as Ignition's preset
 does, would make no link that systemd counts (a template without
 DefaultInstance= or Alias= wanted by plain targets only, an instance of a
 template whose [Install] has only Alias=): it is disabled on a freshly
-provisioned host too.
+provisioned host too; "kept-metadata" when a
+file declared without contents, which Ignition keeps as it finds it, carries
+ACLs, extended attributes or chattr flags that are not Ignition's to set,
+or when a file the machine-config daemon writes (it never relabels) has a
+label other than the policy's default ("restorecon -F" sets it).
+trusted.* extended attributes are listed only to a process with
+CAP_SYS_ADMIN: without it they are "unverifiable", never clean.
 
 The notice is logged once when it appears (again after a restart);
 "drift-monitor check" lists every notice. To have the content checked,

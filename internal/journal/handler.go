@@ -66,6 +66,12 @@ const (
 	FieldInhibitPID = "INHIBIT_PID"
 	// FieldDriftDiff is a content drift's unified diff (see Diff).
 	FieldDriftDiff = "DRIFT_DIFF"
+	// The metadata a drift of kind acl, xattr, fileattr or label is about
+	// (drift.Drift.Attribute), each kind its own field.
+	FieldDriftACL      = "DRIFT_ACL"
+	FieldDriftXattr    = "DRIFT_XATTR"
+	FieldDriftFileAttr = "DRIFT_FILEATTR"
+	FieldDriftLabel    = "DRIFT_LABEL"
 	// FieldMetricsFile is the metrics textfile that could not be written.
 	FieldMetricsFile = "METRICS_FILE"
 	// FieldReconciledEntries counts the entries a reconcile repaired.
@@ -121,6 +127,14 @@ func Want(v string) slog.Attr { return slog.String(FieldDriftWant, v) }
 
 // Got: see Want.
 func Got(v string) slog.Attr { return slog.String(FieldDriftGot, v) }
+
+// Attribute is the attr for what metadata a drift of kind is about
+// (DRIFT_ACL, DRIFT_XATTR, DRIFT_FILEATTR, DRIFT_LABEL); false for
+// another kind.
+func Attribute(kind, v string) (slog.Attr, bool) {
+	f, ok := map[string]string{"acl": FieldDriftACL, "xattr": FieldDriftXattr, "fileattr": FieldDriftFileAttr, "label": FieldDriftLabel}[kind]
+	return slog.String(f, v), ok
+}
 
 // ConfigError is the attr for why a desired state was refused.
 func ConfigError(msg string) slog.Attr { return slog.String(FieldConfigError, msg) }

@@ -36,6 +36,7 @@ var Kinds = append([]drift.Kind{
 	drift.Missing, drift.Type, drift.Content, drift.Mode, drift.Owner, drift.Group,
 	drift.Target, drift.HardLink, drift.Unmasked, drift.Masked, drift.Enablement,
 	drift.KernelArg, drift.Unreadable, drift.Unverifiable, drift.RebootPending, drift.CannotEnable,
+	drift.ACL, drift.Xattr, drift.FileAttr, drift.Label, drift.KeptMetadata,
 }, append(drift.MachineConfigKinds, drift.AccountKinds...)...)
 
 // Snapshot is the state the metrics show; the daemon fills it on its event

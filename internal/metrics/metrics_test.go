@@ -114,6 +114,11 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_drift_entries{kind=groups}":          0,
 		"drift_monitor_drift_entries{kind=password-hash}":   0,
 		"drift_monitor_drift_entries{kind=cannot-enable}":   0,
+		"drift_monitor_drift_entries{kind=acl}":             0,
+		"drift_monitor_drift_entries{kind=xattr}":           0,
+		"drift_monitor_drift_entries{kind=fileattr}":        0,
+		"drift_monitor_drift_entries{kind=label}":           0,
+		"drift_monitor_drift_entries{kind=kept-metadata}":   0,
 	}
 	for _, k := range drift.MachineConfigKinds {
 		want["drift_monitor_drift_entries{kind="+string(k)+"}"] = 0

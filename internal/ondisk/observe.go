@@ -119,6 +119,10 @@ type Observation struct {
 	TargetDev  uint64
 	TargetIno  uint64
 	TargetErr  error
+
+	// Meta: xattrs, ACLs and inode flags (see Meta), for the entries whose
+	// node Ignition writes or keeps (files, directories, links).
+	Meta Meta
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
@@ -134,6 +138,16 @@ type Observer struct {
 	// minutes to hash). Zero reads whatever the comparison needs.
 	ReadLimit int64
 	read      int64
+	names     *Names // the root's account names, once read (idNames)
+	xbuf      []byte // listxattrat's buffer
+	nbuf      []byte // the name listxattrat and getxattrat are given
+	// NoLabel leaves the SELinux label's value unread (it is still listed):
+	// for checks without a policy to compare it with, on hosts where every
+	// node has one.
+	NoLabel bool
+	// NoMeta observes as before metadata was (fstatat, no xattrs): the
+	// baseline its benchmark compares with. Nothing else sets it.
+	NoMeta bool
 }
 
 // BytesRead is how many bytes of file content the observer has read since
@@ -187,13 +201,20 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 		return ob
 	}
 	var st unix.Stat_t
-	if err := fstatat(dfd, base, &st); err != nil {
+	stat := func() error { return statxAt(dfd, base, &st, &ob.Meta) }
+	if o.NoMeta {
+		stat = func() error { return fstatat(dfd, base, &st) }
+	}
+	if err := stat(); err != nil {
 		if !errors.Is(err, unix.ENOENT) {
 			ob.Err = err
 		}
 		return ob
 	}
 	fill(&ob, &st)
+	if hasMeta(e) && !o.NoMeta {
+		o.xattrs(dfd, base, &ob.Meta)
+	}
 	switch ob.Type {
 	case Symlink:
 		ob.Target, ob.Err = readlinkat(dfd, base)
@@ -210,6 +231,15 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 		o.observeTarget(e.Target, &ob)
 	}
 	return ob
+}
+
+// hasMeta: the entry declares a node whose metadata is compared.
+func hasMeta(e *desired.Entry) bool {
+	switch e.Type {
+	case desired.TypeRegular, desired.TypeDirectory, desired.TypeSymlink, desired.TypeHardLink:
+		return true
+	}
+	return false
 }
 
 func (o *Observer) observeTarget(target string, ob *Observation) {

@@ -38,6 +38,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,6 +71,10 @@ type Reconciler struct {
 	Commands Commands
 	// DryRun says what would be done, and does nothing.
 	DryRun bool
+	// Labels, when set, are the root's policy file contexts: what is
+	// repaired is labelled with its default, as Ignition's setfiles -F
+	// labels what it writes.
+	Labels *selinux.Contexts
 }
 
 // Action is one entry's repair, done or refused.
@@ -265,6 +270,9 @@ func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a 
 		err = refuse("its owner cannot be resolved in the root: %s", strings.TrimSpace(e.OwnerProblem+" "+e.GroupProblem))
 	default:
 		err = r.node(w, e, a)
+		if err == nil {
+			err = r.relabel(w, e, a)
+		}
 	}
 	if err == nil {
 		return
@@ -436,8 +444,19 @@ func (r *Reconciler) node(w *writer, e *desired.Entry, a *Action) error {
 	} else {
 		a.Done = append(a.Done, describeMeta(e, &ob, m)...)
 	}
+	plan := planMeta(e, &ob, a, rewrite)
 	if r.DryRun {
 		return nil
+	}
+	if plan.clearFlags {
+		if err := w.clearFlags(e); err != nil {
+			return err
+		}
+	}
+	if len(plan.remove) > 0 {
+		if err := w.removeXattrs(e, plan.remove); err != nil {
+			return err
+		}
 	}
 
 	dir, err := w.ensureDir(dirPath, parentMeta(e))

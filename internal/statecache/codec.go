@@ -52,6 +52,7 @@ const (
 	flagModeOptional
 	flagMayBeAbsent
 	flagAccount
+	flagNotRelabelled
 )
 
 // encodeState writes the magic, the key and st.
@@ -125,6 +126,7 @@ func appendEntry(b []byte, e *desired.Entry) []byte {
 	set(flagModeOptional, e.ModeOptional != 0)
 	set(flagMayBeAbsent, e.MayBeAbsent)
 	set(flagAccount, e.Account != nil)
+	set(flagNotRelabelled, e.NotRelabelled)
 	b = binary.AppendUvarint(b, flags)
 	for _, s := range [...]string{string(e.Kind), e.Path, e.Unit, e.User, e.OwnerProblem, e.GroupProblem, e.Target, e.Arg} {
 		b = appendString(b, s)
@@ -264,6 +266,7 @@ func (r *reader) entry() desired.Entry {
 	e.Type = desired.Type(r.varint())
 	e.ArgPresent = flags&flagArgPresent != 0
 	e.MayBeAbsent = flags&flagMayBeAbsent != 0
+	e.NotRelabelled = flags&flagNotRelabelled != 0
 	if flags&flagMode != 0 {
 		m := uint32(r.uvarint())
 		e.Mode = &m

@@ -108,6 +108,10 @@ type prepare struct {
 	// errNeedsNetwork: the tier serves what it needs itself, and a fetch
 	// from the Internet would only wait for its timeout.
 	offline bool
+	// selinux gives the root Debian's policy (selinux-policy-default,
+	// SELINUXTYPE=default) and lets Ignition run the real setfiles, which
+	// labels what it writes even with SELinux disabled in the kernel.
+	selinux bool
 }
 
 // errNeedsNetwork: see prepare.offline.
@@ -161,7 +165,15 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 			t.Fatal(err)
 		}
 	}
-	mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
+	if prep.selinux {
+		mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=permissive\nSELINUXTYPE=default\n", 0o644)
+		mustMkdir(t, filepath.Join(root, "etc/selinux/default"), 0o755)
+		if out, err := exec.Command("cp", "-a", "/etc/selinux/default/contexts", filepath.Join(root, "etc/selinux/default/")).CombinedOutput(); err != nil {
+			t.Fatalf("copying Debian's policy contexts: %v\n%s", err, out)
+		}
+	} else {
+		mustWrite(t, filepath.Join(root, "etc/selinux/config"), "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
+	}
 	// The preset policy of a Fedora or Fedora CoreOS image (fedora-release's
 	// 99-default-disable.preset): a unit no preset names stays disabled at
 	// first boot. It matters for `enabled: false`: Ignition 2.14 writes
@@ -177,7 +189,9 @@ func runIgnition(t *testing.T, cfgJSON []byte, prep prepare) (root, log string, 
 	}
 	// Ignition relabels with setfiles at the end of the files stage; without
 	// SELinux a stub that swallows the list of paths is enough.
-	mustWrite(t, filepath.Join(bin, "setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n", 0o755)
+	if !prep.selinux {
+		mustWrite(t, filepath.Join(bin, "setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n", 0o755)
+	}
 	cfgPath := filepath.Join(dir, "ignition.ign")
 	mustWrite(t, cfgPath, string(cfgJSON), 0o600)
 

@@ -1,0 +1,113 @@
+package ondisk_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/test/harness"
+	"golang.org/x/sys/unix"
+)
+
+// TestObserveMeta: on ext4 and tmpfs, one observation of a node gives its
+// xattrs (values for the names present), its ACLs with the parent's default
+// ACL, and its immutable and append-only flags, without following a
+// symlink at its path and without opening a FIFO.
+func TestObserveMeta(t *testing.T) {
+	harness.RequireRoot(t, "setting file capabilities, trusted.* xattrs and the immutable flag")
+	for _, c := range []struct {
+		fstype string
+		proc   bool
+	}{{"ext4", false}, {"tmpfs", false}, {"ext4", true}} {
+		fstype := c.fstype
+		name := fstype
+		if c.proc {
+			name += "/proc-self-fd" // the path before listxattrat (Linux 6.13)
+		}
+		t.Run(name, func(t *testing.T) {
+			ondisk.ForceProcXattrs(c.proc)
+			defer ondisk.ForceProcXattrs(false)
+			dir := harness.ScratchFS(t, fstype)
+			at := func(p string) string { return filepath.Join(dir, p) }
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(os.MkdirAll(at("etc/d"), 0o755))
+			must(os.WriteFile(at("etc/d/f"), []byte("x"), 0o644))
+			must(os.WriteFile(at("etc/plain"), []byte("x"), 0o644))
+			must(os.WriteFile(at("etc/target"), []byte("x"), 0o644))
+			must(os.Symlink("target", at("etc/link")))
+			must(unix.Mkfifo(at("etc/fifo"), 0o644))
+			named := []ondisk.ACLEntry{{Tag: ondisk.ACLUserObj, Perm: 7}, {Tag: ondisk.ACLUser, Perm: 6, ID: 65534},
+				{Tag: ondisk.ACLGroupObj, Perm: 5}, {Tag: ondisk.ACLMask, Perm: 7}, {Tag: ondisk.ACLOther, Perm: 5}}
+			must(unix.Setxattr(at("etc/d"), ondisk.XattrACLDefault, ondisk.EncodeACL(named), 0))
+			must(unix.Setxattr(at("etc/d/f"), ondisk.XattrACLAccess, ondisk.EncodeACL(named), 0))
+			must(unix.Setxattr(at("etc/d/f"), "user.note", []byte("hello"), 0))
+			must(unix.Setxattr(at("etc/d/f"), "trusted.t", []byte("t"), 0))
+			// On the target: were the link followed, these would show.
+			must(unix.Setxattr(at("etc/target"), "user.behind", []byte("b"), 0))
+			must(unix.Lsetxattr(at("etc/link"), "trusted.own", []byte("own"), 0))
+			setFlags(t, at("etc/d/f"), 0x10) // FS_IMMUTABLE_FL
+			defer setFlags(t, at("etc/d/f"), 0)
+
+			r, err := ondisk.OpenRoot(dir)
+			must(err)
+			defer r.Close()
+			o := ondisk.NewObserver(r)
+			defer o.Close()
+			observe := func(p string, typ desired.Type) ondisk.Observation {
+				e := desired.Entry{Kind: desired.KindFile, Path: p, Type: typ}
+				ob := o.Observe(&e)
+				if ob.Err != nil || ob.Meta.Err != nil || !ob.Meta.Observed {
+					t.Fatalf("%s: %v, %v, observed %v", p, ob.Err, ob.Meta.Err, ob.Meta.Observed)
+				}
+				return ob
+			}
+			f := observe("/etc/d/f", desired.TypeRegular)
+			if !f.Meta.Immutable || f.Meta.Append {
+				t.Errorf("flags: immutable %v, append %v, want immutable only", f.Meta.Immutable, f.Meta.Append)
+			}
+			if v, ok := f.Meta.Get("user.note"); !ok || string(v) != "hello" {
+				t.Errorf("user.note = %q, %v", v, ok)
+			}
+			if _, ok := f.Meta.Get("trusted.t"); !ok {
+				t.Errorf("trusted.t not listed (as root)")
+			}
+			acc, ok := f.Meta.Get(ondisk.XattrACLAccess)
+			if es, err := ondisk.ParseACL(acc); !ok || err != nil || len(ondisk.Named(es)) != 1 || ondisk.Named(es)[0].ID != 65534 {
+				t.Errorf("access ACL %v (%v): want the named entry for 65534", es, err)
+			}
+			if f.Meta.ParentDefaultACL == nil {
+				t.Errorf("the parent's default ACL was not read")
+			}
+			if p := observe("/etc/plain", desired.TypeRegular); len(p.Meta.Xattrs) != 0 || p.Meta.Immutable || p.Meta.ParentDefaultACL != nil {
+				t.Errorf("a plain file: %+v", p.Meta)
+			}
+			l := observe("/etc/link", desired.TypeSymlink)
+			if _, ok := l.Meta.Get("user.behind"); ok {
+				t.Errorf("the symlink was followed: %+v", l.Meta.Xattrs)
+			}
+			if _, ok := l.Meta.Get("trusted.own"); !ok {
+				t.Errorf("the symlink's own xattr is missing: %+v", l.Meta.Xattrs)
+			}
+			observe("/etc/fifo", desired.TypeRegular) // returns: not opened for reading
+		})
+	}
+}
+
+func setFlags(t *testing.T, p string, flags int) {
+	t.Helper()
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags); err != nil {
+		t.Fatalf("FS_IOC_SETFLAGS %#x on %s: %v", flags, p, err)
+	}
+}
