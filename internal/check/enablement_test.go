@@ -147,10 +147,3 @@ func TestOneTreePerPass(t *testing.T) {
 		t.Errorf("a batch of %d units made %d passes and %d single readings, want 1 and 0", len(entries), p, s)
 	}
 }
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
