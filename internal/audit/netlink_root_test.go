@@ -223,3 +223,33 @@ func TestReaderAttributesAWriter(t *testing.T) {
 		t.Errorf("config change %+v, want op remove_rule", e.Config)
 	}
 }
+
+func TestRulesSync(t *testing.T) {
+	key := testKey(t)
+	rules := Rules{Conn: dial(t), Key: key}
+	dir := t.TempDir()
+	want := PlanWatches([]string{filepath.Join(dir, "a"), filepath.Join(dir, "x/y"), dir}, key, nil)
+	added, removed, err := rules.Sync(want)
+	if err != nil || len(added) != 3 || len(removed) != 0 {
+		t.Fatalf("first sync: added %v removed %v: %v", added, removed, err)
+	}
+	if added, _, err := rules.Sync(want); err != nil || len(added) != 0 {
+		t.Errorf("second sync added %v: %v", added, err)
+	}
+	// Removed under us: missing, then restored; a rule no longer wanted
+	// goes.
+	harness.AuditCommand(t, "-W", filepath.Join(dir, "a"), "-p", "wa", "-k", key)
+	if m, err := rules.Missing(want); err != nil || len(m) != 1 {
+		t.Errorf("missing %v: %v", m, err)
+	}
+	added, removed, err = rules.Sync(want[1:])
+	if err != nil || len(removed) != 1 {
+		t.Errorf("sync: added %v removed %v: %v", added, removed, err)
+	}
+	if err := rules.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if out := harness.AuditCommand(t, "-l", "-k", key); !strings.Contains(out, "No rules") {
+		t.Errorf("after Clear: %s", out)
+	}
+}
