@@ -209,7 +209,7 @@ func TestReaderAttributesAWriter(t *testing.T) {
 	e = rs.await(t, key, "sed's rename", func(e Event) bool { return strings.HasPrefix(e.Writer.Syscall, "rename") })
 	r := NewRing(16)
 	r.Add(e)
-	if got := r.Find(Query{Inodes: []Inode{oldIno}}); len(got) != 1 || got[0].Writer.Comm != "sed" {
+	if got := r.Find(Query{Former: []Inode{oldIno}}); len(got) != 1 || got[0].Writer.Comm != "sed" {
 		t.Errorf("by the old inode %v: %+v (event %+v)", oldIno, got, e)
 	}
 	if got := r.Find(Query{Path: file}); len(got) != 1 {

@@ -22,6 +22,9 @@ type Ring struct {
 	evicted     uint64
 
 	byInode map[Inode][]uint64
+	// byGone: inodes a DELETE item names, which the kernel frees and
+	// reuses at once: only a query for a node's former inode asks it.
+	byGone  map[Inode][]uint64
 	byPath  map[string][]uint64
 	byEntry map[entryKey][]uint64
 }
@@ -31,6 +34,8 @@ type ringEvent struct {
 	ev   Event
 	keys []any // the index keys it was filed under
 }
+
+type goneKey Inode
 
 type entryKey struct {
 	Parent Inode
@@ -42,7 +47,7 @@ func NewRing(n int) *Ring {
 	if n < 1 {
 		n = 1
 	}
-	return &Ring{cap: n, byInode: map[Inode][]uint64{}, byPath: map[string][]uint64{}, byEntry: map[entryKey][]uint64{}}
+	return &Ring{cap: n, byInode: map[Inode][]uint64{}, byGone: map[Inode][]uint64{}, byPath: map[string][]uint64{}, byEntry: map[entryKey][]uint64{}}
 }
 
 // Add files e, evicting the oldest event when the ring is full.
@@ -59,7 +64,11 @@ func (r *Ring) Add(e Event) {
 		}
 	}
 	for _, p := range e.Paths {
-		if p.Inode.Ino != 0 && p.NameType != "PARENT" {
+		switch {
+		case p.Inode.Ino == 0 || p.NameType == "PARENT":
+		case p.NameType == "DELETE":
+			re.keys = append(re.keys, goneKey(p.Inode))
+		default:
 			re.keys = append(re.keys, p.Inode)
 		}
 		if p.Path != "" && p.NameType != "PARENT" {
@@ -79,6 +88,8 @@ func (r *Ring) Add(e Event) {
 		switch k := k.(type) {
 		case Inode:
 			r.byInode[k] = append(r.byInode[k], re.seq)
+		case goneKey:
+			r.byGone[Inode(k)] = append(r.byGone[Inode(k)], re.seq)
 		case string:
 			r.byPath[k] = append(r.byPath[k], re.seq)
 		case entryKey:
@@ -115,6 +126,11 @@ func (r *Ring) evict(old *ringEvent) {
 			if len(r.byInode[k]) == 0 {
 				delete(r.byInode, k)
 			}
+		case goneKey:
+			r.byGone[Inode(k)] = dropFirst(r.byGone[Inode(k)], old.seq)
+			if len(r.byGone[Inode(k)]) == 0 {
+				delete(r.byGone, Inode(k))
+			}
 		case string:
 			r.byPath[k] = dropFirst(r.byPath[k], old.seq)
 			if len(r.byPath[k]) == 0 {
@@ -145,9 +161,15 @@ func dropFirst(s []uint64, seq uint64) []uint64 {
 
 // Query names what a drift's writer may have touched.
 type Query struct {
-	Path   string  // the declared path, resolved on the host
-	Inodes []Inode // the inodes it had (recorded) and has (now)
-	Parent Inode   // its parent directory's inode: entries created or deleted there by base name
+	Path string // the declared path, resolved on the host
+	// Inodes are the node's now: writes that touched or created them.
+	Inodes []Inode
+	// Former are inodes it had (recorded at the last check): writes that
+	// touched, created or deleted them. A current inode is never asked
+	// as a deleted one: the kernel reuses a freed number at once, and a
+	// rename over another file would name that file's writer.
+	Former []Inode
+	Parent Inode // its parent directory's inode: entries created or deleted there by base name
 }
 
 // Find returns the events that touched what q names, newest first, each
@@ -169,6 +191,12 @@ func (r *Ring) Find(q Query) []Event {
 	for _, in := range q.Inodes {
 		if in.Ino != 0 {
 			add(r.byInode[in])
+		}
+	}
+	for _, in := range q.Former {
+		if in.Ino != 0 {
+			add(r.byInode[in])
+			add(r.byGone[in])
 		}
 	}
 	if q.Parent.Ino != 0 && q.Path != "" {

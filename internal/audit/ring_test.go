@@ -82,7 +82,9 @@ func TestRing(t *testing.T) {
 		want []string
 	}{
 		{"path", Query{Path: "/etc/motd"}, []string{"chmod"}},
-		{"old inode", Query{Inodes: []Inode{oldIno}}, []string{"sed", "chmod"}},
+		{"former inode", Query{Former: []Inode{oldIno}}, []string{"sed", "chmod"}},
+		// A current inode that a DELETE named is a reused number.
+		{"current inode", Query{Inodes: []Inode{oldIno}}, []string{"chmod"}},
 		{"new inode", Query{Inodes: []Inode{newIno}}, []string{"sed"}},
 		{"parent entry", Query{Path: "/etc/motd", Parent: parent}, []string{"sed", "chmod"}},
 		{"other entry of the parent", Query{Path: "/etc/hosts", Parent: parent}, nil},

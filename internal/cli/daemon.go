@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/notify"
@@ -33,6 +35,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
+	fs.StringVar(&o.Attribution, "attribution", "off", "attribute drift to its writers: `MODE` audit (the kernel's audit records; needs CAP_AUDIT_READ and CAP_AUDIT_CONTROL, see attribution.conf) or off")
 	fs.StringVar(&o.MetricsTextfile, "metrics-textfile", "", "write Prometheus metrics to `PATH` (ending in .prom) for node_exporter's textfile collector")
 	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
@@ -41,6 +44,18 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		return code
 	}
 	o.Configs, o.Exclude = configs, excludes
+	if o.Attribution == "audit" {
+		// systemd's StateDirectory= (the unit's /var/lib/drift-monitor).
+		if dir := os.Getenv("STATE_DIRECTORY"); dir != "" {
+			o.AuditCanary = filepath.Join(strings.SplitN(dir, ":", 2)[0], "audit-canary")
+		} else if st, err := os.Stat("/var/lib/drift-monitor"); err == nil && st.IsDir() {
+			o.AuditCanary = "/var/lib/drift-monitor/audit-canary"
+		}
+	}
+	if o.Attribution != "off" && o.Attribution != "audit" {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --attribution %s: must be audit or off\n", escape.Text(o.Attribution))
+		return ExitFailed
+	}
 	if p := o.MetricsTextfile; p != "" && (!filepath.IsAbs(p) || filepath.Ext(p) != ".prom") {
 		// node_exporter reads only *.prom files of its directory: any
 		// other name would be written and never scraped.

@@ -38,6 +38,8 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgNotice":              MsgNotice,
 		"MsgReconciled":          MsgReconciled,
 		"MsgMetricsFailed":       MsgMetricsFailed,
+		"MsgAttribution":         MsgAttribution,
+		"MsgChangeDenied":        MsgChangeDenied,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}

@@ -51,3 +51,9 @@ func AuditCommand(t testing.TB, args ...string) string {
 	}
 	return string(out)
 }
+
+// The MESSAGE_IDs of --attribution=audit's records (see contract.go).
+const (
+	MsgAttribution  = "aa8b2d101a354031a9476fa770a58277"
+	MsgChangeDenied = "5943f7f8e3b64a67a7dfc381cfa579f6"
+)
