@@ -80,11 +80,16 @@ type attributor struct {
 	canarySeen uint64
 	canaryRec  chan struct{}
 
-	events chan audit.Event // config changes and denied attempts, for the loop
-	state  string
-	why    string
-	lost   uint32
+	events    chan audit.Event // config changes and denied attempts, for the loop
+	state     string
+	why       string
+	lost      uint32
+	lostKnown bool
 }
+
+// healthInterval paces the look at the kernel's audit status (the lost
+// counter grows without a record saying so) and the canary.
+const healthInterval = 30 * time.Second
 
 // startAttribution joins the audit record stream and adds the rules. On
 // failure the daemon runs on, without attribution, and says why.
@@ -116,6 +121,7 @@ func (d *Daemon) startAttribution(ctx context.Context, s *sources) {
 	}
 	a.rules = audit.Rules{Conn: a.conn, Key: key}
 	go a.read(d.done)
+	go a.tick(d.done)
 	s.audit = a.events
 	s.stops = append(s.stops, func() {
 		if err := a.rules.Clear(); err != nil {
@@ -126,6 +132,26 @@ func (d *Daemon) startAttribution(ctx context.Context, s *sources) {
 	})
 	d.syncAuditRules(ctx)
 }
+
+// tick asks the loop for a health look every healthInterval.
+func (a *attributor) tick(done <-chan struct{}) {
+	t := time.NewTicker(healthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			select {
+			case a.events <- audit.Event{Config: &audit.ConfigChange{Op: healthOp}}:
+			default:
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+// healthOp marks the tick's synthetic event.
+const healthOp = "drift-monitor-health"
 
 func (a *attributor) setState(state, why string) { a.state, a.why = state, why }
 
@@ -148,7 +174,9 @@ func (a *attributor) read(done <-chan struct{}) {
 		}
 		evs = append(evs, asm.Flush(now)...)
 		for _, e := range evs {
-			if e.Key != a.key && !(e.Config != nil && strings.Contains(e.Config.Key, a.key)) {
+			// Every CONFIG_CHANGE: audit disabled, a never,task rule
+			// added, our rules removed all change what we can claim.
+			if e.Key != a.key && e.Config == nil {
 				continue
 			}
 			if a.isCanary(e) {
@@ -231,6 +259,10 @@ func (d *Daemon) syncAuditRules(ctx context.Context) {
 	if a == nil || a.conn == nil {
 		return
 	}
+	before := map[string]bool{}
+	for _, r := range a.want {
+		before[r.String()] = true
+	}
 	paths := audit.DeclaredPaths(d.root.Dir(), d.ix.entries)
 	if a.canary != "" {
 		paths = append(paths, a.canary)
@@ -243,7 +275,19 @@ func (d *Daemon) syncAuditRules(ctx context.Context) {
 	case st.Enabled == 0:
 		a.setState(AttrDisabled, "the kernel's audit is disabled (auditctl -s: enabled 0)")
 	default:
-		_, _, serr := a.rules.Sync(a.want)
+		added, _, serr := a.rules.Sync(a.want)
+		// A rule of the last plan added again was removed under us
+		// (auditctl -D, a rules reload): say so.
+		restored := 0
+		for _, r := range added {
+			if before[r.String()] {
+				restored++
+			}
+		}
+		if restored > 0 {
+			d.record(ctx, journal.LevelNotice, journal.MsgAttribution,
+				fmt.Sprintf("Audit rules of drift-monitor were removed under it: added %d again", restored), journal.Attribution(AttrRulesMissing))
+		}
 		a.setState(AttrOK, "")
 		if serr != nil {
 			if st.Locked() {
@@ -251,7 +295,10 @@ func (d *Daemon) syncAuditRules(ctx context.Context) {
 			}
 			a.setState(AttrRulesMissing, serr.Error())
 		}
-		a.lost = st.Lost
+		if a.lostKnown && st.Lost > a.lost {
+			a.setState(AttrLost, fmt.Sprintf("the kernel lost %d audit records since the last look (auditctl -s: lost %d): writers may be missing; raise the backlog limit (auditctl -b)", st.Lost-a.lost, st.Lost))
+		}
+		a.lost, a.lostKnown = st.Lost, true
 		d.checkNeverTask()
 		if a.state == AttrOK && !a.barrier() {
 			a.setState(AttrCanary, canaryProblem(a.canary))
@@ -296,20 +343,10 @@ func (d *Daemon) attributionState(ctx context.Context) {
 
 // auditEvent handles what the reader hands the loop.
 func (d *Daemon) auditEvent(ctx context.Context, e audit.Event) {
-	a := d.attr
 	if e.Config != nil {
-		if e.Config.Op == "remove_rule" && e.Writer.PID != a.self {
-			missing, err := a.rules.Missing(a.want)
-			if err != nil || len(missing) == 0 {
-				return
-			}
-			added, _, err := a.rules.Sync(a.want)
-			msg := fmt.Sprintf("Audit rules of drift-monitor were removed under it (%d missing): added again %d", len(missing), len(added))
-			if err != nil {
-				msg += fmt.Sprintf("; %v", err)
-			}
-			d.record(ctx, journal.LevelNotice, journal.MsgAttribution, escape.Text(msg), journal.Attribution(AttrRulesMissing))
-		}
+		// Whatever changed (audit disabled, a never,task rule, our
+		// rules), and on every tick: look again.
+		d.syncAuditRules(ctx)
 		return
 	}
 	// A denied attempt changed nothing: a notice, not drift.
@@ -515,4 +552,22 @@ func (d *Daemon) hostPath(kernelPath string) string {
 		return "/" + rest
 	}
 	return kernelPath
+}
+
+// attributionMetric is the state for drift_monitor_attribution_state, ""
+// with attribution off.
+func (d *Daemon) attributionMetric() string {
+	if d.attr == nil {
+		return ""
+	}
+	return d.attr.state
+}
+
+// attributionStatus is what the status line adds: nothing while
+// attribution is off or ok, else that writers are unknown and why.
+func (d *Daemon) attributionStatus() string {
+	if d.attr == nil || d.attr.state == AttrOK {
+		return ""
+	}
+	return "; writers unknown: attribution " + d.attr.state
 }

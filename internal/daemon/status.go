@@ -21,7 +21,7 @@ func (d *Daemon) status() string {
 		in.loadFailed = escape.Name(d.loadErr.Error())
 	}
 	in.configBlind = d.cfg.Blind()
-	return statusLine(in)
+	return statusLine(in) + d.attributionStatus()
 }
 
 // updateStatus sends the status line once the daemon is ready (until then

@@ -151,6 +151,21 @@ func TestAttributionRulesRestoredAndDenied(t *testing.T) {
 	if got := d.records(m, at+1, harness.MsgDriftDetected, nil); len(got) > 0 {
 		t.Errorf("a denied write reported as drift: %s", got[0])
 	}
+
+	// What changes under the daemon changes what it claims, at once.
+	m = d.mark()
+	never := []string{"never,task", "-F", "uid=3999999"}
+	harness.AuditCommand(t, append([]string{"-a"}, never...)...)
+	t.Cleanup(func() { exec.Command("auditctl", append([]string{"-d"}, never...)...).Run() })
+	d.waitRecord(m, harness.MsgAttribution, map[string]string{"ATTRIBUTION_STATE": "never-task"})
+	d.waitStatus("No drift: watching 7 paths, 0 units; writers unknown: attribution never-task")
+	m = d.mark()
+	harness.AuditCommand(t, append([]string{"-d"}, never...)...)
+	d.waitRecord(m, harness.MsgAttribution, map[string]string{"ATTRIBUTION_STATE": "ok"})
+	m = d.mark()
+	harness.AuditCommand(t, "-e", "0")
+	d.waitRecord(m, harness.MsgAttribution, map[string]string{"ATTRIBUTION_STATE": "audit-disabled"})
+	d.waitStatus("No drift: watching 7 paths, 0 units; writers unknown: attribution audit-disabled")
 }
 
 func TestAttributionAuditDisabled(t *testing.T) {
