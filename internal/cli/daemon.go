@@ -35,7 +35,13 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
-	fs.StringVar(&o.Attribution, "attribution", "off", "attribute drift to its writers: `MODE` audit (the kernel's audit records; needs CAP_AUDIT_READ and CAP_AUDIT_CONTROL, see attribution.conf) or off")
+	// The default comes from the environment so that the attribution
+	// drop-in composes with others that replace ExecStart (metrics).
+	attrDefault := "off"
+	if v := os.Getenv("DRIFT_MONITOR_ATTRIBUTION"); v != "" {
+		attrDefault = v
+	}
+	fs.StringVar(&o.Attribution, "attribution", attrDefault, "attribute drift to its writers: `MODE` audit (the kernel's audit records; needs CAP_AUDIT_READ and CAP_AUDIT_CONTROL, see attribution.conf) or off; default $DRIFT_MONITOR_ATTRIBUTION, else off")
 	fs.StringVar(&o.MetricsTextfile, "metrics-textfile", "", "write Prometheus metrics to `PATH` (ending in .prom) for node_exporter's textfile collector")
 	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
 	debug := fs.Bool("debug", false, "log debug records")
