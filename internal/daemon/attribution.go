@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/audit"
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
@@ -81,6 +82,9 @@ type attributor struct {
 	canaryRec  chan struct{}
 
 	events    chan audit.Event // config changes and denied attempts, for the loop
+	// said is what each drift's record said of its writers (busKey).
+	said map[string]string
+
 	state     string
 	why       string
 	lost      uint32
@@ -570,4 +574,46 @@ func (d *Daemon) attributionStatus() string {
 		return ""
 	}
 	return "; writers unknown: attribution " + d.attr.state
+}
+
+// busKey names a drift as the bus carries it (which has no entry id).
+func busKey(kind, entry, path, unit string) string {
+	return kind + "\x00" + entry + "\x00" + path + "\x00" + unit
+}
+
+// noteWriters keeps what the journal said of dr's writers for the bus
+// (drift-monitor status): the tracker holds what check finds, without
+// them, and a later check replaces its message. attributed "" forgets.
+func (d *Daemon) noteWriters(dr *drift.Drift, attributed string) {
+	a := d.attr
+	if a == nil {
+		return
+	}
+	k := busKey(string(dr.Kind), string(dr.Entry), dr.Path, dr.Unit)
+	if attributed == "" {
+		delete(a.said, k)
+		return
+	}
+	if extra, ok := strings.CutPrefix(attributed, dr.Message); ok && extra != "" {
+		if a.said == nil {
+			a.said = map[string]string{}
+		}
+		a.said[k] = extra
+	}
+}
+
+// withWriters returns page with each drift's message saying its writers,
+// as its journal record did (a copy: page may be the cached head).
+func (d *Daemon) withWriters(page []dbusapi.Drift) []dbusapi.Drift {
+	if d.attr == nil || len(d.attr.said) == 0 {
+		return page
+	}
+	out := make([]dbusapi.Drift, len(page))
+	copy(out, page)
+	for i := range out {
+		if extra, ok := d.attr.said[busKey(out[i].Kind, out[i].Entry, out[i].Path, out[i].Unit)]; ok && !strings.HasSuffix(out[i].Message, extra) {
+			out[i].Message += extra
+		}
+	}
+	return out
 }

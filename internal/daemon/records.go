@@ -37,10 +37,12 @@ func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 		// finds, the same with or without attribution.
 		attributed := *dr
 		wattrs := d.attribute(&attributed, deadline)
+		d.noteWriters(dr, attributed.Message)
 		d.record(ctx, slog.LevelWarn, journal.MsgDriftDetected, attributed.Message, append(append(driftAttrs(dr), wattrs...), journal.Diff(dr.Diff))...)
 	}
 	for i := range resolved {
 		dr := &resolved[i]
+		d.noteWriters(dr, "")
 		d.record(ctx, journal.LevelNotice, journal.MsgDriftResolved, "Resolved: "+dr.Message, driftAttrs(dr)...)
 	}
 	if len(appeared) > 0 && d.o.OnDrift != "" && d.o.Hook != nil {

@@ -1,6 +1,7 @@
 package blackbox
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strconv"
@@ -26,7 +27,7 @@ const attributed = `{"ignition":{"version":"3.4.0"},"storage":{
   {"path":"/etc/locked","mode":420,"contents":{"source":"data:,l%0A"}}],
  "links":[{"path":"/etc/link","target":"/etc/mode"}]}}`
 
-func attributionFixture(t *testing.T) (*fixture, *daemonProc, *os.File) {
+func attributionFixture(t *testing.T, bus string) (*fixture, *daemonProc, *os.File) {
 	t.Helper()
 	harness.AuditHost(t, "drift-monitor")
 	harness.RequireTools(t, "setpriv", "sed")
@@ -51,7 +52,7 @@ func attributionFixture(t *testing.T) (*fixture, *daemonProc, *os.File) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { early.Close() })
-	d := startDaemonWith(t, f.root, daemonOpts{args: []string{"--attribution=audit"}, env: []string{"STATE_DIRECTORY=" + t.TempDir()}})
+	d := startDaemonWith(t, f.root, daemonOpts{bus: bus, args: []string{"--attribution=audit"}, env: []string{"STATE_DIRECTORY=" + t.TempDir()}})
 	d.waitStatus("No drift: watching 7 paths, 0 units")
 	return f, d, early
 }
@@ -77,7 +78,8 @@ func drifted(t *testing.T, d *daemonProc, from int, path string, want map[string
 }
 
 func TestAttributionWriters(t *testing.T) {
-	f, d, early := attributionFixture(t)
+	bus := privateBus(t)
+	f, d, early := attributionFixture(t, bus)
 
 	// Another uid with a login uid set: the record keeps auid 1000.
 	m := d.mark()
@@ -115,6 +117,24 @@ func TestAttributionWriters(t *testing.T) {
 		drifted(t, d, m, tc.path, want)
 	}
 
+	// status says the same as the journal; check is unaffected.
+	var rep harness.StatusReport
+	d.wait("status over the bus", 10*time.Second, func() bool {
+		out, _, code := runCLI(t, bus, "status", "--format", "json")
+		return code == 1 && json.Unmarshal([]byte(out), &rep) == nil
+	})
+	said := map[string]string{}
+	for _, it := range rep.Drift {
+		said[it.Path] = it.Message
+	}
+	if m := said["/etc/sed-me"]; !strings.Contains(m, " changed by uid ") || !strings.Contains(m, " running sed (pid ") {
+		t.Errorf("status json message for /etc/sed-me = %q, want its writer", m)
+	}
+	out, _, _ := runCLI(t, "", "check", "--root", f.root, "--format", "json")
+	if !strings.Contains(out, "/etc/sed-me") || strings.Contains(out, "changed by") {
+		t.Errorf("check does not report /etc/sed-me, or names writers:\n%s", out)
+	}
+
 	// A write no audit record covers: drift, and an honest unknown.
 	// (chattr +i, an ioctl, is the same once drift-monitor checks file
 	// attributes, #25.)
@@ -130,7 +150,7 @@ func TestAttributionWriters(t *testing.T) {
 }
 
 func TestAttributionRulesRestoredAndDenied(t *testing.T) {
-	f, d, _ := attributionFixture(t)
+	f, d, _ := attributionFixture(t, "")
 	m := d.mark()
 	harness.AuditCommand(t, "-D", "-k", "drift-monitor")
 	d.waitRecord(m, harness.MsgAttribution, map[string]string{"ATTRIBUTION_STATE": "rules-missing"})
