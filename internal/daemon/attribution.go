@@ -81,7 +81,7 @@ type attributor struct {
 	canarySeen uint64
 	canaryRec  chan struct{}
 
-	events    chan audit.Event // config changes and denied attempts, for the loop
+	events chan audit.Event // config changes and denied attempts, for the loop
 	// said is what each drift's record said of its writers (busKey).
 	said map[string]string
 
