@@ -100,6 +100,11 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		c := systemd.Dial(ctx)
 		defer c.Close()
 		o.Units, o.Hook = c, c
+		if o.Attribution == daemon.AttributionAudit {
+			l := &logind{}
+			defer l.Close()
+			o.Sessions = l
+		}
 	}
 	if o.OnDrift != "" && o.Hook == nil {
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --on-drift needs systemd over D-Bus\n")

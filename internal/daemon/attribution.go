@@ -360,7 +360,7 @@ func (d *Daemon) auditEvent(ctx context.Context, e audit.Event) {
 		}
 		w := e.Writer
 		d.record(ctx, journal.LevelNotice, journal.MsgChangeDenied,
-			fmt.Sprintf("Attempted change denied: %s %s", escape.Name(d.hostPath(p.Path)), describeWriter(w, d.userName(w.AUID))),
+			fmt.Sprintf("Attempted change denied: %s %s", escape.Name(d.hostPath(p.Path)), describeWriter(w, d.userName(w.AUID), d.sessionOf(ctx, w).RemoteHost)),
 			append([]slog.Attr{journal.Path(escape.Name(d.hostPath(p.Path)))}, writerAttrs(w, d.userName(w.AUID))...)...)
 		return
 	}
@@ -393,7 +393,7 @@ func (d *Daemon) beforeReport(ctx context.Context) {
 
 // attribute adds to each drift's message and fields its writers, newest
 // first (waiting a bounded time for records still on their way).
-func (d *Daemon) attribute(dr *drift.Drift, deadline time.Time) []slog.Attr {
+func (d *Daemon) attribute(ctx context.Context, dr *drift.Drift, deadline time.Time) []slog.Attr {
 	a := d.attr
 	if a == nil {
 		return nil
@@ -444,11 +444,24 @@ func (d *Daemon) attribute(dr *drift.Drift, deadline time.Time) []slog.Attr {
 			words = append(words, fmt.Sprintf("and %d more", len(found)-3))
 			break
 		}
-		words = append(words, describeWriter(e.Writer, d.userName(e.Writer.AUID))+d.self(e.Writer))
+		sess := d.sessionOf(ctx, e.Writer)
+		user := d.userName(e.Writer.AUID)
+		if user == "" {
+			user = sess.User
+		}
+		words = append(words, describeWriter(e.Writer, user, sess.RemoteHost)+d.self(e.Writer))
 	}
 	dr.Message += " changed by " + strings.Join(words, "; before that by ")
 	w := found[0].Writer
 	attrs := writerAttrs(w, d.userName(w.AUID))
+	if sess := d.sessionOf(ctx, w); sess.RemoteHost != "" || sess.User != "" {
+		if sess.RemoteHost != "" {
+			attrs = append(attrs, journal.WriterAttr(journal.FieldWriterRemote, escape.Name(sess.RemoteHost)))
+		}
+		if sess.User != "" {
+			attrs = append(attrs, journal.WriterAttr(journal.FieldWriterSessionUser, escape.Name(sess.User)))
+		}
+	}
 	if unit := liveUnit(w); unit != "" {
 		attrs = append(attrs, journal.WriterAttr(journal.FieldWriterUnit, escape.Name(unit)))
 	}
@@ -465,7 +478,7 @@ func (d *Daemon) self(w audit.Writer) string {
 
 // describeWriter says who wrote, in words: "alice (auid 1000, session 3)
 // running sed (pid 4242) with rename".
-func describeWriter(w audit.Writer, user string) string {
+func describeWriter(w audit.Writer, user, remote string) string {
 	var who string
 	var more []string
 	if w.LoginUID() {
@@ -474,7 +487,11 @@ func describeWriter(w audit.Writer, user string) string {
 			who, more = escape.Name(user), []string{who}
 		}
 		if w.Session != audit.Unset {
-			more = append(more, fmt.Sprintf("session %d", w.Session))
+			sess := fmt.Sprintf("session %d", w.Session)
+			if remote != "" {
+				sess += " from " + escape.Name(remote)
+			}
+			more = append(more, sess)
 		}
 		if w.UID != w.AUID {
 			more = append(more, fmt.Sprintf("as uid %d", w.UID))
@@ -616,4 +633,29 @@ func (d *Daemon) withWriters(page []dbusapi.Drift) []dbusapi.Drift {
 		}
 	}
 	return out
+}
+
+// Sessions looks up a login session by its id (the audit record's ses=).
+type Sessions interface {
+	Session(ctx context.Context, id uint32) (Session, error)
+}
+
+// Session is what logind says of a login session.
+type Session struct {
+	User, RemoteHost, Service string
+}
+
+// sessionOf asks logind about the writer's session, bounded: "" fields when
+// it cannot say (no logind, the session ended).
+func (d *Daemon) sessionOf(ctx context.Context, w audit.Writer) Session {
+	if d.o.Sessions == nil || w.Session == audit.Unset {
+		return Session{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	s, err := d.o.Sessions.Session(ctx, w.Session)
+	if err != nil {
+		return Session{}
+	}
+	return s
 }

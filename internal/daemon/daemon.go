@@ -108,6 +108,9 @@ type Options struct {
 	// AuditCanary is a file the daemon writes to prove that audit records
 	// arrive (in the state directory; "" proves nothing, and says so).
 	AuditCanary string
+	// Sessions answers login sessions (logind); nil: writers are named
+	// without their session's user and remote host.
+	Sessions Sessions
 
 	Log    *slog.Logger
 	Notify Notifier
