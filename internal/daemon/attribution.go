@@ -377,14 +377,12 @@ func canaryProblem(canary string) string {
 // arrived (the canary's barrier), and says when the canary failed.
 func (d *Daemon) beforeReport(ctx context.Context) {
 	a := d.attr
-	if a == nil || a.conn == nil || (a.state != AttrOK && a.state != AttrCanary) {
+	// A failed canary is tried again by the health tick, not by every
+	// report (each would wait canaryWait).
+	if a == nil || a.conn == nil || a.state != AttrOK {
 		return
 	}
 	if a.barrier() {
-		if a.state == AttrCanary {
-			a.setState(AttrOK, "")
-			d.attributionState(ctx)
-		}
 		return
 	}
 	a.setState(AttrCanary, canaryProblem(a.canary))
@@ -421,6 +419,8 @@ func (d *Daemon) attribute(ctx context.Context, dr *drift.Drift, deadline time.T
 			if len(found) == 0 {
 				why := "not covered by audit: no audited write to it (an ioctl such as chattr, or a write before drift-monitor started)"
 				switch {
+				case !d.ready:
+					why = "changed before drift-monitor started"
 				case overrun:
 					why = "audit records were lost: the socket buffer overflowed"
 				case !complete:

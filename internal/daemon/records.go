@@ -27,10 +27,13 @@ func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 	// before it; then, for a drift still without one, a bounded wait — a
 	// writer preempted between its change (which inotify reported) and
 	// its syscall's exit (where the kernel writes the record) comes late.
-	if len(appeared) > 0 && d.attr != nil {
+	// The first check's drift was written before the daemon read any
+	// record: nothing to wait for.
+	deadline := time.Now()
+	if len(appeared) > 0 && d.attr != nil && d.ready {
 		d.beforeReport(ctx)
+		deadline = deadline.Add(attributionWait)
 	}
-	deadline := time.Now().Add(attributionWait)
 	for i := range appeared {
 		dr := &appeared[i]
 		// The journal's copy only: the tracker's drift is what check

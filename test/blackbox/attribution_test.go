@@ -211,3 +211,20 @@ func ourAUID(t *testing.T) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// TestAttributionPrivateNetwork: in a private network namespace (the
+// unit's PrivateNetwork=yes) the kernel multicasts no record to the
+// daemon; the canary says so rather than drift going unattributed
+// silently. This is why the drop-in sets PrivateNetwork=no.
+func TestAttributionPrivateNetwork(t *testing.T) {
+	harness.AuditHost(t, "drift-monitor")
+	harness.RequireTools(t, "unshare")
+	f := newFixture(t, attributed)
+	f.write("/etc/mode", "c\n", 0o644)
+	d := startDaemonWith(t, f.root, daemonOpts{prefix: []string{"unshare", "-n"}, args: []string{"--attribution=audit"}, env: []string{"STATE_DIRECTORY=" + t.TempDir()}})
+	r, _ := d.waitRecord(0, harness.MsgAttribution, map[string]string{"ATTRIBUTION_STATE": "canary-failed"})
+	if !strings.Contains(r["MESSAGE"], "produced no audit record within 2s") {
+		t.Errorf("message %q", r["MESSAGE"])
+	}
+	d.waitStatus("Drift: 6 paths differ (/etc/link: missing; /etc/locked: missing; /etc/moved: missing; …); writers unknown: attribution canary-failed")
+}
