@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,7 +146,14 @@ func TestAttributionWriters(t *testing.T) {
 	early.Close()
 	r = drifted(t, d, m, "/etc/locked", nil)
 	if !strings.HasPrefix(r["DRIFT_WRITER"], "unknown (not covered by audit") {
-		t.Errorf("chattr: DRIFT_WRITER = %q, want unknown (not covered by audit…)", r["DRIFT_WRITER"])
+		t.Errorf("unaudited write: DRIFT_WRITER = %q, want unknown (not covered by audit…)", r["DRIFT_WRITER"])
+	}
+
+	// At stop the rules go.
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.done
+	if out := harness.AuditCommand(t, "-l", "-k", "drift-monitor"); !strings.Contains(out, "No rules") {
+		t.Errorf("rules left after the daemon stopped:\n%s", out)
 	}
 }
 
