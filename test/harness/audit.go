@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -17,6 +20,16 @@ func AuditHost(t testing.TB, key string) {
 	t.Helper()
 	RequireRoot(t, "changing the kernel's audit rules")
 	RequireTools(t, "auditctl")
+	// The kernel's audit state is one per host, and go test runs
+	// packages in parallel: one test at a time changes it.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "drift-monitor-audit-tests.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("locking the host's audit state for the test: %v", err)
+	}
+	t.Cleanup(func() { lock.Close() }) // registered first: runs last, after the restore
 	before, err := exec.Command("auditctl", "-s").CombinedOutput()
 	if err != nil {
 		Unavailable(t, "auditctl -s: %v: %s", err, before)
