@@ -47,6 +47,8 @@ func main() {
 		err = cmdFixture(os.Args[2:])
 	case "naive":
 		err = cmdNaive(ctx, os.Args[2:])
+	case "audit-overhead":
+		err = cmdAuditOverhead(os.Args[2:])
 	default:
 		err = cmdRun(ctx, os.Args[1:])
 	}

@@ -45,6 +45,7 @@ const usage = `usage:
   drift-monitor inhibit --who WHO --why WHY -- COMMAND [ARG]...
   drift-monitor adopt   [--root DIR] [--from PATH] [--to PATH]
   drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json] [PATH|UNIT]...
+  drift-monitor audit-rules [--config PATH]... [--root DIR]
   drift-monitor metrics-http                  (from drift-monitor-metrics.socket)
 
 Run "drift-monitor COMMAND --help" for a command's options.
@@ -72,6 +73,8 @@ func Run(ctx context.Context, args []string, std Stdio) int {
 		return runAdopt(ctx, args[1:], std)
 	case "reconcile":
 		return runReconcile(ctx, args[1:], std)
+	case "audit-rules":
+		return runAuditRules(ctx, args[1:], std)
 	case "metrics-http":
 		return runMetricsHTTP(ctx, args[1:], std)
 	case "version", "--version":

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +37,13 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.BoolVar(&o.CheckMCDCertificates, checkMCDCertsFlag, false, checkMCDCertsUsage)
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
+	// The default comes from the environment so that the attribution
+	// drop-in composes with others that replace ExecStart (metrics).
+	attrDefault := "off"
+	if v := os.Getenv("DRIFT_MONITOR_ATTRIBUTION"); v != "" {
+		attrDefault = v
+	}
+	fs.StringVar(&o.Attribution, "attribution", attrDefault, "attribute drift to its writers: `MODE` audit (the kernel's audit records; needs CAP_AUDIT_READ and CAP_AUDIT_CONTROL, see attribution.conf) or off; default $DRIFT_MONITOR_ATTRIBUTION, else off")
 	fs.StringVar(&o.MetricsTextfile, "metrics-textfile", "", "write Prometheus metrics to `PATH` (ending in .prom) for node_exporter's textfile collector")
 	fs.StringVar(&o.MCD.Mode, "mcd", "auto", "follow the machine-config daemon's updates: `MODE` auto (when a --config is its currentconfig), on or off")
 	fs.DurationVar(&o.MCD.Timeouts.Update, "mcd-update-timeout", mcd.DefaultTimeouts.Update, "longest an MCD update may drain and write before reports resume")
@@ -66,6 +74,18 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	}
 	o.LabelFull = *labels == "full"
 	o.Configs, o.Exclude = configs, excludes
+	if o.Attribution == "audit" {
+		// systemd's StateDirectory= (the unit's /var/lib/drift-monitor).
+		if dir := os.Getenv("STATE_DIRECTORY"); dir != "" {
+			o.AuditCanary = filepath.Join(strings.SplitN(dir, ":", 2)[0], "audit-canary")
+		} else if st, err := os.Stat("/var/lib/drift-monitor"); err == nil && st.IsDir() {
+			o.AuditCanary = "/var/lib/drift-monitor/audit-canary"
+		}
+	}
+	if o.Attribution != "off" && o.Attribution != "audit" {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --attribution %s: must be audit or off\n", escape.Text(o.Attribution))
+		return ExitUsage
+	}
 	switch o.MCD.Mode {
 	case "auto", "on", "off":
 	default:
@@ -110,6 +130,11 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 		c := systemd.Dial(ctx)
 		defer c.Close()
 		o.Units, o.Hook = c, c
+		if o.Attribution == daemon.AttributionAudit {
+			l := &logind{}
+			defer l.Close()
+			o.Sessions = l
+		}
 	}
 	if o.OnDrift != "" && o.Hook == nil {
 		// Not booted with systemd, or --root: a restart does not change

@@ -67,6 +67,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	if err := d.w.Watch(d.ix.dirs); err != nil {
 		d.watchError(ctx, err)
 	}
+	d.syncAuditRules(ctx)
 	return nil
 }
 

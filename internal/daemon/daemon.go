@@ -110,6 +110,18 @@ type Options struct {
 	// (package firstboot); the zero Use reads none.
 	FirstBoot firstboot.Use
 
+	// Attribution is how drift is attributed to its writers: "audit"
+	// (attribution.go) or "off" (""). AuditKey is the key of its audit
+	// rules ("": audit.Key).
+	Attribution string
+	AuditKey    string
+	// AuditCanary is a file the daemon writes to prove that audit records
+	// arrive (in the state directory; "" proves nothing, and says so).
+	AuditCanary string
+	// Sessions answers login sessions (logind); nil: writers are named
+	// without their session's user and remote host.
+	Sessions Sessions
+
 	Log    *slog.Logger
 	Notify Notifier
 	Units  Units   // nil: enablement computed offline from the unit files
@@ -189,6 +201,11 @@ type Daemon struct {
 	// (noteJudged); until then a content still being read keeps the state
 	// starting, never clean.
 	judged bool
+
+	// attr follows the audit records of writes (attribution.go); nil
+	// with --attribution=off. attrReported is the state last journaled.
+	attr         *attributor
+	attrReported string
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files

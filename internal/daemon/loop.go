@@ -38,6 +38,7 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 	s.stops = append(s.stops, d.stopMCD)
 	d.removeStaleMetrics(ctx)
 	d.loadErr = d.load(ctx)
+	d.startAttribution(ctx, s)
 	// Until the first check is done, the status line and the bus say so:
 	// no drift known is not no drift.
 	d.setStatus(d.status())
@@ -142,6 +143,8 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		d.contentRead(ctx, r)
 	case req := <-d.requests:
 		req(ctx)
+	case e := <-s.audit:
+		d.auditEvent(ctx, e)
 	case reply := <-s.pings:
 		close(reply)
 	}

@@ -44,6 +44,7 @@ type metricsKey struct {
 	exhausted, loadFailing           bool
 	loadFailures                     uint64
 	lastCheck                        time.Time
+	attribution                      string
 }
 
 // metricsRefresh is how often the textfile is rewritten when nothing
@@ -144,7 +145,7 @@ func (d *Daemon) metricsChanged() {
 func (d *Daemon) metricsKey() metricsKey {
 	return metricsKey{state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
 		polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), exhausted: d.exhausted,
-		loadFailing: d.loadErr != nil, loadFailures: d.m.loadFailures, lastCheck: d.lastCheck}
+		loadFailing: d.loadErr != nil, loadFailures: d.m.loadFailures, lastCheck: d.lastCheck, attribution: d.attributionMetric()}
 }
 
 // metricsSnapshot runs on the loop. Drift is counted by kind only when the
@@ -165,7 +166,7 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 	}
 	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
 		WatchedPaths: d.ix.paths, Units: d.ix.units, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
-		Inhibitors: len(d.inhibitors), LoadFailing: d.loadErr != nil, LoadFailures: d.m.loadFailures}
+		Inhibitors: len(d.inhibitors), LoadFailing: d.loadErr != nil, LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
 }
 
 // errNotChecked refuses metrics before the first full check: nothing is

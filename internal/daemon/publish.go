@@ -12,7 +12,7 @@ func (d *Daemon) snapshot() dbusapi.Snapshot {
 		d.busHead, d.busGen = d.track.busPage(0, dbusapi.MaxDrift), d.track.gen
 	}
 	s := dbusapi.Snapshot{StatusText: d.status(), WatchedPaths: uint32(d.ix.paths), Units: uint32(d.ix.units),
-		Drift: d.busHead, DriftCount: uint32(d.track.count()), DriftGeneration: d.track.gen}
+		Drift: d.withWriters(d.busHead), DriftCount: uint32(d.track.count()), DriftGeneration: d.track.gen}
 	if !d.lastCheck.IsZero() {
 		s.LastCheck = uint64(d.lastCheck.UnixMicro())
 	}

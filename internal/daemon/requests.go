@@ -64,7 +64,7 @@ func (d *Daemon) ReloadNow(ctx context.Context) error {
 // GetDrift), with the total and the generation of the set they belong to.
 func (d *Daemon) DriftPage(ctx context.Context, offset, limit int) (gen uint64, total int, page []dbusapi.Drift, err error) {
 	err = d.do(ctx, func(context.Context) error {
-		gen, total, page = d.track.gen, d.track.count(), d.track.busPage(offset, limit)
+		gen, total, page = d.track.gen, d.track.count(), d.withWriters(d.track.busPage(offset, limit))
 		return nil
 	})
 	return gen, total, page, err

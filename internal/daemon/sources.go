@@ -9,6 +9,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/audit"
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
@@ -52,6 +53,7 @@ type sources struct {
 	api        <-chan buslink.Event
 	periodic   <-chan time.Time
 	pings      chan chan struct{}
+	audit      <-chan audit.Event // rules removed, denied writes (attribution.go)
 	// poll paces the polling of unwatched directories; nil while every
 	// directory is watched.
 	poll  *time.Ticker

@@ -29,7 +29,7 @@ func (d *Daemon) status() string {
 	in.configBlind = d.cfg.Blind()
 	in.nothing = escape.Name(d.nothing)
 	in.mcd = d.mcdStatus()
-	return statusLine(in)
+	return statusLine(in) + d.attributionStatus()
 }
 
 // updateStatus sends the status line once the daemon is ready (until then

@@ -67,6 +67,12 @@ const (
 	// MsgMCD: what the follower of the machine-config daemon's updates has
 	// to say: a phase that timed out, a rollback, a journal it cannot read.
 	MsgMCD = "0979dabaa67b467995d4fc6c3d204d4b"
+	// MsgAttribution: the state of --attribution=audit changed
+	// (ATTRIBUTION_STATE), or its audit rules were removed and added again.
+	MsgAttribution = "aa8b2d101a354031a9476fa770a58277"
+	// MsgChangeDenied: an audited write to a declared path was denied
+	// (--attribution=audit): nothing changed, someone tried.
+	MsgChangeDenied = "5943f7f8e3b64a67a7dfc381cfa579f6"
 )
 
 // Catalog header values shared by every entry.
@@ -407,6 +413,34 @@ drift until its rename).
 
 If the MCD is stuck, see "oc describe node" and the machine-config daemon's
 pod log. See drift-monitor(8), "MACHINE-CONFIG DAEMON".`,
+	},
+	{
+		ID: MsgAttribution, Name: "MsgAttribution",
+		Subject: "Attribution of drift to its writers: @ATTRIBUTION_STATE@",
+		Body: `drift-monitor runs with --attribution=audit: it adds audit watch rules
+(key drift-monitor) for the declared paths and reads the kernel's audit
+records, so that each drift names the process and login user that wrote it.
+
+ATTRIBUTION_STATE says what it can claim: "ok"; "audit-disabled" (the
+kernel's audit is off: auditctl -e 1); "rules-missing" (the rules could not
+be added: locked with -e 2, then install "drift-monitor audit-rules" under
+/etc/audit/rules.d/); "never-task" (an "-a never,task" rule exempts tasks
+from auditing); "records-lost" (the kernel's lost counter grew);
+"unavailable" (no audit netlink: the service needs CAP_AUDIT_READ,
+CAP_AUDIT_CONTROL, AF_NETLINK and the host's network namespace, see the
+attribution.conf drop-in). Until it is "ok", drift says its writer is
+unknown and why.
+
+When rules of drift-monitor are removed under it (auditctl -D), it adds
+them again and says so with this record.`,
+	},
+	{
+		ID: MsgChangeDenied, Name: "MsgChangeDenied",
+		Subject: "Attempted change denied: @DRIFT_PATH@",
+		Body: `A process tried to change @DRIFT_PATH@ and the kernel denied it (the audit
+record says success=no). Nothing changed, so this is no drift. The
+DRIFT_WRITER_* fields name the process and its login user (DRIFT_WRITER_AUID,
+kept across sudo, su and setpriv).`,
 	},
 }
 

@@ -41,6 +41,8 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgConfigIgnored":       MsgConfigIgnored,
 		"MsgNothingToWatch":      MsgNothingToWatch,
 		"MsgMCD":                 MsgMCD,
+		"MsgAttribution":         MsgAttribution,
+		"MsgChangeDenied":        MsgChangeDenied,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}

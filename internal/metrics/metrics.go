@@ -55,7 +55,14 @@ type Snapshot struct {
 	Inhibitors            int
 	LoadFailing           bool   // the last load of the desired state failed
 	LoadFailures          uint64 // loads that failed since the daemon started
+	// Attribution is the state of daemon --attribution=audit (one of
+	// AttributionStates); "" with attribution off: no metric.
+	Attribution string
 }
+
+// AttributionStates are the values of drift_monitor_attribution_state's
+// label (internal/daemon/attribution.go says what each means).
+var AttributionStates = []string{"ok", "unavailable", "audit-disabled", "rules-missing", "never-task", "records-lost", "canary-failed"}
 
 const ns = "drift_monitor"
 
@@ -84,6 +91,8 @@ var (
 		"Inhibitors held: while any is, drift is not reported.", nil, nil)
 	descLoadFailing = prometheus.NewDesc(ns+"_desired_load_failing",
 		"1 while the last load of the desired state failed (the last good one is kept).", nil, nil)
+	descAttribution = prometheus.NewDesc(ns+"_attribution_state",
+		"With --attribution=audit: 1 for what attribution of drift to its writers can claim, 0 for every other: ok, unavailable, audit-disabled, rules-missing, never-task, records-lost, canary-failed.", []string{"state"}, nil)
 	descLoadFailures = prometheus.NewDesc(ns+"_desired_load_failures_total",
 		"Loads of the desired state that failed since the daemon started.", nil, nil)
 )
@@ -104,7 +113,7 @@ type collector struct {
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuild, descState, descDrift, descLastCheck, descLastChange,
-		descWatched, descUnits, descPolled, descExhausted, descInhibitors, descLoadFailing, descLoadFailures} {
+		descWatched, descUnits, descPolled, descExhausted, descInhibitors, descLoadFailing, descLoadFailures, descAttribution} {
 		ch <- d
 	}
 }
@@ -134,6 +143,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descInhibitors, float64(s.Inhibitors))
 	gauge(descLoadFailing, b2f(s.LoadFailing))
 	ch <- prometheus.MustNewConstMetric(descLoadFailures, prometheus.CounterValue, float64(s.LoadFailures))
+	if s.Attribution != "" {
+		for _, st := range AttributionStates {
+			gauge(descAttribution, b2f(st == s.Attribution), st)
+		}
+	}
 }
 
 func b2f(b bool) float64 {

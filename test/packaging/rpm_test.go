@@ -39,6 +39,7 @@ var wantFiles = map[string]fileEntry{
 	"/usr/share/dbus-1/system.d/org.driftmonitor.DriftMonitor1.conf":        {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/share/doc/drift-monitor":                                          {Mode: "drwxr-xr-x", Owner: "root:root"},
 	"/usr/share/doc/drift-monitor/README.md":                                {Mode: "-rw-r--r--", Owner: "root:root", Flags: "d"},
+	"/usr/share/doc/drift-monitor/attribution.conf":                         {Mode: "-rw-r--r--", Owner: "root:root", Flags: "d"},
 	"/usr/share/doc/drift-monitor/drift-monitor.rules.yml":                  {Mode: "-rw-r--r--", Owner: "root:root", Flags: "d"},
 	"/usr/share/doc/drift-monitor/metrics-textfile.conf":                    {Mode: "-rw-r--r--", Owner: "root:root", Flags: "d"},
 	"/usr/share/doc/drift-monitor/node-problem-detector":                    {Mode: "drwxr-xr-x", Owner: "root:root"},

@@ -1,0 +1,661 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drift-monitor/drift-monitor/internal/audit"
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/journal"
+)
+
+// Attribution modes (--attribution).
+const (
+	AttributionOff   = "off"
+	AttributionAudit = "audit"
+)
+
+// Attribution states: what the daemon can honestly claim about who wrote
+// a drift (status, the journal and drift_monitor_attribution_state).
+const (
+	AttrOK           = "ok"
+	AttrOff          = "off"
+	AttrUnavailable  = "unavailable"    // no audit netlink (no privilege, a private netns)
+	AttrDisabled     = "audit-disabled" // the kernel's audit is off (auditctl -e 0)
+	AttrRulesMissing = "rules-missing"  // our watch rules are not (all) in the kernel
+	AttrNeverTask    = "never-task"     // a -a never,task rule blinds every watch
+	AttrLost         = "records-lost"   // the kernel's lost counter grew
+	AttrCanary       = "canary-failed"  // our own audited write produced no record in time
+)
+
+// canaryWait bounds how long the canary's record may take (research A3,
+// after Wazuh's audit_healthcheck.c).
+const canaryWait = 2 * time.Second
+
+// ringSize bounds the writes kept for attribution: a drift is found within
+// milliseconds of its write, so only a burst larger than this, between the
+// write and its check, loses its writer (and the drift then says so).
+const ringSize = 4096
+
+// attributionWait bounds how long a report waits for an audit record that
+// has not arrived yet: the kernel sends it at syscall exit, through its
+// kauditd thread, while inotify tells us during the syscall.
+const attributionWait = 500 * time.Millisecond
+
+// attributor follows the kernel's audit records of writes to declared
+// paths. The reader goroutine fills the ring; the loop reads it when it
+// reports drift, and handles what needs it (rules removed, denied writes).
+type attributor struct {
+	key   string
+	conn  *audit.Conn
+	rd    *audit.Reader
+	rules audit.Rules
+	want  []audit.Rule
+	self  int
+	exe   string
+
+	mu     sync.Mutex
+	ring   *audit.Ring
+	newRec chan struct{} // closed and replaced on every event kept
+	// overrun: the socket buffer overflowed since start (writers lost).
+	overrun bool
+
+	// canary is a file (in the state directory) covered by a rule of
+	// ours: a write to it must come back as a record. The kernel sends
+	// records in order, so once it has, every write before it has too:
+	// it is also the barrier a report waits on. canarySeen counts its
+	// records; canaryRec is closed and replaced on each.
+	canary     string
+	canarySeen uint64
+	canaryRec  chan struct{}
+
+	events chan audit.Event // config changes and denied attempts, for the loop
+	// said is what each drift's record said of its writers (busKey).
+	said map[string]string
+
+	state     string
+	why       string
+	lost      uint32
+	lostKnown bool
+}
+
+// healthInterval paces the look at the kernel's audit status (the lost
+// counter grows without a record saying so) and the canary.
+const healthInterval = 30 * time.Second
+
+// startAttribution joins the audit record stream and adds the rules. On
+// failure the daemon runs on, without attribution, and says why.
+func (d *Daemon) startAttribution(ctx context.Context, s *sources) {
+	if d.o.Attribution != AttributionAudit {
+		return
+	}
+	key := d.o.AuditKey
+	if key == "" {
+		key = audit.Key
+	}
+	a := &attributor{key: key, ring: audit.NewRing(ringSize), newRec: make(chan struct{}), canaryRec: make(chan struct{}),
+		events: make(chan audit.Event, 64), self: os.Getpid(), canary: d.o.AuditCanary}
+	a.exe, _ = os.Executable()
+	d.attr = a
+	var err error
+	// The reader first, so that no write after the rules goes unread.
+	if a.rd, err = audit.Listen(); err != nil {
+		a.setState(AttrUnavailable, err.Error())
+		d.attributionState(ctx)
+		return
+	}
+	if a.conn, err = audit.Dial(); err != nil {
+		a.rd.Close()
+		a.rd = nil
+		a.setState(AttrUnavailable, err.Error())
+		d.attributionState(ctx)
+		return
+	}
+	a.rules = audit.Rules{Conn: a.conn, Key: key}
+	go a.read(d.done)
+	go a.tick(d.done)
+	s.audit = a.events
+	s.stops = append(s.stops, func() {
+		if err := a.rules.Clear(); err != nil {
+			d.log.Warn(fmt.Sprintf("removing the audit rules at stop: %v", err))
+		}
+		a.rd.Close()
+		a.conn.Close()
+	})
+	d.syncAuditRules(ctx)
+}
+
+// tick asks the loop for a health look every healthInterval.
+func (a *attributor) tick(done <-chan struct{}) {
+	t := time.NewTicker(healthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			select {
+			case a.events <- audit.Event{Config: &audit.ConfigChange{Op: healthOp}}:
+			default:
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+// healthOp marks the tick's synthetic event.
+const healthOp = "drift-monitor-health"
+
+func (a *attributor) setState(state, why string) { a.state, a.why = state, why }
+
+// read assembles the records into events until the reader is closed.
+func (a *attributor) read(done <-chan struct{}) {
+	asm := audit.NewAssembler()
+	for {
+		recs, err := a.rd.Read()
+		if errors.Is(err, audit.ErrOverrun) {
+			a.mu.Lock()
+			a.overrun = true
+			a.mu.Unlock()
+		} else if err != nil {
+			return // closed at stop
+		}
+		now := time.Now()
+		var evs []audit.Event
+		for _, r := range recs {
+			evs = append(evs, asm.Add(r, now)...)
+		}
+		evs = append(evs, asm.Flush(now)...)
+		for _, e := range evs {
+			// Every CONFIG_CHANGE: audit disabled, a never,task rule
+			// added, our rules removed all change what we can claim.
+			if e.Key != a.key && e.Config == nil {
+				continue
+			}
+			if a.isCanary(e) {
+				a.mu.Lock()
+				a.canarySeen++
+				close(a.canaryRec)
+				a.canaryRec = make(chan struct{})
+				a.mu.Unlock()
+				continue
+			}
+			if e.Config != nil || !e.Writer.Success {
+				select {
+				case a.events <- e:
+				case <-done:
+					return
+				default: // the loop is far behind: a notice less, never a stall
+				}
+				if e.Config != nil {
+					continue
+				}
+			}
+			if !e.Writer.Success {
+				continue
+			}
+			a.mu.Lock()
+			a.ring.Add(e)
+			close(a.newRec)
+			a.newRec = make(chan struct{})
+			a.mu.Unlock()
+		}
+	}
+}
+
+func (a *attributor) isCanary(e audit.Event) bool {
+	if a.canary == "" || e.Writer.PID != a.self {
+		return false
+	}
+	for _, p := range e.Paths {
+		if p.Path == a.canary {
+			return true
+		}
+	}
+	return false
+}
+
+// barrier writes the canary and waits for its record: true once it came
+// (and with it every record of an earlier write), false after canaryWait.
+func (a *attributor) barrier() bool {
+	if a.canary == "" {
+		return false
+	}
+	a.mu.Lock()
+	seen, wait := a.canarySeen, a.canaryRec
+	a.mu.Unlock()
+	if err := os.WriteFile(a.canary, []byte(strconv.FormatUint(seen, 10)+"\n"), 0o600); err != nil {
+		return false
+	}
+	deadline := time.NewTimer(canaryWait)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-wait:
+		case <-deadline.C:
+			return false
+		}
+		a.mu.Lock()
+		now := a.canarySeen
+		wait = a.canaryRec
+		a.mu.Unlock()
+		if now > seen {
+			return true
+		}
+	}
+}
+
+// syncAuditRules makes the kernel's rules of our key those the desired
+// state needs, and reports the attribution's state when it changes.
+func (d *Daemon) syncAuditRules(ctx context.Context) {
+	a := d.attr
+	if a == nil || a.conn == nil {
+		return
+	}
+	before := map[string]bool{}
+	for _, r := range a.want {
+		before[r.String()] = true
+	}
+	paths := audit.DeclaredPaths(d.root.Dir(), d.ix.entries)
+	if a.canary != "" {
+		paths = append(paths, a.canary)
+	}
+	a.want = audit.PlanWatches(paths, a.key, nil)
+	st, err := a.conn.Status()
+	switch {
+	case err != nil:
+		a.setState(AttrUnavailable, fmt.Sprintf("audit status: %v", err))
+	case st.Enabled == 0:
+		a.setState(AttrDisabled, "the kernel's audit is disabled (auditctl -s: enabled 0)")
+	default:
+		added, _, serr := a.rules.Sync(a.want)
+		// A rule of the last plan added again was removed under us
+		// (auditctl -D, a rules reload): say so.
+		restored := 0
+		for _, r := range added {
+			if before[r.String()] {
+				restored++
+			}
+		}
+		if restored > 0 {
+			d.record(ctx, journal.LevelNotice, journal.MsgAttribution,
+				fmt.Sprintf("Audit rules of drift-monitor were removed under it: added %d again", restored), journal.Attribution(AttrRulesMissing))
+		}
+		a.setState(AttrOK, "")
+		if serr != nil {
+			if st.Locked() {
+				serr = fmt.Errorf("audit rules are locked (-e 2); install `drift-monitor audit-rules` in /etc/audit/rules.d/: %w", serr)
+			}
+			a.setState(AttrRulesMissing, serr.Error())
+		}
+		if a.lostKnown && st.Lost > a.lost {
+			a.setState(AttrLost, fmt.Sprintf("the kernel lost %d audit records since the last look (auditctl -s: lost %d): writers may be missing; raise the backlog limit (auditctl -b)", st.Lost-a.lost, st.Lost))
+		}
+		a.lost, a.lostKnown = st.Lost, true
+		d.checkNeverTask()
+		if a.state == AttrOK && !a.barrier() {
+			a.setState(AttrCanary, canaryProblem(a.canary))
+		}
+	}
+	d.attributionState(ctx)
+}
+
+// checkNeverTask marks the state never-task when such a rule exists.
+func (d *Daemon) checkNeverTask() {
+	a := d.attr
+	rules, err := a.conn.ListRules()
+	if err != nil {
+		return
+	}
+	for _, r := range rules {
+		if r.NeverTask() {
+			a.setState(AttrNeverTask, fmt.Sprintf("the audit rule %q exempts tasks from auditing: their writes have no writer", r.String()))
+			return
+		}
+	}
+}
+
+// attributionState journals the attribution's state once when it changes.
+func (d *Daemon) attributionState(ctx context.Context) {
+	a := d.attr
+	key := a.state + "|" + a.why
+	if key == d.attrReported {
+		return
+	}
+	d.attrReported = key
+	if a.state == AttrOK {
+		d.record(ctx, slog.LevelInfo, journal.MsgAttribution,
+			fmt.Sprintf("Attribution of drift to its writers: audit, %d watch rules with key %s", len(a.want), escape.Name(a.key)),
+			journal.Attribution(a.state))
+		return
+	}
+	d.record(ctx, slog.LevelWarn, journal.MsgAttribution,
+		fmt.Sprintf("Attribution of drift to its writers is not possible (%s): %s", a.state, escape.Text(a.why)),
+		journal.Attribution(a.state), slog.String(journal.FieldAttributionWhy, a.why))
+}
+
+// auditEvent handles what the reader hands the loop.
+func (d *Daemon) auditEvent(ctx context.Context, e audit.Event) {
+	if e.Config != nil {
+		// Whatever changed (audit disabled, a never,task rule, our
+		// rules), and on every tick: look again.
+		d.syncAuditRules(ctx)
+		return
+	}
+	// A denied attempt changed nothing: a notice, not drift.
+	for _, p := range e.Paths {
+		if p.Path == "" || p.NameType == "PARENT" {
+			continue
+		}
+		w := e.Writer
+		d.record(ctx, journal.LevelNotice, journal.MsgChangeDenied,
+			fmt.Sprintf("Attempted change denied: %s %s", escape.Name(d.hostPath(p.Path)), describeWriter(w, d.userName(w.AUID), d.sessionOf(ctx, w).RemoteHost)),
+			append([]slog.Attr{journal.Path(escape.Name(d.hostPath(p.Path)))}, writerAttrs(w, d.userName(w.AUID))...)...)
+		return
+	}
+}
+
+func canaryProblem(canary string) string {
+	if canary == "" {
+		return "no canary file (no state directory): nothing proves that records arrive"
+	}
+	return fmt.Sprintf("a write to %s produced no audit record within %s (a private network namespace? a never,task rule?)", canary, canaryWait)
+}
+
+// beforeReport waits until the records of every write so far have
+// arrived (the canary's barrier), and says when the canary failed.
+func (d *Daemon) beforeReport(ctx context.Context) {
+	a := d.attr
+	// A failed canary is tried again by the health tick, not by every
+	// report (each would wait canaryWait).
+	if a == nil || a.conn == nil || a.state != AttrOK {
+		return
+	}
+	if a.barrier() {
+		return
+	}
+	a.setState(AttrCanary, canaryProblem(a.canary))
+	d.attributionState(ctx)
+}
+
+// attribute adds to each drift's message and fields its writers, newest
+// first (waiting a bounded time for records still on their way).
+func (d *Daemon) attribute(ctx context.Context, dr *drift.Drift, deadline time.Time) []slog.Attr {
+	a := d.attr
+	if a == nil {
+		return nil
+	}
+	if a.state != AttrOK {
+		dr.Message += " (writer unknown: attribution " + a.state + ")"
+		return []slog.Attr{journal.WriterUnknown("attribution " + a.state)}
+	}
+	host := path.Join(d.root.Dir(), dr.Path)
+	q := audit.Query{Path: host}
+	var st unix.Stat_t
+	if unix.Lstat(host, &st) == nil {
+		q.Inodes = append(q.Inodes, audit.Inode{Dev: audit.DevString(st.Dev), Ino: st.Ino})
+	}
+	if unix.Stat(path.Dir(host), &st) == nil {
+		q.Parent = audit.Inode{Dev: audit.DevString(st.Dev), Ino: st.Ino}
+	}
+	var found []audit.Event
+	for {
+		a.mu.Lock()
+		found = a.ring.Find(q)
+		wait, overrun, complete := a.newRec, a.overrun, a.ring.Complete(d.lastCheck)
+		a.mu.Unlock()
+		if len(found) > 0 || !time.Now().Before(deadline) {
+			if len(found) == 0 {
+				why := "not covered by audit: no audited write to it (an ioctl such as chattr, or a write before drift-monitor started)"
+				switch {
+				case !d.ready:
+					why = "changed before drift-monitor started"
+				case overrun:
+					why = "audit records were lost: the socket buffer overflowed"
+				case !complete:
+					why = "the record of its write was evicted: more writes than drift-monitor keeps"
+				}
+				dr.Message += " (writer unknown: " + why + ")"
+				return []slog.Attr{journal.WriterUnknown(why)}
+			}
+			break
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-wait:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	var words []string
+	for i, e := range found {
+		if i == 3 {
+			words = append(words, fmt.Sprintf("and %d more", len(found)-3))
+			break
+		}
+		sess := d.sessionOf(ctx, e.Writer)
+		user := d.userName(e.Writer.AUID)
+		if user == "" {
+			user = sess.User
+		}
+		words = append(words, describeWriter(e.Writer, user, sess.RemoteHost)+d.self(e.Writer))
+	}
+	dr.Message += " changed by " + strings.Join(words, "; before that by ")
+	w := found[0].Writer
+	attrs := writerAttrs(w, d.userName(w.AUID))
+	if sess := d.sessionOf(ctx, w); sess.RemoteHost != "" || sess.User != "" {
+		if sess.RemoteHost != "" {
+			attrs = append(attrs, journal.WriterAttr(journal.FieldWriterRemote, escape.Name(sess.RemoteHost)))
+		}
+		if sess.User != "" {
+			attrs = append(attrs, journal.WriterAttr(journal.FieldWriterSessionUser, escape.Name(sess.User)))
+		}
+	}
+	if unit := liveUnit(w); unit != "" {
+		attrs = append(attrs, journal.WriterAttr(journal.FieldWriterUnit, escape.Name(unit)))
+	}
+	return attrs
+}
+
+// self marks the daemon's own writes and drift-monitor reconcile's.
+func (d *Daemon) self(w audit.Writer) string {
+	if w.PID == d.attr.self || (d.attr.exe != "" && w.Exe == d.attr.exe) {
+		return " [drift-monitor's own write: reconcile]"
+	}
+	return ""
+}
+
+// describeWriter says who wrote, in words: "alice (auid 1000, session 3)
+// running sed (pid 4242) with rename".
+func describeWriter(w audit.Writer, user, remote string) string {
+	var who string
+	var more []string
+	if w.LoginUID() {
+		who = "auid " + strconv.FormatUint(uint64(w.AUID), 10)
+		if user != "" {
+			who, more = escape.Name(user), []string{who}
+		}
+		if w.Session != audit.Unset {
+			sess := fmt.Sprintf("session %d", w.Session)
+			if remote != "" {
+				sess += " from " + escape.Name(remote)
+			}
+			more = append(more, sess)
+		}
+		if w.UID != w.AUID {
+			more = append(more, fmt.Sprintf("as uid %d", w.UID))
+		}
+	} else {
+		who = fmt.Sprintf("uid %d", w.UID)
+		more = []string{"no login"}
+	}
+	if len(more) > 0 {
+		who += " (" + strings.Join(more, ", ") + ")"
+	}
+	return fmt.Sprintf("%s running %s (pid %d) with %s", who, escape.Name(w.Comm), w.PID, w.Syscall)
+}
+
+func writerAttrs(w audit.Writer, user string) []slog.Attr {
+	a := []slog.Attr{
+		journal.WriterAttr(journal.FieldWriterPID, strconv.Itoa(w.PID)),
+		journal.WriterAttr(journal.FieldWriterComm, escape.Name(w.Comm)),
+		journal.WriterAttr(journal.FieldWriterExe, escape.Name(w.Exe)),
+		journal.WriterAttr(journal.FieldWriterUID, strconv.FormatUint(uint64(w.UID), 10)),
+		journal.WriterAttr(journal.FieldWriterAUID, strconv.FormatUint(uint64(w.AUID), 10)),
+		journal.WriterAttr(journal.FieldWriterSes, strconv.FormatUint(uint64(w.Session), 10)),
+		journal.WriterAttr(journal.FieldWriterSyscall, w.Syscall),
+	}
+	if user != "" {
+		a = append(a, journal.WriterAttr(journal.FieldWriterUser, escape.Name(user)))
+	}
+	return a
+}
+
+// userName is the login uid's name in the root's passwd ("" unknown).
+func (d *Daemon) userName(uid uint32) string {
+	if uid == audit.Unset {
+		return ""
+	}
+	data, err := d.root.ReadFile("/etc/passwd")
+	if err != nil {
+		return ""
+	}
+	want := strconv.FormatUint(uint64(uid), 10)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 3 && f[2] == want {
+			return f[0]
+		}
+	}
+	return ""
+}
+
+// liveUnit is the systemd unit of the writer while it still runs (its
+// comm unchanged: a reused pid names another process).
+func liveUnit(w audit.Writer) string {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", w.PID))
+	if err != nil || strings.TrimSpace(string(comm)) != w.Comm {
+		return ""
+	}
+	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", w.PID))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(cg), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			base := path.Base(rest)
+			if strings.HasSuffix(base, ".service") || strings.HasSuffix(base, ".scope") {
+				return base
+			}
+		}
+	}
+	return ""
+}
+
+// hostPath is the host path (inside --root) of a path as the kernel names it.
+func (d *Daemon) hostPath(kernelPath string) string {
+	dir := d.root.Dir()
+	if dir == "/" {
+		return kernelPath
+	}
+	if rest, ok := strings.CutPrefix(kernelPath, strings.TrimSuffix(dir, "/")+"/"); ok {
+		return "/" + rest
+	}
+	return kernelPath
+}
+
+// attributionMetric is the state for drift_monitor_attribution_state, ""
+// with attribution off.
+func (d *Daemon) attributionMetric() string {
+	if d.attr == nil {
+		return ""
+	}
+	return d.attr.state
+}
+
+// attributionStatus is what the status line adds: nothing while
+// attribution is off or ok, else that writers are unknown and why.
+func (d *Daemon) attributionStatus() string {
+	if d.attr == nil || d.attr.state == AttrOK {
+		return ""
+	}
+	return "; writers unknown: attribution " + d.attr.state
+}
+
+// busKey names a drift as the bus carries it (which has no entry id).
+func busKey(kind, entry, path, unit string) string {
+	return kind + "\x00" + entry + "\x00" + path + "\x00" + unit
+}
+
+// noteWriters keeps what the journal said of dr's writers for the bus
+// (drift-monitor status): the tracker holds what check finds, without
+// them, and a later check replaces its message. attributed "" forgets.
+func (d *Daemon) noteWriters(dr *drift.Drift, attributed string) {
+	a := d.attr
+	if a == nil {
+		return
+	}
+	k := busKey(string(dr.Kind), string(dr.Entry), dr.Path, dr.Unit)
+	if attributed == "" {
+		delete(a.said, k)
+		return
+	}
+	if extra, ok := strings.CutPrefix(attributed, dr.Message); ok && extra != "" {
+		if a.said == nil {
+			a.said = map[string]string{}
+		}
+		a.said[k] = extra
+	}
+}
+
+// withWriters returns page with each drift's message saying its writers,
+// as its journal record did (a copy: page may be the cached head).
+func (d *Daemon) withWriters(page []dbusapi.Drift) []dbusapi.Drift {
+	if d.attr == nil || len(d.attr.said) == 0 {
+		return page
+	}
+	out := make([]dbusapi.Drift, len(page))
+	copy(out, page)
+	for i := range out {
+		if extra, ok := d.attr.said[busKey(out[i].Kind, out[i].Entry, out[i].Path, out[i].Unit)]; ok && !strings.HasSuffix(out[i].Message, extra) {
+			out[i].Message += extra
+		}
+	}
+	return out
+}
+
+// Sessions looks up a login session by its id (the audit record's ses=).
+type Sessions interface {
+	Session(ctx context.Context, id uint32) (Session, error)
+}
+
+// Session is what logind says of a login session.
+type Session struct {
+	User, RemoteHost, Service string
+}
+
+// sessionOf asks logind about the writer's session, bounded: "" fields when
+// it cannot say (no logind, the session ended).
+func (d *Daemon) sessionOf(ctx context.Context, w audit.Writer) Session {
+	if d.o.Sessions == nil || w.Session == audit.Unset {
+		return Session{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	s, err := d.o.Sessions.Session(ctx, w.Session)
+	if err != nil {
+		return Session{}
+	}
+	return s
+}

@@ -1,0 +1,72 @@
+package harness
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// AuditHost prepares the kernel's audit subsystem for a test and restores
+// the host's settings after it: audit is enabled (auditctl -e 1) for the
+// test, and at cleanup the rules with key are deleted (auditctl -D -k key,
+// never the host's others) and the previous enabled flag is set back. It
+// calls Unavailable without root or auditctl (Debian's auditd package), and
+// when the host's audit is locked (-e 2), which no test may change.
+func AuditHost(t testing.TB, key string) {
+	t.Helper()
+	RequireRoot(t, "changing the kernel's audit rules")
+	RequireTools(t, "auditctl")
+	// The kernel's audit state is one per host, and go test runs
+	// packages in parallel: one test at a time changes it.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "drift-monitor-audit-tests.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("locking the host's audit state for the test: %v", err)
+	}
+	t.Cleanup(func() { lock.Close() }) // registered first: runs last, after the restore
+	before, err := exec.Command("auditctl", "-s").CombinedOutput()
+	if err != nil {
+		Unavailable(t, "auditctl -s: %v: %s", err, before)
+	}
+	m := regexp.MustCompile(`(?m)^enabled (\d)`).FindSubmatch(before)
+	if m == nil {
+		t.Fatalf("auditctl -s printed no enabled line: %s", before)
+	}
+	enabled := string(m[1])
+	if enabled == "2" {
+		Unavailable(t, "the host's audit rules are locked (enabled 2)")
+	}
+	rules, _ := exec.Command("auditctl", "-l").CombinedOutput()
+	t.Cleanup(func() {
+		AuditCommand(t, "-D", "-k", key)
+		AuditCommand(t, "-e", enabled)
+		after, _ := exec.Command("auditctl", "-l").CombinedOutput()
+		if strings.TrimSpace(string(after)) != strings.TrimSpace(string(rules)) {
+			t.Errorf("the host's audit rules changed across the test:\nbefore:\n%s\nafter:\n%s", rules, after)
+		}
+	})
+	AuditCommand(t, "-e", "1")
+}
+
+// AuditCommand runs auditctl with args; a failure fails the test, except
+// that deleting rules of a key that has none is no failure.
+func AuditCommand(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("auditctl", args...).CombinedOutput()
+	if err != nil && !(len(args) > 0 && args[0] == "-D" && strings.Contains(string(out), "No rules")) {
+		t.Errorf("auditctl %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// The MESSAGE_IDs of --attribution=audit's records (see contract.go).
+const (
+	MsgAttribution  = "aa8b2d101a354031a9476fa770a58277"
+	MsgChangeDenied = "5943f7f8e3b64a67a7dfc381cfa579f6"
+)
