@@ -30,7 +30,6 @@ import (
 	"context"
 	"encoding"
 	"fmt"
-	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"io"
 	"log/slog"
 	"runtime"
@@ -40,36 +39,8 @@ import (
 	"unicode/utf8"
 
 	sysjournal "github.com/coreos/go-systemd/v22/journal"
-)
 
-// Journal field names the daemon's records carry.
-const (
-	FieldMessageID  = "MESSAGE_ID"
-	FieldPriority   = "PRIORITY"
-	FieldDriftKind  = "DRIFT_KIND"
-	FieldDriftPath  = "DRIFT_PATH"
-	FieldDriftUnit  = "DRIFT_UNIT"
-	FieldDriftEntry = "DRIFT_ENTRY"
-	FieldDriftWant  = "DRIFT_WANT"
-	FieldDriftGot   = "DRIFT_GOT"
-	// FieldDriftUser and FieldDriftGroup name the account a user or group
-	// entry's record is about.
-	FieldDriftUser  = "DRIFT_USER"
-	FieldDriftGroup = "DRIFT_GROUP"
-	// FieldConfigError is why a desired state was refused.
-	FieldConfigError = "CONFIG_ERROR"
-	// FieldBusLink names the bus connection lost or back.
-	FieldBusLink = "BUS_LINK"
-	// The holder of an inhibitor.
-	FieldInhibitWho = "INHIBIT_WHO"
-	FieldInhibitWhy = "INHIBIT_WHY"
-	FieldInhibitPID = "INHIBIT_PID"
-	// FieldDriftDiff is a content drift's unified diff (see Diff).
-	FieldDriftDiff = "DRIFT_DIFF"
-	// FieldMetricsFile is the metrics textfile that could not be written.
-	FieldMetricsFile = "METRICS_FILE"
-	// FieldReconciledEntries counts the entries a reconcile repaired.
-	FieldReconciledEntries = "RECONCILED_ENTRIES"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 )
 
 // jsonThreshold: `journalctl -o json` (and whatever reads it, such as the
