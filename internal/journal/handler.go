@@ -153,13 +153,13 @@ func WithLevel(l slog.Leveler) Option { return func(o *options) { o.level = l } 
 // (false) instead of detecting whether stderr is connected to journald.
 func WithNative(native bool) Option { return func(o *options) { o.native = &native } }
 
-// WithIdentifier sets SYSLOG_IDENTIFIER (default "drift-monitor").
-func WithIdentifier(ident string) Option { return func(o *options) { o.ident = ident } }
+// withIdentifier sets SYSLOG_IDENTIFIER (default "drift-monitor").
+func withIdentifier(ident string) Option { return func(o *options) { o.ident = ident } }
 
-// WithSender replaces journal.Send. go-systemd's journal package hard-codes
+// withSender replaces journal.Send. go-systemd's journal package hard-codes
 // its socket (/run/systemd/journal/socket, changeable only with -ldflags -X),
 // so tests inject a Sender to see the fields a record becomes.
-func WithSender(send Sender) Option { return func(o *options) { o.send = send } }
+func withSender(send Sender) Option { return func(o *options) { o.send = send } }
 
 // Handler is a slog.Handler for journald or plain lines; see the package doc.
 type Handler struct {
@@ -199,9 +199,6 @@ func NewHandler(w io.Writer, opts ...Option) *Handler {
 	}
 	return &Handler{c: &core{w: w, level: o.level, native: native, ident: o.ident, send: o.send}}
 }
-
-// Native reports whether records go to journald's native protocol.
-func (h *Handler) Native() bool { return h.c.native }
 
 // Enabled implements slog.Handler.
 func (h *Handler) Enabled(_ context.Context, l slog.Level) bool {
