@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -24,17 +25,27 @@ import (
 // journals what was repaired when it sees one released.
 const ReconcileWho = reconcile.InhibitorWho
 
-func runReconcile(ctx context.Context, args []string, std Stdio) int {
+// reconcileOptions are reconcile's flags and arguments.
+type reconcileOptions struct {
+	configs, excludes  multiFlag
+	format             formatFlag
+	root, inhibitDir   string
+	dryRun, checkCerts bool
+	names              []string // the paths and units named, none for all
+}
+
+// parseReconcile parses reconcile's command line; when it returns false the
+// command exits with code.
+func parseReconcile(args []string, std Stdio) (o reconcileOptions, code int, ok bool) {
 	fs := newFlags("reconcile", std.Err)
-	var configs, excludes multiFlag
-	format := formatFlag("text")
-	fs.Var(&configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
-	root := fs.String("root", "/", "repair the tree mounted at `DIR` as if it were /")
-	dryRun := fs.Bool("dry-run", false, "say what would be repaired, and write nothing")
-	fs.Var(&format, "format", "output `FORMAT`: text or json")
-	fs.Var(&excludes, "exclude", "leave declared paths matching `PATTERN` alone (repeatable; as the daemon's --exclude)")
-	inhibitDir := fs.String("inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files (the live host's)")
-	checkCerts := fs.Bool(checkMCDCertsFlag, false, checkMCDCertsUsage+"; without it, reconcile leaves them to the MCD")
+	o.format = formatFlag("text")
+	fs.Var(&o.configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
+	fs.StringVar(&o.root, "root", "/", "repair the tree mounted at `DIR` as if it were /")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "say what would be repaired, and write nothing")
+	fs.Var(&o.format, "format", "output `FORMAT`: text or json")
+	fs.Var(&o.excludes, "exclude", "leave declared paths matching `PATTERN` alone (repeatable; as the daemon's --exclude)")
+	fs.StringVar(&o.inhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files (the live host's)")
+	fs.BoolVar(&o.checkCerts, checkMCDCertsFlag, false, checkMCDCertsUsage+"; without it, reconcile leaves them to the MCD")
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json] [PATH|UNIT]...\n\n"+
 			"Puts back what check reports as drift (all of it, or only the named paths and units),\n"+
@@ -43,19 +54,37 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args); !ok {
+		return o, code, false
+	}
+	o.names = fs.Args()
+	return o, 0, true
+}
+
+// checkExcludes refuses an --exclude pattern that is not absolute or not a
+// pattern.
+func checkExcludes(excludes []string) error {
+	for _, x := range excludes {
+		if !strings.HasPrefix(x, "/") {
+			return fmt.Errorf("--exclude %q: not an absolute path pattern", x)
+		}
+		if _, err := path.Match(x, "/"); err != nil {
+			return fmt.Errorf("--exclude %q: %v", x, err)
+		}
+	}
+	return nil
+}
+
+func runReconcile(ctx context.Context, args []string, std Stdio) int {
+	o, code, ok := parseReconcile(args, std)
+	if !ok {
 		return code
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(fmt.Sprintf(format, a...)))
 		return ExitFailed
 	}
-	for _, x := range excludes {
-		if !strings.HasPrefix(x, "/") {
-			return fail("--exclude %q: not an absolute path pattern", x)
-		}
-		if _, err := path.Match(x, "/"); err != nil {
-			return fail("--exclude %q: %v", x, err)
-		}
+	if err := checkExcludes(o.excludes); err != nil {
+		return fail("%v", err)
 	}
 	if os.Geteuid() != 0 {
 		return fail("only root can reconcile: it writes declared files with their owners")
@@ -66,27 +95,65 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	}
 	// The state is parsed afresh: what is written must be what the config
 	// says now, not what a cache entry says it said.
-	r, err := openRoot(*root)
+	r, err := openRoot(o.root)
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer r.Close()
-	state, err := loadDesired(nil, r, configs, "reconcile", std.Err)
+	sel := selection{names: o.names, excludes: o.excludes}
+	state, before, err := checkBeforeRepair(ctx, o, r, key, sel, std.Err)
 	if err != nil {
 		return fail("%v", err)
-	}
-	state.Entries = desired.ApplyMCDExemptions(state.Entries, !*checkCerts)
-	before, err := checkState(ctx, r, state, key)
-	if err != nil {
-		return fail("%v", err)
-	}
-	sel := selection{names: fs.Args(), excludes: excludes}
-	if n := sel.undeclared(state.Entries); n != "" {
-		return fail("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
 	}
 	entries, kinds := reconcile.Group(state.Entries, sel.drift(before.Drift, state.Entries))
-	var res reconcile.Result
-	var todo []*desired.Entry
+	todo, res := setExcludedAside(entries, kinds, sel)
+
+	done, end, err := repair(ctx, o, r, state, sel, todo, kinds, std.Err)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer end() // after the second check
+	res.Repaired = done.Repaired
+	res.Refused = append(res.Refused, done.Refused...)
+	remaining := sel.drift(before.Drift, state.Entries)
+	if !o.dryRun {
+		after, err := checkState(ctx, r, state, key)
+		if err != nil {
+			return fail("checking again after the repair: %v", err)
+		}
+		remaining = sel.drift(after.Drift, state.Entries)
+	}
+	rep := reconcileReport{Root: o.root, DryRun: o.dryRun, Repaired: res.Repaired, Refused: res.Refused, Remaining: remaining}
+	if err := rep.write(std.Out, o.format); err != nil {
+		return fail("writing the report: %v", err)
+	}
+	if len(res.Refused) > 0 || (!o.dryRun && len(remaining) > 0) {
+		return ExitDrift
+	}
+	return ExitClean
+}
+
+// checkBeforeRepair loads the desired state and checks it, and refuses a
+// name in sel that it does not declare.
+func checkBeforeRepair(ctx context.Context, o reconcileOptions, r *ondisk.Root, key drift.Key, sel selection, warn io.Writer) (*desired.State, check.Result, error) {
+	state, err := loadDesired(nil, r, o.configs, "reconcile", warn)
+	if err != nil {
+		return nil, check.Result{}, err
+	}
+	state.Entries = desired.ApplyMCDExemptions(state.Entries, !o.checkCerts)
+	before, err := checkState(ctx, r, state, key)
+	if err != nil {
+		return nil, check.Result{}, err
+	}
+	if n := sel.undeclared(state.Entries); n != "" {
+		return nil, check.Result{}, fmt.Errorf("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
+	}
+	return state, before, nil
+}
+
+// setExcludedAside returns the entries to repair, and a result that
+// refuses those --exclude leaves alone.
+func setExcludedAside(entries []*desired.Entry, kinds map[string][]drift.Kind, sel selection) (todo []*desired.Entry, res reconcile.Result) {
 	for _, e := range entries {
 		if sel.excluded(e.Path) {
 			res.Refuse(e, kinds[e.ID()], "excluded (--exclude): left alone")
@@ -94,64 +161,80 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 		}
 		todo = append(todo, e)
 	}
+	return todo, res
+}
 
-	live := r.IsHost()
-	rec := &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, Leave: sel.excluded, DryRun: *dryRun}
-	var conn *systemd.Conn
-	if live && systemd.Booted() && len(todo) > 0 {
-		if conn, err = systemd.Connect(ctx); err != nil {
-			return fail("%v (enablement and daemon-reload go through systemd on a live host)", err)
-		}
-		defer conn.Close()
-		rec.Units = conn
-	}
-	if live && !*dryRun && len(todo) > 0 {
-		// Held while writing and until the second check is done, so that
-		// the daemon does not report the repair in flight; it re-reads
-		// and checks everything when it is released.
-		if err := inhibit.EnsureDir(*inhibitDir); err != nil {
-			return fail("%v", err)
-		}
-		lock, err := inhibit.Take(*inhibitDir, ReconcileWho, reconcileWhy(), os.Getpid())
-		if err != nil {
-			return fail("%v", err)
-		}
-		defer lock.Release()
-		if conn != nil {
-			if err := daemonSeesInhibitor(ctx, conn, os.Getpid()); err != nil {
-				fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s\n", escape.Text(err.Error()))
-			}
-		}
-	}
-	done := rec.Repair(ctx, todo, kinds)
-	res.Repaired = done.Repaired
-	res.Refused = append(res.Refused, done.Refused...)
-	if done.Units && conn != nil && !*dryRun {
-		if err := conn.Reload(ctx); err != nil {
-			fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
-		}
-	}
-	remaining := sel.drift(before.Drift, state.Entries)
-	if !*dryRun {
-		after, err := checkState(ctx, r, state, key)
-		if err != nil {
-			return fail("checking again after the repair: %v", err)
-		}
-		remaining = sel.drift(after.Drift, state.Entries)
-	}
-	rep := reconcileReport{Root: *root, DryRun: *dryRun, Repaired: res.Repaired, Refused: res.Refused, Remaining: remaining}
+// write writes the report in format (text or json).
+func (r *reconcileReport) write(w io.Writer, format formatFlag) error {
 	if format == "json" {
-		err = rep.writeJSON(std.Out)
-	} else {
-		err = rep.writeText(std.Out)
+		return r.writeJSON(w)
 	}
+	return r.writeText(w)
+}
+
+// repair repairs todo, through systemd on a live host, then has systemd
+// reload if units were written. What it holds (the inhibitor, the
+// connection) is kept until end is called.
+func repair(ctx context.Context, o reconcileOptions, r *ondisk.Root, state *desired.State, sel selection,
+	todo []*desired.Entry, kinds map[string][]drift.Kind, warn io.Writer) (done reconcile.Result, end func(), err error) {
+	rec := &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, Leave: sel.excluded, DryRun: o.dryRun}
+	var conn *systemd.Conn
+	end = func() {}
+	if r.IsHost() && len(todo) > 0 {
+		if conn, end, err = startLiveRepair(ctx, o, warn); err != nil {
+			return done, nil, err
+		}
+		if conn != nil {
+			rec.Units = conn
+		}
+	}
+	done = rec.Repair(ctx, todo, kinds)
+	if done.Units && conn != nil && !o.dryRun {
+		// Units were written: systemd reads them again.
+		if err := conn.Reload(ctx); err != nil {
+			fmt.Fprintf(warn, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
+		}
+	}
+	return done, end, nil
+}
+
+// startLiveRepair prepares a repair of the live host: the connection to
+// systemd, when it runs (nil otherwise), and, unless dry-run, the
+// inhibitor, held until end is called: while writing and until the second
+// check is done, so that the daemon does not report the repair in flight;
+// it re-reads and checks everything when it is released.
+func startLiveRepair(ctx context.Context, o reconcileOptions, warn io.Writer) (conn *systemd.Conn, end func(), err error) {
+	var ends []func()
+	end = func() {
+		for i := len(ends) - 1; i >= 0; i-- {
+			ends[i]()
+		}
+	}
+	if systemd.Booted() {
+		if conn, err = systemd.Connect(ctx); err != nil {
+			return nil, nil, fmt.Errorf("%w (enablement and daemon-reload go through systemd on a live host)", err)
+		}
+		ends = append(ends, conn.Close)
+	}
+	if o.dryRun {
+		return conn, end, nil
+	}
+	if err := inhibit.EnsureDir(o.inhibitDir); err != nil {
+		end()
+		return nil, nil, err
+	}
+	lock, err := inhibit.Take(o.inhibitDir, ReconcileWho, reconcileWhy(), os.Getpid())
 	if err != nil {
-		return fail("writing the report: %v", err)
+		end()
+		return nil, nil, err
 	}
-	if len(res.Refused) > 0 || (!*dryRun && len(remaining) > 0) {
-		return ExitDrift
+	ends = append(ends, func() { lock.Release() })
+	if conn != nil {
+		if err := daemonSeesInhibitor(ctx, conn, os.Getpid()); err != nil {
+			fmt.Fprintf(warn, "drift-monitor reconcile: warning: %s\n", escape.Text(err.Error()))
+		}
 	}
-	return ExitClean
+	return conn, end, nil
 }
 
 // inhibitorSeenTimeout bounds the wait for the daemon to show the
