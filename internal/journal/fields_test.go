@@ -1,14 +1,12 @@
 package journal
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/constscan"
 )
 
 func documented() []string {
@@ -23,24 +21,16 @@ func documented() []string {
 // field added to the records cannot be left out of the man page that
 // tools/gencatalog writes from Fields, and Fields names no other.
 func TestFieldsDocumented(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "fields.go", nil, 0)
+	consts, err := constscan.Strings(".", "fields.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var declared []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		v, ok := n.(*ast.ValueSpec)
-		if !ok {
-			return true
+	for _, c := range consts {
+		if strings.HasPrefix(c.Name, "Field") {
+			declared = append(declared, c.Value)
 		}
-		for i, id := range v.Names {
-			if lit, ok := v.Values[i].(*ast.BasicLit); ok && strings.HasPrefix(id.Name, "Field") {
-				s, _ := strconv.Unquote(lit.Value)
-				declared = append(declared, s)
-			}
-		}
-		return true
-	})
+	}
 	if len(declared) < 18 {
 		t.Fatalf("found %d Field constants in fields.go; the scan is broken", len(declared))
 	}
