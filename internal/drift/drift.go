@@ -52,6 +52,11 @@ const (
 	// RebootPending is a notice, not drift: the next boot's kernel command
 	// line has a declared argument as declared, the running kernel's not.
 	RebootPending Kind = "reboot-pending"
+	// CannotEnable is a notice, not drift: a unit declared enabled that
+	// enabling would leave disabled (a template without DefaultInstance=,
+	// enablement.Tree.CannotEnable): Ignition's preset line for it makes no
+	// link that counts, so "disabled" is what a freshly provisioned host has.
+	CannotEnable Kind = "cannot-enable"
 )
 
 // Kinds is every Kind, the notices included, for whoever counts kinds (the
@@ -60,7 +65,7 @@ const (
 // lists them in a var of its own, added here.
 var Kinds = slices.Concat([]Kind{
 	Missing, Type, Content, Mode, Owner, Group, Target, HardLink, Unmasked, Masked,
-	Enablement, KernelArg, Unreadable, Unverifiable, RebootPending,
+	Enablement, KernelArg, Unreadable, Unverifiable, RebootPending, CannotEnable,
 }, MachineConfigKinds, AccountKinds)
 
 // Drift is one difference between an entry and the disk.
