@@ -2,13 +2,14 @@ package daemon
 
 import (
 	"math"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 )
 
 // gcTuner keeps the garbage collector quiet while the daemon waits, and
@@ -26,7 +27,8 @@ import (
 // (drift found after a load, with its diffs, would otherwise hold the heap
 // near a fixed limit and make nearly every allocation collect) and down. A
 // load itself, which allocates several times the config's size, runs with the
-// settings the process started with.
+// settings the process started with and desired's bound: internal/memlimit
+// owns the settings and keeps the two regimes from undoing each other.
 //
 // With GOGC off the runtime returns freed memory to the kernel only to stay
 // under the limit, and the garbage of the last cycle stays resident until
@@ -37,13 +39,9 @@ import (
 //
 // An administrator's GOGC or GOMEMLIMIT is left alone.
 type gcTuner struct {
-	off         bool
-	percent     int
-	memoryLimit int64
-	mu          sync.Mutex // orders a collection's rearm against a load's start
-	quiet       bool       // between loads: the limit is ours to set
-	closed      atomic.Bool
-	armOnce     sync.Once
+	off     bool
+	closed  atomic.Bool
+	armOnce sync.Once
 
 	idleAfter time.Duration
 	idleMu    sync.Mutex
@@ -51,12 +49,10 @@ type gcTuner struct {
 }
 
 func newGCTuner() *gcTuner {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+	if !memlimit.Managed() {
 		return &gcTuner{off: true}
 	}
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return &gcTuner{percent: p, memoryLimit: debug.SetMemoryLimit(-1), idleAfter: idleAfter}
+	return &gcTuner{idleAfter: idleAfter}
 }
 
 // loading restores the start-up settings for a load.
@@ -64,11 +60,7 @@ func (g *gcTuner) loading() {
 	if g.off {
 		return
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.quiet = false
-	debug.SetGCPercent(g.percent)
-	debug.SetMemoryLimit(g.memoryLimit)
+	memlimit.Wake()
 }
 
 const (
@@ -93,11 +85,10 @@ func (g *gcTuner) loaded() int64 {
 	if g.off || g.closed.Load() {
 		return 0
 	}
-	g.mu.Lock()
-	g.quiet = true
-	limit := g.rearm()
-	debug.SetGCPercent(-1)
-	g.mu.Unlock()
+	limit := quietLimit(readMemStats())
+	if !memlimit.Quiet(limit) {
+		return 0
+	}
 	g.armOnce.Do(g.afterEachGC)
 	return limit
 }
@@ -177,15 +168,8 @@ func (m memStats) reclaimable() uint64 {
 	return m.Free + m.Objects - m.Live
 }
 
-// rearm sets the limit from the heap as it is now.
-func (g *gcTuner) rearm() int64 {
-	limit := quietLimit(readMemStats())
-	debug.SetMemoryLimit(limit)
-	return limit
-}
-
-// afterEachGC calls rearm after every collection while the daemon is
-// quiet: a cleanup on an object nothing references runs once a cycle has
+// afterEachGC sets the quiet limit from the heap as it is now after every
+// collection (memlimit keeps it only while the daemon is quiet): a cleanup on an object nothing references runs once a cycle has
 // found it unreachable, and registers the next.
 func (g *gcTuner) afterEachGC() {
 	sentinel := new([16]byte)
@@ -193,11 +177,9 @@ func (g *gcTuner) afterEachGC() {
 		if g.closed.Load() {
 			return
 		}
-		g.mu.Lock()
-		if g.quiet {
-			g.rearm()
+		if memlimit.IsQuiet() {
+			memlimit.Follow(quietLimit(readMemStats()))
 		}
-		g.mu.Unlock()
 		g.afterEachGC()
 	}, g)
 }
@@ -226,10 +208,7 @@ func (g *gcTuner) returnIdle() {
 	if g.closed.Load() {
 		return
 	}
-	g.mu.Lock()
-	quiet := g.quiet
-	g.mu.Unlock()
-	if quiet && readMemStats().reclaimable() >= minReturn {
+	if memlimit.IsQuiet() && readMemStats().reclaimable() >= minReturn {
 		debug.FreeOSMemory()
 	}
 }

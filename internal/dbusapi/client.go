@@ -25,6 +25,11 @@ const (
 	StateUnknown      = "unknown" // (client side) the daemon did not answer
 )
 
+// States are the names the State property takes, StateUnknown apart: what
+// whoever shows every state (the metrics) lists. TestStatesListed fails on
+// a State constant missing from it.
+var States = []string{StateStarting, StateClean, StateDrifted, StateInhibited, StateError, StateChecking, StateUnconfigured}
+
 // Status is what a client reads of the daemon: its properties, and with
 // ReadOptions.All every drift (paged through with GetDrift).
 type Status struct {

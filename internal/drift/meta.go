@@ -33,10 +33,6 @@ const (
 	KeptMetadata Kind = "kept-metadata"
 )
 
-// Kinds is every kind of drift and notice.
-var Kinds = []Kind{Missing, Type, Content, Mode, Owner, Group, Target, HardLink, Unmasked, Masked, Enablement,
-	KernelArg, Unreadable, Unverifiable, RebootPending, ACL, Xattr, FileAttr, Label, KeptMetadata}
-
 // ParseKind returns the kind named s.
 func ParseKind(s string) (Kind, bool) {
 	i := slices.Index(Kinds, Kind(s))

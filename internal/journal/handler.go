@@ -30,7 +30,6 @@ import (
 	"context"
 	"encoding"
 	"fmt"
-	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"io"
 	"log/slog"
 	"runtime"
@@ -40,42 +39,8 @@ import (
 	"unicode/utf8"
 
 	sysjournal "github.com/coreos/go-systemd/v22/journal"
-)
 
-// Journal field names the daemon's records carry.
-const (
-	FieldMessageID  = "MESSAGE_ID"
-	FieldPriority   = "PRIORITY"
-	FieldDriftKind  = "DRIFT_KIND"
-	FieldDriftPath  = "DRIFT_PATH"
-	FieldDriftUnit  = "DRIFT_UNIT"
-	FieldDriftEntry = "DRIFT_ENTRY"
-	FieldDriftWant  = "DRIFT_WANT"
-	FieldDriftGot   = "DRIFT_GOT"
-	// FieldDriftUser and FieldDriftGroup name the account a user or group
-	// entry's record is about.
-	FieldDriftUser  = "DRIFT_USER"
-	FieldDriftGroup = "DRIFT_GROUP"
-	// FieldConfigError is why a desired state was refused.
-	FieldConfigError = "CONFIG_ERROR"
-	// FieldBusLink names the bus connection lost or back.
-	FieldBusLink = "BUS_LINK"
-	// The holder of an inhibitor.
-	FieldInhibitWho = "INHIBIT_WHO"
-	FieldInhibitWhy = "INHIBIT_WHY"
-	FieldInhibitPID = "INHIBIT_PID"
-	// FieldDriftDiff is a content drift's unified diff (see Diff).
-	FieldDriftDiff = "DRIFT_DIFF"
-	// The metadata a drift of kind acl, xattr, fileattr or label is about
-	// (drift.Drift.Attribute), each kind its own field.
-	FieldDriftACL      = "DRIFT_ACL"
-	FieldDriftXattr    = "DRIFT_XATTR"
-	FieldDriftFileAttr = "DRIFT_FILEATTR"
-	FieldDriftLabel    = "DRIFT_LABEL"
-	// FieldMetricsFile is the metrics textfile that could not be written.
-	FieldMetricsFile = "METRICS_FILE"
-	// FieldReconciledEntries counts the entries a reconcile repaired.
-	FieldReconciledEntries = "RECONCILED_ENTRIES"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 )
 
 // jsonThreshold: `journalctl -o json` (and whatever reads it, such as the
@@ -196,13 +161,13 @@ func WithLevel(l slog.Leveler) Option { return func(o *options) { o.level = l } 
 // (false) instead of detecting whether stderr is connected to journald.
 func WithNative(native bool) Option { return func(o *options) { o.native = &native } }
 
-// WithIdentifier sets SYSLOG_IDENTIFIER (default "drift-monitor").
-func WithIdentifier(ident string) Option { return func(o *options) { o.ident = ident } }
+// withIdentifier sets SYSLOG_IDENTIFIER (default "drift-monitor").
+func withIdentifier(ident string) Option { return func(o *options) { o.ident = ident } }
 
-// WithSender replaces journal.Send. go-systemd's journal package hard-codes
+// withSender replaces journal.Send. go-systemd's journal package hard-codes
 // its socket (/run/systemd/journal/socket, changeable only with -ldflags -X),
 // so tests inject a Sender to see the fields a record becomes.
-func WithSender(send Sender) Option { return func(o *options) { o.send = send } }
+func withSender(send Sender) Option { return func(o *options) { o.send = send } }
 
 // Handler is a slog.Handler for journald or plain lines; see the package doc.
 type Handler struct {
@@ -242,9 +207,6 @@ func NewHandler(w io.Writer, opts ...Option) *Handler {
 	}
 	return &Handler{c: &core{w: w, level: o.level, native: native, ident: o.ident, send: o.send}}
 }
-
-// Native reports whether records go to journald's native protocol.
-func (h *Handler) Native() bool { return h.c.native }
 
 // Enabled implements slog.Handler.
 func (h *Handler) Enabled(_ context.Context, l slog.Level) bool {

@@ -195,7 +195,7 @@ func (r *recorder) send(msg string, pri sysjournal.Priority, vars map[string]str
 
 func nativeLogger(r *recorder, opts ...Option) (*slog.Logger, *bytes.Buffer) {
 	var buf bytes.Buffer
-	h := NewHandler(&buf, append([]Option{WithNative(true), WithSender(r.send), WithLevel(slog.LevelDebug)}, opts...)...)
+	h := NewHandler(&buf, append([]Option{WithNative(true), withSender(r.send), WithLevel(slog.LevelDebug)}, opts...)...)
 	return slog.New(h), &buf
 }
 
@@ -339,7 +339,7 @@ func TestNativeFields(t *testing.T) {
 
 func TestNativeIdentifier(t *testing.T) {
 	var r recorder
-	l, _ := nativeLogger(&r, WithIdentifier("drift-monitor-test"))
+	l, _ := nativeLogger(&r, withIdentifier("drift-monitor-test"))
 	l.Info("m", "SYSLOG_IDENTIFIER", "overridden")
 	l.Info("m")
 	if got := []string{r.sent[0].Vars["SYSLOG_IDENTIFIER"], r.sent[1].Vars["SYSLOG_IDENTIFIER"]}; !cmp.Equal(got, []string{"overridden", "drift-monitor-test"}) {
@@ -350,7 +350,7 @@ func TestNativeIdentifier(t *testing.T) {
 func TestNativeSendFailureFallsBackToPlain(t *testing.T) {
 	r := recorder{err: errors.New("journald is gone")}
 	var buf bytes.Buffer
-	h := NewHandler(&buf, WithNative(true), WithSender(r.send))
+	h := NewHandler(&buf, WithNative(true), withSender(r.send))
 	rec := slog.NewRecord(time.Time{}, slog.LevelWarn, "Drift: x", 0)
 	rec.AddAttrs(Path("/etc/x"))
 	err := h.Handle(context.Background(), rec)
@@ -393,8 +393,8 @@ func TestAutoDetectsJournalStream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("JOURNAL_STREAM", tt.env)
-			if got := NewHandler(&bytes.Buffer{}).Native(); got != tt.native {
-				t.Errorf("JOURNAL_STREAM=%q: Native() = %v, want %v", tt.env, got, tt.native)
+			if got := NewHandler(&bytes.Buffer{}).c.native; got != tt.native {
+				t.Errorf("JOURNAL_STREAM=%q: native = %v, want %v", tt.env, got, tt.native)
 			}
 		})
 	}

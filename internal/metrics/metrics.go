@@ -18,31 +18,20 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 )
-
-// States are the values of drift_monitor_state's label, as the D-Bus API's
-// State property names them.
-var States = []string{"starting", "clean", "drifted", "inhibited", "error", "checking", "unconfigured"}
-
-// Kinds are the values of drift_monitor_drift_entries' label: every
-// drift.Kind, the notices included (they are counted, not alerted on).
-var Kinds = append([]drift.Kind{
-	drift.Missing, drift.Type, drift.Content, drift.Mode, drift.Owner, drift.Group,
-	drift.Target, drift.HardLink, drift.Unmasked, drift.Masked, drift.Enablement,
-	drift.KernelArg, drift.Unreadable, drift.Unverifiable, drift.RebootPending, drift.CannotEnable,
-	drift.ACL, drift.Xattr, drift.FileAttr, drift.Label, drift.KeptMetadata,
-}, append(drift.MachineConfigKinds, drift.AccountKinds...)...)
 
 // Snapshot is the state the metrics show; the daemon fills it on its event
 // loop.
 type Snapshot struct {
-	State string // one of States
+	State string // one of dbusapi.States
 	// Drift counts the current drift entries by kind; kinds not in it are 0.
 	Drift map[drift.Kind]int
 	// LastCheck is when the last full check ended, LastChange when the set
@@ -72,7 +61,7 @@ var (
 	descBuild = prometheus.NewDesc(ns+"_build_info",
 		"A constant 1 labelled with the running drift-monitor's version and Go version.", []string{"version", "goversion"}, nil)
 	descState = prometheus.NewDesc(ns+"_state",
-		"1 for the monitor's current state, 0 for every other: starting, clean, drifted, inhibited, error, checking.", []string{"state"}, nil)
+		"1 for the monitor's current state, 0 for every other: "+strings.Join(dbusapi.States, ", ")+".", []string{"state"}, nil)
 	descDrift = prometheus.NewDesc(ns+"_drift_entries",
 		"Current drift entries by kind of difference (unverifiable and reboot-pending are notices).", []string{"kind"}, nil)
 	descLastCheck = prometheus.NewDesc(ns+"_last_full_check_timestamp_seconds",
@@ -124,10 +113,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(descBuild, 1, c.version, runtime.Version())
-	for _, st := range States {
+	for _, st := range dbusapi.States {
 		gauge(descState, b2f(st == s.State), st)
 	}
-	for _, k := range Kinds {
+	for _, k := range drift.Kinds {
 		gauge(descDrift, float64(s.Drift[k]), string(k))
 	}
 	if !s.LastCheck.IsZero() {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 )
 
@@ -72,57 +73,28 @@ func TestWriteTextfile(t *testing.T) {
 		}
 	}
 	want := map[string]float64{
-		"drift_monitor_build_info{version=1.2.3}":           1,
-		"drift_monitor_last_full_check_timestamp_seconds":   1700000000.5,
-		"drift_monitor_last_change_timestamp_seconds":       1700000001,
-		"drift_monitor_watched_paths":                       42,
-		"drift_monitor_units":                               6,
-		"drift_monitor_polled_directories":                  3,
-		"drift_monitor_inotify_watches_exhausted":           1,
-		"drift_monitor_inhibitors":                          0,
-		"drift_monitor_desired_load_failing":                1,
-		"drift_monitor_desired_load_failures_total":         2,
-		"drift_monitor_state{state=starting}":               0,
-		"drift_monitor_state{state=clean}":                  0,
-		"drift_monitor_state{state=drifted}":                1,
-		"drift_monitor_state{state=inhibited}":              0,
-		"drift_monitor_state{state=error}":                  0,
-		"drift_monitor_state{state=checking}":               0,
-		"drift_monitor_state{state=unconfigured}":           0,
-		"drift_monitor_drift_entries{kind=content}":         2,
-		"drift_monitor_drift_entries{kind=mode}":            1,
-		"drift_monitor_drift_entries{kind=missing}":         0,
-		"drift_monitor_drift_entries{kind=type}":            0,
-		"drift_monitor_drift_entries{kind=owner}":           0,
-		"drift_monitor_drift_entries{kind=group}":           0,
-		"drift_monitor_drift_entries{kind=target}":          0,
-		"drift_monitor_drift_entries{kind=hardlink}":        0,
-		"drift_monitor_drift_entries{kind=unmasked}":        0,
-		"drift_monitor_drift_entries{kind=masked}":          0,
-		"drift_monitor_drift_entries{kind=enablement}":      0,
-		"drift_monitor_drift_entries{kind=kernel-argument}": 0,
-		"drift_monitor_drift_entries{kind=unreadable}":      0,
-		"drift_monitor_drift_entries{kind=unverifiable}":    0,
-		"drift_monitor_drift_entries{kind=reboot-pending}":  0,
-		"drift_monitor_drift_entries{kind=present}":         0,
-		"drift_monitor_drift_entries{kind=uid}":             0,
-		"drift_monitor_drift_entries{kind=gid}":             0,
-		"drift_monitor_drift_entries{kind=gecos}":           0,
-		"drift_monitor_drift_entries{kind=home-dir}":        0,
-		"drift_monitor_drift_entries{kind=shell}":           0,
-		"drift_monitor_drift_entries{kind=primary-group}":   0,
-		"drift_monitor_drift_entries{kind=groups}":          0,
-		"drift_monitor_drift_entries{kind=password-hash}":   0,
-		"drift_monitor_drift_entries{kind=cannot-enable}":   0,
-		"drift_monitor_drift_entries{kind=acl}":             0,
-		"drift_monitor_drift_entries{kind=xattr}":           0,
-		"drift_monitor_drift_entries{kind=fileattr}":        0,
-		"drift_monitor_drift_entries{kind=label}":           0,
-		"drift_monitor_drift_entries{kind=kept-metadata}":   0,
+		"drift_monitor_build_info{version=1.2.3}":         1,
+		"drift_monitor_last_full_check_timestamp_seconds": 1700000000.5,
+		"drift_monitor_last_change_timestamp_seconds":     1700000001,
+		"drift_monitor_watched_paths":                     42,
+		"drift_monitor_units":                             6,
+		"drift_monitor_polled_directories":                3,
+		"drift_monitor_inotify_watches_exhausted":         1,
+		"drift_monitor_inhibitors":                        0,
+		"drift_monitor_desired_load_failing":              1,
+		"drift_monitor_desired_load_failures_total":       2,
 	}
-	for _, k := range drift.MachineConfigKinds {
+	// Every state and every kind has its series, 0 but for the snapshot's:
+	// from where they are defined, so that one added there is shown.
+	for _, st := range dbusapi.States {
+		want["drift_monitor_state{state="+st+"}"] = 0
+	}
+	want["drift_monitor_state{state=drifted}"] = 1
+	for _, k := range drift.Kinds {
 		want["drift_monitor_drift_entries{kind="+string(k)+"}"] = 0
 	}
+	want["drift_monitor_drift_entries{kind=content}"] = 2
+	want["drift_monitor_drift_entries{kind=mode}"] = 1
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)
 	}

@@ -99,13 +99,10 @@ func (n *Notifier) Watchdog() error {
 // WatchdogInterval returns the watchdog timeout systemd enforces
 // (WatchdogSec=, passed as WATCHDOG_USEC) and true, or false when there is no
 // watchdog for this process: unset, meant for another PID (WATCHDOG_PID), or
-// malformed (then WatchdogErr says why).
+// malformed (then its watchdogErr says why).
 func (n *Notifier) WatchdogInterval() (time.Duration, bool) {
 	return n.watchdog, n.watchdog > 0
 }
-
-// WatchdogErr returns why WATCHDOG_USEC/WATCHDOG_PID could not be read, or nil.
-func (n *Notifier) WatchdogErr() error { return n.watchdogErr }
 
 // StatusText makes s safe as the value of STATUS=: the datagram is a list of
 // newline-separated assignments, so a newline would end the status and start

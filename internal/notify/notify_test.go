@@ -222,8 +222,8 @@ func TestWatchdogInterval(t *testing.T) {
 			if got != tt.want || ok != tt.ok {
 				t.Errorf("WatchdogInterval() = %v, %v; want %v, %v", got, ok, tt.want, tt.ok)
 			}
-			if (n.WatchdogErr() != nil) != tt.wantErr {
-				t.Errorf("WatchdogErr() = %v, want error: %v", n.WatchdogErr(), tt.wantErr)
+			if (n.watchdogErr != nil) != tt.wantErr {
+				t.Errorf("watchdogErr = %v, want error: %v", n.watchdogErr, tt.wantErr)
 			}
 		})
 	}

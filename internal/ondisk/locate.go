@@ -110,108 +110,139 @@ const checkMark = "\x00"
 // system call per component or more: used where openat2 is unavailable or a
 // link is on the way.
 func (r *Root) walk(rel string, decl *Declared, judge bool) (int, *Detour, error) {
-	todo := strings.Split(rel, "/")
 	fd, err := unix.Dup(r.fd)
 	if err != nil {
 		return -1, nil, err
 	}
-	cur := level{fd, "/"}
-	var stack []level // the directories above cur, for ".."
-	closeAll := func() {
-		unix.Close(cur.fd)
-		for _, l := range stack {
-			unix.Close(l.fd)
-		}
-		stack = nil
-	}
-	fail := func(err error) (int, *Detour, error) {
-		closeAll()
-		return -1, nil, err
-	}
-	var links []Detour // the links whose targets are being resolved
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
-		switch {
-		case c == "" || c == ".":
-			continue
-		case c == "..":
-			if len(stack) > 0 {
-				unix.Close(cur.fd)
-				cur, stack = stack[len(stack)-1], stack[:len(stack)-1]
-			}
-			continue
-		case strings.HasPrefix(c, checkMark):
-			i, _ := strconv.Atoi(c[len(checkMark):])
-			open, err := r.reachable(cur.fd)
-			if err != nil {
-				return fail(err)
-			}
-			if !open {
-				closeAll()
-				return -1, &links[i], nil
-			}
-			continue
-		}
-		fd, err := unix.Openat(cur.fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fail(err)
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			unix.Close(fd)
-			return fail(err)
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFDIR:
-			stack = append(stack, cur)
-			cur = level{fd, path.Join(cur.path, c)}
-		case unix.S_IFLNK:
-			unix.Close(fd)
-			if len(links) >= maxSymlinks {
-				return fail(unix.ELOOP)
-			}
-			target, err := readlinkat(cur.fd, c)
-			if err != nil {
-				return fail(err)
-			}
-			link := Detour{Path: path.Join(cur.path, c), Target: target}
-			links = append(links, link)
-			if judge {
-				want, declared := decl.link(link.Path)
-				switch {
-				case declared && target == want:
-					// Followed as Ignition followed it.
-				case declared:
-					link.Want = want
-					closeAll()
-					return -1, &link, nil
-				case decl.dir(link.Path) || !r.trustedOwner(int(st.Uid)):
-					closeAll()
-					return -1, &link, nil
-				default:
-					// The image's link, if it leads where anyone may go.
-					todo = append([]string{checkMark + strconv.Itoa(len(links)-1)}, todo...)
-				}
-			}
-			if strings.HasPrefix(target, "/") {
-				// Absolute: from the root again.
-				closeAll()
-				if fd, err = unix.Dup(r.fd); err != nil {
-					return -1, nil, err
-				}
-				cur = level{fd, "/"}
-			}
-			todo = append(strings.Split(target, "/"), todo...)
-		default:
-			unix.Close(fd)
-			return fail(unix.ENOTDIR)
+	w := &walker{r: r, decl: decl, judge: judge, todo: strings.Split(rel, "/"), cur: level{fd, "/"}}
+	for len(w.todo) > 0 {
+		c := w.todo[0]
+		w.todo = w.todo[1:]
+		if detour, err := w.step(c); err != nil || detour != nil {
+			w.closeAll()
+			return -1, detour, err
 		}
 	}
-	for _, l := range stack {
+	for _, l := range w.stack {
 		unix.Close(l.fd)
 	}
-	return cur.fd, nil, nil
+	return w.cur.fd, nil, nil
+}
+
+// walker is the state of one walk.
+type walker struct {
+	r     *Root
+	decl  *Declared
+	judge bool
+	todo  []string // the components left, checkMarks included
+	cur   level    // fd -1 once closed
+	stack []level  // the directories above cur, for ".."
+	links []Detour // the links whose targets are being resolved
+}
+
+func (w *walker) closeAll() {
+	if w.cur.fd >= 0 {
+		unix.Close(w.cur.fd)
+		w.cur.fd = -1
+	}
+	for _, l := range w.stack {
+		unix.Close(l.fd)
+	}
+	w.stack = nil
+}
+
+// step resolves one component: it descends into a directory, follows a
+// link, or judges a link whose target it has reached (a checkMark). It
+// returns the detour that ends the walk, if any.
+func (w *walker) step(c string) (*Detour, error) {
+	switch {
+	case c == "" || c == ".":
+		return nil, nil
+	case c == "..":
+		if len(w.stack) > 0 {
+			unix.Close(w.cur.fd)
+			w.cur, w.stack = w.stack[len(w.stack)-1], w.stack[:len(w.stack)-1]
+		}
+		return nil, nil
+	case strings.HasPrefix(c, checkMark):
+		i, _ := strconv.Atoi(c[len(checkMark):])
+		open, err := w.r.reachable(w.cur.fd)
+		if err != nil || open {
+			return nil, err
+		}
+		return &w.links[i], nil
+	}
+	fd, err := unix.Openat(w.cur.fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		w.stack = append(w.stack, w.cur)
+		w.cur = level{fd, path.Join(w.cur.path, c)}
+		return nil, nil
+	case unix.S_IFLNK:
+		unix.Close(fd)
+		return w.follow(c, int(st.Uid))
+	default:
+		unix.Close(fd)
+		return nil, unix.ENOTDIR
+	}
+}
+
+// follow reads the link c in the current directory (owned by uid), judges
+// it when the walk judges, and queues its target's components.
+func (w *walker) follow(c string, uid int) (*Detour, error) {
+	if len(w.links) >= maxSymlinks {
+		return nil, unix.ELOOP
+	}
+	target, err := readlinkat(w.cur.fd, c)
+	if err != nil {
+		return nil, err
+	}
+	link := Detour{Path: path.Join(w.cur.path, c), Target: target}
+	w.links = append(w.links, link)
+	if w.judge {
+		if d := w.judgeLink(link, uid); d != nil {
+			return d, nil
+		}
+	}
+	if strings.HasPrefix(target, "/") {
+		// Absolute: from the root again.
+		w.closeAll()
+		fd, err := unix.Dup(w.r.fd)
+		if err != nil {
+			return nil, err
+		}
+		w.cur = level{fd, "/"}
+	}
+	w.todo = append(strings.Split(target, "/"), w.todo...)
+	return nil, nil
+}
+
+// judgeLink judges a link on the way, as the package doc says: nil when the
+// walk goes on through it (for an image's link, to be judged again where
+// its target leads: a checkMark queued after the target), else the detour.
+func (w *walker) judgeLink(link Detour, uid int) *Detour {
+	want, declared := w.decl.link(link.Path)
+	switch {
+	case declared && link.Target == want:
+		// Followed as Ignition followed it.
+	case declared:
+		link.Want = want
+		return &link
+	case w.decl.dir(link.Path) || !w.r.trustedOwner(uid):
+		return &link
+	default:
+		// The image's link, if it leads where anyone may go.
+		w.todo = append([]string{checkMark + strconv.Itoa(len(w.links)-1)}, w.todo...)
+	}
+	return nil
 }
 
 // trustedOwner reports whether a link's owner is the root's: root, or

@@ -377,13 +377,6 @@ func (w *Watcher) Retry() error {
 	return exhausted
 }
 
-// Watched is the number of directories watched (routes included).
-func (w *Watcher) Watched() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.watched
-}
-
 // Read blocks until events arrive and returns them. The error
 // ErrExhausted (wrapped) comes with events when a directory that appeared
 // could not be watched. Read returns os.ErrClosed after Close.

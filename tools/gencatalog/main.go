@@ -5,7 +5,9 @@
 //     installed in /usr/lib/systemd/catalog/ so that `journalctl -x` explains
 //     every MESSAGE_ID, exactly journal.CatalogText();
 //   - the list of MESSAGE_IDs in the man page packaging/drift-monitor.8, the
-//     lines between its "BEGIN MESSAGE_IDS" and "END MESSAGE_IDS" comments.
+//     lines between its "BEGIN MESSAGE_IDS" and "END MESSAGE_IDS" comments,
+//     and its list of journal fields, from internal/journal.Fields, between
+//     "BEGIN FIELDS" and "END FIELDS".
 //
 // Run it from the repository's top directory after changing the catalog:
 //
@@ -29,10 +31,12 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
 
-// Markers around the generated block in the man page.
+// Markers around the generated blocks in the man page.
 const (
-	beginMarker = `.\" BEGIN MESSAGE_IDS`
-	endMarker   = `.\" END MESSAGE_IDS`
+	beginMarker       = `.\" BEGIN MESSAGE_IDS`
+	endMarker         = `.\" END MESSAGE_IDS`
+	beginFieldsMarker = `.\" BEGIN FIELDS`
+	endFieldsMarker   = `.\" END FIELDS`
 )
 
 func main() {
@@ -62,7 +66,10 @@ func run(catalogPath, manPath string, check bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	newPage, err := replaceBlock(page, manBlock(journal.Catalog))
+	newPage, err := replaceBlock(page, beginMarker, endMarker, manBlock(journal.Catalog))
+	if err == nil {
+		newPage, err = replaceBlock(newPage, beginFieldsMarker, endFieldsMarker, fieldsBlock(journal.Fields))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", manPath, err)
 	}
@@ -90,7 +97,7 @@ func run(catalogPath, manPath string, check bool) ([]string, error) {
 }
 
 // replaceBlock replaces the lines strictly between the marker lines.
-func replaceBlock(page []byte, block string) ([]byte, error) {
+func replaceBlock(page []byte, beginMarker, endMarker, block string) ([]byte, error) {
 	s := string(page)
 	b := strings.Index(s, beginMarker)
 	e := strings.Index(s, endMarker)
@@ -110,6 +117,20 @@ func manBlock(cat []journal.CatalogEntry) string {
 	var b strings.Builder
 	for _, e := range cat {
 		b.WriteString(".TP\n.B " + e.ID + "\n" + roffSubject(e.Subject) + "\n")
+	}
+	return b.String()
+}
+
+// fieldsBlock renders the journal fields as a roff list: the names in
+// bold, then what they hold.
+func fieldsBlock(fields []journal.FieldDoc) string {
+	var b strings.Builder
+	for _, f := range fields {
+		tag := ".B " + f.Names[0]
+		if len(f.Names) > 1 {
+			tag = ".BR " + strings.Join(f.Names, ` ", " `)
+		}
+		b.WriteString(".TP\n" + tag + "\n" + f.Man + "\n")
 	}
 	return b.String()
 }

@@ -1,0 +1,17 @@
+package sample
+
+type Kind string
+
+const (
+	A Kind = "a"
+	B Kind = "b"
+	// An untyped one, a number, an iota and a computed one.
+	Name  = "name"
+	Size  = 4096
+	Other = Size - 1
+)
+
+const (
+	X = iota
+	Y
+)

@@ -1,0 +1,157 @@
+// Package memlimit owns the process's garbage-collector settings, the
+// runtime's soft memory limit and GOGC (runtime/debug.SetMemoryLimit and
+// SetGCPercent). Two regimes want them: a load of the desired state (Load:
+// the start-up settings, with the limit lowered to a bound its configs'
+// size gives, internal/desired) and the quiet time between loads (Quiet: no
+// GOGC, a limit that follows the live heap, internal/daemon's gcTuner).
+// Each tells this package what it wants, and the settings in force are
+// worked out here from all of it under one lock, so that neither regime can
+// undo the other: a load runs with its bound whatever the quiet regime
+// does meanwhile, and when the last load ends the quiet regime's latest
+// limit is back, not one saved before the load.
+//
+// It promises that an administrator's GOGC or GOMEMLIMIT (in the
+// environment) is never overridden: every call is then a no-op. It does not
+// promise sensible settings if anything else in the process sets them.
+// There is one quiet regime per process (one daemon).
+package memlimit
+
+import (
+	"os"
+	"runtime/debug"
+	"sync"
+)
+
+var state struct {
+	mu sync.Mutex
+	// start are the settings in force when a regime took charge: the
+	// process's own, put back when none is left.
+	startPercent int
+	startLimit   int64
+	percent      int   // GOGC as last set here
+	loads        int   // loads in progress
+	bound        int64 // the largest of their bounds
+	quiet        bool
+	quietLimit   int64
+}
+
+// Managed reports whether the settings are this package's to set: false
+// when the administrator set GOGC or GOMEMLIMIT.
+func Managed() bool {
+	return os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == ""
+}
+
+// Load bounds the memory of a load until the function it returns is
+// called: GOGC as at start-up, and the memory limit lowered to bound unless
+// the start-up limit is lower. Loads at once share the largest bound; the
+// last to end hands the settings back (to the quiet regime, or to the
+// start-up settings).
+func Load(bound int64) (end func()) {
+	if !Managed() {
+		return func() {}
+	}
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	takeCharge()
+	if state.loads == 0 {
+		state.bound = 0
+	}
+	state.loads++
+	state.bound = max(state.bound, bound)
+	apply()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			state.mu.Lock()
+			defer state.mu.Unlock()
+			state.loads--
+			apply()
+		})
+	}
+}
+
+// Quiet enters (or stays in) the regime between loads: no GOGC (so no
+// forced collection every two minutes) and a memory limit of limit. While
+// a load runs, the load's settings stay in force and these take over when
+// it ends. It returns false, setting nothing, when the settings are not
+// this package's (see Managed).
+func Quiet(limit int64) bool {
+	if !Managed() {
+		return false
+	}
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	takeCharge()
+	state.quiet, state.quietLimit = true, limit
+	apply()
+	return true
+}
+
+// Follow sets the quiet regime's limit anew (after a collection, from the
+// heap as it is now), if the regime is in force; it does nothing otherwise,
+// so that a collection that ends after Wake cannot bring the regime back.
+func Follow(limit int64) {
+	if !Managed() {
+		return
+	}
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if state.quiet {
+		state.quietLimit = limit
+		apply()
+	}
+}
+
+// Wake ends the quiet regime: the start-up settings, or a load's while one
+// runs.
+func Wake() {
+	if !Managed() {
+		return
+	}
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if state.quiet {
+		state.quiet = false
+		apply()
+	}
+}
+
+// IsQuiet reports whether the quiet regime is in force (and no load runs).
+func IsQuiet() bool {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	return state.quiet && state.loads == 0
+}
+
+// takeCharge saves the settings in force as the start-up ones when no
+// regime holds them yet.
+func takeCharge() {
+	if state.loads > 0 || state.quiet {
+		return
+	}
+	state.startPercent = debug.SetGCPercent(100)
+	debug.SetGCPercent(state.startPercent)
+	state.percent = state.startPercent
+	state.startLimit = debug.SetMemoryLimit(-1)
+}
+
+// apply puts in force what the regimes want: a load's settings while one
+// runs, else the quiet regime's, else the start-up ones.
+func apply() {
+	percent, limit := state.startPercent, state.startLimit
+	switch {
+	case state.loads > 0:
+		if state.bound > 0 && state.bound < limit {
+			limit = state.bound
+		}
+	case state.quiet:
+		percent, limit = -1, state.quietLimit
+	}
+	if percent != state.percent {
+		// Only on a change: turning GOGC off waits for a mark phase in
+		// progress to end.
+		debug.SetGCPercent(percent)
+		state.percent = percent
+	}
+	debug.SetMemoryLimit(limit)
+}

@@ -1,0 +1,113 @@
+package memlimit
+
+import (
+	"math"
+	"runtime/debug"
+	"testing"
+)
+
+func settings() (percent int, limit int64) {
+	percent = debug.SetGCPercent(100)
+	debug.SetGCPercent(percent)
+	return percent, debug.SetMemoryLimit(-1)
+}
+
+// startup gives the test a process started without GOGC or GOMEMLIMIT, at
+// GOGC 100 and no limit, and puts the settings back when it ends.
+func startup(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	p0, l0 := settings()
+	debug.SetGCPercent(100)
+	debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() {
+		Wake()
+		debug.SetGCPercent(p0)
+		debug.SetMemoryLimit(l0)
+	})
+}
+
+func want(t *testing.T, when string, percent int, limit int64) {
+	t.Helper()
+	if p, l := settings(); p != percent || l != limit {
+		t.Errorf("%s: GOGC %d, limit %d; want %d, %d", when, p, l, percent, limit)
+	}
+}
+
+// TestLoads: a load lowers the limit to its bound, loads at once share the
+// largest, the last one restores the limit before them, and a lower limit
+// in force is left alone.
+func TestLoads(t *testing.T) {
+	startup(t)
+	end := Load(100)
+	want(t, "during a load", 100, 100)
+	end2 := Load(300)
+	want(t, "during two loads", 100, 300)
+	end()
+	end() // a second call does nothing
+	want(t, "after the first of two loads", 100, 300)
+	end2()
+	want(t, "after the loads", 100, math.MaxInt64)
+
+	debug.SetMemoryLimit(64)
+	end = Load(100)
+	want(t, "a load under a lower limit", 100, 64)
+	end()
+	want(t, "after it", 100, 64)
+}
+
+// TestRegimesDoNotUndoEachOther: whatever order the daemon's quiet regime
+// and a load act in, a load runs with its bound and the start-up GOGC, and
+// after it the quiet regime's latest limit is in force; leaving the quiet
+// regime gives the start-up settings back.
+func TestRegimesDoNotUndoEachOther(t *testing.T) {
+	startup(t)
+	if !Quiet(500) {
+		t.Fatal("Quiet refused with neither GOGC nor GOMEMLIMIT set")
+	}
+	want(t, "quiet", -1, 500)
+
+	end := Load(200)
+	want(t, "a load while quiet", 100, 200)
+	Follow(800) // a collection during the load
+	want(t, "a collection during the load", 100, 200)
+	Quiet(900)
+	want(t, "quiet again during the load", 100, 200)
+	end()
+	want(t, "after the load", -1, 900)
+	if !IsQuiet() {
+		t.Error("not quiet after the load")
+	}
+
+	Wake()
+	want(t, "awake", 100, math.MaxInt64)
+	Follow(700) // a collection that ends after Wake
+	want(t, "a collection after Wake", 100, math.MaxInt64)
+
+	end = Load(200)
+	Quiet(600) // a load that ends after the daemon's
+	want(t, "quiet during a load", 100, 200)
+	if IsQuiet() {
+		t.Error("quiet during a load")
+	}
+	Wake()
+	end()
+	want(t, "after the load, awake", 100, math.MaxInt64)
+}
+
+// TestAdministratorsSettings: with GOGC or GOMEMLIMIT set, nothing is
+// touched.
+func TestAdministratorsSettings(t *testing.T) {
+	startup(t)
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	if Quiet(500) {
+		t.Error("Quiet took charge with GOMEMLIMIT set")
+	}
+	Load(100)()
+	want(t, "with GOMEMLIMIT set", 100, math.MaxInt64)
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("GOGC", "50")
+	Load(100)()
+	Quiet(500)
+	want(t, "with GOGC set", 100, math.MaxInt64)
+}
