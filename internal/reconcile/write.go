@@ -252,14 +252,8 @@ func (w *writer) emptyDir(dir int, name string) (bool, error) {
 	return len(names) == 0, err
 }
 
-// readFile reads the regular file dir/name whole.
-func (w *writer) readFile(dir int, name string) ([]byte, error) {
-	return w.readPrefix(dir, name, -1)
-}
-
 // readPrefix reads at most n bytes from the start of the regular file
-// dir/name (all of it when n < 0): a file that grew without bound costs
-// only what is asked for.
+// dir/name: a file that grew without bound costs only what is asked for.
 func (w *writer) readPrefix(dir int, name string, n int64) ([]byte, error) {
 	fd, err := w.fs.Open(dir, name)
 	if err != nil {
@@ -267,8 +261,5 @@ func (w *writer) readPrefix(dir int, name string, n int64) ([]byte, error) {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	if n < 0 {
-		return io.ReadAll(f)
-	}
 	return io.ReadAll(io.LimitReader(f, n))
 }
