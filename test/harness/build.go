@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -40,7 +42,11 @@ func Run(m *testing.M) int {
 	return code
 }
 
-var build = sync.OnceValues(func() (string, error) {
+var build = sync.OnceValues(func() (string, error) { return goBuild("drift-monitor") })
+
+// goBuild builds ./cmd/drift-monitor into the harness's directory as name,
+// with the go build flags given.
+func goBuild(name string, flags ...string) (string, error) {
 	dir, err := work()
 	if err != nil {
 		return "", err
@@ -49,14 +55,18 @@ var build = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "drift-monitor")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/drift-monitor")
+	bin := filepath.Join(dir, name)
+	args := append(append([]string{"build"}, flags...), "-o", bin, "./cmd/drift-monitor")
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
+	if slices.Contains(flags, "-race") {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/drift-monitor in %s: %w\n%s", root, err, out)
+		return "", fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), root, err, out)
 	}
 	return bin, nil
-})
+}
 
 // Binary returns the path of drift-monitor built from this tree, building it
 // at the first call of the test binary. A failed build fails the test (and
@@ -102,24 +112,7 @@ var repoRoot = sync.OnceValues(func() (string, error) {
 
 // raceBuild is build's twin with the race detector: the systemd tier runs
 // it under a real systemd, where no unit test reaches the daemon's loop.
-var raceBuild = sync.OnceValues(func() (string, error) {
-	dir, err := work()
-	if err != nil {
-		return "", err
-	}
-	root, err := repoRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "drift-monitor.race")
-	cmd := exec.Command("go", "build", "-race", "-o", bin, "./cmd/drift-monitor")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build -race ./cmd/drift-monitor in %s: %w\n%s", root, err, out)
-	}
-	return bin, nil
-})
+var raceBuild = sync.OnceValues(func() (string, error) { return goBuild("drift-monitor.race", "-race") })
 
 // RaceBinary returns the path of drift-monitor built from this tree with
 // -race (cgo: it needs a C compiler), building it at the first call.
