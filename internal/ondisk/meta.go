@@ -134,7 +134,7 @@ func (o *Observer) xattrs(dfd int, name string, m *Meta) {
 	m.Observed = true
 	if !noXattrat.Load() {
 		xs, err := o.readXattrsAt(dfd, name)
-		if !errors.Is(err, unix.ENOSYS) {
+		if !xattratMissing(err) {
 			m.Xattrs, m.Err = xs, err
 			o.parentACL(dfd, m)
 			return
@@ -158,6 +158,16 @@ func (o *Observer) parentACL(dfd int, m *Meta) {
 		m.ParentDefaultACL, m.Err = getxattr(fdPath(dfd), XattrACLDefault)
 		m.Names = o.idNames()
 	}
+}
+
+// xattratMissing reports whether listxattrat is not to be had: ENOSYS
+// from a kernel before 6.13, or EPERM from a seccomp filter that does not
+// know the call. systemd 252's @system-service, which the unit's
+// SystemCallFilter= allows, predates it, and the unit's
+// SystemCallErrorNumber=EPERM answers every call outside the list so; a
+// listxattr of a node is never refused with EPERM otherwise.
+func xattratMissing(err error) bool {
+	return errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM)
 }
 
 // noXattrat is set once the kernel turned out to lack listxattrat.
