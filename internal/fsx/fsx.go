@@ -166,7 +166,7 @@ func Rename(dir int, from, to string) error {
 // just as atomic and fails just as well on an existing name, and from is
 // then unlinked.
 func RenameNoReplace(dir int, from, to string) error {
-	err := Retry(func() error { return unix.Renameat2(dir, from, dir, to, unix.RENAME_NOREPLACE) })
+	err := Retry(func() error { return renameat2(dir, from, dir, to, unix.RENAME_NOREPLACE) })
 	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
 		return err
 	}
@@ -175,6 +175,10 @@ func RenameNoReplace(dir int, from, to string) error {
 	}
 	return Retry(func() error { return unix.Unlinkat(dir, from, 0) })
 }
+
+// renameat2 is unix.Renameat2, replaced in a test by a kernel without
+// RENAME_NOREPLACE.
+var renameat2 = unix.Renameat2
 
 // Link links dir/from as dir/to unless dir/to exists (unix.EEXIST).
 func Link(dir int, from, to string) error {

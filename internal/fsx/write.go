@@ -34,7 +34,8 @@ type File struct {
 
 // Error is a failed step of WriteFile: Op is "creating", "writing",
 // "renaming" or "syncing"; Name is the temporary file's name (creating,
-// writing), the final one (renaming), or "." (syncing the directory).
+// writing), the final one (renaming), or "." for the directory (creating
+// the temporary file in it, syncing it).
 type Error struct {
 	Op, Name string
 	Err      error
@@ -53,7 +54,7 @@ func (e *Error) Unwrap() error { return e.Err }
 func WriteFile(fs FS, dir int, f File, write func(io.Writer) error) error {
 	fd, tmp, err := fs.CreateTemp(dir, f.Pattern)
 	if err != nil {
-		return &Error{"creating", tmp, err}
+		return &Error{"creating", ".", err}
 	}
 	open, placed := true, false
 	defer func() {
