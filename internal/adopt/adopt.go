@@ -186,55 +186,16 @@ func install(root *ondisk.Root, dirfd int, raw []byte, dst string) (Result, erro
 }
 
 // mkdirs opens the host directory dir inside root, creating it and its
-// missing parents: dir with mode 0700 (it holds secrets), the parents 0755,
-// whatever the umask. A directory that exists keeps its mode: the package
-// (or the admin) decided it. The descriptor is O_PATH; the caller closes it.
+// missing parents: dir with mode (0700: it holds secrets), the parents
+// 0755, whatever the umask (fsx.MkdirAll). The descriptor is O_PATH; the
+// caller closes it.
 func mkdirs(root *ondisk.Root, dir string, mode uint32) (int, error) {
-	fd, err := root.OpenDir(dir)
-	switch {
-	case err == nil:
-		return fd, nil
-	case errors.Is(err, unix.ENOTDIR):
-		return -1, &Error{"creating", root.Join(dir), errors.New("not a directory")}
-	case !errors.Is(err, unix.ENOENT) || dir == "/":
-		return -1, &Error{"creating", root.Join(dir), unwrap(err)}
+	fd, err := fsx.MkdirAll(root.OpenDir, dir, mode, 0o755)
+	var fe *fsx.Error
+	if errors.As(err, &fe) {
+		return -1, &Error{fe.Op, root.Join(fe.Name), unwrap(fe.Err)}
 	}
-	parent := path.Dir(dir)
-	pfd, err := mkdirs(root, parent, 0o755)
-	if err != nil {
-		return -1, err
-	}
-	defer unix.Close(pfd)
-	name := path.Base(dir)
-	if err := unix.Mkdirat(pfd, name, mode); err == nil {
-		// Through a descriptor of the new directory, never a link that
-		// took its place.
-		dfd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return -1, &Error{"creating", root.Join(dir), err}
-		}
-		err = unix.Fchmod(dfd, mode)
-		unix.Close(dfd)
-		if err != nil {
-			return -1, &Error{"creating", root.Join(dir), err}
-		}
-		if err := syncDir(pfd); err != nil {
-			return -1, &Error{"syncing", root.Join(parent), err}
-		}
-	} else if !errors.Is(err, unix.EEXIST) {
-		return -1, &Error{"creating", root.Join(dir), err}
-	}
-	// Opened again as resolved inside the root: a name that another
-	// writer made a link meanwhile leads where it leads inside the root.
-	if fd, err = root.OpenDir(dir); err != nil {
-		return -1, &Error{"creating", root.Join(dir), unwrap(err)}
-	}
-	return fd, nil
+	return fd, err
 }
-
-// syncDir makes the entries of the directory dirfd (O_PATH or not)
-// durable: a new directory's name survives a power cut only once its
-// parent is synced.
-var syncDir = fsx.SyncDir
 
 func unwrap(err error) error { return errpath.Strip(err) }

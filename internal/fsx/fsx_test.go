@@ -191,3 +191,35 @@ func TestWriteFileCrashAtEveryStep(t *testing.T) {
 		}
 	}
 }
+
+// TestMkdirAll: missing directories are made with their modes whatever
+// the umask, an existing one keeps its own, and a file in the way is named.
+func TestMkdirAll(t *testing.T) {
+	base := t.TempDir()
+	open := func(dir string) (int, error) {
+		return unix.Open(filepath.Join(base, dir), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	if err := os.Mkdir(filepath.Join(base, "kept"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	old := syscall.Umask(0o777)
+	defer syscall.Umask(old)
+	fd, err := fsx.MkdirAll(open, "/kept/a/b", 0o700, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	for dir, want := range map[string]os.FileMode{"kept": 0o750, "kept/a": 0o755, "kept/a/b": 0o700} {
+		if fi, err := os.Stat(filepath.Join(base, dir)); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want mode %04o", dir, fi.Mode(), err, want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(base, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fsx.MkdirAll(open, "/file/x", 0o700, 0o755)
+	var fe *fsx.Error
+	if !errors.As(err, &fe) || fe.Name != "/file/x" || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("MkdirAll through a file = %v, want an error naming /file/x, not a directory", err)
+	}
+}
