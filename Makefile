@@ -5,7 +5,7 @@ VERSION   ?= $(shell cat VERSION)$(shell git rev-parse --short HEAD 2>/dev/null 
 LDFLAGS   := -X github.com/drift-monitor/drift-monitor/internal/cli.Version=$(VERSION)
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test check unit lint fuzz-seeds demo bench clean
+.PHONY: all build test check unit lint fuzz demo bench clean
 
 all: build
 
@@ -34,6 +34,21 @@ lint:
 
 unit:
 	$(GO) test -race -count=1 ./internal/... ./cmd/...
+
+# fuzz: run every fuzz target (func FuzzX in a _test.go file) for FUZZTIME
+# each, one after the other (go test fuzzes one target at a time); a failing
+# input is written under the package's testdata/fuzz and fails the target.
+# `make test` runs only their seed corpora. Run it at every Ignition bump
+# (internal/ignspec).
+FUZZTIME ?= 20s
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' internal cmd test 2>/dev/null | sort); do \
+		pkg=./$$(dirname $$f); \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 # demo: TestDemo (test/demo) telling its story; `make test` runs it as a test.
 demo:

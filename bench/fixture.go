@@ -6,10 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
 // A fixture is a root holding exactly what its Ignition config declares, so
@@ -166,4 +169,79 @@ func makeBigFixture(dir string, size int64) (*fixture, error) {
 		return nil, err
 	}
 	return f, os.WriteFile(stamp, []byte(want), 0o644)
+}
+
+// A specConfig is the fixture's config declared in another spec (or as a
+// MachineConfig), the same files and contents: the per-spec rows of part 1.
+type specConfig struct {
+	Label string // the spec, or "MachineConfig (3.2.0)"
+	Key   string // the contender's key
+	Path  string
+	Bytes int64
+}
+
+// machineConfigSpec is the spec of the Ignition config a MachineConfig
+// carries: the machine-config operator renders 3.2.0 (every OpenShift
+// MachineConfig).
+const machineConfigSpec = "3.2.0"
+
+// specConfigs writes the fixture's config once per stable spec drift-monitor
+// reads (its version changed; the keys of the config exist in every spec),
+// and once as a MachineConfig in JSON carrying it in spec 3.2.0. It streams
+// the config: a child's peak RSS as the kernel reports it is at least its
+// parent's at the fork, so drift-bench must stay small.
+func specConfigs(f *fixture) ([]specConfig, error) {
+	fi, err := os.Stat(f.Cfg)
+	if err != nil {
+		return nil, err
+	}
+	const head = `{"ignition":{"version":"3.4.0"}`
+	// The config ends with "\n]}}\n": the MachineConfig drops the last
+	// newline and closes spec and itself.
+	body := fi.Size() - int64(len(head))
+	var out []specConfig
+	write := func(label, key, name, prefix string, n int64, suffix string) error {
+		in, err := os.Open(f.Cfg)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		got := make([]byte, len(head))
+		if _, err := io.ReadFull(in, got); err != nil || string(got) != head {
+			return fmt.Errorf("%s does not start with %s", f.Cfg, head)
+		}
+		p := filepath.Join(f.Dir, name)
+		o, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriterSize(o, 1<<20)
+		w.WriteString(prefix)
+		if _, err := io.CopyN(w, in, n); err != nil {
+			o.Close()
+			return err
+		}
+		w.WriteString(suffix)
+		if err := w.Flush(); err != nil {
+			o.Close()
+			return err
+		}
+		if err := o.Close(); err != nil {
+			return err
+		}
+		out = append(out, specConfig{Label: label, Key: key, Path: p, Bytes: int64(len(prefix)) + n + int64(len(suffix))})
+		return nil
+	}
+	for _, v := range ignspec.Versions() {
+		if err := write(v, "cold@"+v, "config-"+v+".ign", `{"ignition":{"version":"`+v+`"}`, body, ""); err != nil {
+			return nil, err
+		}
+	}
+	mc := `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig",` +
+		`"metadata":{"name":"99-bench","labels":{"machineconfiguration.openshift.io/role":"worker"}},` +
+		`"spec":{"config":{"ignition":{"version":"` + machineConfigSpec + `"}`
+	if err := write("MachineConfig ("+machineConfigSpec+")", "cold@mc", "config-mc.json", mc, body-1, "}}\n"); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

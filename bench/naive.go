@@ -40,7 +40,7 @@ func cmdNaive(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c := &check.Checker{Root: r, Units: enablement.Offline{Root: *root}}
+	c := &check.Checker{Root: r, Units: enablement.Offline{Root: r}}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err

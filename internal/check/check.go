@@ -23,6 +23,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 )
@@ -34,6 +35,14 @@ import (
 // the state cannot be determined.
 type UnitStates interface {
 	UnitFileState(unit string) (string, error)
+}
+
+// Passes are UnitStates that read the unit files themselves
+// (enablement.Offline): Pass returns one Tree for a check pass, which
+// answers every unit of the pass from one reading of the unit search path.
+// The Checker closes it when the pass is over.
+type Passes interface {
+	Pass() (*enablement.Tree, error)
 }
 
 // Cmdline returns the running kernel's command line; nil when the machine
@@ -128,6 +137,9 @@ type Outcome struct {
 	// Unknown: the state could not be determined now (see UnitStates);
 	// Drift is then empty, and means nothing.
 	Unknown bool
+	// Notice is what the entry has instead of drift, found by checking it
+	// (a unit that cannot be enabled without an instance); nil when none.
+	Notice *drift.Drift
 }
 
 // Clean reports whether no drift was found and every content compared: an
@@ -145,6 +157,7 @@ const chunk = 64
 func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	res := Result{Checked: len(entries)}
 	perEntry := make([][]drift.Drift, len(entries))
+	notices := make([]*drift.Drift, len(entries))
 	known := make([]bool, len(entries))
 	var k kargs
 	if hasKernelArgs(entries) {
@@ -167,6 +180,8 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	if decl == nil {
 		decl = ondisk.Declare(entries)
 	}
+	units := c.newPass()
+	defer units.close()
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex // res.Deferred
@@ -180,8 +195,8 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			for start := range next {
 				end := min(start+chunk, len(entries))
 				for i := start; i < end; i++ {
-					out := c.entry(o, &entries[i], &k, nil)
-					perEntry[i], known[i] = out.Drift, !out.Unknown
+					out := c.entry(o, &entries[i], &k, nil, units)
+					perEntry[i], known[i], notices[i] = out.Drift, !out.Unknown, out.Notice
 					if out.Deferred {
 						mu.Lock()
 						res.Deferred = append(res.Deferred, Deferred{Index: i, Stamp: out.Stamp})
@@ -211,6 +226,9 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			res.Unknown = append(res.Unknown, entries[i].ID())
 		}
 		if n := drift.Notice(&entries[i]); n != nil {
+			res.Notices = append(res.Notices, *n)
+		}
+		if n := notices[i]; n != nil {
 			res.Notices = append(res.Notices, *n)
 		}
 		if e := &entries[i]; e.Kind == desired.KindKernelArg && k.nextOK && k.nextErr == nil && k.runErr == nil {
@@ -246,6 +264,25 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 // is taken from it when the file is still the version it read; otherwise
 // read is of no use and the content is compared, or deferred, afresh.
 func (c *Checker) Outcome(o *ondisk.Observer, e *desired.Entry, read *ContentRead) Outcome {
+	b := c.NewBatch()
+	defer b.Close()
+	return c.OutcomeIn(b, o, e, read)
+}
+
+// A Batch is one reading of the unit files shared by the Outcomes of entries
+// checked together (those a batch of events affects), as a full check
+// shares one: make it with NewBatch, pass it to OutcomeIn, Close it after.
+// It reads nothing until an enablement entry needs it.
+type Batch struct{ units *passUnits }
+
+// NewBatch starts a Batch.
+func (c *Checker) NewBatch() *Batch { return &Batch{units: c.newPass()} }
+
+// Close releases what the Batch read.
+func (b *Batch) Close() { b.units.close() }
+
+// OutcomeIn is Outcome with the unit files read once for the Batch b.
+func (c *Checker) OutcomeIn(b *Batch, o *ondisk.Observer, e *desired.Entry, read *ContentRead) Outcome {
 	o.Declare(c.Declared)
 	o.Forget()
 	var k kargs
@@ -258,7 +295,7 @@ func (c *Checker) Outcome(o *ondisk.Observer, e *desired.Entry, read *ContentRea
 	if desired.IsMachineConfigField(e.Kind) {
 		k.os = c.readOS(context.Background(), []desired.Entry{*e})
 	}
-	return c.entry(o, e, &k, read)
+	return c.entry(o, e, &k, read, b.units)
 }
 
 // kargs are the command lines a check compares kernel arguments with.
@@ -325,15 +362,21 @@ func (c *Checker) ReadContent(ctx context.Context, o *ondisk.Observer, e *desire
 	return &ContentRead{Stamp: ob.Stamp, Content: ob.Content}
 }
 
-func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *ContentRead) Outcome {
+func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
 	switch e.Kind {
 	case desired.KindEnablement:
 		if c.Units == nil {
 			return Outcome{}
 		}
-		state, err := c.Units.UnitFileState(e.Unit)
+		state, err := units.state(e.Unit)
 		if errors.Is(err, buslink.ErrUnavailable) {
 			return Outcome{Unknown: true}
+		}
+		if err == nil && drift.WantsEnabledButDisabled(e, state) {
+			if why := units.cannotEnable(e.Unit); why != "" {
+				n := drift.CannotEnableNotice(e, why)
+				return Outcome{Notice: &n}
+			}
 		}
 		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
 	case desired.KindNotChecked:
@@ -362,6 +405,72 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		ob.Content, deferred = read.Content, false
 	}
 	return Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp}
+}
+
+// passUnits is what one check pass asks about units: the Checker's
+// UnitStates, and one reading of the unit files (a Tree) for the whole pass,
+// made when first needed. That Tree answers the states when the UnitStates
+// read the unit files themselves (Passes), and, whoever answers the states,
+// why a unit declared enabled cannot be enabled (enablement.Tree.CannotEnable,
+// which systemd has no question for on the bus): so a state from systemd
+// and one computed offline are mapped the same way.
+type passUnits struct {
+	states UnitStates
+	root   *ondisk.Root
+
+	mu      sync.Mutex
+	tree    *enablement.Tree
+	treeErr error
+}
+
+func (c *Checker) newPass() *passUnits { return &passUnits{states: c.Units, root: c.Root} }
+
+// reading returns the pass's Tree.
+func (p *passUnits) reading() (*enablement.Tree, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tree == nil && p.treeErr == nil {
+		switch ps, ok := p.states.(Passes); {
+		case ok:
+			p.tree, p.treeErr = ps.Pass()
+		case p.root != nil:
+			p.tree, p.treeErr = enablement.New(p.root)
+		default:
+			p.treeErr = errors.New("no root to read unit files in")
+		}
+	}
+	return p.tree, p.treeErr
+}
+
+func (p *passUnits) state(unit string) (string, error) {
+	if _, ok := p.states.(Passes); !ok {
+		return p.states.UnitFileState(unit)
+	}
+	t, err := p.reading()
+	if err != nil {
+		return "", err
+	}
+	return t.UnitFileState(unit)
+}
+
+// cannotEnable says why unit cannot be enabled, "" when it can. A failure
+// to read the unit files leaves the answer to the state: drift.
+func (p *passUnits) cannotEnable(unit string) string {
+	t, err := p.reading()
+	if err != nil {
+		return ""
+	}
+	why, err := t.CannotEnable(unit)
+	if err != nil {
+		return ""
+	}
+	return why
+}
+
+func (p *passUnits) close() {
+	if p.tree != nil {
+		p.tree.Close()
+	}
 }
 
 // declared is e with its declared bytes, when they are Stored and a diff

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -14,6 +15,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
+	"github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
@@ -31,12 +33,11 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
-			"1 drift found, 2 the check could not be done (a config refused, or none found).\n\n"+
-			"Without --config it reads every *.ign, *.json, *.yaml, *.yml and *.bu in\n"+
-			"/usr/lib/drift-monitor/desired.d and /etc/drift-monitor/desired.d (under --root):\n"+
-			"Ignition configs, MachineConfigs and Butane configs (translated as Ignition 2.27\n"+
-			"does at boot; local files, which need --files-dir, are refused). Any other file\n"+
-			"there is named in a warning, as it is not loaded.\n\n")
+			"1 drift found, 2 the check could not be done (a config refused, or none found).\n\n")
+		fmt.Fprint(std.Err, specsHelp())
+		fmt.Fprint(std.Err, "Butane configs (*.bu, or YAML with variant: and version:) are translated as\n"+
+			"Ignition 2.27 does at boot; local files, which need --files-dir, are refused.\n"+
+			"Any other file there is named in a warning, as it is not loaded.\n\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args); !ok {
@@ -292,4 +293,17 @@ func count(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// specsHelp says what a desired config may be, for check --help.
+func specsHelp() string {
+	v := ignspec.Versions()
+	return fmt.Sprintf("The desired configuration is the files of %s\n"+
+		"and %s (or --config): Ignition configs of spec %s\n"+
+		"to %s (JSON, read as Ignition %s reads them) and OpenShift MachineConfigs\n"+
+		"(YAML or JSON). A file named *%s is Ignition's config\n"+
+		"cache (/run/ignition.json, spec %s), which `drift-monitor adopt`\n"+
+		"saves at first boot.\n\n",
+		desired.VendorDir, desired.AdminDir, v[0], v[len(v)-1], strings.TrimPrefix(ignspec.VerifiedAgainst, "v"),
+		desired.CacheSuffix, ignspec.LatestExperimental())
 }

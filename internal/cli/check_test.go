@@ -321,6 +321,11 @@ func TestHelpAndVersion(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "usage: drift-monitor check") || !strings.Contains(stderr, "-root") {
 		t.Errorf("check --help = %d, %q", code, stderr)
 	}
+	for _, want := range []string{"spec 3.0.0 to 3.6.0", "Ignition 2.27.0", "spec 3.7.0-experimental", ".ignition-cache.json", "drift-monitor adopt"} {
+		if !strings.Contains(strings.Join(strings.Fields(stderr), " "), want) {
+			t.Errorf("check --help lacks %q: %s", want, stderr)
+		}
+	}
 	code, stdout, _ := run(t, context.Background(), "version")
 	if code != 0 || !strings.HasPrefix(stdout, "drift-monitor ") {
 		t.Errorf("version = %d, %q", code, stdout)

@@ -19,5 +19,5 @@ func unitStates(ctx context.Context, root *ondisk.Root) (check.UnitStates, func(
 			return conn, func() { conn.Close() }
 		}
 	}
-	return enablement.Offline{Root: root.Dir()}, func() {}
+	return enablement.Offline{Root: root}, func() {}
 }

@@ -151,21 +151,31 @@ func (d *Daemon) settle(ctx context.Context, p string) {
 	d.checkEntries(ctx, is)
 }
 
+// checkEntries checks the entries is, with one reading of the unit files
+// for all of them (check.Batch).
 func (d *Daemon) checkEntries(ctx context.Context, is []int) {
+	b := d.checker.NewBatch()
+	defer b.Close()
 	for _, i := range is {
-		d.checkEntry(ctx, i)
+		d.checkEntryIn(ctx, b, i, nil)
 	}
 }
 
 func (d *Daemon) checkEntry(ctx context.Context, i int) { d.checkEntryWith(ctx, i, nil) }
 
-// checkEntryWith checks entry i, taking its content comparison from read
+func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentRead) {
+	b := d.checker.NewBatch()
+	defer b.Close()
+	d.checkEntryIn(ctx, b, i, read)
+}
+
+// checkEntryIn checks entry i, taking its content comparison from read
 // (a background read's result) when that read is of the file as it is now.
 // An entry whose state cannot be determined now (systemd is off the bus)
 // keeps what was known of it: a bus error is not drift.
-func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentRead) {
+func (d *Daemon) checkEntryIn(ctx context.Context, b *check.Batch, i int, read *check.ContentRead) {
 	e := &d.ix.entries[i]
-	out := d.checker.Outcome(d.obs, e, read)
+	out := d.checker.OutcomeIn(b, d.obs, e, read)
 	if out.Unknown {
 		return
 	}

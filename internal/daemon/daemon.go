@@ -239,7 +239,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 	if o.Units != nil {
 		d.checker.Units = o.Units
 	} else {
-		offline := enablement.Offline{Root: o.Root}
+		offline := enablement.Offline{Root: root}
 		d.checker.Units, d.unitFiles = offline, offline
 	}
 	if root.IsHost() {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -30,10 +31,10 @@ func openRoot(tb testing.TB, dir string) *ondisk.Root {
 	return r
 }
 
-// benchConfig writes an Ignition config (spec 3.4.0) declaring n files with
+// benchConfig writes an Ignition config of spec version declaring n files with
 // data URLs, 90% of 512 bytes and 10% of 8 KiB, as the benchmark fixtures
 // (bench/) do; the content is only in the config, never on disk.
-func benchConfig(b *testing.B, n int) string {
+func benchConfig(b *testing.B, version string, n int) string {
 	b.Helper()
 	f := filepath.Join(b.TempDir(), "config.ign")
 	out, err := os.Create(f)
@@ -41,7 +42,7 @@ func benchConfig(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	w := bufio.NewWriter(out)
-	w.WriteString(`{"ignition":{"version":"3.4.0"},"storage":{"files":[`)
+	w.WriteString(`{"ignition":{"version":"` + version + `"},"storage":{"files":[`)
 	for i := 0; i < n; i++ {
 		size := 512
 		if i%10 == 9 {
@@ -121,35 +122,48 @@ func BenchmarkLoadState(b *testing.B) {
 			if n > 10000 && testing.Short() {
 				b.Skip("100,000 files take tens of seconds per load; not in -short")
 			}
-			cfg := benchConfig(b, n)
-			root := openRoot(b, b.TempDir())
-			b.ReportAllocs()
-			var peak, live uint64
-			var cpu time.Duration
-			for b.Loop() {
-				runtime.GC()
-				h := startHeapPeak()
-				c0 := cpuTime()
-				st, err := desired.LoadState(root, []string{cfg})
-				cpu += cpuTime() - c0
-				peak = max(peak, h.end())
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(st.Entries) != n {
-					b.Fatalf("%d entries, want %d", len(st.Entries), n)
-				}
-				runtime.GC()
-				s := []metrics.Sample{{Name: heapObjects}}
-				metrics.Read(s)
-				live = s[0].Value.Uint64()
-				runtime.KeepAlive(st)
-			}
-			b.ReportMetric(float64(peak), "peak-heap-B")
-			b.ReportMetric(float64(live), "live-heap-B")
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			benchLoad(b, benchConfig(b, types.MaxVersion.String(), n), n)
 		})
 	}
+}
+
+// BenchmarkLoadStateSpec: BenchmarkLoadState of the same 10,000 files
+// declared in each stable spec.
+func BenchmarkLoadStateSpec(b *testing.B) {
+	for _, v := range benchSpecs {
+		b.Run("spec="+v, func(b *testing.B) {
+			benchLoad(b, benchConfig(b, v, 10000), 10000)
+		})
+	}
+}
+
+func benchLoad(b *testing.B, cfg string, n int) {
+	root := openRoot(b, b.TempDir())
+	b.ReportAllocs()
+	var peak, live uint64
+	var cpu time.Duration
+	for b.Loop() {
+		runtime.GC()
+		h := startHeapPeak()
+		c0 := cpuTime()
+		st, err := desired.LoadState(root, []string{cfg})
+		cpu += cpuTime() - c0
+		peak = max(peak, h.end())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(st.Entries) != n {
+			b.Fatalf("%d entries, want %d", len(st.Entries), n)
+		}
+		runtime.GC()
+		s := []metrics.Sample{{Name: heapObjects}}
+		metrics.Read(s)
+		live = s[0].Value.Uint64()
+		runtime.KeepAlive(st)
+	}
+	b.ReportMetric(float64(peak), "peak-heap-B")
+	b.ReportMetric(float64(live), "live-heap-B")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkLoadStateCached: the same load when the state derived from these
@@ -165,7 +179,7 @@ func BenchmarkLoadStateCached(b *testing.B) {
 				if n > 10000 && testing.Short() {
 					b.Skip("the cold load of 100,000 files takes tens of seconds; not in -short")
 				}
-				cfg := benchConfig(b, n)
+				cfg := benchConfig(b, types.MaxVersion.String(), n)
 				root := openRoot(b, b.TempDir())
 				c := &statecache.Cache{Dir: filepath.Join(b.TempDir(), "cache"), Mode: modes[mode]}
 				if _, err := desired.LoadCached(c, root, []string{cfg}); err != nil {
@@ -189,3 +203,5 @@ func BenchmarkLoadStateCached(b *testing.B) {
 		}
 	}
 }
+
+var benchSpecs = types.Versions()

@@ -11,9 +11,8 @@ import (
 	"strings"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	v3 "github.com/coreos/ignition/v2/config/v3_6"
-	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/ignition/v2/config/validate"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
 // Child configs: ignition.config.merge and ignition.config.replace.
@@ -152,7 +151,7 @@ func renderChildren(cfg types.Config, ref string, depth int, sup Supplies) (type
 		}
 		unfetched = append(unfetched, uns...)
 		warnings = append(append(warnings, warn...), w...)
-		merged = v3.Merge(merged, rendered)
+		merged = types.Merge(merged, rendered)
 	}
 	return merged, unfetched, warnings, nil
 }

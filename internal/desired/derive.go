@@ -3,7 +3,6 @@ package desired
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net/url"
@@ -11,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/coreos/ignition/v2/config/v3_6/types"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/vincent-petithory/dataurl"
 )
 
@@ -253,7 +252,7 @@ func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, e
 		return []byte{}, nil, "", nil
 	}
 	src := *r.Source
-	if data, ok := base64DataURL(src); ok {
+	if data, ok := types.Base64DataURL(src); ok {
 		data, err := decompressed(data, r.Compression)
 		return data, nil, "", err
 	}
@@ -279,28 +278,6 @@ func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, e
 	}
 	data, err = decompressed(du.Data, r.Compression)
 	return data, nil, "", err
-}
-
-// base64DataURL decodes the data URL of the shape Ignition's tools write
-// ("data:;base64," and base64 without white space) the way dataurl's
-// DecodeString does for that shape (the base64 alphabet and padding, then
-// encoding/base64's StdEncoding: dataurl.go, lex.go), without its lexer,
-// which reads the string rune by rune and copies its data twice: a tenth
-// of a cold load. ok false: another shape, or an error dataurl reports.
-func base64DataURL(src string) (data []byte, ok bool) {
-	const prefix = "data:;base64,"
-	b64, found := strings.CutPrefix(src, prefix)
-	if !found {
-		return nil, false
-	}
-	for i := 0; i < len(b64); i++ {
-		c := b64[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
-			return nil, false
-		}
-	}
-	data, err := base64.StdEncoding.DecodeString(b64)
-	return data, err == nil
 }
 
 // decompressed is data as the disk holds it: gunzipped for gzip.

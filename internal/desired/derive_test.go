@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/coreos/ignition/v2/config/v3_6/types"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coreos/ignition/v2/config/v3_6/types"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
 // FuzzParse: whatever bytes a config file holds, Parse never panics and

@@ -2,16 +2,12 @@ package desired
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	"github.com/coreos/ignition/v2/config/v3_6/types"
-	latest "github.com/coreos/ignition/v2/config/v3_7_experimental"
-	"github.com/coreos/vcontext/path"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -31,19 +27,14 @@ var userConfig = `{"ignition":{"version":"3.5.0","config":{"merge":[` +
 	`"directories":[{"path":"/srv/data","mode":493}]},` +
 	`"systemd":{"units":[{"name":"a.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]}}`
 
-// ignitionCache is what Ignition 2.27 writes to its cache for cfg, once
-// rendered (here cfg holds what its children would have merged in): its
-// newest parser's translation, json.Marshal'ed (internal/exec/engine.go,
-// acquireProviderConfig).
+// ignitionCache is what the Ignition drift-monitor is built with writes to
+// its cache for cfg, once rendered (here cfg holds what its children would
+// have merged in; ignspec.IgnitionCache).
 func ignitionCache(t *testing.T, cfg string) []byte {
 	t.Helper()
-	c, _, err := latest.ParseCompatibleVersion([]byte(cfg))
+	b, err := types.IgnitionCache([]byte(cfg))
 	if err != nil {
 		t.Fatalf("Ignition refuses the user config: %v", err)
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return b
 }
@@ -58,12 +49,13 @@ func asStable(raw []byte, exp, version string) []byte {
 // stable spec reads it), with the children it lists not resolved again: no
 // notice for the remote one, which is merged in already.
 func TestCacheTakenAsStable(t *testing.T) {
-	cache227 := ignitionCache(t, userConfig)
-	if !strings.Contains(string(cache227), `"version":"3.7.0-experimental"`) {
-		t.Fatalf("Ignition's cache is not in 3.7.0-experimental: %s", cache227)
+	latest := types.LatestExperimental()
+	cacheNow := ignitionCache(t, userConfig)
+	if !strings.Contains(string(cacheNow), `"version":"`+latest+`"`) {
+		t.Fatalf("Ignition's cache is not in %s: %s", latest, cacheNow)
 	}
 	// Ignition 2.22 to 2.25 wrote the same in 3.6.0-experimental.
-	cache224 := asStable(cache227, "3.7.0-experimental", "3.6.0-experimental")
+	cache224 := asStable(cacheNow, latest, "3.6.0-experimental")
 	// What Ignition 2.14 (Debian) writes: 3.4.0-experimental, every object
 	// written out; the cache of a config with a data-URL child.
 	cache214 := []byte(`{"ignition":{"config":{"merge":[{"source":"data:;base64,` + base64.StdEncoding.EncodeToString([]byte(childConfig)) +
@@ -75,7 +67,7 @@ func TestCacheTakenAsStable(t *testing.T) {
 		raw         []byte
 		exp, stable string
 	}{
-		{"Ignition 2.27: 3.7.0-experimental", cache227, "3.7.0-experimental", "3.6.0"},
+		{"Ignition now: " + latest, cacheNow, latest, types.MaxVersion.String()},
 		{"Ignition 2.24: 3.6.0-experimental", cache224, "3.6.0-experimental", "3.6.0"},
 		{"Ignition 2.14: 3.4.0-experimental", cache214, "3.4.0-experimental", "3.4.0"},
 	} {
@@ -120,63 +112,6 @@ func TestCacheTakenAsStable(t *testing.T) {
 	}
 	if len(plain.Unfetched) != 1 {
 		t.Errorf("the user config itself: unfetched %+v, want its remote child", plain.Unfetched)
-	}
-}
-
-// TestDowngrade: a field the stable types lack may be declared by the
-// experimental ones, but not used.
-func TestDowngrade(t *testing.T) {
-	type inner struct {
-		Name string `json:"name"`
-	}
-	type embedded struct {
-		Mode *int `json:"mode,omitempty"`
-	}
-	type exp struct {
-		embedded
-		List  []inner `json:"list,omitempty"`
-		New   *bool   `json:"newField,omitempty"`
-		Inner inner   `json:"inner"`
-	}
-	type stable struct {
-		embedded
-		List  []inner `json:"list,omitempty"`
-		Inner inner   `json:"inner"`
-	}
-	type otherType struct {
-		embedded
-		List  []inner `json:"list,omitempty"`
-		Inner string  `json:"inner"`
-	}
-	mode, yes := 420, true
-	tests := []struct {
-		name    string
-		from    exp
-		to      any // a pointer to the stable type
-		want    any
-		context string // of the error; "" for none
-	}{
-		{"unused new field", exp{embedded{&mode}, []inner{{"a"}}, nil, inner{"b"}}, &stable{},
-			&stable{embedded{&mode}, []inner{{"a"}}, inner{"b"}}, ""},
-		{"new field set", exp{New: &yes}, &stable{}, nil, "$.newField"},
-		{"a field of another type", exp{Inner: inner{"b"}}, &otherType{}, nil, "$.inner"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := downgrade(reflect.ValueOf(tt.from), reflect.ValueOf(tt.to).Elem(), path.New("json"))
-			if tt.context == "" {
-				if err != nil {
-					t.Fatalf("downgrade: %v at %s", err, c)
-				}
-				if diff := cmp.Diff(tt.want, tt.to, cmp.AllowUnexported(stable{})); diff != "" {
-					t.Errorf("(-want +got):\n%s", diff)
-				}
-				return
-			}
-			if !errors.Is(err, errNotInStable) || c.String() != tt.context {
-				t.Errorf("downgrade = %v at %s, want errNotInStable at %s", err, c, tt.context)
-			}
-		})
 	}
 }
 

@@ -14,10 +14,9 @@ import (
 	"syscall"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	v3 "github.com/coreos/ignition/v2/config/v3_6"
-	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
@@ -254,7 +253,7 @@ func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 
 // parseFragment is parse; cache says whether raw is Ignition's config cache
 // (see CacheSuffix). reread, if not nil, reads raw again: the parse may then
-// let raw go once decoded (see configBytes), and the caller should hold no
+// let raw go once decoded (see ignspec.Bytes), and the caller should hold no
 // reference to it either.
 func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread func() ([]byte, error)) (Fragment, error) {
 	if !cache && isButane(file, raw) {
@@ -284,19 +283,19 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		}
 		var cfg types.Config
 		var rpt report.Report
-		var src *configBytes // nil: raw holds the bytes
+		var src *types.Bytes // nil: raw holds the bytes
 		if cache {
-			cfg, rpt, err = parseCacheIgnition(raw, version)
+			cfg, rpt, err = types.ParseCache(raw, version)
 		} else {
-			src = &configBytes{b: raw, reread: reread}
+			src = types.NewBytes(raw, reread)
 			raw = nil // src holds them, and may let them go
-			cfg, rpt, err = parseIgnitionFrom(src, version)
+			cfg, rpt, err = types.Parse(src, version)
 			if err != nil {
 				var rerr error
-				if re := (*rereadError)(nil); errors.As(err, &re) {
-					rerr = re.err
+				if re := (*types.RereadError)(nil); errors.As(err, &re) {
+					rerr = re.Err
 				} else {
-					raw, rerr = src.bytes() // no read when the parse has read them again
+					raw, rerr = src.Bytes() // no read when the parse has read them again
 				}
 				if rerr != nil {
 					if le := (*LoadError)(nil); errors.As(rerr, &le) {
@@ -308,7 +307,7 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		}
 		if err != nil {
 			le := reportError(file, raw, rpt, err, true)
-			if !cache && strings.HasSuffix(version, experimentalSuffix) && errors.Is(err, ignerrors.ErrUnknownVersion) {
+			if !cache && strings.HasSuffix(version, types.ExperimentalSuffix) && errors.Is(err, ignerrors.ErrUnknownVersion) {
 				le.Err = fmt.Errorf("%w; Ignition's config cache (/run/ignition.json) in an experimental spec is read from a file named *%s",
 					le.Err, CacheSuffix)
 			}
@@ -319,7 +318,7 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		frag.validated = true
 		if warnsSpecialBits(rpt) {
 			if src != nil {
-				if raw, err = src.bytes(); err != nil {
+				if raw, err = src.Bytes(); err != nil {
 					return frag, &LoadError{File: file, Err: err}
 				}
 			}
@@ -377,6 +376,8 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		}
 		frag.Config = cfg
 		frag.Warnings = warnings(rpt)
+		// Validated as it is, until kernel arguments are added below.
+		frag.validated = true
 		if warnsSpecialBits(rpt) {
 			frag.specialBits = declaredSpecialBits(mc.Spec.Config)
 		}
@@ -408,6 +409,9 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 			if ka := types.KernelArgument(a); !seen[ka] {
 				seen[ka] = true
 				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
+				// Merge validates them with spec.config's (one may be
+				// in shouldNotExist).
+				frag.validated = false
 			}
 		}
 	}
@@ -550,64 +554,12 @@ func hasContent(line []byte) bool {
 	return len(t) > 0 && t[0] != '#'
 }
 
-// parseIgnition accepts the specs this tool supports: 3.0.0 up to the newest
-// stable one. Experimental specs are refused as unknown versions (but see
-// parseCacheIgnition).
-//
-// A config of an older spec is validated again once translated: Merge
-// validates with the newest spec's rules, and what an older spec let pass
-// (a 3.0.0 link without a target) would otherwise be refused there, as a
-// "conflict" between fragments, naming all of them.
-//
-// version is the ignition.version raw declares (the caller has read it).
+// parseIgnition parses an Ignition config of the stable specs this tool
+// supports, declaring version (the caller has read it), into the newest
+// (ignspec.Parse). Experimental specs are refused as unknown versions (but
+// see ParseCache).
 func parseIgnition(raw []byte, version string) (types.Config, report.Report, error) {
-	return parseIgnitionFrom(&configBytes{b: raw}, version) // never dropped: never read again
-}
-
-// rereadError: the bytes of a config, dropped while it was parsed, could
-// not be read again (see configBytes).
-type rereadError struct{ err error }
-
-func (e *rereadError) Error() string { return e.err.Error() }
-func (e *rereadError) Unwrap() error { return e.err }
-
-// parseIgnitionFrom is parseIgnition of the bytes src holds, which it may
-// drop (see configBytes): first without Ignition's position tree
-// (quickDecode), which is all a config Ignition has nothing to say on
-// needs, then by Ignition's Parse. An error reading the bytes again is a
-// *rereadError.
-func parseIgnitionFrom(src *configBytes, version string) (types.Config, report.Report, error) {
-	if quick := quickDecoders(src).forVersion(version); quick != nil {
-		cfg, rpt, err := parseValidated(quick, nil, version)
-		if !errors.Is(err, errNotQuick) {
-			return cfg, rpt, err
-		}
-	}
-	raw, err := src.bytes()
-	if err != nil {
-		return types.Config{}, report.Report{}, &rereadError{err}
-	}
-	parse := specParser(version)
-	if parse == nil {
-		parse = v3.ParseCompatibleVersion
-	}
-	return parseValidated(parse, raw, version)
-}
-
-// parseValidated is parse, and for a config of an older spec than the newest
-// stable one, validation with the newest one's rules (see parseIgnition).
-func parseValidated(parse func([]byte) (types.Config, report.Report, error), raw []byte, version string) (types.Config, report.Report, error) {
-	cfg, rpt, err := parse(raw)
-	if err != nil || version == types.MaxVersion.String() {
-		return cfg, rpt, err
-	}
-	if r := validate.ValidateWithContext(cfg, nil); r.IsFatal() {
-		return types.Config{}, r, ignerrors.ErrInvalid
-	}
-	// Ignition's semver reading takes "3.6.00" as 3.6.0 and keeps the
-	// string as written: say which spec the config now is in.
-	cfg.Ignition.Version = types.MaxVersion.String()
-	return cfg, rpt, nil
+	return types.ParseBytes(raw, version)
 }
 
 type machineConfig struct {
@@ -629,9 +581,18 @@ type machineConfig struct {
 // raw declares (for an Ignition config), from the same reading: each reading
 // of a large config scans all of it.
 func asMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
-	if v, ok := plainIgnitionVersion(raw); ok {
+	if v, ok := types.PlainIgnitionVersion(raw); ok {
 		// What the probe below would read: a config, its version v.
 		return machineConfig{}, false, v, nil
+	}
+	if kind, ok := types.PlainKind(raw); ok && kind == "MachineConfig" {
+		// What the probe would find, when raw decodes as a MachineConfig:
+		// its kind, no ignition section, a spec that is an object. One
+		// decoding of a large MachineConfig instead of two.
+		if err := json.Unmarshal(raw, &mc); err == nil {
+			return mc, true, "", nil
+		}
+		mc = machineConfig{}
 	}
 	return probeMachineConfig(raw)
 }
@@ -753,7 +714,7 @@ func Merge(frags []Fragment) (types.Config, error) {
 	var merged types.Config
 	merged.Ignition.Version = types.MaxVersion.String()
 	for _, f := range frags {
-		merged = v3.Merge(merged, f.Config)
+		merged = types.Merge(merged, f.Config)
 	}
 	if rpt := validate.ValidateWithContext(merged, nil); rpt.IsFatal() {
 		names := make([]string, len(frags))
@@ -810,7 +771,7 @@ func typeConflicts(frags []Fragment) error {
 // among them as the local copies of remote children; it also returns those.
 // With reread, which gives how to read a file again (nil for a file that
 // cannot be: a pipe), it lets go of each such fragment's bytes as it parses
-// them (raws[i] is then nil; see configBytes).
+// them (raws[i] is then nil; see ignspec.Bytes).
 func parseWithSupplies(files []string, raws [][]byte, reread func(file string) func() ([]byte, error)) (types.Config, []Fragment, Supplies, error) {
 	sup := Supplies{}
 	for i, f := range files {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coreos/ignition/v2/config/v3_6/types"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -124,4 +124,22 @@ func TestMachineConfigRules(t *testing.T) {
 			t.Errorf("entries (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestMachineConfigValidated: a MachineConfig's spec.config, validated when
+// parsed, is not validated again by Merge (the one-fragment shortcut, a
+// third of its cold load); once its spec adds kernel arguments, Merge
+// validates them with spec.config's.
+func TestMachineConfigValidated(t *testing.T) {
+	files := `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a"}}]}}}}`
+	frag, err := Parse("99-files.json", []byte(files))
+	if err != nil || !frag.validated {
+		t.Fatalf("Parse = validated %v, %v; want a validated fragment", frag.validated, err)
+	}
+	conflict := `{"kind":"MachineConfig","spec":{"kernelArguments":["quiet"],` +
+		`"config":{"ignition":{"version":"3.2.0"},"kernelArguments":{"shouldNotExist":["quiet"]}}}}`
+	frag, err = Parse("99-kargs.json", []byte(conflict))
+	if err != nil || frag.validated {
+		t.Fatalf("Parse = validated %v, %v; want a fragment Merge validates", frag.validated, err)
+	}
 }

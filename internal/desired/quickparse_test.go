@@ -14,28 +14,19 @@ import (
 	"syscall"
 	"testing"
 
-	v3 "github.com/coreos/ignition/v2/config/v3_6"
-	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/vcontext/report"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 )
 
-// ignitionParse is what parseIgnition did before quickDecode: Ignition's
-// Parse of the declared spec (config/vX_Y/config.go, the position tree
-// built for every config) and its Translate up to 3.5.0 (TestSpecParserIsIgnitions
-// shows that this is v3_5.ParseCompatibleVersion), or
-// ParseCompatibleVersion itself for a version it does not know; then, for
-// an older spec, the newest spec's validation of the translated config
-// (parseValidated).
+// ignitionParse is Ignition's own path, the oracle: Ignition's
+// ParseCompatibleVersion of the newest spec itself (the position tree
+// built for every config, each Translate), then for a config of an older
+// spec the newest spec's validation (ignspec.IgnitionParse).
 func ignitionParse(raw []byte, version string) (types.Config, report.Report, error) {
-	parse := specParser(version)
-	if parse == nil {
-		parse = v3.ParseCompatibleVersion
-	}
-	return parseValidated(parse, raw, version)
+	return types.IgnitionParse(raw, version)
 }
 
 // sameAsIgnition checks that parsing raw, a config file named file, gives
@@ -86,17 +77,13 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 	cfg, rpt, err := parseIgnition(raw, version)
 	compare("parseIgnition", cfg, rpt, err)
 	reread := 0
-	src := &configBytes{b: raw, reread: func() ([]byte, error) { reread++; return bytes.Clone(raw), nil }}
-	cfg, rpt, err = parseIgnitionFrom(src, version)
+	src := types.NewBytes(raw, func() ([]byte, error) { reread++; return bytes.Clone(raw), nil })
+	cfg, rpt, err = types.Parse(src, version)
 	compare("parseIgnitionFrom, the bytes dropped", cfg, rpt, err)
 	if reread > 1 {
 		t.Errorf("the bytes were read again %d times", reread)
 	}
-	if quick := quickDecoders(&configBytes{b: raw}).forVersion(version); quick != nil {
-		_, _, err := quick(nil)
-		return err == nil
-	}
-	return false
+	return types.Quick(raw, version)
 }
 
 // reportLines is a report's entries, one a line, sorted: Ignition reports
@@ -190,15 +177,43 @@ func quickSeeds(t testing.TB) map[string][]byte {
 		"a tang advertisement": `"storage":{"luks":[{"name":"root","device":"/dev/vda4","clevis":{"tang":[{"url":"https://tang.example.com","thumbprint":"x",
  "advertisement":"{\"payload\": \"eyJrZXlzIjogW119\", \"protected\": \"eyJhbGciOiJFUzUxMiIsImN0eSI6Imp3ay1zZXQranNvbiJ9\", \"signature\": \"AA\"}"}]}}]}}`,
 		"a string too short": `"storage":{"files":[{"path":"/etc/a`,
+		// What quickOlder's guards exclude (ignspec/quick.go): bits that
+		// 3.6.0's translate masks, schemes that older specs refuse, the
+		// sections translated by hand, an absent or empty link target.
+		"special bits": `"storage":{"files":[{"path":"/usr/local/bin/su","mode":3565,"contents":{"source":"data:,"}}],
+ "directories":[{"path":"/srv/shared","mode":1023},{"path":"/srv/plain","mode":493}]}}`,
+		"an arn source":        `"storage":{"files":[{"path":"/etc/a","contents":{"source":"arn:aws:s3:us-east-1:123456789012:accesspoint/test/object/some/path"}}]}}`,
+		"a gs source":          `"storage":{"files":[{"path":"/etc/a","append":[{"source":"GS://bucket/object"}]}]}}`,
+		"an s3 source":         `"storage":{"files":[{"path":"/etc/a","contents":{"source":"s3://bucket/key?versionId="}}]}}`,
+		"a raid":               `"storage":{"raid":[{"name":"md","level":"raid1","devices":["/dev/vda","/dev/vdb"]}]}}`,
+		"a filesystem":         `"storage":{"filesystems":[{"device":"/dev/vda","format":"ext4","path":"/var"}]}}`,
+		"a clevis custom pin":  `"storage":{"luks":[{"name":"root","device":"/dev/vda4","clevis":{"custom":{"pin":"foo","config":"{}"}}}]}}`,
+		"an empty link target": `"storage":{"links":[{"path":"/etc/l","target":""}]}}`,
+		// What validQuick's placeholder stands for (ignspec/quick.go): a
+		// base64 data URL Ignition refuses, one with HTTP headers, gzip.
+		"a bad base64 padding":     `"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:;base64,eQ="}}]}}`,
+		"a data URL with headers":  `"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:;base64,eQ==","httpHeaders":[{"name":"a","value":"b"}]}}]}}`,
+		"a gzip data URL":          `"storage":{"files":[{"path":"/etc/a","contents":{"compression":"gzip","source":"data:;base64,H4sIAAAAAAAA/8tIzcnJBwCGphA2BQAAAA=="}}]}}`,
+		"a data URL and overwrite": `"storage":{"files":[{"path":"/etc/a","overwrite":true,"contents":{"source":"data:;base64,eQ==","verification":{"hash":"sha512-00"}}}]}}`,
+		"a user and a group":       `"passwd":{"users":[{"name":"core","uid":1000,"groups":["wheel"],"shell":"/bin/bash"}],"groups":[{"name":"g","gid":5}]}}`,
 	} {
 		seeds["made-"+name+".ign"] = []byte(head + body)
 	}
-	versions := regexp.MustCompile(`"version"\s*:\s*"3\.[0-6]\.0"`)
-	for name, raw := range seeds {
+	seeds["made-ignition sections.ign"] = []byte(`{"ignition":{"version":"3.4.0","timeouts":{"httpTotal":10},` +
+		`"security":{"tls":{"certificateAuthorities":[{"source":"data:,ca"}]}},"config":{"merge":[{"source":"https://example.com/c.ign"}]}},` +
+		`"storage":{"files":[{"path":"/etc/a"}]}}`)
+	seeds["made-a CA without source.ign"] = []byte(`{"ignition":{"version":"3.4.0","security":{"tls":{"certificateAuthorities":[{}]}}}}`)
+	versions := regexp.MustCompile(`"version"\s*:\s*"3\.[0-9]+\.0"`)
+	names := make([]string, 0, len(seeds))
+	for name := range seeds {
+		names = append(names, name)
+	}
+	for _, name := range names {
+		raw := seeds[name]
 		if !versions.Match(raw) {
 			continue
 		}
-		for _, v := range []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", "3.6.0"} {
+		for _, v := range types.Versions() {
 			variant := versions.ReplaceAll(raw, []byte(`"version":"`+v+`"`))
 			seeds[fmt.Sprintf("%s as %s%s", strings.TrimSuffix(name, filepath.Ext(name)), v, filepath.Ext(name))] = variant
 		}
@@ -220,7 +235,7 @@ func TestQuickParseIsIgnitions(t *testing.T) {
 			}
 		})
 	}
-	for _, v := range []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", "3.6.0"} {
+	for _, v := range types.Versions() {
 		if answered[v] < 3 {
 			t.Errorf("the quick path answered %d seeds of spec %s: want 3 at least", answered[v], v)
 		}
@@ -235,31 +250,6 @@ func FuzzQuickParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		sameAsIgnition(t, "fuzz.ign", raw)
-	})
-}
-
-// FuzzBase64DataURL: where base64DataURL decodes, dataurl decodes the same
-// bytes; and it does decode the shape Ignition's tools write.
-func FuzzBase64DataURL(f *testing.F) {
-	for _, s := range []string{"data:;base64,", "data:;base64,eQ==", "data:;base64,eQ", "data:;base64,e Q==", "data:;base64,eQ==\n",
-		"data:;base64,=", "data:;base64,YWJj%3D", "data:text/plain;base64,eQ==", "data:;BASE64,eQ==", "data:,eQ==", "data:;base64,4pyTIMOgIGxhIG1vZGU="} {
-		f.Add(s)
-	}
-	if _, ok := base64DataURL("data:;base64,eQ=="); !ok {
-		f.Error("base64DataURL does not decode data:;base64,eQ==")
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := base64DataURL(s)
-		if !ok {
-			return
-		}
-		du, err := dataurl.DecodeString(s)
-		if err != nil {
-			t.Fatalf("base64DataURL(%q) = %q; dataurl: %v", s, got, err)
-		}
-		if !bytes.Equal(got, du.Data) {
-			t.Fatalf("base64DataURL(%q) = %q; dataurl: %q", s, got, du.Data)
-		}
 	})
 }
 
@@ -288,7 +278,7 @@ func TestPlainIgnitionVersion(t *testing.T) {
 	}
 	answered := 0
 	for name, raw := range seeds {
-		v, ok := plainIgnitionVersion(raw)
+		v, ok := types.PlainIgnitionVersion(raw)
 		if !ok {
 			continue
 		}
@@ -332,7 +322,7 @@ func TestMergeOneIsIgnitions(t *testing.T) {
 		}
 		var empty types.Config
 		empty.Ignition.Version = types.MaxVersion.String()
-		want := v3.Merge(empty, frag.Config)
+		want := types.Merge(empty, frag.Config)
 		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: Merge (-Ignition's merge +Merge):\n%s", name, diff)
 		}
@@ -401,5 +391,49 @@ func TestLoadReportsWhatItDropped(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestAsMachineConfigIsTheProbe: asMachineConfig, with its shortcuts
+// (ignspec.PlainIgnitionVersion, ignspec.PlainKind), reads of valid JSON
+// what the encoding/json probe reads; and the MachineConfig shortcut is
+// taken for the MachineConfigs the machine-config operator writes.
+func TestAsMachineConfigIsTheProbe(t *testing.T) {
+	seeds := quickSeeds(t)
+	mc := `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"99-x"},` +
+		`"spec":{"config":{"ignition":{"version":"3.2.0"}},"kernelArguments":["nosmt"]}}`
+	for name, body := range map[string]string{
+		"a MachineConfig":             mc,
+		"kind in another case":        `{"KIND":"MachineConfig","spec":{"config":{"ignition":{"version":"3.2.0"}}}}`,
+		"kind twice":                  `{"kind":"Pod","Kind":"MachineConfig","spec":{}}`,
+		"kind null":                   `{"kind":null,"spec":{"config":{}}}`,
+		"kind a number":               `{"kind":5,"spec":{}}`,
+		"kind escaped":                `{"kind":"Machine\u0043onfig","spec":{}}`,
+		"another kind":                `{"kind":"Pod","spec":{}}`,
+		"a spec that is a string":     `{"kind":"MachineConfig","spec":"x"}`,
+		"an ignition section too":     `{"kind":"MachineConfig","ignition":{"version":"3.2.0"},"spec":{}}`,
+		"kernel arguments not a list": `{"kind":"MachineConfig","spec":{"kernelArguments":{"a":"b"}}}`,
+		"trailing bytes":              mc + "}",
+		"a bad literal":               `{"kind":"MachineConfig","spec":{"config":tru}}`,
+		"the MCD's currentconfig":     `{"metadata":{"name":"rendered"},"spec":{"config":{"ignition":{"version":"3.2.0"}}}}`,
+	} {
+		seeds["mc-"+name+".json"] = []byte(body)
+	}
+	shortcut := 0
+	for name, raw := range seeds {
+		if !json.Valid(raw) {
+			continue
+		}
+		gotMC, gotIs, gotV, gotErr := asMachineConfig(raw)
+		wantMC, wantIs, wantV, wantErr := probeMachineConfig(raw)
+		if !cmp.Equal(gotMC, wantMC) || gotIs != wantIs || gotV != wantV || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("%s: asMachineConfig = %+v, %v, %q, %v; the probe: %+v, %v, %q, %v", name, gotMC, gotIs, gotV, gotErr, wantMC, wantIs, wantV, wantErr)
+		}
+		if kind, ok := types.PlainKind(raw); ok && kind == "MachineConfig" && wantIs {
+			shortcut++
+		}
+	}
+	if shortcut < 3 {
+		t.Errorf("the MachineConfig shortcut answered %d seeds", shortcut)
 	}
 }

@@ -3,7 +3,8 @@
 // on disk.
 //
 // It promises: configs are parsed, validated and translated to the newest
-// supported spec by Ignition's own packages, never by hand; fragments merge with
+// supported spec as Ignition's own packages do (package ignspec, which
+// proves its quick path equal to Ignition's parser); fragments merge with
 // Ignition's merge semantics; every entry carries a host path (never prefixed
 // by a --root). It does not promise anything about the disk: deriving is pure,
 // except for the target root's account databases, read through Accounts.

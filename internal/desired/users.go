@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/coreos/ignition/v2/config/v3_6/types"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )

@@ -270,16 +270,52 @@ func isText(b []byte) bool {
 	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }
 
-// enabledStates satisfy `enabled: true`: systemd cannot make these units any
-// more enabled (a static unit has no [Install] section to act on). Nor a unit
-// without a unit file anywhere ("not-found"): Ignition only writes a preset
-// line for it (createSystemdPresetFile in
-// internal/exec/stages/files/units.go), which `systemctl preset` skips.
+// enabledStates satisfy `enabled: true`: what Ignition's enablement leaves,
+// or what it could not make any more enabled. Ignition (v2.27.0) enables a
+// unit by a preset line only ("enable NAME" in
+// /etc/systemd/system-preset/20-ignition.preset: createSystemdPresetFile in
+// internal/exec/stages/files/units.go, EnableUnit in
+// internal/exec/util/unit.go), which systemd applies at the first boot with
+// `preset-all` into the persistent configuration (systemd 252
+// src/core/manager.c, manager_preset_all → unit_file_preset_all with
+// runtime false: links in /etc/systemd/system, install.c). So:
+//
+//   - "enabled" (links in /etc) satisfies it, and "enabled-runtime" (links
+//     in /run only, install.c find_symlinks_in_scope) does not: the preset
+//     never makes runtime links, and counting them would hide a persistent
+//     `systemctl disable` until the next boot empties /run;
+//   - "linked" and "linked-runtime" (a unit file symlinked into the search
+//     path, without enablement links) do not: `systemctl is-enabled` exits
+//     non-zero for them (systemctl-is-enabled.c counts enabled, static,
+//     alias, indirect, generated and enabled-runtime), and the preset would
+//     have made the WantedBy=/RequiredBy= links of such a unit;
+//   - "static" (no [Install] to act on), "indirect" (enabled through Also=
+//     or another name), "alias", "generated" and "transient" (not the
+//     preset's to change) satisfy it;
+//   - so does "not-found": without a unit file anywhere the preset line is
+//     skipped.
+//
+// A template that cannot be enabled without an instance is "disabled" and
+// stays so: that is a notice (CannotEnableNotice), decided by the caller
+// from the unit's [Install], not from its state.
 var enabledStates = map[string]bool{
-	enablement.StateEnabled: true, enablement.StateEnabledRuntime: true, enablement.StateStatic: true,
+	enablement.StateEnabled: true, enablement.StateStatic: true,
 	enablement.StateIndirect: true, enablement.StateGenerated: true, enablement.StateTransient: true,
-	enablement.StateAlias: true, enablement.StateLinked: true, enablement.StateLinkedRuntime: true,
-	enablement.StateNotFound: true,
+	enablement.StateAlias: true, enablement.StateNotFound: true,
+}
+
+// WantsEnabledButDisabled reports whether e declares its unit enabled and
+// state is "disabled": the one case where CannotEnableNotice can apply.
+func WantsEnabledButDisabled(e *desired.Entry, state string) bool {
+	return e.Enabled != nil && *e.Enabled && state == enablement.StateDisabled
+}
+
+// CannotEnableNotice is the notice for a unit declared enabled that is
+// disabled because nothing can enable it (why, from
+// enablement.Tree.CannotEnable, starts "cannot be enabled").
+func CannotEnableNotice(e *desired.Entry, why string) Drift {
+	return Drift{Kind: CannotEnable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, EntryID: e.ID(),
+		Message: fmt.Sprintf("%s %s", Noun(e), why), Want: "enabled", Got: enablement.StateDisabled}
 }
 
 // CompareEnablement compares a unit's declared enablement with its unit file

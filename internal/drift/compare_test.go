@@ -888,12 +888,18 @@ func TestCompareEnablement(t *testing.T) {
 		want  []drift.Drift
 	}{
 		{on, "enabled", nil, nil},
-		{on, "enabled-runtime", nil, nil},
 		{on, "static", nil, nil},
 		{on, "indirect", nil, nil},
 		{on, "alias", nil, nil},
 		{on, "generated", nil, nil},
-		{on, "linked", nil, nil},
+		{on, "transient", nil, nil},
+		// Ignition's preset enables persistently: links in /run only hide a
+		// persistent disable until the next boot.
+		{on, "enabled-runtime", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is enabled-runtime, want enabled`, "enabled", "enabled-runtime")}},
+		// A linked unit file without enablement links: systemctl is-enabled
+		// exits non-zero, and the preset would have made its links.
+		{on, "linked", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is linked, want enabled`, "enabled", "linked")}},
+		{on, "linked-runtime", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is linked-runtime, want enabled`, "enabled", "linked-runtime")}},
 		{on, "disabled", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is disabled, want enabled`, "enabled", "disabled")}},
 		{on, "masked", nil, []drift.Drift{expect(on, drift.Enablement, `unit "a.service" is masked, want enabled`, "enabled", "masked")}},
 		// No unit file anywhere: Ignition writes only a preset line, as for a static unit.
@@ -912,6 +918,29 @@ func TestCompareEnablement(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("CompareEnablement(enabled=%v, %q, %v) (-want +got):\n%s", tt.entry.Enabled, tt.state, tt.err, diff)
 		}
+	}
+}
+
+func TestCannotEnableNotice(t *testing.T) {
+	on := desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/w@.service", Unit: "w@.service", Type: desired.TypeNone, Enabled: ptr(true)}
+	off := on
+	off.Enabled = ptr(false)
+	for _, tc := range []struct {
+		e     desired.Entry
+		state string
+		want  bool
+	}{
+		{on, "disabled", true}, {on, "masked", false}, {on, "enabled", false}, {off, "disabled", false},
+		{desired.Entry{Kind: desired.KindEnablement, Unit: "w@.service"}, "disabled", false},
+	} {
+		if got := drift.WantsEnabledButDisabled(&tc.e, tc.state); got != tc.want {
+			t.Errorf("WantsEnabledButDisabled(enabled=%v, %q) = %v, want %v", tc.e.Enabled, tc.state, got, tc.want)
+		}
+	}
+	want := drift.Drift{Kind: drift.CannotEnable, Entry: desired.KindEnablement, Path: on.Path, Unit: "w@.service", EntryID: on.ID(),
+		Message: `unit "w@.service" cannot be enabled without an instance: why`, Want: "enabled", Got: "disabled"}
+	if diff := cmp.Diff(want, drift.CannotEnableNotice(&on, "cannot be enabled without an instance: why")); diff != "" {
+		t.Errorf("CannotEnableNotice (-want +got):\n%s", diff)
 	}
 }
 

@@ -51,6 +51,11 @@ const (
 	// RebootPending is a notice, not drift: the next boot's kernel command
 	// line has a declared argument as declared, the running kernel's not.
 	RebootPending Kind = "reboot-pending"
+	// CannotEnable is a notice, not drift: a unit declared enabled that
+	// enabling would leave disabled (a template without DefaultInstance=,
+	// enablement.Tree.CannotEnable): Ignition's preset line for it makes no
+	// link that counts, so "disabled" is what a freshly provisioned host has.
+	CannotEnable Kind = "cannot-enable"
 )
 
 // Drift is one difference between an entry and the disk.

@@ -23,9 +23,16 @@
 // build that looks at /lib at all (split-usr builds such as Debian 12's); on
 // merged-usr trees the two are the same directory.
 //
-// Everything is read relative to the root: absolute symlink targets are
-// resolved as if the root were "/", and neither symlinks nor ".." ever lead
-// outside of it. [Install] sections are parsed as systemd's config parser
+// Everything is read through the root its caller opened (ondisk.Root), as
+// systemd's chase_symlinks() reads with a root directory: the directories on
+// the way are resolved by the kernel, openat2(RESOLVE_IN_ROOT) (absolute
+// symlink targets start again at the root, ".." never climbs above it,
+// nothing resolves outside of it), and files are opened and links read
+// relative to those directories' descriptors, never by a joined path. On top
+// of that the package keeps only systemd's own rules: at most 31 links
+// followed in last components (CHASE_SYMLINKS_MAX is 32, counted down to 0;
+// the kernel bounds a chain of links in directories at 40), and a missing tail appended as written
+// (CHASE_NONEXISTENT). [Install] sections are parsed as systemd's config parser
 // parses them (comments, continuation lines, quoting, specifiers, drop-ins in
 // NAME.d/*.conf and TEMPLATE.d/*.conf). Only the unit asked for, its alias
 // chain and its drop-ins are read, plus the listings of the search
@@ -43,11 +50,11 @@
 //     system scope is supported (no --user, no --global).
 //   - It mirrors systemd 252. Later versions also honour UpheldBy= and
 //     .upholds/ directories; 252 ignores them, and so does this package.
-//   - A Tree caches directory listings: it describes the tree as it was when
-//     first read. Make a new Tree for every check pass.
-//   - A tree that is changed concurrently by a hostile writer can make a
-//     lookup read a file through a symlink swapped in between two steps; the
-//     package is meant for trees owned by the host being checked.
+//   - A Tree holds the directories and listings it read: it describes the
+//     tree as it was when first read. Make a new Tree for every check pass
+//     (Offline.Pass), and Close it after.
+//   - A tree changed while it is read can be seen half old, half new, as
+//     systemd would see it; what is read stays inside the root.
 //
 // Deliberate divergences from systemctl 252 with --root are listed on State.
 package enablement

@@ -3,11 +3,11 @@ package enablement
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Link is a symbolic link in /etc/systemd/system, both paths as seen inside
@@ -27,17 +27,28 @@ var ErrMasked = errors.New("unit is masked")
 // /etc/systemd/system, one per WantedBy= in TARGET.wants/ and one per
 // RequiredBy= in TARGET.requires/, each pointing at the unit file's path
 // inside the root (an absolute path without the root, as systemctl writes
-// it with --root). Specifiers are expanded as for State. A template without
-// an instance is linked under its DefaultInstance=, or not at all.
+// it with --root). Specifiers are expanded as for State. An instance gives
+// a template alias its instance (unit_file_verify_alias); an alias of the
+// unit's own name makes no link. A template is linked under its
+// DefaultInstance=; without one, only into template and instance targets
+// (a WantedBy=foo@.target), and not at all elsewhere. An Also= unit that
+// is masked or not found is skipped, as systemctl skips it.
 //
 // It returns links that exist already too: the caller writes those that are
-// missing. A masked unit is an error wrapping ErrMasked.
+// missing. A masked unit is an error wrapping ErrMasked; an alias that
+// systemctl refuses is an error wrapping ErrBad.
 func (t *Tree) EnableLinks(unit string) ([]Link, error) {
-	if classifyName(unit) == nameInvalid {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidName, unit)
+	unlock, err := t.lock(unit)
+	if err != nil {
+		return nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	defer unlock()
+	return t.enableLinks(unit, false)
+}
+
+// enableLinks is EnableLinks; lenient skips the aliases systemctl refuses,
+// as it goes on with the rest.
+func (t *Tree) enableLinks(unit string, lenient bool) ([]Link, error) {
 	c := &lookup{t: t, infos: map[string]*installInfo{}}
 	var links []Link
 	seen := map[string]bool{}
@@ -49,39 +60,91 @@ func (t *Tree) EnableLinks(unit string) ([]Link, error) {
 			continue
 		}
 		seen[name] = true
+		also := name != unit
 		i, err := c.traverse(c.add(name))
-		if err != nil {
+		switch {
+		case err != nil && also:
+			continue // INSTALL_CHANGE_AUXILIARY_FAILED
+		case err != nil:
 			return nil, err
-		}
-		if i.kind == kindMasked {
+		case i.kind == kindMasked && also:
+			continue // INSTALL_CHANGE_IS_MASKED
+		case i.kind == kindMasked:
 			return nil, fmt.Errorf("%s: %w", name, ErrMasked)
 		}
 		todo = append(todo, i.also...)
-		for _, a := range i.aliases {
-			dst, err := t.printf(i, a)
-			if err != nil {
-				return nil, fmt.Errorf("%s: Alias=%s: %w", i.path, a, err)
-			}
-			links = append(links, Link{Path: path.Join(persistentConfig, dst), Target: i.path})
+		al, err := t.aliasLinks(i)
+		if err != nil && !lenient {
+			return nil, err
 		}
-		n := i.name
-		if classifyName(n) == nameTemplate {
-			if i.defaultInstance == "" {
-				continue // systemctl: "a template ... cannot be enabled without an instance"
-			}
-			n = replaceInstance(n, i.defaultInstance)
+		links = append(links, al...)
+		wl, err := t.wantsLinks(i)
+		if err != nil {
+			return nil, err
 		}
-		for _, dep := range []struct {
-			targets []string
-			suffix  string
-		}{{i.wantedBy, ".wants"}, {i.requiredBy, ".requires"}} {
-			for _, w := range dep.targets {
-				dst, err := t.printf(i, w)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %s%s: %w", i.path, w, dep.suffix, err)
+		links = append(links, wl...)
+	}
+	return links, nil
+}
+
+// aliasLinks mirrors install_info_symlink_alias: the links of i's Alias=
+// lines that systemd makes, and an error for the first it refuses.
+func (t *Tree) aliasLinks(i *installInfo) ([]Link, error) {
+	var links []Link
+	var refused error
+	for _, a := range i.aliases {
+		dst, err := t.printf(i, a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: Alias=%s: %w", i.path, a, err)
+		}
+		if !strings.Contains(dst, "/") {
+			// unit_file_verify_alias: instance propagation, then the
+			// rules of an alias (a self-alias is quietly skipped).
+			if classifyName(dst) == nameTemplate && classifyName(i.name) == nameInstance {
+				dst = replaceInstance(dst, nameInstanceOf(i.name))
+			}
+			if dst == i.name {
+				continue
+			}
+			if err := validateAlias(path.Join(persistentConfig, dst), i.name); err != nil {
+				if refused == nil {
+					refused = fmt.Errorf("%s: Alias=%s: %w", i.path, a, err)
 				}
-				links = append(links, Link{Path: path.Join(persistentConfig, dst+dep.suffix, n), Target: i.path})
+				continue
 			}
+		}
+		links = append(links, Link{Path: path.Join(persistentConfig, dst), Target: i.path})
+	}
+	return links, refused
+}
+
+// wantsLinks mirrors install_info_symlink_wants for WantedBy= and
+// RequiredBy=.
+func (t *Tree) wantsLinks(i *installInfo) ([]Link, error) {
+	n, onlyTemplates := i.name, false
+	if classifyName(n) == nameTemplate {
+		if i.defaultInstance != "" {
+			n = replaceInstance(n, i.defaultInstance)
+		} else {
+			// "We have a template, but no instance yet": only targets
+			// that are templates or instances themselves.
+			onlyTemplates = true
+		}
+	}
+	var links []Link
+	for _, dep := range []struct {
+		targets []string
+		suffix  string
+	}{{i.wantedBy, ".wants"}, {i.requiredBy, ".requires"}} {
+		for _, w := range dep.targets {
+			dst, err := t.printf(i, w)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s%s: %w", i.path, w, dep.suffix, err)
+			}
+			if k := classifyName(dst); onlyTemplates && k != nameTemplate && k != nameInstance {
+				continue // systemctl: "cannot be enabled without an instance"
+			}
+			links = append(links, Link{Path: path.Join(persistentConfig, dst+dep.suffix, n), Target: i.path})
 		}
 	}
 	return links, nil
@@ -89,78 +152,101 @@ func (t *Tree) EnableLinks(unit string) ([]Link, error) {
 
 // DisableLinks returns the symbolic links in /etc/systemd/system (and its
 // subdirectories) that `systemctl --root=ROOT disable UNIT` of systemd 252
-// removes (install.c, unit_file_disable and remove_marked_symlinks_fd): the
-// links named after the unit, its aliases or the units its Also= names, and
-// the links that point at one of them. Masks (links to /dev/null) and the
-// unit files themselves are not links it removes. Paths are sorted.
+// removes (install.c, install_context_mark_for_removal and
+// remove_marked_symlinks_fd): the links named after the unit or a unit its
+// Also= names (or after their template), and the links that lead, followed
+// to their end, to a file of one of those names (an alias of the unit). A
+// masked unit marks nothing. Paths are sorted.
 func (t *Tree) DisableLinks(unit string) ([]string, error) {
-	if classifyName(unit) == nameInvalid {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidName, unit)
+	unlock, err := t.lock(unit)
+	if err != nil {
+		return nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := &lookup{t: t, infos: map[string]*installInfo{}}
-	marked := map[string]bool{}
-	todo := []string{unit}
-	for len(todo) > 0 {
-		name := todo[0]
-		todo = todo[1:]
-		if marked[name] {
-			continue
-		}
-		marked[name] = true
-		i, err := c.traverse(c.add(name))
-		if errors.Is(err, ErrNotFound) {
-			continue // nothing to learn of its [Install]; its name is marked
-		}
-		if err != nil {
-			return nil, err
-		}
-		if i.kind == kindMasked {
-			continue
-		}
-		marked[i.path] = true
-		todo = append(todo, i.also...)
-		for _, a := range i.aliases {
-			if dst, err := t.printf(i, a); err == nil {
-				marked[dst] = true
-			}
-		}
+	defer unlock()
+	marked := t.markForRemoval(unit)
+	d, err := t.dir(persistentConfig)
+	if isMissing(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	var out []string
-	var walk func(dir string, depth int) error
-	walk = func(dir string, depth int) error {
-		ents, err := os.ReadDir(t.host(dir))
-		if err != nil {
-			if isMissing(err) {
-				return nil
-			}
-			return ioError("reading", dir, err)
-		}
-		for _, e := range ents {
-			p := path.Join(dir, e.Name())
-			switch {
-			case e.IsDir() && depth < 8:
-				if err := walk(p, depth+1); err != nil {
-					return err
-				}
-			case e.Type() == fs.ModeSymlink:
-				dest, err := os.Readlink(t.host(p))
-				if err != nil || dest == "/dev/null" {
-					continue
-				}
-				if marked[e.Name()] || marked[dest] || marked[path.Base(dest)] {
-					out = append(out, p)
-				}
-			}
-		}
-		return nil
-	}
-	if err := walk(persistentConfig, 0); err != nil {
+	if err := t.marks(marked, d.fd, ".", persistentConfig, 0, &out); err != nil {
 		return nil, err
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// markForRemoval mirrors install_context_mark_for_removal: the names of the
+// unit and of the units its Also= names, even when they cannot be looked up
+// (leftover links go too), but not a masked one.
+func (t *Tree) markForRemoval(unit string) map[string]bool {
+	c := &lookup{t: t, infos: map[string]*installInfo{}}
+	marked, seen := map[string]bool{}, map[string]bool{}
+	todo := []string{unit}
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		i, err := c.traverse(c.add(name))
+		switch {
+		case err != nil:
+			marked[name] = true
+			continue
+		case i.kind == kindMasked:
+			continue
+		}
+		marked[name] = true
+		todo = append(todo, i.also...)
+	}
+	return marked
+}
+
+// marks mirrors remove_marked_symlinks_fd over the directory name in fd
+// (dir inside the root), depth levels down: it adds to out the links named
+// after a marked unit or its template, or that lead to a file of a marked
+// name.
+func (t *Tree) marks(marked map[string]bool, fd int, name, dir string, depth int, out *[]string) error {
+	ents, err := listAt(fd, name)
+	if err != nil {
+		if isMissing(err) {
+			return nil
+		}
+		return ioError("reading", dir, err)
+	}
+	dfd, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ioError("reading", dir, err)
+	}
+	defer unix.Close(dfd)
+	for _, e := range ents {
+		p := path.Join(dir, e.name)
+		switch {
+		case isDir(&e.st) && depth < 8:
+			if err := t.marks(marked, dfd, e.name, p, depth+1, out); err != nil {
+				return err
+			}
+		case isLink(&e.st) && classifyName(e.name) != nameInvalid:
+			tmpl, _ := templateOf(e.name)
+			found := marked[e.name] || marked[tmpl]
+			if !found {
+				dest, _, err := t.chase(p, true, true)
+				if err != nil {
+					continue
+				}
+				found = marked[path.Base(dest)]
+			}
+			if found {
+				*out = append(*out, p)
+			}
+		}
+	}
+	return nil
 }
 
 // IsConfigSubdir reports whether dir is a directory below
@@ -168,4 +254,66 @@ func (t *Tree) DisableLinks(unit string) ([]string, error) {
 // gone (install.c: rmdir_parents up to the config directory).
 func IsConfigSubdir(dir string) bool {
 	return strings.HasPrefix(dir, persistentConfig+"/")
+}
+
+// CannotEnable says why `systemctl enable UNIT` of systemd 252 can create no
+// symbolic link that changes what `systemctl is-enabled UNIT` says of a
+// disabled unit (a clause that starts "cannot be enabled"), or "" when it
+// can, or when the unit is not disabled (that is for its state to say).
+// Ignition enables a unit through a preset line
+// (internal/exec/stages/files/units.go, createSystemdPresetFile, v2.27.0:
+// "enable foo@.service" for a template, "enable foo@.service bar" for an
+// instance), and the first boot's preset makes the links enable makes
+// (install.c, preset_prepare_one → install_context_apply), so such a unit is
+// never enabled on a freshly provisioned host.
+//
+// It is decided by what enabling would do: the links EnableLinks computes
+// (the refused aliases left out, as systemctl goes on without them) are
+// added to what the unit search path holds, and the state is asked again.
+// The common cases (install.c, install_info_symlink_alias,
+// install_info_symlink_wants and find_symlinks_in_directory):
+//
+//   - a template without DefaultInstance= or Alias=, wanted only by plain
+//     targets: "If this is a template, and we have no instance", no link;
+//   - an instance read from its template's file, whose [Install] has Alias=
+//     but no WantedBy= nor RequiredBy=: the alias links are named after the
+//     instance and point to the template's file, and is-enabled counts
+//     neither (it looks for links named after the unit, or pointing to a
+//     file of that name).
+func (t *Tree) CannotEnable(unit string) (string, error) {
+	unlock, err := t.lock(unit)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if st, err := t.state(unit); err != nil || st != StateDisabled {
+		return "", nil
+	}
+	links, err := t.enableLinks(unit, true)
+	if err != nil {
+		return "", nil // enabling fails: for the state to say (drift)
+	}
+	// A link enabling makes where the lookup finds the unit (an alias of a
+	// name on its way, in /etc/systemd/system, which comes first) changes
+	// the lookup itself, not only the links it counts: undecided, so the
+	// state is drift as it says.
+	c := &lookup{t: t, infos: map[string]*installInfo{}}
+	if _, err := c.traverse(c.add(unit)); err != nil {
+		return "", nil
+	}
+	for _, l := range links {
+		if dir, name := path.Split(l.Path); dir == persistentConfig+"/" && c.infos[name] != nil {
+			return "", nil
+		}
+	}
+	t.enabled = links
+	after, err := t.state(unit)
+	t.enabled = nil
+	if err != nil || after != StateDisabled {
+		return "", nil
+	}
+	if classifyName(unit) == nameTemplate {
+		return "cannot be enabled without an instance: enabling a template without DefaultInstance= (as Ignition's preset does) makes no link that systemd counts for it", nil
+	}
+	return "cannot be enabled: enabling it (as Ignition's preset does) makes no link that systemd counts for it", nil
 }

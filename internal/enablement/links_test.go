@@ -1,6 +1,7 @@
 package enablement
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -44,7 +45,8 @@ func links(t *testing.T, root string) []string {
 // TestEnableDisableLinksAsSystemctl: the links EnableLinks computes are the
 // ones `systemctl --root enable` creates, and DisableLinks the ones
 // `systemctl --root disable` removes, for WantedBy=, RequiredBy=, Alias=,
-// Also=, a specifier, a vendor unit and a template with DefaultInstance=.
+// Also=, a specifier, a vendor unit, a template with DefaultInstance=, one
+// without (template targets only), and an instance's template alias.
 func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 	requireSystemctl(t)
 	units := map[string]string{
@@ -53,8 +55,12 @@ func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 		usr + "/t@.service":    "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\nDefaultInstance=one\n",
 		etc + "/keep.service":  "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
 		etc + "/plain.service": "[Service]\nExecStart=/bin/true\n",
+		// No DefaultInstance=: linked into template targets only.
+		usr + "/tt@.service": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target x@.target x@one.target\n",
+		// An instance gives a template alias its instance; a self-alias makes no link.
+		usr + "/ia@.service": "[Service]\nExecStart=/bin/true\n[Install]\nAlias=other@.service ia@.service\nWantedBy=multi-user.target\n",
 	}
-	for _, unit := range []string{"a.service", "b.service", "t@.service", "t@two.service"} {
+	for _, unit := range []string{"a.service", "b.service", "t@.service", "t@two.service", "tt@.service", "ia@two.service", "ia@.service"} {
 		t.Run(unit, func(t *testing.T) {
 			byHand, bySystemctl := t.TempDir(), t.TempDir()
 			for _, root := range []string{byHand, bySystemctl} {
@@ -68,7 +74,7 @@ func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 				}
 				runSystemctl(t, root, "enable", "keep.service") // links that must stay
 			}
-			tree, err := Open(byHand)
+			tree, err := openTree(t, byHand)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +94,7 @@ func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 				t.Errorf("links after enable (-systemctl +EnableLinks):\n%s", diff)
 			}
 
-			tree, err = Open(byHand)
+			tree, err = openTree(t, byHand)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,6 +116,69 @@ func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 			runSystemctl(t, bySystemctl, "disable", unit)
 			if diff := cmp.Diff(links(t, bySystemctl), links(t, byHand)); diff != "" {
 				t.Errorf("links after disable (-systemctl +DisableLinks):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCannotEnableAsIgnitionsPreset: CannotEnable says why exactly for the
+// units that the first boot's `systemctl preset-all` leaves disabled when
+// Ignition declared them enabled (its preset line, as
+// createSystemdPresetFile of Ignition v2.27.0 writes it, over a vendor
+// "disable *").
+func TestCannotEnableAsIgnitionsPreset(t *testing.T) {
+	requireSystemctl(t)
+	const (
+		svc      = "[Service]\nExecStart=/bin/true\n[Install]\n"
+		presetTo = "/etc/systemd/system-preset/20-ignition.preset"
+	)
+	cases := []struct {
+		unit, preset string
+		files        map[string]string
+		cannot       bool
+	}{
+		{unit: "w@.service", preset: "enable w@.service ", cannot: true,
+			files: map[string]string{usr + "w@.service": svc + "WantedBy=multi-user.target\n"}},
+		{unit: "w@.service", preset: "enable w@.service ", cannot: true,
+			files: map[string]string{usr + "w@.service": svc + "RequiredBy=multi-user.target\nAlso=b.service\n", usr + "b.service": svc + "WantedBy=multi-user.target\n"}},
+		// A template target gets the template's link (install_info_symlink_wants).
+		{unit: "tt@.service", preset: "enable tt@.service ",
+			files: map[string]string{usr + "tt@.service": svc + "WantedBy=%N.target\n"}},
+		{unit: "d@.service", preset: "enable d@.service ",
+			files: map[string]string{usr + "d@.service": svc + "WantedBy=multi-user.target\nDefaultInstance=one\n"}},
+		{unit: "al@.service", preset: "enable al@.service ",
+			files: map[string]string{usr + "al@.service": svc + "Alias=other@.service\n"}},
+		{unit: "w@bar.service", preset: "enable w@.service bar",
+			files: map[string]string{usr + "w@.service": svc + "WantedBy=multi-user.target\n"}},
+		{unit: "al@bar.service", preset: "enable al@.service bar", cannot: true,
+			files: map[string]string{usr + "al@.service": svc + "Alias=other@.service\n"}},
+		{unit: "al@bar.service", preset: "enable al@.service bar", cannot: true,
+			files: map[string]string{usr + "al@.service": svc + "Alias=other@.service\nDefaultInstance=bar\n"}},
+		{unit: "wa@bar.service", preset: "enable wa@.service bar",
+			files: map[string]string{usr + "wa@.service": svc + "Alias=other@.service\nWantedBy=multi-user.target\n"}},
+		{unit: "own@bar.service", preset: "enable own@.service bar",
+			files: map[string]string{usr + "own@bar.service": svc + "Alias=other@bar.service\n"}},
+		{unit: "plain.service", preset: "enable plain.service",
+			files: map[string]string{usr + "plain.service": svc + "WantedBy=multi-user.target\n"}},
+	}
+	for k, tc := range cases {
+		t.Run(fmt.Sprintf("%d:%s", k, tc.unit), func(t *testing.T) {
+			files := map[string]string{presetTo: tc.preset + "\n", "/usr/lib/systemd/system-preset/99-default.preset": "disable *\n"}
+			for p, c := range tc.files {
+				files[p] = c
+			}
+			root := buildRoot(t, fixture{files: files, systemctl: [][]string{{"preset-all"}}})
+			after := systemctlIsEnabled(t, root, tc.unit)
+			tree, err := openTree(t, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			why, err := tree.CannotEnable(tc.unit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (why != "") != tc.cannot || (after == StateDisabled) != tc.cannot {
+				t.Errorf("after the preset %q: is-enabled %s = %q; CannotEnable = %q, want it empty: %v", tc.preset, tc.unit, after, why, !tc.cannot)
 			}
 		})
 	}

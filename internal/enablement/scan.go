@@ -2,10 +2,11 @@ package enablement
 
 import (
 	"errors"
-	"io/fs"
-	"os"
 	"path"
+	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // scan holds the symlinks of one directory of the search path, as
@@ -31,7 +32,7 @@ func (t *Tree) scanDir(p string) *scan {
 	}
 	s := &scan{}
 	t.scans[p] = s
-	ents, dir, err := t.readDir(p)
+	ents, d, err := t.readDir(p)
 	if err != nil {
 		if !isMissing(err) {
 			s.err = err
@@ -39,26 +40,26 @@ func (t *Tree) scanDir(p string) *scan {
 		return s
 	}
 	for _, e := range ents {
-		name := e.Name()
-		switch e.Type() {
-		case fs.ModeDir:
+		name := e.name
+		switch {
+		case isDir(&e.st):
 			dot := strings.LastIndexByte(name, '.')
 			if dot < 0 || (name[dot:] != ".wants" && name[dot:] != ".requires") {
 				continue
 			}
-			sub, err := os.ReadDir(t.host(path.Join(dir, name)))
+			sub, err := listAt(d.fd, name)
 			if err != nil {
 				continue // systemd logs and ignores such a directory
 			}
 			for _, se := range sub {
-				if se.Type() == fs.ModeSymlink && !hiddenOrBackup(se.Name()) {
-					s.wants = append(s.wants, se.Name())
+				if isLink(&se.st) {
+					s.wants = append(s.wants, se.name)
 				}
 			}
-		case fs.ModeSymlink:
-			dest, err := os.Readlink(t.host(path.Join(dir, name)))
+		case isLink(&e.st):
+			dest, err := readlinkAt(d.fd, name)
 			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
+				if errors.Is(err, unix.ENOENT) {
 					continue // gone since the listing
 				}
 				err = ioError("reading", path.Join(p, name), err)
@@ -67,6 +68,29 @@ func (t *Tree) scanDir(p string) *scan {
 		}
 	}
 	return s
+}
+
+// with returns s with the links in it that it does not have yet, as
+// enabling would create them (see Tree.CannotEnable): links directly in
+// /etc/systemd/system, and in its .wants/ and .requires/ subdirectories.
+func (s *scan) with(links []Link) *scan {
+	more := &scan{err: s.err, top: slices.Clone(s.top), wants: slices.Clone(s.wants)}
+	have := map[string]bool{}
+	for _, l := range s.top {
+		have[l.name] = true
+	}
+	for _, l := range links {
+		dir, name := path.Split(l.Path)
+		dir = strings.TrimSuffix(dir, "/")
+		switch {
+		case dir == persistentConfig && !have[name]:
+			more.top = append(more.top, link{name: name, dest: l.Target})
+			have[name] = true
+		case path.Dir(dir) == persistentConfig && (strings.HasSuffix(dir, ".wants") || strings.HasSuffix(dir, ".requires")):
+			more.wants = append(more.wants, name)
+		}
+	}
+	return more
 }
 
 // findSymlinks mirrors install.c's find_symlinks() for one directory of the
@@ -119,7 +143,11 @@ func (s *scan) findSymlinks(i *installInfo, matchName, ignoreSameName bool) (fou
 func (t *Tree) findInScope(i *installInfo, matchName bool) (state string, found bool, err error) {
 	var sameRuntime, sameConfig, enabledRuntime, enabledElsewhere, ignoreSameName bool
 	for _, dir := range searchPath {
-		f, same, err := t.scanDir(dir).findSymlinks(i, matchName, ignoreSameName)
+		s := t.scanDir(dir)
+		if dir == persistentConfig && t.enabled != nil {
+			s = s.with(t.enabled)
+		}
+		f, same, err := s.findSymlinks(i, matchName, ignoreSameName)
 		if err != nil {
 			return "", false, err
 		}

@@ -179,16 +179,12 @@ func architecture(machine string) string {
 
 // machineID reads the root's /etc/machine-id as systemd's %m does.
 func (t *Tree) machineID() (string, error) {
-	p, _, err := t.chase("/etc/machine-id", true, false)
+	data, err := t.readFile("/etc/machine-id")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("no /etc/machine-id: %w", syscall.EUNATCH)
 		}
 		return "", err
-	}
-	data, err := os.ReadFile(t.host(p))
-	if err != nil {
-		return "", ioError("reading", "/etc/machine-id", err)
 	}
 	id := strings.TrimSuffix(string(data), "\n")
 	if len(id) != 32 || strings.Trim(strings.ToLower(id), "0123456789abcdef") != "" {
@@ -202,17 +198,14 @@ func (t *Tree) osRelease(key string) (string, error) {
 	var data []byte
 	found := false
 	for _, name := range []string{"/etc/os-release", "/usr/lib/os-release"} {
-		p, _, err := t.chase(name, true, false)
-		if err == nil {
-			data, err = os.ReadFile(t.host(p))
-			err = errpath.Strip(err)
-		}
+		var err error
+		data, err = t.readFile(name)
 		if err == nil {
 			found = true
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("reading %s: %w", name, err)
+			return "", err
 		}
 	}
 	if !found {

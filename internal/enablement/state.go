@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -83,17 +82,6 @@ func below(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// State returns what `systemctl --root=root is-enabled unit` prints for the
-// unit, computed from the files under root ("/" for the running system).
-// See Tree.State.
-func State(root, unit string) (string, error) {
-	t, err := Open(root)
-	if err != nil {
-		return "", err
-	}
-	return t.State(unit)
-}
-
 // State returns the enablement state of unit, a full unit name such as
 // "foo.service", "foo@.service" or "foo@bar.service" (names are not
 // mangled: "foo" is refused with ErrInvalidName). Its cases:
@@ -114,11 +102,11 @@ func State(root, unit string) (string, error) {
 // ROOT/dev/null and fails; here it is an empty drop-in, as for systemd on
 // the booted host).
 func (t *Tree) State(unit string) (string, error) {
-	if classifyName(unit) == nameInvalid {
-		return "", fmt.Errorf("%w: %q", ErrInvalidName, unit)
+	unlock, err := t.lock(unit)
+	if err != nil {
+		return "", err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	defer unlock()
 	st, err := t.state(unit)
 	switch {
 	case err == nil:
@@ -339,8 +327,9 @@ func (c *lookup) search(i *installInfo) error {
 }
 
 // dropins mirrors conf_files_list_strv() over NAME.d/ (then TEMPLATE.d/) in
-// every directory of the search path: *.conf files, the first of each file
-// name winning, sorted by file name.
+// every directory of the search path: *.conf entries of any type (install.c
+// asks for no type; a directory named so then fails to load), the first of
+// each file name winning, sorted by file name.
 func (c *lookup) dropins(names []string) []string {
 	byName := map[string]string{}
 	for _, name := range names {
@@ -351,7 +340,7 @@ func (c *lookup) dropins(names []string) []string {
 				continue // systemd ignores directories it cannot open
 			}
 			for _, e := range ents {
-				n := e.Name()
+				n := e.name
 				if _, seen := byName[n]; !seen && strings.HasSuffix(n, ".conf") {
 					byName[n] = path.Join(d, n)
 				}
@@ -384,7 +373,7 @@ func (c *lookup) loadOrReadlink(i *installInfo, p string) error {
 	if err != nil {
 		return err
 	}
-	masked, err := c.t.nullOrEmpty(target)
+	masked, err := c.t.maskedLink(target)
 	if err != nil {
 		return err
 	}
@@ -404,23 +393,23 @@ func (c *lookup) load(i *installInfo, p string) error {
 	if classifyName(i.name) != namePlain && !mayTemplate(unitType(i.name)) {
 		return fmt.Errorf("%w: %s: unit type %s cannot be templated", ErrBad, p, unitType(i.name))
 	}
-	hp, err := c.t.fileHostPath(p)
+	d, err := c.t.dir(path.Dir(p))
 	if err != nil {
 		return err
 	}
-	fi, err := os.Lstat(hp)
+	st, err := lstatAt(d, path.Base(p))
 	switch {
 	case err != nil:
 		return ioError("reading", p, err)
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case isLink(&st):
 		return errSymlink
-	case isNullOrEmpty(fi):
+	case isNullOrEmpty(&st):
 		i.kind = kindMasked
 		return nil
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrBad, p, fi.Mode().Type())
+	case !isReg(&st):
+		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrBad, p, fileType(&st))
 	}
-	data, err := readRegular(hp, p)
+	data, err := readAt(d, path.Base(p), p)
 	if err != nil {
 		return err
 	}
@@ -434,7 +423,7 @@ func (c *lookup) load(i *installInfo, p string) error {
 // loadDropin mirrors unit_file_load() for a drop-in: symlinks are followed
 // (inside the root), and an empty file or /dev/null adds nothing.
 func (c *lookup) loadDropin(i *installInfo, p string) error {
-	r, fi, err := c.t.chase(p, true, true)
+	r, st, err := c.t.chase(p, true, true)
 	if err != nil {
 		return err
 	}
@@ -443,18 +432,19 @@ func (c *lookup) loadDropin(i *installInfo, p string) error {
 		// that way, and systemd on the booted host reads it as empty.
 		return nil
 	}
-	if fi == nil {
-		if fi, err = os.Stat(c.t.host(r)); err != nil {
-			return ioError("reading", p, err)
-		}
-	}
 	switch {
-	case isNullOrEmpty(fi):
+	case st == nil:
+		return ioError("reading", p, fs.ErrNotExist)
+	case isNullOrEmpty(st):
 		return nil
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrBad, p, fi.Mode().Type())
+	case !isReg(st):
+		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrBad, p, fileType(st))
 	}
-	data, err := readRegular(c.t.host(r), p)
+	d, err := c.t.dir(path.Dir(r))
+	if err != nil {
+		return err
+	}
+	data, err := readAt(d, path.Base(r), p)
 	if err != nil {
 		return err
 	}
@@ -467,11 +457,11 @@ func (c *lookup) loadDropin(i *installInfo, p string) error {
 // whether that is outside of the search path (a linked unit file). A target
 // inside the search path must be a valid alias of the symlink's name.
 func (c *lookup) resolveSymlink(p string) (target string, linked bool, err error) {
-	hp, err := c.t.fileHostPath(p)
+	d, err := c.t.dir(path.Dir(p))
 	if err != nil {
 		return "", false, err
 	}
-	dest, err := os.Readlink(hp)
+	dest, err := readlinkAt(d.fd, path.Base(p))
 	if err != nil {
 		return "", false, ioError("reading", p, err)
 	}
@@ -524,28 +514,44 @@ func validateAlias(p, target string) error {
 	return nil
 }
 
-// nullOrEmpty mirrors null_or_empty_path_with_root(): a symlink target that
-// reads "/dev/null" masks even when the root has no /dev/null; otherwise
-// the target, followed inside the root, must be an empty file or a
-// character device. A missing target is not a mask.
-func (t *Tree) nullOrEmpty(target string) (bool, error) {
+// maskedLink mirrors the mask test of unit_file_load_or_readlink() in
+// systemd 252 (src/shared/install.c): null_or_empty_path_with_root() of the
+// link's resolved target (src/basic/stat-util.c). A target that is
+// "/dev/null" masks, even when the root has no /dev/null. For any other
+// target the two roots differ:
+//
+//   - With a root directory (systemctl --root=DIR), the target systemd
+//     passes is already prefixed with DIR, and null_or_empty_path_with_root
+//     prefixes it again (CHASE_PREFIX_ROOT): it looks for DIR/DIR/target,
+//     which is not there, and the ENOENT means "not a mask". The link is
+//     then an alias or a linked unit file like any other, and the lookup
+//     goes on to the unit it names: a link to an empty file, or to a vendor
+//     file that is itself a link to /dev/null, is masked only if what it
+//     resolves to is (in the directory where that is found), and a link to
+//     a name that /etc shadows is that unit's alias.
+//   - On the running system (root "/", no root directory for systemd), the
+//     target is followed and stat'ed: an empty file or a character device
+//     at the end masks at the link.
+func (t *Tree) maskedLink(target string) (bool, error) {
 	if target == "/dev/null" {
 		return true, nil
 	}
-	r, fi, err := t.chase(target, true, false)
+	if !t.host {
+		return false, nil
+	}
+	return t.nullOrEmpty(target)
+}
+
+// nullOrEmpty mirrors null_or_empty_path_with_root() without a root
+// directory: the target, followed, must be an empty file or a character
+// device. A missing target is not a mask.
+func (t *Tree) nullOrEmpty(target string) (bool, error) {
+	_, st, err := t.chase(target, true, false)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil
 		}
 		return false, err
 	}
-	if fi == nil {
-		if fi, err = os.Stat(t.host(r)); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return false, nil
-			}
-			return false, ioError("reading", target, err)
-		}
-	}
-	return isNullOrEmpty(fi), nil
+	return isNullOrEmpty(st), nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 )
@@ -158,6 +159,25 @@ func TestState(t *testing.T) {
 			fx: fixture{
 				files: map[string]string{"/srv/empty": ""},
 				links: map[string]string{etc + "foo.service": "/srv/empty"},
+			}},
+		// With a root, a link masks only when it points to /dev/null; a link
+		// to anything else is followed (see maskedLink).
+		{name: "a runtime link to an empty file is masked where the file is", unit: "foo.service", want: "masked",
+			fx: fixture{
+				files: map[string]string{"/srv/empty": ""},
+				links: map[string]string{run + "foo.service": "/srv/empty"},
+			}},
+		{name: "an alias of a name /etc shadows over an empty vendor file is an alias", unit: "bar.service", want: "alias",
+			fx: fixture{
+				files: map[string]string{usr + "foo.service": "", etc + "foo.service": wantedBy},
+				links: map[string]string{etc + "bar.service": usr + "foo.service"},
+			}},
+		{name: "an alias of a name /etc shadows over a vendor mask is an alias", unit: "bar.service", want: "alias",
+			fx: fixture{
+				// A root with a /dev/null (an image made by debootstrap has
+				// the device; an empty file reads the same).
+				files: map[string]string{etc + "foo.service": wantedBy, "/dev/null": ""},
+				links: map[string]string{etc + "bar.service": usr + "foo.service", usr + "foo.service": "/dev/null"},
 			}},
 		{name: "masked without a unit file", unit: "nothing.service", want: "masked",
 			fx: fixture{links: map[string]string{etc + "nothing.service": "/dev/null"}}},
@@ -477,7 +497,7 @@ func TestState(t *testing.T) {
 			t.Parallel()
 			root := buildRoot(t, tc.fx)
 
-			got, err := State(root, tc.unit)
+			got, err := stateAt(root, tc.unit)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("State(%q) mismatch (-want +got):\n%s(error: %v)", tc.unit, diff, err)
 			}
@@ -499,6 +519,41 @@ func TestState(t *testing.T) {
 	}
 }
 
+// stateAt answers State from a Tree of its own over the directory root.
+func stateAt(root, unit string) (string, error) {
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	t, err := New(r)
+	if err != nil {
+		return "", err
+	}
+	defer t.Close()
+	return t.State(unit)
+}
+
+// openTree returns a Tree over the directory root; it and the root are
+// closed at the end of the test.
+func openTree(t testing.TB, root string) (*Tree, error) {
+	t.Helper()
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := New(r)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	t.Cleanup(func() {
+		tree.Close()
+		r.Close()
+	})
+	return tree, nil
+}
+
 // requireSystemctl skips the test when systemctl is missing, except in CI
 // (CI=true) where the comparison with it is part of what is tested.
 func requireSystemctl(t *testing.T) {
@@ -512,6 +567,12 @@ func requireSystemctl(t *testing.T) {
 // variables of the environment that could change its unit search path.
 func runSystemctl(t *testing.T, root string, args ...string) (stdout, stderr string) {
 	t.Helper()
+	return runSystemctlEnv(t, nil, root, args...)
+}
+
+// runSystemctlEnv is runSystemctl with more environment variables.
+func runSystemctlEnv(t *testing.T, env []string, root string, args ...string) (stdout, stderr string) {
+	t.Helper()
 	requireSystemctl(t)
 	cmd := exec.Command(systemctlPath, append([]string{"--root=" + root}, args...)...)
 	for _, kv := range os.Environ() {
@@ -519,7 +580,7 @@ func runSystemctl(t *testing.T, root string, args ...string) (stdout, stderr str
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "SYSTEMD_LOG_LEVEL=err")
+	cmd.Env = append(append(cmd.Env, "SYSTEMD_LOG_LEVEL=err"), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	_ = cmd.Run() // is-enabled exits non-zero for most states
@@ -606,7 +667,7 @@ func TestStateErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := State(tc.root, tc.unit)
+			got, err := stateAt(tc.root, tc.unit)
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("State(%q, %q) error = %v, want one that wraps %v", tc.root, tc.unit, err, tc.wantErr)
 			}
@@ -617,10 +678,53 @@ func TestStateErrors(t *testing.T) {
 	}
 }
 
+// On the running system (root "/"), systemd follows a link to its end and a
+// link to an empty file or a character device masks at the link (see
+// maskedLink); that cannot be compared with systemctl without writing to the
+// host's /etc, so the rule is asked of maskedLink directly.
+func TestMaskedLinkOnTheRunningSystem(t *testing.T) {
+	dir := t.TempDir()
+	empty, full, link := filepath.Join(dir, "empty"), filepath.Join(dir, "full"), filepath.Join(dir, "link")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(wantedBy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, empty, link)
+	host, err := openTree(t, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inDir, err := openTree(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tree   *Tree
+		target string
+		want   bool
+	}{
+		{host, "/dev/null", true},
+		{host, empty, true},
+		{host, link, true},
+		{host, full, false},
+		{host, filepath.Join(dir, "missing"), false},
+		{inDir, "/dev/null", true},
+		{inDir, "/empty", false},
+		{inDir, "/link", false},
+	} {
+		got, err := tc.tree.maskedLink(tc.target)
+		if err != nil || got != tc.want {
+			t.Errorf("Tree(%s).maskedLink(%s) = %v, %v; want %v", tc.tree.root.Dir(), tc.target, got, err, tc.want)
+		}
+	}
+}
+
 // Error messages name paths as seen inside the root, never with its prefix.
 func TestStateErrorNamesInsidePath(t *testing.T) {
 	root := buildRoot(t, fixture{files: map[string]string{usr + "foo.service": "[Install\n"}})
-	_, err := State(root, "foo.service")
+	_, err := stateAt(root, "foo.service")
 	if err == nil {
 		t.Fatal("State: no error")
 	}
@@ -648,7 +752,7 @@ func TestTreeManyUnits(t *testing.T) {
 			want[name] = "enabled"
 		}
 	}
-	tree, err := Open(buildRoot(t, fx))
+	tree, err := openTree(t, buildRoot(t, fx))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -687,9 +791,14 @@ func BenchmarkTreeState50(b *testing.B) {
 			}
 		}
 	}
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
 	b.ResetTimer()
 	for b.Loop() {
-		tree, err := Open(root)
+		tree, err := New(r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -698,6 +807,7 @@ func BenchmarkTreeState50(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		tree.Close()
 	}
 }
 
@@ -724,12 +834,66 @@ func TestStateStaysInsideRoot(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.unit, func(t *testing.T) {
-			got, err := State(root, tc.unit)
+			got, err := stateAt(root, tc.unit)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("State(%q) mismatch (-want +got):\n%s(error: %v)", tc.unit, diff, err)
 			}
 			if diff := cmp.Diff(tc.systemctl, systemctlIsEnabled(t, root, tc.unit)); diff != "" {
 				t.Errorf("systemctl --root=DIR is-enabled %s mismatch (-want +got):\n%s", tc.unit, diff)
+			}
+		})
+	}
+}
+
+// systemd's own rules on top of the kernel's resolution, held against
+// systemctl: a drop-in is read through at most 31 links (CHASE_SYMLINKS_MAX
+// counted down to 0), and a link whose target has a dangling link to a
+// missing directory on the way resolves to where that directory would be
+// (here inside the search path: an alias of itself, which systemd refuses);
+// a directory named like a drop-in is listed as one, and fails to load.
+func TestChaseRulesAsSystemctl(t *testing.T) {
+	chain := func(n int) fixture {
+		fx := fixture{
+			files: map[string]string{usr + "foo.service": wantedBy, "/opt/l0": "[Install]\nAlias=bar.service\n"},
+			links: map[string]string{etc + "foo.service.d/a.conf": fmt.Sprintf("/opt/l%d", n)},
+		}
+		for i := 1; i <= n; i++ {
+			fx.links[fmt.Sprintf("/opt/l%d", i)] = fmt.Sprintf("/opt/l%d", i-1)
+		}
+		return fx
+	}
+	cases := []struct {
+		name string
+		fx   fixture
+		unit string
+		want string
+	}{
+		{"a drop-in through 31 links", chain(30), "foo.service", "disabled"},
+		{"a drop-in through 32 links", chain(31), "foo.service", "bad"},
+		{"a link through a dangling directory link", fixture{links: map[string]string{
+			"/opt/link":         "/usr/lib/systemd/system/missing",
+			etc + "foo.service": "/opt/link/foo.service",
+		}}, "foo.service", "bad"},
+		{"a drop-in directory named like a drop-in", fixture{
+			files: map[string]string{usr + "foo.service": wantedBy},
+			dirs:  []string{etc + "foo.service.d/x.conf"},
+		}, "foo.service", "bad"},
+		{"a link to another name through a dangling directory link", fixture{
+			files: map[string]string{usr + "bar.service": wantedBy},
+			links: map[string]string{
+				"/opt/link":         "/usr/lib/systemd/system/missing",
+				etc + "baz.service": "/opt/link/bar.service",
+			}}, "baz.service", "alias"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := buildRoot(t, tc.fx)
+			got, err := stateAt(root, tc.unit)
+			if got != tc.want {
+				t.Errorf("State(%s) = %q (error: %v), want %q", tc.unit, got, err, tc.want)
+			}
+			if sc := systemctlIsEnabled(t, root, tc.unit); sc != tc.want {
+				t.Errorf("systemctl is-enabled %s = %q, want %q", tc.unit, sc, tc.want)
 			}
 		})
 	}

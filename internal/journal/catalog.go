@@ -49,8 +49,8 @@ const (
 	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
 	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
 	// unverifiable, not-checked, not-applicable), or takes effect at the
-	// next boot (reboot-pending); or a fact about the OS image
-	// (same-image, finalization-failed).
+	// next boot (reboot-pending), or can never be done (cannot-enable); or a
+	// fact about the OS image (same-image, finalization-failed).
 	MsgNotice = "a094d4906b084c73bb73fef724cd195b"
 	// MsgReconciled: `drift-monitor reconcile` released its inhibitor
 	// and drift the daemon knew of is gone: it was repaired.
@@ -301,12 +301,18 @@ through ostree; "same-image" when the booted OS image is the declared one
 under another name (the same manifest digest); "finalization-failed" when
 the previous boot's ostree finalization failed, so the host did not boot the
 deployment staged for it (the record's message has ostree's error; see
-"journalctl -b -1 -u ostree-finalize-staged.service").
+"journalctl -b -1 -u ostree-finalize-staged.service"); "cannot-enable" when
+a unit declared enabled is disabled and enabling it, as Ignition's preset
+does, would make no link that systemd counts (a template without
+DefaultInstance= or Alias= wanted by plain targets only, an instance of a
+template whose [Install] has only Alias=): it is disabled on a freshly
+provisioned host too.
 
 The notice is logged once when it appears (again after a restart);
 "drift-monitor check" lists every notice. To have the content checked,
 declare it inline or give its source a verification hash; a pending reboot
-resolves itself when the host is rebooted.`,
+resolves itself when the host is rebooted; for a template, declare the
+instances to enable (foo@bar.service) or give it a DefaultInstance=.`,
 	},
 	{
 		ID: MsgReconciled, Name: "MsgReconciled",

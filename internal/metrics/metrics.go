@@ -35,7 +35,7 @@ var States = []string{"starting", "clean", "drifted", "inhibited", "error", "che
 var Kinds = append([]drift.Kind{
 	drift.Missing, drift.Type, drift.Content, drift.Mode, drift.Owner, drift.Group,
 	drift.Target, drift.HardLink, drift.Unmasked, drift.Masked, drift.Enablement,
-	drift.KernelArg, drift.Unreadable, drift.Unverifiable, drift.RebootPending,
+	drift.KernelArg, drift.Unreadable, drift.Unverifiable, drift.RebootPending, drift.CannotEnable,
 }, append(drift.MachineConfigKinds, drift.AccountKinds...)...)
 
 // Snapshot is the state the metrics show; the daemon fills it on its event

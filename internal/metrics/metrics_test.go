@@ -113,6 +113,7 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_drift_entries{kind=primary-group}":   0,
 		"drift_monitor_drift_entries{kind=groups}":          0,
 		"drift_monitor_drift_entries{kind=password-hash}":   0,
+		"drift_monitor_drift_entries{kind=cannot-enable}":   0,
 	}
 	for _, k := range drift.MachineConfigKinds {
 		want["drift_monitor_drift_entries{kind="+string(k)+"}"] = 0

@@ -580,10 +580,11 @@ func (r *Reconciler) enablement(ctx context.Context, w *writer, e *desired.Entry
 		}
 		return r.Units.DisableUnitFiles(ctx, []string{e.Unit})
 	}
-	t, err := enablement.Open(r.Root.Dir())
+	t, err := enablement.New(r.Root)
 	if err != nil {
 		return err
 	}
+	defer t.Close()
 	if *e.Enabled {
 		links, err := t.EnableLinks(e.Unit)
 		if err != nil {

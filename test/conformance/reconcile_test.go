@@ -131,9 +131,9 @@ func TestReconcile(t *testing.T) {
 	}
 	// The specialBits fixture sets the special bits after Ignition 2.14, as
 	// Ignition 2.15 to 2.21 wrote them; reconcile writes a mode as Ignition
-	// v2.24 does, without the special bits a spec before 3.6.0 declares
-	// (config/v3_6_experimental/translate/translate.go: "& ^07000"), which
-	// check accepts as well.
+	// v2.27 does, without the special bits a spec before 3.6.0 declares
+	// (config/v3_6/translate/translate.go: "& ^07000"), which check accepts
+	// as well.
 	modes := map[string]map[string]uint32{
 		"setgid added to a file declared 04755 (spec 3.4.0)": {"/usr/local/bin/suid-root": 0o755},
 	}

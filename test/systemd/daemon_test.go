@@ -1,6 +1,7 @@
 package systemd_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -267,21 +268,32 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 // TestEnablementSeenWithoutRescan proves that `systemctl disable` of a unit
 // declared enabled is reported within seconds by a daemon whose periodic
 // full check is an hour away: systemd's UnitFilesChanged signal, not a
-// rescan, brings it. The record carries DRIFT_UNIT.
+// rescan, brings it. The record carries DRIFT_UNIT. Over systemd's D-Bus
+// answers, as offline: a runtime enablement in place of the persistent one
+// is drift (Ignition's preset links in /etc), and a template declared
+// enabled that cannot be enabled without an instance is a cannot-enable
+// notice, not drift.
 func TestEnablementSeenWithoutRescan(t *testing.T) {
 	t.Parallel()
 	const within = 10 * time.Second // "a few seconds"; the periodic check is 1h away
+	const tmpl = "dm-tmpl@.service"
+	tmplFile := file{"/etc/systemd/system/" + tmpl, "[Service]\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n", 0o644}
 	h := bootDaemon(t, setup{
-		config:   `{"ignition":{"version":"3.4.0"},"systemd":{"units":[` + demoUnitJSON + `]}}`,
-		files:    []file{demoUnitFile},
+		config: `{"ignition":{"version":"3.4.0"},"systemd":{"units":[` + demoUnitJSON + `,` +
+			fmt.Sprintf(`{"name":%q,"enabled":true,"contents":%q}`, tmpl, tmplFile.content) + `]}}`,
+		files:    []file{demoUnitFile, tmplFile},
 		commands: []string{enableDemo},
 		dropIn:   "[Service]\nExecStart=\nExecStart=/usr/bin/drift-monitor daemon --interval 1h\n",
 	})
 	if got := h.prop("ExecStart"); !strings.Contains(got, "argv[]=/usr/bin/drift-monitor daemon --interval 1h ") {
 		t.Fatalf("the drop-in is not in force: ExecStart=%s", got)
 	}
-	const clean = "No drift: watching 1 path, 1 unit"
+	const clean = "No drift: watching 2 paths, 2 units"
 	h.waitStatus(clean)
+	n, _ := h.waitRecord(0, harness.MsgNotice, map[string]string{"DRIFT_KIND": "cannot-enable", "DRIFT_UNIT": tmpl})
+	if !strings.Contains(n["MESSAGE"], "cannot be enabled without an instance") {
+		t.Errorf("cannot-enable notice MESSAGE = %q", n["MESSAGE"])
+	}
 	want := map[string]string{
 		"DRIFT_UNIT":  demoUnit,
 		"DRIFT_KIND":  "enablement",
@@ -305,6 +317,24 @@ func TestEnablementSeenWithoutRescan(t *testing.T) {
 	h.waitRecordWithin(within, m, harness.MsgDriftResolved, want)
 	t.Logf("systemctl enable reported resolved after %v", time.Since(start).Round(time.Millisecond))
 	h.waitStatus(clean)
+
+	// Enabled in /run only: systemd says enabled-runtime, which the next
+	// boot forgets.
+	m = h.mark()
+	h.sh("systemctl disable --quiet " + demoUnit + " && systemctl enable --runtime --quiet " + demoUnit)
+	h.waitRecordWithin(within, m, harness.MsgDriftDetected, want)
+	h.waitStatus("Drift: 1 path differs (dm-demo.service: enablement)")
+	out, errOut, err := h.Run(h.ctx, "drift-monitor", "check", "--format", "json", "--no-cache")
+	var rep harness.Report
+	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil {
+		t.Fatalf("drift-monitor check (%v): %v\n%s%s", err, jerr, out, errOut)
+	}
+	if len(rep.Drift) != 1 || rep.Drift[0].Message != `unit "dm-demo.service" is enabled-runtime, want enabled` {
+		t.Errorf("drift-monitor check over D-Bus: drift %+v, want dm-demo.service enabled-runtime", rep.Drift)
+	}
+	if len(rep.Notices) != 1 || rep.Notices[0].Kind != "cannot-enable" {
+		t.Errorf("drift-monitor check over D-Bus: notices %+v, want one cannot-enable for %s", rep.Notices, tmpl)
+	}
 }
 
 // TestReloadWithBrokenFragment proves that `systemctl reload` with a desired

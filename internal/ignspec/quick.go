@@ -1,4 +1,4 @@
-package desired
+package ignspec
 
 import (
 	"bytes"
@@ -9,65 +9,200 @@ import (
 	"strings"
 	"sync"
 
-	t30 "github.com/coreos/ignition/v2/config/v3_0/types"
-	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
-	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
-	t33 "github.com/coreos/ignition/v2/config/v3_3/types"
-	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
-	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
-	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
 	vvalidate "github.com/coreos/vcontext/validate"
 )
 
-// quickDecoders are the decoders of each stable spec that quickDecode
-// gives, reading the bytes src holds (they ignore the bytes they are
-// given).
-func quickDecoders(src *configBytes) specDecoders {
-	return specDecoders{
-		quickDecoder[t30.Config](src, "3.0.0"), quickDecoder[t31.Config](src, "3.1.0"),
-		quickDecoder[t32.Config](src, "3.2.0"), quickDecoder[t33.Config](src, "3.3.0"),
-		quickDecoder[t34.Config](src, "3.4.0"), quickDecoder[t35.Config](src, "3.5.0"),
-		quickDecoder[types.Config](src, "3.6.0"),
-	}
-}
-
-func quickDecoder[C any](src *configBytes, version string) func([]byte) (C, report.Report, error) {
-	return func([]byte) (C, report.Report, error) { return quickDecode[C](src, version) }
-}
-
-// errNotQuick: quickDecode cannot tell, Ignition's Parse must read the
-// config.
-var errNotQuick = errors.New("not decoded without Ignition's position tree")
+// The quick path: a config Ignition has nothing to say on, decoded without
+// Ignition's position tree.
+//
+// Ignition builds that tree for every config (config/validate/validate.go,
+// ValidateWithContext with the raw bytes: vcontext's json.UnmarshalToContext)
+// only to place report entries on a line and to find unused keys: at 10,000
+// files it was a third of a cold load's time and most of its memory peak.
+// Everything else the quick path does is Ignition's own: the same
+// encoding/json decoding into the spec's types (config/util/parsingErrors.go,
+// HandleParseErrors), the same version check (config/vX_Y/config.go, Parse),
+// and the same validation functions ValidateWithContext runs without raw
+// bytes (vcontext's Validate, then Ignition's ValidateDups), run side by
+// side. Unused keys, which the tree finds, are found by a key scanner
+// (exactKeys) that says only "none": any key it does not expect hands the
+// config to Ignition. Whenever Ignition would report anything at all (a
+// syntax or type error, an invalid value, a warning, an unused key), or the
+// quick path cannot tell, it answers false and Parse asks Ignition, which
+// reports it with its line and column.
 
 // quickDecode decodes the bytes src holds, a config of spec version whose
 // config type is C, as that spec's Parse does, when Ignition would report
-// nothing at all on them: then the result is the same config, an empty
-// report and no error. errNotQuick means that Ignition has something to say
-// (a syntax or type error, an invalid value, a warning, an unused key), or
-// that quickDecode cannot tell: the caller then parses with Ignition's
-// Parse, which reports it with its line and column. Once the bytes are
-// decoded and hold nothing to report on their keys, quickDecode lets src
-// drop them (see configBytes).
-//
-// What it leaves out is the position tree, which Ignition builds for every
-// config (config/validate/validate.go, ValidateWithContext with the raw
-// bytes: vcontext's json.UnmarshalToContext) only to place report entries
-// on a line and to find unused keys: at 10,000 files it was a third of a
-// cold load's time and most of its memory peak. Everything else is
-// Ignition's own: the same encoding/json decoding into the spec's types
-// (config/util/parsingErrors.go, HandleParseErrors), the same version
-// check (config/vX_Y/config.go, Parse), and the same validation functions
-// ValidateWithContext runs without raw bytes (vcontext's Validate, then
-// Ignition's ValidateDups), run side by side.
-func quickDecode[C any](src *configBytes, version string) (C, report.Report, error) {
-	c, ok := decodeExact[C](src, version, reflect.TypeFor[C]())
-	if !ok || len(validateNoTree(c).Entries) > 0 {
-		var zero C
-		return zero, report.Report{}, errNotQuick
+// nothing at all on them: then the result is the same config (ok). Once the
+// bytes are decoded and hold nothing to report on their keys, quickDecode
+// lets src drop them (see Bytes).
+func quickDecode(src *Bytes, version string) (Config, bool) {
+	c, ok := decodeExact[Config](src, version, reflect.TypeFor[Config]())
+	if !ok || !validQuick(&c) {
+		return Config{}, false
 	}
-	return c, report.Report{}, nil
+	return c, true
+}
+
+// validQuick: Ignition's validation without the position tree
+// (validateNoTree) has nothing to say on cfg.
+//
+// A file's contents that are a base64 data URL of the shape Ignition's
+// tools write are validated by Base64DataURL, not by dataurl's lexer (a
+// fifth of a cold load): while vcontext's walks run, such a source is
+// replaced with "data:,", which Resource.Validate accepts as it accepts
+// the source (config/v3_6/types/resource.go and url.go: for a data URL,
+// url.Parse then dataurl.DecodeString, which FuzzBase64DataURL shows
+// succeed where Base64DataURL does; the other rules on a source see the
+// same scheme and a source that is set), and restored after. Contents are
+// one resource per file, in no list: ValidateDups does not see them.
+func validQuick(cfg *Config) bool {
+	var swapped []int
+	var saved []*string
+	var scratch []byte
+	placeholder := "data:,"
+	for i := range cfg.Storage.Files {
+		src := cfg.Storage.Files[i].Contents.Source
+		if src == nil {
+			continue
+		}
+		var ok bool
+		if scratch, ok = validBase64DataURL(*src, scratch); ok {
+			swapped, saved = append(swapped, i), append(saved, src)
+			cfg.Storage.Files[i].Contents.Source = &placeholder
+		}
+	}
+	clean := len(validateNoTree(*cfg).Entries) == 0
+	for k, i := range swapped {
+		cfg.Storage.Files[i].Contents.Source = saved[k]
+	}
+	return clean
+}
+
+// direct lists what a config of an older spec must not hold for quickOlder
+// to decode it straight into the newest spec's types; each is a rule of the
+// older spec that the newest one does not have.
+type direct struct {
+	// noARN: no source URL of scheme arn, which config/v3_4/types/url.go
+	// first accepts (an S3 access point); older specs refuse it.
+	noARN bool
+	// noGS: no source URL of scheme gs, which config/v3_2/types/url.go
+	// first accepts.
+	noGS bool
+	// versionOnly: the ignition section holds the version only: spec 3.0.0's
+	// config references, CA references and timeouts are other types, which
+	// config/v3_1/translate converts by hand (translateConfigReference,
+	// translateCAReference: an absent CA source becomes "").
+	versionOnly bool
+}
+
+// quickOlder is quickDecode of a config of the older spec version, whose
+// types are C, followed by Ignition's translations up to the newest spec and
+// the newest spec's validation (Parse), in one: the config is decoded
+// straight into the newest spec's types and validated with the newest
+// spec's rules only. Translating was a quarter of a cold load, validating
+// twice a third.
+//
+// It is the same for a config that passes these guards, checked in
+// v2.27.0's sources (config/v3_N/types against config/v3_6/types, and each
+// config/v3_N/translate/translate.go):
+//
+//   - every key is a field of C, spelt exactly (exactKeys with C's type):
+//     so the newest types, a superset of C's by name and JSON shape for
+//     every field kept (TestOlderTypesAreNewest's), decode what C would;
+//   - no disks, raid, filesystems nor luks: their translations convert by
+//     hand (a raid level, a clevis custom pin, a tang advertisement dropped
+//     by config/v3_5/translate) and their rules changed (3.6.0 accepts any
+//     clevis custom pin); every other Translate copies field by field;
+//   - no setuid, setgid or sticky bit: config/v3_6/translate masks them,
+//     and the older specs warn of them (ErrModeSpecialBits), so Ignition has
+//     something to say anyway;
+//   - the guards of the spec's entry (direct) on what else its rules refuse
+//     that the newest ones accept: the other differences of the types'
+//     validation are rules the newest spec adds (a link's target required,
+//     an S3 versionId not empty), which refuse what the older spec would
+//     accept and translate into a config the newest one refuses again;
+//   - the newest spec's validation has nothing to say: then neither has the
+//     older spec's, whose rules on these sections are the same code but for
+//     those guarded.
+func quickOlder[C any](src *Bytes, version string, d direct) (Config, bool) {
+	cfg, ok := decodeExact[Config](src, version, reflect.TypeFor[C]())
+	if !ok {
+		return Config{}, false
+	}
+	s := &cfg.Storage
+	if len(s.Disks) > 0 || len(s.Raid) > 0 || len(s.Filesystems) > 0 || len(s.Luks) > 0 {
+		return Config{}, false
+	}
+	for _, f := range s.Files {
+		if f.Mode != nil && *f.Mode&0o7000 != 0 {
+			return Config{}, false
+		}
+	}
+	for _, dir := range s.Directories {
+		if dir.Mode != nil && *dir.Mode&0o7000 != 0 {
+			return Config{}, false
+		}
+	}
+	if d.versionOnly {
+		ign := cfg.Ignition
+		ign.Version = ""
+		if !reflect.DeepEqual(ign, Config{}.Ignition) {
+			return Config{}, false
+		}
+	}
+	if (d.noARN || d.noGS) && !sourcesAllowed(cfg, d) {
+		return Config{}, false
+	}
+	cfg.Ignition.Version = MaxVersion.String()
+	if !validQuick(&cfg) {
+		return Config{}, false
+	}
+	return cfg, true
+}
+
+// sourcesAllowed: no URL of the config has a scheme d excludes (url.Parse
+// folds a scheme's case, config/v3_N/types/url.go switches on it).
+func sourcesAllowed(cfg Config, d direct) bool {
+	ok := func(src *string) bool {
+		if src == nil {
+			return true
+		}
+		scheme, _, found := strings.Cut(*src, ":")
+		if !found {
+			return true
+		}
+		scheme = strings.ToLower(scheme)
+		return !(d.noARN && scheme == "arn") && !(d.noGS && scheme == "gs")
+	}
+	res := func(r Resource) bool { return ok(r.Source) }
+	for _, f := range cfg.Storage.Files {
+		if !res(f.Contents) {
+			return false
+		}
+		for _, a := range f.Append {
+			if !res(a) {
+				return false
+			}
+		}
+	}
+	ic := cfg.Ignition
+	if !res(ic.Config.Replace) {
+		return false
+	}
+	for _, r := range ic.Config.Merge {
+		if !res(r) {
+			return false
+		}
+	}
+	for _, r := range ic.Security.TLS.CertificateAuthorities {
+		if !res(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // filesDeclared counts the elements of raw's storage.files, keys spelt
@@ -103,7 +238,7 @@ func filesDeclared(raw []byte) int {
 // they declare version and every key is the exact name of a field of keys
 // (exactKeys): then src drops them. ok false: Ignition's Parse must read
 // them.
-func decodeExact[C any](src *configBytes, version string, keys reflect.Type) (c C, ok bool) {
+func decodeExact[C any](src *Bytes, version string, keys reflect.Type) (c C, ok bool) {
 	raw := src.b
 	if len(raw) == 0 {
 		return c, false
@@ -132,15 +267,15 @@ func decodeExact[C any](src *configBytes, version string, keys reflect.Type) (c 
 	return c, true
 }
 
-// configBytes are the bytes of a config file being parsed. A parse that has
+// Bytes are the bytes of a config file being parsed. A parse that has
 // decoded them lets them go (drop) when they can be read again (reread), so
 // that the bytes and the config decoded from them are not both alive through
 // its validation, which allocates several times the config's size: at
 // 100,000 files that is 170 MiB less live heap, and a memory peak lower by
 // twice that. Should Ignition's report need the bytes after all (to place an
-// entry on a line), bytes reads them again and refuses bytes that changed in
+// entry on a line), Bytes reads them again and refuses bytes that changed in
 // between, which the decoded config no longer describes.
-type configBytes struct {
+type Bytes struct {
 	b      []byte
 	reread func() ([]byte, error) // nil: the bytes are never dropped
 	// Of the bytes dropped: their length and CRC-32C, to know them again.
@@ -149,10 +284,16 @@ type configBytes struct {
 	sum     uint32
 }
 
+// NewBytes holds b; reread, if not nil, reads them again (and the caller
+// should then hold no reference to b: the parse may let it go).
+func NewBytes(b []byte, reread func() ([]byte, error)) *Bytes {
+	return &Bytes{b: b, reread: reread}
+}
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // drop lets the bytes go if they can be read again.
-func (c *configBytes) drop() {
+func (c *Bytes) drop() {
 	if c.reread == nil || c.dropped {
 		return
 	}
@@ -160,8 +301,8 @@ func (c *configBytes) drop() {
 	c.b = nil
 }
 
-// bytes are the config's bytes, read again if they were dropped.
-func (c *configBytes) bytes() ([]byte, error) {
+// Bytes are the config's bytes, read again if they were dropped.
+func (c *Bytes) Bytes() ([]byte, error) {
 	if !c.dropped {
 		return c.b, nil
 	}
@@ -411,9 +552,9 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 
 var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
 
-// plainIgnitionVersion is what asMachineConfig's probe, encoding/json
-// decoding raw into a struct of kind, ignition.version and spec, reads of a
-// plain Ignition config, found without a decoder: ok when raw is one JSON
+// PlainIgnitionVersion is what internal/desired's MachineConfig probe,
+// encoding/json decoding raw into a struct of kind, ignition.version and
+// spec, reads of a plain Ignition config, found without a decoder: ok when raw is one JSON
 // object without a key that encoding/json would match with kind or spec (it
 // matches keys without regard to ASCII case), whose ignition keys, if any,
 // hold objects, and whose version keys in those hold strings; version is
@@ -426,7 +567,7 @@ var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
 // parse of that version then reports the same syntax error as the parse
 // without one would: encoding/json checks the syntax before decoding
 // anything, whatever the target (config/util/parsingErrors.go).
-func plainIgnitionVersion(raw []byte) (version string, ok bool) {
+func PlainIgnitionVersion(raw []byte) (version string, ok bool) {
 	s := keyScan{b: raw}
 	s.space()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
@@ -459,6 +600,40 @@ func plainIgnitionVersion(raw []byte) (version string, ok bool) {
 	})
 	s.space()
 	return version, ok && s.i == len(s.b)
+}
+
+// PlainKind is the kind of a JSON object that declares one, found without a
+// decoder: ok when raw is one JSON object whose keys are plain ASCII without
+// escapes, with exactly one key that encoding/json would match with a field
+// "kind" (ASCII case folded), whose value is a string without escapes, and
+// none that it would match with "ignition"; kind is then that string. It
+// does not check the whole grammar: a caller that decodes raw on its word
+// must fall back where the decoding fails.
+func PlainKind(raw []byte) (kind string, ok bool) {
+	s := keyScan{b: raw}
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return "", false
+	}
+	kinds := 0
+	ok = s.members(func(key []byte) bool {
+		switch {
+		case asciiKey(key, "ignition"):
+			return false
+		case asciiKey(key, "kind"):
+			s.space()
+			v, ok := s.str()
+			if !ok || bytes.IndexByte(v, '\\') >= 0 || !printableASCII(v) {
+				return false
+			}
+			kind, kinds = string(v), kinds+1
+			return true
+		default:
+			return s.skip()
+		}
+	})
+	s.space()
+	return kind, ok && kinds == 1 && s.i == len(s.b)
 }
 
 // asciiKey: key, plain ASCII without escapes (members gives no other), is
