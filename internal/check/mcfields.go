@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -35,6 +36,15 @@ func hasMachineConfigFields(entries []desired.Entry) bool {
 	return slices.ContainsFunc(entries, func(e desired.Entry) bool { return desired.IsMachineConfigField(e.Kind) })
 }
 
+// osCommandsTimeout bounds the programs one check runs for a
+// MachineConfig's fields together (rpm, systemctl, journalctl; each has a
+// longer bound of its own, osstate.Run and osstate.Installed): the daemon
+// runs a full check on its event loop, which must answer the watchdog
+// (units/drift-monitor.service: WatchdogSec=30s, pinged every 15 s). A
+// program that does not answer in time is a "not checked" notice, not a
+// watchdog kill (and, with systemd or the journal wedged, a restart loop).
+const osCommandsTimeout = 10 * time.Second
+
 // readOS reads the root's ostree and kernel state, and the packages of the
 // entries' extensions in its rpm database (one rpm run for all of them).
 // The previous boot's finalization is looked for on the live host only
@@ -44,6 +54,8 @@ func (c *Checker) readOS(ctx context.Context, entries []desired.Entry) *osView {
 	if !v.state.Ostree {
 		return v
 	}
+	ctx, cancel := context.WithTimeout(ctx, osCommandsTimeout)
+	defer cancel()
 	var pkgs []string
 	for i := range entries {
 		if entries[i].Kind != desired.KindExtension {

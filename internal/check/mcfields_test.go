@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -240,4 +241,35 @@ func TestFinalizationFailed(t *testing.T) {
 	state, failed = "failed", `{"_BOOT_ID":"b","MESSAGE":"error: ostree-finalize-staged.service failed on previous boot: Bootloader write failed"}`
 	_, n = mcCheck(t, c, mcEntry(desired.KindOSImage, "quay.io/o/os@"+digestA))
 	expect(t, "a failed finalization", n, string(drift.FinalizationFailed), "Bootloader write failed")
+}
+
+// TestOSCommandsBounded: the programs a check runs for a MachineConfig's
+// fields (systemctl and journalctl for the finalization, rpm for the
+// extensions) run on the daemon's event loop, which must answer the
+// watchdog (drift-monitor.service: WatchdogSec=30s, pinged every 15 s):
+// together they are bounded well below that, whatever each one's own
+// bound, so a wedged systemd or journal makes a "not checked" notice, not
+// a watchdog kill and a restart loop.
+func TestOSCommandsBounded(t *testing.T) {
+	h := newMCHost(t)
+	c := newChecker(t, h.Root)
+	var deadlines []time.Duration
+	c.Commands = func(ctx context.Context, prog string, args ...string) (string, error) {
+		d, ok := ctx.Deadline()
+		if !ok {
+			deadlines = append(deadlines, -1)
+		} else {
+			deadlines = append(deadlines, time.Until(d))
+		}
+		return "LoadState=loaded\nActiveState=inactive\nInvocationID=0a1b\n", nil
+	}
+	c.All(context.Background(), []desired.Entry{mcEntry(desired.KindOSImage, "quay.io/o/os@"+digestA)})
+	if len(deadlines) == 0 {
+		t.Fatal("no command run")
+	}
+	for i, d := range deadlines {
+		if d < 0 || d > 15*time.Second {
+			t.Errorf("command %d: deadline in %v (-1: none), want one within 15s", i, d)
+		}
+	}
 }

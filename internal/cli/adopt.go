@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/drift-monitor/drift-monitor/internal/adopt"
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
@@ -55,7 +57,28 @@ func runAdopt(_ context.Context, args []string, std Stdio) int {
 	case adopt.Kept:
 		fmt.Fprintf(std.Out, "%s exists: left as it is, %s not adopted\n", escape.Text(dst), escape.Text(src))
 	}
+	if res == adopt.Kept && !cachePresent(r, *from) {
+		// Ignition's cache lives in /run until the first reboot: without
+		// it this is a later boot, and the nodes as they are now are no
+		// longer what Ignition left (a mode changed since would become
+		// the record's, and its drift the baseline).
+		fmt.Fprintf(std.Err, "drift-monitor adopt: warning: %s is gone, so this is not the boot Ignition ran in: what %s leaves to the node is not recorded\n",
+			escape.Text(src), escape.Text(dst))
+		return 0
+	}
 	return adoptRecord(r, *to, *record, std)
+}
+
+// cachePresent reports whether Ignition's config cache is at host path
+// from (inside r): the mark of the boot Ignition ran in. An error other
+// than its absence counts as present: adopt goes on as before, and the
+// record says what it cannot.
+func cachePresent(r *ondisk.Root, from string) bool {
+	f, err := r.Open(from)
+	if err == nil {
+		f.Close()
+	}
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // adoptRecord writes the first-boot record of the adopted config: now,

@@ -50,7 +50,7 @@ func runInhibit(ctx context.Context, args []string, std Stdio) int {
 	}
 	defer lock.Release()
 	if *dir == inhibit.Dir {
-		awaitAcknowledged(ctx, *who, os.Getpid(), std)
+		awaitAcknowledged(ctx, os.Getpid(), std)
 	}
 
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
@@ -95,7 +95,7 @@ func exitStatus(cmd *exec.Cmd, err error) int {
 const ackTimeout = 5 * time.Second
 
 // awaitAcknowledged waits until the daemon running on the system bus lists
-// the inhibitor (who, pid) among those it holds, so that COMMAND never
+// the inhibitor (by pid) among those it holds, so that COMMAND never
 // starts before the daemon knows it is suspended: the daemon follows the
 // lock files with an inotify instance of its own, and its view of a
 // declared path may otherwise come first. A command shorter than the
@@ -104,7 +104,7 @@ const ackTimeout = 5 * time.Second
 // Without a daemon on the bus there is nobody to wait for: one that starts
 // later takes the held lock at its start. A daemon that does not answer
 // in time gets a warning, and COMMAND runs.
-func awaitAcknowledged(ctx context.Context, who string, pid int, std Stdio) {
+func awaitAcknowledged(ctx context.Context, pid int, std Stdio) {
 	ctx, cancel := context.WithTimeout(ctx, ackTimeout)
 	defer cancel()
 	for delay, first := 5*time.Millisecond, true; ; delay, first = min(2*delay, 200*time.Millisecond), false {
@@ -112,12 +112,8 @@ func awaitAcknowledged(ctx context.Context, who string, pid int, std Stdio) {
 		if err != nil && first {
 			return // no bus, or no daemon on it
 		}
-		if err == nil {
-			for _, in := range st.Inhibitors {
-				if in.Who == who && int(in.PID) == pid {
-					return
-				}
-			}
+		if err == nil && listsPID(st, pid) {
+			return
 		}
 		select {
 		case <-ctx.Done():
@@ -126,4 +122,21 @@ func awaitAcknowledged(ctx context.Context, who string, pid int, std Stdio) {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// listsPID reports whether the daemon lists an inhibitor held by process
+// pid: this process, whose lock it is. The PID, not WHO, names it: the
+// daemon shows WHO as the lock file keeps it (newlines made spaces,
+// surrounding spaces trimmed, cut at the next " why=" or " pid=",
+// internal/inhibit) and as the bus carries it (control characters escaped,
+// cut to dbusapi.MaxField), which need not be the bytes of --who; a WHO
+// compared byte for byte would never match, and inhibit would wait its
+// whole bound and warn that the daemon did not see a lock it did.
+func listsPID(st *dbusapi.Status, pid int) bool {
+	for _, in := range st.Inhibitors {
+		if int(in.PID) == pid {
+			return true
+		}
+	}
+	return false
 }

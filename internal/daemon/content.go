@@ -46,6 +46,12 @@ type contentReads struct {
 	// is not done), a read of that same version (a periodic check's) only
 	// confirms what is known. Loop only; a load or an inhibitor clears it.
 	verified map[string]ondisk.Stamp
+	// setAside holds, by entry ID, the declared path of an entry whose
+	// pending read (isPending) finished but whose result was set aside: a
+	// writer had the file open, or it changed since it was read. Nothing is
+	// known of that version yet; the check that follows the writer's close
+	// or quiet time (a new read, or one on the loop) judges it. Loop only.
+	setAside map[string]string
 
 	mu     sync.Mutex
 	order  []string               // entry IDs waiting, oldest first, each once
@@ -77,7 +83,7 @@ type contentDone struct {
 func newContentReads(c *check.Checker) *contentReads {
 	return &contentReads{
 		checker: c, read: c.ReadContent, done: make(chan contentDone),
-		jobs: map[string]*contentJob{}, verified: map[string]ondisk.Stamp{}, queued: map[string]*contentJob{},
+		jobs: map[string]*contentJob{}, verified: map[string]ondisk.Stamp{}, setAside: map[string]string{}, queued: map[string]*contentJob{},
 		wake: make(chan struct{}, 1), ctx: context.Background(),
 	}
 }
@@ -135,6 +141,7 @@ func (c *contentReads) next(ctx context.Context) *contentJob {
 // version is cancelled: its result would be stale.
 func (c *contentReads) submit(i int, e *desired.Entry, stamp ondisk.Stamp) {
 	id := e.ID()
+	delete(c.setAside, id) // the job stands for it now
 	if j := c.jobs[id]; j != nil {
 		if j.stamp == stamp && j.ctx.Err() == nil {
 			j.i = i
@@ -159,6 +166,7 @@ func (c *contentReads) submit(i int, e *desired.Entry, stamp ondisk.Stamp) {
 
 // drop cancels the read of an entry whose content is known without it.
 func (c *contentReads) drop(id string) {
+	delete(c.setAside, id) // judged on the loop, or no longer declared
 	if j := c.jobs[id]; j != nil {
 		j.cancel()
 		delete(c.jobs, id)
@@ -172,6 +180,11 @@ func (c *contentReads) keepOnly(ids map[string]bool) {
 			c.drop(id)
 		}
 	}
+	for id := range c.setAside {
+		if !ids[id] {
+			delete(c.setAside, id)
+		}
+	}
 }
 
 // reset cancels every read and forgets what they judged: the state they
@@ -179,6 +192,7 @@ func (c *contentReads) keepOnly(ids map[string]bool) {
 func (c *contentReads) reset() {
 	c.keepOnly(nil)
 	clear(c.verified)
+	clear(c.setAside)
 }
 
 // take claims a result for the loop: false when its job was cancelled or
@@ -198,7 +212,10 @@ func (c *contentReads) underWay() int { return len(c.jobs) }
 
 // verify records that entry id's content was judged on the version stamp
 // names.
-func (c *contentReads) verify(id string, stamp ondisk.Stamp) { c.verified[id] = stamp }
+func (c *contentReads) verify(id string, stamp ondisk.Stamp) {
+	c.verified[id] = stamp
+	delete(c.setAside, id)
+}
 
 // isPending reports whether j's entry is not judged yet: no read finished
 // on the version of the file j reads.
@@ -207,9 +224,10 @@ func (c *contentReads) isPending(j *contentJob) bool {
 	return !ok || v != j.stamp
 }
 
-// pendingCount counts the entries not judged yet (isPending).
+// pendingCount counts the entries not judged yet (isPending, and those
+// whose read was set aside).
 func (c *contentReads) pendingCount() int {
-	n := 0
+	n := len(c.setAside)
 	for _, j := range c.jobs {
 		if c.isPending(j) {
 			n++
@@ -219,9 +237,12 @@ func (c *contentReads) pendingCount() int {
 }
 
 // pending returns the first n declared paths, in order, of the entries not
-// judged yet (isPending).
+// judged yet (pendingCount).
 func (c *contentReads) pending(n int) []string {
 	var ps []string
+	for _, p := range c.setAside {
+		ps = append(ps, p)
+	}
 	for _, j := range c.jobs {
 		if c.isPending(j) {
 			ps = append(ps, j.e.Path)
@@ -258,6 +279,12 @@ func (d *Daemon) contentRead(ctx context.Context, r contentDone) {
 	j, ok := d.reads.take(r)
 	if !ok || d.inhibited() {
 		return
+	}
+	if d.reads.isPending(j) {
+		// Until checkEntryWith judges it (verify, or a read on the loop
+		// or a new job replaces it): a result set aside below, or there,
+		// leaves it pending, not clean.
+		d.reads.setAside[j.id] = j.e.Path
 	}
 	if d.writes.inProgress(j.e.Path) {
 		return // its writer's close, or quiet, re-checks it

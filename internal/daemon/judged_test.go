@@ -3,11 +3,14 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // state is the State the bus and the metrics show now.
@@ -155,5 +158,51 @@ func TestStatusLinePending(t *testing.T) {
 				t.Errorf("statusLine:\nwant %q\ngot  %q", c.want, got)
 			}
 		})
+	}
+}
+
+// TestSetAsideReadStaysPending: a background read whose result is set
+// aside because a writer has the file open (its close, or its quiet time,
+// checks it again) did not judge the entry: until that check the first
+// check is still not done — starting, never clean.
+func TestSetAsideReadStaysPending(t *testing.T) {
+	h, g := startLargeFileDaemonHeld(t, nil)
+	const id = "file:/etc/big.bin"
+	var held ondisk.Stamp
+	h.onLoop(func() { held = h.Daemon.reads.jobs[id].stamp })
+
+	// A writer opens the file and writes to it, and keeps it open.
+	f, err := os.OpenFile(filepath.Join(h.root, "etc/big.bin"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(h.big[:1], 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the write in progress seen by the loop", func() (in bool) {
+		h.onLoop(func() { in = h.Daemon.writes.inProgress("/etc/big.bin") })
+		return in
+	})
+	close(g.release)
+	waitFor(t, "the held read's result taken", func() (taken bool) {
+		h.onLoop(func() { j := h.Daemon.reads.jobs[id]; taken = j == nil || j.stamp != held })
+		return taken
+	})
+	if got := h.state(); got != dbusapi.StateStarting {
+		t.Errorf("state with the read set aside: %q, want starting", got)
+	}
+	if got, want := h.status(), "Starting: first check of 2 paths, 0 units; verifying 1 large file (/etc/big.bin)"; got != want {
+		t.Errorf("status with the read set aside:\nwant %q\ngot  %q", want, got)
+	}
+
+	// The writer is done: the file is read again, and judged.
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(h.next().release)
+	h.waitIdle()
+	if got := h.state(); got != dbusapi.StateClean {
+		t.Errorf("state once the writer is done and the file read: %q, want clean", got)
 	}
 }

@@ -91,7 +91,7 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		d.record(context.Background(), slog.LevelInfo, journal.MsgStopping, "Stopping drift-monitor")
 		return false
 	case r := <-s.events:
-		if active {
+		if active && d.syncInhibitors(ctx, s) {
 			d.handle(ctx, r.evs)
 		} else {
 			d.mcdActivity()
@@ -100,7 +100,7 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 			d.watchError(ctx, r.err)
 		}
 	case p := <-d.writes.settled:
-		if active {
+		if active && d.syncInhibitors(ctx, s) {
 			d.settle(ctx, p)
 		}
 	case held := <-s.inhibit:
@@ -109,7 +109,7 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		// The MCD's rename of currentconfig first: it may hold reports
 		// (a rollback, a change no start line announced).
 		d.mcdCurrentConfig(ctx)
-		if active && !d.inhibited() {
+		if active && d.syncInhibitors(ctx, s) {
 			d.reload(ctx, "the desired-state files changed")
 		}
 		d.cfg.Rewatch()

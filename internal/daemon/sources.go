@@ -43,13 +43,15 @@ type readResult struct {
 // own (settled writes, background reads, bus requests); a nil channel
 // never delivers.
 type sources struct {
-	events   chan readResult
-	inhibit  <-chan []inhibit.Inhibitor
-	reload   <-chan struct{}
-	units    <-chan buslink.Event
-	api      <-chan buslink.Event
-	periodic <-chan time.Time
-	pings    chan chan struct{}
+	events  chan readResult
+	inhibit <-chan []inhibit.Inhibitor
+	// inhibitors is the monitor behind inhibit, for syncInhibitors.
+	inhibitors *inhibit.Monitor
+	reload     <-chan struct{}
+	units      <-chan buslink.Event
+	api        <-chan buslink.Event
+	periodic   <-chan time.Time
+	pings      chan chan struct{}
 	// poll paces the polling of unwatched directories; nil while every
 	// directory is watched.
 	poll  *time.Ticker
@@ -104,6 +106,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 	}
 	s.stops = append(s.stops, func() { m.Close() })
 	s.inhibit = m.Changes()
+	s.inhibitors = m
 	d.setInhibitors(ctx, m.Held())
 }
 
@@ -181,4 +184,17 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 			d.checkEntry(ctx, i)
 		})
 	}
+}
+
+// syncInhibitors looks at the inhibitor locks now, before a file event, a
+// quiet write or a config change is acted on, and reports whether the
+// daemon is still active. The monitor reads an inotify instance of its
+// own: an update tool that locks and then writes a declared file may have
+// its write's event here before its lock's event there, and the write
+// would be judged half-way.
+func (d *Daemon) syncInhibitors(ctx context.Context, s *sources) bool {
+	if s.inhibitors != nil {
+		d.setInhibitors(ctx, s.inhibitors.Sync())
+	}
+	return !d.inhibited()
 }

@@ -74,6 +74,16 @@ func (m *Monitor) Held() []Inhibitor {
 	return append([]Inhibitor(nil), m.held...)
 }
 
+// Sync probes every lock file of the directory now, as an event there
+// would make the monitor do, and returns the held set. A caller that acts
+// on another inotify instance's events (the daemon's declared paths) calls
+// it first: a holder locks before it writes, but the two instances' events
+// reach their readers in no order.
+func (m *Monitor) Sync() []Inhibitor {
+	m.update([]string{"*"})
+	return m.Held()
+}
+
 // Changes delivers the held set whenever it changes (the latest only).
 func (m *Monitor) Changes() <-chan []Inhibitor { return m.out }
 

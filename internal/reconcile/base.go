@@ -45,7 +45,8 @@ func (r *Reconciler) appendBase(w *writer, e *desired.Entry, ob *ondisk.Observat
 		if err != nil {
 			return nil, opError("opening directory", path.Dir(e.Path), err)
 		}
-		now, err := w.readFile(dir, path.Base(e.Path))
+		// Only the base's length is read: the rest is to be replaced.
+		now, err := w.readPrefix(dir, path.Base(e.Path), b.Size)
 		unix.Close(dir)
 		if err != nil {
 			return nil, opError("reading", e.Path, err)

@@ -113,3 +113,34 @@ func TestAppendBase(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendBaseReadsOnlyTheBase: the base is looked for at the start of a
+// file that has grown to a terabyte (sparse): only the base's length is
+// read, not the file.
+func TestAppendBaseReadsOnlyTheBase(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	const frags = "line 1\n"
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	motd := filepath.Join(root, "etc/motd")
+	if err := os.WriteFile(motd, []byte("secret base\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(motd, 1<<40); err != nil {
+		t.Skipf("no sparse terabyte file here: %v", err)
+	}
+	mode := uint32(0o644)
+	uid, gid := os.Getuid(), os.Getgid()
+	entries := []desired.Entry{{Kind: desired.KindFile, Path: "/etc/motd", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+		Content: &desired.Content{Suffix: []byte(frags), Base: recordedBase(key, "secret base\n")}}}
+	res := repairWith(t, root, entries, SysFS{})
+	got, err := os.ReadFile(motd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Clean() || string(got) != "secret base\n"+frags {
+		t.Errorf("after the repair %q (refused %+v), want the base and the fragment", got, res.Refused)
+	}
+}

@@ -254,11 +254,21 @@ func (w *writer) emptyDir(dir int, name string) (bool, error) {
 
 // readFile reads the regular file dir/name whole.
 func (w *writer) readFile(dir int, name string) ([]byte, error) {
+	return w.readPrefix(dir, name, -1)
+}
+
+// readPrefix reads at most n bytes from the start of the regular file
+// dir/name (all of it when n < 0): a file that grew without bound costs
+// only what is asked for.
+func (w *writer) readPrefix(dir int, name string, n int64) ([]byte, error) {
 	fd, err := w.fs.Open(dir, name)
 	if err != nil {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	return io.ReadAll(f)
+	if n < 0 {
+		return io.ReadAll(f)
+	}
+	return io.ReadAll(io.LimitReader(f, n))
 }
