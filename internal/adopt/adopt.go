@@ -47,17 +47,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"os"
 	"path"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
+	"github.com/drift-monitor/drift-monitor/internal/fsx"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
-	"github.com/drift-monitor/drift-monitor/internal/reconcile"
 )
 
 // Default host paths.
@@ -166,139 +163,39 @@ func install(root *ondisk.Root, dirfd int, raw []byte, dst string) (Result, erro
 	dir, base := path.Split(dst)
 	dirName := root.Join(path.Clean(dir))
 	// The temporary name ends in .tmp, which is no fragment name: the
-	// daemon, watching the directory, does not load it half-written.
-	tmp, f, err := createTemp(dirfd, "."+base+".", ".tmp")
-	if err != nil {
-		return 0, &Error{"creating", dirName, err}
-	}
-	tmpName := path.Join(dirName, tmp)
-	done := false
-	defer func() {
-		if !done {
-			f.Close()
-			unix.Unlinkat(dirfd, tmp, 0)
-		}
-	}()
-	// Created 0600 already, before umask; say so anyway, since the mode is
+	// daemon, watching the directory, does not load it half-written. Mode
+	// 0600 is set through the descriptor, whatever the umask: the mode is
 	// the promise.
-	if err := f.Chmod(0o600); err != nil {
-		return 0, &Error{"creating", tmpName, unwrap(err)}
-	}
-	if _, err := f.Write(raw); err != nil {
-		return 0, &Error{"writing", tmpName, unwrap(err)}
-	}
-	if err := f.Sync(); err != nil {
-		return 0, &Error{"writing", tmpName, unwrap(err)}
-	}
-	if err := f.Close(); err != nil {
-		return 0, &Error{"writing", tmpName, unwrap(err)}
-	}
-	res, err := renameNoReplace(dirfd, tmp, base)
-	if err != nil {
-		return 0, &Error{"renaming", root.Join(dst), err}
-	}
-	done = res == Adopted
-	if !done {
-		unix.Unlinkat(dirfd, tmp, 0)
-		done = true
-		return res, nil
-	}
-	if err := syncDir(dirfd); err != nil {
-		return 0, &Error{"syncing", dirName, err}
-	}
-	return Adopted, nil
-}
-
-// createTemp creates a new regular file in dirfd, mode 0600, named
-// prefix+random+suffix, never through a symbolic link.
-func createTemp(dirfd int, prefix, suffix string) (string, *os.File, error) {
-	for range 100 {
-		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 36) + suffix
-		fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return "", nil, err
-		}
-		return name, os.NewFile(uintptr(fd), name), nil
-	}
-	return "", nil, unix.EEXIST
-}
-
-// renameNoReplace renames tmp to name in dirfd unless name exists,
-// atomically: rename(2) would replace a file that appeared since Adopt
-// looked. RENAME_NOREPLACE is in Linux 3.15 for the usual file systems;
-// where a file system lacks it, link(2) is just as atomic and fails just as
-// well on an existing name.
-func renameNoReplace(dirfd int, tmp, name string) (Result, error) {
-	err := unix.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		if err = unix.Linkat(dirfd, tmp, dirfd, name, 0); err == nil {
-			if rerr := unix.Unlinkat(dirfd, tmp, 0); rerr != nil {
-				return 0, rerr
-			}
-		}
-	}
+	err := fsx.WriteFile(fsx.Sys{}, dirfd, fsx.File{
+		Name: base, Pattern: "." + base + ".*.tmp", Mode: 0o600, How: fsx.NoReplace,
+	}, fsx.Bytes(raw))
+	var fe *fsx.Error
 	switch {
 	case err == nil:
 		return Adopted, nil
-	case errors.Is(err, unix.EEXIST):
+	case !errors.As(err, &fe):
+		return 0, &Error{"writing", root.Join(dst), err}
+	case fe.Op == "renaming" && errors.Is(err, unix.EEXIST):
 		return Kept, nil
+	case fe.Op == "renaming":
+		return 0, &Error{"renaming", root.Join(dst), fe.Err}
+	case fe.Name == ".":
+		return 0, &Error{fe.Op, dirName, fe.Err}
 	}
-	return 0, err
+	return 0, &Error{fe.Op, path.Join(dirName, fe.Name), fe.Err}
 }
 
 // mkdirs opens the host directory dir inside root, creating it and its
-// missing parents: dir with mode 0700 (it holds secrets), the parents 0755,
-// whatever the umask. A directory that exists keeps its mode: the package
-// (or the admin) decided it. The descriptor is O_PATH; the caller closes it.
+// missing parents: dir with mode (0700: it holds secrets), the parents
+// 0755, whatever the umask (fsx.MkdirAll). The descriptor is O_PATH; the
+// caller closes it.
 func mkdirs(root *ondisk.Root, dir string, mode uint32) (int, error) {
-	fd, err := root.OpenDir(dir)
-	switch {
-	case err == nil:
-		return fd, nil
-	case errors.Is(err, unix.ENOTDIR):
-		return -1, &Error{"creating", root.Join(dir), errors.New("not a directory")}
-	case !errors.Is(err, unix.ENOENT) || dir == "/":
-		return -1, &Error{"creating", root.Join(dir), unwrap(err)}
+	fd, err := fsx.MkdirAll(root.OpenDir, dir, mode, 0o755)
+	var fe *fsx.Error
+	if errors.As(err, &fe) {
+		return -1, &Error{fe.Op, root.Join(fe.Name), unwrap(fe.Err)}
 	}
-	parent := path.Dir(dir)
-	pfd, err := mkdirs(root, parent, 0o755)
-	if err != nil {
-		return -1, err
-	}
-	defer unix.Close(pfd)
-	name := path.Base(dir)
-	if err := unix.Mkdirat(pfd, name, mode); err == nil {
-		// Through a descriptor of the new directory, never a link that
-		// took its place.
-		dfd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return -1, &Error{"creating", root.Join(dir), err}
-		}
-		err = unix.Fchmod(dfd, mode)
-		unix.Close(dfd)
-		if err != nil {
-			return -1, &Error{"creating", root.Join(dir), err}
-		}
-		if err := syncDir(pfd); err != nil {
-			return -1, &Error{"syncing", root.Join(parent), err}
-		}
-	} else if !errors.Is(err, unix.EEXIST) {
-		return -1, &Error{"creating", root.Join(dir), err}
-	}
-	// Opened again as resolved inside the root: a name that another
-	// writer made a link meanwhile leads where it leads inside the root.
-	if fd, err = root.OpenDir(dir); err != nil {
-		return -1, &Error{"creating", root.Join(dir), unwrap(err)}
-	}
-	return fd, nil
+	return fd, err
 }
-
-// syncDir makes the entries of the directory dirfd (O_PATH or not)
-// durable: a renamed file's new name survives a power cut only once its
-// directory is synced. reconcile's writer does the same.
-var syncDir = reconcile.SysFS{}.SyncDir
 
 func unwrap(err error) error { return errpath.Strip(err) }

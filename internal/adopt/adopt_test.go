@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -156,29 +155,6 @@ func TestAdoptNeverOverwrites(t *testing.T) {
 			}
 			noTemporaries(t, filepath.Dir(dst), filepath.Base(dst))
 		})
-	}
-}
-
-// TestRenameNoReplace is the race Adopt's first look cannot close: a file
-// that appears between the look and the rename is kept.
-func TestRenameNoReplace(t *testing.T) {
-	dir := t.TempDir()
-	tmp, dst := filepath.Join(dir, "t.tmp"), filepath.Join(dir, "f.json")
-	for p, c := range map[string]string{tmp: "new", dst: "old"} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dirfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(dirfd)
-	if res, err := renameNoReplace(dirfd, "t.tmp", "f.json"); err != nil || res != Kept {
-		t.Fatalf("renameNoReplace = %v, %v; want Kept", res, err)
-	}
-	if got, _ := os.ReadFile(dst); string(got) != "old" {
-		t.Errorf("%s = %q, want it kept as %q", dst, got, "old")
 	}
 }
 

@@ -24,6 +24,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drift-monitor/drift-monitor/internal/fsx"
 )
 
 // FileName is the key's file in its directory.
@@ -75,30 +79,29 @@ func create(dir, p string) error {
 	if _, err := rand.Read(raw); err != nil {
 		return fmt.Errorf("making the digest key %s: %w", p, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+FileName+".*") // 0600
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("making the digest key %s: %w", p, err)
 	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.WriteString(hex.EncodeToString(raw) + "\n")
-	if err == nil {
-		err = tmp.Sync()
+	defer unix.Close(dfd)
+	err = fsx.WriteFile(fsx.Sys{}, dfd, fsx.File{
+		Name: FileName, Pattern: "." + FileName + ".*", Mode: 0o600, How: fsx.LinkOnce,
+	}, fsx.Bytes([]byte(hex.EncodeToString(raw)+"\n")))
+	var fe *fsx.Error
+	switch {
+	case err == nil, errors.Is(err, fs.ErrExist):
+		// EEXIST: another process made the key first; that one is
+		// everybody's key.
+		return nil
+	case errors.As(err, &fe) && fe.Op == "writing":
+		return fmt.Errorf("writing the digest key %s: %w", filepath.Join(dir, fe.Name), fe.Err)
+	case errors.As(err, &fe) && fe.Op == "syncing":
+		// The key is linked and will be read; a power cut before the
+		// directory reaches the disk only makes a new key, which the
+		// package does not promise against.
+		return nil
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing the digest key %s: %w", tmp.Name(), err)
-	}
-	if err := os.Link(tmp.Name(), p); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("making the digest key %s: %w", p, err)
-	}
-	// The link is durable once the directory is.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return fmt.Errorf("making the digest key %s: %w", p, err)
 }
 
 // read reads a key file, refusing one that may not be the caller's secret.

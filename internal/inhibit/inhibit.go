@@ -42,6 +42,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drift-monitor/drift-monitor/internal/fsx"
 )
 
 // Dir is where inhibitor lock files live.
@@ -117,12 +119,18 @@ func Take(dir, who, why string, pid int) (*Lock, error) {
 	if len(base) > 64 {
 		base = base[:64]
 	}
-	tmp, err := os.CreateTemp(dir, ".take-*")
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("creating an inhibitor in %s: %w", dir, err)
 	}
+	defer unix.Close(dfd)
+	fd, tmpName, err := fsx.CreateTemp(dfd, ".take-*") // 0600
+	if err != nil {
+		return nil, fmt.Errorf("creating an inhibitor in %s: %w", dir, err)
+	}
+	tmp := os.NewFile(uintptr(fd), filepath.Join(dir, tmpName))
 	fail := func(err error) (*Lock, error) {
-		os.Remove(tmp.Name())
+		unix.Unlinkat(dfd, tmpName, 0)
 		tmp.Close()
 		return nil, err
 	}
@@ -133,7 +141,7 @@ func Take(dir, who, why string, pid int) (*Lock, error) {
 	if _, err := tmp.WriteString(content); err != nil {
 		return fail(fmt.Errorf("writing %s: %w", tmp.Name(), err))
 	}
-	final, err := place(dir, tmp.Name(), fmt.Sprintf("%s-%d", base, pid))
+	final, err := place(dfd, dir, tmpName, fmt.Sprintf("%s-%d", base, pid))
 	if err != nil {
 		return fail(err)
 	}
@@ -152,15 +160,16 @@ var placing sync.Mutex
 // it is still held, and its release would remove the other one's file. A
 // name whose file nobody holds any more (a D-Bus caller closed its
 // descriptor) is reused, so that a long-lived caller does not pile up files.
-func place(dir, tmp, name string) (string, error) {
+func place(dfd int, dir, tmp, name string) (string, error) {
 	placing.Lock()
 	defer placing.Unlock()
 	for n := 1; ; n++ {
-		final := filepath.Join(dir, name+Suffix)
+		base := name + Suffix
 		if n > 1 {
-			final = filepath.Join(dir, fmt.Sprintf("%s-%d%s", name, n, Suffix))
+			base = fmt.Sprintf("%s-%d%s", name, n, Suffix)
 		}
-		err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, final, unix.RENAME_NOREPLACE)
+		final := filepath.Join(dir, base)
+		err := fsx.RenameNoReplace(dfd, tmp, base)
 		if err == nil {
 			return final, nil
 		}
@@ -168,7 +177,7 @@ func place(dir, tmp, name string) (string, error) {
 			return "", fmt.Errorf("placing %s: %w", final, err)
 		}
 		if released(final) {
-			if err := os.Rename(tmp, final); err != nil {
+			if err := fsx.Rename(dfd, tmp, base); err != nil {
 				return "", fmt.Errorf("placing %s: %w", final, err)
 			}
 			return final, nil

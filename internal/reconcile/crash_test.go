@@ -12,126 +12,21 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/fsx/fsxtest"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"golang.org/x/sys/unix"
 )
 
-var errCrash = errors.New("injected crash")
+var errCrash = fsxtest.ErrCrash
 
-// crashFS is SysFS with a hook before every step that changes the disk:
-// the hook sees exactly what a crash just before that step would leave,
-// and the step numbered failAt fails (a Write writes half its bytes
-// first, as a crash in the middle of it would).
-type crashFS struct {
-	SysFS
-	steps  int
-	failAt int
-	hook   func(step int, op string)
-}
-
-func (f *crashFS) step(op string) error {
-	f.steps++
-	f.hook(f.steps, op)
-	if f.steps == f.failAt {
-		return fmt.Errorf("%s: %w", op, errCrash)
-	}
-	return nil
-}
-
-func (f *crashFS) CreateTemp(dir int) (int, string, error) {
-	if err := f.step("create temp"); err != nil {
-		return -1, "", err
-	}
-	return f.SysFS.CreateTemp(dir)
-}
-
-func (f *crashFS) Write(fd int, b []byte) error {
-	if err := f.step("write"); err != nil {
-		f.SysFS.Write(fd, b[:len(b)/2])
-		return err
-	}
-	return f.SysFS.Write(fd, b)
-}
-
-func (f *crashFS) Fchown(fd, uid, gid int) error {
-	if err := f.step("fchown"); err != nil {
-		return err
-	}
-	return f.SysFS.Fchown(fd, uid, gid)
-}
-
-func (f *crashFS) Fchmod(fd int, mode uint32) error {
-	if err := f.step("fchmod"); err != nil {
-		return err
-	}
-	return f.SysFS.Fchmod(fd, mode)
-}
-
-func (f *crashFS) Fsync(fd int) error {
-	if err := f.step("fsync"); err != nil {
-		return err
-	}
-	return f.SysFS.Fsync(fd)
-}
-
-func (f *crashFS) MkdirTemp(dir int) (int, string, error) {
-	if err := f.step("mkdir temp"); err != nil {
-		return -1, "", err
-	}
-	return f.SysFS.MkdirTemp(dir)
-}
-
-func (f *crashFS) SymlinkTemp(target string, dir int) (string, error) {
-	if err := f.step("symlink temp"); err != nil {
-		return "", err
-	}
-	return f.SysFS.SymlinkTemp(target, dir)
-}
-
-func (f *crashFS) LinkTemp(olddir int, old string, dir int) (string, error) {
-	if err := f.step("link temp"); err != nil {
-		return "", err
-	}
-	return f.SysFS.LinkTemp(olddir, old, dir)
-}
-
-func (f *crashFS) Lchown(dir int, name string, uid, gid int) error {
-	if err := f.step("lchown"); err != nil {
-		return err
-	}
-	return f.SysFS.Lchown(dir, name, uid, gid)
-}
-
-func (f *crashFS) Rename(dir int, from, to string) error {
-	if err := f.step("rename"); err != nil {
-		return err
-	}
-	return f.SysFS.Rename(dir, from, to)
-}
-
-func (f *crashFS) Exchange(dir int, a, b string) error {
-	if err := f.step("exchange"); err != nil {
-		return err
-	}
-	return f.SysFS.Exchange(dir, a, b)
-}
-
-func (f *crashFS) Remove(dir int, name string, isDir bool) error {
-	// Removing a temporary node after a failure is the cleanup a crash
-	// would not do: not a step of its own.
-	if !strings.HasPrefix(name, tempPrefix) {
-		if err := f.step("remove"); err != nil {
-			return err
-		}
-	}
-	return f.SysFS.Remove(dir, name, isDir)
-}
-
-func (f *crashFS) SyncDir(dir int) error {
-	if err := f.step("sync dir"); err != nil {
-		return err
-	}
-	return f.SysFS.SyncDir(dir)
+// newCrashFS is fsx's crash injector (package fsxtest) failing at step
+// failAt and calling hook before every step; removing a temporary node
+// after a failure is the cleanup a crash would not do: not a step of its
+// own.
+func newCrashFS(failAt int, hook func(step int, op string)) *fsxtest.Crash {
+	return &fsxtest.Crash{FailAt: failAt, Hook: hook, Cleanup: func(name string) bool {
+		return strings.HasPrefix(name, tempPrefix)
+	}}
 }
 
 // version is one acceptable state of a declared file.
@@ -220,11 +115,11 @@ func repairWith(t *testing.T, root string, entries []desired.Entry, fs FS) Resul
 func TestCrashAtEveryStep(t *testing.T) {
 	// Count the steps of a whole run first.
 	root, entries, _ := crashRoot(t)
-	counter := &crashFS{hook: func(int, string) {}}
+	counter := newCrashFS(0, nil)
 	if res := repairWith(t, root, entries, counter); !res.Clean() {
 		t.Fatalf("reconcile without faults refused %+v", res.Refused)
 	}
-	total := counter.steps
+	total := counter.Steps
 	if total < 10 {
 		t.Fatalf("a whole run took %d steps; the test proves nothing", total)
 	}
@@ -246,9 +141,9 @@ func TestCrashAtEveryStep(t *testing.T) {
 					}
 				}
 			}
-			fs := &crashFS{failAt: failAt, hook: func(step int, op string) {
+			fs := newCrashFS(failAt, func(step int, op string) {
 				checkVersions(fmt.Sprintf("before step %d (%s)", step, op))
-			}}
+			})
 			res := repairWith(t, root, entries, fs)
 			if res.Clean() {
 				t.Errorf("the run crashed at step %d and reported no problem", failAt)

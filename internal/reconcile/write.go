@@ -95,7 +95,7 @@ func (w *writer) ensureDir(hostDir string, m meta) (int, error) {
 // non-directory that stands there is exchanged for it and removed.
 func (w *writer) makeDir(dir int, hostDir string, m meta, replace bool) error {
 	name := path.Base(hostDir)
-	fd, tmp, err := w.fs.MkdirTemp(dir)
+	fd, tmp, err := w.fs.MkdirTemp(dir, tempPattern)
 	if err != nil {
 		return opError("creating a directory for", hostDir, err)
 	}
@@ -152,7 +152,7 @@ func (w *writer) place(dir int, tmp, name string, exchange, oldIsDir bool) (move
 // writeFile writes content to dir/name (hostPath) with m; overDir says that
 // an empty directory stands there, to be replaced.
 func (w *writer) writeFile(dir int, hostPath string, content []byte, m meta, overDir bool) error {
-	fd, tmp, err := w.fs.CreateTemp(dir)
+	fd, tmp, err := w.fs.CreateTemp(dir, tempPattern)
 	if err != nil {
 		return opError("creating a temporary file for", hostPath, err)
 	}
@@ -185,7 +185,7 @@ func (w *writer) placeNode(dir int, tmp, hostPath string, overDir bool, err erro
 // writeLink makes dir/name (hostPath) a symbolic link to target, owned by
 // owner when it is set (else by the writer, root).
 func (w *writer) writeLink(dir int, hostPath, target string, owner *meta, overDir bool) error {
-	tmp, err := w.fs.SymlinkTemp(target, dir)
+	tmp, err := w.fs.SymlinkTemp(target, dir, tempPattern)
 	if err != nil {
 		return opError("creating a symbolic link for", hostPath, err)
 	}
@@ -200,7 +200,7 @@ func (w *writer) writeLink(dir int, hostPath, target string, owner *meta, overDi
 
 // writeHardLink makes dir/name (hostPath) a hard link to tdir/tname.
 func (w *writer) writeHardLink(dir int, hostPath string, tdir int, tname string, overDir bool) error {
-	tmp, err := w.fs.LinkTemp(tdir, tname, dir)
+	tmp, err := w.fs.LinkTemp(tdir, tname, dir, tempPattern)
 	if err != nil {
 		return opError("creating a hard link for", hostPath, err)
 	}

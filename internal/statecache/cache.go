@@ -29,7 +29,6 @@ package statecache
 
 import (
 	"bufio"
-	"crypto/rand"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
@@ -46,6 +45,7 @@ import (
 	"syscall"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/fsx"
 	"golang.org/x/sys/unix"
 )
 
@@ -299,19 +299,17 @@ func (c *Cache) put(key [sha256.Size]byte, st *desired.State) bool {
 		return false
 	}
 	defer unix.Close(dfd)
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := ".tmp-" + hex.EncodeToString(rnd[:])
-	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	// No fsync: a cache may lose an entry to a power cut.
+	err := fsx.WriteFile(fsx.Sys{}, dfd, fsx.File{
+		Name: entryName(key), Pattern: ".tmp-*", Mode: 0o600, How: fsx.Replace, NoSync: true,
+	}, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := encodeState(w, key, st); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 	if err != nil {
-		return false
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	w := bufio.NewWriterSize(f, 1<<20)
-	if encodeState(w, key, st) != nil || w.Flush() != nil || f.Close() != nil ||
-		unix.Renameat(dfd, tmp, dfd, entryName(key)) != nil {
-		f.Close()
-		unix.Unlinkat(dfd, tmp, 0)
 		return false
 	}
 	c.trim(dfd, entryName(key))
