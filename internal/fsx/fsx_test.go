@@ -53,8 +53,8 @@ func TestTempName(t *testing.T) {
 			t.Errorf("TempName(%q) = %q, want %s + 16 hex digits + %s", pattern, got, want[0], want[1])
 		}
 	}
-	if fsx.TempName("*") == fsx.TempName("*") {
-		t.Error("two temporary names are the same")
+	if a, b := fsx.TempName("*"), fsx.TempName("*"); a == b {
+		t.Errorf("two temporary names are the same: %s", a)
 	}
 }
 
