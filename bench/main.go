@@ -315,7 +315,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	if n, err := os.ReadFile(filepath.Join(b.moduleDir, "bench/NOTES.md")); err == nil {
 		rep.Notes = string(n)
 	}
-	text := rep.markdown()
+	text := machineFree(rep.markdown(), b.moduleDir, *work, b.benchstat)
 	if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
 		return err
 	}
@@ -337,6 +337,18 @@ func moduleDir() (string, error) {
 }
 
 // shellQuote renders argv as a shell command line.
+// machineFree takes this machine's absolute paths out of the report: the
+// checkout's (commands name bin/drift-monitor as the Makefile builds it),
+// the fixtures' (named $WORK, the -work directory) and the directory
+// benchstat was installed in. A generated doc reads the same whoever made it.
+func machineFree(text, module, work, benchstat string) string {
+	r := []string{module + "/", "", work, "$WORK"}
+	if filepath.IsAbs(benchstat) {
+		r = append(r, filepath.Dir(benchstat)+"/", "")
+	}
+	return strings.NewReplacer(r...).Replace(text)
+}
+
 func shellQuote(argv []string) string {
 	var b strings.Builder
 	for i, a := range argv {

@@ -198,6 +198,7 @@ func (r *report) markdown() string {
 	} else {
 		p("- Command: `%s`\n", r.Argv)
 	}
+	p("- `$WORK` in the commands below is the fixtures' directory (drift-bench -work: by default drift-bench in /var/tmp)\n")
 	m := r.Machine
 	p("- Machine: %s × %s, %s RAM; %s; %s; %s; %s\n", m.CPUs, m.Model, m.Mem, m.Kernel, m.Go, m.AIDE, m.Binary)
 	var loads []string
