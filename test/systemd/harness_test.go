@@ -267,6 +267,20 @@ func (h *host) noDriftSince(from int, path string) {
 	h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 }
 
+// driftAndResolve writes bad into /etc/etc-file, waits for its drift record,
+// puts the declared content back, and waits for the resolution and the
+// clean status line: proof that the running daemon watches.
+func (h *host) driftAndResolve(bad, clean string) {
+	h.t.Helper()
+	m := h.mark()
+	h.sh(`printf '%s' "$1" >/etc/etc-file`, bad)
+	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+	m = h.mark()
+	h.sh(`printf 'hello world\n' >/etc/etc-file`)
+	h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})
+	h.waitStatus(clean)
+}
+
 // sh runs a shell script inside the container and fails the test unless it
 // succeeds.
 func (h *host) sh(script string, args ...string) string {

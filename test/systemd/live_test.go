@@ -91,15 +91,9 @@ func TestDaemonUnderTheRaceDetector(t *testing.T) {
 	const clean = "No drift: watching 3 paths, 1 unit"
 	h.waitStatus(clean)
 
-	m := h.mark()
-	h.sh(`printf 'not-the-data' >/etc/etc-file`)
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
-	m = h.mark()
-	h.sh(`printf 'hello world\n' >/etc/etc-file`)
-	h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})
-	h.waitStatus(clean)
+	h.driftAndResolve("not-the-data", clean)
 
-	m = h.mark()
+	m := h.mark()
 	h.MustRun(t, "systemctl", "disable", "--quiet", demoUnit)
 	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit})
 	m = h.mark()

@@ -94,13 +94,7 @@ func TestCrashRestarts(t *testing.T) {
 			}
 			h.waitStatus(clean)
 			// The new process watches as the old one did.
-			m := h.mark()
-			h.sh(`printf 'x\n' >/etc/etc-file`)
-			h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
-			m = h.mark()
-			h.sh(`printf 'hello world\n' >/etc/etc-file`)
-			h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})
-			h.waitStatus(clean)
+			h.driftAndResolve("x\n", clean)
 		})
 	}
 }
