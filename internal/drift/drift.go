@@ -69,6 +69,15 @@ var Kinds = slices.Concat([]Kind{
 	ACL, Xattr, FileAttr, Label, KeptMetadata,
 }, MachineConfigKinds, AccountKinds)
 
+// Notices are the kinds that are counted and shown but are not drift: a
+// check that finds only these is clean, and ConfigDriftDetected (the
+// Prometheus rule in packaging/prometheus) leaves them out.
+// TestNoticesAreTheRulesExclusions ties that rule's regex to this list.
+var Notices = []Kind{
+	Unverifiable, RebootPending, CannotEnable, KeptMetadata,
+	NotChecked, NotApplicable, SameImage, FinalizationFailed,
+}
+
 // Drift is one difference between an entry and the disk.
 type Drift struct {
 	Kind  Kind         `json:"kind"`

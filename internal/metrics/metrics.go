@@ -63,7 +63,7 @@ var (
 	descState = prometheus.NewDesc(ns+"_state",
 		"1 for the monitor's current state, 0 for every other: "+strings.Join(dbusapi.States, ", ")+".", []string{"state"}, nil)
 	descDrift = prometheus.NewDesc(ns+"_drift_entries",
-		"Current drift entries by kind of difference (unverifiable and reboot-pending are notices).", []string{"kind"}, nil)
+		"Current drift entries by kind of difference; these kinds are notices, not drift: "+noticeKinds()+".", []string{"kind"}, nil)
 	descLastCheck = prometheus.NewDesc(ns+"_last_full_check_timestamp_seconds",
 		"When the last full check of every declared entry ended, in seconds since the epoch.", nil, nil)
 	descLastChange = prometheus.NewDesc(ns+"_last_change_timestamp_seconds",
@@ -176,4 +176,13 @@ func Text(s Snapshot, version string) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// noticeKinds lists drift.Notices for descDrift's help text.
+func noticeKinds() string {
+	s := make([]string, len(drift.Notices))
+	for i, k := range drift.Notices {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }
