@@ -24,15 +24,22 @@ type exclusion []string
 
 func (x exclusion) match(p string) bool { return Excluded(x, p) }
 
-// kindExclusion is the checker's Exclude for x's KIND:PATTERN patterns;
-// nil without any.
+// kindExclusion is the checker's Exclude for x: a drift at an excluded
+// path (ExcludedDrift); nil without any pattern.
 func (x exclusion) kindExclusion() func(*drift.Drift) bool {
-	for _, pat := range x {
-		if !strings.HasPrefix(pat, "/") {
-			return func(d *drift.Drift) bool { return ExcludedKind(x, d.Kind, d.Path) }
-		}
+	if len(x) == 0 {
+		return nil
 	}
-	return nil
+	return func(d *drift.Drift) bool { return ExcludedDrift(x, d) }
+}
+
+// ExcludedDrift reports whether d is left unreported by patterns: its kind
+// at its path (ExcludedKind), or its path itself. An entry at an excluded
+// path is not checked at all; this catches the drift an entry reports at
+// another path: a user's password, declared with /etc/passwd's entry, is
+// compared in /etc/shadow, so the daemon's --exclude /etc/shadow leaves it unreported.
+func ExcludedDrift(patterns []string, d *drift.Drift) bool {
+	return Excluded(patterns, d.Path) || ExcludedKind(patterns, d.Kind, d.Path)
 }
 
 // Excluded reports whether a pattern of the daemon's --exclude matches p:
