@@ -17,11 +17,12 @@ import (
 // FS_IOC_FSSETXATTR, and the file_setattr(2) system call, all end in
 // vfs_fileattr_set, which calls the filesystem's ->fileattr_set and no
 // fsnotify hook — unlike notify_change (chmod, chown) and setxattr, which
-// raise IN_ATTRIB. Verified on 6.18 with inotify watches on both the
-// directory and the file itself, on ext4 and tmpfs: chattr +i/-i/+a/-a
-// raise only IN_OPEN and IN_CLOSE_NOWRITE (chattr opening the file to
-// issue the ioctl), never IN_ATTRIB; a watch on the file gets no more than
-// its directory's. So:
+// raise IN_ATTRIB; ext4's handler (fs/ext4/ioctl.c, ext4_ioctl_setflags)
+// only sets the flags, the ctime and the inode dirty. Verified on 6.18 with
+// inotify watches on both the directory and the file itself, on ext4 and
+// tmpfs: chattr +i/-i/+a/-a raise only IN_OPEN and IN_CLOSE_NOWRITE
+// (chattr opening the file to issue the ioctl), never IN_ATTRIB; a watch
+// on the file gets no more than its directory's. So:
 //   - a watch on each file would cost a watch per declared path and see
 //     nothing more;
 //   - IN_OPEN/IN_CLOSE_NOWRITE on the directories would wake the daemon at
@@ -29,8 +30,9 @@ import (
 //     own reads included, and still miss file_setattr(2), which opens
 //     nothing;
 //   - fanotify's FAN_ATTRIB rides on the same fsnotify hooks, so it sees
-//     nothing either (and needs CAP_SYS_ADMIN, which the unit does not
-//     grant).
+//     nothing either (and needs CAP_SYS_ADMIN, which the unit's
+//     CapabilityBoundingSet=CAP_DAC_READ_SEARCH in
+//     units/drift-monitor.service does not grant).
 //
 // What remains is statx, which reports both flags (stx_attributes) without
 // opening the node: one statx per declared node, through the directory
