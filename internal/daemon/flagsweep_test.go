@@ -12,7 +12,6 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 )
 
 // TestFlagSweepCompare: which entries a sweep re-checks, over successive
@@ -137,37 +136,17 @@ func TestFlagSweepSeesChattr(t *testing.T) {
 	n := &fakeNotifier{ready: make(chan struct{}, 1)}
 	d, _, log := syntheticDaemon(t, Options{Notify: n, FileattrInterval: 20 * time.Millisecond})
 	p := filepath.Join(d.o.Root, "etc/a.conf")
-	t.Cleanup(func() { setFlags(t, p, 0) }) // or the temporary directory stays
+	t.Cleanup(func() { harness.SetInodeFlags(t, p, 0) }) // or the temporary directory stays
 	runUntilReady(t, d, n)
 	for _, c := range []struct {
 		flags int
 		value string
-	}{{0x10, "immutable"}, {0x20, "append-only"}} { // FS_IMMUTABLE_FL, FS_APPEND_FL
+	}{{harness.FlagImmutable, "immutable"}, {harness.FlagAppend, "append-only"}} {
 		m := log.mark()
-		setFlags(t, p, c.flags)
+		harness.SetInodeFlags(t, p, c.flags)
 		log.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "fileattr", "DRIFT_FILEATTR": c.value})
 		m = log.mark()
-		setFlags(t, p, 0)
+		harness.SetInodeFlags(t, p, 0)
 		log.wait(t, m, journal.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "fileattr"})
-	}
-}
-
-// setFlags sets a file's immutable and append-only flags to flags, as
-// chattr does (FS_IOC_GETFLAGS, FS_IOC_SETFLAGS), leaving the others: ext4
-// refuses to clear EXTENTS (EPERM).
-func setFlags(t *testing.T, p string, flags int) {
-	t.Helper()
-	const settable = 0x10 | 0x20 // FS_IMMUTABLE_FL, FS_APPEND_FL
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	old, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err != nil {
-		t.Fatalf("FS_IOC_GETFLAGS on %s: %v", p, err)
-	}
-	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(old)&^settable|flags); err != nil {
-		t.Fatalf("FS_IOC_SETFLAGS %#x on %s: %v", flags, p, err)
 	}
 }

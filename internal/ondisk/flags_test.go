@@ -30,20 +30,14 @@ func TestFlags(t *testing.T) {
 			if err := os.Symlink("target", at("etc/link")); err != nil {
 				t.Fatal(err)
 			}
-			setFlags(t, at("etc/i"), 0x10) // FS_IMMUTABLE_FL
-			defer setFlags(t, at("etc/i"), 0)
-			setFlags(t, at("etc/a"), 0x20) // FS_APPEND_FL
-			defer setFlags(t, at("etc/a"), 0)
-			setFlags(t, at("etc/target"), 0x10)
-			defer setFlags(t, at("etc/target"), 0)
+			harness.SetInodeFlags(t, at("etc/i"), harness.FlagImmutable)
+			defer harness.SetInodeFlags(t, at("etc/i"), 0)
+			harness.SetInodeFlags(t, at("etc/a"), harness.FlagAppend)
+			defer harness.SetInodeFlags(t, at("etc/a"), 0)
+			harness.SetInodeFlags(t, at("etc/target"), harness.FlagImmutable)
+			defer harness.SetInodeFlags(t, at("etc/target"), 0)
 
-			r, err := ondisk.OpenRoot(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			o := ondisk.NewObserver(r)
-			defer o.Close()
+			o := observerIn(t, dir)
 			for _, c := range []struct {
 				path string
 				want ondisk.Flags
@@ -83,13 +77,7 @@ func BenchmarkFlags(b *testing.B) {
 				}
 				paths = append(paths, p)
 			}
-			r, err := ondisk.OpenRoot(root)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
-			o := ondisk.NewObserver(r)
-			defer o.Close()
+			o := observerIn(b, root)
 			b.ReportAllocs()
 			for b.Loop() {
 				o.Forget() // a sweep starts with no directory open, as after the loop's other work
@@ -101,4 +89,18 @@ func BenchmarkFlags(b *testing.B) {
 			}
 		})
 	}
+}
+
+// observerIn is an observer of the root at dir, closed with its root when
+// the test ends.
+func observerIn(tb testing.TB, dir string) *ondisk.Observer {
+	tb.Helper()
+	r, err := ondisk.OpenRoot(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	o := ondisk.NewObserver(r)
+	tb.Cleanup(o.Close)
+	return o
 }
