@@ -30,6 +30,7 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.Var(&configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
 	fs.StringVar(&o.Root, "root", "/", "monitor the tree at `DIR` as if it were / (for tests; enablement is then computed offline)")
 	fs.DurationVar(&o.Interval, "interval", time.Hour, "time between periodic full checks, the safety net (0 disables)")
+	fs.DurationVar(&o.FileattrInterval, "fileattr-interval", 2*time.Second, "time between sweeps of the immutable and append-only flags (chattr), which inotify never reports (0: full checks only)")
 	fs.DurationVar(&o.Settle, "settle", 3*time.Second, "how long a file being written must stay quiet, unclosed, before it is checked anyway")
 	fs.DurationVar(&o.PollInterval, "poll-interval", 10*time.Second, "polling period for directories that could not be watched (inotify limit)")
 	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN`; KIND:PATTERN leaves only that kind of drift unreported there (repeatable)")

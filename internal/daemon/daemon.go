@@ -73,6 +73,9 @@ type Options struct {
 	Cache desired.Cache
 	// Interval between periodic full checks (the safety net); 0 disables.
 	Interval time.Duration
+	// FileattrInterval paces the sweep of the immutable and append-only
+	// flags, which no inotify event tells of (flagsweep.go); 0 disables.
+	FileattrInterval time.Duration
 	// Settle is how long a file that is being written (modified, not yet
 	// closed) must stay quiet before it is checked anyway.
 	Settle time.Duration
@@ -168,6 +171,7 @@ type Daemon struct {
 	writes    *writes
 	reads     *contentReads // content too large to compare on the loop
 	lastCheck time.Time
+	flags     flagSweep // the immutable and append-only flags between full checks
 	// notices holds the keys (drift.Drift.Key) of the last full check's
 	// notices: each is journaled once when it appears.
 	notices map[string]bool

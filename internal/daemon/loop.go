@@ -70,6 +70,7 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 		s.stops = append(s.stops, t.Stop)
 		s.periodic = t.C
 	}
+	s.flags = d.startFlagSweep(s)
 	s.pings = d.startWatchdog(ctx)
 	if d.o.Units != nil {
 		s.units = d.o.Units.Events()
@@ -135,6 +136,8 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		if active {
 			d.fullCheck(ctx, "periodic check")
 		}
+	case <-s.flags:
+		d.sweepFlags(ctx, s)
 	case <-s.pollC():
 		if active {
 			d.pollUnwatched(ctx)

@@ -52,6 +52,7 @@ type sources struct {
 	units      <-chan buslink.Event
 	api        <-chan buslink.Event
 	periodic   <-chan time.Time
+	flags      <-chan time.Time // a flag sweep is due (flagsweep.go)
 	pings      chan chan struct{}
 	audit      <-chan audit.Event // rules removed, denied writes (attribution.go)
 	// poll paces the polling of unwatched directories; nil while every

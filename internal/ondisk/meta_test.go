@@ -52,8 +52,8 @@ func TestObserveMeta(t *testing.T) {
 			// On the target: were the link followed, these would show.
 			must(unix.Setxattr(at("etc/target"), "user.behind", []byte("b"), 0))
 			must(unix.Lsetxattr(at("etc/link"), "trusted.own", []byte("own"), 0))
-			setFlags(t, at("etc/d/f"), 0x10) // FS_IMMUTABLE_FL
-			defer setFlags(t, at("etc/d/f"), 0)
+			harness.SetInodeFlags(t, at("etc/d/f"), harness.FlagImmutable)
+			defer harness.SetInodeFlags(t, at("etc/d/f"), 0)
 
 			r, err := ondisk.OpenRoot(dir)
 			must(err)
@@ -97,17 +97,5 @@ func TestObserveMeta(t *testing.T) {
 			}
 			observe("/etc/fifo", desired.TypeRegular) // returns: not opened for reading
 		})
-	}
-}
-
-func setFlags(t *testing.T, p string, flags int) {
-	t.Helper()
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags); err != nil {
-		t.Fatalf("FS_IOC_SETFLAGS %#x on %s: %v", flags, p, err)
 	}
 }

@@ -11,8 +11,9 @@ import (
 // TestMetadataLatency: the daemon sees each metadata change as it happens
 // (setxattr, an ACL and a label raise IN_ATTRIB in the watched directory),
 // with its own field naming what, and sees it resolved. chattr raises no
-// event in the directory (Linux 6.18: only a watch on the file itself gets
-// one), so an immutable flag is found by the next full check (--interval).
+// inotify event at all (neither in the directory nor on the file: see
+// internal/daemon/flagsweep.go), so an immutable flag is found by the flag
+// sweep (--fileattr-interval), long before the next full check.
 func TestMetadataLatency(t *testing.T) {
 	harness.RequireRoot(t, "setting security.selinux without SELinux and chattr +i")
 	harness.RequireTools(t, "setfattr", "setfacl", "chcon", "setfiles", "chattr")
@@ -26,7 +27,7 @@ func TestMetadataLatency(t *testing.T) {
 	f.run("cp", "-a", "/etc/selinux/default/contexts", f.host("/etc/selinux/default/"))
 	// As Ignition's setfiles labels what it writes.
 	f.run("setfiles", "-F", "-r", f.root, f.host(fc), f.host("/etc/etc-file"), f.host("/etc/sentinel"), f.host("/etc/secret"))
-	d := startDaemon(t, f.root, "--interval", "3s")
+	d := startDaemon(t, f.root, "--interval", "1h", "--fileattr-interval", "200ms")
 	d.waitStatus("No drift: watching 3 paths, 0 units")
 
 	p := f.host("/etc/etc-file")

@@ -61,3 +61,30 @@ func ScratchFS(t testing.TB, fstype string) string {
 	})
 	return mnt
 }
+
+// Inode flags chattr sets (FS_IOC_SETFLAGS), for SetInodeFlags.
+const (
+	FlagImmutable = 0x10 // FS_IMMUTABLE_FL, chattr +i
+	FlagAppend    = 0x20 // FS_APPEND_FL, chattr +a
+)
+
+// SetInodeFlags makes a file's immutable and append-only flags exactly
+// flags (FlagImmutable, FlagAppend, or 0 to clear both) as chattr does:
+// FS_IOC_GETFLAGS, then FS_IOC_SETFLAGS with the other flags kept (ext4
+// refuses some requests that would drop its EXTENTS flag). It needs
+// CAP_LINUX_IMMUTABLE.
+func SetInodeFlags(t testing.TB, path string, flags int) {
+	t.Helper()
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	old, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		t.Fatalf("FS_IOC_GETFLAGS on %s: %v", path, err)
+	}
+	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(old)&^(FlagImmutable|FlagAppend)|flags); err != nil {
+		t.Fatalf("FS_IOC_SETFLAGS %#x on %s: %v", flags, path, err)
+	}
+}

@@ -51,6 +51,9 @@ type setup struct {
 	busPolicy bool
 	// race runs the daemon built with -race (harness.RaceBinary).
 	race bool
+	// bind are host directories bound read-write into the container
+	// (a scratch ext4, say), there from boot.
+	bind []nspawn.Mount
 }
 
 // busPolicyName is the policy file, in packaging/ and in
@@ -107,7 +110,7 @@ func bootDaemon(t *testing.T, s setup) *host {
 		}
 		s.dropIn = "[Service]\nExecStart=\nExecStart=/usr/bin/drift-monitor daemon " + strings.Join(s.flags, " ") + "\n"
 	}
-	m := nspawn.Boot(t, nspawn.Options{BindRO: binds})
+	m := nspawn.Boot(t, nspawn.Options{BindRO: binds, Bind: s.bind})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	h := &host{&machine{Machine: m, ctx: ctx}, t}
