@@ -58,9 +58,14 @@ type flagSweep struct {
 // flagSeen marks a flag reading as taken.
 const flagSeen = 0x80
 
-// flagSweepDuty bounds a sweep's share of the loop's time: the next sweep
-// starts no sooner than flagSweepDuty times the last one's duration.
-const flagSweepDuty = 20
+// flagSweepDuty bounds a sweep's share of the time: the next sweep starts
+// no sooner than flagSweepDuty times the last one's duration. The sweep is
+// the only thing an idle daemon does on its own, and the idle daemon's
+// target is under 0.1% of a CPU (bench/idle.go): a two-thousandth keeps
+// the sweep at half of that however many entries there are, which at
+// 10,000 declared nodes spaces sweeps some ten seconds apart (the cost of
+// one: BenchmarkFlags in internal/ondisk).
+const flagSweepDuty = 2000
 
 // nextSweep is how long to wait after a sweep that took took.
 func nextSweep(every, took time.Duration) time.Duration {

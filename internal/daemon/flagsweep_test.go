@@ -84,9 +84,9 @@ func TestFlagSweepCompare(t *testing.T) {
 // one takes long, so that they cost at most 1/flagSweepDuty of the time.
 func TestNextSweep(t *testing.T) {
 	for _, c := range []struct{ every, took, want time.Duration }{
-		{2 * time.Second, 5 * time.Millisecond, 2 * time.Second},
-		{2 * time.Second, 100 * time.Millisecond, 2 * time.Second},
-		{2 * time.Second, 250 * time.Millisecond, 5 * time.Second},
+		{2 * time.Second, time.Millisecond, 2 * time.Second},
+		{2 * time.Second, 6 * time.Millisecond, 12 * time.Second},
+		{2 * time.Second, 100 * time.Millisecond, 200 * time.Second},
 	} {
 		if got := nextSweep(c.every, c.took); got != c.want {
 			t.Errorf("nextSweep(%v, %v) = %v, want %v", c.every, c.took, got, c.want)
