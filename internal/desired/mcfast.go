@@ -52,16 +52,7 @@ func plainMachineConfig(raw []byte) (mc machineConfig, ok bool) {
 		return machineConfig{}, false
 	}
 	var kind, spec, config bool
-	seen := map[string]bool{}
-	ok = types.PlainMembers(raw, func(key, v []byte) bool {
-		name, known := knownKey("", key)
-		if !known {
-			return json.Valid(v)
-		}
-		if name != string(key) || seen[name] {
-			return false
-		}
-		seen[name] = true
+	ok = plainObject(raw, "", func(name string, v []byte) bool {
 		switch name {
 		case "kind":
 			kind = true
@@ -85,16 +76,7 @@ func plainMachineConfig(raw []byte) (mc machineConfig, ok bool) {
 // says whether it holds one.
 func plainSpec(raw []byte, mc *machineConfig, config *bool) bool {
 	s := &mc.Spec
-	seen := map[string]bool{}
-	return types.PlainMembers(raw, func(key, v []byte) bool {
-		name, known := knownKey("spec", key)
-		if !known {
-			return json.Valid(v)
-		}
-		if name != string(key) || seen[name] {
-			return false
-		}
-		seen[name] = true
+	return plainObject(raw, "spec", func(name string, v []byte) bool {
 		switch name {
 		case "config":
 			// The quick path decodes it; Valid first, so that a syntax
@@ -114,6 +96,25 @@ func plainSpec(raw []byte, mc *machineConfig, config *bool) bool {
 			return json.Unmarshal(v, &s.FIPS) == nil
 		}
 		return false
+	})
+}
+
+// plainObject walks the members of raw, the object of machineConfigKeys
+// named object: read, with decode, the value of each key read there,
+// spelt exactly and once; and check the others' with json.Valid, as
+// encoding/json checks what it skips.
+func plainObject(raw []byte, object string, decode func(name string, v []byte) bool) bool {
+	seen := map[string]bool{}
+	return types.PlainMembers(raw, func(key, v []byte) bool {
+		name, known := knownKey(object, key)
+		if !known {
+			return json.Valid(v)
+		}
+		if name != string(key) || seen[name] {
+			return false
+		}
+		seen[name] = true
+		return decode(name, v)
 	})
 }
 

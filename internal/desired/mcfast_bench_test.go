@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"sigs.k8s.io/yaml"
 )
 
 // benchMachineConfig wraps the 10,000 files of benchConfig (spec 3.2.0, as
@@ -39,4 +40,36 @@ func BenchmarkLoadStateMachineConfig(b *testing.B) {
 		defer desired.SlowMachineConfig()()
 		benchLoad(b, benchMachineConfig(b, 10000), 10000)
 	})
+}
+
+// BenchmarkLoadStateMachineConfigYAML: the same MachineConfig in YAML, as
+// `oc get machineconfig -o yaml` gives it: converted to JSON whole
+// (sigs.k8s.io/yaml) before either path reads it.
+func BenchmarkLoadStateMachineConfigYAML(b *testing.B) {
+	for _, path := range []string{"fast", "slow"} {
+		b.Run("path="+path, func(b *testing.B) {
+			if path == "slow" {
+				defer desired.SlowMachineConfig()()
+			}
+			benchLoad(b, benchMachineConfigYAML(b, 10000), 10000)
+		})
+	}
+}
+
+// benchMachineConfigYAML is benchMachineConfig in YAML.
+func benchMachineConfigYAML(b *testing.B, n int) string {
+	b.Helper()
+	raw, err := os.ReadFile(benchMachineConfig(b, n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	y, err := yaml.JSONToYAML(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := filepath.Join(b.TempDir(), "config-mc.yaml")
+	if err := os.WriteFile(f, y, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return f
 }

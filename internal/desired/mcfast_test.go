@@ -170,11 +170,7 @@ func FuzzMachineConfigFastPath(f *testing.F) {
 		f.Add(filepath.Ext(name) == ".yaml", raw)
 	}
 	f.Fuzz(func(t *testing.T, asYAML bool, raw []byte) {
-		name := "50-fuzz.json"
-		if asYAML {
-			name = "50-fuzz.yaml"
-		}
-		sameMachineConfig(t, name, raw)
+		sameMachineConfig(t, fuzzFile(asYAML), raw)
 	})
 }
 
