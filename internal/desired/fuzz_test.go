@@ -15,12 +15,16 @@ import (
 // in every plain `go test`.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, asYAML bool, raw []byte) {
-		name := "/etc/drift-monitor/desired.d/50-fuzz.ign"
-		if asYAML {
-			name = "/etc/drift-monitor/desired.d/50-fuzz.yaml"
-		}
-		checkParse(t, name, raw)
+		checkParse(t, fuzzFile(asYAML), raw)
 	})
+}
+
+// fuzzFile names the fragment a fuzz target parses: JSON, or YAML.
+func fuzzFile(asYAML bool) string {
+	if asYAML {
+		return "/etc/drift-monitor/desired.d/50-fuzz.yaml"
+	}
+	return "/etc/drift-monitor/desired.d/50-fuzz.ign"
 }
 
 // FuzzParseCache is FuzzParse for a fragment named as Ignition's config

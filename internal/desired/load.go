@@ -351,7 +351,7 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 		return frag, err
 	}
 	frag.mcFields = &fields
-	specVersion := configVersion(mc.Spec.Config)
+	specVersion := specConfigVersion(mc.Spec.Config)
 	switch {
 	case strings.HasPrefix(specVersion, "2."):
 		// The MCO translates a spec 2.x config with ign-converter, which
@@ -362,7 +362,7 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 			Why: "drift-monitor reads Ignition spec 3.x only (the machine-config operator translates 2.x with ign-converter): " +
 				"nothing spec.config declares is checked, only the kernel arguments"}}
 	case len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null":
-		cfg, rpt, err := parseIgnition(mc.Spec.Config, specVersion)
+		cfg, rpt, err := parseSpecConfig(&mc, specVersion, file, reread)
 		if err != nil {
 			// Positions would point into the re-encoded spec.config, not into the
 			// file: report the config path only.
@@ -584,6 +584,9 @@ func asMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, e
 	if v, ok := types.PlainIgnitionVersion(raw); ok {
 		// What the probe below would read: a config, its version v.
 		return machineConfig{}, false, v, nil
+	}
+	if mc, ok := plainMachineConfig(raw); ok {
+		return mc, true, "", nil // mcfast.go: spec.config not decoded here
 	}
 	if kind, ok := types.PlainKind(raw); ok && kind == "MachineConfig" {
 		// What the probe would find, when raw decodes as a MachineConfig:
