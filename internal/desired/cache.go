@@ -213,7 +213,7 @@ func hashFile(src fragmentFiles, name string, length func(int64), h io.Writer) b
 // themselves, so that the spans are hashed on every core: a cached check
 // hashes the whole config before it can compare anything, and with
 // thousands of declared files the config is megabytes.
-const hashChunk = 1 << 20
+const hashChunk = 256 << 10
 
 // chunkDigests returns the SHA-256 of each hashChunk of size bytes,
 // concatenated; nil when one cannot be read. read returns the bytes from off
