@@ -8,12 +8,13 @@
 // bytes: a content comparison that would read more is deferred (Deferred,
 // Outcome.Deferred) for ReadContent to finish on a goroutine that may take
 // that long, and the check says which. It does not cache observations: every
-// call looks at the disk again. In particular a content is compared by
-// reading it, never taken as unchanged because its file's stamp (inode,
-// size, times) is: the times can be made to repeat (a clock set back, a
-// write below the filesystem), and a one-shot check that read nothing of a
-// file would not see it. A full check therefore costs at least a read of
-// every declared file.
+// call looks at the disk again. In particular a full check compares every
+// content by reading it, never by finding its file's stamp (inode, size,
+// times) as an earlier check left it: the times can be made to repeat (a
+// clock set back, a write below the filesystem), and a check that read
+// nothing of the file would not see that change. (Only the one read a
+// deferred comparison waits for, ReadContent, stands for the stamp it read.)
+// A full check therefore costs at least a read of every declared file.
 package check
 
 import (
