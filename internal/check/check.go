@@ -8,7 +8,13 @@
 // bytes: a content comparison that would read more is deferred (Deferred,
 // Outcome.Deferred) for ReadContent to finish on a goroutine that may take
 // that long, and the check says which. It does not cache observations: every
-// call looks at the disk again.
+// call looks at the disk again. In particular a full check compares every
+// content by reading it, never by finding its file's stamp (inode, size,
+// times) as an earlier check left it: the times can be made to repeat (a
+// clock set back, a write below the filesystem), and a check that read
+// nothing of the file would not see that change. (Only the one read a
+// deferred comparison waits for, ReadContent, stands for the stamp it read.)
+// A full check therefore costs at least a read of every declared file.
 package check
 
 import (
@@ -168,10 +174,14 @@ const chunk = 64
 // the result is partial (unchecked entries show no drift): callers must look
 // at ctx.Err() before trusting it.
 func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
-	res := Result{Checked: len(entries)}
-	perEntry := make([][]drift.Drift, len(entries))
-	notices := make([][]drift.Drift, len(entries))
-	known := make([]bool, len(entries))
+	k := c.passKargs(ctx, entries)
+	p := c.observeAll(ctx, entries, &k)
+	return c.summarise(ctx, entries, &k, p)
+}
+
+// passKargs reads, once for a pass, what the entries' kinds are compared
+// with beyond their files: command lines, the OS, the account files.
+func (c *Checker) passKargs(ctx context.Context, entries []desired.Entry) kargs {
 	var k kargs
 	if hasKernelArgs(entries) {
 		k = c.readKargs()
@@ -182,13 +192,31 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	if hasAccounts(entries) {
 		k.accounts = c.Root.ObserveAccounts()
 	}
-	workers := c.Workers
-	if workers <= 0 {
-		workers = 2 * runtime.GOMAXPROCS(0)
+	return k
+}
+
+// passOutcomes are the Outcomes of a pass's entries, by index.
+type passOutcomes struct {
+	drift    [][]drift.Drift
+	notices  [][]drift.Drift
+	known    []bool
+	deferred []Deferred // in no order
+}
+
+// workers is how many goroutines check n entries in chunks.
+func (c *Checker) workers(n int) int {
+	w := c.Workers
+	if w <= 0 {
+		w = 2 * runtime.GOMAXPROCS(0)
 	}
-	if n := (len(entries) + chunk - 1) / chunk; workers > n {
-		workers = n
-	}
+	return min(w, (n+chunk-1)/chunk)
+}
+
+// observeAll checks every entry on c.workers goroutines, each taking chunks
+// of consecutive entries, until ctx is done.
+func (c *Checker) observeAll(ctx context.Context, entries []desired.Entry, k *kargs) *passOutcomes {
+	p := &passOutcomes{drift: make([][]drift.Drift, len(entries)), notices: make([][]drift.Drift, len(entries)),
+		known: make([]bool, len(entries))}
 	decl := c.Declared
 	if decl == nil {
 		decl = ondisk.Declare(entries)
@@ -197,8 +225,8 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	defer units.close()
 	next := make(chan int)
 	var wg sync.WaitGroup
-	var mu sync.Mutex // res.Deferred
-	for w := 0; w < workers; w++ {
+	var mu sync.Mutex // p.deferred
+	for range c.workers(len(entries)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -206,66 +234,57 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 			defer o.Close()
 			o.Declare(decl)
 			for start := range next {
-				end := min(start+chunk, len(entries))
-				for i := start; i < end; i++ {
-					out := c.entry(o, &entries[i], &k, nil, units)
-					perEntry[i], known[i], notices[i] = out.Drift, !out.Unknown, out.Notices
+				for i := start; i < min(start+chunk, len(entries)); i++ {
+					out := c.entry(o, &entries[i], k, nil, units)
+					p.drift[i], p.known[i], p.notices[i] = out.Drift, !out.Unknown, out.Notices
 					if out.Deferred {
 						mu.Lock()
-						res.Deferred = append(res.Deferred, Deferred{Index: i, Stamp: out.Stamp})
+						p.deferred = append(p.deferred, Deferred{Index: i, Stamp: out.Stamp})
 						mu.Unlock()
 					}
 				}
 			}
 		}()
 	}
-	for start := 0; start < len(entries); start += chunk {
+	for start := 0; start < len(entries) && ctx.Err() == nil; start += chunk {
 		select {
 		case next <- start:
 		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
-			break
-		}
 	}
 	close(next)
 	wg.Wait()
+	return p
+}
+
+// summarise gathers a pass's outcomes into a Result, in the entries' order,
+// with the notices that concern the pass or an entry's kind rather than
+// what was observed of it.
+func (c *Checker) summarise(ctx context.Context, entries []desired.Entry, k *kargs, p *passOutcomes) Result {
+	res := Result{Checked: len(entries), Deferred: p.deferred}
 	trusted := ondisk.SeesTrusted()
 	if n := c.Labels.notice(entries); n != nil {
 		res.Notices = append(res.Notices, *n)
 	}
 	for i := range entries {
-		res.Notices = append(res.Notices, notices[i]...)
-		if !trusted && entries[i].Kind != desired.KindConfig && entries[i].Type <= desired.TypeSymlink {
-			res.Notices = append(res.Notices, drift.TrustedUnchecked(&entries[i]))
+		e := &entries[i]
+		res.Notices = append(res.Notices, p.notices[i]...)
+		if !trusted && e.Kind != desired.KindConfig && e.Type <= desired.TypeSymlink {
+			res.Notices = append(res.Notices, drift.TrustedUnchecked(e))
 			trusted = true // said once
 		}
-		if entries[i].Kind == desired.KindConfig || entries[i].Kind == desired.KindNotChecked {
+		if e.Kind == desired.KindConfig || e.Kind == desired.KindNotChecked {
 			res.Checked-- // a notice that something is not checked
 		}
-		res.Drift = append(res.Drift, perEntry[i]...)
-		if !known[i] && ctx.Err() == nil {
-			res.Unknown = append(res.Unknown, entries[i].ID())
+		res.Drift = append(res.Drift, p.drift[i]...)
+		if !p.known[i] && ctx.Err() == nil {
+			res.Unknown = append(res.Unknown, e.ID())
 		}
-		if n := drift.Notice(&entries[i]); n != nil {
-			res.Notices = append(res.Notices, *n)
+		ns, notChecked := c.kindNotices(e, k)
+		if notChecked {
+			res.Checked-- // "not applicable" or "not checked" is no match
 		}
-		if e := &entries[i]; e.Kind == desired.KindKernelArg && k.nextOK && k.nextErr == nil && k.runErr == nil {
-			if n := drift.PendingReboot(e, k.running, k.next, k.nextSource); n != nil {
-				res.Notices = append(res.Notices, *n)
-			}
-		}
-		if e := &entries[i]; desired.IsMachineConfigField(e.Kind) {
-			ns := k.os.compare(e).Notices
-			if notCompared(ns) {
-				res.Checked-- // "not applicable" or "not checked" is no match
-			}
-			res.Notices = append(res.Notices, ns...)
-		}
-		if e := &entries[i]; e.Kind == desired.KindKernelArg && c.Cmdline == nil {
-			res.Notices = append(res.Notices, drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path,
-				Message: fmt.Sprintf("%s is not checked: kernel arguments are checked on the live host only", drift.Noun(e)), EntryID: e.ID()})
-		}
+		res.Notices = append(res.Notices, ns...)
 	}
 	if k.os != nil && k.os.finalization != nil {
 		res.Notices = append(res.Notices, *k.os.finalization)
@@ -273,6 +292,30 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 	drift.Sort(res.Drift)
 	sort.Slice(res.Deferred, func(i, j int) bool { return res.Deferred[i].Index < res.Deferred[j].Index })
 	return res
+}
+
+// kindNotices are e's notices that follow from its kind and the pass's
+// kargs, not from its observation; notChecked says one of them means it
+// was not compared (a MachineConfig field not applicable or not checked).
+func (c *Checker) kindNotices(e *desired.Entry, k *kargs) (ns []drift.Drift, notChecked bool) {
+	if n := drift.Notice(e); n != nil {
+		ns = append(ns, *n)
+	}
+	if e.Kind == desired.KindKernelArg && k.nextOK && k.nextErr == nil && k.runErr == nil {
+		if n := drift.PendingReboot(e, k.running, k.next, k.nextSource); n != nil {
+			ns = append(ns, *n)
+		}
+	}
+	if desired.IsMachineConfigField(e.Kind) {
+		mc := k.os.compare(e).Notices
+		notChecked = notCompared(mc)
+		ns = append(ns, mc...)
+	}
+	if e.Kind == desired.KindKernelArg && c.Cmdline == nil {
+		ns = append(ns, drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path,
+			Message: fmt.Sprintf("%s is not checked: kernel arguments are checked on the live host only", drift.Noun(e)), EntryID: e.ID()})
+	}
+	return ns, notChecked
 }
 
 // Outcome checks one entry with a fresh view of its parent directory, and

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // Cache keeps derived states between loads, so that a load does not parse
@@ -36,7 +39,7 @@ type StateKey [sha256.Size]byte
 
 // keyDomain starts every key's hash, so that no other hash of this
 // program's collides with one.
-const keyDomain = "drift-monitor derivation\n"
+const keyDomain = "drift-monitor derivation, chunked\n"
 
 // LoadCached is LoadState through c: a state that c holds under the key of
 // these inputs is served from it, and a state derived is given to it. Only
@@ -152,17 +155,16 @@ func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte) (ke
 			field(a)
 		}
 	}
-	var buf []byte
 	for i, name := range files {
 		field([]byte(name))
 		if raws != nil {
-			field(raws[i])
+			length(int64(len(raws[i])))
+			h.Write(chunkDigests(int64(len(raws[i])), func(_ []byte, off, end int64) ([]byte, error) {
+				return raws[i][off:end], nil
+			}))
 			continue
 		}
-		if buf == nil {
-			buf = make([]byte, 256<<10)
-		}
-		if !hashFile(src, name, length, h, buf) {
+		if !hashFile(src, name, length, h) {
 			return key, false
 		}
 	}
@@ -170,11 +172,11 @@ func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte) (ke
 	return key, true
 }
 
-// hashFile writes the size (through length) and the contents of the
-// regular file name, as src reads it, to h; false when it is not one or
-// cannot be read whole. Only regular files are hashed (see
-// fragmentFiles.open), the rest not cached.
-func hashFile(src fragmentFiles, name string, length func(int64), h io.Writer, buf []byte) bool {
+// hashFile writes the size (through length) and the digest of the
+// contents (chunkDigests) of the regular file name, as src reads it, to h;
+// false when it is not one or cannot be read whole. Only regular files are
+// hashed (see fragmentFiles.open), the rest not cached.
+func hashFile(src fragmentFiles, name string, length func(int64), h io.Writer) bool {
 	f, err := src.open(name)
 	if err != nil {
 		return false
@@ -187,7 +189,73 @@ func hashFile(src fragmentFiles, name string, length func(int64), h io.Writer, b
 	if err != nil {
 		return false
 	}
-	length(fi.Size())
-	n, err := io.CopyBuffer(struct{ io.Writer }{h}, io.LimitReader(f, fi.Size()+1), buf)
-	return err == nil && n == fi.Size()
+	size := fi.Size()
+	d := chunkDigests(size, func(buf []byte, off, end int64) ([]byte, error) {
+		n, err := f.ReadAt(buf[:end-off], off)
+		return buf[:n], err
+	})
+	if d == nil {
+		return false
+	}
+	// The file must end where it ended when it was measured: a file that
+	// grew is not the one hashed.
+	var one [1]byte
+	if n, err := f.ReadAt(one[:], size); n != 0 || err != io.EOF {
+		return false
+	}
+	length(size)
+	h.Write(d)
+	return true
+}
+
+// hashChunk is the span of a config file that one SHA-256 covers. A key
+// hashes the SHA-256 of each span in turn rather than the bytes
+// themselves, so that the spans are hashed on every core: a cached check
+// hashes the whole config before it can compare anything, and with
+// thousands of declared files the config is megabytes.
+const hashChunk = 256 << 10
+
+// chunkDigests returns the SHA-256 of each hashChunk of size bytes,
+// concatenated; nil when one cannot be read. read returns the bytes from off
+// to end, in buf (a worker's, hashChunk long) or elsewhere. The chunks are
+// hashed in parallel. Changing a byte changes the digest of its chunk, and
+// so the key: the key is as collision-resistant as SHA-256 over the
+// concatenation, and the sizes hashed before it fix where chunks begin.
+func chunkDigests(size int64, read func(buf []byte, off, end int64) ([]byte, error)) []byte {
+	n := int((size + hashChunk - 1) / hashChunk)
+	out := make([]byte, n*sha256.Size)
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || failed.Load() {
+					return
+				}
+				if buf == nil {
+					buf = make([]byte, hashChunk)
+				}
+				off := i * hashChunk
+				end := min(off+hashChunk, size)
+				b, err := read(buf, off, end)
+				if err != nil || int64(len(b)) != end-off {
+					failed.Store(true)
+					return
+				}
+				sum := sha256.Sum256(b)
+				copy(out[i*sha256.Size:], sum[:])
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		return nil
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -79,5 +80,51 @@ func TestLoadCached(t *testing.T) {
 	}
 	if m.hits != 1 || !slices.Equal(got.Warnings, []string{"served by the cache"}) {
 		t.Errorf("%d hits, warnings %q; want the state the cache holds", m.hits, got.Warnings)
+	}
+}
+
+// TestKeyOfChunks: a key hashes a config file in chunks on every core, and
+// names the same bytes alike whether they were read from the file or held
+// (the hit path and the Put path must agree), and any changed, added or
+// removed byte, in any chunk, names another state.
+func TestKeyOfChunks(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "big.ign")
+	raw := make([]byte, 2*hashChunk+hashChunk/2)
+	for i := range raw {
+		raw[i] = byte(i * 7)
+	}
+	src := fragmentFiles{root: dirHost(dir), explicit: true}
+	keyOfFile := func(b []byte) (StateKey, bool) {
+		t.Helper()
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return keyOf(src, []string{p}, [4][]byte{}, nil)
+	}
+	want, ok := keyOfFile(raw)
+	if !ok {
+		t.Fatal("keyOf of a regular file: not ok")
+	}
+	if held, _ := keyOf(src, []string{p}, [4][]byte{}, [][]byte{raw}); held != want {
+		t.Errorf("the key of the bytes held differs from the key of the file read")
+	}
+	for name, b := range map[string][]byte{
+		"a byte changed in the first chunk": slices.Concat(raw[:10], []byte{raw[10] ^ 1}, raw[11:]),
+		"a byte changed in the last chunk":  slices.Concat(raw[:len(raw)-1], []byte{raw[len(raw)-1] ^ 1}),
+		"a byte added":                      slices.Concat(raw, []byte{0}),
+		"a byte removed":                    raw[:len(raw)-1],
+		"empty":                             {},
+	} {
+		got, ok := keyOfFile(b)
+		if !ok || got == want {
+			t.Errorf("%s: ok %v, same key %v; want another key", name, ok, got == want)
+		}
+		if held, _ := keyOf(src, []string{p}, [4][]byte{}, [][]byte{b}); held != got {
+			t.Errorf("%s: the key of the bytes held differs from the key of the file read", name)
+		}
+	}
+	if _, ok := keyOf(src, []string{dir}, [4][]byte{}, nil); ok {
+		t.Error("keyOf of a directory: ok; want not ok")
 	}
 }

@@ -364,10 +364,17 @@ func decodeState(data []byte, key [sha256.Size]byte) (desired.State, error) {
 		return desired.State{}, err
 	}
 	blob := data[end+crcLen : len(data)-crcLen]
-	if err := checkCRC(data[len(data)-crcLen:], crc32.Checksum(blob, castagnoli)); err != nil {
+	// The contents' checksum is summed on another core while the metadata
+	// (whose checksum matched) is decoded: both are a walk over the entry
+	// that a cached check waits for. The state is returned only when the
+	// contents' checksum matches too.
+	blobErr := make(chan error, 1)
+	go func() { blobErr <- checkCRC(data[len(data)-crcLen:], crc32.Checksum(blob, castagnoli)) }()
+	st, err := decodeMeta(&reader{b: data[off:end], blob: blob, blobLen: int64(len(blob))})
+	if err := <-blobErr; err != nil {
 		return desired.State{}, err
 	}
-	return decodeMeta(&reader{b: data[off:end], blob: blob, blobLen: int64(len(blob))})
+	return st, err
 }
 
 // decodeLazy reads the metadata of the entry in f (of size bytes) and
