@@ -73,8 +73,8 @@ func TestReconcileRoot(t *testing.T) {
 	if code != cli.ExitClean {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, w := range []string{`repaired file "/etc/motd": wrote the declared content (6 bytes), mode 0644, owner 0:0`,
-		`repaired file "/etc/new/created": wrote the declared content (1 byte), mode 0600, owner 0:0`,
+	for _, w := range []string{`repaired file "/etc/motd": write the declared content (6 bytes), mode 0644, owner 0:0 [content, mode]`,
+		`repaired file "/etc/new/created": write the declared content (1 byte), mode 0600, owner 0:0 [missing]`,
 		"Repaired 2 entries: no drift left."} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("stdout lacks %q:\n%s", w, stdout)
