@@ -206,7 +206,10 @@ func planWrite(e *desired.Entry, f *nodeFacts, m meta) (Step, error) {
 		s.Op = OpHardLink
 		s.Says = fmt.Sprintf("hard-link it to %q", e.Target)
 	}
-	if ob.Type != ondisk.Absent && (e.Type != desired.TypeRegular || ob.Type != ondisk.Regular) {
+	switch {
+	case ob.Type == ondisk.Symlink && e.Type == desired.TypeSymlink:
+		s.Says += fmt.Sprintf(" (it links to %q)", ob.Target)
+	case ob.Type != ondisk.Absent && (e.Type != desired.TypeRegular || ob.Type != ondisk.Regular):
 		s.Says = fmt.Sprintf("replace the %s with it: %s", ob.Type, s.Says)
 	}
 	if e.Type == desired.TypeRegular || e.Type == desired.TypeDirectory {
@@ -307,7 +310,7 @@ func planLabel(e *desired.Entry, kinds []drift.Kind, f *nodeFacts, rewrite bool)
 	if v, _ := f.ob.Meta.Get(ondisk.XattrSELinux); !rewrite && strings.TrimRight(string(v), "\x00") == want {
 		return nil
 	}
-	s := Step{Op: OpLabel, label: want, Resolves: []drift.Kind{drift.Label}, Says: "set the SELinux label " + escape.Name(want)}
+	s := Step{Op: OpLabel, label: want, Resolves: only(kinds, drift.Label), Says: "set the SELinux label " + escape.Name(want)}
 	if !rewrite {
 		s.seen = seenOf(&f.ob)
 	}
