@@ -307,10 +307,6 @@ type selection struct {
 // its entry's (a user's shell and password are kept in /etc/passwd and
 // /etc/shadow: naming either repairs what differs of that user there, and
 // /etc/passwd, the user's entry, all of it).
-// drift is the drift of the named paths and units: a drift's own path, or
-// its entry's (a user's shell and password are kept in /etc/passwd and
-// /etc/shadow: naming either repairs what differs of that user there, and
-// /etc/passwd, the user's entry, all of it).
 func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drift {
 	// A kind excluded at a path (KIND:PATTERN) is left as it is.
 	ds = slices.DeleteFunc(slices.Clone(ds), func(d drift.Drift) bool { return daemon.ExcludedKind(s.excludes, d.Kind, d.Path) })
