@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -80,17 +79,7 @@ func TestDryRunIsThePlanApplyRuns(t *testing.T) {
 		desired.Entry{Kind: desired.KindLink, Path: "/etc/l", Type: desired.TypeSymlink, Target: "/etc/a.conf"},
 		desired.Entry{Kind: desired.KindDirectory, Path: "/etc/new", Type: desired.TypeDirectory, Mode: ptr(uint32(0o750)), UID: &uid, GID: &gid})
 
-	repair := func(dry bool) Result {
-		r, err := ondisk.OpenRoot(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		res := (&check.Checker{Root: r}).All(context.Background(), entries)
-		drifted, kinds := Group(entries, res.Drift)
-		rec := &Reconciler{Root: r, Declared: ondisk.Declare(entries), Entries: entries, DryRun: dry}
-		return rec.Repair(context.Background(), drifted, kinds)
-	}
+	repair := func(dry bool) Result { return repairDry(t, root, entries, SysFS{}, dry) }
 	before := digest(t, root)
 	plan := repair(true)
 	if after := digest(t, root); after != before {
