@@ -27,44 +27,16 @@ import (
 const ReconcileWho = reconcile.InhibitorWho
 
 func runReconcile(ctx context.Context, args []string, std Stdio) int {
-	fs := newFlags("reconcile", std.Err)
-	var configs, excludes multiFlag
-	format := formatFlag("text")
-	fs.Var(&configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
-	root := fs.String("root", "/", "repair the tree mounted at `DIR` as if it were /")
-	dryRun := fs.Bool("dry-run", false, "say what would be repaired, and write nothing")
-	fs.Var(&format, "format", "output `FORMAT`: text or json")
-	fs.Var(&excludes, "exclude", "leave declared paths matching `PATTERN` alone (repeatable; as the daemon's --exclude)")
-	inhibitDir := fs.String("inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files (the live host's)")
-	checkCerts := fs.Bool(checkMCDCertsFlag, false, checkMCDCertsUsage+"; without it, reconcile leaves them to the MCD")
-	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json] [PATH|UNIT]...\n\n"+
-			"Puts back what check reports as drift (all of it, or only the named paths and units),\n"+
-			"as Ignition would have written it (root only). Exit status: 0 nothing left to repair,\n"+
-			"1 something could not be repaired, 2 could not run.\n\n")
-		fs.PrintDefaults()
-	}
-	if code, ok := parse(fs, args); !ok {
+	o, code, ok := parseReconcile(args, std.Err)
+	if !ok {
 		return code
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(fmt.Sprintf(format, a...)))
 		return ExitFailed
 	}
-	for _, x := range excludes {
-		if kind, _, ok := strings.Cut(x, ":"); ok && !strings.HasPrefix(x, "/") && !strings.Contains(kind, "/") {
-			// KIND:PATTERN: that kind of drift only.
-			if err := daemon.CheckExclusion(x); err != nil {
-				return fail("--exclude: %v", err)
-			}
-			continue
-		}
-		if !strings.HasPrefix(x, "/") {
-			return fail("--exclude %q: not an absolute path pattern", x)
-		}
-		if _, err := path.Match(x, "/"); err != nil {
-			return fail("--exclude %q: %v", x, err)
-		}
+	if err := checkExcludes(o.excludes); err != nil {
+		return fail("%v", err)
 	}
 	if os.Geteuid() != 0 {
 		return fail("only root can reconcile: it writes declared files with their owners")
@@ -73,86 +45,24 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	// The state is parsed afresh: what is written must be what the config
-	// says now, not what a cache entry says it said.
-	r, err := openRoot(*root)
+	r, err := openRoot(o.root)
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer r.Close()
-	state, err := loadDesired(nil, r, configs, "reconcile", std.Err)
+	job, err := planReconcile(ctx, r, o, key, std.Err)
 	if err != nil {
 		return fail("%v", err)
 	}
-	state.Entries = desired.ApplyMCDExemptions(state.Entries, !*checkCerts)
-	before, err := checkState(ctx, r, state, key, false)
+	defer job.close()
+	if err := job.connect(ctx, std.Err); err != nil {
+		return fail("%v", err)
+	}
+	rep, err := job.repair(ctx, std.Err)
 	if err != nil {
 		return fail("%v", err)
 	}
-	sel := selection{names: fs.Args(), excludes: excludes}
-	if n := sel.undeclared(state.Entries); n != "" {
-		return fail("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
-	}
-	entries, kinds := reconcile.Group(state.Entries, sel.drift(before.Drift, state.Entries))
-	var res reconcile.Result
-	var todo []*desired.Entry
-	for _, e := range entries {
-		if sel.excluded(e.Path) {
-			res.Refuse(e, kinds[e.ID()], "excluded (--exclude): left alone")
-			continue
-		}
-		todo = append(todo, e)
-	}
-
-	live := r.IsHost()
-	rec := &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, Leave: sel.excluded, DryRun: *dryRun}
-	if rec.Labels, err = selinux.ForRoot(r.ReadFile); err != nil {
-		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: nothing is labelled: %s\n", escape.Text(err.Error()))
-	}
-	var conn *systemd.Conn
-	if live && systemd.Booted() && len(todo) > 0 {
-		if conn, err = systemd.Connect(ctx); err != nil {
-			return fail("%v (enablement and daemon-reload go through systemd on a live host)", err)
-		}
-		defer conn.Close()
-		rec.Units = conn
-	}
-	if live && !*dryRun && len(todo) > 0 {
-		// Held while writing and until the second check is done, so that
-		// the daemon does not report the repair in flight; it re-reads
-		// and checks everything when it is released.
-		if err := inhibit.EnsureDir(*inhibitDir); err != nil {
-			return fail("%v", err)
-		}
-		lock, err := inhibit.Take(*inhibitDir, ReconcileWho, reconcileWhy(), os.Getpid())
-		if err != nil {
-			return fail("%v", err)
-		}
-		defer lock.Release()
-		if conn != nil {
-			if err := daemonSeesInhibitor(ctx, conn, os.Getpid()); err != nil {
-				fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s\n", escape.Text(err.Error()))
-			}
-		}
-	}
-	done := rec.Repair(ctx, todo, kinds)
-	res.Repaired = done.Repaired
-	res.Refused = append(res.Refused, done.Refused...)
-	if done.Units && conn != nil && !*dryRun {
-		if err := conn.Reload(ctx); err != nil {
-			fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
-		}
-	}
-	remaining := sel.drift(before.Drift, state.Entries)
-	if !*dryRun {
-		after, err := checkState(ctx, r, state, key, false)
-		if err != nil {
-			return fail("checking again after the repair: %v", err)
-		}
-		remaining = sel.drift(after.Drift, state.Entries)
-	}
-	rep := reconcileReport{Root: *root, DryRun: *dryRun, Repaired: res.Repaired, Refused: res.Refused, Remaining: remaining}
-	if format == "json" {
+	if o.format == "json" {
 		err = rep.writeJSON(std.Out)
 	} else {
 		err = rep.writeText(std.Out)
@@ -160,10 +70,184 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		return fail("writing the report: %v", err)
 	}
-	if len(res.Refused) > 0 || (!*dryRun && len(remaining) > 0) {
+	if len(rep.Refused) > 0 || (!o.dryRun && len(rep.Remaining) > 0) {
 		return ExitDrift
 	}
 	return ExitClean
+}
+
+// reconcileOptions is reconcile's command line.
+type reconcileOptions struct {
+	configs, excludes multiFlag
+	format            formatFlag
+	root, inhibitDir  string
+	dryRun            bool
+	checkCerts        bool
+	names             []string
+}
+
+func parseReconcile(args []string, errw io.Writer) (*reconcileOptions, int, bool) {
+	o := &reconcileOptions{format: formatFlag("text")}
+	fs := newFlags("reconcile", errw)
+	fs.Var(&o.configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
+	fs.StringVar(&o.root, "root", "/", "repair the tree mounted at `DIR` as if it were /")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print the plan, one line per step (what would be written where, and the drift it resolves), and write nothing")
+	fs.Var(&o.format, "format", "output `FORMAT`: text or json (with the steps of the plan, or those done)")
+	fs.Var(&o.excludes, "exclude", "leave declared paths matching `PATTERN` alone, or KIND:PATTERN, that kind of drift there (repeatable; as the daemon's --exclude)")
+	fs.StringVar(&o.inhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files (the live host's)")
+	fs.BoolVar(&o.checkCerts, checkMCDCertsFlag, false, checkMCDCertsUsage+"; without it, reconcile leaves them to the MCD")
+	fs.Usage = func() {
+		fmt.Fprintf(errw, "usage: drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json] [PATH|UNIT]...\n\n"+
+			"Puts back what check reports as drift (all of it, or only the named paths and units),\n"+
+			"as Ignition would have written it (root only): it plans each entry's steps from what\n"+
+			"is there, then does them; --dry-run prints the plan and writes nothing. File contents\n"+
+			"are never printed, only where they come from and their size. Exit status: 0 nothing\n"+
+			"left to repair, 1 something could not be repaired, 2 could not run.\n\n")
+		fs.PrintDefaults()
+	}
+	code, ok := parse(fs, args)
+	o.names = fs.Args()
+	return o, code, ok
+}
+
+// checkExcludes refuses an exclusion that matches nothing ever: a relative
+// path, a bad pattern, an unknown kind.
+func checkExcludes(excludes []string) error {
+	for _, x := range excludes {
+		if kind, _, ok := strings.Cut(x, ":"); ok && !strings.HasPrefix(x, "/") && !strings.Contains(kind, "/") {
+			// KIND:PATTERN: that kind of drift only.
+			if err := daemon.CheckExclusion(x); err != nil {
+				return fmt.Errorf("--exclude: %w", err)
+			}
+			continue
+		}
+		if !strings.HasPrefix(x, "/") {
+			return fmt.Errorf("--exclude %q: not an absolute path pattern", x)
+		}
+		if _, err := path.Match(x, "/"); err != nil {
+			return fmt.Errorf("--exclude %q: %w", x, err)
+		}
+	}
+	return nil
+}
+
+// reconcileJob is one reconcile: the state, the drift found before, what
+// is to be repaired, and what it holds while it writes.
+type reconcileJob struct {
+	o      *reconcileOptions
+	root   *ondisk.Root
+	key    drift.Key
+	state  *desired.State
+	sel    selection
+	before []drift.Drift // the selected drift found first
+	todo   []*desired.Entry
+	kinds  map[string][]drift.Kind
+	res    reconcile.Result // the excluded, refused before any step
+	rec    *reconcile.Reconciler
+	conn   *systemd.Conn
+	lock   *inhibit.Lock
+}
+
+// planReconcile parses the state afresh (what is written must be what the
+// config says now, not what a cache entry says it said), checks it, and
+// selects what the command line asks for.
+func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key drift.Key, warn io.Writer) (*reconcileJob, error) {
+	state, err := loadDesired(nil, r, o.configs, "reconcile", warn)
+	if err != nil {
+		return nil, err
+	}
+	state.Entries = desired.ApplyMCDExemptions(state.Entries, !o.checkCerts)
+	first, err := checkState(ctx, r, state, key, false)
+	if err != nil {
+		return nil, err
+	}
+	j := &reconcileJob{o: o, root: r, key: key, state: state, sel: selection{names: o.names, excludes: o.excludes}}
+	if n := j.sel.undeclared(state.Entries); n != "" {
+		return nil, fmt.Errorf("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
+	}
+	j.before = j.sel.drift(first.Drift, state.Entries)
+	var entries []*desired.Entry
+	entries, j.kinds = reconcile.Group(state.Entries, j.before)
+	for _, e := range entries {
+		if j.sel.excluded(e.Path) {
+			j.res.Refuse(e, j.kinds[e.ID()], "excluded (--exclude): left alone")
+			continue
+		}
+		j.todo = append(j.todo, e)
+	}
+	j.rec = &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, Leave: j.sel.excluded, DryRun: o.dryRun}
+	if j.rec.Labels, err = selinux.ForRoot(r.ReadFile); err != nil {
+		fmt.Fprintf(warn, "drift-monitor reconcile: warning: nothing is labelled: %s\n", escape.Text(err.Error()))
+	}
+	return j, nil
+}
+
+// connect, on a live host with something to repair, reaches systemd (which
+// enables units and reloads) and, unless it is a dry run, takes the
+// inhibitor: held while writing and until the second check is done, so
+// that the daemon does not report the repair in flight; it re-reads and
+// checks everything when it is released.
+func (j *reconcileJob) connect(ctx context.Context, warn io.Writer) error {
+	live := j.root.IsHost()
+	if !live || len(j.todo) == 0 {
+		return nil
+	}
+	if systemd.Booted() {
+		conn, err := systemd.Connect(ctx)
+		if err != nil {
+			return fmt.Errorf("%w (enablement and daemon-reload go through systemd on a live host)", err)
+		}
+		j.conn, j.rec.Units = conn, conn
+	}
+	if j.o.dryRun {
+		return nil
+	}
+	if err := inhibit.EnsureDir(j.o.inhibitDir); err != nil {
+		return err
+	}
+	lock, err := inhibit.Take(j.o.inhibitDir, ReconcileWho, reconcileWhy(), os.Getpid())
+	if err != nil {
+		return err
+	}
+	j.lock = lock
+	if j.conn != nil {
+		if err := daemonSeesInhibitor(ctx, j.conn, os.Getpid()); err != nil {
+			fmt.Fprintf(warn, "drift-monitor reconcile: warning: %s\n", escape.Text(err.Error()))
+		}
+	}
+	return nil
+}
+
+// repair plans and (unless it is a dry run) applies, reloads systemd when
+// unit files changed, and checks again.
+func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileReport, error) {
+	done := j.rec.Repair(ctx, j.todo, j.kinds)
+	rep := &reconcileReport{Root: j.o.root, DryRun: j.o.dryRun, Repaired: done.Repaired,
+		Refused: append(j.res.Refused, done.Refused...), Remaining: j.before}
+	if j.o.dryRun {
+		return rep, nil
+	}
+	if done.Units && j.conn != nil {
+		if err := j.conn.Reload(ctx); err != nil {
+			fmt.Fprintf(warn, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
+		}
+	}
+	after, err := checkState(ctx, j.root, j.state, j.key, false)
+	if err != nil {
+		return nil, fmt.Errorf("checking again after the repair: %w", err)
+	}
+	rep.Remaining = j.sel.drift(after.Drift, j.state.Entries)
+	return rep, nil
+}
+
+// close releases the inhibitor (after the second check) and systemd.
+func (j *reconcileJob) close() {
+	if j.lock != nil {
+		j.lock.Release()
+	}
+	if j.conn != nil {
+		j.conn.Close()
+	}
 }
 
 // inhibitorSeenTimeout bounds the wait for the daemon to show the
@@ -219,10 +303,6 @@ type selection struct {
 	excludes []string
 }
 
-// drift is the drift of the named paths and units: a drift's own path, or
-// its entry's (a user's shell and password are kept in /etc/passwd and
-// /etc/shadow: naming either repairs what differs of that user there, and
-// /etc/passwd, the user's entry, all of it).
 // drift is the drift of the named paths and units: a drift's own path, or
 // its entry's (a user's shell and password are kept in /etc/passwd and
 // /etc/shadow: naming either repairs what differs of that user there, and
@@ -317,8 +397,10 @@ func (r *reconcileReport) writeText(w io.Writer) error {
 	if r.DryRun {
 		verb = "would repair"
 	}
+	steps := 0
 	for _, a := range r.Repaired {
-		ew.printf("%s %s: %s\n", verb, actionNoun(&a), escape.Text(strings.Join(a.Done, "; ")))
+		ew.printf("%s", stepLines(verb, &a))
+		steps += len(a.Steps)
 	}
 	for _, a := range r.Refused {
 		ew.printf("not repaired: %s: %s\n", actionNoun(&a), escape.Text(a.Problem))
@@ -335,7 +417,8 @@ func (r *reconcileReport) writeText(w io.Writer) error {
 	case len(r.Repaired)+len(r.Refused) == 0 && len(r.Remaining) == 0:
 		ew.printf("Nothing to repair.\n")
 	case r.DryRun:
-		ew.printf("Dry run: %s to repair, %s not repairable.\n", count(len(r.Repaired), "entry", "entries"), count(len(r.Refused), "entry", "entries"))
+		ew.printf("Dry run: %s to repair in %s, %s not repairable; nothing was written.\n", count(len(r.Repaired), "entry", "entries"),
+			count(steps, "step", "steps"), count(len(r.Refused), "entry", "entries"))
 	case len(r.Refused) == 0 && len(r.Remaining) == 0:
 		ew.printf("Repaired %s: no drift left.\n", count(len(r.Repaired), "entry", "entries"))
 	default:
@@ -343,6 +426,34 @@ func (r *reconcileReport) writeText(w io.Writer) error {
 			count(len(r.Refused), "entry", "entries"), count(len(r.Remaining), "difference", "differences"))
 	}
 	return ew.err
+}
+
+// stepLines is an action's steps, one line each: the entry, what the step
+// writes (never content: its source and size), and the drift it resolves.
+// An action with no step (what was to change is as declared by now) says
+// so.
+func stepLines(verb string, a *reconcile.Action) string {
+	noun := actionNoun(a)
+	if len(a.Steps) == 0 {
+		return fmt.Sprintf("%s %s: nothing to write\n", verb, noun)
+	}
+	var b strings.Builder
+	for _, s := range a.Steps {
+		line := fmt.Sprintf("%s %s: %s", verb, noun, s.Says)
+		if len(s.Resolves) > 0 {
+			line += fmt.Sprintf(" [%s]", strings.Join(kindNames(s.Resolves), ", "))
+		}
+		b.WriteString(escape.Text(line) + "\n")
+	}
+	return b.String()
+}
+
+func kindNames(kinds []drift.Kind) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
 }
 
 // actionNoun names an action's entry as drift messages do.

@@ -64,41 +64,41 @@ func (c command) String() string {
 	return s
 }
 
-// account repairs a user or group as Ignition's passwd.go writes it: the
-// same tools with --root, groups before users (internal/exec/stages/files/
-// passwd.go, createPasswd), and the fields that drifted only.
-func (r *Reconciler) account(ctx context.Context, e *desired.Entry, a *Action) error {
+// planAccount plans a user's or group's repair as Ignition's passwd.go
+// writes it: the same tools with --root, groups before users
+// (internal/exec/stages/files/passwd.go, createPasswd), and the fields that
+// drifted only. It reads the account files, and writes nothing.
+func (r *Reconciler) planAccount(e *desired.Entry, kinds []drift.Kind) ([]Step, error) {
 	acct := e.Account
 	db, err := desired.ReadAccountDB(r.Root)
 	if err != nil {
-		return refuse("the account files cannot be read: %v", err)
+		return nil, refuse("the account files cannot be read: %v", err)
 	}
 	root := r.Root.Dir()
 	var cmds []command
 	if e.Kind == desired.KindGroup {
-		cmds, err = groupCommands(root, acct, a.Drift, db)
+		cmds, err = groupCommands(root, acct, kinds, db)
 	} else {
 		o := ondisk.NewObserver(r.Root)
 		defer o.Close()
 		homeExists := acct.Home != nil && o.TypeOf(*acct.Home) == ondisk.Directory
-		cmds, err = userCommands(root, acct, a.Drift, db, homeExists)
+		cmds, err = userCommands(root, acct, kinds, db, homeExists)
 	}
-	if err != nil {
-		return err
+	var steps []Step
+	for _, c := range cmds {
+		steps = append(steps, Step{Op: OpRun, Path: e.Path, Says: c.String(), Resolves: kinds, cmd: c, hash: acct.PasswordHash})
 	}
+	return steps, err
+}
+
+// run runs an account's tool; its message never shows the declared hash.
+func (r *Reconciler) run(ctx context.Context, c command, hash *string) error {
 	run := r.Commands
 	if run == nil {
 		run = execCommands{}
 	}
-	for _, c := range cmds {
-		a.Done = append(a.Done, c.String())
-		if r.DryRun {
-			continue
-		}
-		if err := run.Run(ctx, c.name, c.args, c.stdin); err != nil {
-			a.Done = a.Done[:len(a.Done)-1]
-			return refuse("%s", withoutHash(err.Error(), acct.PasswordHash))
-		}
+	if err := run.Run(ctx, c.name, c.args, c.stdin); err != nil {
+		return refuse("%s", withoutHash(err.Error(), hash))
 	}
 	return nil
 }

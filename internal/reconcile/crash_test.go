@@ -96,6 +96,12 @@ func state(root, p string) (version, error) {
 
 func repairWith(t *testing.T, root string, entries []desired.Entry, fs FS) Result {
 	t.Helper()
+	return repairDry(t, root, entries, fs, false)
+}
+
+// repairDry checks root and repairs what differs, or with dry, plans it.
+func repairDry(t *testing.T, root string, entries []desired.Entry, fs FS, dry bool) Result {
+	t.Helper()
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +110,7 @@ func repairWith(t *testing.T, root string, entries []desired.Entry, fs FS) Resul
 	c := &check.Checker{Root: r}
 	res := c.All(context.Background(), entries)
 	drifted, kinds := Group(entries, res.Drift)
-	rec := &Reconciler{Root: r, Declared: ondisk.Declare(entries), Entries: entries, FS: fs}
+	rec := &Reconciler{Root: r, Declared: ondisk.Declare(entries), Entries: entries, FS: fs, DryRun: dry}
 	return rec.Repair(context.Background(), drifted, kinds)
 }
 

@@ -86,9 +86,11 @@ type Action struct {
 	Group string       `json:"group,omitempty"`
 	// Drift lists what differed.
 	Drift []drift.Kind `json:"drift"`
-	// Done says what was written (or, with DryRun, would be). It never
-	// holds content: at most its size.
+	// Done says what was written (or, with DryRun, would be): the Says of
+	// Steps. It never holds content: at most its size.
 	Done []string `json:"done,omitempty"`
+	// Steps is the plan (with DryRun) or what was done of it, in order.
+	Steps []Step `json:"steps,omitempty"`
 	// Problem says why the entry was not repaired.
 	Problem string `json:"problem,omitempty"`
 	// Command is what the admin can run to repair what reconcile cannot.
@@ -254,24 +256,16 @@ func refuse(format string, args ...any) error {
 }
 
 func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a *Action) {
-	var err error
-	switch {
-	case has(a.Drift, drift.Unreadable):
-		err = refuse("it could not be examined (see the check's message); nothing is written over what cannot be read")
-	case e.Kind == desired.KindKernelArg:
-		err = kernelArg(e)
-	case desired.IsMachineConfigField(e.Kind):
-		err = refuse("drift-monitor does not change the OS image, kernel, extensions or FIPS mode: the machine-config daemon applies %s (through rpm-ostree)", e.Kind)
-	case e.Kind == desired.KindUser || e.Kind == desired.KindGroup:
-		err = r.account(ctx, e, a)
-	case e.Kind == desired.KindEnablement:
-		err = r.enablement(ctx, w, e, a)
-	case (has(a.Drift, drift.Owner) && e.OwnerProblem != "") || (has(a.Drift, drift.Group) && e.GroupProblem != ""):
-		err = refuse("its owner cannot be resolved in the root: %s", strings.TrimSpace(e.OwnerProblem+" "+e.GroupProblem))
-	default:
-		err = r.node(w, e, a)
-		if err == nil {
-			err = r.relabel(w, e, a)
+	steps, err := r.plan(w, e, a.Drift)
+	a.Steps = steps
+	if err == nil && !r.DryRun {
+		a.Steps, err = r.apply(ctx, w, steps)
+	}
+	a.Done = says(a.Steps)
+	for _, s := range a.Steps {
+		switch s.Op {
+		case OpWrite, OpMkdir, OpSymlink, OpHardLink:
+			a.newInode = a.newInode || s.Path == e.Path
 		}
 	}
 	if err == nil {
@@ -288,6 +282,30 @@ func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a 
 		return
 	}
 	a.Problem = fmt.Sprintf("writing failed: %v", err)
+}
+
+// plan decides an entry's repair from what is there now: it reads, and
+// writes nothing.
+func (r *Reconciler) plan(w *writer, e *desired.Entry, kinds []drift.Kind) ([]Step, error) {
+	switch {
+	case has(kinds, drift.Unreadable):
+		return nil, refuse("it could not be examined (see the check's message); nothing is written over what cannot be read")
+	case e.Kind == desired.KindKernelArg:
+		return nil, kernelArg(e)
+	case desired.IsMachineConfigField(e.Kind):
+		return nil, refuse("drift-monitor does not change the OS image, kernel, extensions or FIPS mode: the machine-config daemon applies %s (through rpm-ostree)", e.Kind)
+	case e.Kind == desired.KindUser || e.Kind == desired.KindGroup:
+		return r.planAccount(e, kinds)
+	case e.Kind == desired.KindEnablement:
+		return r.planEnablement(e, kinds)
+	case (has(kinds, drift.Owner) && e.OwnerProblem != "") || (has(kinds, drift.Group) && e.GroupProblem != ""):
+		return nil, refuse("its owner cannot be resolved in the root: %s", strings.TrimSpace(e.OwnerProblem+" "+e.GroupProblem))
+	}
+	f, err := r.observeNode(w, e)
+	if err != nil {
+		return nil, err
+	}
+	return planNode(e, kinds, &f)
 }
 
 func has(kinds []drift.Kind, k drift.Kind) bool {
@@ -363,151 +381,66 @@ func parentMeta(e *desired.Entry) meta {
 	return meta{mode: defaultDirMode}
 }
 
-// node repairs an entry of a path: file, directory, link, unit, drop-in,
-// mask, unmask, SSH keys.
-func (r *Reconciler) node(w *writer, e *desired.Entry, a *Action) error {
+// observeNode reads what planning an entry of a path takes: the node
+// there, whether a directory there is empty, the content to write, a hard
+// link's target. It writes nothing.
+func (r *Reconciler) observeNode(w *writer, e *desired.Entry) (nodeFacts, error) {
 	o := ondisk.NewObserver(r.Root)
 	defer o.Close()
 	o.Declare(r.Declared)
-	ob := o.Observe(e)
-	switch {
-	case ob.Err != nil:
-		return refuse("it cannot be examined: %v", ob.Err)
-	case ob.Detour != nil:
-		return &DetourError{Detour: *ob.Detour}
+	f := nodeFacts{ob: o.Observe(e)}
+	if r.Labels != nil {
+		f.label = r.Labels.Lookup
 	}
-	dirPath, name := path.Dir(e.Path), path.Base(e.Path)
-	if e.Type == desired.TypeNotMasked {
-		// Ignition's UnmaskUnit removes the link to /dev/null
-		// (internal/exec/util/unit.go).
-		if ob.Type != ondisk.Symlink || ob.Target != "/dev/null" {
-			return nil
-		}
-		a.Done = append(a.Done, "removed the link to /dev/null")
-		if r.DryRun {
-			return nil
-		}
-		dir, err := w.dir(dirPath)
-		if err != nil {
-			return opError("opening directory", dirPath, err)
-		}
-		defer unix.Close(dir)
-		if err := w.fs.Remove(dir, name, false); err != nil {
-			return opError("removing", e.Path, err)
-		}
-		return w.fs.SyncDir(dir)
+	ob := &f.ob
+	if ob.Err != nil || ob.Detour != nil || e.Type == desired.TypeNotMasked {
+		return f, nil
 	}
-
-	// What stands there and must go: a directory only when it is empty.
-	want := map[desired.Type]ondisk.FileType{desired.TypeRegular: ondisk.Regular, desired.TypeDirectory: ondisk.Directory,
-		desired.TypeSymlink: ondisk.Symlink}[e.Type]
-	overDir := false
 	if ob.Type == ondisk.Directory && e.Type != desired.TypeDirectory {
-		dir, err := w.dir(dirPath)
+		dir, err := w.dir(path.Dir(e.Path))
 		if err != nil {
-			return opError("opening directory", dirPath, err)
+			return f, opError("opening directory", path.Dir(e.Path), err)
 		}
-		empty, err := w.emptyDir(dir, name)
+		f.emptyDir, err = w.emptyDir(dir, path.Base(e.Path))
 		unix.Close(dir)
 		if err != nil {
-			return opError("reading directory", e.Path, err)
+			return f, opError("reading directory", e.Path, err)
 		}
-		if !empty {
-			return refuse("a directory that is not empty stands at %q: drift-monitor never removes what it holds (move it away, then run reconcile again)", e.Path)
-		}
-		overDir = true
 	}
+	if e.Type == desired.TypeRegular && rewrites(e, ob) {
+		f.content, f.contentErr = r.content(w, e, ob)
+	}
+	if e.Type == desired.TypeHardLink {
+		f.targetType, f.targetErr = r.targetOf(e.Target)
+	}
+	return f, nil
+}
 
-	// Work out what to write before opening anything for writing.
-	var content []byte
-	var err error
-	rewrite := false
-	switch e.Type {
-	case desired.TypeRegular:
-		rewrite = ob.Type != ondisk.Regular || ob.Content.State == ondisk.Differs || ob.Content.State == ondisk.ReadFailed
-		if rewrite {
-			if content, err = r.content(w, e, &ob); err != nil {
-				return err
-			}
-		}
-	case desired.TypeDirectory:
-		rewrite = ob.Type != ondisk.Directory
-	case desired.TypeSymlink:
-		rewrite = ob.Type != ondisk.Symlink || ob.Target != e.Target
-	case desired.TypeHardLink:
-		rewrite = true
+// targetOf is what stands at a hard link's target, resolved through the
+// root's links as Ignition resolves it (WriteLink: JoinPath). One missing
+// is no error here: an earlier entry of the same repair may make it, and
+// apply looks again.
+func (r *Reconciler) targetOf(target string) (ondisk.FileType, error) {
+	tdir, err := r.Root.OpenDir(path.Dir(target))
+	if errors.Is(err, unix.ENOENT) {
+		return ondisk.Absent, nil
 	}
-	m := wantMeta(e, &ob, ob.Type == want, map[bool]uint32{true: defaultDirMode, false: defaultFileMode}[e.Type == desired.TypeDirectory])
-	if rewrite {
-		a.Done = append(a.Done, describeWrite(e, &ob, content, m))
-		a.newInode = true
-	} else {
-		a.Done = append(a.Done, describeMeta(e, &ob, m)...)
-	}
-	plan := planMeta(e, &ob, a, rewrite)
-	if r.DryRun {
-		return nil
-	}
-	if plan.clearFlags {
-		if err := w.clearFlags(e); err != nil {
-			return err
-		}
-	}
-	if len(plan.remove) > 0 {
-		if err := w.removeXattrs(e, plan.remove); err != nil {
-			return err
-		}
-	}
-
-	dir, err := w.ensureDir(dirPath, parentMeta(e))
 	if err != nil {
-		return err
+		return ondisk.Absent, err
 	}
-	defer unix.Close(dir)
-	switch e.Type {
-	case desired.TypeRegular:
-		if rewrite {
-			return w.writeFile(dir, e.Path, content, m, overDir)
-		}
-		return w.setMeta(dir, e.Path, ob.UID != m.uid || ob.GID != m.gid, m, ob.Mode != m.mode)
-	case desired.TypeDirectory:
-		if rewrite {
-			return w.makeDir(dir, e.Path, m, ob.Type != ondisk.Absent)
-		}
-		return w.setMeta(dir, e.Path, ob.UID != m.uid || ob.GID != m.gid, m, ob.Mode != m.mode)
-	case desired.TypeSymlink:
-		// Ignition lchowns a link it writes (WriteLink, SetPermissions);
-		// a mask it writes is root's (MaskUnit): the writer's.
-		var owner *meta
-		if e.UID != nil || e.GID != nil {
-			owner = &m
-		}
-		if !rewrite {
-			if err := w.fs.Lchown(dir, name, m.uid, m.gid); err != nil {
-				return opError("changing the owner of", e.Path, err)
-			}
-			return w.fs.SyncDir(dir)
-		}
-		return w.writeLink(dir, e.Path, e.Target, owner, overDir)
-	case desired.TypeHardLink:
-		// Ignition links to the target resolved through the root's links
-		// (WriteLink: JoinPath, then os.Link, which follows no link at
-		// the end).
-		tdir, err := r.Root.OpenDir(path.Dir(e.Target))
-		if err != nil {
-			return opError("opening the directory of the link's target", e.Target, err)
-		}
-		defer unix.Close(tdir)
-		var st unix.Stat_t
-		if err := unix.Fstatat(tdir, path.Base(e.Target), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return refuse("its target %q cannot be linked to: %v", e.Target, err)
-		}
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			return refuse("its target %q is a directory", e.Target)
-		}
-		return w.writeHardLink(dir, e.Path, tdir, path.Base(e.Target), overDir)
+	defer unix.Close(tdir)
+	var st unix.Stat_t
+	err = unix.Fstatat(tdir, path.Base(target), &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
+		return ondisk.Absent, nil
 	}
-	return nil
+	if err != nil {
+		return ondisk.Absent, err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return ondisk.Directory, nil
+	}
+	return ondisk.Regular, nil
 }
 
 // content is what a regular file must hold, as Ignition writes it: the
@@ -550,75 +483,44 @@ func (r *Reconciler) content(w *writer, e *desired.Entry, ob *ondisk.Observation
 	return append(base, c.Suffix...), nil
 }
 
-func describeWrite(e *desired.Entry, ob *ondisk.Observation, content []byte, m meta) string {
-	var what string
-	switch e.Type {
-	case desired.TypeRegular:
-		what = fmt.Sprintf("wrote the declared content (%d byte%s)", len(content), map[bool]string{true: "", false: "s"}[len(content) == 1])
-	case desired.TypeDirectory:
-		what = "created the directory"
-	case desired.TypeSymlink:
-		what = fmt.Sprintf("linked it to %q", e.Target)
-	case desired.TypeHardLink:
-		what = fmt.Sprintf("hard-linked it to %q", e.Target)
-	}
-	if ob.Type != ondisk.Absent && (e.Type != desired.TypeRegular || ob.Type != ondisk.Regular) {
-		what = fmt.Sprintf("replaced the %s with it: %s", ob.Type, what)
-	}
-	if e.Type == desired.TypeRegular || e.Type == desired.TypeDirectory {
-		what += fmt.Sprintf(", mode %s, owner %d:%d", desired.FormatMode(m.mode), m.uid, m.gid)
-	}
-	return what
-}
-
-func describeMeta(e *desired.Entry, ob *ondisk.Observation, m meta) []string {
-	var out []string
-	if ob.UID != m.uid || ob.GID != m.gid {
-		out = append(out, fmt.Sprintf("changed the owner from %d:%d to %d:%d", ob.UID, ob.GID, m.uid, m.gid))
-	}
-	if e.Type != desired.TypeSymlink && ob.Mode != m.mode {
-		out = append(out, fmt.Sprintf("changed the mode from %s to %s", desired.FormatMode(ob.Mode), desired.FormatMode(m.mode)))
-	}
-	return out
-}
-
-// enablement enables or disables a unit: through systemd when Units is
-// set, else with the links `systemctl --root` writes.
-func (r *Reconciler) enablement(ctx context.Context, w *writer, e *desired.Entry, a *Action) error {
+// planEnablement enables or disables a unit: through systemd when Units
+// is set, else with the links `systemctl --root` writes.
+func (r *Reconciler) planEnablement(e *desired.Entry, kinds []drift.Kind) ([]Step, error) {
 	if e.Enabled == nil {
-		return nil
+		return nil, nil
 	}
-	verb := map[bool]string{true: "enabled", false: "disabled"}[*e.Enabled]
 	if r.Units != nil {
-		a.Done = append(a.Done, verb+" it through systemd")
-		if r.DryRun {
-			return nil
-		}
 		if *e.Enabled {
-			return r.Units.EnableUnitFiles(ctx, []string{e.Unit})
+			return []Step{{Op: OpEnable, Unit: e.Unit, Says: "enable it through systemd", Resolves: kinds}}, nil
 		}
-		return r.Units.DisableUnitFiles(ctx, []string{e.Unit})
+		return []Step{{Op: OpDisable, Unit: e.Unit, Says: "disable it through systemd", Resolves: kinds}}, nil
 	}
 	t, err := enablement.New(r.Root)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer t.Close()
 	if *e.Enabled {
 		links, err := t.EnableLinks(e.Unit)
 		if err != nil {
-			return refuse("it cannot be enabled: %v", err)
+			return nil, refuse("it cannot be enabled: %v", err)
 		}
-		return r.enableLinks(w, links, a)
+		return r.planEnableLinks(links, kinds)
 	}
 	links, err := t.DisableLinks(e.Unit)
 	if err != nil {
-		return refuse("it cannot be disabled: %v", err)
+		return nil, refuse("it cannot be disabled: %v", err)
 	}
-	return r.disableLinks(w, links, a)
+	var steps []Step
+	for _, p := range links {
+		steps = append(steps, Step{Op: OpRemove, Path: p, Says: fmt.Sprintf("remove %q", p), Resolves: kinds, prune: true})
+	}
+	return steps, nil
 }
 
-func (r *Reconciler) enableLinks(w *writer, links []enablement.Link, a *Action) error {
+// planEnableLinks makes the links of an enable that are not there.
+func (r *Reconciler) planEnableLinks(links []enablement.Link, kinds []drift.Kind) ([]Step, error) {
+	var steps []Step
 	for _, l := range links {
 		e := &desired.Entry{Kind: desired.KindLink, Path: l.Path, Type: desired.TypeSymlink, Target: l.Target}
 		o := ondisk.NewObserver(r.Root)
@@ -626,79 +528,21 @@ func (r *Reconciler) enableLinks(w *writer, links []enablement.Link, a *Action) 
 		o.Close()
 		switch {
 		case ob.Err != nil:
-			return refuse("%q cannot be examined: %v", l.Path, ob.Err)
+			return nil, refuse("%q cannot be examined: %v", l.Path, ob.Err)
 		case ob.Detour != nil:
-			return &DetourError{Detour: *ob.Detour}
+			return nil, &DetourError{Detour: *ob.Detour}
 		case ob.Type == ondisk.Symlink && ob.Target == l.Target:
 			continue
 		case ob.Type != ondisk.Absent:
 			// systemctl enable refuses too ("File exists") unless forced.
-			return refuse("%q is %s, not a link to %q: systemctl enable would refuse it too", l.Path, ob.Type, l.Target)
-		}
-		a.Done = append(a.Done, fmt.Sprintf("linked %q to %q", l.Path, l.Target))
-		if r.DryRun {
-			continue
+			return nil, refuse("%q is %s, not a link to %q: systemctl enable would refuse it too", l.Path, ob.Type, l.Target)
 		}
 		// systemd makes the .wants directories 0755 (install.c,
 		// create_symlink: mkdir_parents_label).
-		dir, err := w.ensureDir(path.Dir(l.Path), meta{mode: defaultDirMode})
-		if err != nil {
-			return err
-		}
-		err = w.writeLink(dir, l.Path, l.Target, nil, false)
-		unix.Close(dir)
-		if err != nil {
-			return err
-		}
+		steps = append(steps, Step{Op: OpSymlink, Path: l.Path, target: l.Target, parent: meta{mode: defaultDirMode},
+			Says: fmt.Sprintf("link %q to %q", l.Path, l.Target), Resolves: kinds})
 	}
-	return nil
-}
-
-func (r *Reconciler) disableLinks(w *writer, links []string, a *Action) error {
-	emptied := map[string]bool{}
-	for _, p := range links {
-		a.Done = append(a.Done, fmt.Sprintf("removed %q", p))
-		if r.DryRun {
-			continue
-		}
-		dir, err := w.dir(path.Dir(p))
-		if err != nil {
-			return opError("opening directory", path.Dir(p), err)
-		}
-		err = w.fs.Remove(dir, path.Base(p), false)
-		if err == nil {
-			err = w.fs.SyncDir(dir)
-		}
-		unix.Close(dir)
-		if err != nil {
-			return opError("removing", p, err)
-		}
-		emptied[path.Dir(p)] = true
-	}
-	// systemctl disable removes the .wants and .requires directories it
-	// emptied (install.c, remove_marked_symlinks_fd: rmdir_parents).
-	var dirs []string
-	for d := range emptied {
-		dirs = append(dirs, d)
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
-	for _, d := range dirs {
-		for ; enablement.IsConfigSubdir(d); d = path.Dir(d) {
-			parent, err := w.dir(path.Dir(d))
-			if err != nil {
-				break
-			}
-			err = w.fs.Remove(parent, path.Base(d), true)
-			if err == nil {
-				err = w.fs.SyncDir(parent)
-			}
-			unix.Close(parent)
-			if err != nil {
-				break // not empty: it holds other links
-			}
-		}
-	}
-	return nil
+	return steps, nil
 }
 
 // InhibitorWho is who a reconcile's inhibitor names: the daemon journals

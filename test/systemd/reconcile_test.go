@@ -58,8 +58,8 @@ func TestReconcileUnitsThroughSystemd(t *testing.T) {
 		}
 		repaired = append(repaired, a.Entry+" "+name+": "+strings.Join(a.Done, "; "))
 	}
-	want := []string{"file " + etcFile + ": wrote the declared content (12 bytes), mode 0644, owner 0:0",
-		"mask " + maskedUnit + ": linked it to \"/dev/null\"", "enablement " + demoUnit + ": enabled it through systemd"}
+	want := []string{"file " + etcFile + ": write the declared content (12 bytes), mode 0644, owner 0:0",
+		"mask " + maskedUnit + ": link it to \"/dev/null\"", "enablement " + demoUnit + ": enable it through systemd"}
 	if !rep.Clean || strings.Join(repaired, "\n") != strings.Join(want, "\n") {
 		t.Errorf("reconcile repaired:\n%s\nwant:\n%s\n(clean %v)", strings.Join(repaired, "\n"), strings.Join(want, "\n"), rep.Clean)
 	}
