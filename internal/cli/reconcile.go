@@ -308,16 +308,24 @@ type selection struct {
 // /etc/shadow: naming either repairs what differs of that user there, and
 // /etc/passwd, the user's entry, all of it).
 func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drift {
-	// A kind excluded at a path (KIND:PATTERN) is left as it is.
-	ds = slices.DeleteFunc(slices.Clone(ds), func(d drift.Drift) bool { return daemon.ExcludedKind(s.excludes, d.Kind, d.Path) })
-	if len(s.names) == 0 {
-		return ds
-	}
 	entryPath := map[string]string{}
 	for i := range entries {
 		if k := entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
 			entryPath[entries[i].ID()] = entries[i].Path
 		}
+	}
+	// A kind excluded at a path (KIND:PATTERN) is left as it is, and so is
+	// what an entry differs in at an excluded path other than its own (a
+	// user's password in /etc/shadow), as the daemon leaves it unreported;
+	// an entry at an excluded path is listed as not repaired instead.
+	ds = slices.DeleteFunc(slices.Clone(ds), func(d drift.Drift) bool {
+		if ep, other := entryPath[d.EntryID]; other && ep != d.Path && s.excluded(d.Path) {
+			return true
+		}
+		return daemon.ExcludedKind(s.excludes, d.Kind, d.Path)
+	})
+	if len(s.names) == 0 {
+		return ds
 	}
 	var out []drift.Drift
 	for _, d := range ds {
