@@ -123,12 +123,25 @@ func BenchmarkMetaCost(b *testing.B) {
 		}
 		return time.Since(start)
 	}
+	// And as the daemon does it: the policy kept from pass to pass
+	// (check.LabelPolicy), read again only when its files change.
+	kept := newChecker(b, root)
+	var policy check.LabelPolicy
+	onceKept := func() time.Duration {
+		start := time.Now()
+		kept.Labels = policy.Load(kept.Root, entries, false)
+		if res := kept.All(context.Background(), entries); !res.Clean() || len(res.Notices) > 0 {
+			b.Fatalf("drift in a clean root: %+v %+v", res.Drift, res.Notices)
+		}
+		return time.Since(start)
+	}
 	once(base) // warm the page cache and the dentries
 	once(meta)
 	if withLabels {
 		onceLabels()
+		onceKept()
 	}
-	var tb, tm, tl []time.Duration
+	var tb, tm, tl, tk []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%2 == 0 {
@@ -137,7 +150,7 @@ func BenchmarkMetaCost(b *testing.B) {
 			tm, tb = append(tm, once(meta)), append(tb, once(base))
 		}
 		if withLabels {
-			tl = append(tl, onceLabels())
+			tl, tk = append(tl, onceLabels()), append(tk, onceKept())
 		}
 	}
 	med := func(d []time.Duration) float64 {
@@ -150,6 +163,8 @@ func BenchmarkMetaCost(b *testing.B) {
 	if withLabels {
 		b.ReportMetric(med(tl), "labels-ns/op")
 		b.ReportMetric(med(tl)/med(tb), "labels-ratio")
+		b.ReportMetric(med(tk), "kept-ns/op")
+		b.ReportMetric(med(tk)/med(tb), "kept-ratio")
 	}
 }
 
