@@ -63,7 +63,10 @@ func (l *Labels) compare(e *desired.Entry, ob *ondisk.Observation, out *Outcome)
 		lookup = l.memo.Lookup
 	}
 	var want []string
-	for _, p := range append([]string{e.Path}, l.linksTo[e.Path]...) {
+	if c, ok := lookup(e.Path, t); ok {
+		want = []string{c}
+	}
+	for _, p := range l.linksTo[e.Path] {
 		if c, ok := lookup(p, t); ok {
 			want = append(want, c)
 		}
