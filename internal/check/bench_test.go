@@ -15,6 +15,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"golang.org/x/sys/unix"
@@ -93,51 +94,73 @@ func BenchmarkFullCheck(b *testing.B) {
 }
 
 // BenchmarkMetaCost: what observing the metadata Ignition never sets
-// (statx instead of fstatat, listxattrat per entry) adds to a full check of
-// a clean machine of 100,000 files, side by side with the check without it:
-// every iteration runs both, alternating which goes first, and the medians
-// are reported with their ratio (meta/op over base/op):
+// (statx instead of fstatat, listxattrat per entry, labels) adds to a full
+// check of a clean machine of 100,000 files, side by side with the check
+// without it: every iteration runs each variant, alternating which goes
+// first, and the medians are reported with their ratios over base/op:
 // go test ./internal/check -run '^$' -bench MetaCost -benchtime 10x
-// (as root with selinux-policy-default installed, labels are measured too).
+//
+//   - plain: a root without SELinux; labelled: Debian's policy in the root
+//     and every file labelled with its default (needs root and
+//     selinux-policy-default); xattrs: labelled, and every file with a
+//     user.* xattr too.
+//   - meta: a check as `check` runs it (the policy, when the root has one,
+//     loaded every time); kept: as the daemon's passes run it, the policy
+//     and the xattrs of unchanged inodes kept from the pass before
+//     (check.LabelPolicy, ondisk.XattrCache).
 func BenchmarkMetaCost(b *testing.B) {
-	root, entries := benchState(b, 100000)
-	base, meta := newChecker(b, root), newChecker(b, root)
-	base.NoMeta = true
-	once := func(c *check.Checker) time.Duration {
-		start := time.Now()
-		if res := c.All(context.Background(), entries); !res.Clean() {
-			b.Fatalf("drift in a clean root: %+v", res.Drift[0])
-		}
-		return time.Since(start)
+	for _, v := range []string{"plain", "labelled", "xattrs"} {
+		b.Run(v, func(b *testing.B) { benchMetaCost(b, v) })
 	}
-	// With labels too, as a root with a policy has them (and as a check
-	// does it: the policy's file contexts loaded every time): each file
-	// labelled with its default first, as Ignition's setfiles does.
-	labels := newChecker(b, root)
-	withLabels := benchLabels(b, root, labels, entries)
-	onceLabels := func() time.Duration {
+}
+
+func benchMetaCost(b *testing.B, variant string) {
+	root, entries := benchState(b, 100000)
+	base, meta, kept := newChecker(b, root), newChecker(b, root), newChecker(b, root)
+	base.NoMeta = true
+	if variant != "plain" {
+		if !benchLabels(b, root, meta, entries) {
+			b.Skip("labels not measured")
+		}
+	}
+	if variant == "xattrs" {
+		for i := range entries {
+			if err := unix.Lsetxattr(filepath.Join(root, entries[i].Path), "user.note", []byte("x"), 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if variant == "xattrs" {
+		// A user.* xattr is drift, but not what is measured.
+		ignore := func(d *drift.Drift) bool { return d.Kind == drift.Xattr }
+		base.Exclude, meta.Exclude, kept.Exclude = ignore, ignore, ignore
+	}
+	kept.XattrCache = ondisk.NewXattrCache()
+	var policy check.LabelPolicy
+	once := func(c *check.Checker, load func()) time.Duration {
 		start := time.Now()
-		labels.Labels = check.LoadLabels(labels.Root, entries, false)
-		if res := labels.All(context.Background(), entries); !res.Clean() || len(res.Notices) > 0 {
+		if load != nil {
+			load()
+		}
+		if res := c.All(context.Background(), entries); !res.Clean() || len(res.Notices) > 0 {
 			b.Fatalf("drift in a clean root: %+v %+v", res.Drift, res.Notices)
 		}
 		return time.Since(start)
 	}
-	once(base) // warm the page cache and the dentries
-	once(meta)
-	if withLabels {
-		onceLabels()
-	}
-	var tb, tm, tl []time.Duration
+	loadMeta := func() { meta.Labels = check.LoadLabels(meta.Root, entries, false) }
+	loadKept := func() { kept.Labels = policy.Load(kept.Root, entries, false) }
+	// Warm the page cache and the dentries, and let the files' ctimes age
+	// past the xattr cache's racy window, as a daemon's files have.
+	once(base, nil)
+	once(meta, loadMeta)
+	once(kept, loadKept)
+	var tb, tm, tk []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%2 == 0 {
-			tb, tm = append(tb, once(base)), append(tm, once(meta))
+			tb, tm, tk = append(tb, once(base, nil)), append(tm, once(meta, loadMeta)), append(tk, once(kept, loadKept))
 		} else {
-			tm, tb = append(tm, once(meta)), append(tb, once(base))
-		}
-		if withLabels {
-			tl = append(tl, onceLabels())
+			tk, tm, tb = append(tk, once(kept, loadKept)), append(tm, once(meta, loadMeta)), append(tb, once(base, nil))
 		}
 	}
 	med := func(d []time.Duration) float64 {
@@ -146,11 +169,9 @@ func BenchmarkMetaCost(b *testing.B) {
 	}
 	b.ReportMetric(med(tb), "base-ns/op")
 	b.ReportMetric(med(tm), "meta-ns/op")
-	b.ReportMetric(med(tm)/med(tb), "ratio")
-	if withLabels {
-		b.ReportMetric(med(tl), "labels-ns/op")
-		b.ReportMetric(med(tl)/med(tb), "labels-ratio")
-	}
+	b.ReportMetric(med(tm)/med(tb), "meta-ratio")
+	b.ReportMetric(med(tk), "kept-ns/op")
+	b.ReportMetric(med(tk)/med(tb), "kept-ratio")
 }
 
 // benchLabels gives root Debian's policy contexts and labels every entry's

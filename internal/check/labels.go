@@ -1,6 +1,11 @@
 package check
 
 import (
+	"errors"
+	"io/fs"
+	"slices"
+	"syscall"
+
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -12,6 +17,7 @@ import (
 // (their paths' defaults are the inode's too).
 type Labels struct {
 	contexts *selinux.Contexts
+	memo     *selinux.Memo // nil: every lookup asks contexts
 	linksTo  map[string][]string
 	// Full compares whole contexts; else type and MLS range.
 	Full bool
@@ -24,10 +30,14 @@ type Labels struct {
 // when the root has none to want.
 func LoadLabels(r *ondisk.Root, entries []desired.Entry, full bool) *Labels {
 	c, err := selinux.ForRoot(r.ReadFile)
+	return newLabels(c, nil, err, entries, full)
+}
+
+func newLabels(c *selinux.Contexts, memo *selinux.Memo, err error, entries []desired.Entry, full bool) *Labels {
 	if c == nil && err == nil {
 		return nil
 	}
-	l := &Labels{contexts: c, Err: err, Full: full, linksTo: map[string][]string{}}
+	l := &Labels{contexts: c, memo: memo, Err: err, Full: full, linksTo: map[string][]string{}}
 	for i := range entries {
 		if e := &entries[i]; e.Type == desired.TypeHardLink {
 			l.linksTo[e.Target] = append(l.linksTo[e.Target], e.Path)
@@ -48,9 +58,16 @@ func (l *Labels) compare(e *desired.Entry, ob *ondisk.Observation, out *Outcome)
 	if !ok {
 		return
 	}
+	lookup := l.contexts.Lookup
+	if l.memo != nil {
+		lookup = l.memo.Lookup
+	}
 	var want []string
-	for _, p := range append([]string{e.Path}, l.linksTo[e.Path]...) {
-		if c, ok := l.contexts.Lookup(p, t); ok {
+	if c, ok := lookup(e.Path, t); ok {
+		want = []string{c}
+	}
+	for _, p := range l.linksTo[e.Path] {
+		if c, ok := lookup(p, t); ok {
 			want = append(want, c)
 		}
 	}
@@ -72,4 +89,81 @@ func (l *Labels) notice(entries []desired.Entry) *drift.Drift {
 		}
 	}
 	return nil
+}
+
+// LabelPolicy keeps a root's loaded policy, and the defaults already looked
+// up in it, from one load of the desired state to the next (a daemon's
+// reloads and passes): it reads the policy again only when the identity
+// (device, inode, size, modification and change times) of the root's
+// /etc/selinux/config or of one of the policy's file-context files
+// (selinux.Files) is not what it was at the last read, a file appearing or
+// going included. The zero value is ready; not safe for concurrent Loads.
+type LabelPolicy struct {
+	ids      []fileID
+	contexts *selinux.Contexts
+	memo     *selinux.Memo
+	err      error
+	// Reads counts the policy's reads, for tests.
+	Reads int
+}
+
+// fileID is what tells a file's versions apart; the zero value is a
+// missing file, and err one that could not be looked at.
+type fileID struct {
+	dev, ino, size                 uint64
+	mtime, mtimeNs, ctime, ctimeNs int64
+	err                            string
+}
+
+// Load is LoadLabels, reading the policy only when it changed.
+func (p *LabelPolicy) Load(r *ondisk.Root, entries []desired.Entry, full bool) *Labels {
+	ids := policyIDs(r)
+	if p.ids == nil || !slices.Equal(ids, p.ids) {
+		p.Reads++
+		p.contexts, p.err = selinux.ForRoot(r.ReadFile)
+		p.memo = nil
+		if p.contexts != nil {
+			p.memo = selinux.NewMemo(p.contexts)
+		}
+		// The identities were taken before the read: a change in between
+		// is seen at the next Load.
+		p.ids = ids
+		if p.err != nil {
+			p.ids = nil // an error is retried, never remembered
+		}
+	}
+	return newLabels(p.contexts, p.memo, p.err, entries, full)
+}
+
+// policyIDs are the identities of the root's config and of the files of
+// the policy it names (only the config's when it names none).
+func policyIDs(r *ondisk.Root) []fileID {
+	ids := []fileID{fileIdentity(r, selinux.ConfigPath)}
+	if fc, _, err := selinux.PolicyOf(r.ReadFile); err == nil && fc != "" {
+		for _, f := range selinux.Files(fc) {
+			ids = append(ids, fileIdentity(r, f))
+		}
+	}
+	return ids
+}
+
+func fileIdentity(r *ondisk.Root, p string) fileID {
+	f, err := r.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileID{}
+	}
+	if err != nil {
+		return fileID{err: err.Error()}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fileID{err: err.Error()}
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{err: "no stat"}
+	}
+	return fileID{dev: st.Dev, ino: st.Ino, size: uint64(st.Size), mtime: st.Mtim.Sec, mtimeNs: st.Mtim.Nsec,
+		ctime: st.Ctim.Sec, ctimeNs: st.Ctim.Nsec}
 }

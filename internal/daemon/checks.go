@@ -56,9 +56,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
 	d.checker.Exclude = excl.kindExclusion()
-	// The policy is read again at every load (a reload follows a policy
-	// update): its defaults are the labels wanted.
-	d.checker.Labels = check.LoadLabels(d.root, d.ix.entries, d.o.LabelFull)
+	d.refreshLabels()
 	d.checker.Store = st.Store
 	d.files = st.Files
 	d.loadErr = nil
@@ -209,6 +207,7 @@ func (d *Daemon) checkEntryIn(ctx context.Context, b *check.Batch, i int, read *
 // after an event: the full check takes a bounded time however large the
 // files are.
 func (d *Daemon) fullCheck(ctx context.Context, why string) {
+	d.refreshLabels()
 	res := d.checker.All(ctx, d.ix.entries)
 	d.lastCheck = time.Now()
 	now := map[string][]drift.Drift{}

@@ -141,6 +141,7 @@ type Daemon struct {
 	// What is checked, and how (checks.go).
 	root    *ondisk.Root
 	checker *check.Checker
+	labels  check.LabelPolicy // the SELinux policy, read again when it changes (labelpolicy.go)
 	obs     *ondisk.Observer
 	ix      *index
 	files   []string // config files of the current state

@@ -371,8 +371,8 @@ func CompareLabel(e *desired.Entry, ob *ondisk.Observation, want []string, full 
 // sameLabel compares two contexts, user:role:type:range, by type and range
 // (the range may hold colons), or whole.
 func sameLabel(a, b string, full bool) bool {
-	if full {
-		return a == b
+	if full || a == b {
+		return a == b // equal whole is equal in type and range: no split (it allocates) on a clean node
 	}
 	pa, pb := strings.SplitN(a, ":", 3), strings.SplitN(b, ":", 3)
 	return len(pa) == 3 && len(pb) == 3 && pa[2] == pb[2]

@@ -18,14 +18,29 @@ const ConfigPath = "/etc/selinux/config"
 // config, or SELinux is disabled there and the policy is not installed —
 // there is no label to want. An error: labels cannot be checked, and why.
 func ForRoot(read Reader) (*Contexts, error) {
-	data, err := read(ConfigPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	fc, mode, err := PolicyOf(read)
+	if fc == "" || err != nil {
 		return nil, err
 	}
-	var mode, typ string
+	c, err := Load(read, fc)
+	if errors.Is(err, fs.ErrNotExist) && mode == "disabled" {
+		return nil, nil
+	}
+	return c, err
+}
+
+// PolicyOf reads the root's config: the path of the file contexts of the
+// policy it names and its SELINUX= mode; "" without an error when the root
+// has no config.
+func PolicyOf(read Reader) (fileContexts, mode string, err error) {
+	data, err := read(ConfigPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	var typ string
 	for _, l := range strings.Split(string(data), "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
 		if !ok || strings.HasPrefix(k, "#") {
@@ -40,12 +55,13 @@ func ForRoot(read Reader) (*Contexts, error) {
 		}
 	}
 	if typ == "" || strings.Contains(typ, "/") || typ == ".." {
-		return nil, fmt.Errorf("%s names no policy type (SELINUXTYPE=%q)", ConfigPath, typ)
+		return "", "", fmt.Errorf("%s names no policy type (SELINUXTYPE=%q)", ConfigPath, typ)
 	}
-	fc := "/etc/selinux/" + typ + "/contexts/files/file_contexts"
-	c, err := Load(read, fc)
-	if errors.Is(err, fs.ErrNotExist) && mode == "disabled" {
-		return nil, nil
-	}
-	return c, err
+	return "/etc/selinux/" + typ + "/contexts/files/file_contexts", mode, nil
+}
+
+// Files are the files Load reads for the file contexts at path, present
+// or not: what a change of the policy changes.
+func Files(path string) []string {
+	return []string{path, path + ".homedirs", path + ".local", path + ".subs", path + ".subs_dist"}
 }
