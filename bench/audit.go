@@ -28,15 +28,10 @@ func cmdAuditOverhead(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	st, err := exec.Command("auditctl", "-s").CombinedOutput()
+	enabled, err := auditEnabled()
 	if err != nil {
-		return fmt.Errorf("auditctl -s (root and Debian's auditd package needed): %v: %s", err, st)
+		return err
 	}
-	m := regexp.MustCompile(`(?m)^enabled (\d)`).FindSubmatch(st)
-	if m == nil || string(m[1]) == "2" {
-		return fmt.Errorf("audit state unknown or locked (-e 2): %s", st)
-	}
-	enabled := string(m[1])
 	key := fmt.Sprintf("drift-bench-%d", os.Getpid())
 	defer exec.Command("auditctl", "-e", enabled).Run()
 	defer exec.Command("auditctl", "-D", "-k", key).Run()
@@ -46,13 +41,9 @@ func cmdAuditOverhead(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var declared []string
-	for i := 0; i < *paths; i++ {
-		p := filepath.Join(dir, fmt.Sprintf("f%05d", i))
-		if err := os.WriteFile(p, nil, 0o644); err != nil {
-			return err
-		}
-		declared = append(declared, p)
+	declared, err := emptyFiles(dir, *paths)
+	if err != nil {
+		return err
 	}
 	c, err := audit.Dial()
 	if err != nil {
@@ -60,31 +51,7 @@ func cmdAuditOverhead(args []string) error {
 	}
 	defer c.Close()
 	rules := audit.Rules{Conn: c, Key: key}
-	ddArgs := []string{"if=/dev/zero", "of=/dev/null", "bs=1", "count=" + strconv.Itoa(*count)}
-	type row struct {
-		state string
-		times []time.Duration
-	}
-	var rows []row
-	measure := func(state string, setup func() error) error {
-		if err := setup(); err != nil {
-			return fmt.Errorf("%s: %w", state, err)
-		}
-		r := row{state: state}
-		for i := 0; i < *runs; i++ {
-			// CPU time (user+system) of dd, not wall time: the host
-			// may be busy, and what audit adds is system time.
-			cmd := exec.Command("dd", ddArgs...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("dd: %v: %s", err, out)
-			}
-			r.times = append(r.times, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
-		}
-		sort.Slice(r.times, func(i, j int) bool { return r.times[i] < r.times[j] })
-		rows = append(rows, r)
-		fmt.Fprintf(os.Stderr, "%s: %v\n", state, r.times)
-		return nil
-	}
+	dd := ddLoop{args: []string{"if=/dev/zero", "of=/dev/null", "bs=1", "count=" + strconv.Itoa(*count)}, calls: 2 * *count, runs: *runs}
 	auditctl := func(args ...string) error {
 		if out, err := exec.Command("auditctl", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("auditctl %v: %v: %s", args, err, out)
@@ -97,40 +64,107 @@ func cmdAuditOverhead(args []string) error {
 			return err
 		}
 	}
-	if err := measure("audit off (-e 0), no rules of ours", func() error { return auditctl("-e", "0") }); err != nil {
+	if err := dd.measure("audit off (-e 0), no rules of ours", func() error { return auditctl("-e", "0") }); err != nil {
 		return err
 	}
-	if err := measure("audit on, no rules of ours", func() error { return auditctl("-e", "1") }); err != nil {
+	if err := dd.measure("audit on, no rules of ours", func() error { return auditctl("-e", "1") }); err != nil {
 		return err
 	}
-	if err := measure("audit on, 1 declared path", sync(declared[:1])); err != nil {
+	if err := dd.measure("audit on, 1 declared path", sync(declared[:1])); err != nil {
 		return err
 	}
-	if err := measure(fmt.Sprintf("audit on, %d declared paths", *paths), sync(declared)); err != nil {
+	if err := dd.measure(fmt.Sprintf("audit on, %d declared paths", *paths), sync(declared)); err != nil {
 		return err
 	}
 	if err := rules.Clear(); err != nil {
 		return err
 	}
 	other, _ := exec.Command("auditctl", "-l").CombinedOutput()
+	text := dd.report(strings.TrimSpace(string(other)))
+	fmt.Print(text)
+	if *out != "" {
+		return os.WriteFile(*out, []byte(text), 0o644)
+	}
+	return nil
+}
+
+// auditEnabled is the kernel's audit enabled flag (0 or 1), to restore; a
+// locked audit (-e 2) is refused.
+func auditEnabled() (string, error) {
+	st, err := exec.Command("auditctl", "-s").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("auditctl -s (root and Debian's auditd package needed): %v: %s", err, st)
+	}
+	m := regexp.MustCompile(`(?m)^enabled (\d)`).FindSubmatch(st)
+	if m == nil || string(m[1]) == "2" {
+		return "", fmt.Errorf("audit state unknown or locked (-e 2): %s", st)
+	}
+	return string(m[1]), nil
+}
+
+// emptyFiles makes n empty files in dir: the declared paths.
+func emptyFiles(dir string, n int) ([]string, error) {
+	var declared []string
+	for i := 0; i < n; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("f%05d", i))
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return nil, err
+		}
+		declared = append(declared, p)
+	}
+	return declared, nil
+}
+
+// ddLoop is the system-call loop timed in each audit state, and its rows.
+type ddLoop struct {
+	args  []string
+	calls int // system calls per run
+	runs  int
+	rows  []ddRow
+}
+
+type ddRow struct {
+	state string
+	times []time.Duration // sorted
+}
+
+// measure sets a state up and times the loop in it.
+func (d *ddLoop) measure(state string, setup func() error) error {
+	if err := setup(); err != nil {
+		return fmt.Errorf("%s: %w", state, err)
+	}
+	r := ddRow{state: state}
+	for i := 0; i < d.runs; i++ {
+		// CPU time (user+system) of dd, not wall time: the host
+		// may be busy, and what audit adds is system time.
+		cmd := exec.Command("dd", d.args...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("dd: %v: %s", err, out)
+		}
+		r.times = append(r.times, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	}
+	sort.Slice(r.times, func(i, j int) bool { return r.times[i] < r.times[j] })
+	d.rows = append(d.rows, r)
+	fmt.Fprintf(os.Stderr, "%s: %v\n", state, r.times)
+	return nil
+}
+
+// report is the markdown of the rows; other, the host's other audit rules.
+func (d *ddLoop) report(other string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Cost of --attribution=audit: system calls with and without its rules\n\n")
 	fmt.Fprintf(&b, "Generated by `go run ./bench audit-overhead -o docs/benchmarks-audit.md` (root), %s, kernel %s, %d CPUs.\n", time.Now().UTC().Format("2006-01-02"), kernel(), numCPU())
-	fmt.Fprintf(&b, "Loop: `dd %s` (%d system calls), %d runs per state; dd's CPU time (user+system, so that a busy host's waiting is left out), minimum, median and range. Load average at the start: %s.\n", strings.Join(ddArgs, " "), 2**count, *runs, loadavg())
-	fmt.Fprintf(&b, "Other audit rules on the host during the run: %q.\n\n", strings.TrimSpace(string(other)))
+	fmt.Fprintf(&b, "Loop: `dd %s` (%d system calls), %d runs per state; dd's CPU time (user+system, so that a busy host's waiting is left out), minimum, median and range. Load average at the start: %s.\n", strings.Join(d.args, " "), d.calls, d.runs, loadavg())
+	fmt.Fprintf(&b, "Other audit rules on the host during the run: %q.\n\n", other)
 	fmt.Fprintf(&b, "| state | minimum | median | range | per system call (minimum) | vs audit off (minimum) |\n|---|---|---|---|---|---|\n")
-	base := rows[0].times[0]
-	for _, r := range rows {
+	base := d.rows[0].times[0]
+	for _, r := range d.rows {
 		lo, med := r.times[0], r.times[len(r.times)/2]
 		fmt.Fprintf(&b, "| %s | %.2f s | %.2f s | %.2f–%.2f s | %.0f ns | ×%.2f |\n", r.state, lo.Seconds(), med.Seconds(), r.times[0].Seconds(), r.times[len(r.times)-1].Seconds(),
-			float64(lo.Nanoseconds())/float64(2**count), float64(lo)/float64(base))
+			float64(lo.Nanoseconds())/float64(d.calls), float64(lo)/float64(base))
 	}
 	fmt.Fprintf(&b, "\nThe cost is the kernel's, for every process on the host, once any audit exit rule exists (research A2); a host that already has audit watch rules pays it already.\n")
-	fmt.Print(b.String())
-	if *out != "" {
-		return os.WriteFile(*out, []byte(b.String()), 0o644)
-	}
-	return nil
+	return b.String()
 }
 
 func loadavg() string {

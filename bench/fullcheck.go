@@ -117,12 +117,24 @@ func (b *bench) fullCheck(ctx context.Context, f *fixture, label string) (*fullR
 	if err := os.Rename(filepath.Join(f.Dir, "aide/aide.db.new"), filepath.Join(f.Dir, "aide/aide.db")); err != nil {
 		return nil, err
 	}
-	par := 2 * runtime.NumCPU()
 	res := &fullResult{Label: label, Files: len(f.Paths), Bytes: f.Bytes, Runs: b.runs, Cont: map[string]contender{},
 		Samples: map[string][]run{}, AIDEInit: init.Wall}
 	if fi, err := os.Stat(f.Cfg); err == nil {
 		res.CfgBytes = fi.Size()
 	}
+	if err := b.contenders(res, f, conf); err != nil {
+		return nil, err
+	}
+	if err := b.rounds(ctx, res, label); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// contenders lists in res what part 1 times over f, in the order the rounds
+// run them; conf is AIDE's configuration.
+func (b *bench) contenders(res *fullResult, f *fixture, conf string) error {
+	par := 2 * runtime.NumCPU()
 	add := func(c contender) {
 		res.Order = append(res.Order, c.Key)
 		res.Cont[c.Key] = c
@@ -139,7 +151,7 @@ func (b *bench) fullCheck(ctx context.Context, f *fixture, label string) (*fullR
 	if !f.big && len(f.Paths) <= specRowsMax {
 		specs, err := specConfigs(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Specs = specs
 		for _, s := range specs {
@@ -159,12 +171,16 @@ func (b *bench) fullCheck(ctx context.Context, f *fixture, label string) (*fullR
 		c.Desc = shellQuote(c.Cmd)
 		res.Cont[k] = c
 	}
+	return nil
+}
 
+// rounds runs every contender once untimed, then b.runs rounds of them all.
+func (b *bench) rounds(ctx context.Context, res *fullResult, label string) error {
 	// Warm the page cache and every binary once, then alternate.
 	for _, k := range res.Order {
 		c := res.Cont[k]
 		if _, err := timeCmd(ctx, c.OK, c.Cmd[0], c.Cmd[1:]...); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i := 0; i < b.runs; i++ {
@@ -174,7 +190,7 @@ func (b *bench) fullCheck(ctx context.Context, f *fixture, label string) (*fullR
 			if k == "phases" {
 				p, r, err := runPhases(ctx, c.Cmd)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				res.Phases = append(res.Phases, p)
 				res.Samples[k] = append(res.Samples[k], r)
@@ -182,12 +198,12 @@ func (b *bench) fullCheck(ctx context.Context, f *fixture, label string) (*fullR
 			}
 			r, err := timeCmd(ctx, c.OK, c.Cmd[0], c.Cmd[1:]...)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			res.Samples[k] = append(res.Samples[k], r)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // phaseReport splits drift-monitor's check into loading the desired state

@@ -123,6 +123,86 @@ func cmdRun(ctx context.Context, args []string) error {
 	if _, err := exec.LookPath("aide"); err != nil && strings.Contains(*parts, "1") {
 		return fmt.Errorf("aide is needed for part 1 (apt-get install aide): %w", err)
 	}
+	b.scale()
+	if *out == "" {
+		*out = filepath.Join(b.moduleDir, "docs/benchmarks.md")
+		if b.quick {
+			*out = filepath.Join(b.moduleDir, "_build/benchmarks-quick.md")
+		}
+	}
+	if err := b.override(*fullN, *onlyN, *idleWindow); err != nil {
+		return err
+	}
+	rep := &report{Quick: b.quick, Started: b.start, Invoked: *invoked, Argv: shellQuote(os.Args), Machine: describeMachine(b.bin)}
+	rep.Load = append(rep.Load, loadMark("start"))
+	if err := b.checkWork(*work); err != nil {
+		return err
+	}
+	if !*keep {
+		defer os.RemoveAll(*work)
+	}
+	fx := &fixtures{b: b, work: *work, made: map[int]*fixture{}}
+
+	part4 := func(ctx context.Context, rep *report, _ *fixtures) error {
+		return b.part4(ctx, rep, strings.TrimSuffix(*out, ".md")+"-micro.txt")
+	}
+	for _, p := range []struct {
+		id  string
+		run func(context.Context, *report, *fixtures) error
+	}{{"1", b.part1}, {"2", b.part2}, {"3", b.part3}, {"4", part4}, {"5", b.part5}} {
+		if strings.Contains(*parts, p.id) {
+			if err := p.run(ctx, rep, fx); err != nil {
+				return err
+			}
+		}
+	}
+	rep.Took = time.Since(b.start)
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return err
+	}
+	if n, err := os.ReadFile(filepath.Join(b.moduleDir, "bench/NOTES.md")); err == nil {
+		rep.Notes = string(n)
+	}
+	text := machineFree(rep.markdown(), b.moduleDir, *work, b.benchstat)
+	if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(rep.summary())
+	b.logf("report written to %s", *out)
+	return nil
+}
+
+// override applies the flags that change scale's sizes, and makes -before
+// absolute.
+func (b *bench) override(fullN string, onlyN int, idleWindow time.Duration) error {
+	if fullN != "" {
+		b.fullN = nil
+		for _, f := range strings.Split(fullN, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("-full-n %q: not a list of numbers of files", fullN)
+			}
+			b.fullN = append(b.fullN, n)
+		}
+	}
+	if b.before != "" {
+		var err error
+		if b.before, err = filepath.Abs(b.before); err != nil {
+			return err
+		}
+	}
+	if onlyN > 0 {
+		b.fullN, b.latN, b.idleN, b.stormN = []int{onlyN}, []int{onlyN}, []int{onlyN}, onlyN
+		b.naiveChanges[onlyN] = min(b.changes, 20)
+	}
+	if idleWindow > 0 {
+		b.idleWindow = idleWindow
+	}
+	return nil
+}
+
+// scale sets the sizes of every part: small ones with -quick.
+func (b *bench) scale() {
 	if b.quick {
 		b.runs = 3
 		b.fullN = []int{1000, 10000}
@@ -134,9 +214,6 @@ func cmdRun(ctx context.Context, args []string) error {
 		b.idleWindow, b.idleSettle, b.idleWindows = 10*time.Second, 2*time.Second, 1
 		b.microCount, b.microTime, b.microShort = 1, "100ms", true
 		b.stormN, b.stormCount, b.stormSize, b.stormPause = 10000, 3, 5000, 10*time.Second
-		if *out == "" {
-			*out = filepath.Join(b.moduleDir, "_build/benchmarks-quick.md")
-		}
 	} else {
 		b.runs = 5
 		b.fullN = []int{1000, 10000, 100000}
@@ -154,35 +231,12 @@ func cmdRun(ctx context.Context, args []string) error {
 		// The campaign of issue 10 saw the limit rise at every storm: five
 		// show whether it keeps rising.
 		b.stormN, b.stormCount, b.stormSize, b.stormPause = 10000, 5, 5000, 30*time.Second
-		if *out == "" {
-			*out = filepath.Join(b.moduleDir, "docs/benchmarks.md")
-		}
 	}
-	if *fullN != "" {
-		b.fullN = nil
-		for _, f := range strings.Split(*fullN, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				return fmt.Errorf("-full-n %q: not a list of numbers of files", *fullN)
-			}
-			b.fullN = append(b.fullN, n)
-		}
-	}
-	if b.before != "" {
-		if b.before, err = filepath.Abs(b.before); err != nil {
-			return err
-		}
-	}
-	if *onlyN > 0 {
-		b.fullN, b.latN, b.idleN, b.stormN = []int{*onlyN}, []int{*onlyN}, []int{*onlyN}, *onlyN
-		b.naiveChanges[*onlyN] = min(b.changes, 20)
-	}
-	if *idleWindow > 0 {
-		b.idleWindow = *idleWindow
-	}
-	rep := &report{Quick: b.quick, Started: b.start, Invoked: *invoked, Argv: shellQuote(os.Args), Machine: describeMachine(b.bin)}
-	rep.Load = append(rep.Load, loadMark("start"))
-	if err := os.MkdirAll(*work, 0o755); err != nil {
+}
+
+// checkWork makes the fixtures' directory and refuses one without room.
+func (b *bench) checkWork(work string) error {
+	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
 	need := int64(256 << 20)
@@ -190,137 +244,141 @@ func cmdRun(ctx context.Context, args []string) error {
 		need = 2 << 30 // 1 GiB file + 100,000 small files and their config
 	}
 	var sfs syscall.Statfs_t
-	if err := syscall.Statfs(*work, &sfs); err == nil && int64(sfs.Bavail)*sfs.Bsize < need {
-		return fmt.Errorf("%s has %s free, the fixtures need %s", *work, fmtBytes(int64(sfs.Bavail)*sfs.Bsize), fmtBytes(need))
+	if err := syscall.Statfs(work, &sfs); err == nil && int64(sfs.Bavail)*sfs.Bsize < need {
+		return fmt.Errorf("%s has %s free, the fixtures need %s", work, fmtBytes(int64(sfs.Bavail)*sfs.Bsize), fmtBytes(need))
 	}
-	if !*keep {
-		defer os.RemoveAll(*work)
-	}
-	fixtures := map[int]*fixture{}
-	small := func(n int) (*fixture, error) {
-		if f, ok := fixtures[n]; ok {
-			return f, nil
-		}
-		b.logf("fixture: %d files", n)
-		f, err := makeFixture(filepath.Join(*work, fmt.Sprintf("n%d", n)), n)
-		if err != nil {
-			return nil, fmt.Errorf("fixture of %d files: %w", n, err)
-		}
-		fixtures[n] = f
+	return nil
+}
+
+// fixtures makes each fixture of n small files once, for all the parts.
+type fixtures struct {
+	b    *bench
+	work string
+	made map[int]*fixture
+}
+
+func (fx *fixtures) get(n int) (*fixture, error) {
+	if f, ok := fx.made[n]; ok {
 		return f, nil
 	}
+	fx.b.logf("fixture: %d files", n)
+	f, err := makeFixture(filepath.Join(fx.work, fmt.Sprintf("n%d", n)), n)
+	if err != nil {
+		return nil, fmt.Errorf("fixture of %d files: %w", n, err)
+	}
+	fx.made[n] = f
+	return f, nil
+}
 
-	if strings.Contains(*parts, "1") {
-		for _, n := range b.fullN {
-			f, err := small(n)
-			if err != nil {
-				return err
-			}
-			r, err := b.fullCheck(ctx, f, fmt.Sprintf("%d files", n))
-			if err != nil {
-				return err
-			}
-			rep.Full = append(rep.Full, r)
-		}
-		b.logf("fixture: one file of %s", fmtBytes(b.bigSize))
-		big, err := makeBigFixture(filepath.Join(*work, "big"), b.bigSize)
+// part1 times full checks of the small fixtures and of one big file.
+func (b *bench) part1(ctx context.Context, rep *report, fx *fixtures) error {
+	for _, n := range b.fullN {
+		f, err := fx.get(n)
 		if err != nil {
 			return err
 		}
-		r, err := b.fullCheck(ctx, big, "1 file of "+fmtBytes(b.bigSize))
+		r, err := b.fullCheck(ctx, f, fmt.Sprintf("%d files", n))
 		if err != nil {
 			return err
 		}
 		rep.Full = append(rep.Full, r)
-		rep.Load = append(rep.Load, loadMark("after part 1"))
 	}
-	if strings.Contains(*parts, "2") {
-		var fs []*fixture
-		for _, n := range b.latN {
-			f, err := small(n)
-			if err != nil {
-				return err
-			}
-			fs = append(fs, f)
+	b.logf("fixture: one file of %s", fmtBytes(b.bigSize))
+	big, err := makeBigFixture(filepath.Join(fx.work, "big"), b.bigSize)
+	if err != nil {
+		return err
+	}
+	r, err := b.fullCheck(ctx, big, "1 file of "+fmtBytes(b.bigSize))
+	if err != nil {
+		return err
+	}
+	rep.Full = append(rep.Full, r)
+	rep.Load = append(rep.Load, loadMark("after part 1"))
+	return nil
+}
+
+// part2 measures detection latency, drift-monitor's and the naive monitor's.
+func (b *bench) part2(ctx context.Context, rep *report, fx *fixtures) error {
+	var fs []*fixture
+	for _, n := range b.latN {
+		f, err := fx.get(n)
+		if err != nil {
+			return err
 		}
-		b.logf("part 2 drift-monitor: %d changes at each N, N in turn", b.changes)
-		rs, err := b.latency(ctx, fs, "drift-monitor", b.changes, b.idleSettle)
+		fs = append(fs, f)
+	}
+	b.logf("part 2 drift-monitor: %d changes at each N, N in turn", b.changes)
+	rs, err := b.latency(ctx, fs, "drift-monitor", b.changes, b.idleSettle)
+	if err != nil {
+		return err
+	}
+	rep.Latency = append(rep.Latency, rs...)
+	// The naive monitor at one N at a time: at large N it keeps both
+	// cores busy for seconds per event.
+	for _, f := range fs {
+		changes := b.naiveChanges[len(f.Paths)]
+		b.logf("part 2 naive N=%d: %d changes", len(f.Paths), changes)
+		rs, err := b.latency(ctx, []*fixture{f}, "naive", changes, b.idleSettle)
 		if err != nil {
 			return err
 		}
 		rep.Latency = append(rep.Latency, rs...)
-		// The naive monitor at one N at a time: at large N it keeps both
-		// cores busy for seconds per event.
-		for _, f := range fs {
-			changes := b.naiveChanges[len(f.Paths)]
-			b.logf("part 2 naive N=%d: %d changes", len(f.Paths), changes)
-			rs, err := b.latency(ctx, []*fixture{f}, "naive", changes, b.idleSettle)
-			if err != nil {
-				return err
-			}
-			rep.Latency = append(rep.Latency, rs...)
-		}
-		rep.Load = append(rep.Load, loadMark("after part 2"))
 	}
-	if strings.Contains(*parts, "3") {
-		for _, n := range b.idleN {
-			f, err := small(n)
-			if err != nil {
-				return err
-			}
-			for _, start := range []string{"cold", "warm"} {
-				b.logf("part 3 N=%d, %s start: %d × %s idle", n, start, b.idleWindows, b.idleWindow)
-				r, err := b.idle(ctx, f, start, b.idleWindow, b.idleSettle, b.idleWindows)
-				if err != nil {
-					return err
-				}
-				rep.Idle = append(rep.Idle, r)
-			}
-		}
-		rep.Load = append(rep.Load, loadMark("after part 3"))
-	}
-	if strings.Contains(*parts, "4") {
-		raw := strings.TrimSuffix(*out, ".md") + "-micro.txt"
-		r, err := b.micro(ctx, raw)
+	rep.Load = append(rep.Load, loadMark("after part 2"))
+	return nil
+}
+
+// part3 measures the idle daemon, from a cold and from a warm start.
+func (b *bench) part3(ctx context.Context, rep *report, fx *fixtures) error {
+	for _, n := range b.idleN {
+		f, err := fx.get(n)
 		if err != nil {
 			return err
 		}
-		rep.Micro = r
-		rep.Load = append(rep.Load, loadMark("after part 4"))
-	}
-	if strings.Contains(*parts, "5") {
-		f, err := small(b.stormN)
-		if err != nil {
-			return err
-		}
-		// The daemon as deployed, then with the runtime's default pacing
-		// (the GC tuner stands aside when GOGC is set) for reference.
-		for _, v := range []struct {
-			name string
-			env  []string
-		}{{"default", nil}, {"GOGC=100", []string{"GOGC=100"}}} {
-			b.logf("part 5 %s N=%d: %d storms of %d files", v.name, b.stormN, b.stormCount, b.stormSize)
-			r, err := b.storms(ctx, f, v.name, v.env, b.stormCount, b.stormSize, b.idleSettle, b.stormPause)
+		for _, start := range []string{"cold", "warm"} {
+			b.logf("part 3 N=%d, %s start: %d × %s idle", n, start, b.idleWindows, b.idleWindow)
+			r, err := b.idle(ctx, f, start, b.idleWindow, b.idleSettle, b.idleWindows)
 			if err != nil {
 				return err
 			}
-			rep.Storms = append(rep.Storms, r)
+			rep.Idle = append(rep.Idle, r)
 		}
-		rep.Load = append(rep.Load, loadMark("after part 5"))
 	}
-	rep.Took = time.Since(b.start)
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+	rep.Load = append(rep.Load, loadMark("after part 3"))
+	return nil
+}
+
+// part4 runs the Go micro-benchmarks, their raw output into raw.
+func (b *bench) part4(ctx context.Context, rep *report, raw string) error {
+	r, err := b.micro(ctx, raw)
+	if err != nil {
 		return err
 	}
-	if n, err := os.ReadFile(filepath.Join(b.moduleDir, "bench/NOTES.md")); err == nil {
-		rep.Notes = string(n)
-	}
-	text := machineFree(rep.markdown(), b.moduleDir, *work, b.benchstat)
-	if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
+	rep.Micro = r
+	rep.Load = append(rep.Load, loadMark("after part 4"))
+	return nil
+}
+
+// part5 follows the daemon's memory through storms of changes.
+func (b *bench) part5(ctx context.Context, rep *report, fx *fixtures) error {
+	f, err := fx.get(b.stormN)
+	if err != nil {
 		return err
 	}
-	fmt.Print(rep.summary())
-	b.logf("report written to %s", *out)
+	// The daemon as deployed, then with the runtime's default pacing
+	// (the GC tuner stands aside when GOGC is set) for reference.
+	for _, v := range []struct {
+		name string
+		env  []string
+	}{{"default", nil}, {"GOGC=100", []string{"GOGC=100"}}} {
+		b.logf("part 5 %s N=%d: %d storms of %d files", v.name, b.stormN, b.stormCount, b.stormSize)
+		r, err := b.storms(ctx, f, v.name, v.env, b.stormCount, b.stormSize, b.idleSettle, b.stormPause)
+		if err != nil {
+			return err
+		}
+		rep.Storms = append(rep.Storms, r)
+	}
+	rep.Load = append(rep.Load, loadMark("after part 5"))
 	return nil
 }
 

@@ -45,40 +45,12 @@ func cmdNaive(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	dirs := map[string]bool{}
-	for _, e := range st.Entries {
-		dirs[path.Dir(e.Path)] = true
-	}
-	sorted := make([]string, 0, len(dirs))
-	for d := range dirs {
-		sorted = append(sorted, d)
-	}
-	sort.Strings(sorted)
-	for _, d := range sorted {
-		if err := w.Add(filepath.Join(*root, d)); err != nil {
-			return fmt.Errorf("watching %s: %w", d, err)
-		}
+	if err := watchDirs(w, *root, st.Entries); err != nil {
+		return err
 	}
 	log := slog.New(journal.NewHandler(os.Stderr, journal.WithNative(false)))
 	known := map[string]drift.Drift{}
-	validate := func() {
-		res := c.All(ctx, st.Entries)
-		now := map[string]drift.Drift{}
-		for _, d := range res.Drift {
-			now[d.EntryID+"\x00"+d.Key()] = d
-		}
-		for k, d := range now {
-			if _, ok := known[k]; !ok {
-				log.LogAttrs(ctx, slog.LevelWarn, d.Message, attrs(journal.MsgDriftDetected, &d)...)
-			}
-		}
-		for k, d := range known {
-			if _, ok := now[k]; !ok {
-				log.LogAttrs(ctx, journal.LevelNotice, "Resolved: "+d.Message, attrs(journal.MsgDriftResolved, &d)...)
-			}
-		}
-		known = now
-	}
+	validate := func() { known = revalidate(ctx, log, c, st.Entries, known) }
 	validate()
 	if err := sdNotify("READY=1"); err != nil {
 		return err
@@ -100,6 +72,46 @@ func cmdNaive(ctx context.Context, args []string) error {
 			validate()
 		}
 	}
+}
+
+// watchDirs watches, under root, the directories of the declared paths.
+func watchDirs(w *fsnotify.Watcher, root string, entries []desired.Entry) error {
+	dirs := map[string]bool{}
+	for _, e := range entries {
+		dirs[path.Dir(e.Path)] = true
+	}
+	sorted := make([]string, 0, len(dirs))
+	for d := range dirs {
+		sorted = append(sorted, d)
+	}
+	sort.Strings(sorted)
+	for _, d := range sorted {
+		if err := w.Add(filepath.Join(root, d)); err != nil {
+			return fmt.Errorf("watching %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// revalidate checks every entry, logs the drift that is new since known and
+// the drift that is gone, and returns the drift now known.
+func revalidate(ctx context.Context, log *slog.Logger, c *check.Checker, entries []desired.Entry, known map[string]drift.Drift) map[string]drift.Drift {
+	res := c.All(ctx, entries)
+	now := map[string]drift.Drift{}
+	for _, d := range res.Drift {
+		now[d.EntryID+"\x00"+d.Key()] = d
+	}
+	for k, d := range now {
+		if _, ok := known[k]; !ok {
+			log.LogAttrs(ctx, slog.LevelWarn, d.Message, attrs(journal.MsgDriftDetected, &d)...)
+		}
+	}
+	for k, d := range known {
+		if _, ok := now[k]; !ok {
+			log.LogAttrs(ctx, journal.LevelNotice, "Resolved: "+d.Message, attrs(journal.MsgDriftResolved, &d)...)
+		}
+	}
+	return now
 }
 
 func attrs(id string, d *drift.Drift) []slog.Attr {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -72,56 +73,72 @@ func startMonitor(ctx context.Context, timeout time.Duration, argv ...string) (*
 			return nil, err
 		}
 	}
-	go func() {
+	go m.readStderr(stderr, logw, conn)
+	go m.readNotify(conn)
+	if err := m.waitReady(ctx, timeout, argv); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// readStderr turns the monitor's stderr into records on m.recs (and lines of
+// logw, if not nil) until it ends; then it reaps the monitor and closes conn.
+func (m *monitor) readStderr(stderr io.Reader, logw *os.File, conn *net.UnixConn) {
+	if logw != nil {
+		defer logw.Close()
+	}
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 1<<20), 4<<20)
+	for sc.Scan() {
+		r := parseRecord(sc.Text())
+		r.At = time.Now()
 		if logw != nil {
-			defer logw.Close()
+			fmt.Fprintf(logw, "%s %d %s\n", r.At.Format("15:04:05.000000"), m.cmd.Process.Pid, r.Line)
 		}
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 4<<20)
-		for sc.Scan() {
-			r := parseRecord(sc.Text())
-			r.At = time.Now()
-			if logw != nil {
-				fmt.Fprintf(logw, "%s %d %s\n", r.At.Format("15:04:05.000000"), m.cmd.Process.Pid, r.Line)
-			}
-			m.recs <- r
+		m.recs <- r
+	}
+	m.exited <- m.cmd.Wait()
+	conn.Close()
+}
+
+// readNotify closes m.ready at the first READY=1 on the notify socket.
+func (m *monitor) readNotify(conn *net.UnixConn) {
+	buf := make([]byte, 64<<10)
+	once := false
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			return
 		}
-		m.exited <- m.cmd.Wait()
-		conn.Close()
-	}()
-	go func() {
-		buf := make([]byte, 64<<10)
-		once := false
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			for _, l := range strings.Split(string(buf[:n]), "\n") {
-				if l == "READY=1" && !once {
-					once = true
-					m.readyAt = time.Now()
-					close(m.ready)
-				}
+		for _, l := range strings.Split(string(buf[:n]), "\n") {
+			if l == "READY=1" && !once {
+				once = true
+				m.readyAt = time.Now()
+				close(m.ready)
 			}
 		}
-	}()
+	}
+}
+
+// waitReady waits for READY=1, keeping the lines written meanwhile for the
+// error that says why it never came.
+func (m *monitor) waitReady(ctx context.Context, timeout time.Duration, argv []string) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		select {
 		case <-m.ready:
-			return m, nil
+			return nil
 		case r := <-m.recs:
 			m.keep(r.Line)
 		case err := <-m.exited:
-			return nil, fmt.Errorf("%v exited before READY=1 (%v):\n%s", argv, err, strings.Join(m.tail, "\n"))
+			return fmt.Errorf("%v exited before READY=1 (%v):\n%s", argv, err, strings.Join(m.tail, "\n"))
 		case <-deadline.C:
 			m.stop()
-			return nil, fmt.Errorf("%v: no READY=1 after %s:\n%s", argv, timeout, strings.Join(m.tail, "\n"))
+			return fmt.Errorf("%v: no READY=1 after %s:\n%s", argv, timeout, strings.Join(m.tail, "\n"))
 		case <-ctx.Done():
 			m.stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,15 +26,77 @@ import (
 
 func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs := newFlags("daemon", std.Err)
-	var configs, excludes multiFlag
 	o := daemon.Options{Version: Version}
-	fs.Var(&configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
+	f := daemonFlags(fs, &o)
+	if code, ok := parse(fs, args); !ok {
+		if code == ExitFailed {
+			code = ExitUsage
+		}
+		return code
+	}
+	if !f.check(fs, &o, std) {
+		return ExitUsage
+	}
+	// Not assigned when nil: a nil *statecache.Cache in the interface
+	// would be a cache that keeps nothing, and costs the hashing.
+	cache := statecache.Default()
+	if *f.noCache {
+		cache = nil
+	}
+	if cache != nil {
+		cache.Mode = statecache.ModeLazy
+		o.Cache = cache
+	}
+
+	level := slog.LevelInfo
+	if *f.debug {
+		level = slog.LevelDebug
+	}
+	o.Log = slog.New(journal.NewHandler(std.Err, journal.WithLevel(level)))
+	var err error
+	if o.DigestKey, err = hostKey(); err != nil {
+		o.Log.Warn(fmt.Sprintf("no digest key, secret contents get no digests: %v", err))
+	}
+	o.FirstBoot = firstBoot()
+	if cache != nil {
+		cache.Log = o.Log
+	}
+	o.Notify = notify.New()
+	closeSystemd := connectSystemd(ctx, &o)
+	defer closeSystemd()
+	if o.OnDrift != "" && o.Hook == nil {
+		// Not booted with systemd, or --root: a restart does not change
+		// either.
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --on-drift needs systemd over D-Bus\n")
+		return ExitConfig
+	}
+
+	reload, stopReload := reloadOnHUP(ctx)
+	defer stopReload()
+	stopPanic := panicOnSignal(ctx)
+	defer stopPanic()
+	return serveDaemon(ctx, o, *f.bus, reload)
+}
+
+// daemonFlagValues are the daemon's flags that are not daemon.Options fields
+// (or not yet: configs, excludes and labels are checked first).
+type daemonFlagValues struct {
+	configs, excludes   multiFlag
+	labels              *string
+	bus, debug, noCache *bool
+}
+
+// daemonFlags declares the daemon's flags on fs, into o where they are
+// options.
+func daemonFlags(fs *flag.FlagSet, o *daemon.Options) *daemonFlagValues {
+	f := &daemonFlagValues{}
+	fs.Var(&f.configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
 	fs.StringVar(&o.Root, "root", "/", "monitor the tree at `DIR` as if it were / (for tests; enablement is then computed offline)")
 	fs.DurationVar(&o.Interval, "interval", time.Hour, "time between periodic full checks, the safety net (0 disables)")
 	fs.DurationVar(&o.FileattrInterval, "fileattr-interval", 2*time.Second, "time between sweeps of the immutable and append-only flags (chattr), which inotify never reports (0: full checks only)")
 	fs.DurationVar(&o.Settle, "settle", 3*time.Second, "how long a file being written must stay quiet, unclosed, before it is checked anyway")
 	fs.DurationVar(&o.PollInterval, "poll-interval", 10*time.Second, "polling period for directories that could not be watched (inotify limit)")
-	fs.Var(&excludes, "exclude", "do not watch or report declared paths matching `PATTERN`; KIND:PATTERN leaves only that kind of drift unreported there (repeatable)")
+	fs.Var(&f.excludes, "exclude", "do not watch or report declared paths matching `PATTERN`; KIND:PATTERN leaves only that kind of drift unreported there (repeatable)")
 	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
 	fs.BoolVar(&o.CheckMCDCertificates, checkMCDCertsFlag, false, checkMCDCertsUsage)
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
@@ -53,28 +116,28 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	fs.DurationVar(&o.MCD.Timeouts.Boot, "mcd-boot-timeout", mcd.DefaultTimeouts.Boot, "longest after a boot (or an MCD restart) before the MCD validates the disk")
 	fs.DurationVar(&o.MCD.Timeouts.Quiet, "mcd-quiet", mcd.DefaultTimeouts.Quiet, "quiet that ends a rollback of currentconfig")
 	fs.DurationVar(&o.MCD.Timeouts.HoldDown, "mcd-hold-down", mcd.DefaultTimeouts.HoldDown, "hold of a rename or a new drift when the journal cannot be read")
-	bus := fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
-	debug := fs.Bool("debug", false, "log debug records")
-	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
+	f.bus = fs.Bool("bus", true, "export the D-Bus API on the system bus ($DBUS_SYSTEM_BUS_ADDRESS)")
+	f.debug = fs.Bool("debug", false, "log debug records")
+	f.noCache = fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
 	// A usage error exits ExitUsage, not check's 2: the unit restarts the
 	// daemon after every exit but ExitUsage and ExitConfig (see cli.go).
-	labels := labelCompareFlag(fs)
-	if code, ok := parse(fs, args); !ok {
-		if code == ExitFailed {
-			code = ExitUsage
-		}
-		return code
-	}
+	f.labels = labelCompareFlag(fs)
+	return f
+}
+
+// check refuses the parsed flags that the daemon could not use (saying why
+// on std.Err) and completes o with the others.
+func (f *daemonFlagValues) check(fs *flag.FlagSet, o *daemon.Options, std Stdio) bool {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(std.Err, "drift-monitor daemon: unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
+		return false
 	}
-	if *labels != "type" && *labels != "full" {
-		fmt.Fprintf(std.Err, "drift-monitor daemon: --label-compare %q: want type or full\n", escape.Text(*labels))
-		return ExitUsage
+	if *f.labels != "type" && *f.labels != "full" {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --label-compare %q: want type or full\n", escape.Text(*f.labels))
+		return false
 	}
-	o.LabelFull = *labels == "full"
-	o.Configs, o.Exclude = configs, excludes
+	o.LabelFull = *f.labels == "full"
+	o.Configs, o.Exclude = f.configs, f.excludes
 	if o.Attribution == "audit" {
 		// systemd's StateDirectory= (the unit's /var/lib/drift-monitor).
 		if dir := os.Getenv("STATE_DIRECTORY"); dir != "" {
@@ -85,69 +148,49 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 	}
 	if o.Attribution != "off" && o.Attribution != "audit" {
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --attribution %s: must be audit or off\n", escape.Text(o.Attribution))
-		return ExitUsage
+		return false
 	}
 	switch o.MCD.Mode {
 	case "auto", "on", "off":
 	default:
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --mcd %s: want auto, on or off\n", o.MCD.Mode)
-		return ExitUsage
+		return false
 	}
 	if p := o.MetricsTextfile; p != "" && (!filepath.IsAbs(p) || filepath.Ext(p) != ".prom") {
 		// node_exporter reads only *.prom files of its directory: any
 		// other name would be written and never scraped.
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --metrics-textfile %s: want an absolute path ending in .prom (node_exporter's textfile collector reads no other)\n", p)
-		return ExitUsage
+		return false
 	}
-	// Not assigned when nil: a nil *statecache.Cache in the interface
-	// would be a cache that keeps nothing, and costs the hashing.
-	cache := statecache.Default()
-	if *noCache {
-		cache = nil
-	}
-	if cache != nil {
-		cache.Mode = statecache.ModeLazy
-		o.Cache = cache
-	}
+	return true
+}
 
-	level := slog.LevelInfo
-	if *debug {
-		level = slog.LevelDebug
+// connectSystemd gives o the systemd manager (units, the on-drift hook) and,
+// for audit attribution, logind, when the daemon watches the live host of a
+// systemd boot; the returned func closes them.
+func connectSystemd(ctx context.Context, o *daemon.Options) (closeAll func()) {
+	if !liveHost(o.Root) || !systemd.Booted() {
+		return func() {}
 	}
-	o.Log = slog.New(journal.NewHandler(std.Err, journal.WithLevel(level)))
-	var err error
-	if o.DigestKey, err = hostKey(); err != nil {
-		o.Log.Warn(fmt.Sprintf("no digest key, secret contents get no digests: %v", err))
+	// Kept connected, and subscribed, across restarts of the bus; the
+	// daemon journals when it is lost and back (its first attempt's
+	// failure included).
+	c := systemd.Dial(ctx)
+	o.Units, o.Hook = c, c
+	if o.Attribution != daemon.AttributionAudit {
+		return func() { c.Close() }
 	}
-	o.FirstBoot = firstBoot()
-	if cache != nil {
-		cache.Log = o.Log
-	}
-	o.Notify = notify.New()
-	if liveHost(o.Root) && systemd.Booted() {
-		// Kept connected, and subscribed, across restarts of the bus; the
-		// daemon journals when it is lost and back (its first attempt's
-		// failure included).
-		c := systemd.Dial(ctx)
-		defer c.Close()
-		o.Units, o.Hook = c, c
-		if o.Attribution == daemon.AttributionAudit {
-			l := &logind{}
-			defer l.Close()
-			o.Sessions = l
-		}
-	}
-	if o.OnDrift != "" && o.Hook == nil {
-		// Not booted with systemd, or --root: a restart does not change
-		// either.
-		fmt.Fprintf(std.Err, "drift-monitor daemon: --on-drift needs systemd over D-Bus\n")
-		return ExitConfig
-	}
+	l := &logind{}
+	o.Sessions = l
+	return func() { l.Close(); c.Close() }
+}
 
-	reload := make(chan struct{}, 1)
+// reloadOnHUP turns SIGHUP into a reload request on the returned channel
+// (one pending at most) until ctx ends; stop stops the signal's delivery.
+func reloadOnHUP(ctx context.Context) (reload chan struct{}, stop func()) {
+	reload = make(chan struct{}, 1)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {
@@ -161,15 +204,19 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 			}
 		}
 	}()
-	stopPanic := panicOnSignal(ctx)
-	defer stopPanic()
+	return reload, func() { signal.Stop(hup) }
+}
+
+// serveDaemon runs the daemon of o (on the bus if bus) until ctx ends; it
+// returns the exit code.
+func serveDaemon(ctx context.Context, o daemon.Options, bus bool, reload <-chan struct{}) int {
 	d, err := daemon.New(o)
 	if err != nil {
 		o.Log.Error(err.Error())
 		return 1
 	}
 	defer d.Close()
-	if *bus {
+	if bus {
 		// Kept on the bus across its restarts, as the systemd connection is.
 		srv := dbusapi.Serve(ctx, d, dbusapi.Options{InhibitDir: o.InhibitDir, Version: Version})
 		defer srv.Close()

@@ -55,46 +55,58 @@ func runStatus(ctx context.Context, args []string, std Stdio) int {
 	// The text format lists the drift the properties hold; json all of it.
 	st, err := dbusapi.ReadStatus(rctx, dbusapi.ReadOptions{All: format == "json", CallTimeout: *timeout})
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			// The words that matter first: a probe keeps 80 bytes.
-			err = fmt.Errorf("drift-monitor did not answer on the system bus within %s", *timeout)
-		}
-		msg := escape.Text(err.Error())
-		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", msg)
-		// Node-problem-detector and friends read stdout.
-		switch format {
-		case "json":
-			err = writeStatusJSON(std.Out, &statusReport{State: dbusapi.StateUnknown, Status: msg, Drift: []statusDrift{}, Inhibitors: []statusInhibitor{}})
-		case "summary":
-			_, err = fmt.Fprintf(std.Out, "Unknown: %s\n", msg)
-		default:
-			_, err = fmt.Fprintf(std.Out, "drift-monitor %s: %s\n", dbusapi.StateUnknown, msg)
-		}
-		if err != nil {
-			fmt.Fprintf(std.Err, "drift-monitor status: %v\n", err)
-		}
-		return ExitNoDaemon
+		return reportNoDaemon(std, format, err, *timeout)
 	}
 	if st.Warning != "" {
 		fmt.Fprintf(std.Err, "drift-monitor status: %s\n", escape.Text(st.Warning))
 	}
-	switch {
-	case format == "json":
-		err = writeStatusJSON(std.Out, newStatusReport(st))
-	case format == "summary":
-		_, err = fmt.Fprintln(std.Out, statusSummary(st))
-	case st.State == dbusapi.StateStarting || st.State == dbusapi.StateChecking:
-		// Not everything is known yet: no list that could be read as
-		// clean.
-		_, err = fmt.Fprintf(std.Out, "drift-monitor %s: %s\n", st.State, escape.Text(st.StatusText))
-	default:
-		err = writeStatusText(std.Out, newStatusReport(st))
-	}
-	if err != nil {
+	if err := writeStatus(std.Out, format, st); err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor status: %v\n", err)
 		return ExitFailed
 	}
 	return statusExit(st)
+}
+
+// reportNoDaemon says, on std.Err and in format on std.Out, that the daemon
+// did not answer (err); it returns ExitNoDaemon.
+func reportNoDaemon(std Stdio, format statusFormat, err error, timeout time.Duration) int {
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The words that matter first: a probe keeps 80 bytes.
+		err = fmt.Errorf("drift-monitor did not answer on the system bus within %s", timeout)
+	}
+	msg := escape.Text(err.Error())
+	fmt.Fprintf(std.Err, "drift-monitor status: %s\n", msg)
+	// Node-problem-detector and friends read stdout.
+	switch format {
+	case "json":
+		err = writeStatusJSON(std.Out, &statusReport{State: dbusapi.StateUnknown, Status: msg, Drift: []statusDrift{}, Inhibitors: []statusInhibitor{}})
+	case "summary":
+		_, err = fmt.Fprintf(std.Out, "Unknown: %s\n", msg)
+	default:
+		_, err = fmt.Fprintf(std.Out, "drift-monitor %s: %s\n", dbusapi.StateUnknown, msg)
+	}
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor status: %v\n", err)
+	}
+	return ExitNoDaemon
+}
+
+// writeStatus writes the daemon's status st to w in format.
+func writeStatus(w io.Writer, format statusFormat, st *dbusapi.Status) error {
+	switch {
+	case format == "json":
+		return writeStatusJSON(w, newStatusReport(st))
+	case format == "summary":
+		_, err := fmt.Fprintln(w, statusSummary(st))
+		return err
+	case st.State == dbusapi.StateStarting || st.State == dbusapi.StateChecking:
+		// Not everything is known yet: no list that could be read as
+		// clean.
+		_, err := fmt.Fprintf(w, "drift-monitor %s: %s\n", st.State, escape.Text(st.StatusText))
+		return err
+	default:
+		return writeStatusText(w, newStatusReport(st))
+	}
 }
 
 // statusExit is the exit status for what the daemon said: 0 clean, 1 drift

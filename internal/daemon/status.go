@@ -95,50 +95,69 @@ type statusInput struct {
 //	Inhibited by my-updater (pid 4711): applying config v42
 func statusLine(in statusInput) string {
 	var b strings.Builder
+	writeState(&b, in)
+	writeCaveats(&b, in)
+	return b.String()
+}
+
+// writeState writes what the status line leads with: the daemon's state, or
+// the drift it knows.
+func writeState(b *strings.Builder, in statusInput) {
 	switch {
 	case in.starting:
-		fmt.Fprintf(&b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
+		fmt.Fprintf(b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.inhibitors) > 0:
-		fmt.Fprintf(&b, "Inhibited by %s", strings.Join(in.inhibitors, "; "))
+		fmt.Fprintf(b, "Inhibited by %s", strings.Join(in.inhibitors, "; "))
 	case in.nothing != "" && len(in.drift) == 0:
-		fmt.Fprintf(&b, "Nothing to watch: %s", in.nothing)
+		fmt.Fprintf(b, "Nothing to watch: %s", in.nothing)
 	case len(in.drift) == 0 && in.pending > 0 && in.firstCheck:
 		// Ready, but not done: no drift known is not no drift.
-		fmt.Fprintf(&b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
+		fmt.Fprintf(b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.drift) == 0 && in.pending > 0:
-		fmt.Fprintf(&b, "Checking: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
+		fmt.Fprintf(b, "Checking: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.drift) == 0:
-		fmt.Fprintf(&b, "No drift: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
+		fmt.Fprintf(b, "No drift: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	default:
-		var subjects []string
-		kinds := map[string][]string{}
-		for i := range in.drift {
-			s := in.drift[i].Subject()
-			if _, ok := kinds[s]; !ok {
-				subjects = append(subjects, s)
-			}
-			kinds[s] = append(kinds[s], string(in.drift[i].Kind))
-		}
-		n := max(in.subjects, len(subjects))
-		verb := "differ"
-		if n == 1 {
-			verb = "differs"
-		}
-		fmt.Fprintf(&b, "Drift: %s %s (", plural(n, "path"), verb)
-		for i, s := range subjects[:min(3, len(subjects))] {
-			if i > 0 {
-				b.WriteString("; ")
-			}
-			fmt.Fprintf(&b, "%s: %s", shorten(s, maxSubject), strings.Join(kinds[s], ", "))
-		}
-		if n > 3 {
-			b.WriteString("; …")
-		}
-		b.WriteString(")")
+		writeDrift(b, in)
 	}
+}
+
+// writeDrift summarises the drift: how many paths differ, the first three
+// with their kinds.
+func writeDrift(b *strings.Builder, in statusInput) {
+	var subjects []string
+	kinds := map[string][]string{}
+	for i := range in.drift {
+		s := in.drift[i].Subject()
+		if _, ok := kinds[s]; !ok {
+			subjects = append(subjects, s)
+		}
+		kinds[s] = append(kinds[s], string(in.drift[i].Kind))
+	}
+	n := max(in.subjects, len(subjects))
+	verb := "differ"
+	if n == 1 {
+		verb = "differs"
+	}
+	fmt.Fprintf(b, "Drift: %s %s (", plural(n, "path"), verb)
+	for i, s := range subjects[:min(3, len(subjects))] {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(b, "%s: %s", shorten(s, maxSubject), strings.Join(kinds[s], ", "))
+	}
+	if n > 3 {
+		b.WriteString("; …")
+	}
+	b.WriteString(")")
+}
+
+// writeCaveats adds what limits the state just written: files still being
+// verified, watches exhausted, a refused config, a lost bus.
+func writeCaveats(b *strings.Builder, in statusInput) {
 	switch {
 	case in.pending > 0:
-		fmt.Fprintf(&b, "; verifying %s (", plural(in.pending, "large file"))
+		fmt.Fprintf(b, "; verifying %s (", plural(in.pending, "large file"))
 		for i, p := range in.pendingPaths {
 			if i > 0 {
 				b.WriteString(", ")
@@ -152,10 +171,10 @@ func statusLine(in statusInput) string {
 	case in.reading > 0:
 		// Versions already judged, read again (a periodic check): what
 		// is known of them holds meanwhile.
-		fmt.Fprintf(&b, "; reading %s", plural(in.reading, "large file"))
+		fmt.Fprintf(b, "; reading %s", plural(in.reading, "large file"))
 	}
 	if in.polled > 0 {
-		fmt.Fprintf(&b, "; polling %s: inotify watches exhausted", plural(in.polled, "directory"))
+		fmt.Fprintf(b, "; polling %s: inotify watches exhausted", plural(in.polled, "directory"))
 	}
 	if in.configBlind {
 		b.WriteString("; desired-state files not watched (inotify watches exhausted): reload to apply changes")
@@ -164,7 +183,7 @@ func statusLine(in statusInput) string {
 		b.WriteString("; " + in.mcd)
 	}
 	if in.loadFailed != "" {
-		fmt.Fprintf(&b, "; new config refused (%s), checking against the last good one", in.loadFailed)
+		fmt.Fprintf(b, "; new config refused (%s), checking against the last good one", in.loadFailed)
 	}
 	switch {
 	case in.unitsDown && in.apiDown:
@@ -174,7 +193,6 @@ func statusLine(in statusInput) string {
 	case in.apiDown:
 		b.WriteString("; D-Bus API off the bus, reconnecting: drift-monitor status cannot answer")
 	}
-	return b.String()
 }
 
 // maxSubject bounds a subject in the status line: three long paths must

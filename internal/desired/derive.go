@@ -61,45 +61,17 @@ func deriveReleasing(cfg types.Config, acct Accounts, release bool) (State, erro
 		add(e)
 	}
 	for i, f := range cfg.Storage.Files {
-		// Ignition writes a new inode (a renamed temporary file, mode 0644,
-		// owned by root) when it removes the old node (overwrite) or fetches a
-		// base (contents.source: an existing node then fails the stage). A
-		// file with only append fragments, or nothing at all, is the existing
-		// file when there is one: its mode and owner stay unless declared
-		// (fileEntry.create, util.PerformFetch and util.SetPermissions, which
-		// defaults the owner to the node's own; docs/configuration-v3_*.md,
-		// "mode": "or the existing file's permissions if overwrite is false,
-		// contents is unspecified, and a file already exists at the path").
-		fresh := (f.Overwrite != nil && *f.Overwrite) || f.Contents.Source != nil
-		e := node(KindFile, f.Node, acct, fresh)
-		e.Type = TypeRegular
-		e.Mode = mode(f.Mode, defaultFileMode, fresh)
-		c, err := fileContent(f)
+		e, err := fileEntry(f, acct)
 		if err != nil {
-			return st, fmt.Errorf("file %q: %w", f.Path, err)
+			return st, err
 		}
-		e.Content = c
 		add(e)
 		if release {
 			cfg.Storage.Files[i], f = types.File{}, types.File{}
 		}
 	}
 	for _, l := range cfg.Storage.Links {
-		e := node(KindLink, l.Node, acct, true)
-		e.Type = TypeSymlink
-		if l.Target != nil {
-			e.Target = *l.Target
-		}
-		if l.Hard != nil && *l.Hard {
-			e.Kind, e.Type = KindHardLink, TypeHardLink
-			e.Target = path.Clean(e.Target)
-			// A hard link's owner is its target's: Ignition warns when one is given.
-			e.UID, e.GID, e.OwnerProblem, e.GroupProblem = nil, nil, "", ""
-		} else if l.User.ID == nil && l.User.Name == nil && l.Group.ID == nil && l.Group.Name == nil {
-			// Ownership of a symlink is rarely meaningful; check it only when declared.
-			e.UID, e.GID = nil, nil
-		}
-		add(e)
+		add(linkEntry(l, acct))
 	}
 	for _, u := range cfg.Systemd.Units {
 		deriveUnit(u, add)
@@ -122,6 +94,48 @@ func deriveReleasing(cfg types.Config, acct Accounts, release bool) (State, erro
 	}
 	sort.SliceStable(st.Entries, func(i, j int) bool { return st.Entries[i].Path < st.Entries[j].Path })
 	return st, nil
+}
+
+// fileEntry is the entry of a declared file.
+func fileEntry(f types.File, acct Accounts) (Entry, error) {
+	// Ignition writes a new inode (a renamed temporary file, mode 0644,
+	// owned by root) when it removes the old node (overwrite) or fetches a
+	// base (contents.source: an existing node then fails the stage). A
+	// file with only append fragments, or nothing at all, is the existing
+	// file when there is one: its mode and owner stay unless declared
+	// (fileEntry.create, util.PerformFetch and util.SetPermissions, which
+	// defaults the owner to the node's own; docs/configuration-v3_*.md,
+	// "mode": "or the existing file's permissions if overwrite is false,
+	// contents is unspecified, and a file already exists at the path").
+	fresh := (f.Overwrite != nil && *f.Overwrite) || f.Contents.Source != nil
+	e := node(KindFile, f.Node, acct, fresh)
+	e.Type = TypeRegular
+	e.Mode = mode(f.Mode, defaultFileMode, fresh)
+	c, err := fileContent(f)
+	if err != nil {
+		return e, fmt.Errorf("file %q: %w", f.Path, err)
+	}
+	e.Content = c
+	return e, nil
+}
+
+// linkEntry is the entry of a declared link, symbolic or hard.
+func linkEntry(l types.Link, acct Accounts) Entry {
+	e := node(KindLink, l.Node, acct, true)
+	e.Type = TypeSymlink
+	if l.Target != nil {
+		e.Target = *l.Target
+	}
+	if l.Hard != nil && *l.Hard {
+		e.Kind, e.Type = KindHardLink, TypeHardLink
+		e.Target = path.Clean(e.Target)
+		// A hard link's owner is its target's: Ignition warns when one is given.
+		e.UID, e.GID, e.OwnerProblem, e.GroupProblem = nil, nil, "", ""
+	} else if l.User.ID == nil && l.User.Name == nil && l.Group.ID == nil && l.Group.Name == nil {
+		// Ownership of a symlink is rarely meaningful; check it only when declared.
+		e.UID, e.GID = nil, nil
+	}
+	return e
 }
 
 // node is an entry's path and owner. The owner Ignition gives a node it does

@@ -255,97 +255,144 @@ func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 // (see CacheSuffix). reread, if not nil, reads raw again: the parse may then
 // let raw go once decoded (see ignspec.Bytes), and the caller should hold no
 // reference to it either.
+//
+// It only dispatches: a Butane config (butane.go), an Ignition config
+// (parseIgnitionFile) and a MachineConfig (parseMachineConfig) are three
+// readings of a file that share no step but the YAML decoding.
 func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread func() ([]byte, error)) (Fragment, error) {
 	if !cache && isButane(file, raw) {
 		return parseButane(file, raw, sup) // butane.go
 	}
-	frag := Fragment{File: file}
 	ext := filepath.Ext(file)
 	isYAML := ext == ".yaml" || ext == ".yml"
 	if isYAML {
-		if n := yamlDocuments(raw); n > 1 {
-			// YAMLToJSON would keep the first and drop the rest silently.
-			return frag, &LoadError{File: file, Err: fmt.Errorf("holds %d YAML documents; put one MachineConfig in each file", n)}
-		}
-		j, err := yaml.YAMLToJSON(raw)
+		j, err := yamlToJSON(file, raw)
 		if err != nil {
-			return frag, &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+			return Fragment{File: file}, err
 		}
 		raw = j
 	}
 	mc, isMC, version, err := asMachineConfig(raw)
 	if err != nil {
-		return frag, &LoadError{File: file, Err: err}
+		return Fragment{File: file}, &LoadError{File: file, Err: err}
 	}
-	if !isMC {
-		if isYAML {
-			return frag, &LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
-		}
-		var cfg types.Config
-		var rpt report.Report
-		var src *types.Bytes // nil: raw holds the bytes
-		if cache {
-			cfg, rpt, err = types.ParseCache(raw, version)
-		} else {
-			src = types.NewBytes(raw, reread)
-			raw = nil // src holds them, and may let them go
-			cfg, rpt, err = types.Parse(src, version)
-			if err != nil {
-				var rerr error
-				if re := (*types.RereadError)(nil); errors.As(err, &re) {
-					rerr = re.Err
-				} else {
-					raw, rerr = src.Bytes() // no read when the parse has read them again
-				}
-				if rerr != nil {
-					if le := (*LoadError)(nil); errors.As(rerr, &le) {
-						return frag, le // the read's own error names the file
-					}
-					return frag, &LoadError{File: file, Err: rerr}
-				}
-			}
-		}
-		if err != nil {
-			le := reportError(file, raw, rpt, err, true)
-			if !cache && strings.HasSuffix(version, types.ExperimentalSuffix) && errors.Is(err, ignerrors.ErrUnknownVersion) {
-				le.Err = fmt.Errorf("%w; Ignition's config cache (/run/ignition.json) in an experimental spec is read from a file named *%s",
-					le.Err, CacheSuffix)
-			}
-			return frag, le
-		}
-		frag.Config = cfg
-		frag.Warnings = warnings(rpt)
-		frag.validated = true
-		if warnsSpecialBits(rpt) {
-			if src != nil {
-				if raw, err = src.Bytes(); err != nil {
-					return frag, &LoadError{File: file, Err: err}
-				}
-			}
-			frag.specialBits = declaredSpecialBits(raw)
-		}
-		switch {
-		case cache && cfg.Ignition.Config.Replace.Source != nil:
-			return frag, &LoadError{File: file, Context: "$.ignition.config.replace", Err: errCacheReplace}
-		case cache:
-			// Its children are merged in already (see CacheSuffix).
-		default:
-			if err := resolveChildren(&frag, sup); err != nil {
+	switch {
+	case isMC && cache:
+		return Fragment{File: file}, &LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
+	case isMC:
+		return parseMachineConfig(file, &mc, sup, reread)
+	case isYAML:
+		return Fragment{File: file}, &LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
+	}
+	return parseIgnitionFile(file, raw, version, sup, cache, reread)
+}
+
+// yamlToJSON decodes the one YAML document of file.
+func yamlToJSON(file string, raw []byte) ([]byte, error) {
+	if n := yamlDocuments(raw); n > 1 {
+		// YAMLToJSON would keep the first and drop the rest silently.
+		return nil, &LoadError{File: file, Err: fmt.Errorf("holds %d YAML documents; put one MachineConfig in each file", n)}
+	}
+	j, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+	}
+	return j, nil
+}
+
+// parseIgnitionFile reads raw as an Ignition config of the given version (or
+// Ignition's config cache), with its children resolved unless it is the cache.
+func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, cache bool, reread func() ([]byte, error)) (Fragment, error) {
+	frag := Fragment{File: file}
+	cfg, rpt, src, raw, err := decodeIgnition(file, raw, version, cache, reread)
+	if err != nil {
+		return frag, err
+	}
+	frag.Config = cfg
+	frag.Warnings = warnings(rpt)
+	frag.validated = true
+	if warnsSpecialBits(rpt) {
+		if src != nil {
+			if raw, err = src.Bytes(); err != nil {
 				return frag, &LoadError{File: file, Err: err}
 			}
 		}
-		if ctx, err := undecodable(frag.Config); err != nil {
-			return frag, &LoadError{File: file, Context: ctx, Err: err}
-		}
-		if ctx, err := negativeIDs(frag.Config, 0); err != nil {
-			return frag, &LoadError{File: file, Context: ctx, Err: err}
-		}
-		return frag, nil
+		frag.specialBits = declaredSpecialBits(raw)
 	}
+	switch {
+	case cache && cfg.Ignition.Config.Replace.Source != nil:
+		return frag, &LoadError{File: file, Context: "$.ignition.config.replace", Err: errCacheReplace}
+	case cache:
+		// Its children are merged in already (see CacheSuffix).
+	default:
+		if err := resolveChildren(&frag, sup); err != nil {
+			return frag, &LoadError{File: file, Err: err}
+		}
+	}
+	return frag, checkDecodable(file, frag.Config, "", 0)
+}
+
+// decodeIgnition parses and validates raw. Unless cache, it hands raw to a
+// types.Bytes (src) that may let it go; raw is then returned nil, and read
+// again from src only for a report that needs positions.
+func decodeIgnition(file string, raw []byte, version string, cache bool, reread func() ([]byte, error)) (cfg types.Config, rpt report.Report, src *types.Bytes, _ []byte, err error) {
 	if cache {
-		return frag, &LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
+		cfg, rpt, err = types.ParseCache(raw, version)
+	} else {
+		src = types.NewBytes(raw, reread)
+		raw = nil // src holds them, and may let them go
+		cfg, rpt, err = types.Parse(src, version)
+		if err != nil {
+			var rerr error
+			if re := (*types.RereadError)(nil); errors.As(err, &re) {
+				rerr = re.Err
+			} else {
+				raw, rerr = src.Bytes() // no read when the parse has read them again
+			}
+			if rerr != nil {
+				if le := (*LoadError)(nil); errors.As(rerr, &le) {
+					return cfg, rpt, src, nil, le // the read's own error names the file
+				}
+				return cfg, rpt, src, nil, &LoadError{File: file, Err: rerr}
+			}
+		}
 	}
-	frag.machineConfig = true
+	if err != nil {
+		le := reportError(file, raw, rpt, err, true)
+		if !cache && strings.HasSuffix(version, types.ExperimentalSuffix) && errors.Is(err, ignerrors.ErrUnknownVersion) {
+			le.Err = fmt.Errorf("%w; Ignition's config cache (/run/ignition.json) in an experimental spec is read from a file named *%s",
+				le.Err, CacheSuffix)
+		}
+		return cfg, rpt, src, raw, le
+	}
+	return cfg, rpt, src, raw, nil
+}
+
+// checkDecodable refuses what Ignition's validation lets through but Derive
+// cannot use (see undecodable and negativeIDs). under, if not empty, is where
+// cfg sits in the file (spec.config for a MachineConfig's): it replaces the
+// contexts' leading $.
+func checkDecodable(file string, cfg types.Config, under string, minID int) error {
+	at := func(ctx string) string {
+		if under == "" {
+			return ctx
+		}
+		return under + strings.TrimPrefix(ctx, "$")
+	}
+	if ctx, err := undecodable(cfg); err != nil {
+		return &LoadError{File: file, Context: at(ctx), Err: err}
+	}
+	if ctx, err := negativeIDs(cfg, minID); err != nil {
+		return &LoadError{File: file, Context: at(ctx), Err: err}
+	}
+	return nil
+}
+
+// parseMachineConfig reads a MachineConfig: its spec.config as an Ignition
+// config, and its kernel arguments added to that config's. reread is
+// parseFragment's (see parseSpecConfig).
+func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread func() ([]byte, error)) (Fragment, error) {
+	frag := Fragment{File: file, machineConfig: true}
 	fields, err := mc.fields(file)
 	if err != nil {
 		return frag, err
@@ -362,48 +409,59 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 			Why: "drift-monitor reads Ignition spec 3.x only (the machine-config operator translates 2.x with ign-converter): " +
 				"nothing spec.config declares is checked, only the kernel arguments"}}
 	case len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null":
-		cfg, rpt, err := parseSpecConfig(&mc, specVersion, file, reread)
-		if err != nil {
-			// Positions would point into the re-encoded spec.config, not into the
-			// file: report the config path only.
-			le := reportError(file, mc.Spec.Config, rpt, err, false)
-			if le.Context != "" {
-				le.Context = "spec.config" + strings.TrimPrefix(le.Context, "$")
-			} else {
-				le.Context = "spec.config"
-			}
-			return frag, le
-		}
-		frag.Config = cfg
-		frag.Warnings = warnings(rpt)
-		// Validated as it is, until kernel arguments are added below.
-		frag.validated = true
-		if warnsSpecialBits(rpt) {
-			frag.specialBits = declaredSpecialBits(mc.Spec.Config)
-		}
-		if err := resolveChildren(&frag, sup); err != nil {
-			return frag, &LoadError{File: file, Context: "spec.config", Err: err}
-		}
-		if ctx, err := undecodable(frag.Config); err != nil {
-			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
-		}
-		if ctx, err := negativeIDs(frag.Config, -1); err != nil {
-			return frag, &LoadError{File: file, Context: "spec.config" + strings.TrimPrefix(ctx, "$"), Err: err}
+		if err := readSpecConfig(&frag, mc, specVersion, sup, reread); err != nil {
+			return frag, err
 		}
 	default:
 		frag.Config.Ignition.Version = types.MaxVersion.String()
 	}
-	// kernelArguments is a list in which repeats are normal (hugepagesz=1G
-	// hugepages=4 hugepagesz=2M hugepages=4): the MCD checks that every
-	// declared argument is on the command line (machine-config-operator
-	// pkg/daemon/daemon.go, validateKernelArguments), not Ignition's
-	// shouldExist set, whose validation forbids duplicates. One entry per
-	// distinct argument is that check.
+	addKernelArguments(&frag, mc.Spec.KernelArguments)
+	return frag, nil
+}
+
+// readSpecConfig reads a MachineConfig's spec.config into frag (parsed by
+// parseSpecConfig, mcfast.go, which may let mc.Spec.Config go).
+func readSpecConfig(frag *Fragment, mc *machineConfig, version string, sup Supplies, reread func() ([]byte, error)) error {
+	cfg, rpt, err := parseSpecConfig(mc, version, frag.File, reread)
+	if err != nil {
+		// Positions would point into the re-encoded spec.config, not into the
+		// file: report the config path only.
+		le := reportError(frag.File, mc.Spec.Config, rpt, err, false)
+		if le.Context != "" {
+			le.Context = "spec.config" + strings.TrimPrefix(le.Context, "$")
+		} else {
+			le.Context = "spec.config"
+		}
+		return le
+	}
+	frag.Config = cfg
+	frag.Warnings = warnings(rpt)
+	// Validated as it is, until kernel arguments are added (addKernelArguments).
+	frag.validated = true
+	if warnsSpecialBits(rpt) {
+		frag.specialBits = declaredSpecialBits(mc.Spec.Config)
+	}
+	if err := resolveChildren(frag, sup); err != nil {
+		return &LoadError{File: frag.File, Context: "spec.config", Err: err}
+	}
+	return checkDecodable(frag.File, frag.Config, "spec.config", -1)
+}
+
+// addKernelArguments adds a MachineConfig's spec.kernelArguments to frag's
+// shouldExist.
+//
+// kernelArguments is a list in which repeats are normal (hugepagesz=1G
+// hugepages=4 hugepagesz=2M hugepages=4): the MCD checks that every
+// declared argument is on the command line (machine-config-operator
+// pkg/daemon/daemon.go, validateKernelArguments), not Ignition's
+// shouldExist set, whose validation forbids duplicates. One entry per
+// distinct argument is that check.
+func addKernelArguments(frag *Fragment, args []string) {
 	seen := map[types.KernelArgument]bool{}
 	for _, a := range frag.Config.KernelArguments.ShouldExist {
 		seen[a] = true
 	}
-	for _, s := range mc.Spec.KernelArguments {
+	for _, s := range args {
 		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
 		for _, a := range SplitKernelArguments(s) {
 			if ka := types.KernelArgument(a); !seen[ka] {
@@ -415,7 +473,6 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 			}
 		}
 	}
-	return frag, nil
 }
 
 // undecodable finds file contents that Ignition's validation accepts but that

@@ -26,15 +26,7 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 		return d.list
 	}
 	if dt := ob.Detour; dt != nil && e.Type != desired.TypeNone {
-		// The path is not where it was declared: what is there is not the
-		// declared file's business, and was not looked at.
-		if dt.Want != "" {
-			want, got := fmt.Sprintf("symbolic link to %q", dt.Want), fmt.Sprintf("symbolic link to %q", dt.Target)
-			d.add(Type, fmt.Sprintf("type mismatch for %s: %q: want %s, got %s", Noun(e), dt.Path, want, got), want, got)
-		} else {
-			d.add(Type, fmt.Sprintf("type mismatch for %s: %q: want directory, got symbolic link to %q", Noun(e), dt.Path, dt.Target),
-				ondisk.Directory.String(), ondisk.Symlink.String())
-		}
+		compareDetour(e, dt, d)
 		return d.list
 	}
 	switch e.Type {
@@ -47,15 +39,7 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 		return nil
 	}
 	if e.Kind == desired.KindMask {
-		// A mask that is gone or replaced lets the unit start: "unmasked". A
-		// mask symlink retargeted elsewhere is reported like any link: "target".
-		switch {
-		case ob.Type == ondisk.Symlink && ob.Target != e.Target:
-			d.add(Target, fmt.Sprintf("%s is not masked: %q points to %q, want %q", Noun(e), e.Path, ob.Target, e.Target), e.Target, ob.Target)
-		case ob.Type != ondisk.Symlink:
-			got := ob.Type.String()
-			d.add(Unmasked, fmt.Sprintf("%s is not masked: want %q linked to /dev/null, got %s", Noun(e), e.Path, article(got)), "masked", got)
-		}
+		compareMask(e, ob, d)
 		return d.list
 	}
 	want := wantType(e.Type)
@@ -78,6 +62,43 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 		d.add(Type, fmt.Sprintf("type mismatch for %s: want %s, got %s", Noun(e), want, ob.Type), want.String(), ob.Type.String())
 		return d.list
 	}
+	compareLink(e, ob, d)
+	compareAttributes(e, ob, d)
+	if e.Type == desired.TypeRegular && e.Content != nil {
+		compareContent(e, ob, d, key)
+	}
+	compareMeta(e, ob, d, key)
+	return d.list
+}
+
+// compareDetour reports a path that is not where it was declared: what is
+// there is not the declared file's business, and was not looked at.
+func compareDetour(e *desired.Entry, dt *ondisk.Detour, d *drifts) {
+	if dt.Want != "" {
+		want, got := fmt.Sprintf("symbolic link to %q", dt.Want), fmt.Sprintf("symbolic link to %q", dt.Target)
+		d.add(Type, fmt.Sprintf("type mismatch for %s: %q: want %s, got %s", Noun(e), dt.Path, want, got), want, got)
+	} else {
+		d.add(Type, fmt.Sprintf("type mismatch for %s: %q: want directory, got symbolic link to %q", Noun(e), dt.Path, dt.Target),
+			ondisk.Directory.String(), ondisk.Symlink.String())
+	}
+}
+
+// compareMask reports a mask that is not in place. A mask that is gone or
+// replaced lets the unit start: "unmasked". A mask symlink retargeted
+// elsewhere is reported like any link: "target".
+func compareMask(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
+	switch {
+	case ob.Type == ondisk.Symlink && ob.Target != e.Target:
+		d.add(Target, fmt.Sprintf("%s is not masked: %q points to %q, want %q", Noun(e), e.Path, ob.Target, e.Target), e.Target, ob.Target)
+	case ob.Type != ondisk.Symlink:
+		got := ob.Type.String()
+		d.add(Unmasked, fmt.Sprintf("%s is not masked: want %q linked to /dev/null, got %s", Noun(e), e.Path, article(got)), "masked", got)
+	}
+}
+
+// compareLink reports a symbolic link's target, and a hard link that does not
+// share its target's inode.
+func compareLink(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 	switch e.Type {
 	case desired.TypeSymlink:
 		if ob.Target != e.Target {
@@ -93,6 +114,10 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 			d.add(HardLink, fmt.Sprintf("%s does not share an inode with %q", Noun(e), e.Target), e.Target, "another inode")
 		}
 	}
+}
+
+// compareAttributes reports mode, owner and group.
+func compareAttributes(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 	if e.Mode != nil && ob.Type != ondisk.Symlink && ob.Mode&^e.ModeOptional != *e.Mode {
 		w, g := desired.FormatMode(*e.Mode), desired.FormatMode(ob.Mode)
 		also := ""
@@ -113,11 +138,6 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 	if e.GID != nil && ob.GID != *e.GID {
 		d.add(Group, fmt.Sprintf("group mismatch for %s: want gid %d, got gid %d%s", Noun(e), *e.GID, ob.GID, recorded(e, e.FirstBoot != nil && e.FirstBoot.Group)), fmt.Sprint(*e.GID), fmt.Sprint(ob.GID))
 	}
-	if e.Type == desired.TypeRegular && e.Content != nil {
-		compareContent(e, ob, d, key)
-	}
-	compareMeta(e, ob, d, key)
-	return d.list
 }
 
 // recorded says where a wanted value the config leaves to the node comes
