@@ -109,9 +109,6 @@ type Checker struct {
 	// Labels, when set, compares SELinux labels with the policy's defaults
 	// (LoadLabels).
 	Labels *Labels
-	// XattrCache, when set, keeps the xattrs observed from one check to the
-	// next (a daemon's passes; ondisk.XattrCache says when that is safe).
-	XattrCache *ondisk.XattrCache
 	// NoMeta observes without the metadata (ondisk.Observer.NoMeta): only
 	// to measure what it costs.
 	NoMeta bool
@@ -122,7 +119,6 @@ func (c *Checker) Observer() *ondisk.Observer {
 	o := ondisk.NewObserver(c.Root)
 	o.ReadLimit = c.ReadLimit
 	o.NoMeta = c.NoMeta
-	o.XattrCache = c.XattrCache
 	o.NoLabel = c.Labels == nil || c.Labels.contexts == nil
 	return o
 }

@@ -92,6 +92,9 @@ func CheckExclusion(pat string) error {
 
 // matchUp: pat matches p or a directory above it.
 func matchUp(pat, p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false // path.Dir of a relative path ends at ".", never at "/"
+	}
 	for q := p; ; q = path.Dir(q) {
 		if ok, _ := path.Match(pat, q); ok {
 			return true

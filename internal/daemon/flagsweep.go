@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -53,6 +54,8 @@ type flagSweep struct {
 	// sweep, or 0 where nothing could be examined (or not swept yet).
 	ix   *index
 	last []uint8
+	// putOff counts the sweeps put off in a row by waiting events.
+	putOff int
 }
 
 // flagSeen marks a flag reading as taken.
@@ -67,9 +70,17 @@ const flagSeen = 0x80
 // one: BenchmarkFlags in internal/ondisk).
 const flagSweepDuty = 2000
 
+// flagSweepMaxWait bounds the spacing, whatever one sweep took (a stall
+// of the machine during one must not put the next off for hours); at
+// 100,000 declared nodes the duty alone spaces them less.
+const flagSweepMaxWait = 5 * time.Minute
+
+// flagSweepPutOff is how many sweeps in a row waiting events put off.
+const flagSweepPutOff = 5
+
 // nextSweep is how long to wait after a sweep that took took.
 func nextSweep(every, took time.Duration) time.Duration {
-	return max(every, flagSweepDuty*took)
+	return max(every, min(flagSweepDuty*took, flagSweepMaxWait))
 }
 
 // compare takes one sweep's readings (read returns the flags of entry i, ok
@@ -117,19 +128,37 @@ func (d *Daemon) startFlagSweep(s *sources) <-chan time.Time {
 }
 
 // sweepFlags runs a sweep when it is due and the daemon active and not
-// behind, re-checks what changed, and arms the next one.
+// behind, re-checks what changed, and arms the next one. Like an event, a
+// sweep looks at the inhibitor locks first (syncInhibitors: a tool that
+// locks, then runs chattr, is not reported), and leaves a node with a
+// write in progress to its settling, reading its flags again next time.
+// Events waiting put a sweep off, flagSweepPutOff times at the most: a
+// steady stream of events does not keep it off for good.
 func (d *Daemon) sweepFlags(ctx context.Context, s *sources) {
 	wait := d.flags.every
-	if !d.inhibited() && len(s.events) == 0 {
+	if len(s.events) > 0 && d.flags.putOff < flagSweepPutOff {
+		d.flags.putOff++
+	} else if !d.inhibited() && d.syncInhibitors(ctx, s) {
+		d.flags.putOff = 0
 		start := time.Now()
 		d.obs.Forget() // directories may have been replaced since the last look
+		d.obs.Declare(d.checker.Declared)
 		is := d.flags.compare(d.ix,
 			func(i int) (ondisk.Flags, bool) { return d.obs.Flags(d.ix.entries[i].Path) },
 			func(i int) bool { return d.tracksFileattr(d.ix.entries[i].ID()) })
+		// Only the statx pass paces the sweeps: a re-check that waits for
+		// systemd or a slow disk is not the sweep's cost.
+		wait = nextSweep(d.flags.every, time.Since(start))
+		is = slices.DeleteFunc(is, func(i int) bool {
+			if d.writes.inProgress(d.ix.entries[i].Path) {
+				d.flags.last[i] = 0 // read afresh at the next sweep
+				return true
+			}
+			return false
+		})
 		if len(is) > 0 {
 			d.checkEntries(ctx, is)
 		}
-		wait = nextSweep(d.flags.every, time.Since(start))
 	}
 	d.flags.timer.Reset(wait)
 }

@@ -87,6 +87,8 @@ func TestNextSweep(t *testing.T) {
 		{2 * time.Second, time.Millisecond, 2 * time.Second},
 		{2 * time.Second, 6 * time.Millisecond, 12 * time.Second},
 		{2 * time.Second, 100 * time.Millisecond, 200 * time.Second},
+		// A stall during one sweep does not put the next off for hours.
+		{2 * time.Second, 5 * time.Second, 5 * time.Minute},
 	} {
 		if got := nextSweep(c.every, c.took); got != c.want {
 			t.Errorf("nextSweep(%v, %v) = %v, want %v", c.every, c.took, got, c.want)
@@ -125,6 +127,22 @@ func TestFlagSweepPaused(t *testing.T) {
 	d.sweepFlags(context.Background(), s)
 	if d.flags.ix != d.ix {
 		t.Errorf("active and idle: no sweep ran")
+	}
+	// Events that never stop waiting put sweeps off a few times, not for
+	// good.
+	d, _, _ = syntheticDaemon(t, Options{FileattrInterval: time.Hour})
+	s = &sources{events: make(chan readResult, 1)}
+	s.events <- readResult{}
+	d.startFlagSweep(s)
+	for range flagSweepPutOff {
+		d.sweepFlags(context.Background(), s)
+	}
+	if d.flags.ix != nil {
+		t.Fatalf("a sweep ran with events waiting before %d were put off", flagSweepPutOff)
+	}
+	d.sweepFlags(context.Background(), s)
+	if d.flags.ix != d.ix || d.flags.putOff != 0 {
+		t.Errorf("a steady stream of events keeps the sweep off")
 	}
 }
 

@@ -41,6 +41,11 @@ func TestKindExclusions(t *testing.T) {
 			t.Errorf("%s at %s excluded = %v, want %v", c.kind, c.path, got, c.want)
 		}
 	}
+	// A drift without an absolute path (none has one today) is not
+	// excluded, and its matching ends.
+	if ex(&drift.Drift{Kind: drift.Content}) || ex(&drift.Drift{Kind: drift.Content, Path: "etc/x"}) {
+		t.Errorf("a drift without an absolute path was excluded")
+	}
 	if parsed, _ := parseExclusions("f", nil, nil); parsed.kindExclusion() != nil {
 		t.Errorf("no pattern, yet a drift filter")
 	}

@@ -1,7 +1,5 @@
 package daemon
 
-import "github.com/drift-monitor/drift-monitor/internal/ondisk"
-
 // refreshLabels gives the checker the labels the root's SELinux policy
 // wants for the entries in force. It runs at every load and before every
 // full check, and reads the policy again only when one of its files (or
@@ -11,18 +9,8 @@ import "github.com/drift-monitor/drift-monitor/internal/ondisk"
 // nor compiles it, nor asks its regular expressions again for a path
 // already looked up.
 func (d *Daemon) refreshLabels() {
-	d.keepXattrs()
 	if d.ix == nil {
 		return
 	}
 	d.checker.Labels = d.labels.Load(d.root, d.ix.entries, d.o.LabelFull)
-}
-
-// keepXattrs gives the checker a cache of the xattrs observed, from one
-// pass to the next (ondisk.XattrCache: by inode and ctime, never for a
-// node changed within its racy window), made once for the daemon's life.
-func (d *Daemon) keepXattrs() {
-	if d.checker.XattrCache == nil {
-		d.checker.XattrCache = ondisk.NewXattrCache()
-	}
 }

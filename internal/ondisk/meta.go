@@ -42,11 +42,6 @@ type Meta struct {
 	// Names are the account names of the ids in the node's ACLs, from the
 	// root's account databases (filled only for a node with an ACL).
 	Names Names
-
-	// The node's identity as statx gave it, for an XattrCache.
-	stamped            bool
-	dev, ino           uint64
-	size, mtime, ctime int64
 }
 
 // Xattr is one extended attribute.
@@ -120,8 +115,6 @@ func statxAt(dfd int, name string, st *unix.Stat_t, m *Meta) error {
 	// What fill reads, the rest left zero.
 	st.Mtim = unix.NsecToTimespec(sx.Mtime.Sec*1e9 + int64(sx.Mtime.Nsec))
 	st.Ctim = unix.NsecToTimespec(sx.Ctime.Sec*1e9 + int64(sx.Ctime.Nsec))
-	m.stamped, m.dev, m.ino, m.size = true, st.Dev, st.Ino, st.Size
-	m.mtime, m.ctime = st.Mtim.Nano(), st.Ctim.Nano()
 	m.AttrMask = sx.Attributes_mask
 	m.Immutable = sx.Attributes&unix.STATX_ATTR_IMMUTABLE != 0
 	m.Append = sx.Attributes&unix.STATX_ATTR_APPEND != 0
@@ -139,15 +132,7 @@ func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 // descriptor of the node and the /proc/self/fd link to it.
 func (o *Observer) xattrs(dfd int, name string, m *Meta) {
 	m.Observed = true
-	if xs, ok := o.XattrCache.get(m, o.NoLabel); ok {
-		m.Xattrs = xs
-		o.parentACL(dfd, m)
-		return
-	}
 	m.Xattrs, m.Err = o.readXattrs(dfd, name)
-	if m.Err == nil {
-		o.XattrCache.put(m, o.NoLabel, m.Xattrs)
-	}
 	o.parentACL(dfd, m)
 }
 

@@ -148,8 +148,6 @@ type Observer struct {
 	// NoMeta observes as before metadata was (fstatat, no xattrs): the
 	// baseline its benchmark compares with. Nothing else sets it.
 	NoMeta bool
-	// XattrCache, when set, keeps xattrs from one observer to the next.
-	XattrCache *XattrCache
 }
 
 // BytesRead is how many bytes of file content the observer has read since
