@@ -170,6 +170,13 @@ func (o *Observer) readXattrs(dfd int, name string) ([]Xattr, error) {
 	return readXattrsWith(&o.xattr, pathCalls(fdPath(fd)), o.NoLabel)
 }
 
+// xattrsOf is xattrs of the node open as fd (in dfd).
+func (o *Observer) xattrsOf(fd, dfd int, m *Meta) {
+	m.Observed = true
+	m.Xattrs, m.Err = readXattrsWith(&o.xattr, fdCalls(fd), o.NoLabel)
+	o.parentACL(dfd, m)
+}
+
 func (o *Observer) parentACL(dfd int, m *Meta) {
 	_, acc := m.Get(XattrACLAccess)
 	_, def := m.Get(XattrACLDefault)
@@ -226,6 +233,25 @@ type atCalls struct {
 func (c atCalls) list(buf []byte) (int, error) { return listxattrat(c.dfd, c.p, buf) }
 func (c atCalls) get(z, buf []byte) (int, error) {
 	return getxattrat(c.dfd, c.p, &z[0], buf)
+}
+
+// fdCalls reads the node open as a descriptor (not O_PATH: flistxattr
+// refuses those with EBADF).
+type fdCalls int
+
+func (c fdCalls) list(buf []byte) (int, error) { return unix.Flistxattr(int(c), buf) }
+func (c fdCalls) get(z, buf []byte) (int, error) {
+	var bp unsafe.Pointer
+	if len(buf) > 0 {
+		bp = unsafe.Pointer(&buf[0])
+	}
+	n, _, e := unix.Syscall6(unix.SYS_FGETXATTR, uintptr(c), uintptr(unsafe.Pointer(&z[0])), uintptr(bp), uintptr(len(buf)), 0, 0)
+	runtime.KeepAlive(z)
+	runtime.KeepAlive(buf)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }
 
 // pathCalls reads the node a path names (a /proc/self/fd link: the node

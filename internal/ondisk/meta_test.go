@@ -107,12 +107,17 @@ func TestObserveMeta(t *testing.T) {
 // buffers it keeps for the next node, and hands out copies: an observation
 // is not changed by the next one, whatever it reads (more names, a value
 // longer than the first guess, a listing longer than the first buffer),
-// and the names come sorted, the values whole — by listxattrat and through
-// /proc/self/fd alike.
+// and the names come sorted, the values whole — by listxattrat, through
+// /proc/self/fd, and through the descriptor that reads a declared content
+// alike.
 func TestObserveXattrsReuse(t *testing.T) {
 	harness.RequireRoot(t, "setting trusted.* and security.* xattrs")
-	for _, proc := range []bool{false, true} {
-		t.Run(map[bool]string{false: "xattrat", true: "proc-self-fd"}[proc], func(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		proc, content bool
+	}{{"xattrat", false, false}, {"proc-self-fd", true, false}, {"content-fd", true, true}} {
+		proc := c.proc
+		t.Run(c.name, func(t *testing.T) {
 			ondisk.ForceProcXattrs(proc)
 			defer ondisk.ForceProcXattrs(false)
 			dir := harness.ScratchFS(t, "ext4")
@@ -150,9 +155,18 @@ func TestObserveXattrsReuse(t *testing.T) {
 			defer o.Close()
 			observe := func(p string) ondisk.Meta {
 				t.Helper()
-				ob := o.Observe(&desired.Entry{Kind: desired.KindFile, Path: "/" + p, Type: desired.TypeRegular})
-				if ob.Err != nil || ob.Meta.Err != nil {
-					t.Fatalf("%s: %v, %v", p, ob.Err, ob.Meta.Err)
+				e := desired.Entry{Kind: desired.KindFile, Path: "/" + p, Type: desired.TypeRegular}
+				if c.content {
+					// Read through /proc/self/fd were the descriptor not used
+					// (ForceProcXattrs): either way the values must match.
+					e.Content = &desired.Content{Exact: []byte("x")}
+				}
+				ob := o.Observe(&e)
+				if ob.Err != nil || ob.Meta.Err != nil || !ob.Meta.Observed {
+					t.Fatalf("%s: %v, %v, observed %v", p, ob.Err, ob.Meta.Err, ob.Meta.Observed)
+				}
+				if c.content && ob.Content.State != ondisk.Equal {
+					t.Fatalf("%s: content %v, want equal", p, ob.Content.State)
 				}
 				return ob.Meta
 			}

@@ -210,20 +210,30 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 		return ob
 	}
 	fill(&ob, &st)
-	if hasMeta(e) && !o.NoMeta {
-		o.xattrs(dfd, base, &ob.Meta)
-	}
+	meta := hasMeta(e) && !o.NoMeta
 	switch ob.Type {
 	case Symlink:
 		ob.Target, ob.Err = readlinkat(dfd, base)
 	case Regular:
 		if e.Type == desired.TypeRegular && e.Content != nil && e.Content.Unverifiable == "" {
-			ob.Content = o.compare(ctx, dfd, base, ob.Size, e.Content)
+			// A file whose content is read has its xattrs read through the
+			// descriptor that reads it: flistxattr and fgetxattr cost 40%
+			// less than listxattrat and getxattrat by name (no name to copy
+			// in and look up; 320 against 550 ns on these machines), and
+			// they are the inode's whose content is compared.
+			var onOpen func(fd int)
+			if meta {
+				onOpen = func(fd int) { o.xattrsOf(fd, dfd, &ob.Meta); meta = false }
+			}
+			ob.Content = o.compare(ctx, dfd, base, ob.Size, e.Content, onOpen)
 			if ob.Content.State == Differs && ob.Mode&0o004 != 0 {
 				// A failure to climb leaves it private: not shown.
 				ob.Public, _ = o.dirs.root.reachable(dfd)
 			}
 		}
+	}
+	if meta {
+		o.xattrs(dfd, base, &ob.Meta)
 	}
 	if e.Type == desired.TypeHardLink && e.Target != "" {
 		o.observeTarget(e.Target, &ob)
@@ -422,7 +432,10 @@ func (o *Observer) openNamed(dfd int, name string) (int, error) {
 // DiffLimit), never by the end of the file: a file that grows while it is
 // read — a writer that never stops — cannot keep the observer reading. Its
 // writes raise their own events; the caller checks it again then.
-func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64, want *desired.Content) ContentResult {
+//
+// onOpen, when not nil, is given the descriptor the comparison opens (if it
+// opens one) before anything is read.
+func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64, want *desired.Content, onOpen func(fd int)) ContentResult {
 	exactSize, exact := want.ExactSize()
 	switch {
 	case exact && size != exactSize:
@@ -455,6 +468,9 @@ func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64
 		return ContentResult{State: ReadFailed, Err: err}
 	}
 	defer unix.Close(fd)
+	if onOpen != nil {
+		onOpen(fd)
+	}
 	r := counted{ctx: ctx, fd: fd, o: o}
 	if !exact {
 		// The appended bytes are where stat's size puts them: if they are
