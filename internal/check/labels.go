@@ -62,9 +62,11 @@ func (l *Labels) compare(e *desired.Entry, ob *ondisk.Observation, out *Outcome)
 	if l.memo != nil {
 		lookup = l.memo.Lookup
 	}
-	var want []string
+	// Room for the path's and one link's, without an allocation per node.
+	var room [2]string
+	want := room[:0]
 	if c, ok := lookup(e.Path, t); ok {
-		want = []string{c}
+		want = append(want, c)
 	}
 	for _, p := range l.linksTo[e.Path] {
 		if c, ok := lookup(p, t); ok {

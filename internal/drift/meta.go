@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -345,13 +346,13 @@ func CompareLabel(e *desired.Entry, ob *ondisk.Observation, want []string, full 
 		return nil, nil
 	}
 	v, ok := ob.Meta.Get(ondisk.XattrSELinux)
-	got := strings.TrimRight(string(v), "\x00")
+	v = bytes.TrimRight(v, "\x00")
 	for _, w := range want {
-		if ok && sameLabel(w, got, full) {
+		if ok && sameLabel(w, v, full) {
 			return nil, nil
 		}
 	}
-	shown := escape.Name(got)
+	shown := escape.Name(string(v))
 	if !ok {
 		shown = "none"
 	}
@@ -370,10 +371,26 @@ func CompareLabel(e *desired.Entry, ob *ondisk.Observation, want []string, full 
 
 // sameLabel compares two contexts, user:role:type:range, by type and range
 // (the range may hold colons), or whole.
-func sameLabel(a, b string, full bool) bool {
-	if full || a == b {
-		return a == b // equal whole is equal in type and range: no split (it allocates) on a clean node
+// b is the node's, as read: compared without a copy, since every node of
+// an SELinux host has one.
+func sameLabel(a string, b []byte, full bool) bool {
+	if full || a == string(b) {
+		return a == string(b)
 	}
-	pa, pb := strings.SplitN(a, ":", 3), strings.SplitN(b, ":", 3)
-	return len(pa) == 3 && len(pb) == 3 && pa[2] == pb[2]
+	ta, tb := afterUserRole(a), afterUserRole(string(b))
+	return ta >= 0 && tb >= 0 && a[ta:] == string(b[tb:])
+}
+
+// afterUserRole is where a context's type starts, after its user and role
+// (-1 without them).
+func afterUserRole(c string) int {
+	u := strings.IndexByte(c, ':')
+	if u < 0 {
+		return -1
+	}
+	r := strings.IndexByte(c[u+1:], ':')
+	if r < 0 {
+		return -1
+	}
+	return u + 1 + r + 1
 }

@@ -1,10 +1,11 @@
 package ondisk
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,10 +94,12 @@ func HasCapability(c int) bool {
 // statxAt is fstatat by statx, which also gives the inode flags that chattr
 // sets (immutable, append) without opening the node. AT_STATX_DONT_SYNC: a
 // network filesystem answers from its cache, as fstatat does.
-func statxAt(dfd int, name string, st *unix.Stat_t, m *Meta) error {
+// z is name, NUL-terminated: the kernel's copy of it, made once for this
+// call and the xattrs' (see ObserveContext).
+func statxAt(dfd int, name string, z *byte, st *unix.Stat_t, m *Meta) error {
 	var sx unix.Statx_t
 	for {
-		err := unix.Statx(dfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BASIC_STATS, &sx)
+		err := statx(dfd, z, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BASIC_STATS, &sx)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -121,6 +124,18 @@ func statxAt(dfd int, name string, st *unix.Stat_t, m *Meta) error {
 	return nil
 }
 
+// statx is unix.Statx of a name already NUL-terminated (unix.Statx copies
+// its string into a new one at every call).
+func statx(dfd int, z *byte, flags, mask int, sx *unix.Statx_t) error {
+	_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(dfd), uintptr(unsafe.Pointer(z)), uintptr(flags), uintptr(mask),
+		uintptr(unsafe.Pointer(sx)), 0)
+	runtime.KeepAlive(z)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
 // fdPath names an open descriptor for the path-based xattr calls.
 func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
@@ -129,7 +144,8 @@ func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 // listxattrat and getxattrat (AT_SYMLINK_NOFOLLOW) read them relative to the
 // directory descriptor, one system call for a node without any (the common
 // case, which costs no more than that); before, an O_PATH|O_NOFOLLOW
-// descriptor of the node and the /proc/self/fd link to it.
+// descriptor of the node and the /proc/self/fd link to it. o.nbuf holds
+// name, NUL-terminated (see ObserveContext).
 func (o *Observer) xattrs(dfd int, name string, m *Meta) {
 	m.Observed = true
 	m.Xattrs, m.Err = o.readXattrs(dfd, name)
@@ -140,7 +156,7 @@ func (o *Observer) xattrs(dfd int, name string, m *Meta) {
 // getxattrat where the kernel has them.
 func (o *Observer) readXattrs(dfd int, name string) ([]Xattr, error) {
 	if !noXattrat.Load() {
-		xs, err := o.readXattrsAt(dfd, name)
+		xs, err := readXattrsWith(&o.xattr, atCalls{dfd: dfd, p: &o.nbuf[0]}, o.NoLabel)
 		if !xattratMissing(err) {
 			return xs, err
 		}
@@ -151,7 +167,14 @@ func (o *Observer) readXattrs(dfd int, name string) ([]Xattr, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return ReadXattrs(fdPath(fd))
+	return readXattrsWith(&o.xattr, pathCalls(fdPath(fd)), o.NoLabel)
+}
+
+// xattrsOf is xattrs of the node open as fd (in dfd).
+func (o *Observer) xattrsOf(fd, dfd int, m *Meta) {
+	m.Observed = true
+	m.Xattrs, m.Err = readXattrsWith(&o.xattr, fdCalls(fd), o.NoLabel)
+	o.parentACL(dfd, m)
 }
 
 func (o *Observer) parentACL(dfd int, m *Meta) {
@@ -176,74 +199,192 @@ func xattratMissing(err error) bool {
 // noXattrat is set once the kernel turned out to lack listxattrat.
 var noXattrat atomic.Bool
 
-// readXattrsAt is ReadXattrs of the node name in dfd by listxattrat and
-// getxattrat, never following a link at name.
-func (o *Observer) readXattrsAt(dfd int, name string) ([]Xattr, error) {
-	if o.xbuf == nil {
-		o.xbuf = make([]byte, 1024)
-	}
-	// The name as the kernel takes it, made once for both calls.
-	o.nbuf = append(append(o.nbuf[:0], name...), 0)
-	if strings.IndexByte(name, 0) >= 0 {
-		return nil, unix.EINVAL
-	}
-	p := &o.nbuf[0]
-	xs, buf, err := readXattrs(o.xbuf,
-		func(b []byte) (int, error) { return listxattrat(dfd, p, b) },
-		func(x string) ([]byte, error) {
-			if o.NoLabel && x == XattrSELinux {
-				return nil, nil
-			}
-			return getxattrAt(dfd, p, x)
-		})
-	o.xbuf = buf
-	return xs, err
+// xattrScratch is what reading one node's xattrs needs, kept by an
+// Observer for the next node: the listing, the values as read, and where
+// each lies. A full check reads the xattrs of every declared node, and on
+// an SELinux host every node has one: allocating these per node was most
+// of the metadata's cost (#25). What a reading returns is copied out of
+// them (readXattrsWith), so no Observation shares them.
+type xattrScratch struct {
+	list  []byte
+	vals  []byte
+	spans []xattrSpan
 }
 
-// readXattrs lists names with list into buf (grown as needed, and
-// returned) and reads each value with get, sorted by name. A filesystem
-// without xattrs has none; a name gone since the listing is left out.
-func readXattrs(buf []byte, list func([]byte) (int, error), get func(string) ([]byte, error)) ([]Xattr, []byte, error) {
-	var n int
+// xattrSpan is one xattr in the scratch buffers: its name is
+// list[name:nameEnd], its value vals[val:valEnd] (val < 0: not read).
+type xattrSpan struct{ name, nameEnd, val, valEnd int }
+
+// xattrCalls are the two system calls a reading makes, on one node: list
+// fills buf with its NUL-terminated names, get reads the value of the name
+// z (NUL-terminated) into buf. Both return the length the kernel gave, and
+// its errno.
+type xattrCalls interface {
+	list(buf []byte) (int, error)
+	get(z []byte, buf []byte) (int, error)
+}
+
+// atCalls reads the node p (NUL-terminated) in dfd without following it.
+type atCalls struct {
+	dfd int
+	p   *byte
+}
+
+func (c atCalls) list(buf []byte) (int, error) { return listxattrat(c.dfd, c.p, buf) }
+func (c atCalls) get(z, buf []byte) (int, error) {
+	return getxattrat(c.dfd, c.p, &z[0], buf)
+}
+
+// fdCalls reads the node open as a descriptor (not O_PATH: flistxattr
+// refuses those with EBADF).
+type fdCalls int
+
+func (c fdCalls) list(buf []byte) (int, error) { return unix.Flistxattr(int(c), buf) }
+func (c fdCalls) get(z, buf []byte) (int, error) {
+	var bp unsafe.Pointer
+	if len(buf) > 0 {
+		bp = unsafe.Pointer(&buf[0])
+	}
+	n, _, e := unix.Syscall6(unix.SYS_FGETXATTR, uintptr(c), uintptr(unsafe.Pointer(&z[0])), uintptr(bp), uintptr(len(buf)), 0, 0)
+	runtime.KeepAlive(z)
+	runtime.KeepAlive(buf)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// pathCalls reads the node a path names (a /proc/self/fd link: the node
+// its descriptor holds).
+type pathCalls string
+
+func (c pathCalls) list(buf []byte) (int, error) { return unix.Listxattr(string(c), buf) }
+func (c pathCalls) get(z, buf []byte) (int, error) {
+	return unix.Getxattr(string(c), string(z[:len(z)-1]), buf)
+}
+
+// xattrValueMax bounds a value read: the kernel's XATTR_SIZE_MAX is 64 KiB.
+const xattrValueMax = 1 << 20
+
+// readXattrsWith lists the node's names with c and reads each value, into
+// s's buffers (grown as needed), and returns them copied out, sorted by
+// name: one allocation for the values of the node, one for the list, and
+// none for the names the kernel and Ignition's writers give (see
+// internXattrName). A filesystem without xattrs has none; a name gone since
+// the listing is left out. noLabel lists the SELinux label without reading
+// its value (nil).
+func readXattrsWith[C xattrCalls](s *xattrScratch, c C, noLabel bool) ([]Xattr, error) {
+	n, err := listInto(s, c)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	s.vals, s.spans = s.vals[:0], s.spans[:0]
+	for i := 0; i < n; {
+		j := bytes.IndexByte(s.list[i:n], 0)
+		if j < 0 {
+			return nil, unix.EINVAL // the kernel ends every name with a NUL
+		}
+		sp := xattrSpan{name: i, nameEnd: i + j, val: -1}
+		i += j + 1
+		switch {
+		case sp.name == sp.nameEnd:
+			continue
+		case noLabel && string(s.list[sp.name:sp.nameEnd]) == XattrSELinux:
+		default:
+			ok, err := getInto(s, c, s.list[sp.name:sp.nameEnd+1], &sp)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue // removed since the listing
+			}
+		}
+		s.spans = append(s.spans, sp)
+	}
+	return s.copyOut(), nil
+}
+
+// listInto lists the names into s.list, growing it to the size the kernel
+// asks for; ENOTSUP (a filesystem without xattrs) lists none.
+func listInto[C xattrCalls](s *xattrScratch, c C) (int, error) {
+	if s.list == nil {
+		s.list = make([]byte, 1024)
+	}
 	for {
-		var err error
-		n, err = list(buf)
+		n, err := c.list(s.list)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case errors.Is(err, unix.ERANGE):
-			sz, err := list(nil)
+			sz, err := c.list(nil)
 			if err != nil {
-				return nil, buf, err
+				return 0, err
 			}
-			buf = make([]byte, sz+64)
+			s.list = make([]byte, sz+64)
 			continue
 		case errors.Is(err, unix.ENOTSUP):
-			return nil, buf, nil
-		case err != nil:
-			return nil, buf, err
+			return 0, nil
 		}
-		break
+		return n, err
 	}
-	if n == 0 {
-		return nil, buf, nil
-	}
-	var xs []Xattr
-	for _, x := range strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00") {
-		if x == "" {
+}
+
+// getInto appends the value of the name z (NUL-terminated) to s.vals and
+// sets where it lies in sp; false when the node no longer has it.
+func getInto[C xattrCalls](s *xattrScratch, c C, z []byte, sp *xattrSpan) (bool, error) {
+	off := len(s.vals)
+	room := 256
+	for {
+		s.vals = slices.Grow(s.vals[:off], room)
+		n, err := c.get(z, s.vals[off:off+room])
+		switch {
+		case errors.Is(err, unix.EINTR):
 			continue
+		case errors.Is(err, unix.ERANGE) && room < xattrValueMax:
+			room = 2*room + 1024
+			continue
+		case errors.Is(err, unix.ENODATA):
+			s.vals = s.vals[:off]
+			return false, nil
+		case err != nil:
+			s.vals = s.vals[:off]
+			return false, err
 		}
-		v, err := get(x)
-		if errors.Is(err, unix.ENODATA) {
-			continue // removed since the listing
-		}
-		if err != nil {
-			return xs, buf, err
-		}
-		xs = append(xs, Xattr{Name: x, Value: v})
+		s.vals = s.vals[:off+n]
+		sp.val, sp.valEnd = off, off+n
+		return true, nil
 	}
-	sort.Slice(xs, func(i, j int) bool { return xs[i].Name < xs[j].Name })
-	return xs, buf, nil
+}
+
+// copyOut returns the xattrs in s's spans, in storage of their own.
+func (s *xattrScratch) copyOut() []Xattr {
+	if len(s.spans) == 0 {
+		return nil
+	}
+	xs := make([]Xattr, len(s.spans))
+	vals := []byte{}
+	if len(s.vals) > 0 {
+		vals = bytes.Clone(s.vals)
+	}
+	for k, sp := range s.spans {
+		xs[k].Name = internXattrName(s.list[sp.name:sp.nameEnd])
+		if sp.val >= 0 {
+			xs[k].Value = vals[sp.val:sp.valEnd:sp.valEnd]
+		}
+	}
+	slices.SortFunc(xs, func(a, b Xattr) int { return strings.Compare(a.Name, b.Name) })
+	return xs
+}
+
+// internXattrName is name as a string, the ones nearly every node has
+// without a copy of their own.
+func internXattrName(name []byte) string {
+	for _, k := range [...]string{XattrSELinux, XattrACLAccess, XattrACLDefault, XattrCapability} {
+		if string(name) == k {
+			return k
+		}
+	}
+	return string(name)
 }
 
 func listxattrat(dfd int, p *byte, buf []byte) (int, error) {
@@ -268,34 +409,22 @@ type xattrArgs struct {
 	flags uint32
 }
 
-// getxattrAt reads one value of the node named p (NUL-terminated) in dfd.
-func getxattrAt(dfd int, p *byte, attr string) ([]byte, error) {
-	a, err := unix.BytePtrFromString(attr)
-	if err != nil {
-		return nil, err
+// getxattrat reads into buf the value of the xattr attr (NUL-terminated)
+// of the node p (NUL-terminated) in dfd, without following it.
+func getxattrat(dfd int, p, attr *byte, buf []byte) (int, error) {
+	args := xattrArgs{size: uint32(len(buf))}
+	if len(buf) > 0 {
+		args.value = uint64(uintptr(unsafe.Pointer(&buf[0])))
 	}
-	buf := make([]byte, 128)
-	for {
-		args := xattrArgs{value: uint64(uintptr(unsafe.Pointer(&buf[0]))), size: uint32(len(buf))}
-		n, _, e := unix.Syscall6(unix.SYS_GETXATTRAT, uintptr(dfd), uintptr(unsafe.Pointer(p)), unix.AT_SYMLINK_NOFOLLOW,
-			uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args))
-		runtime.KeepAlive(buf)
-		runtime.KeepAlive(p)
-		runtime.KeepAlive(a)
-		switch {
-		case e == unix.EINTR:
-			continue
-		case e == unix.ERANGE:
-			buf = make([]byte, 2*len(buf)+1024)
-			if len(buf) > 1<<20 {
-				return nil, e
-			}
-			continue
-		case e != 0:
-			return nil, e
-		}
-		return buf[:n:n], nil
+	n, _, e := unix.Syscall6(unix.SYS_GETXATTRAT, uintptr(dfd), uintptr(unsafe.Pointer(p)), unix.AT_SYMLINK_NOFOLLOW,
+		uintptr(unsafe.Pointer(attr)), uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args))
+	runtime.KeepAlive(buf)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(attr)
+	if e != 0 {
+		return 0, e
 	}
+	return int(n), nil
 }
 
 // idNames reads the root's account databases once per observer, for the
@@ -336,16 +465,6 @@ func openPath(dfd int, name string) (int, error) {
 			return fd, err
 		}
 	}
-}
-
-// ReadXattrs lists the xattrs of p (following p itself when it is a
-// /proc/self/fd link: the node the descriptor holds) and reads the value of
-// each, sorted by name. A filesystem without xattrs has none.
-func ReadXattrs(p string) ([]Xattr, error) {
-	xs, _, err := readXattrs(make([]byte, 256),
-		func(b []byte) (int, error) { return unix.Listxattr(p, b) },
-		func(x string) ([]byte, error) { return getxattr(p, x) })
-	return xs, err
 }
 
 // getxattr reads one value; nil without error when it is not there.

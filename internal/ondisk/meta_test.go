@@ -1,8 +1,11 @@
 package ondisk_test
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -96,6 +99,113 @@ func TestObserveMeta(t *testing.T) {
 				t.Errorf("the symlink's own xattr is missing: %+v", l.Meta.Xattrs)
 			}
 			observe("/etc/fifo", desired.TypeRegular) // returns: not opened for reading
+		})
+	}
+}
+
+// TestObserveXattrsReuse: an Observer reads every node's xattrs into
+// buffers it keeps for the next node, and hands out copies: an observation
+// is not changed by the next one, whatever it reads (more names, a value
+// longer than the first guess, a listing longer than the first buffer),
+// and the names come sorted, the values whole — by listxattrat, through
+// /proc/self/fd, and through the descriptor that reads a declared content
+// alike.
+func TestObserveXattrsReuse(t *testing.T) {
+	harness.RequireRoot(t, "setting trusted.* and security.* xattrs")
+	for _, c := range []struct {
+		name          string
+		proc, content bool
+	}{{"xattrat", false, false}, {"proc-self-fd", true, false}, {"content-fd", true, true}} {
+		proc := c.proc
+		t.Run(c.name, func(t *testing.T) {
+			ondisk.ForceProcXattrs(proc)
+			defer ondisk.ForceProcXattrs(false)
+			dir := harness.ScratchFS(t, "ext4")
+			at := func(p string) string { return filepath.Join(dir, p) }
+			for _, f := range []string{"a", "b", "c", "d"} {
+				if err := os.WriteFile(at(f), []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			set := func(p, name string, v []byte) {
+				t.Helper()
+				if err := unix.Lsetxattr(at(p), name, v, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			long := bytes.Repeat([]byte("v"), 2000) // past the first 256-byte guess
+			set("a", "user.z", []byte("za"))
+			set("a", "user.b", []byte("ba"))
+			set("a", "user.empty", nil)
+			var want []string
+			for i := range 30 { // a listing past the first 1024 bytes
+				n := fmt.Sprintf("user.a-name-of-forty-bytes-or-so-%02d", 29-i)
+				set("b", n, []byte(n))
+				want = append(want, n)
+			}
+			set("c", "user.long", long)
+			slices.Sort(want)
+
+			r, err := ondisk.OpenRoot(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			o := ondisk.NewObserver(r)
+			defer o.Close()
+			observe := func(p string) ondisk.Meta {
+				t.Helper()
+				e := desired.Entry{Kind: desired.KindFile, Path: "/" + p, Type: desired.TypeRegular}
+				if c.content {
+					// Read through /proc/self/fd were the descriptor not used
+					// (ForceProcXattrs): either way the values must match.
+					e.Content = &desired.Content{Exact: []byte("x")}
+				}
+				ob := o.Observe(&e)
+				if ob.Err != nil || ob.Meta.Err != nil || !ob.Meta.Observed {
+					t.Fatalf("%s: %v, %v, observed %v", p, ob.Err, ob.Meta.Err, ob.Meta.Observed)
+				}
+				if c.content && ob.Content.State != ondisk.Equal {
+					t.Fatalf("%s: content %v, want equal", p, ob.Content.State)
+				}
+				return ob.Meta
+			}
+			a := observe("a")
+			show := func(m ondisk.Meta) string { return fmt.Sprintf("%q", m.Xattrs) }
+			before := show(a)
+			if wantA := `[{"user.b" "ba"} {"user.empty" ""} {"user.z" "za"}]`; before != wantA {
+				t.Errorf("a: %s, want %s", before, wantA)
+			}
+			if v, ok := a.Get("user.empty"); !ok || v == nil || len(v) != 0 {
+				t.Errorf("user.empty = %q, %v: want present and empty", v, ok)
+			}
+			b := observe("b")
+			var names []string
+			for _, x := range b.Xattrs {
+				names = append(names, x.Name)
+				if string(x.Value) != x.Name {
+					t.Errorf("b: %s = %q", x.Name, x.Value)
+				}
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("b's names %q, want %q", names, want)
+			}
+			if c := observe("c"); !bytes.Equal(c.Xattrs[0].Value, long) {
+				v := c.Xattrs[0].Value
+				t.Errorf("user.long: %d bytes, want %d", len(v), len(long))
+			}
+			if d := observe("d"); len(d.Xattrs) != 0 {
+				t.Errorf("d: %s, want none", show(d))
+			}
+			if after := show(a); after != before {
+				t.Errorf("a's observation changed by the next ones: %s, was %s", after, before)
+			}
+			// Appending to a value must not run into the next one's.
+			v, _ := a.Get("user.b")
+			_ = append(v, "!!"...)
+			if got, _ := a.Get("user.z"); string(got) != "za" {
+				t.Errorf("user.z = %q after an append to user.b", got)
+			}
 		})
 	}
 }

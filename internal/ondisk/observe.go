@@ -11,8 +11,10 @@ import (
 	"hash"
 	"io"
 	"path"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"golang.org/x/sys/unix"
@@ -139,8 +141,8 @@ type Observer struct {
 	ReadLimit int64
 	read      int64
 	names     *Names // the root's account names, once read (idNames)
-	xbuf      []byte // listxattrat's buffer
-	nbuf      []byte // the name listxattrat and getxattrat are given
+	xattr     xattrScratch
+	nbuf      []byte // the node's name, NUL-terminated, for statx and the xattr calls
 	// NoLabel leaves the SELinux label's value unread (it is still listed):
 	// for checks without a policy to compare it with, on hosts where every
 	// node has one.
@@ -201,36 +203,56 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 		return ob
 	}
 	var st unix.Stat_t
-	stat := func() error { return statxAt(dfd, base, &st, &ob.Meta) }
-	if o.NoMeta {
-		stat = func() error { return fstatat(dfd, base, &st) }
-	}
-	if err := stat(); err != nil {
+	if err := o.stat(dfd, base, &st, &ob.Meta); err != nil {
 		if !errors.Is(err, unix.ENOENT) {
 			ob.Err = err
 		}
 		return ob
 	}
 	fill(&ob, &st)
-	if hasMeta(e) && !o.NoMeta {
-		o.xattrs(dfd, base, &ob.Meta)
-	}
+	meta := hasMeta(e) && !o.NoMeta
 	switch ob.Type {
 	case Symlink:
 		ob.Target, ob.Err = readlinkat(dfd, base)
 	case Regular:
 		if e.Type == desired.TypeRegular && e.Content != nil && e.Content.Unverifiable == "" {
-			ob.Content = o.compare(ctx, dfd, base, ob.Size, e.Content)
+			// A file whose content is read has its xattrs read through the
+			// descriptor that reads it: flistxattr and fgetxattr cost 40%
+			// less than listxattrat and getxattrat by name (no name to copy
+			// in and look up; 320 against 550 ns on these machines), and
+			// they are the inode's whose content is compared.
+			var onOpen func(fd int)
+			if meta {
+				onOpen = func(fd int) { o.xattrsOf(fd, dfd, &ob.Meta); meta = false }
+			}
+			ob.Content = o.compare(ctx, dfd, base, ob.Size, e.Content, onOpen)
 			if ob.Content.State == Differs && ob.Mode&0o004 != 0 {
 				// A failure to climb leaves it private: not shown.
 				ob.Public, _ = o.dirs.root.reachable(dfd)
 			}
 		}
 	}
+	if meta {
+		o.xattrs(dfd, base, &ob.Meta)
+	}
 	if e.Type == desired.TypeHardLink && e.Target != "" {
 		o.observeTarget(e.Target, &ob)
 	}
 	return ob
+}
+
+// stat examines the node name in dfd, by statx (which gives the inode
+// flags too) unless NoMeta. It leaves name NUL-terminated in o.nbuf, for
+// the xattr calls that follow.
+func (o *Observer) stat(dfd int, name string, st *unix.Stat_t, m *Meta) error {
+	if strings.IndexByte(name, 0) >= 0 {
+		return unix.EINVAL
+	}
+	o.nbuf = append(append(o.nbuf[:0], name...), 0)
+	if o.NoMeta {
+		return fstatat(dfd, name, st)
+	}
+	return statxAt(dfd, name, &o.nbuf[0], st, m)
 }
 
 // hasMeta: the entry declares a node whose metadata is compared.
@@ -343,6 +365,22 @@ func (r counted) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// readFull is io.ReadFull(r, p), without r escaping.
+func (r counted) readFull(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		n += m
+		if err == io.EOF && n > 0 {
+			return n, io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 func (r counted) pread(p []byte, off int64) (int, error) {
 	for {
 		n, err := unix.Pread(r.fd, p, off)
@@ -367,6 +405,25 @@ func openFile(dfd int, name string) (int, error) {
 	}
 }
 
+// openNamed is openFile of name in dfd, by the NUL-terminated copy of it
+// that stat left in o.nbuf (unix.Openat would make another).
+func (o *Observer) openNamed(dfd int, name string) (int, error) {
+	if len(o.nbuf) != len(name)+1 || string(o.nbuf[:len(name)]) != name {
+		return openFile(dfd, name)
+	}
+	for {
+		fd, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(dfd), uintptr(unsafe.Pointer(&o.nbuf[0])),
+			unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0, 0, 0)
+		switch e {
+		case 0:
+			return int(fd), nil
+		case unix.EINTR:
+			continue
+		}
+		return -1, e
+	}
+}
+
 // compare streams a regular file against the wanted content and stops at the
 // first difference. What stat says decides first, before anything is read:
 // a file of exact content with another size differs, whatever it holds.
@@ -375,7 +432,10 @@ func openFile(dfd int, name string) (int, error) {
 // DiffLimit), never by the end of the file: a file that grows while it is
 // read — a writer that never stops — cannot keep the observer reading. Its
 // writes raise their own events; the caller checks it again then.
-func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64, want *desired.Content) ContentResult {
+//
+// onOpen, when not nil, is given the descriptor the comparison opens (if it
+// opens one) before anything is read.
+func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64, want *desired.Content, onOpen func(fd int)) ContentResult {
 	exactSize, exact := want.ExactSize()
 	switch {
 	case exact && size != exactSize:
@@ -403,11 +463,14 @@ func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64
 	if o.ReadLimit > 0 && need > o.ReadLimit && len(want.Suffix) == 0 {
 		return ContentResult{State: Deferred}
 	}
-	fd, err := openFile(dfd, name)
+	fd, err := o.openNamed(dfd, name)
 	if err != nil {
 		return ContentResult{State: ReadFailed, Err: err}
 	}
 	defer unix.Close(fd)
+	if onOpen != nil {
+		onOpen(fd)
+	}
 	r := counted{ctx: ctx, fd: fd, o: o}
 	if !exact {
 		// The appended bytes are where stat's size puts them: if they are
@@ -450,13 +513,16 @@ func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64
 
 // equalStream reads r to the end of want and reports whether it matched. It
 // does not read past len(want): the size was already found equal by stat.
-func equalStream(r io.Reader, want []byte, buf []byte) (bool, error) {
+//
+// r is the counted reader itself, not an io.Reader: boxing it would cost an
+// allocation per file, and a full check compares thousands.
+func equalStream(r counted, want []byte, buf []byte) (bool, error) {
 	for len(want) > 0 {
 		n := len(buf)
 		if n > len(want) {
 			n = len(want)
 		}
-		got, err := io.ReadFull(r, buf[:n])
+		got, err := r.readFull(buf[:n])
 		if !bytes.Equal(buf[:got], want[:got]) {
 			return false, nil
 		}
