@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"unsafe"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 )
@@ -181,6 +182,13 @@ func checkCRC(stored []byte, sum uint32) error {
 // every later read returns zero values. Exact contents come from blob (a
 // slice of it) or, when blob is nil, become Stored at their offset in the
 // entry (blobOff, the blob's, plus theirs in it).
+//
+// b is the reader's own copy of the metadata, never written again: the
+// strings decoded are slices of it (unsafe.String), one allocation for the
+// tens of thousands of paths, units and names of a large state instead of
+// one each, which were most of a cached check's decoding. They keep the
+// copy alive, as long as the state they belong to (the metadata is a small
+// part of an entry: its contents are apart, in the blob).
 type reader struct {
 	b       []byte
 	err     error
@@ -188,6 +196,31 @@ type reader struct {
 	blobLen int64
 	blobOff int64 // of the blob in the entry file
 	next    int64 // offset in the blob of the next exact content
+
+	// Where the entries' modes, ids, enablements and contents are
+	// allocated, many at a time (see slab).
+	modes    slab[uint32]
+	ids      slab[int]
+	bools    slab[bool]
+	contents slab[desired.Content]
+}
+
+// slab hands out pointers to values allocated slabLen at a time: a state
+// of 10,000 files has 40,000 of them (mode, owner, group, content), each
+// its own allocation before. A pointer keeps its slab alive, as long as
+// the state it belongs to; every value is its own element.
+type slab[T any] struct{ free []T }
+
+const slabLen = 512
+
+func (s *slab[T]) new(v T) *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, slabLen)
+	}
+	p := &s.free[0]
+	*p = v
+	s.free = s.free[1:]
+	return p
 }
 
 func (r *reader) uvarint() uint64 { return number(r, binary.Uvarint) }
@@ -223,7 +256,13 @@ func (r *reader) take(n uint64) []byte {
 
 func (r *reader) bytes() []byte { return r.take(r.uvarint()) }
 
-func (r *reader) string() string { return string(r.bytes()) }
+func (r *reader) string() string {
+	b := r.bytes()
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
 
 func (r *reader) strings() []string {
 	n := r.uvarint()
@@ -268,26 +307,22 @@ func (r *reader) entry() desired.Entry {
 	e.MayBeAbsent = flags&flagMayBeAbsent != 0
 	e.NotRelabelled = flags&flagNotRelabelled != 0
 	if flags&flagMode != 0 {
-		m := uint32(r.uvarint())
-		e.Mode = &m
+		e.Mode = r.modes.new(uint32(r.uvarint()))
 	}
 	if flags&flagModeOptional != 0 {
 		e.ModeOptional = uint32(r.uvarint())
 	}
 	if flags&flagUID != 0 {
-		u := int(r.varint())
-		e.UID = &u
+		e.UID = r.ids.new(int(r.varint()))
 	}
 	if flags&flagGID != 0 {
-		g := int(r.varint())
-		e.GID = &g
+		e.GID = r.ids.new(int(r.varint()))
 	}
 	if flags&flagEnabled != 0 {
-		on := flags&flagEnabledTrue != 0
-		e.Enabled = &on
+		e.Enabled = r.bools.new(flags&flagEnabledTrue != 0)
 	}
 	if flags&flagContent != 0 {
-		c := &desired.Content{}
+		c := r.contents.new(desired.Content{})
 		if flags&flagExact != 0 {
 			r.exact(c)
 		}
@@ -295,12 +330,7 @@ func (r *reader) entry() desired.Entry {
 			c.Hash = &desired.Hash{Algorithm: r.string(), Hex: r.string()}
 		}
 		if s := r.bytes(); len(s) > 0 {
-			if r.blob == nil {
-				// A lazy reading's metadata buffer is dropped after it:
-				// a slice of it would keep all of it.
-				s = bytes.Clone(s)
-			}
-			c.Suffix = s
+			c.Suffix = s // capped: an append cannot reach the next field
 		}
 		c.Unverifiable = r.string()
 		e.Content = c
@@ -370,7 +400,8 @@ func decodeState(data []byte, key [sha256.Size]byte) (desired.State, error) {
 	// contents' checksum matches too.
 	blobErr := make(chan error, 1)
 	go func() { blobErr <- checkCRC(data[len(data)-crcLen:], crc32.Checksum(blob, castagnoli)) }()
-	st, err := decodeMeta(&reader{b: data[off:end], blob: blob, blobLen: int64(len(blob))})
+	// The metadata is copied out of data, which may be a mapping (see reader).
+	st, err := decodeMeta(&reader{b: bytes.Clone(data[off:end]), blob: blob, blobLen: int64(len(blob))})
 	if err := <-blobErr; err != nil {
 		return desired.State{}, err
 	}
@@ -410,7 +441,7 @@ func decodeLazy(f *os.File, size int64, key [sha256.Size]byte) (desired.State, e
 	if err := checkCRC(stored[:], h.Sum32()); err != nil {
 		return desired.State{}, err
 	}
-	st, err := decodeMeta(&reader{b: meta[:metaLen], blobLen: blobLen, blobOff: blobOff})
+	st, err := decodeMeta(&reader{b: meta[:metaLen:metaLen], blobLen: blobLen, blobOff: blobOff}) // meta is its own
 	if err != nil {
 		return desired.State{}, err
 	}
