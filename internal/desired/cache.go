@@ -3,13 +3,15 @@ package desired
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Cache keeps derived states between loads, so that a load does not parse
@@ -33,8 +35,10 @@ type Cache interface {
 // StateKey names a derivation by everything it reads: a SHA-256 over the
 // root, the config files' names and contents and the root's account
 // files. A changed byte in any of them is another key, so a state kept
-// under a key is never stale. It does not name the code that derives: a
-// cache that outlives the process adds that itself.
+// under a key is never stale. (A config file's digest may come from a
+// DigestMemo, by a stamp that stands for those bytes: see FileStamp.) It
+// does not name the code that derives: a cache that outlives the process
+// adds that itself.
 type StateKey [sha256.Size]byte
 
 // keyDomain starts every key's hash, so that no other hash of this
@@ -69,7 +73,8 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 	if c != nil {
 		// The config files are hashed as they are read, without holding them:
 		// on a hit their bytes are not needed.
-		key, ok := keyOf(src, files, acct, nil)
+		memo, _ := c.(DigestMemo)
+		key, ok := keyOf(src, files, acct, nil, digests{memo, time.Now})
 		if !ok {
 			c = nil
 		} else if st, ok := c.Get(key); ok {
@@ -84,7 +89,7 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 	ok := false
 	if c != nil {
 		// Named by the bytes parsed, which may differ from those hashed above.
-		key, ok = keyOf(src, files, acct, raws)
+		key, ok = keyOf(src, files, acct, raws, digests{})
 	}
 	// The parse lets go of the bytes (reading one again should its report
 	// need it), and nothing of it stays alive into Put (see Cache).
@@ -127,8 +132,10 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 
 // keyOf names the derivation of files (with contents raws, or as src reads
 // them now if raws is nil) and the account files acct under src's root. ok
-// is false when a file cannot be read whole.
-func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte) (key StateKey, ok bool) {
+// is false when a file cannot be read whole. A file read from src whose
+// stamp dg's memo knows is not read: its remembered digest names it; one
+// that is hashed and settled is remembered.
+func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte, dg digests) (key StateKey, ok bool) {
 	abs, err := filepath.Abs(src.root.Dir())
 	if err != nil {
 		return key, false
@@ -157,55 +164,70 @@ func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte) (ke
 	}
 	for i, name := range files {
 		field([]byte(name))
+		var size int64
+		var d FileDigest
 		if raws != nil {
-			length(int64(len(raws[i])))
-			h.Write(chunkDigests(int64(len(raws[i])), func(_ []byte, off, end int64) ([]byte, error) {
-				return raws[i][off:end], nil
-			}))
-			continue
-		}
-		if !hashFile(src, name, length, h) {
+			size, d = int64(len(raws[i])), heldDigest(raws[i])
+		} else if size, d, ok = hashFile(src, name, dg); !ok {
 			return key, false
 		}
+		length(size)
+		h.Write(d[:])
 	}
 	h.Sum(key[:0])
 	return key, true
 }
 
-// hashFile writes the size (through length) and the digest of the
-// contents (chunkDigests) of the regular file name, as src reads it, to h;
-// false when it is not one or cannot be read whole. Only regular files are
-// hashed (see fragmentFiles.open), the rest not cached.
-func hashFile(src fragmentFiles, name string, length func(int64), h io.Writer) bool {
+// heldDigest is the FileDigest of contents in memory.
+func heldDigest(b []byte) FileDigest {
+	return sha256.Sum256(chunkDigests(int64(len(b)), func(_ []byte, off, end int64) ([]byte, error) {
+		return b[off:end], nil
+	}))
+}
+
+// hashFile returns the size and the digest of the regular file name as src
+// reads it now; false when it is not one or cannot be read whole. Only
+// regular files are hashed (see fragmentFiles.open), the rest not cached.
+// A file whose stamp dg's memo knows is not read; one that stayed the same
+// while it was hashed and is settled is remembered.
+func hashFile(src fragmentFiles, name string, dg digests) (size int64, d FileDigest, ok bool) {
 	f, err := src.open(name)
 	if err != nil {
-		return false
+		return 0, d, false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = errors.New("not a regular file")
+	before, err := stampOf(f)
+	if err != nil || before.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, d, false
 	}
-	if err != nil {
-		return false
+	size = before.Size
+	if dg.memo != nil {
+		if d, ok := dg.memo.Digest(before); ok {
+			return size, d, true
+		}
 	}
-	size := fi.Size()
-	d := chunkDigests(size, func(buf []byte, off, end int64) ([]byte, error) {
+	chunks := chunkDigests(size, func(buf []byte, off, end int64) ([]byte, error) {
 		n, err := f.ReadAt(buf[:end-off], off)
 		return buf[:n], err
 	})
-	if d == nil {
-		return false
+	if chunks == nil {
+		return 0, d, false
 	}
 	// The file must end where it ended when it was measured: a file that
 	// grew is not the one hashed.
 	var one [1]byte
 	if n, err := f.ReadAt(one[:], size); n != 0 || err != io.EOF {
-		return false
+		return 0, d, false
 	}
-	length(size)
-	h.Write(d)
-	return true
+	d = sha256.Sum256(chunks)
+	if dg.memo != nil {
+		// Remembered only if nothing changed it while it was read, and only
+		// once a change within its change time's granule is out of reach.
+		if after, err := stampOf(f); err == nil && after == before && before.Settled(dg.now()) {
+			dg.memo.Remember(before, d)
+		}
+	}
+	return size, d, true
 }
 
 // hashChunk is the span of a config file that one SHA-256 covers. A key

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -100,13 +101,13 @@ func TestKeyOfChunks(t *testing.T) {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return keyOf(src, []string{p}, [4][]byte{}, nil)
+		return keyOf(src, []string{p}, [4][]byte{}, nil, digests{})
 	}
 	want, ok := keyOfFile(raw)
 	if !ok {
 		t.Fatal("keyOf of a regular file: not ok")
 	}
-	if held, _ := keyOf(src, []string{p}, [4][]byte{}, [][]byte{raw}); held != want {
+	if held, _ := keyOf(src, []string{p}, [4][]byte{}, [][]byte{raw}, digests{}); held != want {
 		t.Errorf("the key of the bytes held differs from the key of the file read")
 	}
 	for name, b := range map[string][]byte{
@@ -120,11 +121,100 @@ func TestKeyOfChunks(t *testing.T) {
 		if !ok || got == want {
 			t.Errorf("%s: ok %v, same key %v; want another key", name, ok, got == want)
 		}
-		if held, _ := keyOf(src, []string{p}, [4][]byte{}, [][]byte{b}); held != got {
+		if held, _ := keyOf(src, []string{p}, [4][]byte{}, [][]byte{b}, digests{}); held != got {
 			t.Errorf("%s: the key of the bytes held differs from the key of the file read", name)
 		}
 	}
-	if _, ok := keyOf(src, []string{dir}, [4][]byte{}, nil); ok {
+	if _, ok := keyOf(src, []string{dir}, [4][]byte{}, nil, digests{}); ok {
 		t.Error("keyOf of a directory: ok; want not ok")
+	}
+}
+
+// recordingMemo is a DigestMemo in memory that counts what it is asked.
+type recordingMemo struct {
+	digests          map[FileStamp]FileDigest
+	asked, remembers int
+}
+
+func (m *recordingMemo) Digest(s FileStamp) (FileDigest, bool) {
+	m.asked++
+	d, ok := m.digests[s]
+	return d, ok
+}
+
+func (m *recordingMemo) Remember(s FileStamp, d FileDigest) {
+	if m.digests == nil {
+		m.digests = map[FileStamp]FileDigest{}
+	}
+	m.remembers++
+	m.digests[s] = d
+}
+
+// TestKeyOfMemo: a config file's digest is remembered by its stamp only
+// once the stamp is settled, a remembered digest names the file without
+// reading it (the key is the one its bytes give), and a file changed in
+// place, whose change time moves, is read and hashed again.
+func TestKeyOfMemo(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.ign")
+	if err := os.WriteFile(p, []byte("first version"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := fragmentFiles{root: dirHost(dir), explicit: true}
+	want, _ := keyOf(src, []string{p}, [4][]byte{}, nil, digests{})
+	memo := &recordingMemo{}
+	at := func(d time.Duration) digests {
+		return digests{memo, func() time.Time { return time.Now().Add(d) }}
+	}
+	if got, ok := keyOf(src, []string{p}, [4][]byte{}, nil, at(0)); !ok || got != want {
+		t.Fatalf("key with a memo: ok %v, same %v; want the key of the bytes", ok, got == want)
+	}
+	if memo.remembers != 0 {
+		t.Errorf("a file changed just now was remembered; want it hashed until its change time is %v old", racyMargin)
+	}
+	if got, _ := keyOf(src, []string{p}, [4][]byte{}, nil, at(racyMargin)); got != want || memo.remembers != 1 {
+		t.Fatalf("settled: %d remembered, same key %v; want 1 and the key of the bytes", memo.remembers, got == want)
+	}
+	// Served by the memo: a wrong digest remembered for this stamp shows
+	// that the file was not read.
+	for s := range memo.digests {
+		memo.digests[s] = FileDigest{1}
+	}
+	if got, _ := keyOf(src, []string{p}, [4][]byte{}, nil, at(racyMargin)); got == want {
+		t.Error("a remembered stamp: the file was read; want its remembered digest used")
+	}
+	// Changed in place, same size: another stamp, read again.
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("other"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	changed, _ := keyOf(src, []string{p}, [4][]byte{}, nil, digests{})
+	if got, _ := keyOf(src, []string{p}, [4][]byte{}, nil, at(racyMargin)); got != changed || got == want {
+		t.Errorf("after a change in place: same as the new bytes' key %v, same as the old %v; want the new bytes' key", got == changed, got == want)
+	}
+}
+
+// TestStampSettled: a stamp is settled once its change time is racyMargin
+// old, never while it is younger or ahead of the clock.
+func TestStampSettled(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	for _, c := range []struct {
+		name  string
+		ctime time.Time
+		want  bool
+	}{
+		{"changed just now", now, false},
+		{"changed just under the margin ago", now.Add(-racyMargin + time.Nanosecond), false},
+		{"changed the margin ago", now.Add(-racyMargin), true},
+		{"changed an hour ago", now.Add(-time.Hour), true},
+		{"changed in the future", now.Add(time.Hour), false},
+	} {
+		if got := (FileStamp{Ctime: c.ctime.UnixNano()}).Settled(now); got != c.want {
+			t.Errorf("%s: settled %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -21,6 +21,10 @@
 // depends on the cache: when it cannot be used, Get misses and Put keeps
 // nothing, and the state is parsed.
 //
+// Beside the entries it remembers config files' digests by their stamps
+// (desired.DigestMemo, digests.go), so that a load names the state of an
+// unchanged config without reading it.
+//
 // It does not promise that an entry survives: the directory is trimmed to
 // MaxBytes, least recently used first, and anyone with root may remove
 // entries. A lazy state (ModeLazy) keeps its entry open, so that removing it
