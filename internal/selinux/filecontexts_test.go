@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
@@ -82,6 +84,62 @@ func TestLookupRules(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("Lookup(%q, %q) = %q, want %q", tc.path, tc.typ, got, tc.want)
+		}
+	}
+}
+
+// TestLoadRefusesABadExpression: a spec that is no regular expression is
+// an error of the load that names its file and line, although expressions
+// are compiled only when a lookup reaches them.
+func TestLoadRefusesABadExpression(t *testing.T) {
+	const fc = "/fc"
+	_, err := selinux.Load(files(map[string]string{
+		fc:            "/etc(/.*)?\tu:r:etc_t:s0\n",
+		fc + ".local": "# local\n/srv/(unclosed\tu:r:srv_t:s0\n",
+	}), fc)
+	if err == nil || !strings.Contains(err.Error(), fc+".local:2:") || !strings.Contains(err.Error(), "/srv/(unclosed") {
+		t.Errorf("Load of a spec that does not compile: %v; want an error naming %s.local:2 and the spec", err, fc)
+	}
+}
+
+// TestLookupConcurrent: lookups from many goroutines at once, as a check's
+// workers make them, each the first to reach some expressions, agree with
+// the same lookups made one at a time (run with -race).
+func TestLookupConcurrent(t *testing.T) {
+	m := map[string]string{"/fc": ""}
+	var paths []string
+	for i := range 200 {
+		m["/fc"] += fmt.Sprintf("/srv/d%d(/.*)?\tu:r:d%d_t:s0\n", i, i)
+		paths = append(paths, fmt.Sprintf("/srv/d%d/f", i))
+	}
+	load := func() *selinux.Contexts {
+		c, err := selinux.Load(files(m), "/fc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	serial, shared := load(), load()
+	want := make([]string, len(paths))
+	for i, p := range paths {
+		want[i], _ = serial.Lookup(p, selinux.Regular)
+	}
+	var wg sync.WaitGroup
+	got := make([][]string, 8)
+	for g := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, p := range paths {
+				c, _ := shared.Lookup(p, selinux.Regular)
+				got[g] = append(got[g], c)
+			}
+		}()
+	}
+	wg.Wait()
+	for g := range got {
+		if !slices.Equal(got[g], want) {
+			t.Fatalf("goroutine %d: %q, want %q", g, got[g], want)
 		}
 	}
 }
