@@ -20,6 +20,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
+	"golang.org/x/sys/unix"
 )
 
 // A contender is one way of reading a fixture in full, timed as a process.
@@ -162,6 +163,7 @@ func (b *bench) contenders(res *fullResult, f *fixture, conf string) error {
 	add(contender{Key: "cat", Cmd: []string{"sh", "-c", fmt.Sprintf("find %s -type f -print0 | xargs -0 cat > /dev/null", f.Root)}, OK: []int{0}})
 	add(contender{Key: "read1", Cmd: []string{b.self, "read", "-j", "1", f.Root}, OK: []int{0}})
 	add(contender{Key: "readP", Cmd: []string{b.self, "read", "-j", strconv.Itoa(par), f.Root}, OK: []int{0}})
+	add(contender{Key: "checkP", Cmd: []string{b.self, "read", "-meta", "-j", strconv.Itoa(par), f.Root}, OK: []int{0}})
 	if f.big {
 		add(contender{Key: "sha512sum", Cmd: []string{"sh", "-c", "sha512sum " + filepath.Join(f.Root, bigPath) + " > /dev/null"}, OK: []int{0}})
 	}
@@ -333,15 +335,26 @@ func cmdFixture(args []string) error {
 	return nil
 }
 
-// cmdRead is `drift-bench read -j J ROOT`: a floor that only walks the tree,
-// opens and reads every regular file, in one process with J goroutines.
+// cmdRead is `drift-bench read [-meta] -j J ROOT`: a floor that only walks
+// the tree, opens and reads every regular file, in one process with J
+// goroutines. With -meta it also does per file what a check must do beside
+// reading it (the internal/check package doc: every content is read, every
+// node's metadata observed): statx of the name without following it, the
+// open without following it, a read of its size and one byte more (which
+// tells its end), and the list of its extended attributes: the floor of a
+// check by its contract, as plain system calls.
 func cmdRead(args []string) error {
 	flags := newFlagSet("read")
 	j := flags.Int("j", 1, "goroutines reading")
+	meta := flags.Bool("meta", false, "stat each file and list its xattrs too, as a check must")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	root := flags.Arg(0)
+	read := readAll
+	if *meta {
+		read = readMeta
+	}
 	files := make(chan string, 1024)
 	var wg sync.WaitGroup
 	errs := make(chan error, *j)
@@ -351,7 +364,7 @@ func cmdRead(args []string) error {
 			defer wg.Done()
 			buf := make([]byte, 128<<10)
 			for p := range files {
-				if err := readAll(p, buf); err != nil {
+				if err := read(p, buf); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -366,7 +379,7 @@ func cmdRead(args []string) error {
 		}
 		if d.Type().IsRegular() {
 			if *j == 1 {
-				return readAll(p, nil)
+				return read(p, readBuf)
 			}
 			files <- p
 		}
@@ -383,6 +396,34 @@ func cmdRead(args []string) error {
 	default:
 		return nil
 	}
+}
+
+// readMeta is readAll with what a check adds (see cmdRead): buf must hold
+// the file and one byte more, or it is read in turns.
+func readMeta(p string, buf []byte) error {
+	var sx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &sx); err != nil {
+		return err
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	want := int(sx.Size) + 1
+	for want > 0 {
+		n, err := unix.Read(fd, buf[:min(want, len(buf))])
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		want -= n
+	}
+	var names [1024]byte
+	_, err = unix.Flistxattr(fd, names[:])
+	return err
 }
 
 var readBuf = make([]byte, 128<<10)
