@@ -19,9 +19,10 @@ build:
 # the Prometheus tier (test/prometheus: promtool on the
 # shipped rules, and the daemon's textfile through real node_exporter,
 # Prometheus and Alertmanager to a webhook). With CI=true the privileged
-# tiers fail instead of skipping.
+# tiers fail instead of skipping. -timeout: a package's whole run (the
+# systemd tier takes minutes on a loaded machine), beyond go test's 10m.
 test: lint build
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 check: test
 

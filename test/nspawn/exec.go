@@ -36,7 +36,9 @@ var commandEnv = []string{
 
 // Run runs args inside the container, in all its namespaces (`nsenter -t
 // INIT -a`), as root, with a minimal environment (PATH, HOME, LANG) and no
-// standard input, and returns what it printed.
+// standard input, and returns what it printed. A ctx without a deadline
+// bounds it by commandTimeout, as MustRun is: a context that only ends with
+// its test lets each command take what it needs, and no command hangs.
 //
 // The error is nil when the command exits 0. Otherwise it names the machine
 // and the command and wraps: *exec.ExitError for a non-zero exit (use
@@ -56,6 +58,11 @@ func (m *Machine) RunInput(ctx context.Context, stdin io.Reader, args ...string)
 	case <-m.exited:
 		return "", "", fmt.Errorf("%s: %s: %w", m.Name, quote(args), ErrNotRunning)
 	default:
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, commandTimeout)
+		defer cancel()
 	}
 	nsArgs := append([]string{"-t", strconv.Itoa(m.InitPID), "-a", "--"}, args...)
 	cmd := exec.CommandContext(ctx, "nsenter", nsArgs...)
