@@ -3,13 +3,16 @@ package blackbox
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drift-monitor/drift-monitor/test/harness"
+	"golang.org/x/sys/unix"
 )
 
 // damageCacheEntry flips one bit of what the only entry of the cache
@@ -89,4 +92,71 @@ func TestDamagedCacheEntryIsNotDrift(t *testing.T) {
 		t.Errorf("the daemon did not warn of the damaged entry:\n%s", d.log())
 	}
 	noDriftBefore(t, d, f, 0, "/etc/etc-file")
+}
+
+// settled waits until the change time of path is older than the two
+// seconds after which `check` names a config by its stamp.
+func settled(t *testing.T, path string) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Unix(st.Ctim.Unix())
+	harness.Poll(t, harness.Waiting{Timeout: 10 * time.Second}, path+" changed over 2 s ago", func() (bool, string) {
+		age := time.Since(changed)
+		return age > 2*time.Second+100*time.Millisecond, fmt.Sprintf("changed %v ago", age)
+	})
+}
+
+// TestConfigEditedInPlaceIsSeen: once `check` names an unchanged config by
+// its stamp (config-digests beside the state cache's entries), a config
+// rewritten in place, same inode and same size, is read again at once: the
+// next check finds the drift it now declares, and not the old state.
+func TestConfigEditedInPlaceIsSeen(t *testing.T) {
+	f := cleanTwoFiles(t)
+	cache := filepath.Join(t.TempDir(), "cache")
+	check := func() (int, string) {
+		t.Helper()
+		cmd := exec.Command(harness.Binary(t), "check", "--root", f.root)
+		cmd.Env = append(os.Environ(), "CACHE_DIRECTORY="+cache, harness.NoBus)
+		out, err := cmd.Output()
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	const clean = "No drift: 3 entries match 1 config file.\n"
+	settled(t, f.cfg)
+	for i := range 2 {
+		if code, out := check(); code != 0 || out != clean {
+			t.Fatalf("check %d: exit %d, %q; want 0 and %q", i, code, out, clean)
+		}
+	}
+	digests, err := os.ReadFile(filepath.Join(cache, "config-digests"))
+	if err != nil || len(digests) < 100 {
+		t.Fatalf("config-digests after checks of a settled config: %d bytes, %v; want a record", len(digests), err)
+	}
+	cfg, err := os.OpenFile(f.cfg, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(old, []byte("hello%20world"))
+	if _, err := cfg.WriteAt([]byte("HELLO"), int64(at)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Close()
+	for _, when := range []string{"just after the edit", "once the edit settled"} {
+		if when != "just after the edit" {
+			settled(t, f.cfg)
+		}
+		code, out := check()
+		if code != 1 || !strings.Contains(out, `content mismatch for file "/etc/etc-file"`) || !strings.Contains(out, "-HELLO world") {
+			t.Errorf("check %s: exit %d, %q; want 1 and the content drift the edited config declares", when, code, out)
+		}
+	}
 }
