@@ -71,8 +71,9 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 		return State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
 	}
 	if c != nil {
-		// The config files are hashed as they are read, without holding them:
-		// on a hit their bytes are not needed.
+		// The config files are hashed as they are read, without holding them
+		// (or named by their stamps, unread): on a hit their bytes are not
+		// needed.
 		memo, _ := c.(DigestMemo)
 		key, ok := keyOf(src, files, acct, nil, digests{memo, time.Now})
 		if !ok {
@@ -133,11 +134,15 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 // keyOf names the derivation of files (with contents raws, or as src reads
 // them now if raws is nil) and the account files acct under src's root. ok
 // is false when a file cannot be read whole. A file read from src whose
-// stamp dg's memo knows is not read: its remembered digest names it; one
-// that is hashed and settled is remembered.
+// trusted stamp dg's memo knows is not read: its remembered digest names
+// it; those hashed with a settled stamp are remembered, at once.
 func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte, dg digests) (key StateKey, ok bool) {
 	abs, err := filepath.Abs(src.root.Dir())
 	if err != nil {
+		return key, false
+	}
+	sizes, sums, ok := fileDigests(src, files, raws, dg)
+	if !ok {
 		return key, false
 	}
 	h := sha256.New()
@@ -164,18 +169,47 @@ func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte, dg 
 	}
 	for i, name := range files {
 		field([]byte(name))
-		var size int64
-		var d FileDigest
-		if raws != nil {
-			size, d = int64(len(raws[i])), heldDigest(raws[i])
-		} else if size, d, ok = hashFile(src, name, dg); !ok {
-			return key, false
-		}
-		length(size)
-		h.Write(d[:])
+		length(sizes[i])
+		h.Write(sums[i][:])
 	}
 	h.Sum(key[:0])
 	return key, true
+}
+
+// fileDigests returns the size and FileDigest of each of files: of raws[i]
+// when raws is not nil, else of the file as src reads it now (see keyOf).
+// The memo is read at most once and written at most once.
+func fileDigests(src fragmentFiles, files []string, raws [][]byte, dg digests) (sizes []int64, sums []FileDigest, ok bool) {
+	sizes, sums = make([]int64, len(files)), make([]FileDigest, len(files))
+	if raws != nil {
+		for i, r := range raws {
+			sizes[i], sums[i] = int64(len(r)), heldDigest(r)
+		}
+		return sizes, sums, true
+	}
+	var known map[FileStamp]FileDigest
+	lookup := func(s FileStamp) (FileDigest, bool) {
+		if dg.memo == nil {
+			return FileDigest{}, false
+		}
+		if known == nil {
+			if known = dg.memo.Digests(); known == nil {
+				known = map[FileStamp]FileDigest{}
+			}
+		}
+		d, ok := known[s]
+		return d, ok
+	}
+	learned := map[FileStamp]FileDigest{}
+	for i, name := range files {
+		if sizes[i], sums[i], ok = hashFile(src, name, lookup, dg.now, learned); !ok {
+			return nil, nil, false
+		}
+	}
+	if len(learned) > 0 && dg.memo != nil {
+		dg.memo.Remember(learned)
+	}
+	return sizes, sums, true
 }
 
 // heldDigest is the FileDigest of contents in memory.
@@ -188,21 +222,27 @@ func heldDigest(b []byte) FileDigest {
 // hashFile returns the size and the digest of the regular file name as src
 // reads it now; false when it is not one or cannot be read whole. Only
 // regular files are hashed (see fragmentFiles.open), the rest not cached.
-// A file whose stamp dg's memo knows is not read; one that stayed the same
-// while it was hashed and is settled is remembered.
-func hashFile(src fragmentFiles, name string, dg digests) (size int64, d FileDigest, ok bool) {
+// A file whose trusted stamp lookup knows is not read. A file hashed is put
+// in learned when its stamp is trusted, was settled when taken (at now())
+// and is the same after the read.
+func hashFile(src fragmentFiles, name string, lookup func(FileStamp) (FileDigest, bool), now func() time.Time,
+	learned map[FileStamp]FileDigest) (size int64, d FileDigest, ok bool) {
 	f, err := src.open(name)
 	if err != nil {
 		return 0, d, false
 	}
 	defer f.Close()
-	before, err := stampOf(f)
+	var taken time.Time
+	if now != nil {
+		taken = now() // before the stamp: git's racy rule measures from here
+	}
+	before, trusted, err := stampOf(f)
 	if err != nil || before.Mode&unix.S_IFMT != unix.S_IFREG {
 		return 0, d, false
 	}
 	size = before.Size
-	if dg.memo != nil {
-		if d, ok := dg.memo.Digest(before); ok {
+	if trusted {
+		if d, ok := lookup(before); ok {
 			return size, d, true
 		}
 	}
@@ -220,11 +260,10 @@ func hashFile(src fragmentFiles, name string, dg digests) (size int64, d FileDig
 		return 0, d, false
 	}
 	d = sha256.Sum256(chunks)
-	if dg.memo != nil {
-		// Remembered only if nothing changed it while it was read, and only
-		// once a change within its change time's granule is out of reach.
-		if after, err := stampOf(f); err == nil && after == before && before.Settled(dg.now()) {
-			dg.memo.Remember(before, d)
+	if trusted && now != nil && before.Settled(taken) {
+		// Remembered only if nothing changed it while it was read.
+		if after, _, err := stampOf(f); err == nil && after == before {
+			learned[before] = d
 		}
 	}
 	return size, d, true

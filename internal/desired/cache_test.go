@@ -1,13 +1,19 @@
 package desired
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 // memCache is a Cache in memory that, like one on disk, hands out a copy of
@@ -136,54 +142,80 @@ type recordingMemo struct {
 	asked, remembers int
 }
 
-func (m *recordingMemo) Digest(s FileStamp) (FileDigest, bool) {
+func (m *recordingMemo) Digests() map[FileStamp]FileDigest {
 	m.asked++
-	d, ok := m.digests[s]
-	return d, ok
+	return maps.Clone(m.digests)
 }
 
-func (m *recordingMemo) Remember(s FileStamp, d FileDigest) {
+func (m *recordingMemo) Remember(learned map[FileStamp]FileDigest) {
 	if m.digests == nil {
 		m.digests = map[FileStamp]FileDigest{}
 	}
 	m.remembers++
-	m.digests[s] = d
+	maps.Copy(m.digests, learned)
+}
+
+// trustedStamp returns p's stamp, which must be trusted: the test's files
+// are on a filesystem this kernel writes (ext4 or tmpfs here).
+func trustedStamp(t *testing.T, p string) FileStamp {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, trusted, err := stampOf(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !trusted {
+		harness.Unavailable(t, "%s: no trusted stamp on this filesystem or kernel (needs ext4, XFS, Btrfs, F2FS or tmpfs and STATX_MNT_ID_UNIQUE, Linux 6.8)", p)
+	}
+	return s
 }
 
 // TestKeyOfMemo: a config file's digest is remembered by its stamp only
-// once the stamp is settled, a remembered digest names the file without
-// reading it (the key is the one its bytes give), and a file changed in
-// place, whose change time moves, is read and hashed again.
+// once the stamp was settled when taken, a remembered digest names the
+// file without reading it (the key is the one its bytes give), a file
+// changed in place, whose change time moves, is read and hashed again,
+// and the memo is read and written at most once per key.
 func TestKeyOfMemo(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "a.ign")
-	if err := os.WriteFile(p, []byte("first version"), 0o644); err != nil {
-		t.Fatal(err)
+	p, q := filepath.Join(dir, "a.ign"), filepath.Join(dir, "b.ign")
+	for _, f := range []string{p, q} {
+		if err := os.WriteFile(f, []byte("first version of "+f), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	files := []string{p, q}
+	changed := time.Unix(0, max(trustedStamp(t, p).Ctime, trustedStamp(t, q).Ctime))
 	src := fragmentFiles{root: dirHost(dir), explicit: true}
-	want, _ := keyOf(src, []string{p}, [4][]byte{}, nil, digests{})
+	want, _ := keyOf(src, files, [4][]byte{}, nil, digests{})
 	memo := &recordingMemo{}
 	at := func(d time.Duration) digests {
-		return digests{memo, func() time.Time { return time.Now().Add(d) }}
+		return digests{memo, func() time.Time { return changed.Add(d) }}
 	}
-	if got, ok := keyOf(src, []string{p}, [4][]byte{}, nil, at(0)); !ok || got != want {
+	if got, ok := keyOf(src, files, [4][]byte{}, nil, at(racyMargin-time.Nanosecond)); !ok || got != want {
 		t.Fatalf("key with a memo: ok %v, same %v; want the key of the bytes", ok, got == want)
 	}
-	if memo.remembers != 0 {
-		t.Errorf("a file changed just now was remembered; want it hashed until its change time is %v old", racyMargin)
+	if memo.remembers != 0 || memo.asked != 1 {
+		t.Errorf("files changed under %v ago: remembered %d times, memo read %d times; want 0 and 1", racyMargin, memo.remembers, memo.asked)
 	}
-	if got, _ := keyOf(src, []string{p}, [4][]byte{}, nil, at(racyMargin)); got != want || memo.remembers != 1 {
-		t.Fatalf("settled: %d remembered, same key %v; want 1 and the key of the bytes", memo.remembers, got == want)
+	if got, _ := keyOf(src, files, [4][]byte{}, nil, at(racyMargin)); got != want || memo.remembers != 1 || len(memo.digests) != 2 {
+		t.Fatalf("settled: remembered %d times, %d digests, same key %v; want once, 2 and the key of the bytes", memo.remembers, len(memo.digests), got == want)
 	}
-	// Served by the memo: a wrong digest remembered for this stamp shows
-	// that the file was not read.
+	// Served by the memo: a wrong digest remembered for these stamps
+	// shows that the files were not read.
 	for s := range memo.digests {
 		memo.digests[s] = FileDigest{1}
 	}
-	if got, _ := keyOf(src, []string{p}, [4][]byte{}, nil, at(racyMargin)); got == want {
-		t.Error("a remembered stamp: the file was read; want its remembered digest used")
+	if got, _ := keyOf(src, files, [4][]byte{}, nil, at(racyMargin)); got == want {
+		t.Error("remembered stamps: the files were read; want their remembered digests used")
 	}
-	// Changed in place, same size: another stamp, read again.
+	// Changed in place, same size: another stamp, read again (and b.ign,
+	// unchanged, still named by its stamp, its true digest remembered anew).
+	memo.digests = nil
+	keyOf(src, files, [4][]byte{}, nil, at(racyMargin))
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -192,29 +224,57 @@ func TestKeyOfMemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	changed, _ := keyOf(src, []string{p}, [4][]byte{}, nil, digests{})
-	if got, _ := keyOf(src, []string{p}, [4][]byte{}, nil, at(racyMargin)); got != changed || got == want {
-		t.Errorf("after a change in place: same as the new bytes' key %v, same as the old %v; want the new bytes' key", got == changed, got == want)
+	edited, _ := keyOf(src, files, [4][]byte{}, nil, digests{})
+	if got, _ := keyOf(src, files, [4][]byte{}, nil, at(racyMargin)); got != edited || got == want {
+		t.Errorf("after a change in place: same as the new bytes' key %v, same as the old %v; want the new bytes' key", got == edited, got == want)
 	}
 }
 
-// TestStampSettled: a stamp is settled once its change time is racyMargin
-// old, never while it is younger or ahead of the clock.
+// TestStampSettled: a stamp is settled once both its change and its
+// modification times are racyMargin old, never while either is younger or
+// ahead of the clock.
 func TestStampSettled(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
+	old := now.Add(-time.Hour).UnixNano()
 	for _, c := range []struct {
-		name  string
-		ctime time.Time
-		want  bool
+		name         string
+		ctime, mtime time.Time
+		want         bool
 	}{
-		{"changed just now", now, false},
-		{"changed just under the margin ago", now.Add(-racyMargin + time.Nanosecond), false},
-		{"changed the margin ago", now.Add(-racyMargin), true},
-		{"changed an hour ago", now.Add(-time.Hour), true},
-		{"changed in the future", now.Add(time.Hour), false},
+		{"changed just now", now, now, false},
+		{"changed just under the margin ago", now.Add(-racyMargin + time.Nanosecond), now.Add(-time.Hour), false},
+		{"changed the margin ago", now.Add(-racyMargin), now.Add(-time.Hour), true},
+		{"changed an hour ago", now.Add(-time.Hour), now.Add(-time.Hour), true},
+		{"changed in the future", now.Add(time.Hour), now.Add(-time.Hour), false},
+		{"modified in the future (touch -d)", now.Add(-time.Hour), now.Add(time.Hour), false},
 	} {
-		if got := (FileStamp{Ctime: c.ctime.UnixNano()}).Settled(now); got != c.want {
+		s := FileStamp{Ctime: c.ctime.UnixNano(), Mtime: c.mtime.UnixNano(), Btime: old}
+		if got := s.Settled(now); got != c.want {
 			t.Errorf("%s: settled %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestStampTrusted: a stamp is trusted on the filesystems whose times this
+// kernel sets, never on others (procfs stands for them here), and a
+// DigestScheme names the chunk size it hashes with.
+func TestStampTrusted(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a.ign")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := trustedStamp(t, p); s.Mount == 0 || s.Ino == 0 || s.Ctime == 0 || s.Size != 1 || s.Mode&unix.S_IFMT != unix.S_IFREG {
+		t.Errorf("stamp of a regular file: %+v; want its mount, inode, times, size and type", s)
+	}
+	f, err := os.Open("/proc/self/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, trusted, err := stampOf(f); err != nil || trusted {
+		t.Errorf("a procfs file's stamp: trusted %v (%v); want not trusted", trusted, err)
+	}
+	if !strings.Contains(DigestScheme, strconv.Itoa(hashChunk)) {
+		t.Errorf("DigestScheme %q does not name hashChunk %d", DigestScheme, hashChunk)
 	}
 }

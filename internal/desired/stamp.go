@@ -2,6 +2,8 @@ package desired
 
 import (
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -9,22 +11,32 @@ import (
 )
 
 // FileStamp is what the kernel says of a file's identity and last change:
-// its inode, size, modification, change and birth times. A write to the
-// file, a truncate, a chmod or a rename over it changes its change time
-// (ctime), which no system call sets to a chosen value; so while a file's
+// its mount, inode, size, modification, change and birth times. On a local
+// filesystem this kernel writes, a write to the file, a truncate, a chmod
+// or a rename over it sets its change time (ctime) from this kernel's
+// clock, and no system call sets it to a chosen value; so while a file's
 // stamp stays the same, so do its contents.
 //
-// Two things break that, and a stamp is trusted only where neither can:
-// a change made within the granule of the clock that stamped the file
-// (the coarse clock: a few milliseconds; git calls such an index entry
-// "racily clean", Documentation/technical/racy-git.txt), and a clock set
-// back to the moment of an earlier change. The first is answered by
-// Settled, which trusts a stamp only once its change time is racyMargin
-// old. The second needs root, and so does writing a desired-state file or
-// the cache that remembers stamps: whoever can do it can change the
-// desired state openly.
+// Where that does not hold, no stamp is trusted (stampOf):
+//   - filesystems whose times come from elsewhere: an image built with
+//     fixed times (EROFS and composefs' overlay, squashfs), a server's clock
+//     (NFS, CIFS, FUSE, virtiofs). Only ext2/3/4, XFS, Btrfs, F2FS and tmpfs
+//     qualify;
+//   - a kernel that cannot name the mount uniquely (STATX_MNT_ID_UNIQUE,
+//     Linux 6.8): another image mounted in the same place keeps the device
+//     number, and can keep inode numbers and times too;
+//   - another boot: the memo binds what it remembers to the boot (see
+//     statecache), since a clock restarted from the same point can repeat
+//     an earlier change time.
+//
+// And within those, a change made in the granule of the clock that
+// stamped the file (git calls such an entry "racily clean",
+// Documentation/technical/racy-git.txt) is answered by Settled: a stamp is
+// remembered only once its times are racyMargin older than the moment it
+// was taken. What is left, a clock stepped back to the nanosecond of an
+// earlier change or a write below the filesystem, is not an accident.
 type FileStamp struct {
-	Dev, Ino            uint64
+	Dev, Ino, Mount     uint64
 	Size                int64
 	Mtime, Ctime, Btime int64 // nanoseconds since the epoch; Btime 0 where the filesystem has none
 	Mode                uint32
@@ -34,17 +46,22 @@ type FileStamp struct {
 // them (SHA-256 over the SHA-256 of each hashChunk).
 type FileDigest [sha256.Size]byte
 
+// DigestScheme names how a FileDigest is computed: a memo must not serve a
+// digest computed another way (by another version of this program).
+var DigestScheme = fmt.Sprintf("sha256 of the sha256 of each %d-byte chunk\n", hashChunk)
+
 // DigestMemo remembers config files' digests by their stamps, so that a
 // load need not read a config it has hashed before just to name the state
-// it derives: at 10,000 declared files the config is 17 MiB, and hashing
-// it was a third of a cached check. A Cache that implements it is asked
-// before a config is read.
+// it derives: with thousands of declared files a config is megabytes, and
+// hashing it was a large part of a cached check. A Cache that implements it
+// is asked before a config is read.
 type DigestMemo interface {
-	// Digest returns the digest remembered for a file whose stamp is s.
-	Digest(s FileStamp) (FileDigest, bool)
-	// Remember keeps d as the digest of the file whose stamp is s. It is
-	// called only with settled stamps (see Settled).
-	Remember(s FileStamp, d FileDigest)
+	// Digests returns the digests remembered, by stamp. It is asked once
+	// per load.
+	Digests() map[FileStamp]FileDigest
+	// Remember keeps these digests beside those remembered, once per load
+	// that hashed a settled file (see Settled).
+	Remember(map[FileStamp]FileDigest)
 }
 
 // digests is where keyOf finds config files' digests without reading them:
@@ -54,39 +71,74 @@ type digests struct {
 	now  func() time.Time
 }
 
-// racyMargin is how old a file's change time must be for its stamp to be
-// remembered: far beyond any filesystem's timestamp granule.
+// racyMargin is how old a file's times must be, when its stamp is taken,
+// for the stamp to be remembered: far beyond any timestamp granule of the
+// filesystems stampOf trusts.
 const racyMargin = 2 * time.Second
 
 // Settled reports whether s, taken at now, can stand for the file's
-// contents from now on: its change time is at least racyMargin in the past
-// (a change time ahead of the clock is not).
+// contents from now on: its change and modification times are at least
+// racyMargin before now (a time ahead of the clock is not).
 func (s FileStamp) Settled(now time.Time) bool {
-	return now.UnixNano()-s.Ctime >= int64(racyMargin)
+	return now.UnixNano()-max(s.Ctime, s.Mtime) >= int64(racyMargin)
 }
 
-// stampOf returns the stamp of the open file f.
-func stampOf(f *os.File) (FileStamp, error) {
-	var sx unix.Statx_t
+// stampFilesystems are the filesystems whose files' times this kernel sets
+// (statfs(2) f_type): local, written by this kernel only.
+var stampFilesystems = map[int64]bool{
+	unix.EXT4_SUPER_MAGIC:  true, // ext2, ext3 and ext4 share it
+	unix.XFS_SUPER_MAGIC:   true,
+	unix.BTRFS_SUPER_MAGIC: true,
+	unix.F2FS_SUPER_MAGIC:  true,
+	unix.TMPFS_MAGIC:       true,
+}
+
+// stampMask is what a stamp is made of; a statx that does not fill all of it
+// gives no trusted stamp.
+const stampMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_INO | unix.STATX_SIZE |
+	unix.STATX_MTIME | unix.STATX_CTIME | unix.STATX_MNT_ID_UNIQUE
+
+// stampOf returns the stamp of the open file f, and whether it can be
+// trusted to stand for its contents (see FileStamp). Where statx is not
+// there (an old kernel, a container's seccomp filter), the stamp holds
+// only the file's type and size, from fstat, and is not trusted.
+func stampOf(f *os.File) (s FileStamp, trusted bool, err error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return FileStamp{}, err
+		return FileStamp{}, false, err
 	}
-	var serr error
+	var sx unix.Statx_t
+	var fs unix.Statfs_t
+	var serr, ferr error
 	err = rc.Control(func(fd uintptr) {
-		serr = unix.Statx(int(fd), "", unix.AT_EMPTY_PATH|unix.AT_STATX_SYNC_AS_STAT,
-			unix.STATX_BASIC_STATS|unix.STATX_BTIME, &sx)
+		for {
+			serr = unix.Statx(int(fd), "", unix.AT_EMPTY_PATH|unix.AT_STATX_SYNC_AS_STAT, stampMask|unix.STATX_BTIME, &sx)
+			if serr != unix.EINTR {
+				break
+			}
+		}
+		if serr == nil {
+			ferr = unix.Fstatfs(int(fd), &fs)
+		}
 	})
 	if err == nil {
 		err = serr
 	}
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		fi, err := f.Stat()
+		if err != nil {
+			return FileStamp{}, false, err
+		}
+		return FileStamp{Size: fi.Size(), Mode: uint32(fileType(fi.Mode()))}, false, nil
+	}
 	if err != nil {
-		return FileStamp{}, &os.PathError{Op: "statx", Path: f.Name(), Err: err}
+		return FileStamp{}, false, &os.PathError{Op: "statx", Path: f.Name(), Err: err}
 	}
 	ns := func(t unix.StatxTimestamp) int64 { return t.Sec*1e9 + int64(t.Nsec) }
-	s := FileStamp{
+	s = FileStamp{
 		Dev:   unix.Mkdev(sx.Dev_major, sx.Dev_minor),
 		Ino:   sx.Ino,
+		Mount: sx.Mnt_id,
 		Size:  int64(sx.Size),
 		Mtime: ns(sx.Mtime),
 		Ctime: ns(sx.Ctime),
@@ -95,5 +147,14 @@ func stampOf(f *os.File) (FileStamp, error) {
 	if sx.Mask&unix.STATX_BTIME != 0 {
 		s.Btime = ns(sx.Btime)
 	}
-	return s, nil
+	trusted = sx.Mask&stampMask == stampMask && ferr == nil && stampFilesystems[int64(fs.Type)]
+	return s, trusted, nil
+}
+
+// fileType is the S_IFMT bits of a file mode, as statx gives them.
+func fileType(m os.FileMode) uint32 {
+	if m.IsRegular() {
+		return unix.S_IFREG
+	}
+	return 0 // not a regular file: hashFile needs no more
 }

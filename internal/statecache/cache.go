@@ -23,7 +23,8 @@
 //
 // Beside the entries it remembers config files' digests by their stamps
 // (desired.DigestMemo, digests.go), so that a load names the state of an
-// unchanged config without reading it.
+// unchanged config without reading it; an entry is then as fresh as the
+// stamps are (desired.FileStamp says where they are trusted).
 //
 // It does not promise that an entry survives: the directory is trimmed to
 // MaxBytes, least recently used first, and anyone with root may remove

@@ -1,84 +1,101 @@
 package statecache
 
 import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 )
 
-// TestDigestMemo: a digest remembered by one Cache is found by another on
-// the same directory, for exactly its stamp; a second digest of the same
-// inode replaces the first; only the newest maxDigests are kept; and a file
-// of them that is damaged, or that another user could have written, is
-// read as none.
+// The state cache is the memo of the configs' digests that desired asks.
+var _ desired.DigestMemo = (*Cache)(nil)
+
+// TestDigestMemo: digests remembered by one Cache are found by another on
+// the same directory, for exactly their stamps; a later digest of the same
+// file replaces the earlier; only the newest maxDigests are kept; and a
+// file of them that is damaged, written in another boot or by another way
+// of hashing, or that another user could have written, is read as none.
 func TestDigestMemo(t *testing.T) {
+	if thisBoot() == nil {
+		t.Fatal("/proc/sys/kernel/random/boot_id cannot be read: nothing is remembered")
+	}
 	dir := filepath.Join(t.TempDir(), "cache")
 	a, b := &Cache{Dir: dir}, &Cache{Dir: dir}
-	s := desired.FileStamp{Dev: 1, Ino: 2, Size: 3, Mtime: 4, Ctime: 5, Btime: 6, Mode: 0o100644}
-	if _, ok := b.Digest(s); ok {
-		t.Fatal("a digest found in an empty directory")
+	s := desired.FileStamp{Dev: 1, Ino: 2, Mount: 3, Size: 4, Mtime: 5, Ctime: 6, Btime: 7, Mode: 0o100644}
+	other := desired.FileStamp{Dev: 1, Ino: 9, Mount: 3, Size: 4, Mtime: 5, Ctime: 6, Btime: 7, Mode: 0o100644}
+	if got := b.Digests(); got != nil {
+		t.Fatalf("digests in an empty directory: %v", got)
 	}
-	a.Remember(s, desired.FileDigest{7})
-	if d, ok := b.Digest(s); !ok || d != (desired.FileDigest{7}) {
-		t.Fatalf("remembered by another Cache: %x %v; want found", d, ok)
-	}
-	for name, other := range map[string]desired.FileStamp{
-		"another change time": {Dev: 1, Ino: 2, Size: 3, Mtime: 4, Ctime: 9, Btime: 6, Mode: 0o100644},
-		"another size":        {Dev: 1, Ino: 2, Size: 9, Mtime: 4, Ctime: 5, Btime: 6, Mode: 0o100644},
-		"another birth":       {Dev: 1, Ino: 2, Size: 3, Mtime: 4, Ctime: 5, Btime: 9, Mode: 0o100644},
-		"another inode":       {Dev: 1, Ino: 9, Size: 3, Mtime: 4, Ctime: 5, Btime: 6, Mode: 0o100644},
-	} {
-		if _, ok := b.Digest(other); ok {
-			t.Errorf("%s: found the digest of another stamp", name)
-		}
+	a.Remember(map[desired.FileStamp]desired.FileDigest{s: {7}, other: {8}})
+	if got := b.Digests(); len(got) != 2 || got[s] != (desired.FileDigest{7}) || got[other] != (desired.FileDigest{8}) {
+		t.Fatalf("remembered by another Cache: %v; want both", got)
 	}
 	changed := s
 	changed.Ctime = 10
-	a.Remember(changed, desired.FileDigest{8})
-	if _, ok := b.Digest(s); ok {
-		t.Error("the inode's earlier stamp is still found after a later one was remembered")
+	a.Remember(map[desired.FileStamp]desired.FileDigest{changed: {9}})
+	got := b.Digests()
+	if _, ok := got[s]; ok || got[changed] != (desired.FileDigest{9}) || got[other] != (desired.FileDigest{8}) {
+		t.Errorf("after a later stamp of the same file: %v; want it instead of the earlier, and the other file kept", got)
 	}
-	if d, _ := b.Digest(changed); d != (desired.FileDigest{8}) {
-		t.Errorf("the inode's later stamp: %x, want its digest", d)
+	// Across another mount the same device and inode are another file.
+	elsewhere := s
+	elsewhere.Mount = 4
+	a.Remember(map[desired.FileStamp]desired.FileDigest{elsewhere: {5}})
+	if got := b.Digests(); got[changed] != (desired.FileDigest{9}) {
+		t.Errorf("a record of another mount replaced this one's: %v", got)
 	}
+	many := map[desired.FileStamp]desired.FileDigest{}
 	for i := range maxDigests {
-		a.Remember(desired.FileStamp{Dev: 2, Ino: uint64(i)}, desired.FileDigest{byte(i)})
+		many[desired.FileStamp{Dev: 2, Ino: uint64(i)}] = desired.FileDigest{byte(i)}
 	}
-	if _, ok := b.Digest(changed); ok {
-		t.Errorf("after %d newer records the oldest is still kept", maxDigests)
+	a.Remember(many)
+	got = b.Digests()
+	if _, ok := got[changed]; ok || len(got) != maxDigests {
+		t.Errorf("after %d newer records: %d kept, the oldest kept %v; want %d, not the oldest", maxDigests, len(got), ok, maxDigests)
 	}
-	if d, ok := b.Digest(desired.FileStamp{Dev: 2, Ino: maxDigests - 1}); !ok || d != (desired.FileDigest{byte(maxDigests - 1)}) {
-		t.Errorf("the newest record: %x %v, want found", d, ok)
-	}
+	newest := desired.FileStamp{Dev: 2, Ino: maxDigests - 1}
 	p := filepath.Join(dir, digestsName)
 	good, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newest := desired.FileStamp{Dev: 2, Ino: maxDigests - 1}
 	for name, damage := range map[string]func() error{
 		"a flipped bit": func() error {
-			d := append([]byte(nil), good...)
-			d[len(digestsMagic)+10] ^= 1
+			d := bytes.Clone(good)
+			d[len(digestsHead())+10] ^= 1
 			return os.WriteFile(p, d, 0o600)
 		},
-		"cut short":        func() error { return os.WriteFile(p, good[:len(good)-1], 0o600) },
-		"world-writable":   func() error { return os.Chmod(p, 0o666) },
-		"a link to a copy": func() error { return linkToCopy(p, good) },
+		"cut short": func() error { return os.WriteFile(p, good[:len(good)-1], 0o600) },
+		"another boot": func() error {
+			return os.WriteFile(p, resealed(good, string(thisBoot()), strings.Repeat("0", len(thisBoot()))), 0o600)
+		},
+		"another scheme": func() error { return os.WriteFile(p, resealed(good, "scheme sha256", "scheme sha512"), 0o600) },
+		"world-writable": func() error { return os.Chmod(p, 0o666) },
+		"a link to a copy": func() error {
+			c := p + ".copy"
+			if err := os.WriteFile(c, good, 0o600); err != nil {
+				return err
+			}
+			os.Remove(p)
+			return os.Symlink(c, p)
+		},
 	} {
 		if err := damage(); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := b.Digest(newest); ok {
-			t.Errorf("%s: a digest found; want none", name)
+		if got := b.Digests(); got != nil {
+			t.Errorf("%s: %d digests found; want none", name, len(got))
 		}
 		os.Remove(p)
 		if err := os.WriteFile(p, good, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := b.Digest(newest); !ok {
+		if _, ok := b.Digests()[newest]; !ok {
 			t.Fatalf("%s: the file put back is not read", name)
 		}
 	}
@@ -87,31 +104,9 @@ func TestDigestMemo(t *testing.T) {
 	}
 }
 
-// linkToCopy replaces p with a symbolic link to a copy of good.
-func linkToCopy(p string, good []byte) error {
-	c := p + ".copy"
-	if err := os.WriteFile(c, good, 0o600); err != nil {
-		return err
-	}
-	os.Remove(p)
-	return os.Symlink(c, p)
-}
-
-// The state cache is the memo of the configs' digests that desired asks.
-var _ desired.DigestMemo = (*Cache)(nil)
-
-// TestDigestMemoNotRacy: through the state cache as a check uses it, a
-// config written just now is hashed at every load and never remembered:
-// a change within its change time's granule would keep its stamp.
-func TestDigestMemoNotRacy(t *testing.T) {
-	root, cfg := cacheRoot(t)
-	c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
-	for range 2 {
-		if _, err := load(c, root); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if b, err := os.ReadFile(filepath.Join(c.Dir, digestsName)); err == nil && len(decodeDigests(b)) > 0 {
-		t.Errorf("%s, written just now, was remembered by its stamp", cfg)
-	}
+// resealed is the digests' file b with the first old replaced by new, its
+// checksum made right again: only what was replaced tells it apart.
+func resealed(b []byte, old, new string) []byte {
+	body := bytes.Replace(bytes.Clone(b[:len(b)-crcLen]), []byte(old), []byte(new), 1)
+	return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
 }
