@@ -60,8 +60,8 @@ func isButane(file string, raw []byte) bool {
 		}
 		if keys, ok := blockRootKeys(raw); ok && !slices.ContainsFunc(keys, func(k []byte) bool { return bytes.EqualFold(k, []byte("variant")) }) {
 			// No variant, so no Butane: what the decoding below would say,
-			// without the YAML parse (half a second for a MachineConfig of
-			// 10,000 files, which is then parsed again to be read).
+			// without a YAML parse of the whole file (a MachineConfig is
+			// then parsed again to be read).
 			return false
 		}
 		var f butaneFields
@@ -76,14 +76,24 @@ func isButane(file string, raw []byte) bool {
 // blockRootKeys returns the keys of the YAML document raw when it is a
 // block mapping at column 0 whose every key is a plain scalar of letters,
 // digits and _.-/ followed by a colon: as `oc get -o yaml` and hand-written
-// MachineConfigs are. Such a mapping's keys all start a line at column 0,
-// and nothing else that starts a line there is content but a comment or a
-// document marker; so when ok, raw's root mapping has no key that is not
-// in keys. (A line at column 0 inside a quoted scalar may add a key that is
-// not one: that only makes the caller parse.) false for every other shape:
-// flow style, an indented root, tags, anchors, aliases, merge, quoted or
-// explicit keys, directives, tabs, a byte-order mark.
+// MachineConfigs are. Such a mapping's keys all start a line at column 0;
+// what else starts a line there is a comment, a document marker, or the
+// rest of a quoted scalar, which may pass for a key (that only makes the
+// caller parse) or be refused. So when ok, raw's root mapping has no key
+// that is not in keys. false for every other shape: flow style, an
+// indented root, tags, anchors, aliases, merge, quoted or explicit keys,
+// directives, tabs, a byte-order mark, and the line breaks YAML knows
+// beside LF and CRLF (a lone CR, NEL, LS, PS: go-yaml's is_break), which a
+// scan by LF would not see start a line.
 func blockRootKeys(raw []byte) (keys [][]byte, ok bool) {
+	if bytes.Count(raw, []byte("\r")) != bytes.Count(raw, []byte("\r\n")) {
+		return nil, false
+	}
+	for _, brk := range []string{"\u0085", "\u2028", "\u2029"} {
+		if bytes.Contains(raw, []byte(brk)) {
+			return nil, false
+		}
+	}
 	first := true
 	for len(raw) > 0 {
 		line := raw

@@ -196,6 +196,13 @@ var butaneProbeSeeds = []string{
 	"variant:\tfcos\nversion: 1.6.0\n",
 	"kind: \"a\nvariant: x\"\nversion: 1.6.0\n",
 	"version: 1.6.0\r\nvariant: fcos\r\n",
+	"version: 1.6.0\rvariant: fcos\n",
+	"version: 1.6.0\u0085variant: fcos\n",
+	"version: 1.6.0\u2028variant: fcos\n",
+	"version: 1.6.0\u2029variant: fcos\n",
+	"kind: x\n#c\rvariant: fcos\nversion: 1.6.0\n",
+	"kind: x\n  y\rvariant: fcos\nversion: 1.6.0\n",
+	"version: 1.6.0\nkind: x\r",
 	"version: 1.6.0\nspec:\n- a\nvariant: fcos\n",
 	"version: 1.6.0\nnote: |\n  variant: in a block scalar\n",
 	"version: 1.6.0\n\tvariant: fcos\n",
@@ -225,7 +232,7 @@ func TestButaneProbe(t *testing.T) {
 			t.Errorf("blockRootKeys(%q) = %q, %v; want %q", s, got, ok, want)
 		}
 	}
-	for _, s := range []string{"  kind: X\n", "{kind: X}\n", "\"kind\": X\n", "kind: X\n- a\n", "", "\ufeffkind: X\n"} {
+	for _, s := range []string{"  kind: X\n", "{kind: X}\n", "\"kind\": X\n", "kind: X\n- a\n", "", "\ufeffkind: X\n", "kind: X\rspec: {}\n", "kind: X\u2028spec: {}\n"} {
 		if keys, ok := blockRootKeys([]byte(s)); ok {
 			t.Errorf("blockRootKeys(%q) = %q, ok; want not ok", s, keys)
 		}
