@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -337,23 +338,23 @@ func cmdFixture(args []string) error {
 
 // cmdRead is `drift-bench read [-meta] -j J ROOT`: a floor that only walks
 // the tree, opens and reads every regular file, in one process with J
-// goroutines. With -meta it also does per file what a check must do beside
-// reading it (the internal/check package doc: every content is read, every
-// node's metadata observed): statx of the name without following it, the
-// open without following it, a read of its size and one byte more (which
-// tells its end), and the list of its extended attributes: the floor of a
-// check by its contract, as plain system calls.
+// goroutines. With -meta it does instead what a check must do per file by
+// its contract (the internal/check package doc: every content read, every
+// node's metadata observed), as bare system calls in the cheapest shape:
+// each directory opened once, and per file, relative to it, statx without
+// following it, open without following it, a read of its size and one byte
+// more (which tells its end), the list of its extended attributes and the
+// value of each listed.
 func cmdRead(args []string) error {
 	flags := newFlagSet("read")
 	j := flags.Int("j", 1, "goroutines reading")
-	meta := flags.Bool("meta", false, "stat each file and list its xattrs too, as a check must")
+	meta := flags.Bool("meta", false, "stat each file and read its xattrs too, as a check must, directory by directory")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	root := flags.Arg(0)
-	read := readAll
 	if *meta {
-		read = readMeta
+		return readMetaTree(root, *j)
 	}
 	files := make(chan string, 1024)
 	var wg sync.WaitGroup
@@ -364,7 +365,7 @@ func cmdRead(args []string) error {
 			defer wg.Done()
 			buf := make([]byte, 128<<10)
 			for p := range files {
-				if err := read(p, buf); err != nil {
+				if err := readAll(p, buf); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -379,7 +380,7 @@ func cmdRead(args []string) error {
 		}
 		if d.Type().IsRegular() {
 			if *j == 1 {
-				return read(p, readBuf)
+				return readAll(p, nil)
 			}
 			files <- p
 		}
@@ -398,32 +399,97 @@ func cmdRead(args []string) error {
 	}
 }
 
-// readMeta is readAll with what a check adds (see cmdRead): buf must hold
-// the file and one byte more, or it is read in turns.
-func readMeta(p string, buf []byte) error {
-	var sx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &sx); err != nil {
-		return err
-	}
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	want := int(sx.Size) + 1
-	for want > 0 {
-		n, err := unix.Read(fd, buf[:min(want, len(buf))])
+// readMetaTree is `read -meta`: the tree's regular files by directory,
+// each directory's done by one of j goroutines.
+func readMetaTree(root string, j int) error {
+	byDir := map[string][]string{}
+	var order []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			break
+		if d.Type().IsRegular() {
+			dir := filepath.Dir(p)
+			if _, ok := byDir[dir]; !ok {
+				order = append(order, dir)
+			}
+			byDir[dir] = append(byDir[dir], d.Name())
 		}
-		want -= n
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	var names [1024]byte
-	_, err = unix.Flistxattr(fd, names[:])
-	return err
+	dirs := make(chan string, len(order))
+	for _, d := range order {
+		dirs <- d
+	}
+	close(dirs)
+	var wg sync.WaitGroup
+	errs := make(chan error, j)
+	for range j {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 128<<10)
+			for d := range dirs {
+				if err := readMetaDir(d, byDir[d], buf); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// readMetaDir does for each of the files of dir what cmdRead -meta says.
+func readMetaDir(dir string, files []string, buf []byte) error {
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	var names, value [4096]byte
+	for _, name := range files {
+		var sx unix.Statx_t
+		if err := unix.Statx(dfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &sx); err != nil {
+			return err
+		}
+		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		for want := int(sx.Size) + 1; want > 0 && err == nil; {
+			var n int
+			if n, err = unix.Read(fd, buf[:min(want, len(buf))]); n == 0 {
+				break
+			}
+			want -= n
+		}
+		var n int
+		if err == nil {
+			n, err = unix.Flistxattr(fd, names[:])
+		}
+		for _, x := range bytes.Split(names[:max(n, 0)], []byte{0}) {
+			if err == nil && len(x) > 0 {
+				_, err = unix.Fgetxattr(fd, string(x), value[:])
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+		}
+	}
+	return nil
 }
 
 var readBuf = make([]byte, 128<<10)

@@ -266,7 +266,13 @@ func floorDir(dir string, files []string, meta bool, names []string, buf, val, l
 		if err != nil {
 			return err
 		}
-		_, err = unix.Read(fd, buf[:min(int(size)+1, len(buf))])
+		for want := int(size) + 1; want > 0 && err == nil; {
+			var n int
+			if n, err = unix.Read(fd, buf[:min(want, len(buf))]); n == 0 {
+				break
+			}
+			want -= n
+		}
 		if err == nil && meta {
 			_, err = unix.Flistxattr(fd, list)
 			for _, n := range names {
