@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/drift-monitor/drift-monitor/test/nspawn"
@@ -70,9 +69,7 @@ func TestFirstBootAdoption(t *testing.T) {
 			),
 			Bind: []nspawn.Mount{{Src: etcDM, Dst: "/etc/drift-monitor"}},
 		})
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		t.Cleanup(cancel)
-		h := &host{&machine{Machine: m, ctx: ctx}, t}
+		h := newHost(t, m)
 		t.Cleanup(func() {
 			if t.Failed() {
 				out, _, err := m.Run(context.Background(), "journalctl", "-u", adoptService, "-u", service, "--no-pager", "-o", "short-monotonic")

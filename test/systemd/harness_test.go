@@ -111,14 +111,7 @@ func bootDaemon(t *testing.T, s setup) *host {
 		s.dropIn = "[Service]\nExecStart=\nExecStart=/usr/bin/drift-monitor daemon " + strings.Join(s.flags, " ") + "\n"
 	}
 	m := nspawn.Boot(t, nspawn.Options{BindRO: binds, Bind: s.bind})
-	// The host's commands end with the test, each bounded by Run (two
-	// minutes). A deadline for all of them at once would end a long test's
-	// commands, however quick, once it passed: three storms of 3,000 files
-	// take minutes on a loaded machine (TestMemoryAfterStormsUnderSystemd
-	// failed so, every command "context deadline exceeded" in its third).
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	h := &host{&machine{Machine: m, ctx: ctx}, t}
+	h := newHost(t, m)
 	t.Cleanup(func() {
 		if t.Failed() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -144,6 +137,18 @@ func bootDaemon(t *testing.T, s setup) *host {
 		t.Fatalf("after systemctl restart: ActiveState=%s InvocationID=%q, want active with an invocation", st, h.inv)
 	}
 	return h
+}
+
+// newHost is the booted container m as t's host. Its commands end with the
+// test, each bounded by nspawn's Run: a deadline for all of them at once
+// would end a long test's commands, however quick, once it passed
+// (TestMemoryAfterStormsUnderSystemd, whose storms take minutes on a loaded
+// machine, failed so in its third, every command "context deadline
+// exceeded").
+func newHost(t *testing.T, m *nspawn.Machine) *host {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return &host{&machine{Machine: m, ctx: ctx}, t}
 }
 
 // daemonBinds binds the built binary and the shipped unit where the package

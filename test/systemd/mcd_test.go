@@ -328,10 +328,7 @@ func TestMCDReboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	boot := func() *host {
-		m := nspawn.Boot(t, nspawn.Options{Bind: binds})
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		t.Cleanup(cancel)
-		return &host{&machine{Machine: m, ctx: ctx}, t}
+		return newHost(t, nspawn.Boot(t, nspawn.Options{Bind: binds}))
 	}
 	h := boot()
 	h.dumpOnFailure()
