@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +20,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
-	"golang.org/x/sys/unix"
+	"github.com/drift-monitor/drift-monitor/test/floor"
 )
 
 // A contender is one way of reading a fixture in full, timed as a process.
@@ -400,19 +399,15 @@ func cmdRead(args []string) error {
 }
 
 // readMetaTree is `read -meta`: the tree's regular files by directory,
-// each directory's done by one of j goroutines.
+// each directory's done by one of j goroutines (package floor).
 func readMetaTree(root string, j int) error {
 	byDir := map[string][]string{}
-	var order []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.Type().IsRegular() {
 			dir := filepath.Dir(p)
-			if _, ok := byDir[dir]; !ok {
-				order = append(order, dir)
-			}
 			byDir[dir] = append(byDir[dir], d.Name())
 		}
 		return nil
@@ -420,76 +415,7 @@ func readMetaTree(root string, j int) error {
 	if err != nil {
 		return err
 	}
-	dirs := make(chan string, len(order))
-	for _, d := range order {
-		dirs <- d
-	}
-	close(dirs)
-	var wg sync.WaitGroup
-	errs := make(chan error, j)
-	for range j {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 128<<10)
-			for d := range dirs {
-				if err := readMetaDir(d, byDir[d], buf); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
-}
-
-// readMetaDir does for each of the files of dir what cmdRead -meta says.
-func readMetaDir(dir string, files []string, buf []byte) error {
-	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dfd)
-	var names, value [4096]byte
-	for _, name := range files {
-		var sx unix.Statx_t
-		if err := unix.Statx(dfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &sx); err != nil {
-			return err
-		}
-		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		for want := int(sx.Size) + 1; want > 0 && err == nil; {
-			var n int
-			if n, err = unix.Read(fd, buf[:min(want, len(buf))]); n == 0 {
-				break
-			}
-			want -= n
-		}
-		var n int
-		if err == nil {
-			n, err = unix.Flistxattr(fd, names[:])
-		}
-		for _, x := range bytes.Split(names[:max(n, 0)], []byte{0}) {
-			if err == nil && len(x) > 0 {
-				_, err = unix.Fgetxattr(fd, string(x), value[:])
-			}
-		}
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
-		}
-	}
-	return nil
+	return floor.Run(byDir, j, true)
 }
 
 var readBuf = make([]byte, 128<<10)

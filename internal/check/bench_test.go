@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
+	"github.com/drift-monitor/drift-monitor/test/floor"
 	"golang.org/x/sys/unix"
 )
 
@@ -111,7 +111,7 @@ func BenchmarkFullCheck(b *testing.B) {
 //     and its looked-up labels kept from the pass before
 //     (check.LabelPolicy). Every pass reads every xattr: a full check
 //     trusts no stamp (the internal/check package doc).
-//   - floor-ratio: the same system calls made bare (syscallFloor), with the
+//   - floor-ratio: the same system calls made bare (test/floor), with the
 //     metadata's over without: the least the metadata can add, since each
 //     of its calls is one a file needs by the contract.
 func BenchmarkMetaCost(b *testing.B) {
@@ -143,17 +143,16 @@ func benchMetaCost(b *testing.B, variant string) {
 	}
 	var policy check.LabelPolicy
 	// The floors: the system calls alone, as the checks make them (per
-	// directory, in parallel), without and with what the metadata adds.
-	var xattrNames []string
-	if variant != "plain" {
-		xattrNames = append(xattrNames, "security.selinux")
+	// directory, in parallel as a Checker's workers: two per core), without
+	// and with what the metadata adds.
+	byDir := map[string][]string{}
+	for i := range entries {
+		d, f := filepath.Split(entries[i].Path)
+		byDir[filepath.Join(root, d)] = append(byDir[filepath.Join(root, d)], f)
 	}
-	if variant == "xattrs" {
-		xattrNames = append(xattrNames, "user.note")
-	}
-	floor := func(meta bool) time.Duration {
+	bare := func(meta bool) time.Duration {
 		start := time.Now()
-		if err := syscallFloor(root, entries, meta, xattrNames); err != nil {
+		if err := floor.Run(byDir, 2*runtime.GOMAXPROCS(0), meta); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
@@ -180,9 +179,9 @@ func benchMetaCost(b *testing.B, variant string) {
 	for i := 0; i < b.N; i++ {
 		if i%2 == 0 {
 			tb, tm, tk = append(tb, once(base, nil)), append(tm, once(meta, loadMeta)), append(tk, once(kept, loadKept))
-			fb, fm = append(fb, floor(false)), append(fm, floor(true))
+			fb, fm = append(fb, bare(false)), append(fm, bare(true))
 		} else {
-			fm, fb = append(fm, floor(true)), append(fb, floor(false))
+			fm, fb = append(fm, bare(true)), append(fb, bare(false))
 			tk, tm, tb = append(tk, once(kept, loadKept)), append(tm, once(meta, loadMeta)), append(tb, once(base, nil))
 		}
 	}
@@ -196,97 +195,6 @@ func benchMetaCost(b *testing.B, variant string) {
 	b.ReportMetric(med(tk), "kept-ns/op")
 	b.ReportMetric(med(tk)/med(tb), "kept-ratio")
 	b.ReportMetric(med(fm)/med(fb), "floor-ratio")
-}
-
-// syscallFloor makes the system calls a full check of entries makes,
-// and nothing else: per directory, opened once, in parallel as a
-// Checker's workers (two per core); per file fstatat, openat, a read of
-// its size and a byte more, and close; with meta, statx instead of
-// fstatat, flistxattr, and fgetxattr of each of names. Its time with and
-// without meta is the least the metadata can add.
-func syscallFloor(root string, entries []desired.Entry, meta bool, names []string) error {
-	byDir := map[string][]string{}
-	for i := range entries {
-		d, f := filepath.Split(entries[i].Path)
-		byDir[d] = append(byDir[d], f)
-	}
-	dirs := make(chan string, len(byDir))
-	for d := range byDir {
-		dirs <- d
-	}
-	close(dirs)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range 2 * runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf, val, list := make([]byte, 64<<10), make([]byte, 256), make([]byte, 1024)
-			for d := range dirs {
-				if err := floorDir(filepath.Join(root, d), byDir[d], meta, names, buf, val, list); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
-}
-
-func floorDir(dir string, files []string, meta bool, names []string, buf, val, list []byte) error {
-	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dfd)
-	for _, f := range files {
-		var size int64
-		if meta {
-			var sx unix.Statx_t
-			if err := unix.Statx(dfd, f, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &sx); err != nil {
-				return err
-			}
-			size = int64(sx.Size)
-		} else {
-			var st unix.Stat_t
-			if err := unix.Fstatat(dfd, f, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return err
-			}
-			size = st.Size
-		}
-		fd, err := unix.Openat(dfd, f, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		for want := int(size) + 1; want > 0 && err == nil; {
-			var n int
-			if n, err = unix.Read(fd, buf[:min(want, len(buf))]); n == 0 {
-				break
-			}
-			want -= n
-		}
-		if err == nil && meta {
-			_, err = unix.Flistxattr(fd, list)
-			for _, n := range names {
-				if err == nil {
-					_, err = unix.Fgetxattr(fd, n, val)
-				}
-			}
-		}
-		unix.Close(fd)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // benchLabels gives root Debian's policy contexts and labels every entry's
