@@ -68,7 +68,7 @@ func TestLoad(t *testing.T) {
 
 	for _, c := range []struct {
 		name, file, want string
-		setup        func(string)
+		setup            func(string)
 	}{
 		{"named and missing", "/etc/mine.conf", "reading /etc/mine.conf: no such file or directory", nil},
 		{"a directory", "/etc/dir.conf", "reading /etc/dir.conf: not a regular file",
