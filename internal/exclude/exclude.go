@@ -113,26 +113,67 @@ func matchesEverything(glob string) bool {
 // leaves nothing alone.
 type Rules struct {
 	all []Pattern
-	// Whole-path patterns: those without a metacharacter by path (a map
-	// lookup per directory of a path), the others tried in turn.
+	// Whole-path patterns: those without a metacharacter by path, a map
+	// lookup per directory of a path; the others by globKey, so that a
+	// path is matched only against the globs that could match it.
 	literal map[string]Pattern
-	globs   []Pattern
+	globs   map[globKey][]Pattern
 	kinds   []Pattern // KIND:PATTERN
 }
 
-// New makes a rulebook of patterns, the first of them answering first.
+// globKey is what a path must have for a glob to match it: "*" and "?"
+// never match a "/", so such a glob matches only paths of as many
+// components (n) that start with its leading components that hold no
+// metacharacter (dir). A character class or an escape may match a "/"
+// ("/etc/a[/]b" matches "/etc/a/b"): such a glob is under anyGlob, tried
+// for every path.
+type globKey struct {
+	dir string
+	n   int
+}
+
+var anyGlob = globKey{n: -1}
+
+// wild reports whether s holds one of path.Match's metacharacters.
+func wild(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+
+// components counts the components of an absolute, clean path ("/": 0).
+func components(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+func keyOf(glob string) globKey {
+	if strings.ContainsAny(glob, `[\`) {
+		return anyGlob
+	}
+	k := globKey{dir: "/", n: components(glob)}
+	for _, c := range strings.Split(glob[1:], "/") {
+		if wild(c) {
+			break
+		}
+		k.dir = path.Join(k.dir, c)
+	}
+	return k
+}
+
+// New makes a rulebook of patterns. Where several leave a path alone, the
+// one Leaves names is one of them (a literal path before a glob).
 func New(patterns ...Pattern) *Rules {
-	r := &Rules{all: slices.Clone(patterns), literal: map[string]Pattern{}}
+	r := &Rules{all: slices.Clone(patterns), literal: map[string]Pattern{}, globs: map[globKey][]Pattern{}}
 	for _, p := range patterns {
 		switch {
 		case p.Kind != "":
 			r.kinds = append(r.kinds, p)
-		case !strings.ContainsAny(p.Glob, `*?[\`):
+		case !wild(p.Glob):
 			if _, dup := r.literal[p.Glob]; !dup {
 				r.literal[p.Glob] = p
 			}
 		default:
-			r.globs = append(r.globs, p)
+			k := keyOf(p.Glob)
+			r.globs[k] = append(r.globs[k], p)
 		}
 	}
 	return r
@@ -162,12 +203,33 @@ func (r *Rules) Leaves(p string) (Pattern, bool) {
 		if m, ok := r.literal[q]; ok {
 			return m, true
 		}
-		for _, g := range r.globs {
+		if m, ok := r.glob(q); ok {
+			return m, true
+		}
+		if q == "/" {
+			return Pattern{}, false
+		}
+	}
+}
+
+// glob is the whole-path glob that matches q itself, if one does.
+func (r *Rules) glob(q string) (Pattern, bool) {
+	if len(r.globs) == 0 {
+		return Pattern{}, false
+	}
+	for _, g := range r.globs[anyGlob] {
+		if ok, _ := path.Match(g.Glob, q); ok {
+			return g, true
+		}
+	}
+	n := components(q)
+	for dir := q; ; dir = path.Dir(dir) {
+		for _, g := range r.globs[globKey{dir: dir, n: n}] {
 			if ok, _ := path.Match(g.Glob, q); ok {
 				return g, true
 			}
 		}
-		if q == "/" {
+		if dir == "/" {
 			return Pattern{}, false
 		}
 	}

@@ -147,3 +147,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestIndexAnswersAsEveryPattern: the rulebook's index of its globs gives
+// the answer of trying every pattern on the path and each directory above
+// it, for globs whose character classes and escapes match a "/" too.
+func TestIndexAnswersAsEveryPattern(t *testing.T) {
+	globs := []string{"/etc/*", "/etc/a*/b", "/etc/a?b", "/etc/a[/]b", `/etc/a\/b`, "/etc/[a-c]x/y", "/e*/k/*.json",
+		"/etc/kubernetes/*", "/var/lib/*/x", "/*/a/b", "/etc/a[^x]b/c", "/etc/\\*"}
+	paths := []string{"/etc", "/etc/a/b", "/etc/a/b/c", "/etc/axb", "/etc/ax/b", "/etc/bx/y/z", "/etc/k/v.json", "/e/k/x.json/y",
+		"/etc/kubernetes", "/etc/kubernetes/kubelet.conf", "/var/lib/kubelet/x", "/var/lib/x", "/usr/a/b", "/etc/*", "/etc/x",
+		"/etc/a+b/c/d", "/srv"}
+	for _, g := range globs {
+		p, err := ParsePattern(g, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := New(p)
+		for _, q := range paths {
+			if _, got := r.Leaves(q); got != matchUp(p.Glob, q) {
+				t.Errorf("%s leaves %s alone: %v, want %v", g, q, got, !got)
+			}
+		}
+	}
+}

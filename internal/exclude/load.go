@@ -25,6 +25,12 @@ const DefaultFile = "/etc/drift-monitor/exclude.conf"
 // far smaller, and a larger file is refused rather than read whole.
 const MaxFileSize = 1 << 20
 
+// MaxWildcards bounds the patterns of a file that are not a plain path (a
+// glob, KIND:PATTERN): a plain path costs a map lookup per directory of a
+// declared path, the others a match each, for every declared path at every
+// load. A file with more is refused, rather than make a load that long.
+const MaxWildcards = 256
+
 // Options say where a command's rules come from: its --exclude patterns,
 // then the file its --exclude-from names (DefaultFile unless set).
 type Options struct {
@@ -144,6 +150,7 @@ func ReadFile(root *ondisk.Root, file string) ([]Pattern, error) {
 // a pattern. An error names name:LINE and what is wrong with it.
 func Parse(name string, data []byte) ([]Pattern, error) {
 	var out []Pattern
+	wildcards := 0
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, MaxFileSize+1)
 	for n := 1; sc.Scan(); n++ {
@@ -158,6 +165,11 @@ func Parse(name string, data []byte) ([]Pattern, error) {
 		p, err := ParsePattern(line, at)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		if p.Kind != "" || wild(p.Glob) {
+			if wildcards++; wildcards > MaxWildcards {
+				return nil, fmt.Errorf("%s: more than %d patterns with a wildcard or a kind: list paths, or a directory above them", at, MaxWildcards)
+			}
 		}
 		out = append(out, p)
 	}

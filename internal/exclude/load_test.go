@@ -3,6 +3,7 @@ package exclude
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -77,6 +78,10 @@ func TestLoad(t *testing.T) {
 			func(p string) { syscall.Mkfifo(p, 0o644) }},
 		{"too large", "/etc/big.conf", "/etc/big.conf: larger than 1048576 bytes: not a list of patterns",
 			func(p string) { writeFile(t, p, strings.Repeat("/etc/x\n", MaxFileSize/7+1)) }},
+		{"too many wildcards", "/etc/wild.conf", fmt.Sprintf("/etc/wild.conf:%d: more than %d patterns with a wildcard or a kind: list paths, or a directory above them", MaxWildcards+2, MaxWildcards),
+			func(p string) {
+				writeFile(t, p, "/plain/path\n"+strings.Repeat("label:/etc/x\n", MaxWildcards/2)+strings.Repeat("/etc/*.conf\n", MaxWildcards/2+1))
+			}},
 		{"a bad line", "/etc/bad.conf", "/etc/bad.conf:2: pattern \"etc/x\" is not an absolute path",
 			func(p string) { writeFile(t, p, "/etc/ok\netc/x\n") }},
 	} {
