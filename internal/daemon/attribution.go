@@ -267,7 +267,7 @@ func (d *Daemon) syncAuditRules(ctx context.Context) {
 	for _, r := range a.want {
 		before[r.String()] = true
 	}
-	paths := audit.DeclaredPaths(d.root.Dir(), d.ix.entries)
+	paths := audit.DeclaredPaths(d.root.Dir(), d.ix.entries, d.excl.rules.Forbids)
 	if a.canary != "" {
 		paths = append(paths, a.canary)
 	}

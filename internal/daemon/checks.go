@@ -40,22 +40,9 @@ func (d *Daemon) load(ctx context.Context) error {
 		d.log.Warn(w)
 	}
 	d.noticeIgnored(ctx)
-	excl, err := d.exclusions()
-	if err != nil {
-		d.m.loadFailures++
-		d.record(ctx, slog.LevelError, journal.MsgLoadFailed, fmt.Sprintf("Refusing the exclusions, keeping the last good state: %v", err))
-		return err
-	}
-	kept := st.Entries[:0]
-	for _, e := range desired.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates) {
-		if !excl.match(e.Path) {
-			kept = append(kept, e)
-		}
-	}
-	d.ix = newIndex(kept)
+	d.ix = newIndex(d.applyExclusions(ctx, desired.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates)))
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
-	d.checker.Exclude = excl.kindExclusion()
 	d.refreshLabels()
 	d.checker.Store = st.Store
 	d.files = st.Files

@@ -29,6 +29,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -82,11 +83,10 @@ type Options struct {
 	// PollInterval paces the polling of directories that could not be
 	// watched because the inotify limit was reached.
 	PollInterval time.Duration
-	// Exclude lists patterns (path.Match, or a directory prefix) of declared
-	// paths the daemon neither watches nor reports; ExcludeFile names a file
-	// (relative to Root) with more, one per line.
-	Exclude     []string
-	ExcludeFile string
+	// Exclude says what the daemon leaves alone: --exclude's patterns and
+	// the exclusion file, read inside Root on every load (package
+	// exclude, the rules every command shares).
+	Exclude exclude.Options
 	// CheckMCDCertificates checks a MachineConfig's files that the
 	// machine-config daemon's certificate writer owns
 	// (desired.MCDCertificatePaths) like any other; otherwise each is a
@@ -148,6 +148,8 @@ type Daemon struct {
 	// loadErr is why the last load was refused (nil when it was not): the
 	// state in force is then the last good one.
 	loadErr error
+	// excl is what the exclusions leave alone (exclusions.go).
+	excl exclusions
 	// nothing says where no config file was found when the state in force
 	// has none ("" when it has one): nothing to watch, which is not clean.
 	nothing string

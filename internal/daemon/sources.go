@@ -116,7 +116,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 // followConfig starts watching the desired-state files. Without the watch
 // the daemon still runs: a reload (SIGHUP) applies changes.
 func (d *Daemon) followConfig(ctx context.Context, s *sources) {
-	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.ExcludeFile)
+	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.Exclude.File)
 	d.cfg = cfg
 	s.stops = append(s.stops, cfg.Close)
 	if err != nil {

@@ -17,8 +17,8 @@ const (
 	// MsgReloaded: the desired state was re-read (SIGHUP, systemctl reload,
 	// the last inhibitor released).
 	MsgReloaded = "cf5e743c6b274f0b899d2ddd43d6a0ab"
-	// MsgLoadFailed: the desired state could not be loaded; the last good one
-	// stays in force.
+	// MsgLoadFailed: the desired state or the exclusions could not be
+	// loaded; the last good one stays in force.
 	MsgLoadFailed = "caa901836f56409eaf593ca3c63f64e7"
 	// MsgWatchesExhausted: inotify watches ran out; some paths are polled.
 	MsgWatchesExhausted = "e351ea282f9b47caac4ae2f832c85719"
@@ -174,12 +174,17 @@ No action is needed.`,
 	{
 		ID: MsgLoadFailed, Name: "MsgLoadFailed",
 		Subject: "Desired configuration could not be loaded",
-		Body: `drift-monitor could not load its desired configuration. The record's
-message names the file and what is wrong with it. The daemon keeps checking
-against the last configuration that loaded (none, if this happened at start).
+		Body: `drift-monitor could not load its desired configuration, or its exclusion
+file (/etc/drift-monitor/exclude.conf). The record's message names the file,
+the line for a bad pattern, and what is wrong. The daemon keeps checking
+against the last configuration that loaded (none, if this happened at
+start); for a refused exclusion file, against the new configuration with
+the last good exclusions (at start, only those of --exclude: every other
+declared path is watched and reported).
 
 Fix the named file ("drift-monitor check --config FILE" shows the same
-error) and run "systemctl reload drift-monitor".`,
+error, "drift-monitor check" the exclusion file's) and run "systemctl reload
+drift-monitor".`,
 	},
 	{
 		ID: MsgWatchesExhausted, Name: "MsgWatchesExhausted",

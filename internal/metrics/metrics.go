@@ -39,10 +39,11 @@ type Snapshot struct {
 	LastCheck, LastChange time.Time
 	WatchedPaths          int
 	Units                 int
+	ExcludedPaths         int  // declared paths the exclusions leave alone
 	PolledDirs            int  // directories polled because inotify watches ran out
 	WatchesExhausted      bool // the inotify watch limit was reached
 	Inhibitors            int
-	LoadFailing           bool   // the last load of the desired state failed
+	LoadFailing           bool   // the last load of the desired state or the exclusions failed
 	LoadFailures          uint64 // loads that failed since the daemon started
 	// Attribution is the state of daemon --attribution=audit (one of
 	// AttributionStates); "" with attribution off: no metric.
@@ -72,6 +73,8 @@ var (
 		"Declared paths the monitor checks.", nil, nil)
 	descUnits = prometheus.NewDesc(ns+"_units",
 		"Declared systemd units the monitor checks.", nil, nil)
+	descExcluded = prometheus.NewDesc(ns+"_excluded_paths",
+		"Declared paths the exclusions (exclude.conf, --exclude) leave alone: neither watched, checked nor reported.", nil, nil)
 	descPolled = prometheus.NewDesc(ns+"_polled_directories",
 		"Directories polled instead of watched because inotify watches ran out.", nil, nil)
 	descExhausted = prometheus.NewDesc(ns+"_inotify_watches_exhausted",
@@ -79,7 +82,7 @@ var (
 	descInhibitors = prometheus.NewDesc(ns+"_inhibitors",
 		"Inhibitors held: while any is, drift is not reported.", nil, nil)
 	descLoadFailing = prometheus.NewDesc(ns+"_desired_load_failing",
-		"1 while the last load of the desired state failed (the last good one is kept).", nil, nil)
+		"1 while the last load of the desired state or of the exclusions failed (the last good one is kept).", nil, nil)
 	descAttribution = prometheus.NewDesc(ns+"_attribution_state",
 		"With --attribution=audit: 1 for what attribution of drift to its writers can claim, 0 for every other: ok, unavailable, audit-disabled, rules-missing, never-task, records-lost, canary-failed.", []string{"state"}, nil)
 	descLoadFailures = prometheus.NewDesc(ns+"_desired_load_failures_total",
@@ -102,7 +105,7 @@ type collector struct {
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuild, descState, descDrift, descLastCheck, descLastChange,
-		descWatched, descUnits, descPolled, descExhausted, descInhibitors, descLoadFailing, descLoadFailures, descAttribution} {
+		descWatched, descUnits, descExcluded, descPolled, descExhausted, descInhibitors, descLoadFailing, descLoadFailures, descAttribution} {
 		ch <- d
 	}
 }
@@ -127,6 +130,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descWatched, float64(s.WatchedPaths))
 	gauge(descUnits, float64(s.Units))
+	gauge(descExcluded, float64(s.ExcludedPaths))
 	gauge(descPolled, float64(s.PolledDirs))
 	gauge(descExhausted, b2f(s.WatchesExhausted))
 	gauge(descInhibitors, float64(s.Inhibitors))

@@ -36,6 +36,19 @@ type Report struct {
 	Drift   []Item   `json:"drift"`
 	Notices []Item   `json:"notices"`
 	Configs []string `json:"configs"`
+	// LeftAlone are the declared entries the exclusions leave alone.
+	LeftAlone []Left `json:"left_alone"`
+}
+
+// Left is a declared entry the exclusions leave alone, as check and
+// reconcile list it.
+type Left struct {
+	Entry      string `json:"entry"`
+	Path       string `json:"path"`
+	Unit       string `json:"unit"`
+	User       string `json:"user"`
+	Group      string `json:"group"`
+	ExcludedBy string `json:"excluded_by"`
 }
 
 // Item is one drift or notice of a Report (and what a ReconcileReport has
@@ -60,13 +73,18 @@ type ReconcileReport struct {
 	Repaired  []Action `json:"repaired"`
 	Refused   []Action `json:"not_repaired"`
 	Remaining []Item   `json:"remaining"`
+	LeftAlone []Left   `json:"left_alone"`
 }
 
-// Action is one entry's repair, or why it was not repaired (Problem).
+// Action is one entry's repair, or why it was not repaired (Problem), with
+// the drift it is about.
 type Action struct {
 	Entry   string   `json:"entry"`
 	Path    string   `json:"path"`
 	Unit    string   `json:"unit"`
+	User    string   `json:"user"`
+	Group   string   `json:"group"`
+	Drift   []string `json:"drift"`
 	Done    []string `json:"done"`
 	Problem string   `json:"problem"`
 }
