@@ -37,13 +37,13 @@ func TestDescribeWriter(t *testing.T) {
 // A write of drift-monitor itself (a reconcile, the canary) is said to be
 // its own, not an admin's.
 func TestOwnWritesMarked(t *testing.T) {
-	d := &Daemon{attr: &attributor{self: 42, exe: "/usr/bin/drift-monitor"}}
+	a := &attributor{self: 42, exe: "/usr/bin/drift-monitor"}
 	for _, w := range []audit.Writer{{PID: 42}, {PID: 7, Exe: "/usr/bin/drift-monitor"}} {
-		if got := d.self(w); got != " [drift-monitor's own write: reconcile]" {
+		if got := a.selfMark(w); got != " [drift-monitor's own write: reconcile]" {
 			t.Errorf("self(%+v) = %q", w, got)
 		}
 	}
-	if got := d.self(audit.Writer{PID: 7, Exe: "/usr/bin/sed"}); got != "" {
+	if got := a.selfMark(audit.Writer{PID: 7, Exe: "/usr/bin/sed"}); got != "" {
 		t.Errorf("sed marked as drift-monitor's own: %q", got)
 	}
 }

@@ -17,11 +17,13 @@ import (
 
 func (d *Daemon) inhibited() bool { return len(d.inhibitors) > 0 }
 
-// setInhibitors takes the held set from the inhibitor monitor: new holders
-// are journaled; when the last one is released, the desired state is read
-// again (the transition may have changed it) and everything is checked.
-func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
-	held = d.withMCD(held)
+// setInhibitors takes the held set from the inhibitor monitor (with the
+// parts' holds): new holders are journaled; when the last one is released,
+// the desired state is read again (the transition may have changed it) and
+// everything is checked.
+func (d *Daemon) setInhibitors(ctx context.Context, locks []inhibit.Inhibitor) {
+	d.locks = locks
+	held := d.withHolds(locks)
 	was := map[string]inhibit.Inhibitor{}
 	for _, h := range d.inhibitors {
 		was[h.File] = h

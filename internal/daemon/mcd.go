@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
+	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
@@ -35,24 +36,13 @@ const (
 	mcdCurrentConfigSettle = 100 * time.Millisecond
 )
 
-// MCDOptions configure the internal inhibitor that follows the MCD's
-// updates (package mcd).
-type MCDOptions struct {
-	// Mode: "auto" (on when a --config is the MCD's currentconfig), "on",
-	// "off"; "" is auto.
-	Mode string
-	// Timeouts of the phases; zero fields take mcd.DefaultTimeouts'.
-	Timeouts mcd.Timeouts
-	// Journalctl is the journalctl binary ("" : on $PATH).
-	Journalctl string
-}
-
-// mcdFollower is the daemon's side of the MCD's updates: the machine, the
-// journal follower and the watch on currentconfig feed it through the
-// loop (Daemon.do); the machine's hold is one more inhibitor.
+// mcdFollower is the part that follows the MCD's updates: the machine, the
+// journal follower and the watch on currentconfig feed it through the loop
+// (Host.Do); the machine's hold is one more inhibitor (part.Holder).
 type mcdFollower struct {
-	path string
-	m    mcd.Machine
+	o mcdOptions
+	h part.Host
+	m mcd.Machine
 	// renameOnly says why the journal is not followed ("" : it is).
 	renameOnly string
 	// The file currentconfig was when last read, to tell a rewrite.
@@ -60,6 +50,24 @@ type mcdFollower struct {
 	timer    *time.Timer
 	stops    []func()
 	mu       sync.Mutex // guards timer against the AfterFunc goroutine
+}
+
+// mcdOptions configure the MCD follower.
+type mcdOptions struct {
+	// Path is the currentconfig to follow (MCDCurrentConfig or
+	// MCDHypershiftConfig).
+	Path string
+	// Timeouts of the phases; zero fields take mcd.DefaultTimeouts'.
+	Timeouts mcd.Timeouts
+	// Journalctl is the journalctl binary ("" : on $PATH).
+	Journalctl string
+}
+
+// newMCDFollower makes the follower of o.Path; Start starts it.
+func newMCDFollower(o mcdOptions) *mcdFollower {
+	f := &mcdFollower{o: o}
+	f.m.T = withDefaults(o.Timeouts)
+	return f
 }
 
 // mcdPath is the currentconfig to follow, "" when the follower is off.
@@ -79,47 +87,44 @@ func mcdPath(o Options) string {
 	return ""
 }
 
-// followMCD starts following the MCD, when asked to: the state is first
-// recovered from the journal (this boot's MCD lines, and the previous
-// boot's), so that a restart in the middle of an update holds reports as
-// the run before did.
-func (d *Daemon) followMCD(ctx context.Context) {
-	p := mcdPath(d.o)
-	if p == "" {
-		return
-	}
-	f := &mcdFollower{path: p}
-	f.m.T = withDefaults(d.o.MCD.Timeouts)
-	d.mcd = f
-	j := mcd.Journal{Journalctl: d.o.MCD.Journalctl}
+// Name is the part's name in the daemon's table.
+func (f *mcdFollower) Name() string { return "mcd" }
+
+// Start starts following the MCD: the state is first recovered from the
+// journal (this boot's MCD lines, and the previous boot's), so that a
+// restart in the middle of an update holds reports as the run before did.
+func (f *mcdFollower) Start(ctx context.Context, h part.Host) {
+	f.h = h
+	p := f.o.Path
+	j := mcd.Journal{Journalctl: f.o.Journalctl}
 	this, cursor, err := "", "", error(nil)
 	if p == MCDHypershiftConfig {
 		f.renameOnly = "HyperShift's MCD journals no start line"
 	} else {
-		this, cursor, err = d.replayMCD(ctx, j)
+		this, cursor, err = f.replay(ctx, j)
 		if err != nil {
 			f.renameOnly = err.Error()
 		}
 	}
 	if f.renameOnly != "" {
 		f.m = mcd.Machine{T: f.m.T, RenameOnly: true}
-		d.record(ctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: following %s by its renames only, each held %s (%s): an update whose writing takes longer is reported as drift until its rename",
+		f.h.Record(ctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: following %s by its renames only, each held %s (%s): an update whose writing takes longer is reported as drift until its rename",
 			p, f.m.T.HoldDown, escape.Name(f.renameOnly)))
 	}
 	name, dev, ino, rerr := readConfigName(p)
 	if rerr != nil {
-		d.record(ctx, slog.LevelWarn, journal.MsgMCD, "machine-config-daemon: "+escape.Name(rerr.Error()))
+		f.h.Record(ctx, slog.LevelWarn, journal.MsgMCD, "machine-config-daemon: "+escape.Name(rerr.Error()))
 	}
 	f.dev, f.ino = dev, ino
 	f.m.CurrentConfig(name, false, time.Now())
 	f.m.Tick(time.Now())
-	d.mcdApply(ctx)
-	d.watchCurrentConfig(ctx, f)
+	f.apply(ctx)
+	f.watchCurrentConfig(ctx)
 	// A reboot the MCD asked for before this start (the journal's
 	// replay knows it too; without the journal only the unit tells).
-	d.mcdRebootUnit(ctx)
+	f.rebootUnit(ctx)
 	if f.renameOnly == "" {
-		d.followMCDJournal(ctx, j, this, cursor)
+		f.followJournal(ctx, j, this, cursor)
 	}
 }
 
@@ -134,10 +139,10 @@ func withDefaults(t mcd.Timeouts) mcd.Timeouts {
 	return t
 }
 
-// replayMCD feeds the machine the MCD's lines of the previous boot and of
+// replay feeds the machine the MCD's lines of the previous boot and of
 // this one, and returns this boot's id and the cursor to follow from; an
 // error means the journal cannot be read.
-func (d *Daemon) replayMCD(ctx context.Context, j mcd.Journal) (this, cursor string, err error) {
+func (f *mcdFollower) replay(ctx context.Context, j mcd.Journal) (this, cursor string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, mcdReplayTimeout)
 	defer cancel()
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
@@ -148,14 +153,14 @@ func (d *Daemon) replayMCD(ctx context.Context, j mcd.Journal) (this, cursor str
 	if err != nil {
 		return "", "", err
 	}
-	m := &d.mcd.m
+	m := &f.m
 	booted := bootTime()
 	if prev != "" {
 		recs, _, err := j.Read(ctx, prev)
 		if err != nil {
 			// Without the previous boot an update that rebooted is not
 			// seen as one: said, but this boot's lines are still followed.
-			d.record(ctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: the previous boot's journal cannot be read: %s", escape.Name(err.Error())))
+			f.h.Record(ctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: the previous boot's journal cannot be read: %s", escape.Name(err.Error())))
 		}
 		for _, r := range recs {
 			m.Line(r.Line, r.At)
@@ -174,7 +179,7 @@ func (d *Daemon) replayMCD(ctx context.Context, j mcd.Journal) (this, cursor str
 	for _, r := range recs {
 		m.Line(r.Line, r.At)
 	}
-	d.mcdNotes(ctx)
+	f.notes(ctx)
 	return this, cursor, nil
 }
 
@@ -188,11 +193,11 @@ func bootTime() time.Time {
 	return time.Now().Add(-time.Duration(ts.Nano()))
 }
 
-// followMCDJournal hands the MCD's new lines to the loop, restarting
+// followJournal hands the MCD's new lines to the loop, restarting
 // journalctl from the last cursor if it exits.
-func (d *Daemon) followMCDJournal(ctx context.Context, j mcd.Journal, this, cursor string) {
+func (f *mcdFollower) followJournal(ctx context.Context, j mcd.Journal, this, cursor string) {
 	fctx, cancel := context.WithCancel(ctx)
-	d.mcd.stops = append(d.mcd.stops, cancel)
+	f.stops = append(f.stops, cancel)
 	recs := make(chan mcd.Record, 64)
 	go func() {
 		defer close(recs)
@@ -202,9 +207,8 @@ func (d *Daemon) followMCDJournal(ctx context.Context, j mcd.Journal, this, curs
 			if fctx.Err() != nil {
 				return
 			}
-			d.do(fctx, func(lctx context.Context) error {
-				d.record(lctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: following the journal: %s; again in %s", escape.Name(err.Error()), mcdJournalRetry))
-				return nil
+			f.h.Do(fctx, func(lctx context.Context) {
+				f.h.Record(lctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: following the journal: %s; again in %s", escape.Name(err.Error()), mcdJournalRetry))
 			})
 			select {
 			case <-fctx.Done():
@@ -215,8 +219,7 @@ func (d *Daemon) followMCDJournal(ctx context.Context, j mcd.Journal, this, curs
 	}()
 	go func() {
 		for r := range recs {
-			r := r
-			d.do(fctx, func(lctx context.Context) error { d.mcdLine(lctx, r); return nil })
+			f.h.Do(fctx, func(lctx context.Context) { f.line(lctx, r) })
 		}
 	}()
 }
@@ -225,13 +228,13 @@ func (d *Daemon) followMCDJournal(ctx context.Context, j mcd.Journal, this, curs
 // directory: the MCD renames a temporary file into place) and the MCD's
 // transient reboot unit (its file in /run/systemd/transient: a reboot
 // marker the journal need not be read for).
-func (d *Daemon) watchCurrentConfig(ctx context.Context, f *mcdFollower) {
+func (f *mcdFollower) watchCurrentConfig(ctx context.Context) {
 	w, err := fsnotify.NewWatcher()
 	if err == nil {
-		err = w.Add(filepath.Dir(f.path))
+		err = w.Add(filepath.Dir(f.o.Path))
 	}
 	if err != nil {
-		d.record(ctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: cannot watch %s (its renames are seen at the next MCD line or reload only): %v", filepath.Dir(f.path), err))
+		f.h.Record(ctx, slog.LevelWarn, journal.MsgMCD, fmt.Sprintf("machine-config-daemon: cannot watch %s (its renames are seen at the next MCD line or reload only): %v", filepath.Dir(f.o.Path), err))
 		if w != nil {
 			w.Close()
 		}
@@ -242,7 +245,7 @@ func (d *Daemon) watchCurrentConfig(ctx context.Context, f *mcdFollower) {
 		// No transient unit yet this boot: systemd makes the directory
 		// with the first one, in /run/systemd.
 		if err := w.Add(filepath.Dir(transient)); err != nil {
-			d.log.Debug(fmt.Sprintf("machine-config-daemon: not watching %s: %v", transient, err))
+			f.h.Log().Debug(fmt.Sprintf("machine-config-daemon: not watching %s: %v", transient, err))
 		}
 	}
 	f.stops = append(f.stops, func() { w.Close() })
@@ -260,7 +263,7 @@ func (d *Daemon) watchCurrentConfig(ctx context.Context, f *mcdFollower) {
 					// Its first unit may be in it before the watch.
 					_ = w.Add(transient)
 					unit = true
-				case ev.Name == f.path:
+				case ev.Name == f.o.Path:
 					config = true
 				case ev.Name == mcd.RebootUnit && !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename):
 					unit = true
@@ -276,82 +279,75 @@ func (d *Daemon) watchCurrentConfig(ctx context.Context, f *mcdFollower) {
 			case <-settle:
 				c, u := config, unit
 				settle, config, unit = nil, false, false
-				d.do(ctx, func(lctx context.Context) error {
+				f.h.Do(ctx, func(lctx context.Context) {
 					if c {
-						d.mcdCurrentConfig(lctx)
+						f.ConfigChanged(lctx)
 					}
 					if u {
-						d.mcdRebootUnit(lctx)
+						f.rebootUnit(lctx)
 					}
-					return nil
 				})
 			}
 		}
 	}()
 }
 
-// mcdRebootUnit takes the MCD's transient reboot unit: the reboot into the
+// rebootUnit takes the MCD's transient reboot unit: the reboot into the
 // config its description names.
-func (d *Daemon) mcdRebootUnit(ctx context.Context) {
+func (f *mcdFollower) rebootUnit(ctx context.Context) {
 	fh, err := os.Open(mcd.RebootUnit)
 	if err != nil {
-		d.log.Debug(fmt.Sprintf("machine-config-daemon: %v", err))
+		f.h.Log().Debug(fmt.Sprintf("machine-config-daemon: %v", err))
 		return
 	}
 	defer fh.Close()
 	b, err := io.ReadAll(io.LimitReader(fh, 64<<10))
 	if err != nil {
-		d.log.Debug(fmt.Sprintf("machine-config-daemon: reading %s: %v", mcd.RebootUnit, err))
+		f.h.Log().Debug(fmt.Sprintf("machine-config-daemon: reading %s: %v", mcd.RebootUnit, err))
 		return
 	}
 	l, ok := mcd.ParseRebootUnit(b)
 	if !ok {
 		return
 	}
-	d.refreshCurrentConfig(ctx)
-	d.mcd.m.Line(l, time.Now())
-	d.mcdApply(ctx)
+	f.refreshCurrentConfig()
+	f.m.Line(l, time.Now())
+	f.apply(ctx)
 }
 
-// stopMCD stops the follower's goroutines.
-func (d *Daemon) stopMCD() {
-	if d.mcd == nil {
-		return
+// Stop stops the follower's goroutines.
+func (f *mcdFollower) Stop() {
+	f.mu.Lock()
+	if f.timer != nil {
+		f.timer.Stop()
 	}
-	d.mcd.mu.Lock()
-	if d.mcd.timer != nil {
-		d.mcd.timer.Stop()
-	}
-	d.mcd.mu.Unlock()
-	for _, s := range d.mcd.stops {
+	f.mu.Unlock()
+	for _, s := range f.stops {
 		s()
 	}
 }
 
-// mcdLine takes one MCD line: currentconfig is read first, since the MCD
+// line takes one MCD line: currentconfig is read first, since the MCD
 // renames it before it says what follows.
-func (d *Daemon) mcdLine(ctx context.Context, r mcd.Record) {
-	d.refreshCurrentConfig(ctx)
-	d.mcd.m.Line(r.Line, r.At)
-	d.mcdApply(ctx)
+func (f *mcdFollower) line(ctx context.Context, r mcd.Record) {
+	f.refreshCurrentConfig()
+	f.m.Line(r.Line, r.At)
+	f.apply(ctx)
 }
 
-// mcdCurrentConfig takes a change of currentconfig.
-func (d *Daemon) mcdCurrentConfig(ctx context.Context) {
-	if d.mcd == nil {
-		return
-	}
-	d.refreshCurrentConfig(ctx)
-	d.mcdApply(ctx)
+// ConfigChanged takes a change of currentconfig (the daemon's watch of the
+// desired-state files, or the follower's own).
+func (f *mcdFollower) ConfigChanged(ctx context.Context) {
+	f.refreshCurrentConfig()
+	f.apply(ctx)
 }
 
-func (d *Daemon) refreshCurrentConfig(ctx context.Context) {
-	f := d.mcd
-	name, dev, ino, err := readConfigName(f.path)
+func (f *mcdFollower) refreshCurrentConfig() {
+	name, dev, ino, err := readConfigName(f.o.Path)
 	if err != nil {
 		// Kept as it was (deleted by an admin, unreadable): the desired
 		// state's own load says what is wrong with it.
-		d.log.Debug(fmt.Sprintf("machine-config-daemon: %v", err))
+		f.h.Log().Debug(fmt.Sprintf("machine-config-daemon: %v", err))
 		return
 	}
 	rewritten := dev != f.dev || ino != f.ino
@@ -359,26 +355,20 @@ func (d *Daemon) refreshCurrentConfig(ctx context.Context) {
 	f.m.CurrentConfig(name, rewritten, time.Now())
 }
 
-// mcdTick runs when a phase's time is up.
-func (d *Daemon) mcdTick(ctx context.Context) {
-	d.mcd.m.Tick(time.Now())
-	d.mcdApply(ctx)
+// tick runs when a phase's time is up.
+func (f *mcdFollower) tick(ctx context.Context) {
+	f.m.Tick(time.Now())
+	f.apply(ctx)
 }
 
-// mcdActivity: file events while held (a rollback writing files back).
-func (d *Daemon) mcdActivity() {
-	if d.mcd != nil {
-		d.mcd.m.Activity(time.Now())
-	}
-}
+// Activity: file events while held (a rollback writing files back).
+func (f *mcdFollower) Activity() { f.m.Activity(time.Now()) }
 
-// mcdHoldDown decides, in rename-only mode, whether a drift that appeared
-// at entry id outside a full check is held (HoldDown): it may be an
-// update's first write. The release's full check reports it if it
-// persists.
-func (d *Daemon) mcdHoldDown(ctx context.Context, id string) bool {
-	f := d.mcd
-	if f == nil || !f.m.RenameOnly || len(d.track.byEntry[id]) > 0 {
+// HoldDrift decides, in rename-only mode, whether a drift that appeared
+// outside a full check is held (HoldDown): it may be an update's first
+// write. The release's full check reports it if it persists.
+func (f *mcdFollower) HoldDrift(ctx context.Context) bool {
+	if !f.m.RenameOnly {
 		return false
 	}
 	if f.m.Phase() == mcd.HoldDown {
@@ -387,27 +377,26 @@ func (d *Daemon) mcdHoldDown(ctx context.Context, id string) bool {
 	if !f.m.NewDrift(time.Now()) {
 		return false
 	}
-	d.mcdApply(ctx)
+	f.apply(ctx)
 	return true
 }
 
-// mcdNotes journals what the machine had to say.
-func (d *Daemon) mcdNotes(ctx context.Context) {
-	for _, n := range d.mcd.m.Notes() {
+// notes journals what the machine had to say.
+func (f *mcdFollower) notes(ctx context.Context) {
+	for _, n := range f.m.Notes() {
 		level := slog.LevelInfo
 		if n.Warn {
 			level = slog.LevelWarn
 		}
-		d.record(ctx, level, journal.MsgMCD, "machine-config-daemon: "+escape.Name(n.Text))
+		f.h.Record(ctx, level, journal.MsgMCD, "machine-config-daemon: "+escape.Name(n.Text))
 	}
 }
 
-// mcdApply journals the machine's notes, makes its hold the internal
-// inhibitor's, and arms the timer of its next deadline.
-func (d *Daemon) mcdApply(ctx context.Context) {
-	f := d.mcd
-	d.mcdNotes(ctx)
-	d.setInhibitors(ctx, d.inhibitors)
+// apply journals the machine's notes, has the daemon take its hold, and
+// arms the timer of its next deadline.
+func (f *mcdFollower) apply(ctx context.Context) {
+	f.notes(ctx)
+	f.h.HoldChanged(ctx)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.timer != nil {
@@ -416,35 +405,23 @@ func (d *Daemon) mcdApply(ctx context.Context) {
 	}
 	if dl, ok := f.m.Deadline(); ok {
 		f.timer = time.AfterFunc(time.Until(dl), func() {
-			d.do(ctx, func(lctx context.Context) error { d.mcdTick(lctx); return nil })
+			f.h.Do(ctx, f.tick)
 		})
 	}
 }
 
-// withMCD is the held set with the MCD's inhibitor in it when its machine
-// holds reports (setInhibitors' input is the lock files').
-func (d *Daemon) withMCD(held []inhibit.Inhibitor) []inhibit.Inhibitor {
-	out := make([]inhibit.Inhibitor, 0, len(held)+1)
-	for _, h := range held {
-		if h.File != mcdFile {
-			out = append(out, h)
-		}
-	}
-	if d.mcd == nil {
-		return out
-	}
-	if on, why := d.mcd.m.Held(); on {
-		out = append(out, inhibit.Inhibitor{Who: mcdWho, Why: why, File: mcdFile})
-	}
-	return out
+// Held is the machine's hold as an inhibitor.
+func (f *mcdFollower) Held() (inhibit.Inhibitor, bool) {
+	on, why := f.m.Held()
+	return inhibit.Inhibitor{Who: mcdWho, Why: why, File: mcdFile}, on
 }
 
-// mcdStatus is what the status line says of the follower ("" : nothing).
-func (d *Daemon) mcdStatus() string {
-	if d.mcd == nil || d.mcd.renameOnly == "" {
+// Caveat is what the status line says of the follower ("" : nothing).
+func (f *mcdFollower) Caveat() string {
+	if f.renameOnly == "" {
 		return ""
 	}
-	return "machine-config-daemon followed by the renames of currentconfig only (" + escape.Name(d.mcd.renameOnly) + ")"
+	return "machine-config-daemon followed by the renames of currentconfig only (" + escape.Name(f.renameOnly) + ")"
 }
 
 // readConfigName reads metadata.name of a MachineConfig, decoding no more

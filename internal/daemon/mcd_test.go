@@ -73,14 +73,15 @@ func TestMCDInhibitorBesideLockFiles(t *testing.T) {
 	d, _, log := syntheticDaemon(t, Options{})
 	d.fullCheck(ctx, "first check")
 	d.ready = true
-	d.mcd = &mcdFollower{m: mcd.Machine{T: mcd.DefaultTimeouts}}
-	t.Cleanup(d.stopMCD)
+	f := &mcdFollower{m: mcd.Machine{T: mcd.DefaultTimeouts}, h: partHost{d}}
+	d.parts.add(f)
+	t.Cleanup(f.Stop)
 	lock := []inhibit.Inhibitor{{Who: "updater", Why: "test", File: "/run/x.lock"}}
 	d.setInhibitors(ctx, lock)
-	d.mcd.m.CurrentConfig("rendered-a", false, time.Now())
+	f.m.CurrentConfig("rendered-a", false, time.Now())
 	l, _ := mcd.Parse("machine-config-daemon[1]: Starting update from rendered-a to rendered-b: &{}")
-	d.mcd.m.Line(l, time.Now())
-	d.mcdApply(ctx)
+	f.m.Line(l, time.Now())
+	f.apply(ctx)
 	log.wait(t, 0, journal.MsgInhibited, map[string]string{"INHIBIT_WHO": mcdWho})
 	if got := len(d.inhibitors); got != 2 {
 		t.Fatalf("%d inhibitors, want the lock file's and the MCD's: %v", got, d.inhibitors)
@@ -90,10 +91,10 @@ func TestMCDInhibitorBesideLockFiles(t *testing.T) {
 		t.Fatalf("after the lock file's release: %v, want the MCD's held", d.inhibitors)
 	}
 	m := log.mark()
-	d.mcd.m.CurrentConfig("rendered-b", true, time.Now())
+	f.m.CurrentConfig("rendered-b", true, time.Now())
 	l, _ = mcd.Parse(`machine-config-daemon[1]: "Node has Desired Config rendered-b, skipping reboot"`)
-	d.mcd.m.Line(l, time.Now())
-	d.mcdApply(ctx)
+	f.m.Line(l, time.Now())
+	f.apply(ctx)
 	if d.inhibited() {
 		t.Fatalf("still inhibited: %v", d.inhibitors)
 	}
@@ -108,8 +109,9 @@ func TestMCDHoldDown(t *testing.T) {
 	d, _, log := syntheticDaemon(t, Options{})
 	d.fullCheck(ctx, "first check")
 	d.ready = true
-	d.mcd = &mcdFollower{m: mcd.Machine{T: mcd.DefaultTimeouts, RenameOnly: true}, renameOnly: "test"}
-	t.Cleanup(d.stopMCD)
+	f := &mcdFollower{m: mcd.Machine{T: mcd.DefaultTimeouts, RenameOnly: true}, renameOnly: "test", h: partHost{d}}
+	d.parts.add(f)
+	t.Cleanup(f.Stop)
 	i := slices.IndexFunc(d.ix.entries, func(e desired.Entry) bool { return e.Path == "/etc/a.conf" })
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("edited\n"))
 	d.checkEntry(ctx, i)
@@ -119,8 +121,8 @@ func TestMCDHoldDown(t *testing.T) {
 	if !strings.Contains(d.status(), "renames of currentconfig only (test)") {
 		t.Errorf("status %q does not say the MCD is followed by its renames only", d.status())
 	}
-	d.mcd.m.Tick(time.Now().Add(mcd.DefaultTimeouts.HoldDown))
-	d.mcdApply(ctx)
+	f.m.Tick(time.Now().Add(mcd.DefaultTimeouts.HoldDown))
+	f.apply(ctx)
 	log.wait(t, 0, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf"})
 	// Known now: the next event on it is no new drift, and not held.
 	d.checkEntry(ctx, i)

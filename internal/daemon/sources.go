@@ -9,7 +9,6 @@ import (
 	"path"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/audit"
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
@@ -54,7 +53,6 @@ type sources struct {
 	periodic   <-chan time.Time
 	flags      <-chan time.Time // a flag sweep is due (flagsweep.go)
 	pings      chan chan struct{}
-	audit      <-chan audit.Event // rules removed, denied writes (attribution.go)
 	// poll paces the polling of unwatched directories; nil while every
 	// directory is watched.
 	poll  *time.Ticker
