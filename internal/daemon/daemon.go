@@ -25,6 +25,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/attribution"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
@@ -105,8 +106,8 @@ type Options struct {
 	// how often it is rewritten when nothing changed (0: 30s).
 	MetricsTextfile string
 	MetricsRefresh  time.Duration
-	// MCD follows the OpenShift machine-config daemon's updates (mcd.go,
-	// a part).
+	// MCD follows the OpenShift machine-config daemon's updates (the
+	// part mcdfollow).
 	MCD MCDOptions
 	// DigestKey keys the digests of content that must not be shown (see
 	// drift.Key); the zero Key leaves them out.
@@ -116,7 +117,7 @@ type Options struct {
 	FirstBoot firstboot.Use
 
 	// Attribution is how drift is attributed to its writers: "audit"
-	// (attribution.go, a part) or "off" (""). AuditKey is the key of its audit
+	// (the part attribution) or "off" (""). AuditKey is the key of its audit
 	// rules ("": audit.Key).
 	Attribution string
 	AuditKey    string
@@ -125,7 +126,7 @@ type Options struct {
 	AuditCanary string
 	// Sessions answers login sessions (logind); nil: writers are named
 	// without their session's user and remote host.
-	Sessions Sessions
+	Sessions attribution.Sessions
 
 	Log    *slog.Logger
 	Notify Notifier

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/drift-monitor/drift-monitor/internal/daemon/attribution"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/mcdfollow"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -24,17 +26,17 @@ var partTable = []struct {
 	build func(o Options, d *Daemon) part.Part
 }{
 	{"mcd", func(o Options, _ *Daemon) part.Part {
-		p := mcdPath(o)
+		p := mcdfollow.Path(o.Configs, o.MCD.Mode)
 		if p == "" {
 			return nil
 		}
-		return newMCDFollower(mcdOptions{Path: p, Timeouts: o.MCD.Timeouts, Journalctl: o.MCD.Journalctl})
+		return mcdfollow.New(mcdfollow.Options{Path: p, Timeouts: o.MCD.Timeouts, Journalctl: o.MCD.Journalctl})
 	}},
 	{"attribution", func(o Options, d *Daemon) part.Part {
 		if o.Attribution != AttributionAudit {
 			return nil
 		}
-		return newAttributor(attributionOptions{Root: d.root, Key: o.AuditKey, Canary: o.AuditCanary, Sessions: o.Sessions})
+		return attribution.New(attribution.Options{Root: d.root, Key: o.AuditKey, Canary: o.AuditCanary, Sessions: o.Sessions})
 	}},
 }
 
@@ -45,7 +47,7 @@ const (
 )
 
 // MCDOptions configure the part that follows the machine-config daemon's
-// updates (package mcd).
+// updates (package mcdfollow).
 type MCDOptions struct {
 	// Mode: "auto" (on when a --config is the MCD's currentconfig), "on",
 	// "off"; "" is auto.

@@ -1,4 +1,17 @@
-package daemon
+// Package mcdfollow is the daemon's part that follows the OpenShift
+// machine-config daemon's updates (daemon --mcd): it feeds the state machine
+// of package mcd with the MCD's journal lines (replayed at start, then
+// followed), the renames of currentconfig and the MCD's transient reboot
+// unit, and holds reports while the machine does, as one more inhibitor,
+// "machine-config-daemon".
+//
+// It promises that every hold ends (the machine's timeouts), that what it
+// could not follow is said (a record, and the status line in rename-only
+// mode), and that a restart in the middle of an update holds as the run
+// before did. It does not promise to see an update whose start line it
+// cannot read before its first write: rename-only mode holds a new drift
+// for the hold-down only.
+package mcdfollow
 
 import (
 	"context"
@@ -27,8 +40,8 @@ import (
 // HyperShift's (machine-config-operator pkg/daemon/constants:
 // CurrentConfigPath; daemon.go:syncNodeHypershift).
 const (
-	MCDCurrentConfig       = "/etc/machine-config-daemon/currentconfig"
-	MCDHypershiftConfig    = "/etc/mcd-currentconfig.json"
+	CurrentConfig          = "/etc/machine-config-daemon/currentconfig"
+	HypershiftConfig       = "/etc/mcd-currentconfig.json"
 	mcdWho                 = "machine-config-daemon"
 	mcdFile                = "(internal) machine-config-daemon"
 	mcdJournalRetry        = 5 * time.Second
@@ -36,11 +49,11 @@ const (
 	mcdCurrentConfigSettle = 100 * time.Millisecond
 )
 
-// mcdFollower is the part that follows the MCD's updates: the machine, the
+// Follower is the part that follows the MCD's updates: the machine, the
 // journal follower and the watch on currentconfig feed it through the loop
 // (Host.Do); the machine's hold is one more inhibitor (part.Holder).
-type mcdFollower struct {
-	o mcdOptions
+type Follower struct {
+	o Options
 	h part.Host
 	m mcd.Machine
 	// renameOnly says why the journal is not followed ("" : it is).
@@ -52,10 +65,10 @@ type mcdFollower struct {
 	mu       sync.Mutex // guards timer against the AfterFunc goroutine
 }
 
-// mcdOptions configure the MCD follower.
-type mcdOptions struct {
-	// Path is the currentconfig to follow (MCDCurrentConfig or
-	// MCDHypershiftConfig).
+// Options configure a Follower.
+type Options struct {
+	// Path is the currentconfig to follow (CurrentConfig or
+	// HypershiftConfig).
 	Path string
 	// Timeouts of the phases; zero fields take mcd.DefaultTimeouts'.
 	Timeouts mcd.Timeouts
@@ -63,42 +76,43 @@ type mcdOptions struct {
 	Journalctl string
 }
 
-// newMCDFollower makes the follower of o.Path; Start starts it.
-func newMCDFollower(o mcdOptions) *mcdFollower {
-	f := &mcdFollower{o: o}
+// New makes the follower of o.Path; Start starts it.
+func New(o Options) *Follower {
+	f := &Follower{o: o}
 	f.m.T = withDefaults(o.Timeouts)
 	return f
 }
 
-// mcdPath is the currentconfig to follow, "" when the follower is off.
-func mcdPath(o Options) string {
-	mode := o.MCD.Mode
+// Path is the currentconfig to follow for the daemon's --config paths and
+// --mcd mode ("auto" or "": when a config is currentconfig; "on"; "off"),
+// "" when the follower is off.
+func Path(configs []string, mode string) string {
 	if mode == "off" {
 		return ""
 	}
-	for _, c := range o.Configs {
-		if p := filepath.Clean(c); p == MCDCurrentConfig || p == MCDHypershiftConfig {
+	for _, c := range configs {
+		if p := filepath.Clean(c); p == CurrentConfig || p == HypershiftConfig {
 			return p
 		}
 	}
 	if mode == "on" {
-		return MCDCurrentConfig
+		return CurrentConfig
 	}
 	return ""
 }
 
 // Name is the part's name in the daemon's table.
-func (f *mcdFollower) Name() string { return "mcd" }
+func (f *Follower) Name() string { return "mcd" }
 
 // Start starts following the MCD: the state is first recovered from the
 // journal (this boot's MCD lines, and the previous boot's), so that a
 // restart in the middle of an update holds reports as the run before did.
-func (f *mcdFollower) Start(ctx context.Context, h part.Host) {
+func (f *Follower) Start(ctx context.Context, h part.Host) {
 	f.h = h
 	p := f.o.Path
 	j := mcd.Journal{Journalctl: f.o.Journalctl}
 	this, cursor, err := "", "", error(nil)
-	if p == MCDHypershiftConfig {
+	if p == HypershiftConfig {
 		f.renameOnly = "HyperShift's MCD journals no start line"
 	} else {
 		this, cursor, err = f.replay(ctx, j)
@@ -142,7 +156,7 @@ func withDefaults(t mcd.Timeouts) mcd.Timeouts {
 // replay feeds the machine the MCD's lines of the previous boot and of
 // this one, and returns this boot's id and the cursor to follow from; an
 // error means the journal cannot be read.
-func (f *mcdFollower) replay(ctx context.Context, j mcd.Journal) (this, cursor string, err error) {
+func (f *Follower) replay(ctx context.Context, j mcd.Journal) (this, cursor string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, mcdReplayTimeout)
 	defer cancel()
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
@@ -195,7 +209,7 @@ func bootTime() time.Time {
 
 // followJournal hands the MCD's new lines to the loop, restarting
 // journalctl from the last cursor if it exits.
-func (f *mcdFollower) followJournal(ctx context.Context, j mcd.Journal, this, cursor string) {
+func (f *Follower) followJournal(ctx context.Context, j mcd.Journal, this, cursor string) {
 	fctx, cancel := context.WithCancel(ctx)
 	f.stops = append(f.stops, cancel)
 	recs := make(chan mcd.Record, 64)
@@ -228,7 +242,7 @@ func (f *mcdFollower) followJournal(ctx context.Context, j mcd.Journal, this, cu
 // directory: the MCD renames a temporary file into place) and the MCD's
 // transient reboot unit (its file in /run/systemd/transient: a reboot
 // marker the journal need not be read for).
-func (f *mcdFollower) watchCurrentConfig(ctx context.Context) {
+func (f *Follower) watchCurrentConfig(ctx context.Context) {
 	w, err := fsnotify.NewWatcher()
 	if err == nil {
 		err = w.Add(filepath.Dir(f.o.Path))
@@ -294,7 +308,7 @@ func (f *mcdFollower) watchCurrentConfig(ctx context.Context) {
 
 // rebootUnit takes the MCD's transient reboot unit: the reboot into the
 // config its description names.
-func (f *mcdFollower) rebootUnit(ctx context.Context) {
+func (f *Follower) rebootUnit(ctx context.Context) {
 	fh, err := os.Open(mcd.RebootUnit)
 	if err != nil {
 		f.h.Log().Debug(fmt.Sprintf("machine-config-daemon: %v", err))
@@ -316,7 +330,7 @@ func (f *mcdFollower) rebootUnit(ctx context.Context) {
 }
 
 // Stop stops the follower's goroutines.
-func (f *mcdFollower) Stop() {
+func (f *Follower) Stop() {
 	f.mu.Lock()
 	if f.timer != nil {
 		f.timer.Stop()
@@ -329,7 +343,7 @@ func (f *mcdFollower) Stop() {
 
 // line takes one MCD line: currentconfig is read first, since the MCD
 // renames it before it says what follows.
-func (f *mcdFollower) line(ctx context.Context, r mcd.Record) {
+func (f *Follower) line(ctx context.Context, r mcd.Record) {
 	f.refreshCurrentConfig()
 	f.m.Line(r.Line, r.At)
 	f.apply(ctx)
@@ -337,12 +351,12 @@ func (f *mcdFollower) line(ctx context.Context, r mcd.Record) {
 
 // ConfigChanged takes a change of currentconfig (the daemon's watch of the
 // desired-state files, or the follower's own).
-func (f *mcdFollower) ConfigChanged(ctx context.Context) {
+func (f *Follower) ConfigChanged(ctx context.Context) {
 	f.refreshCurrentConfig()
 	f.apply(ctx)
 }
 
-func (f *mcdFollower) refreshCurrentConfig() {
+func (f *Follower) refreshCurrentConfig() {
 	name, dev, ino, err := readConfigName(f.o.Path)
 	if err != nil {
 		// Kept as it was (deleted by an admin, unreadable): the desired
@@ -356,18 +370,18 @@ func (f *mcdFollower) refreshCurrentConfig() {
 }
 
 // tick runs when a phase's time is up.
-func (f *mcdFollower) tick(ctx context.Context) {
+func (f *Follower) tick(ctx context.Context) {
 	f.m.Tick(time.Now())
 	f.apply(ctx)
 }
 
 // Activity: file events while held (a rollback writing files back).
-func (f *mcdFollower) Activity() { f.m.Activity(time.Now()) }
+func (f *Follower) Activity() { f.m.Activity(time.Now()) }
 
 // HoldDrift decides, in rename-only mode, whether a drift that appeared
 // outside a full check is held (HoldDown): it may be an update's first
 // write. The release's full check reports it if it persists.
-func (f *mcdFollower) HoldDrift(ctx context.Context) bool {
+func (f *Follower) HoldDrift(ctx context.Context) bool {
 	if !f.m.RenameOnly {
 		return false
 	}
@@ -382,7 +396,7 @@ func (f *mcdFollower) HoldDrift(ctx context.Context) bool {
 }
 
 // notes journals what the machine had to say.
-func (f *mcdFollower) notes(ctx context.Context) {
+func (f *Follower) notes(ctx context.Context) {
 	for _, n := range f.m.Notes() {
 		level := slog.LevelInfo
 		if n.Warn {
@@ -394,7 +408,7 @@ func (f *mcdFollower) notes(ctx context.Context) {
 
 // apply journals the machine's notes, has the daemon take its hold, and
 // arms the timer of its next deadline.
-func (f *mcdFollower) apply(ctx context.Context) {
+func (f *Follower) apply(ctx context.Context) {
 	f.notes(ctx)
 	f.h.HoldChanged(ctx)
 	f.mu.Lock()
@@ -411,13 +425,13 @@ func (f *mcdFollower) apply(ctx context.Context) {
 }
 
 // Held is the machine's hold as an inhibitor.
-func (f *mcdFollower) Held() (inhibit.Inhibitor, bool) {
+func (f *Follower) Held() (inhibit.Inhibitor, bool) {
 	on, why := f.m.Held()
 	return inhibit.Inhibitor{Who: mcdWho, Why: why, File: mcdFile}, on
 }
 
 // Caveat is what the status line says of the follower ("" : nothing).
-func (f *mcdFollower) Caveat() string {
+func (f *Follower) Caveat() string {
 	if f.renameOnly == "" {
 		return ""
 	}

@@ -1,4 +1,16 @@
-package daemon
+// Package attribution is the daemon's attribution part (daemon
+// --attribution=audit): it follows the kernel's audit records of writes to
+// the declared paths (package audit), keeps the kernel's watch rules those
+// the entries in force need, proves with a canary write that records
+// arrive, and names the writers of each drift the daemon reports — in the
+// record's message, its DRIFT_WRITER_* fields and, for the bus, as fields.
+//
+// It promises that what it cannot claim is said: its State (the metric),
+// its Caveat (the status line) and a record when it changes, and a drift
+// without a writer says why. It does not promise a writer for every drift:
+// an ioctl (chattr) is no audited write, a lost record is lost, and only
+// the newest ringSize writes are kept.
+package attribution
 
 import (
 	"context"
@@ -24,17 +36,17 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
-// Attribution states: what the daemon can honestly claim about who wrote
-// a drift (status, the journal and drift_monitor_attribution_state).
+// The attribution's states: what the daemon can honestly claim about who
+// wrote a drift (status, the journal and drift_monitor_attribution_state,
+// whose label values metrics.AttributionStates lists).
 const (
-	AttrOK           = "ok"
-	AttrOff          = "off"
-	AttrUnavailable  = "unavailable"    // no audit netlink (no privilege, a private netns)
-	AttrDisabled     = "audit-disabled" // the kernel's audit is off (auditctl -e 0)
-	AttrRulesMissing = "rules-missing"  // our watch rules are not (all) in the kernel
-	AttrNeverTask    = "never-task"     // a -a never,task rule blinds every watch
-	AttrLost         = "records-lost"   // the kernel's lost counter grew
-	AttrCanary       = "canary-failed"  // our own audited write produced no record in time
+	StateOK            = "ok"
+	StateUnavailable   = "unavailable"    // no audit netlink (no privilege, a private netns)
+	StateAuditDisabled = "audit-disabled" // the kernel's audit is off (auditctl -e 0)
+	StateRulesMissing  = "rules-missing"  // our watch rules are not (all) in the kernel
+	StateNeverTask     = "never-task"     // a -a never,task rule blinds every watch
+	StateRecordsLost   = "records-lost"   // the kernel's lost counter grew
+	StateCanaryFailed  = "canary-failed"  // our own audited write produced no record in time
 )
 
 // canaryWait bounds how long the canary's record may take (research A3,
@@ -51,11 +63,12 @@ const ringSize = 4096
 // kauditd thread, while inotify tells us during the syscall.
 const attributionWait = 500 * time.Millisecond
 
-// attributor follows the kernel's audit records of writes to declared
-// paths. The reader goroutine fills the ring; the loop reads it when it
-// reports drift, and handles what needs it (rules removed, denied writes).
-type attributor struct {
-	o     attributionOptions
+// Attributor is the part: it follows the kernel's audit records of writes
+// to declared paths. The reader goroutine fills the ring; the loop reads it
+// when it reports drift, and handles what needs it (rules removed, denied
+// writes).
+type Attributor struct {
+	o     Options
 	h     part.Host
 	key   string
 	conn  *audit.Conn
@@ -93,8 +106,8 @@ type attributor struct {
 	reported string
 }
 
-// attributionOptions configure the attribution part.
-type attributionOptions struct {
+// Options configure an Attributor.
+type Options struct {
 	// Root is the monitored tree: the kernel names paths without it, and
 	// its passwd names login uids.
 	Root *ondisk.Root
@@ -108,21 +121,20 @@ type attributionOptions struct {
 	Sessions Sessions
 }
 
-// newAttributor makes the attribution part; Start joins the audit record
-// stream.
-func newAttributor(o attributionOptions) *attributor {
+// New makes the attribution part; Start joins the audit record stream.
+func New(o Options) *Attributor {
 	key := o.Key
 	if key == "" {
 		key = audit.Key
 	}
-	a := &attributor{o: o, key: key, ring: audit.NewRing(ringSize), newRec: make(chan struct{}), canaryRec: make(chan struct{}),
+	a := &Attributor{o: o, key: key, ring: audit.NewRing(ringSize), newRec: make(chan struct{}), canaryRec: make(chan struct{}),
 		events: make(chan audit.Event, 64), done: make(chan struct{}), self: os.Getpid(), canary: o.Canary}
 	a.exe, _ = os.Executable()
 	return a
 }
 
 // Name is the part's name in the daemon's table.
-func (a *attributor) Name() string { return "attribution" }
+func (a *Attributor) Name() string { return "attribution" }
 
 // healthInterval paces the look at the kernel's audit status (the lost
 // counter grows without a record saying so) and the canary.
@@ -131,19 +143,19 @@ const healthInterval = 30 * time.Second
 // Start joins the audit record stream; the rules follow with the entries
 // (Loaded). On failure the daemon runs on, without attribution, and the
 // part says why.
-func (a *attributor) Start(ctx context.Context, h part.Host) {
+func (a *Attributor) Start(ctx context.Context, h part.Host) {
 	a.h = h
 	var err error
 	// The reader first, so that no write after the rules goes unread.
 	if a.rd, err = audit.Listen(); err != nil {
-		a.setState(AttrUnavailable, err.Error())
+		a.setState(StateUnavailable, err.Error())
 		a.journalState(ctx)
 		return
 	}
 	if a.conn, err = audit.Dial(); err != nil {
 		a.rd.Close()
 		a.rd = nil
-		a.setState(AttrUnavailable, err.Error())
+		a.setState(StateUnavailable, err.Error())
 		a.journalState(ctx)
 		return
 	}
@@ -154,7 +166,7 @@ func (a *attributor) Start(ctx context.Context, h part.Host) {
 }
 
 // Stop removes the rules and leaves the record stream.
-func (a *attributor) Stop() {
+func (a *Attributor) Stop() {
 	close(a.done)
 	if a.conn == nil {
 		return
@@ -167,7 +179,7 @@ func (a *attributor) Stop() {
 }
 
 // forward hands the loop what the reader and the tick send (handle).
-func (a *attributor) forward(ctx context.Context) {
+func (a *Attributor) forward(ctx context.Context) {
 	for {
 		select {
 		case e := <-a.events:
@@ -181,13 +193,13 @@ func (a *attributor) forward(ctx context.Context) {
 }
 
 // Loaded makes the kernel's rules those the entries in force need.
-func (a *attributor) Loaded(ctx context.Context, entries []desired.Entry) {
+func (a *Attributor) Loaded(ctx context.Context, entries []desired.Entry) {
 	a.paths = audit.DeclaredPaths(a.o.Root.Dir(), entries)
 	a.syncRules(ctx)
 }
 
 // tick asks the loop for a health look every healthInterval.
-func (a *attributor) tick(done <-chan struct{}) {
+func (a *Attributor) tick(done <-chan struct{}) {
 	t := time.NewTicker(healthInterval)
 	defer t.Stop()
 	for {
@@ -206,10 +218,10 @@ func (a *attributor) tick(done <-chan struct{}) {
 // healthOp marks the tick's synthetic event.
 const healthOp = "drift-monitor-health"
 
-func (a *attributor) setState(state, why string) { a.state, a.why = state, why }
+func (a *Attributor) setState(state, why string) { a.state, a.why = state, why }
 
 // read assembles the records into events until the reader is closed.
-func (a *attributor) read(done <-chan struct{}) {
+func (a *Attributor) read(done <-chan struct{}) {
 	asm := audit.NewAssembler()
 	for {
 		recs, err := a.rd.Read()
@@ -263,7 +275,7 @@ func (a *attributor) read(done <-chan struct{}) {
 	}
 }
 
-func (a *attributor) isCanary(e audit.Event) bool {
+func (a *Attributor) isCanary(e audit.Event) bool {
 	if a.canary == "" || e.Writer.PID != a.self {
 		return false
 	}
@@ -277,7 +289,7 @@ func (a *attributor) isCanary(e audit.Event) bool {
 
 // barrier writes the canary and waits for its record: true once it came
 // (and with it every record of an earlier write), false after canaryWait.
-func (a *attributor) barrier() bool {
+func (a *Attributor) barrier() bool {
 	if a.canary == "" {
 		return false
 	}
@@ -307,7 +319,7 @@ func (a *attributor) barrier() bool {
 
 // syncRules makes the kernel's rules of our key those the entries in
 // force need, and journals the attribution's state when it changes.
-func (a *attributor) syncRules(ctx context.Context) {
+func (a *Attributor) syncRules(ctx context.Context) {
 	if a.conn == nil {
 		return
 	}
@@ -323,9 +335,9 @@ func (a *attributor) syncRules(ctx context.Context) {
 	st, err := a.conn.Status()
 	switch {
 	case err != nil:
-		a.setState(AttrUnavailable, fmt.Sprintf("audit status: %v", err))
+		a.setState(StateUnavailable, fmt.Sprintf("audit status: %v", err))
 	case st.Enabled == 0:
-		a.setState(AttrDisabled, "the kernel's audit is disabled (auditctl -s: enabled 0)")
+		a.setState(StateAuditDisabled, "the kernel's audit is disabled (auditctl -s: enabled 0)")
 	default:
 		added, _, serr := a.rules.Sync(a.want)
 		// A rule of the last plan added again was removed under us
@@ -338,49 +350,49 @@ func (a *attributor) syncRules(ctx context.Context) {
 		}
 		if restored > 0 {
 			a.h.Record(ctx, journal.LevelNotice, journal.MsgAttribution,
-				fmt.Sprintf("Audit rules of drift-monitor were removed under it: added %d again", restored), journal.Attribution(AttrRulesMissing))
+				fmt.Sprintf("Audit rules of drift-monitor were removed under it: added %d again", restored), journal.Attribution(StateRulesMissing))
 		}
-		a.setState(AttrOK, "")
+		a.setState(StateOK, "")
 		if serr != nil {
 			if st.Locked() {
 				serr = fmt.Errorf("audit rules are locked (-e 2); install `drift-monitor audit-rules` in /etc/audit/rules.d/: %w", serr)
 			}
-			a.setState(AttrRulesMissing, serr.Error())
+			a.setState(StateRulesMissing, serr.Error())
 		}
 		if a.lostKnown && st.Lost > a.lost {
-			a.setState(AttrLost, fmt.Sprintf("the kernel lost %d audit records since the last look (auditctl -s: lost %d): writers may be missing; raise the backlog limit (auditctl -b)", st.Lost-a.lost, st.Lost))
+			a.setState(StateRecordsLost, fmt.Sprintf("the kernel lost %d audit records since the last look (auditctl -s: lost %d): writers may be missing; raise the backlog limit (auditctl -b)", st.Lost-a.lost, st.Lost))
 		}
 		a.lost, a.lostKnown = st.Lost, true
 		a.checkNeverTask()
-		if a.state == AttrOK && !a.barrier() {
-			a.setState(AttrCanary, canaryProblem(a.canary))
+		if a.state == StateOK && !a.barrier() {
+			a.setState(StateCanaryFailed, canaryProblem(a.canary))
 		}
 	}
 	a.journalState(ctx)
 }
 
 // checkNeverTask marks the state never-task when such a rule exists.
-func (a *attributor) checkNeverTask() {
+func (a *Attributor) checkNeverTask() {
 	rules, err := a.conn.ListRules()
 	if err != nil {
 		return
 	}
 	for _, r := range rules {
 		if r.NeverTask() {
-			a.setState(AttrNeverTask, fmt.Sprintf("the audit rule %q exempts tasks from auditing: their writes have no writer", r.String()))
+			a.setState(StateNeverTask, fmt.Sprintf("the audit rule %q exempts tasks from auditing: their writes have no writer", r.String()))
 			return
 		}
 	}
 }
 
 // journalState journals the attribution's state once when it changes.
-func (a *attributor) journalState(ctx context.Context) {
+func (a *Attributor) journalState(ctx context.Context) {
 	key := a.state + "|" + a.why
 	if key == a.reported {
 		return
 	}
 	a.reported = key
-	if a.state == AttrOK {
+	if a.state == StateOK {
 		a.h.Record(ctx, slog.LevelInfo, journal.MsgAttribution,
 			fmt.Sprintf("Attribution of drift to its writers: audit, %d watch rules with key %s", len(a.want), escape.Name(a.key)),
 			journal.Attribution(a.state))
@@ -392,7 +404,7 @@ func (a *attributor) journalState(ctx context.Context) {
 }
 
 // handle takes, on the loop, what the reader and the tick sent.
-func (a *attributor) handle(ctx context.Context, e audit.Event) {
+func (a *Attributor) handle(ctx context.Context, e audit.Event) {
 	if e.Config != nil {
 		// Whatever changed (audit disabled, a never,task rule, our
 		// rules), and on every tick: look again.
@@ -426,7 +438,7 @@ func canaryProblem(canary string) string {
 // (which inotify reported) and its syscall's exit (where the kernel writes
 // the record) comes late. The first check's drift was written before the
 // daemon read any record: nothing to wait for.
-func (a *attributor) Attribute(ctx context.Context, appeared []drift.Drift, r part.Report) []part.Writers {
+func (a *Attributor) Attribute(ctx context.Context, appeared []drift.Drift, r part.Report) []part.Writers {
 	deadline := time.Now()
 	if len(appeared) > 0 && r.Ready {
 		a.beforeReport(ctx)
@@ -441,16 +453,16 @@ func (a *attributor) Attribute(ctx context.Context, appeared []drift.Drift, r pa
 
 // beforeReport waits until the records of every write so far have
 // arrived (the canary's barrier), and says when the canary failed.
-func (a *attributor) beforeReport(ctx context.Context) {
+func (a *Attributor) beforeReport(ctx context.Context) {
 	// A failed canary is tried again by the health tick, not by every
 	// report (each would wait canaryWait).
-	if a.conn == nil || a.state != AttrOK {
+	if a.conn == nil || a.state != StateOK {
 		return
 	}
 	if a.barrier() {
 		return
 	}
-	a.setState(AttrCanary, canaryProblem(a.canary))
+	a.setState(StateCanaryFailed, canaryProblem(a.canary))
 	a.journalState(ctx)
 }
 
@@ -459,8 +471,8 @@ const maxWriters = 3
 
 // attribute says who wrote dr, newest first (waiting until deadline for
 // records still on their way).
-func (a *attributor) attribute(ctx context.Context, dr *drift.Drift, deadline time.Time, r part.Report) part.Writers {
-	if a.state != AttrOK {
+func (a *Attributor) attribute(ctx context.Context, dr *drift.Drift, deadline time.Time, r part.Report) part.Writers {
+	if a.state != StateOK {
 		why := "attribution " + a.state
 		return part.Writers{Suffix: " (writer unknown: " + why + ")", Attrs: []slog.Attr{journal.WriterUnknown(why)}, Unknown: why}
 	}
@@ -533,19 +545,19 @@ func (a *attributor) attribute(ctx context.Context, dr *drift.Drift, deadline ti
 }
 
 // writer is w as the bus gives it, every name escaped.
-func (a *attributor) writer(w audit.Writer, user string, sess Session) part.Writer {
+func (a *Attributor) writer(w audit.Writer, user string, sess Session) part.Writer {
 	return part.Writer{LoginUser: escape.Name(user), AUID: w.AUID, Session: w.Session, UID: w.UID, PID: w.PID,
 		Comm: escape.Name(w.Comm), Exe: escape.Name(w.Exe), Syscall: w.Syscall,
 		RemoteHost: escape.Name(sess.RemoteHost), SessionUser: escape.Name(sess.User), Unit: escape.Name(liveUnit(w)), Own: a.own(w)}
 }
 
 // own reports whether w is the daemon itself or drift-monitor reconcile.
-func (a *attributor) own(w audit.Writer) bool {
+func (a *Attributor) own(w audit.Writer) bool {
 	return w.PID == a.self || (a.exe != "" && w.Exe == a.exe)
 }
 
 // selfMark marks the daemon's own writes and drift-monitor reconcile's.
-func (a *attributor) selfMark(w audit.Writer) string {
+func (a *Attributor) selfMark(w audit.Writer) string {
 	if a.own(w) {
 		return " [drift-monitor's own write: reconcile]"
 	}
@@ -599,7 +611,7 @@ func writerAttrs(w audit.Writer, user string) []slog.Attr {
 }
 
 // userName is the login uid's name in the root's passwd ("" unknown).
-func (a *attributor) userName(uid uint32) string {
+func (a *Attributor) userName(uid uint32) string {
 	if uid == audit.Unset {
 		return ""
 	}
@@ -641,7 +653,7 @@ func liveUnit(w audit.Writer) string {
 
 // hostPath is the host path (inside the root) of a path as the kernel
 // names it.
-func (a *attributor) hostPath(kernelPath string) string {
+func (a *Attributor) hostPath(kernelPath string) string {
 	dir := a.o.Root.Dir()
 	if dir == "/" {
 		return kernelPath
@@ -653,12 +665,12 @@ func (a *attributor) hostPath(kernelPath string) string {
 }
 
 // State is the state for drift_monitor_attribution_state.
-func (a *attributor) State() string { return a.state }
+func (a *Attributor) State() string { return a.state }
 
 // Caveat is what the status line adds: nothing while attribution is ok,
 // else that writers are unknown and why.
-func (a *attributor) Caveat() string {
-	if a.state == AttrOK {
+func (a *Attributor) Caveat() string {
+	if a.state == StateOK {
 		return ""
 	}
 	return "writers unknown: attribution " + a.state
@@ -676,7 +688,7 @@ type Session struct {
 
 // sessionOf asks logind about the writer's session, bounded: "" fields when
 // it cannot say (no logind, the session ended).
-func (a *attributor) sessionOf(ctx context.Context, w audit.Writer) Session {
+func (a *Attributor) sessionOf(ctx context.Context, w audit.Writer) Session {
 	if a.o.Sessions == nil || w.Session == audit.Unset {
 		return Session{}
 	}
