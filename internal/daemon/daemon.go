@@ -188,6 +188,9 @@ type Daemon struct {
 	// last said) and the parts' holds (withHolds).
 	inhibitors []inhibit.Inhibitor
 	locks      []inhibit.Inhibitor
+	// inhibitDir is how the inhibitor directory was last said to be
+	// followed (inhibitDirStatus).
+	inhibitDir inhibit.DirStatus
 	// reconcilers are the `drift-monitor reconcile` runs released while
 	// another inhibitor was still held: their repair is journaled when the
 	// last one goes.

@@ -99,3 +99,24 @@ func (d *Daemon) inhibitorNames() string {
 	}
 	return strings.Join(names, "; ")
 }
+
+// inhibitDirStatus journals what happened to the inhibitor directory: it
+// was removed or replaced and the new one is followed, it cannot be
+// followed (the monitor tries again), or it is followed again.
+func (d *Daemon) inhibitDirStatus(ctx context.Context, st inhibit.DirStatus) {
+	was := d.inhibitDir
+	d.inhibitDir = st
+	dir := escape.Name(d.o.InhibitDir)
+	switch {
+	case st.Err != nil:
+		if was.Err == nil || was.Err.Error() != st.Err.Error() {
+			d.record(ctx, slog.LevelError, journal.MsgInhibitorsUnwatched,
+				fmt.Sprintf("cannot follow inhibitors in %s: %s; trying again every %s", dir, escape.Text(st.Err.Error()), inhibit.Retry))
+		}
+	case st.Replaced > was.Replaced:
+		d.record(ctx, slog.LevelWarn, journal.MsgInhibitorsRewatched,
+			fmt.Sprintf("The inhibitor directory %s was %s: following the new one (inhibitors held in the old one no longer count)", dir, st.Why))
+	case was.Err != nil:
+		d.record(ctx, slog.LevelInfo, journal.MsgInhibitorsRewatched, fmt.Sprintf("Following inhibitors in %s again", dir))
+	}
+}

@@ -108,6 +108,8 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		}
 	case held := <-s.inhibit:
 		d.setInhibitors(ctx, held)
+	case st := <-s.inhibitDir:
+		d.inhibitDirStatus(ctx, st)
 	case <-d.cfg.Changed():
 		// The parts that hold first (the MCD's rename of currentconfig:
 		// a rollback, a change no start line announced).

@@ -45,6 +45,8 @@ type readResult struct {
 type sources struct {
 	events  chan readResult
 	inhibit <-chan []inhibit.Inhibitor
+	// inhibitDir says how the monitor follows its directory.
+	inhibitDir <-chan inhibit.DirStatus
 	// inhibitors is the monitor behind inhibit, for syncInhibitors.
 	inhibitors *inhibit.Monitor
 	reload     <-chan struct{}
@@ -107,6 +109,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 	}
 	s.stops = append(s.stops, func() { m.Close() })
 	s.inhibit = m.Changes()
+	s.inhibitDir = m.DirStatus()
 	s.inhibitors = m
 	d.setInhibitors(ctx, m.Held())
 }
