@@ -230,3 +230,16 @@ func (d *Daemon) withWriters(page []dbusapi.Drift) []dbusapi.Drift {
 	}
 	return out
 }
+
+// withWritersEx is withWriters with the writers as fields too.
+func (d *Daemon) withWritersEx(page []dbusapi.Drift) []dbusapi.DriftEx {
+	page = d.withWriters(page)
+	out := make([]dbusapi.DriftEx, len(page))
+	for i, dr := range page {
+		out[i] = dbusapi.DriftEx{Kind: dr.Kind, Entry: dr.Entry, Path: dr.Path, Unit: dr.Unit, Message: dr.Message}
+		if w, ok := d.said[busKey(dr.Kind, dr.Entry, dr.Path, dr.Unit)]; ok {
+			out[i].Writers, out[i].WriterUnknown = w.Writers, w.Unknown
+		}
+	}
+	return out
+}

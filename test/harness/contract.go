@@ -52,6 +52,25 @@ type Item struct {
 	Diff    string `json:"diff"`
 	Want    string `json:"want"`
 	Got     string `json:"got"`
+	// Writers and WriterUnknown: status's, with --attribution=audit.
+	Writers       []Writer `json:"writers"`
+	WriterUnknown string   `json:"writer_unknown"`
+}
+
+// Writer is one writer of a status Item (the journal's DRIFT_WRITER_*).
+type Writer struct {
+	LoginUser   string  `json:"login_user"`
+	AUID        *uint32 `json:"auid"`
+	Session     *uint32 `json:"session"`
+	UID         *uint32 `json:"uid"`
+	PID         *int    `json:"pid"`
+	Comm        string  `json:"comm"`
+	Exe         string  `json:"exe"`
+	Syscall     string  `json:"syscall"`
+	RemoteHost  string  `json:"remote_host"`
+	SessionUser string  `json:"session_user"`
+	Unit        string  `json:"unit"`
+	Own         bool    `json:"own"`
 }
 
 // ReconcileReport is what `drift-monitor reconcile --format json` prints.

@@ -29,6 +29,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/audit"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
@@ -514,7 +515,7 @@ func (a *Attributor) attribute(ctx context.Context, dr *drift.Drift, deadline ti
 		t.Stop()
 	}
 	var words []string
-	var ws []part.Writer
+	var ws []dbusapi.Writer
 	for i, e := range found {
 		if i == maxWriters {
 			words = append(words, fmt.Sprintf("and %d more", len(found)-maxWriters))
@@ -545,10 +546,19 @@ func (a *Attributor) attribute(ctx context.Context, dr *drift.Drift, deadline ti
 }
 
 // writer is w as the bus gives it, every name escaped.
-func (a *Attributor) writer(w audit.Writer, user string, sess Session) part.Writer {
-	return part.Writer{LoginUser: escape.Name(user), AUID: w.AUID, Session: w.Session, UID: w.UID, PID: w.PID,
-		Comm: escape.Name(w.Comm), Exe: escape.Name(w.Exe), Syscall: w.Syscall,
+func (a *Attributor) writer(w audit.Writer, user string, sess Session) dbusapi.Writer {
+	x := dbusapi.Writer{LoginUser: escape.Name(user), UID: w.UID, PID: uint32(w.PID),
+		Comm: escape.Name(w.Comm), Exe: escape.Name(w.Exe), Syscall: escape.Name(w.Syscall),
 		RemoteHost: escape.Name(sess.RemoteHost), SessionUser: escape.Name(sess.User), Unit: escape.Name(liveUnit(w)), Own: a.own(w)}
+	if w.LoginUID() {
+		auid := w.AUID
+		x.AUID = &auid
+	}
+	if w.Session != audit.Unset {
+		ses := w.Session
+		x.Session = &ses
+	}
+	return x
 }
 
 // own reports whether w is the daemon itself or drift-monitor reconcile.

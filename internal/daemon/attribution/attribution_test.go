@@ -15,6 +15,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/constscan"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part/parttest"
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/metrics"
@@ -123,9 +124,10 @@ func TestAttribute(t *testing.T) {
 	if ws[0].Suffix != wantSuffix {
 		t.Errorf("suffix\n %q, want\n %q", ws[0].Suffix, wantSuffix)
 	}
-	want := []part.Writer{
-		{LoginUser: "alice", AUID: 1000, Session: 3, UID: 1000, PID: 4242, Comm: "sed", Exe: "/usr/bin/sed", Syscall: "rename", RemoteHost: "192.0.2.7", SessionUser: "alice"},
-		{AUID: audit.Unset, Session: audit.Unset, PID: 9, Comm: "rpm", Exe: "/usr/bin/rpm", Syscall: "openat"},
+	auid, ses := uint32(1000), uint32(3)
+	want := []dbusapi.Writer{
+		{LoginUser: "alice", AUID: &auid, Session: &ses, UID: 1000, PID: 4242, Comm: "sed", Exe: "/usr/bin/sed", Syscall: "rename", RemoteHost: "192.0.2.7", SessionUser: "alice"},
+		{PID: 9, Comm: "rpm", Exe: "/usr/bin/rpm", Syscall: "openat"},
 	}
 	if diff := cmp.Diff(want, ws[0].Writers); diff != "" {
 		t.Errorf("writers (-want +got):\n%s", diff)

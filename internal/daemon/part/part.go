@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
@@ -116,30 +117,9 @@ type Writers struct {
 	Suffix string
 	// Attrs are the record's DRIFT_WRITER_* fields.
 	Attrs []slog.Attr
-	// Writers are the writers found, newest first; Unknown says why none
-	// is known when there are none ("" when there are).
-	Writers []Writer
+	// Writers are the writers found, newest first, as the bus and
+	// `status --format json` give them; Unknown says why none is known
+	// when there are none ("" when there are).
+	Writers []dbusapi.Writer
 	Unknown string
-}
-
-// Writer is one writer of a drift, as the bus and `status --format json`
-// give it: the fields of the journal's DRIFT_WRITER_*. Names are escaped
-// (internal/escape) and every string is "" when unknown.
-type Writer struct {
-	// LoginUser is the login uid's name (passwd, or the login session's
-	// user); AUID the login uid (audit.Unset when no login started the
-	// writer), Session its audit session (likewise).
-	LoginUser string
-	AUID      uint32
-	Session   uint32
-	UID       uint32
-	PID       int
-	// Comm is the command's name, Exe its executable, Syscall the system
-	// call that wrote ("syscall N" when it has no name here).
-	Comm, Exe, Syscall string
-	// RemoteHost and SessionUser are what logind says of the session,
-	// Unit the writer's systemd unit while it still runs.
-	RemoteHost, SessionUser, Unit string
-	// Own: drift-monitor's own write (a reconcile).
-	Own bool
 }
