@@ -17,6 +17,10 @@ import (
 
 func (d *Daemon) inhibited() bool { return len(d.inhibitors) > 0 }
 
+// internalInhibitors counts the held inhibitors that are parts' holds (the
+// MCD follower's), not lock files'.
+func (d *Daemon) internalInhibitors() int { return len(d.inhibitors) - len(d.locks) }
+
 // setInhibitors takes the held set from the inhibitor monitor (with the
 // parts' holds): new holders are journaled; when the last one is released,
 // the desired state is read again (the transition may have changed it) and

@@ -63,6 +63,9 @@ func TestPartHoldBesideLockFiles(t *testing.T) {
 	if got := len(d.inhibitors); got != 2 {
 		t.Fatalf("%d inhibitors, want the lock file's and the part's: %v", got, d.inhibitors)
 	}
+	if s := d.metricsSnapshot(); s.Inhibitors != 2 || s.InternalInhibitors != 1 {
+		t.Errorf("metrics: %d inhibitors, %d internal; want 2 and 1 (the part's)", s.Inhibitors, s.InternalInhibitors)
+	}
 	d.setInhibitors(ctx, nil) // the lock file released
 	if !d.inhibited() || d.inhibitors[0].Who != "fake-part" {
 		t.Fatalf("after the lock file's release: %v, want the part's held", d.inhibitors)

@@ -168,11 +168,14 @@ func TestMCDUpdates(t *testing.T) {
 		// Still held: the drift of the writing would show by now.
 		h.mcd(1, `cc b rendered-b`)
 		h.waitMCDHeld(m, "currentconfig names rendered-b, waiting")
-		// Like any inhibitor: the metrics say inhibited (which the shipped
-		// DriftMonitorInhibitedTooLong alert watches) and count it.
+		// Like any inhibitor: the metrics say inhibited and count it, as
+		// an internal one: the shipped DriftMonitorInhibitedTooLong alert
+		// leaves it to DriftMonitorMCDUpdateTooLong (a drain may take an
+		// hour).
 		h.WaitFor(t, recordTimeout, "the metrics to say inhibited", func() (bool, string) {
 			out, _, _ := h.Run(h.ctx, "cat", mcdMetrics)
-			return strings.Contains(out, `drift_monitor_state{state="inhibited"} 1`+"\n") && strings.Contains(out, "drift_monitor_inhibitors 1\n"), out
+			return strings.Contains(out, `drift_monitor_state{state="inhibited"} 1`+"\n") && strings.Contains(out, "drift_monitor_inhibitors 1\n") &&
+				strings.Contains(out, "drift_monitor_internal_inhibitors 1\n"), out
 		})
 		h.mcd(1, `say "Performing post config change action: None for config rendered-b"; say "Node has Desired Config rendered-b, skipping reboot"`)
 		h.released(m, recordTimeout)
