@@ -30,7 +30,7 @@ var partTable = []struct {
 		if p == "" {
 			return nil
 		}
-		return mcdfollow.New(mcdfollow.Options{Path: p, Timeouts: o.MCD.Timeouts, Journalctl: o.MCD.Journalctl})
+		return mcdfollow.New(mcdfollow.Options{Path: p, Timeouts: o.MCD.Timeouts, Journalctl: o.MCD.Journalctl, NotesFile: o.MCD.NotesFile})
 	}},
 	{"attribution", func(o Options, d *Daemon) part.Part {
 		if o.Attribution != AttributionAudit {
@@ -56,6 +56,9 @@ type MCDOptions struct {
 	Timeouts mcd.Timeouts
 	// Journalctl is the journalctl binary ("" : on $PATH).
 	Journalctl string
+	// NotesFile keeps what the follower journaled in this boot, so that a
+	// restart does not journal it again ("" : nothing is kept).
+	NotesFile string
 }
 
 // parts are the daemon's parts and the hooks they implement.

@@ -274,6 +274,24 @@ func TestMCDUpdates(t *testing.T) {
 			t.Errorf("a retry of the expired update inhibited again: %s", got[0]["MESSAGE"])
 		}
 	})
+
+	t.Run("a timed-out update is journaled once in a boot, however often the daemon restarts", func(t *testing.T) {
+		h := h.in(t)
+		// The last subtest's timeout, which every restart finds again in
+		// this boot's journal.
+		for i := range 2 {
+			h.MustRun(t, "systemctl", "restart", service)
+			r := h.withInvocation(h.prop("InvocationID"))
+			r.waitRecord(0, harness.MsgReady, nil)
+			for _, rec := range r.between(0, r.mark(), msgMCD, nil) {
+				if strings.Contains(rec["MESSAGE"], "did not reach its end") {
+					t.Errorf("restart %d journaled the timeout again: %s", i+1, rec["MESSAGE"])
+				}
+			}
+			h.inv = r.inv
+		}
+		h.waitStatus("No drift: watching 3 paths, 0 units")
+	})
 }
 
 // TestMCDWithoutJournal: a daemon that cannot read the journal follows the

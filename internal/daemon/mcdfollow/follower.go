@@ -19,9 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +33,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/fsx"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/mcd"
@@ -63,6 +66,10 @@ type Follower struct {
 	timer    *time.Timer
 	stops    []func()
 	mu       sync.Mutex // guards timer against the AfterFunc goroutine
+	// journaled are the keys (mcd.Note.Key) of the notes journaled in
+	// this boot, oldest first, kept in Options.NotesFile.
+	journaled  []string
+	saveWarned bool
 }
 
 // Options configure a Follower.
@@ -74,7 +81,14 @@ type Options struct {
 	Timeouts mcd.Timeouts
 	// Journalctl is the journalctl binary ("" : on $PATH).
 	Journalctl string
+	// NotesFile keeps the keys of the notes journaled in this boot (in the
+	// runtime directory, which a reboot empties), so that a restart's
+	// replay of the journal does not journal them again; "" keeps none.
+	NotesFile string
 }
+
+// maxNotes bounds the notes remembered: a boot has a handful.
+const maxNotes = 64
 
 // New makes the follower of o.Path; Start starts it.
 func New(o Options) *Follower {
@@ -109,6 +123,7 @@ func (f *Follower) Name() string { return "mcd" }
 // restart in the middle of an update holds reports as the run before did.
 func (f *Follower) Start(ctx context.Context, h part.Host) {
 	f.h = h
+	f.loadJournaled()
 	p := f.o.Path
 	j := mcd.Journal{Journalctl: f.o.Journalctl}
 	this, cursor, err := "", "", error(nil)
@@ -186,6 +201,8 @@ func (f *Follower) replay(ctx context.Context, j mcd.Journal) (this, cursor stri
 		}
 	}
 	m.NewBoot(booted)
+	// What the previous boot's lines had to say was that boot's to say.
+	m.Notes()
 	recs, cursor, err := j.Read(ctx, this)
 	if err != nil {
 		return "", "", err
@@ -395,15 +412,86 @@ func (f *Follower) HoldDrift(ctx context.Context) bool {
 	return true
 }
 
-// notes journals what the machine had to say.
+// notes journals what the machine had to say, each note once in a boot:
+// a restart replays the journal, and the machine says again what it said
+// before (a phase that timed out).
 func (f *Follower) notes(ctx context.Context) {
 	for _, n := range f.m.Notes() {
+		if n.Key != "" && slices.Contains(f.journaled, n.Key) {
+			f.h.Log().Debug("machine-config-daemon: journaled before in this boot: " + n.Text)
+			continue
+		}
 		level := slog.LevelInfo
 		if n.Warn {
 			level = slog.LevelWarn
 		}
 		f.h.Record(ctx, level, journal.MsgMCD, "machine-config-daemon: "+escape.Name(n.Text))
+		if n.Key != "" && !strings.ContainsAny(n.Key, "\n\x00") {
+			f.journaled = append(f.journaled, n.Key)
+			f.saveJournaled()
+		}
 	}
+}
+
+// loadJournaled reads the keys of the notes journaled in this boot.
+func (f *Follower) loadJournaled() {
+	if f.o.NotesFile == "" {
+		return
+	}
+	b, err := readBounded(f.o.NotesFile, 64<<10)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			f.h.Log().Warn(fmt.Sprintf("machine-config-daemon: the notes of this boot cannot be read (a restart journals them again): %v", err))
+		}
+		return
+	}
+	for _, k := range strings.Split(string(b), "\n") {
+		if k != "" {
+			f.journaled = append(f.journaled, k)
+		}
+	}
+}
+
+// saveJournaled keeps the keys of the notes journaled, the newest
+// maxNotes, in NotesFile (replaced whole).
+func (f *Follower) saveJournaled() {
+	if f.o.NotesFile == "" {
+		return
+	}
+	if len(f.journaled) > maxNotes {
+		f.journaled = slices.Clone(f.journaled[len(f.journaled)-maxNotes:])
+	}
+	err := writeNotes(f.o.NotesFile, strings.Join(f.journaled, "\n")+"\n")
+	if err != nil && !f.saveWarned {
+		f.saveWarned = true
+		f.h.Log().Warn(fmt.Sprintf("machine-config-daemon: the notes of this boot cannot be kept (a restart journals them again): %v", err))
+	}
+}
+
+// writeNotes replaces the file p with text (fsx's writer: a reader sees
+// the old file or the new one; a power cut loses it with /run anyway).
+func writeNotes(p, text string) error {
+	dfd, err := unix.Open(filepath.Dir(p), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	defer unix.Close(dfd)
+	base := filepath.Base(p)
+	if err := fsx.WriteFile(fsx.Sys{}, dfd, fsx.File{Name: base, Pattern: "." + base + ".*", Mode: 0o600, How: fsx.Replace, NoSync: true},
+		fsx.Bytes([]byte(text))); err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	return nil
+}
+
+// readBounded reads at most limit bytes of the file p.
+func readBounded(p string, limit int64) ([]byte, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, limit))
 }
 
 // apply journals the machine's notes, has the daemon take its hold, and

@@ -2,8 +2,11 @@ package mcdfollow
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,4 +184,100 @@ func TestFollowerRenameOnlyStart(t *testing.T) {
 		_, on := f.Held()
 		return on && f.m.Phase() == mcd.HoldDown && h.HoldChanges() > before
 	})
+}
+
+// fakeJournalctl writes a journalctl that knows two boots, the previous
+// one and this one (the kernel's boot id), with the MCD lines given for
+// each (at: how long ago), and follows nothing.
+func fakeJournalctl(t *testing.T, prev, this map[time.Duration]string) string {
+	t.Helper()
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thisID := strings.ReplaceAll(strings.TrimSpace(string(boot)), "-", "")
+	const prevID = "0123456789abcdef0123456789abcdef"
+	dir := t.TempDir()
+	lines := func(id string, ls map[time.Duration]string) string {
+		var b strings.Builder
+		agos := slices.Sorted(maps.Keys(ls))
+		slices.Reverse(agos) // oldest first, as journalctl gives them
+		for _, ago := range agos {
+			l := ls[ago]
+			fmt.Fprintf(&b, `{"__CURSOR":"c%d","__REALTIME_TIMESTAMP":"%d","_BOOT_ID":"%s","_UID":"0","MESSAGE":"machine-config-daemon[1]: %s"}`+"\n",
+				ago, time.Now().Add(-ago).UnixMicro(), id, l)
+		}
+		name := filepath.Join(dir, id+".json")
+		if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	p, th := lines(prevID, prev), lines(thisID, this)
+	script := fmt.Sprintf(`#!/bin/sh
+for a; do
+	case "$a" in
+	--list-boots) printf 'IDX BOOT ID FIRST ENTRY LAST ENTRY\n -1 %[1]s x\n  0 %[2]s x\n'; exit 0 ;;
+	--follow) exec sleep 3600 ;;
+	--boot=%[1]s) cat %[3]q; exit 0 ;;
+	--boot=%[2]s) cat %[4]q; exit 0 ;;
+	esac
+done
+exit 1
+`, prevID, thisID, p, th)
+	bin := filepath.Join(dir, "journalctl")
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestNotesOncePerBoot: the follower replays the journal at every start;
+// what the machine says again of it is journaled once in a boot (the
+// notes file, in the runtime directory, remembers), and what the previous
+// boot's lines had to say is that boot's.
+func TestNotesOncePerBoot(t *testing.T) {
+	dir := t.TempDir()
+	cc := filepath.Join(dir, "currentconfig")
+	writeConfig(t, cc, "rendered-a")
+	bin := fakeJournalctl(t,
+		// The previous boot: an update that ran out (a later line sees it).
+		map[time.Duration]string{5 * time.Hour: "Starting update from rendered-x to rendered-y: &{}", 3 * time.Hour: "Starting update from rendered-y to rendered-z: &{}"},
+		// This boot: one started two hours ago, never finished.
+		map[time.Duration]string{2 * time.Hour: "Starting update from rendered-a to rendered-b: &{}"})
+	run := func(notes string) *parttest.Host {
+		h := &parttest.Host{}
+		f := New(Options{Path: cc, Journalctl: bin, NotesFile: notes})
+		ctx, cancel := context.WithCancel(context.Background())
+		h.OnLoop(func() { f.Start(ctx, h) })
+		f.Stop()
+		cancel()
+		return h
+	}
+	timedOut := func(h *parttest.Host, pair string) int {
+		n := 0
+		for _, r := range h.Find(journal.MsgMCD) {
+			if strings.Contains(r.Msg, "update "+pair+" did not reach its end") {
+				n++
+			}
+		}
+		return n
+	}
+	notes := filepath.Join(dir, "mcd-notes")
+	first := run(notes)
+	if n := timedOut(first, "rendered-a → rendered-b"); n != 1 {
+		t.Fatalf("first start: %d records of the update's timeout, want 1: %v", n, first.Records())
+	}
+	if n := timedOut(first, "rendered-x → rendered-y"); n != 0 {
+		t.Errorf("the previous boot's timeout journaled in this one: %v", first.Records())
+	}
+	for i := range 2 {
+		if again := run(notes); timedOut(again, "rendered-a → rendered-b") != 0 {
+			t.Errorf("restart %d: the timeout journaled again: %v", i+1, again.Records())
+		}
+	}
+	// Without the file (no runtime directory) every start says it.
+	if n := timedOut(run(""), "rendered-a → rendered-b"); n != 1 {
+		t.Errorf("without a notes file: %d records of the timeout, want 1", n)
+	}
 }
