@@ -151,6 +151,11 @@ func (f *daemonFlagValues) check(fs *flag.FlagSet, o *daemon.Options, std Stdio)
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --attribution %s: must be audit or off\n", escape.Text(o.Attribution))
 		return false
 	}
+	// systemd's RuntimeDirectory= (the unit's /run/drift-monitor), which a
+	// reboot empties: what the MCD follower journaled in this boot.
+	if dir := os.Getenv("RUNTIME_DIRECTORY"); dir != "" {
+		o.MCD.NotesFile = filepath.Join(strings.SplitN(dir, ":", 2)[0], "mcd-notes")
+	}
 	switch o.MCD.Mode {
 	case "auto", "on", "off":
 	default:

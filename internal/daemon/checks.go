@@ -52,7 +52,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	if err := d.w.Watch(d.ix.dirs); err != nil {
 		d.watchError(ctx, err)
 	}
-	d.syncAuditRules(ctx)
+	d.partsLoaded(ctx)
 	return nil
 }
 
@@ -180,7 +180,7 @@ func (d *Daemon) checkEntryIn(ctx context.Context, b *check.Batch, i int, read *
 	if read != nil {
 		d.reads.verify(e.ID(), read.Stamp)
 	}
-	if len(out.Drift) > 0 && d.mcdHoldDown(ctx, e.ID()) {
+	if len(out.Drift) > 0 && d.holdDrift(ctx, e.ID()) {
 		return // held: the release's full check reports it if it persists
 	}
 	appeared, resolved := d.track.update(e.ID(), d.deferred(i, out.Drift, out))

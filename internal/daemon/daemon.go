@@ -25,6 +25,8 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/attribution"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -104,7 +106,8 @@ type Options struct {
 	// how often it is rewritten when nothing changed (0: 30s).
 	MetricsTextfile string
 	MetricsRefresh  time.Duration
-	// MCD follows the OpenShift machine-config daemon's updates (mcd.go).
+	// MCD follows the OpenShift machine-config daemon's updates (the
+	// part mcdfollow).
 	MCD MCDOptions
 	// DigestKey keys the digests of content that must not be shown (see
 	// drift.Key); the zero Key leaves them out.
@@ -114,7 +117,7 @@ type Options struct {
 	FirstBoot firstboot.Use
 
 	// Attribution is how drift is attributed to its writers: "audit"
-	// (attribution.go) or "off" (""). AuditKey is the key of its audit
+	// (the part attribution) or "off" (""). AuditKey is the key of its audit
 	// rules ("": audit.Key).
 	Attribution string
 	AuditKey    string
@@ -123,7 +126,7 @@ type Options struct {
 	AuditCanary string
 	// Sessions answers login sessions (logind); nil: writers are named
 	// without their session's user and remote host.
-	Sessions Sessions
+	Sessions attribution.Sessions
 
 	Log    *slog.Logger
 	Notify Notifier
@@ -183,8 +186,13 @@ type Daemon struct {
 	noticeKinds map[drift.Kind]int
 	noticeGen   uint64
 
+	// inhibitors are those held: the lock files' (locks, as the monitor
+	// last said) and the parts' holds (withHolds).
 	inhibitors []inhibit.Inhibitor
-	mcd        *mcdFollower // the machine-config daemon's internal inhibitor (mcd.go); nil when off
+	locks      []inhibit.Inhibitor
+	// inhibitDir is how the inhibitor directory was last said to be
+	// followed (inhibitDirStatus).
+	inhibitDir inhibit.DirStatus
 	// reconcilers are the `drift-monitor reconcile` runs released while
 	// another inhibitor was still held: their repair is journaled when the
 	// last one goes.
@@ -209,10 +217,13 @@ type Daemon struct {
 	// starting, never clean.
 	judged bool
 
-	// attr follows the audit records of writes (attribution.go); nil
-	// with --attribution=off. attrReported is the state last journaled.
-	attr         *attributor
-	attrReported string
+	// said is what the journal said of each drift's writers, by busKey
+	// (noteWriters), for the bus.
+	said map[string]part.Writers
+
+	// parts are the optional features (parts.go): attribution, the MCD's
+	// follower.
+	parts parts
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files
@@ -262,6 +273,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey, WaitForAccountLocks: true}
 	d.obs.ReadLimit = inlineReadLimit
 	d.reads = newContentReads(d.checker)
+	d.parts = newParts(o, d)
 	if o.Units != nil {
 		d.checker.Units = o.Units
 	} else {

@@ -40,7 +40,7 @@ type metricsKey struct {
 	state                            string
 	gen                              uint64
 	paths, units, polled, inhibitors int
-	excluded                         int
+	excluded, internalInhibitors     int
 	notices                          uint64 // Daemon.noticeGen
 	exhausted, loadFailing           bool
 	loadFailures                     uint64
@@ -145,7 +145,7 @@ func (d *Daemon) metricsChanged() {
 
 func (d *Daemon) metricsKey() metricsKey {
 	return metricsKey{state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
-		excluded: d.excl.paths, polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), exhausted: d.exhausted,
+		excluded: d.excl.paths, polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), internalInhibitors: d.internalInhibitors(), exhausted: d.exhausted,
 		loadFailing: d.loadFailing(), loadFailures: d.m.loadFailures, lastCheck: d.lastCheck, attribution: d.attributionMetric()}
 }
 
@@ -167,7 +167,7 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 	}
 	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
 		WatchedPaths: d.ix.paths, Units: d.ix.units, ExcludedPaths: d.excl.paths, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
-		Inhibitors: len(d.inhibitors), LoadFailing: d.loadFailing(), LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
+		Inhibitors: len(d.inhibitors), InternalInhibitors: d.internalInhibitors(), LoadFailing: d.loadFailing(), LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
 }
 
 // loadFailing: what the daemon checks against is not what the files in

@@ -32,8 +32,8 @@ func (d *Daemon) status() string {
 		in.exclRefused, in.exclKept = escape.Name(d.excl.refused.Error()), d.excl.good
 	}
 	in.nothing = escape.Name(d.nothing)
-	in.mcd = d.mcdStatus()
-	return statusLine(in) + d.attributionStatus()
+	in.parts = d.partCaveats()
+	return statusLine(in)
 }
 
 // updateStatus sends the status line once the daemon is ready (until then
@@ -93,9 +93,8 @@ type statusInput struct {
 	// unitsDown: systemd cannot be reached over D-Bus; apiDown: the
 	// daemon's own API is off the bus.
 	unitsDown, apiDown bool
-	// mcd: what the status line says of the machine-config daemon's
-	// follower ("" : nothing).
-	mcd string
+	// parts: what the parts add (part.Caveat; "" : nothing).
+	parts string
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -191,8 +190,8 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 	if in.configBlind {
 		b.WriteString("; desired-state files not watched (inotify watches exhausted): reload to apply changes")
 	}
-	if in.mcd != "" {
-		b.WriteString("; " + in.mcd)
+	if in.parts != "" {
+		b.WriteString("; " + in.parts)
 	}
 	if in.loadFailed != "" {
 		fmt.Fprintf(b, "; new config refused (%s), checking against the last good one", in.loadFailed)

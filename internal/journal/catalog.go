@@ -47,6 +47,10 @@ const (
 	// MsgInhibitorsUnwatched: the inhibitor lock files cannot be followed;
 	// update tools cannot inhibit monitoring.
 	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
+	// MsgInhibitorsRewatched: the inhibitor directory was removed or
+	// replaced and the daemon follows the new one; or it follows the
+	// directory again after it could not.
+	MsgInhibitorsRewatched = "1f2393e7ffa04a159bed229bae376beb"
 	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
 	// unverifiable, not-checked, not-applicable), or takes effect at the
 	// next boot (reboot-pending), or can never be done (cannot-enable); or a
@@ -303,11 +307,28 @@ limits, fs.inotify.max_user_instances or fs.inotify.max_user_watches).`,
 		Subject: "Inhibitors cannot be followed",
 		Body: `drift-monitor could not follow the inhibitor lock files in its --inhibit-dir
 (by default /run/drift-monitor/inhibit.d). The record's message names the
-directory and the error. Until the daemon is restarted, "drift-monitor
-inhibit" has no effect on it: a planned change made by an update tool is
-reported as drift.
+directory and the error. Meanwhile "drift-monitor inhibit" has no effect on
+it: a planned change made by an update tool is reported as drift. When the
+directory went wrong while the daemon ran (it was removed or replaced by
+something it cannot follow), the daemon tries again every second and says
+when it follows the directory again; when it went wrong at start, it tries
+no more.
 
-Fix the cause named in the message and restart drift-monitor.`,
+Fix the cause named in the message (and, if it was at start, restart
+drift-monitor).`,
+	},
+	{
+		ID: MsgInhibitorsRewatched, Name: "MsgInhibitorsRewatched",
+		Subject: "Inhibitor directory followed anew",
+		Body: `The directory of inhibitor lock files (--inhibit-dir, by default
+/run/drift-monitor/inhibit.d) was removed, renamed away or replaced while
+drift-monitor ran, and drift-monitor now follows the directory that has its
+name (making it again, root's and mode 0700, if it was gone); or it follows
+the directory again after it could not. Locks held in a directory that no
+longer has the name no longer count: their inhibitors are released.
+
+Nothing but root can remove or replace the directory. If no update tool or
+administrator did it on purpose, find out who did.`,
 	},
 	{
 		ID: MsgNotice, Name: "MsgNotice",
