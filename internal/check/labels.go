@@ -65,7 +65,7 @@ func (l *Labels) compare(e *desired.Entry, ob *ondisk.Observation, out *Outcome)
 	// Room for the path's and one link's, without an allocation per node.
 	var room [2]string
 	want := room[:0]
-	if c, ok := lookup(e.Path, t); ok {
+	if c, ok := lookup(ob.LabelPath(e.Path), t); ok {
 		want = append(want, c)
 	}
 	for _, p := range l.linksTo[e.Path] {

@@ -107,6 +107,12 @@ type Observation struct {
 	Ino    uint64
 	Stamp  Stamp
 	Target string // symlink target, as written
+	// Resolved is the host path the node was looked for at: the declared
+	// path with the links among its parents followed as Ignition's
+	// JoinPath followed them (v2.27.0 internal/exec/util/util.go), which is
+	// the path its setfiles labelled. The declared path itself when no link
+	// was on the way; "" when the parent could not be located.
+	Resolved string
 
 	Content ContentResult
 	// Public: any user may read the file — it grants others read, and every
@@ -125,6 +131,19 @@ type Observation struct {
 	// Meta: xattrs, ACLs and inode flags (see Meta), for the entries whose
 	// node Ignition writes or keeps (files, directories, links).
 	Meta Meta
+}
+
+// LabelPath is the path whose default label the node at the declared path
+// wants: where it was found, its parents' links followed as Ignition's
+// JoinPath followed them when it wrote the node and had setfiles label it
+// there (v2.27.0 internal/exec/stages/files/filesystemEntries.go,
+// createEntries: relabelPath of the joined path; internal/exec/util/
+// selinux.go, RelabelFiles: setfiles -r ROOT), not the path as declared.
+func (ob *Observation) LabelPath(declared string) string {
+	if ob.Resolved != "" {
+		return ob.Resolved
+	}
+	return declared
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
@@ -201,6 +220,10 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 	if detour != nil {
 		ob.Detour = detour
 		return ob
+	}
+	ob.Resolved = e.Path
+	if r := o.dirs.resolved; r != path.Clean(dir) {
+		ob.Resolved = path.Join(r, base)
 	}
 	var st unix.Stat_t
 	if err := o.stat(dfd, base, &st, &ob.Meta); err != nil {
