@@ -369,9 +369,9 @@ func decodeIgnition(file string, raw []byte, version string, cache bool, reread 
 }
 
 // checkDecodable refuses what Ignition's validation lets through but Derive
-// cannot use (see undecodable and negativeIDs). under, if not empty, is where
-// cfg sits in the file (spec.config for a MachineConfig's): it replaces the
-// contexts' leading $.
+// cannot use (see undecodable and negativeIDs) or no tool can apply (see
+// accountFields). under, if not empty, is where cfg sits in the file
+// (spec.config for a MachineConfig's): it replaces the contexts' leading $.
 func checkDecodable(file string, cfg types.Config, under string, minID int) error {
 	at := func(ctx string) string {
 		if under == "" {
@@ -383,6 +383,9 @@ func checkDecodable(file string, cfg types.Config, under string, minID int) erro
 		return &LoadError{File: file, Context: at(ctx), Err: err}
 	}
 	if ctx, err := negativeIDs(cfg, minID); err != nil {
+		return &LoadError{File: file, Context: at(ctx), Err: err}
+	}
+	if ctx, err := accountFields(cfg.Passwd); err != nil {
 		return &LoadError{File: file, Context: at(ctx), Err: err}
 	}
 	return nil
