@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -41,6 +43,14 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if os.Geteuid() != 0 {
 		return fail("only root can reconcile: it writes declared files with their owners")
 	}
+	// Made absolute once, for every step: the configs and nodes are read
+	// and written through the opened root, and the account tools are
+	// handed its path (shadow-utils refuses a relative --root).
+	abs, err := filepath.Abs(o.root)
+	if err != nil {
+		return fail("root %s: %v", o.root, err)
+	}
+	o.root = abs
 	key, err := hostKey()
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
@@ -142,10 +152,12 @@ type reconcileJob struct {
 	before []drift.Drift // the selected drift found first
 	todo   []*desired.Entry
 	kinds  map[string][]drift.Kind
-	res    reconcile.Result // the excluded, refused before any step
-	rec    *reconcile.Reconciler
-	conn   *systemd.Conn
-	lock   *inhibit.Lock
+	// excluded are the entries refused before any step, by whether they
+	// are accounts: the nodes are selected again after the accounts.
+	excluded [2][]reconcile.Action
+	rec      *reconcile.Reconciler
+	conn     *systemd.Conn
+	lock     *inhibit.Lock
 }
 
 // planReconcile parses the state afresh (what is written must be what the
@@ -166,20 +178,44 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 		return nil, fmt.Errorf("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
 	}
 	j.before = j.sel.drift(first.Drift, state.Entries)
-	var entries []*desired.Entry
-	entries, j.kinds = reconcile.Group(state.Entries, j.before)
-	for _, e := range entries {
-		if j.sel.excluded(e.Path) {
-			j.res.Refuse(e, j.kinds[e.ID()], "excluded (--exclude): left alone")
-			continue
-		}
-		j.todo = append(j.todo, e)
-	}
+	j.todo, j.kinds = j.pick(state, j.before, func(*desired.Entry) bool { return true })
 	j.rec = &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, Leave: j.sel.excluded, DryRun: o.dryRun}
 	if j.rec.Labels, err = selinux.ForRoot(r.ReadFile); err != nil {
 		fmt.Fprintf(warn, "drift-monitor reconcile: warning: nothing is labelled: %s\n", escape.Text(err.Error()))
 	}
 	return j, nil
+}
+
+// pick groups the selected drift ds of state's entries that keep takes
+// into the entries to repair and what differs of each; an excluded entry
+// is listed in j.excluded instead.
+func (j *reconcileJob) pick(state *desired.State, ds []drift.Drift, keep func(*desired.Entry) bool) ([]*desired.Entry, map[string][]drift.Kind) {
+	entries, kinds := reconcile.Group(state.Entries, ds)
+	var todo []*desired.Entry
+	for _, e := range entries {
+		if !keep(e) {
+			continue
+		}
+		if j.sel.excluded(e.Path) {
+			var r reconcile.Result
+			r.Refuse(e, kinds[e.ID()], "excluded (--exclude): left alone")
+			j.excluded[accountIndex(e)] = append(j.excluded[accountIndex(e)], r.Refused...)
+			continue
+		}
+		todo = append(todo, e)
+	}
+	return todo, kinds
+}
+
+func isAccountEntry(e *desired.Entry) bool {
+	return e.Kind == desired.KindUser || e.Kind == desired.KindGroup
+}
+
+func accountIndex(e *desired.Entry) int {
+	if isAccountEntry(e) {
+		return 0
+	}
+	return 1
 }
 
 // connect, on a live host with something to repair, reaches systemd (which
@@ -218,26 +254,94 @@ func (j *reconcileJob) connect(ctx context.Context, warn io.Writer) error {
 	return nil
 }
 
-// repair plans and (unless it is a dry run) applies, reloads systemd when
-// unit files changed, and checks again.
+// repair plans and (unless it is a dry run) applies in Ignition's order —
+// the accounts first, then every node planned against the accounts as
+// they are after that (internal/exec/stages/files/files.go, runImpl:
+// createPasswd before createFilesystemsEntries) —, reloads systemd when
+// unit files changed, and checks again: the state derived afresh, as
+// `check` derives it, so that what it says is left is what a check says.
 func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileReport, error) {
-	done := j.rec.Repair(ctx, j.todo, j.kinds)
+	var accounts, nodes []*desired.Entry
+	for _, e := range j.todo {
+		if isAccountEntry(e) {
+			accounts = append(accounts, e)
+		} else {
+			nodes = append(nodes, e)
+		}
+	}
+	var done reconcile.Result
+	if len(accounts) > 0 {
+		var err error
+		if done, nodes, err = j.repairAccounts(ctx, accounts); err != nil {
+			return nil, err
+		}
+	}
+	more := j.rec.Repair(ctx, nodes, j.kinds)
+	done.Repaired = append(done.Repaired, more.Repaired...)
+	done.Refused = append(done.Refused, more.Refused...)
 	rep := &reconcileReport{Root: j.o.root, DryRun: j.o.dryRun, Repaired: done.Repaired,
-		Refused: append(j.res.Refused, done.Refused...), Remaining: j.before}
+		Refused: append(append(j.excluded[0], j.excluded[1]...), done.Refused...), Remaining: j.before}
 	if j.o.dryRun {
 		return rep, nil
 	}
-	if done.Units && j.conn != nil {
+	if more.Units && j.conn != nil {
 		if err := j.conn.Reload(ctx); err != nil {
 			fmt.Fprintf(warn, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
 		}
 	}
-	after, err := checkState(ctx, j.root, j.state, j.key, false)
-	if err != nil {
-		return nil, fmt.Errorf("checking again after the repair: %w", err)
+	state, err := j.derive(j.root)
+	if err == nil {
+		var after check.Result
+		if after, err = checkState(ctx, j.root, state, j.key, false); err == nil {
+			rep.Remaining = j.sel.drift(after.Drift, state.Entries)
+			return rep, nil
+		}
 	}
-	rep.Remaining = j.sel.drift(after.Drift, j.state.Entries)
-	return rep, nil
+	return nil, fmt.Errorf("checking again after the repair: %w", err)
+}
+
+// repairAccounts repairs the users and groups (a dry run in a copy of the
+// account files), then derives the state again with the owners resolved
+// in the account files as that left them, and selects the nodes to repair
+// from a check against it: a node owned by a user whose uid was just
+// changed is owned by the new uid, the keys of a user just created are
+// the user's.
+func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*desired.Entry) (reconcile.Result, []*desired.Entry, error) {
+	var host desired.Host = j.root
+	if j.o.dryRun {
+		preview, err := reconcile.NewAccountPreview(j.root)
+		if err != nil {
+			return reconcile.Result{}, nil, err
+		}
+		defer preview.Close()
+		j.rec.Accounts, host = preview, preview.Host()
+		defer func() { j.rec.Accounts = nil }()
+	}
+	done := j.rec.Repair(ctx, accounts, j.kinds)
+	state, err := j.derive(host)
+	if err != nil {
+		return done, nil, fmt.Errorf("deriving the state again after the account repairs: %w", err)
+	}
+	res, err := checkState(ctx, j.root, state, j.key, false)
+	if err != nil {
+		return done, nil, fmt.Errorf("checking again after the account repairs: %w", err)
+	}
+	j.excluded[1] = nil
+	var nodes []*desired.Entry
+	nodes, j.kinds = j.pick(state, j.sel.drift(res.Drift, state.Entries), func(e *desired.Entry) bool { return !isAccountEntry(e) })
+	j.rec.Declared, j.rec.Entries = ondisk.Declare(state.Entries), state.Entries
+	return done, nodes, nil
+}
+
+// derive loads the state again, as the first load did (its warnings said
+// once), reading the root's files through host.
+func (j *reconcileJob) derive(host desired.Host) (*desired.State, error) {
+	state, err := loadDesiredFrom(nil, host, j.root, j.o.configs, "reconcile", io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	state.Entries = desired.ApplyMCDExemptions(state.Entries, !j.o.checkCerts)
+	return state, nil
 }
 
 // close releases the inhibitor (after the second check) and systemd.

@@ -303,7 +303,7 @@ func planLabel(e *desired.Entry, kinds []drift.Kind, f *nodeFacts, rewrite bool)
 	if !ok {
 		return nil
 	}
-	want, ok := f.label(e.Path, t)
+	want, ok := f.label(f.ob.LabelPath(e.Path), t)
 	if !ok {
 		return nil
 	}
