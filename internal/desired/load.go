@@ -479,15 +479,17 @@ func addKernelArguments(frag *Fragment, args []string) {
 }
 
 // undecodable finds file contents that Ignition's validation accepts but that
-// cannot be decoded (a gzip data URL that is not gzip): Derive would fail on
-// them after merging, when the file that declared them is no longer known.
+// cannot be decoded (a gzip data URL that is not gzip) or whose declared
+// hash they do not have: Derive would fail on them after merging, when the
+// file that declared them is no longer known.
 //
 // Ignition's validation has decoded every data URL already; what it does not
-// try is decompressing, so only compressed files are decoded here (decoding
-// all of them was a tenth of a load).
+// try is decompressing or hashing, so only compressed files and those with a
+// verified data URL are decoded here (decoding all of them was a tenth of a
+// load).
 func undecodable(cfg types.Config) (context string, err error) {
 	for i, f := range cfg.Storage.Files {
-		if !compressed(f) {
+		if !compressed(f) && !verifiedDataURL(f) {
 			continue
 		}
 		if _, err := fileContent(f); err != nil {

@@ -205,3 +205,53 @@ func (r *root) stat(p string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// ignite runs the Ignition that go.mod pins on the root, as a first boot
+// does (-platform file, the fetch-offline and files stages), and returns
+// its log. With withPolicy the root has Debian's SELinux policy and
+// Ignition relabels what it writes with the real setfiles (which works
+// with SELinux off in the kernel); without, a stub stands for setfiles.
+func (r *root) ignite(cfg []byte, withPolicy bool) (string, error) {
+	r.t.Helper()
+	ign := harness.IgnitionBinary(r.t, harness.PinnedIgnition(r.t))
+	work := filepath.Join(filepath.Dir(r.dir), "ignition")
+	bin := filepath.Join(work, "bin")
+	for _, d := range []string{bin, filepath.Join(work, "run")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	if withPolicy {
+		harness.RequireTools(r.t, "setfiles")
+		r.write("/etc/selinux/config", "SELINUX=permissive\nSELINUXTYPE=default\n", 0o644)
+		if err := os.MkdirAll(r.host("/etc/selinux/default"), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		if out, err := exec.Command("cp", "-a", "/etc/selinux/default/contexts", r.host("/etc/selinux/default/")).CombinedOutput(); err != nil {
+			harness.Unavailable(r.t, "Debian's SELinux policy (selinux-policy-default) is needed: %v\n%s", err, out)
+		}
+	} else {
+		r.write("/etc/selinux/config", "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
+		if err := os.WriteFile(filepath.Join(bin, "setfiles"), []byte("#!/bin/sh\ncat >/dev/null\n"), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	cfgPath := filepath.Join(work, "config.ign")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	var log bytes.Buffer
+	for _, stage := range [][]string{{"-stage", "fetch-offline", "-neednet", filepath.Join(work, "run/neednet")}, {"-stage", "files"}} {
+		ctx, cancel := context.WithTimeout(r.t.Context(), runTimeout)
+		cmd := exec.CommandContext(ctx, ign, append(stage, "-platform", "file", "-root", r.dir,
+			"-config-cache", filepath.Join(work, "run/cache.json"), "-state-file", filepath.Join(work, "run/state"), "-log-to-stdout")...)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "IGNITION_CONFIG_FILE="+cfgPath)
+		cmd.Stdout, cmd.Stderr = &log, &log
+		err := cmd.Run()
+		cancel()
+		if err != nil {
+			return log.String(), fmt.Errorf("Ignition's %s stage: %w", stage[1], err)
+		}
+	}
+	return log.String(), nil
+}
