@@ -295,7 +295,9 @@ func yamlToJSON(file string, raw []byte) ([]byte, error) {
 	}
 	j, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		return nil, &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+		le := &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+		yamlPosition(le, raw)
+		return nil, le
 	}
 	return j, nil
 }
