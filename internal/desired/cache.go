@@ -69,7 +69,11 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 }
 
 // loadFiles is loadState for the config files listed, read through src.
+// A config another user could have written is refused (writers.go).
 func loadFiles(c Cache, src fragmentFiles, files []string) (State, error) {
+	if err := checkWriters(src, files); err != nil {
+		return State{}, err
+	}
 	root := src.root
 	acct, err := readAccountFiles(root)
 	if err != nil {

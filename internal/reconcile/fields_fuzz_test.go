@@ -207,3 +207,4 @@ func (h osHost) ReadFile(p string) ([]byte, error) {
 	return os.ReadFile(h.Join(p))
 }
 func (h osHost) ReadDir(p string) ([]os.DirEntry, error) { return os.ReadDir(h.Join(p)) }
+func (h osHost) StatDir(p string) (os.FileInfo, error)   { return os.Stat(h.Join(p)) }
