@@ -468,7 +468,7 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 	}
 	out := Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
 		Notices: drift.MetaNotices(e, &ob, c.Key)}
-	c.Labels.compare(e, &ob, &out)
+	c.Labels.compare(c.Root, e, &ob, &out)
 	if c.Exclude != nil {
 		out.Drift = slices.DeleteFunc(out.Drift, func(d drift.Drift) bool { return c.Exclude(&d) })
 	}

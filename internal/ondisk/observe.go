@@ -133,19 +133,6 @@ type Observation struct {
 	Meta Meta
 }
 
-// LabelPath is the path whose default label the node at the declared path
-// wants: where it was found, its parents' links followed as Ignition's
-// JoinPath followed them when it wrote the node and had setfiles label it
-// there (v2.27.0 internal/exec/stages/files/filesystemEntries.go,
-// createEntries: relabelPath of the joined path; internal/exec/util/
-// selinux.go, RelabelFiles: setfiles -r ROOT), not the path as declared.
-func (ob *Observation) LabelPath(declared string) string {
-	if ob.Resolved != "" {
-		return ob.Resolved
-	}
-	return declared
-}
-
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
 // Observer examines entries inside one root. It is not safe for concurrent

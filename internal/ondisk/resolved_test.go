@@ -55,3 +55,50 @@ func TestResolved(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelPath: a node is labelled at its joined path; SSH keys at the
+// home as passwd names it (where it points when the home itself is a
+// link, as /root -> var/roothome); a node under the home of a declared
+// user is also labelled as part of it.
+func TestLabelPath(t *testing.T) {
+	f := newFixture(t)
+	f.mkdir("/var/home/core/.config", 0o755)
+	f.mkdir("/var/home/core/.ssh/authorized_keys.d", 0o755)
+	f.symlink("/home", "var/home")
+	f.mkdir("/var/roothome/.ssh/authorized_keys.d", 0o755)
+	f.symlink("/root", "var/roothome")
+	f.mkdir("/etc", 0o755)
+	f.file("/etc/passwd", "root:x:0:0::/root:/bin/sh\ncore:x:1000:1000::/home/core:/bin/sh\n", 0o644)
+	r, err := ondisk.OpenRoot(f.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o := ondisk.NewObserver(r)
+	defer o.Close()
+	entries := []desired.Entry{
+		{Kind: desired.KindUser, Path: desired.PasswdFile, Account: &desired.Account{Name: "core"}},
+		{Kind: desired.KindUser, Path: desired.PasswdFile, Account: &desired.Account{Name: "root"}},
+		{Kind: desired.KindUser, Path: desired.PasswdFile, Account: &desired.Account{Name: "nohome", Creation: desired.Creation{NoCreateHome: true}}},
+	}
+	homes := r.RelabelledHomes(entries)
+	for _, tt := range []struct {
+		e          desired.Entry
+		at, partOf string
+	}{
+		{desired.Entry{Kind: desired.KindFile, Path: "/home/core/.config/x", Type: desired.TypeRegular}, "/var/home/core/.config/x", "/home/core/.config/x"},
+		{desired.Entry{Kind: desired.KindSSHKeys, Path: "/home/core/.ssh/authorized_keys.d/ignition", Type: desired.TypeRegular},
+			"/home/core/.ssh/authorized_keys.d/ignition", "/home/core/.ssh/authorized_keys.d/ignition"},
+		{desired.Entry{Kind: desired.KindSSHKeys, Path: "/root/.ssh/authorized_keys.d/ignition", Type: desired.TypeRegular},
+			"/var/roothome/.ssh/authorized_keys.d/ignition", "/var/roothome/.ssh/authorized_keys.d/ignition"},
+		{desired.Entry{Kind: desired.KindFile, Path: "/etc/motd", Type: desired.TypeRegular}, "/etc/motd", ""},
+	} {
+		ob := o.Observe(&tt.e)
+		if got := r.LabelPath(&tt.e, &ob); got != tt.at {
+			t.Errorf("LabelPath(%s) = %q, want %q", tt.e.Path, got, tt.at)
+		}
+		if got, _ := ondisk.AsPartOfHome(ob.Resolved, homes); got != tt.partOf {
+			t.Errorf("AsPartOfHome(%s) = %q, want %q (homes %+v)", ob.Resolved, got, tt.partOf, homes)
+		}
+	}
+}

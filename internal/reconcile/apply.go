@@ -40,7 +40,7 @@ func (r *Reconciler) applyStep(ctx context.Context, w *writer, s *Step) error {
 	var err error
 	switch s.Op {
 	case OpWrite, OpMkdir, OpSymlink, OpHardLink:
-		dir, err = w.ensureDir(dirOf(s), s.parent)
+		dir, err = w.ensureDir(dirOf(s), s.parent, s.labelAt)
 	default:
 		if dir, err = w.dir(dirOf(s)); err != nil {
 			err = opError("opening directory", dirOf(s), err)

@@ -57,6 +57,10 @@ type Step struct {
 	owned   bool   // OpSymlink: meta's owner is declared (else the writer's)
 	parent  meta   // the missing parents' owner and mode
 	target  string // OpSymlink, OpHardLink
+	// labelAt is the path whose label the node at Path wants (OpWrite,
+	// OpMkdir, OpSymlink): the directories made on the way to it get the
+	// labels of its parents.
+	labelAt string
 	overDir bool   // an empty directory stands there, replaced
 	replace bool   // OpMkdir: a non-directory stands there, replaced
 	name    string // OpRemoveXattr
@@ -108,6 +112,8 @@ type nodeFacts struct {
 	targetErr  error
 	// label looks up the policy's default label; nil: nothing is labelled.
 	label func(p string, t selinux.FileType) (string, bool)
+	// labelAt is the path whose label the node wants (ondisk.LabelPath).
+	labelAt string
 }
 
 // rewrites says whether the entry's node is replaced by a new one (rather
@@ -177,7 +183,7 @@ func planNode(e *desired.Entry, kinds []drift.Kind, f *nodeFacts) ([]Step, error
 // planWrite is the new node that replaces what stands at the path.
 func planWrite(e *desired.Entry, f *nodeFacts, m meta) (Step, error) {
 	ob := &f.ob
-	s := Step{meta: m, parent: parentMeta(e), overDir: ob.Type == ondisk.Directory, seen: seenOf(ob), target: e.Target}
+	s := Step{meta: m, parent: parentMeta(e), overDir: ob.Type == ondisk.Directory, seen: seenOf(ob), target: e.Target, labelAt: f.labelAt}
 	switch e.Type {
 	case desired.TypeRegular:
 		if f.contentErr != nil {
@@ -303,7 +309,7 @@ func planLabel(e *desired.Entry, kinds []drift.Kind, f *nodeFacts, rewrite bool)
 	if !ok {
 		return nil
 	}
-	want, ok := f.label(f.ob.LabelPath(e.Path), t)
+	want, ok := f.label(f.labelAt, t)
 	if !ok {
 		return nil
 	}

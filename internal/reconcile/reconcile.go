@@ -478,6 +478,7 @@ func (r *Reconciler) observeNode(w *writer, e *desired.Entry) (nodeFacts, error)
 		// its label.
 		ob.Resolved = r.Root.ResolvePath(e.Path, r.Declared)
 	}
+	f.labelAt = r.Root.LabelPath(e, ob)
 	if ob.Type == ondisk.Directory && e.Type != desired.TypeDirectory {
 		dir, err := w.dir(path.Dir(e.Path))
 		if err != nil {
@@ -638,15 +639,16 @@ func (r *Reconciler) planEnableLinks(links []enablement.Link, kinds []drift.Kind
 		// systemd makes the .wants directories 0755, and labels them and
 		// the link as the policy says (install.c, create_symlink:
 		// mkdir_parents_label, symlink_atomic_label).
-		steps = append(steps, Step{Op: OpSymlink, Path: l.Path, target: l.Target, parent: meta{mode: defaultDirMode},
+		if ob.Resolved == "" {
+			ob.Resolved = r.Root.ResolvePath(l.Path, nil)
+		}
+		at := r.Root.LabelPath(e, &ob)
+		steps = append(steps, Step{Op: OpSymlink, Path: l.Path, target: l.Target, parent: meta{mode: defaultDirMode}, labelAt: at,
 			Says: fmt.Sprintf("link %q to %q", l.Path, l.Target), Resolves: kinds})
 		if r.Labels == nil {
 			continue
 		}
-		if ob.Resolved == "" {
-			ob.Resolved = r.Root.ResolvePath(l.Path, nil)
-		}
-		if want, ok := r.Labels.Lookup(ob.LabelPath(l.Path), selinux.Symlink); ok {
+		if want, ok := r.Labels.Lookup(at, selinux.Symlink); ok {
 			steps = append(steps, Step{Op: OpLabel, Path: l.Path, label: want, Says: "set the SELinux label " + escape.Name(want)})
 		}
 	}

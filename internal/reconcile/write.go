@@ -82,13 +82,15 @@ func (e *DetourError) Error() string {
 // resolved to: Ignition relabels from the first component it found missing
 // (internal/exec/stages/files/filesystemEntries.go, relabelPath:
 // FindFirstMissingPathComponent, then setfiles, which labels all below).
-func (w *writer) ensureDir(hostDir string, m meta) (int, error) {
-	fd, _, err := w.ensureDirPath(hostDir, m)
+func (w *writer) ensureDir(hostDir string, m meta, node string) (int, error) {
+	fd, _, err := w.ensureDirPath(hostDir, m, path.Dir(node))
 	return fd, err
 }
 
-// ensureDirPath is ensureDir, and the host path the directory resolved to.
-func (w *writer) ensureDirPath(hostDir string, m meta) (int, string, error) {
+// ensureDirPath is ensureDir, and the host path the directory resolved to;
+// labelAt is the path whose label it wants, "" for where it resolves (the
+// node's path made this the parent's of the node's: ondisk.LabelPath).
+func (w *writer) ensureDirPath(hostDir string, m meta, labelAt string) (int, string, error) {
 	fd, resolved, err := w.dirPath(hostDir)
 	if !errors.Is(err, unix.ENOENT) || hostDir == "/" {
 		if err != nil {
@@ -96,7 +98,7 @@ func (w *writer) ensureDirPath(hostDir string, m meta) (int, string, error) {
 		}
 		return fd, resolved, nil
 	}
-	parent, above, err := w.ensureDirPath(path.Dir(hostDir), m)
+	parent, above, err := w.ensureDirPath(path.Dir(hostDir), m, path.Dir(labelAt))
 	if err != nil {
 		return -1, "", err
 	}
@@ -105,7 +107,10 @@ func (w *writer) ensureDirPath(hostDir string, m meta) (int, string, error) {
 		return -1, "", err
 	}
 	resolved = path.Join(above, path.Base(hostDir))
-	if err := w.labelNew(parent, hostDir, resolved, selinux.Directory); err != nil {
+	if labelAt == "." || labelAt == "" {
+		labelAt = resolved
+	}
+	if err := w.labelNew(parent, hostDir, labelAt, selinux.Directory); err != nil {
 		return -1, "", err
 	}
 	fd, err = w.dir(hostDir)
@@ -115,13 +120,13 @@ func (w *writer) ensureDirPath(hostDir string, m meta) (int, string, error) {
 	return fd, resolved, nil
 }
 
-// labelNew gives the node dir/name (hostPath), which the writer just made
-// at resolved, its default label when there is a policy.
-func (w *writer) labelNew(dir int, hostPath, resolved string, t selinux.FileType) error {
+// labelNew gives the node dir/name (hostPath), which the writer just made,
+// the default label of the path labelAt when there is a policy.
+func (w *writer) labelNew(dir int, hostPath, labelAt string, t selinux.FileType) error {
 	if w.label == nil {
 		return nil
 	}
-	want, ok := w.label(resolved, t)
+	want, ok := w.label(labelAt, t)
 	if !ok {
 		return nil
 	}
