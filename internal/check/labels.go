@@ -68,6 +68,14 @@ func (l *Labels) compare(r *ondisk.Root, e *desired.Entry, ob *ondisk.Observatio
 	if !ok {
 		return
 	}
+	if _, labelled := ob.Meta.Get(ondisk.XattrSELinux); !labelled && e.Kind == desired.KindLink && ob.Type == ondisk.Symlink {
+		// Ignition relabels only what its os.Stat finds, and that
+		// follows a link (v2.27.0 internal/exec/stages/files/files.go,
+		// relabelFiles): a link whose target it could not reach from the
+		// initramfs (an absolute one, read against the initramfs's own
+		// root) is left without a label.
+		return
+	}
 	lookup := l.contexts.Lookup
 	if l.memo != nil {
 		lookup = l.memo.Lookup

@@ -29,7 +29,7 @@ import (
 func (r *Root) LabelPath(e *desired.Entry, ob *Observation) string {
 	if r != nil && e.Kind == desired.KindSSHKeys {
 		if i := strings.LastIndex(e.Path, "/.ssh/"); i > 0 {
-			return r.homeAsRelabelled(e.Path[:i]) + e.Path[i:]
+			return r.HomeAsRelabelled(e.Path[:i]) + e.Path[i:]
 		}
 	}
 	if ob.Resolved != "" {
@@ -38,10 +38,10 @@ func (r *Root) LabelPath(e *desired.Entry, ob *Observation) string {
 	return e.Path
 }
 
-// homeAsRelabelled is a home, or, when it is a symbolic link, its target,
+// HomeAsRelabelled is a home, or, when it is a symbolic link, its target,
 // joined to the home's directory when relative (Ignition's
 // Util.ResolveSymlink, internal/exec/util/util.go).
-func (r *Root) homeAsRelabelled(home string) string {
+func (r *Root) HomeAsRelabelled(home string) string {
 	fd, err := r.openDir(path.Dir(home))
 	if err != nil {
 		return home
@@ -97,7 +97,7 @@ func (r *Root) RelabelledHomes(entries []desired.Entry) []RelabelledHome {
 		if where == "" {
 			continue
 		}
-		homes = append(homes, RelabelledHome{Where: path.Dir(where), At: r.homeAsRelabelled(path.Clean(home))})
+		homes = append(homes, RelabelledHome{Where: path.Dir(where), At: r.HomeAsRelabelled(path.Clean(home))})
 	}
 	return homes
 }

@@ -111,7 +111,10 @@ func (r *Reconciler) planAccount(e *desired.Entry, kinds []drift.Kind) ([]Step, 
 	for _, c := range cmds {
 		steps = append(steps, Step{Op: OpRun, Path: e.Path, Says: c.String(), Resolves: kinds, cmd: c, hash: acct.PasswordHash})
 	}
-	return steps, err
+	if err != nil {
+		return steps, err
+	}
+	return append(steps, r.planRelabel(e, cmds)...), nil
 }
 
 // run runs an account's tool; its message never shows the declared hash.

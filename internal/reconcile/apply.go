@@ -35,6 +35,8 @@ func (r *Reconciler) applyStep(ctx context.Context, w *writer, s *Step) error {
 		return r.Units.DisableUnitFiles(ctx, []string{s.Unit})
 	case OpRun:
 		return r.run(ctx, s.cmd, s.hash)
+	case OpRelabel:
+		return r.relabel(w, s)
 	}
 	var dir int
 	var err error

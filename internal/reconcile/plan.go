@@ -37,6 +37,7 @@ const (
 	OpEnable      Op = "enable"       // a unit, through systemd
 	OpDisable     Op = "disable"      // a unit, through systemd
 	OpRun         Op = "run"          // a shadow-utils tool (accounts)
+	OpRelabel     Op = "relabel"      // the account files and a home: the policy's labels
 )
 
 // Step is one thing a repair writes: where, what, and which drift it
@@ -67,6 +68,7 @@ type Step struct {
 	label   string // OpLabel
 	cmd     command
 	hash    *string // OpRun: the declared password hash, kept out of messages
+	home    string  // OpRelabel: the user whose home is relabelled too
 	prune   bool    // OpRemove: then the .wants/.requires directories it emptied
 	// seen is the node planning observed at Path: apply writes nothing
 	// there once it is another (a swap since), nil when nothing stood there

@@ -232,13 +232,16 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 		default:
 			r.repair(ctx, w, e, &a)
 		}
+		if extra[e.ID()] && (a.Problem != "" || len(a.Steps) == 0) {
+			// Its unit's files were written, and it had no drift: as
+			// declared, or (a unit without a unit file) nothing to do;
+			// the check after the repair says if it is not so.
+			continue
+		}
 		if a.Problem != "" {
 			failed[e.Path] = true
 			res.Refused = append(res.Refused, a)
 			continue
-		}
-		if extra[e.ID()] && len(a.Steps) == 0 {
-			continue // its unit was written, and it is as declared
 		}
 		if a.newInode {
 			rewritten[e.Path] = true
@@ -284,7 +287,8 @@ func (r *Reconciler) noteUnits(e *desired.Entry, steps []Step, units map[string]
 // yet: a unit file put back with its [Install] section is enabled in the
 // same run, as a unit Ignition writes is at first boot (it writes the
 // preset, systemd applies it), rather than at the next. extra names them:
-// they are listed only if they have steps.
+// they are listed only if they have steps (one that cannot be planned had
+// no drift: what it lacks is for the check after the repair to say).
 func (r *Reconciler) reenable(sorted []*desired.Entry, k int, kinds map[string][]drift.Kind, units map[string]bool) ([]*desired.Entry, map[string]bool) {
 	extra := map[string]bool{}
 	var add []*desired.Entry
