@@ -36,6 +36,8 @@ type root struct {
 	t   *testing.T
 	dir string // the root
 	cfg string // the directory of the configs
+	// subs, when set, is the root policy's file_contexts.subs (ignite).
+	subs string
 }
 
 // newRoot makes an empty root that every user can enter (as a host's / is:
@@ -229,6 +231,9 @@ func (r *root) ignite(cfg []byte, withPolicy bool) (string, error) {
 		}
 		if out, err := exec.Command("cp", "-a", "/etc/selinux/default/contexts", r.host("/etc/selinux/default/")).CombinedOutput(); err != nil {
 			harness.Unavailable(r.t, "Debian's SELinux policy (selinux-policy-default) is needed: %v\n%s", err, out)
+		}
+		if r.subs != "" {
+			r.write("/etc/selinux/default/contexts/files/file_contexts.subs", r.subs, 0o644)
 		}
 	} else {
 		r.write("/etc/selinux/config", "SELINUX=disabled\nSELINUXTYPE=targeted\n", 0o644)
