@@ -207,12 +207,8 @@ func (j *reconcileJob) pick(state *desired.State, ds []drift.Drift, keep func(*d
 	return todo, kinds
 }
 
-func isAccountEntry(e *desired.Entry) bool {
-	return e.Kind == desired.KindUser || e.Kind == desired.KindGroup
-}
-
 func accountIndex(e *desired.Entry) int {
-	if isAccountEntry(e) {
+	if reconcile.IsAccount(e) {
 		return 0
 	}
 	return 1
@@ -263,7 +259,7 @@ func (j *reconcileJob) connect(ctx context.Context, warn io.Writer) error {
 func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileReport, error) {
 	var accounts, nodes []*desired.Entry
 	for _, e := range j.todo {
-		if isAccountEntry(e) {
+		if reconcile.IsAccount(e) {
 			accounts = append(accounts, e)
 		} else {
 			nodes = append(nodes, e)
@@ -328,7 +324,7 @@ func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*desired.E
 	}
 	j.excluded[1] = nil
 	var nodes []*desired.Entry
-	nodes, j.kinds = j.pick(state, j.sel.drift(res.Drift, state.Entries), func(e *desired.Entry) bool { return !isAccountEntry(e) })
+	nodes, j.kinds = j.pick(state, j.sel.drift(res.Drift, state.Entries), func(e *desired.Entry) bool { return !reconcile.IsAccount(e) })
 	j.rec.Declared, j.rec.Entries = ondisk.Declare(state.Entries), state.Entries
 	return done, nodes, nil
 }

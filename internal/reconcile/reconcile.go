@@ -160,7 +160,7 @@ func Group(entries []desired.Entry, ds []drift.Drift) ([]*desired.Entry, map[str
 // orders them), then hard links (their targets are in place by then), then
 // enablement (its unit files and masks are), then what is only listed.
 func order(e *desired.Entry) int {
-	if isAccount(e) {
+	if IsAccount(e) {
 		// Accounts first, groups (/etc/group) before users (/etc/passwd),
 		// as Ignition's files stage creates them before any node
 		// (internal/exec/stages/files/files.go: createPasswd first): a
@@ -179,7 +179,9 @@ func order(e *desired.Entry) int {
 	return 0
 }
 
-func isAccount(e *desired.Entry) bool {
+// IsAccount says whether an entry is a user or a group: repaired first,
+// with the account tools, before any node is planned.
+func IsAccount(e *desired.Entry) bool {
 	return e.Kind == desired.KindUser || e.Kind == desired.KindGroup
 }
 
@@ -339,7 +341,7 @@ func refuse(format string, args ...any) error {
 func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a *Action) {
 	steps, err := r.plan(w, e, a.Drift)
 	a.Steps = steps
-	if err == nil && (!r.DryRun || r.Accounts != nil && isAccount(e)) {
+	if err == nil && (!r.DryRun || r.Accounts != nil && IsAccount(e)) {
 		a.Steps, err = r.apply(ctx, w, steps)
 	}
 	a.Done = says(a.Steps)
