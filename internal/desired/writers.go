@@ -21,7 +21,10 @@ import (
 // drift. A config file, and the directory that holds it, must be owned by
 // root (or by whoever owns the root checked, or runs the check: a tree of
 // theirs, a config of theirs) and writable by no one else: no write bit
-// for others, none for a group other than root's. A file is checked as it
+// for others, none for a group other than root's (or, for whoever runs the
+// check, their own: a user's private group, as umask 002 leaves it; root's
+// runs, reconcile's and the daemon's, trust root's group only). A file is
+// checked as it
 // is opened (a link is followed, as it is read), a directory as it holds
 // the file (links to it followed). The first-boot record is held to the
 // same rule (package firstboot, Use.Load).
@@ -35,7 +38,7 @@ var ErrOthersMayWrite = errors.New("a user other than root could have written it
 // files of their own (refused as files) but not replace root's: with
 // stickyOK, that is allowed (the directory of one config named on the
 // command line, such as /tmp).
-func writers(fi fs.FileInfo, trusted func(uid int) bool, stickyOK bool) string {
+func writers(fi fs.FileInfo, trusted trust, stickyOK bool) string {
 	var uid, gid, mode uint32
 	switch st := fi.Sys().(type) {
 	case *syscall.Stat_t:
@@ -46,13 +49,13 @@ func writers(fi fs.FileInfo, trusted func(uid int) bool, stickyOK bool) string {
 		return "its owner cannot be told"
 	}
 	switch {
-	case !trusted(int(uid)):
+	case !trusted.uid(int(uid)):
 		return fmt.Sprintf("owned by uid %d (mode %04o)", uid, mode)
 	case stickyOK && mode&syscall.S_ISVTX != 0:
 		return ""
 	case mode&0o002 != 0:
 		return fmt.Sprintf("mode %04o, owned by uid %d: writable by every user", mode, uid)
-	case mode&0o020 != 0 && gid != 0:
+	case mode&0o020 != 0 && !trusted.gid(int(gid)):
 		return fmt.Sprintf("mode %04o, owned by uid %d and group %d: writable by that group", mode, uid, gid)
 	}
 	return ""
@@ -63,15 +66,22 @@ func writersError(name, why string) error {
 	return &LoadError{File: name, Err: fmt.Errorf("%s: %w; drift-monitor loads only configs that root alone may write (chown it to root, chmod go-w)", why, ErrOthersMayWrite)}
 }
 
+// trust says which owners and groups may write a config.
+type trust struct{ uid, gid func(int) bool }
+
 // trustedOwners are root, whoever runs this, and the owner of the root
-// checked (a tree of theirs; root's own tree has root).
-func trustedOwners(root Host) func(int) bool {
+// checked (a tree of theirs; root's own tree has root); the groups, root's
+// and that of whoever runs this.
+func trustedOwners(root Host) trust {
 	owner := 0
 	if o, ok := root.(interface{ Owner() int }); ok {
 		owner = o.Owner()
 	}
-	euid := os.Geteuid()
-	return func(uid int) bool { return uid == 0 || uid == euid || uid == owner }
+	euid, egid := os.Geteuid(), os.Getegid()
+	return trust{
+		uid: func(uid int) bool { return uid == 0 || uid == euid || uid == owner },
+		gid: func(gid int) bool { return gid == 0 || gid == egid },
+	}
 }
 
 // checkWriters refuses the config files listed, as src reads them, when
@@ -112,7 +122,7 @@ func checkWriters(src fragmentFiles, files []string) error {
 }
 
 // checkDir refuses a directory of configs another user could write.
-func checkDir(src fragmentFiles, dir string, trusted func(int) bool, stickyOK bool) error {
+func checkDir(src fragmentFiles, dir string, trusted trust, stickyOK bool) error {
 	var fi fs.FileInfo
 	var err error
 	if src.explicit {
