@@ -36,11 +36,12 @@ import (
 type AccountField int
 
 const (
-	// FieldName is a user's or group's name, and each of a user's
-	// supplementary groups: an item of /etc/group's member list too.
+	// FieldName is a user's or group's name, a user's primary group and
+	// each of its supplementary groups: an item of /etc/group's member
+	// list too (a group by name or by gid).
 	FieldName AccountField = iota
-	// FieldValue is a gecos, a home directory, a shell or a primary group:
-	// one field of /etc/passwd.
+	// FieldValue is a gecos, a home directory or a shell: one field of
+	// /etc/passwd.
 	FieldValue
 	// FieldHash is a password hash: one field of /etc/shadow or
 	// /etc/gshadow, and the second of chpasswd's NAME:HASH line. It is a
@@ -65,6 +66,11 @@ func AccountFieldProblem(f AccountField, v string) error {
 		why = "it holds a ':', which separates the fields of the account files"
 	case f == FieldName && strings.Contains(v, ","):
 		why = "it holds a ',', which separates the names of a group list"
+	case f == FieldName && strings.ContainsAny(v, " \t\v\f"):
+		// useradd and groupadd refuse such a name, and the tools read a
+		// group given as " 0" as gid 0 (getgr_nam_gid: strtoll skips
+		// white space), where a check would look for a group of that name.
+		why = "it holds white space, which no account name has"
 	case f == FieldName && strings.HasPrefix(v, "-"):
 		why = "it starts with '-': a tool would take it for an option"
 	case f == FieldName && (strings.HasPrefix(v, "#") || strings.HasPrefix(v, "+")):
@@ -101,7 +107,7 @@ func AccountProblem(a *Account) (field string, err error) {
 	check("gecos", FieldValue, a.Gecos)
 	check("homeDir", FieldValue, a.Home)
 	check("shell", FieldValue, a.Shell)
-	check("primaryGroup", FieldValue, a.PrimaryGroup)
+	check("primaryGroup", FieldName, a.PrimaryGroup)
 	for i := range a.Groups {
 		check(fmt.Sprintf("groups.%d", i), FieldName, &a.Groups[i])
 	}

@@ -35,6 +35,9 @@ func TestAccountFieldProblem(t *testing.T) {
 		{"a name that makes a comment", FieldName, "#0", "comment"},
 		{"a name that makes an NIS entry", FieldName, "+", "NIS"},
 		{"a name with a line break", FieldName, "core\nroot", "line break"},
+		{"a group that strtoll reads as gid 0", FieldName, " 0", "white space"},
+		{"a name with a space", FieldName, "a b", "white space"},
+		{"a gid", FieldName, "1000", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -314,7 +315,9 @@ func members(s string) []string {
 // (lib/getgr_nam_gid.c, getgr_nam_gid): a number is a gid, anything else
 // a name; either must be a group that exists.
 func (db *AccountDB) GroupOf(nameOrID string) (*Group, bool) {
-	if id, err := strconv.ParseInt(nameOrID, 10, 64); err == nil {
+	// A number that is no gid (negative, or beyond 32 bits) is a name:
+	// getgr_nam_gid takes it as a gid only if gid_t holds it.
+	if id, err := strconv.ParseInt(nameOrID, 10, 64); err == nil && id >= 0 && id <= math.MaxUint32 {
 		g, ok := db.groupsByID[int(id)]
 		return g, ok
 	}

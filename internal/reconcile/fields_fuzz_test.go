@@ -31,6 +31,7 @@ var fuzzFields = []struct {
 	{"groups", drift.Groups, false, "etc/group etc/gshadow", -1},
 	{"group passwordHash", drift.PasswordHash, true, "etc/gshadow", 1},
 	{"name", drift.PasswordHash, false, "etc/shadow", 1},
+	{"new user", drift.Missing, false, "etc/passwd etc/shadow etc/group etc/gshadow", -2},
 }
 
 const (
@@ -47,8 +48,10 @@ const (
 // every account file is as it was, and so is every other field of the
 // account's line (but the date of the last password change). A tool may
 // refuse a value the rule takes (it has rules of its own): it then changes
-// nothing. `make fuzz` runs it with new inputs; `make test` runs the
-// seeds.
+// nothing else (usermod may fail after it wrote the field: moving the home
+// comes last). A new user's name (and gecos) handed to useradd adds that
+// user's line, and nothing else. `make fuzz` runs it with new inputs;
+// `make test` runs the seeds.
 func FuzzAccountFields(f *testing.F) {
 	for i := range fuzzFields {
 		for _, v := range []string{"$6$salt$abc", "a\nroot:$6$evil$x", "x:0:0", "Core,Room 1", "/var/home/core", "/bin/sh", "wheel",
@@ -58,7 +61,7 @@ func FuzzAccountFields(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, value string) {
 		harness.RequireRoot(t, "the account tools (they chroot into --root)")
-		harness.RequireTools(t, "usermod", "chpasswd", "chgpasswd")
+		harness.RequireTools(t, "useradd", "usermod", "chpasswd", "chgpasswd")
 		fl := fuzzFields[int(which)%len(fuzzFields)]
 		acct := &desired.Account{Name: "core"}
 		files := map[string]string{"etc/passwd": fuzzPasswd, "etc/shadow": fuzzShadow, "etc/group": fuzzGroup, "etc/gshadow": fuzzGShadow}
@@ -78,6 +81,11 @@ func FuzzAccountFields(f *testing.F) {
 			acct.Name = value
 			hash := "$6$fuzz$hash"
 			acct.PasswordHash = &hash
+		case "new user":
+			// A user that is not there, made by useradd.
+			acct.Name = value
+			acct.Creation.NoCreateHome = true
+			acct.Gecos = &value
 		}
 		if _, err := desired.AccountProblem(acct); err != nil {
 			return // refused before any tool: nothing to run
@@ -130,10 +138,11 @@ func FuzzAccountFields(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if failed {
-				if string(after) != before {
-					t.Fatalf("%q for %s: the tool failed, and changed %s:\n%s", value, fl.name, name, after)
-				}
+			// A tool that fails may have written part of its change
+			// (usermod writes /etc/passwd before it moves the home): that
+			// part, too, is the field and nothing else.
+			if fl.index == -2 {
+				newLines(t, name, before, string(after), value, failed)
 				continue
 			}
 			oneField(t, name, before, string(after), target, fl.file, fl.index, want)
@@ -185,6 +194,29 @@ func oneField(t *testing.T, name, before, after, account, file string, index int
 		if af[index] != value {
 			t.Fatalf("%q: field %d of %s's line is %q, want the value", value, index, account, af[index])
 		}
+	}
+}
+
+// newLines fails unless after is before with lines added, each of them the
+// new user's (or its group's, named after it): in /etc/passwd, one whose
+// name and gecos are the value (none when useradd failed).
+func newLines(t *testing.T, name, before, after, value string, failed bool) {
+	t.Helper()
+	added, ok := strings.CutPrefix(after, before)
+	if !ok {
+		t.Fatalf("%q: useradd changed a line of %s:\n%s", value, name, after)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(added, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		f := strings.Split(l, ":")
+		if f[0] != value || name == "etc/passwd" && (len(f) != 7 || f[4] != value) {
+			t.Fatalf("%q: useradd added %q to %s", value, l, name)
+		}
+	}
+	if n := strings.Count(added, "\n"); name == "etc/passwd" && n != 1 && !(failed && n == 0) {
+		t.Fatalf("%q: useradd added %d lines to %s", value, n, name)
 	}
 }
 
