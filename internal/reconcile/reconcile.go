@@ -19,11 +19,23 @@
 //   - what it cannot repair is listed with the reason: content it does not
 //     have the bytes of (remote sources), owners it cannot resolve, kernel
 //     arguments (with the rpm-ostree command that would fix them), entries
-//     the caller excluded.
+//     the caller excluded, accounts only the image has;
+//   - no value reaches an account tool that the account files would not
+//     take as one field (desired.AccountProblem);
+//   - a dry run plans the steps a run takes: its account repairs are made
+//     with the same tools in a copy of the account files (AccountPreview),
+//     and the enablement of a unit whose files it writes is planned from
+//     what it writes (enablement.Tree.Plan);
+//   - what it writes is labelled where Ignition's setfiles labels it
+//     (ondisk.Root.LabelPath), the directories it makes on the way and the
+//     account files after the account tools included.
 //
 // It does not promise that the machine is clean afterwards: the caller checks
-// again. It does not take an inhibitor or tell systemd to reload: that is
-// the caller's (package cli) job, around Repair.
+// again. Nor does it order the accounts before the nodes across a state: the
+// caller repairs the accounts (Repair of the account entries), derives the
+// state again, and repairs the nodes of that state. It does not take an
+// inhibitor or tell systemd to reload: that is the caller's (package cli)
+// job, around Repair.
 package reconcile
 
 import (
