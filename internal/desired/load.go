@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -538,16 +539,13 @@ func negativeIDs(cfg types.Config, min int) (context string, err error) {
 }
 
 func compressed(f types.File) bool {
-	gz := func(r types.Resource) bool { return r.Compression != nil && *r.Compression != "" }
-	if gz(f.Contents) {
-		return true
-	}
-	for _, a := range f.Append {
-		if gz(a) {
-			return true
-		}
-	}
-	return false
+	return anySource(f, func(r types.Resource) bool { return r.Compression != nil && *r.Compression != "" })
+}
+
+// anySource says whether is holds for the file's contents or one of its
+// append fragments.
+func anySource(f types.File, is func(types.Resource) bool) bool {
+	return is(f.Contents) || slices.ContainsFunc(f.Append, is)
 }
 
 // SplitKernelArguments splits a kernel command line (/proc/cmdline, a boot

@@ -50,16 +50,7 @@ func verifyHash(v types.Verification, raw []byte) error {
 // hash among its sources: its contents are decoded when the config is
 // loaded, so that a mismatch refuses the config that declares it.
 func verifiedDataURL(f types.File) bool {
-	is := func(r types.Resource) bool {
+	return anySource(f, func(r types.Resource) bool {
 		return r.Verification.Hash != nil && r.Source != nil && strings.HasPrefix(*r.Source, "data:")
-	}
-	if is(f.Contents) {
-		return true
-	}
-	for _, a := range f.Append {
-		if is(a) {
-			return true
-		}
-	}
-	return false
+	})
 }
