@@ -488,7 +488,7 @@ func (c *Checker) judge(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 	}
 	out := Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
 		Notices: drift.MetaNotices(e, &ob, c.Key)}
-	c.Labels.compare(e, &ob, &out)
+	c.Labels.compare(c.Root, e, &ob, &out)
 	return out
 }
 

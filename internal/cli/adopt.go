@@ -43,6 +43,11 @@ func runAdopt(_ context.Context, args []string, std Stdio) int {
 		return ExitFailed
 	}
 	defer r.Close()
+	// Everything is checked before anything is written.
+	if err := adopt.CheckRecord(r, *to, *record); err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor adopt: %s\n", escape.Text(err.Error()))
+		return ExitFailed
+	}
 	// Host paths, resolved inside the root: a link in it (an /etc that
 	// points to /sysroot/etc, say) never leads to the running host's files.
 	res, err := adopt.Adopt(r, *from, *to)

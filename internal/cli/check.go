@@ -200,10 +200,17 @@ func openRoot(root string) (*ondisk.Root, error) {
 // (desired.ErrNoConfig): nothing is declared, and a host checked against
 // nothing is not clean.
 func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*desired.State, error) {
+	return loadDesiredFrom(cache, root, root, configs, command, warn)
+}
+
+// loadDesiredFrom is loadDesired, with the root's files read through host
+// (a dry run of reconcile reads the account files as its account repairs
+// would leave them).
+func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*desired.State, error) {
 	for _, ig := range desired.IgnoredFiles(root, configs) {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Name(ig.String()))
 	}
-	state, err := desired.LoadCached(cache, root, configs)
+	state, err := desired.LoadCached(cache, host, configs)
 	if err != nil {
 		return nil, err
 	}

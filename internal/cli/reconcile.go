@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
@@ -38,6 +40,14 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if os.Geteuid() != 0 {
 		return fail("only root can reconcile: it writes declared files with their owners")
 	}
+	// Made absolute once, for every step: the configs and nodes are read
+	// and written through the opened root, and the account tools are
+	// handed its path (shadow-utils refuses a relative --root).
+	abs, err := filepath.Abs(o.root)
+	if err != nil {
+		return fail("root %s: %v", o.root, err)
+	}
+	o.root = abs
 	key, err := hostKey()
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
@@ -156,7 +166,7 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 	}
 	j.leave(left)
 	j.before = j.sel.drift(first.Drift, state.Entries)
-	j.todo, j.kinds = reconcile.Group(state.Entries, j.before)
+	j.todo, j.kinds = j.pick(state, j.before, func(*desired.Entry) bool { return true })
 	// The whole state decides the links followed on the way to a path and
 	// the hard links made again, the entries left alone included; Leave
 	// keeps every write off what they leave alone.
@@ -179,6 +189,20 @@ func (j *reconcileJob) leave(left []desired.Entry) {
 			j.res.Refuse(&left[i], nil, fmt.Sprintf("excluded by %s: reconcile never writes an excluded path (take it out of the exclusions to repair it)", l.ExcludedBy))
 		}
 	}
+}
+
+// pick groups the selected drift ds of state's entries that keep takes
+// into the entries to repair and what differs of each (the entries the
+// exclusions leave alone are out of state already).
+func (j *reconcileJob) pick(state *desired.State, ds []drift.Drift, keep func(*desired.Entry) bool) ([]*desired.Entry, map[string][]drift.Kind) {
+	entries, kinds := reconcile.Group(state.Entries, ds)
+	var todo []*desired.Entry
+	for _, e := range entries {
+		if keep(e) {
+			todo = append(todo, e)
+		}
+	}
+	return todo, kinds
 }
 
 // connect, on a live host with something to repair, reaches systemd (which
@@ -217,26 +241,97 @@ func (j *reconcileJob) connect(ctx context.Context, warn io.Writer) error {
 	return nil
 }
 
-// repair plans and (unless it is a dry run) applies, reloads systemd when
-// unit files changed, and checks again.
+// repair plans and (unless it is a dry run) applies in Ignition's order —
+// the accounts first, then every node planned against the accounts as
+// they are after that (internal/exec/stages/files/files.go, runImpl:
+// createPasswd before createFilesystemsEntries) —, reloads systemd when
+// unit files changed, and checks again: the state derived afresh, as
+// `check` derives it, so that what it says is left is what a check says.
 func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileReport, error) {
-	done := j.rec.Repair(ctx, j.todo, j.kinds)
+	var accounts, nodes []*desired.Entry
+	for _, e := range j.todo {
+		if reconcile.IsAccount(e) {
+			accounts = append(accounts, e)
+		} else {
+			nodes = append(nodes, e)
+		}
+	}
+	var done reconcile.Result
+	if len(accounts) > 0 {
+		var err error
+		if done, nodes, err = j.repairAccounts(ctx, accounts); err != nil {
+			return nil, err
+		}
+	}
+	more := j.rec.Repair(ctx, nodes, j.kinds)
+	done.Repaired = append(done.Repaired, more.Repaired...)
+	done.Refused = append(done.Refused, more.Refused...)
 	rep := &reconcileReport{Root: j.o.root, DryRun: j.o.dryRun, Repaired: done.Repaired,
 		Refused: append(j.res.Refused, done.Refused...), Remaining: j.before, LeftAlone: j.left}
 	if j.o.dryRun {
 		return rep, nil
 	}
-	if done.Units && j.conn != nil {
+	if more.Units && j.conn != nil {
 		if err := j.conn.Reload(ctx); err != nil {
 			fmt.Fprintf(warn, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
 		}
 	}
-	after, err := checkState(ctx, j.root, j.state, j.key, false, j.rules)
-	if err != nil {
-		return nil, fmt.Errorf("checking again after the repair: %w", err)
+	state, _, err := j.derive(j.root)
+	if err == nil {
+		var after check.Result
+		if after, err = checkState(ctx, j.root, state, j.key, false, j.rules); err == nil {
+			rep.Remaining = j.sel.drift(after.Drift, state.Entries)
+			return rep, nil
+		}
 	}
-	rep.Remaining = j.sel.drift(after.Drift, j.state.Entries)
-	return rep, nil
+	return nil, fmt.Errorf("checking again after the repair: %w", err)
+}
+
+// repairAccounts repairs the users and groups (a dry run in a copy of the
+// account files), then derives the state again with the owners resolved
+// in the account files as that left them, and selects the nodes to repair
+// from a check against it: a node owned by a user whose uid was just
+// changed is owned by the new uid, the keys of a user just created are
+// the user's.
+func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*desired.Entry) (reconcile.Result, []*desired.Entry, error) {
+	var host desired.Host = j.root
+	if j.o.dryRun {
+		preview, err := reconcile.NewAccountPreview(j.root)
+		if err != nil {
+			return reconcile.Result{}, nil, err
+		}
+		defer preview.Close()
+		j.rec.Accounts, host = preview, preview.Host()
+		defer func() { j.rec.Accounts = nil }()
+	}
+	done := j.rec.Repair(ctx, accounts, j.kinds)
+	state, all, err := j.derive(host)
+	if err != nil {
+		return done, nil, fmt.Errorf("deriving the state again after the account repairs: %w", err)
+	}
+	res, err := checkState(ctx, j.root, state, j.key, false, j.rules)
+	if err != nil {
+		return done, nil, fmt.Errorf("checking again after the account repairs: %w", err)
+	}
+	var nodes []*desired.Entry
+	nodes, j.kinds = j.pick(state, j.sel.drift(res.Drift, state.Entries), func(e *desired.Entry) bool { return !reconcile.IsAccount(e) })
+	j.rec.Declared, j.rec.Entries = ondisk.Declare(all), all
+	return done, nodes, nil
+}
+
+// derive loads the state again, as the first load did (its warnings said
+// once), reading the root's files through host: the state with the
+// entries the exclusions leave alone taken out, as the first load's, and
+// all its entries.
+func (j *reconcileJob) derive(host desired.Host) (*desired.State, []desired.Entry, error) {
+	state, err := loadDesiredFrom(nil, host, j.root, j.o.configs, "reconcile", io.Discard)
+	if err != nil {
+		return nil, nil, err
+	}
+	state.Entries = desired.ApplyMCDExemptions(state.Entries, !j.o.checkCerts)
+	all := state.Entries
+	state.Entries, _ = j.rules.Split(all)
+	return state, all, nil
 }
 
 // close releases the inhibitor (after the second check) and systemd.

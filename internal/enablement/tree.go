@@ -48,6 +48,9 @@ type Tree struct {
 	// enabled, while CannotEnable asks, are links taken as present in
 	// /etc/systemd/system on top of what it holds.
 	enabled []Link
+	// planned are unit files and drop-ins read as a repair will leave
+	// them (see Plan), by host path.
+	planned map[string]Planned
 }
 
 // dirRef is a directory resolved inside the root: an O_PATH descriptor that
