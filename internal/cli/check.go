@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,8 +33,10 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
 	checkCerts := fs.Bool(checkMCDCertsFlag, false, checkMCDCertsUsage)
 	labels := labelCompareFlag(fs)
+	img := imageFlag{mode: imageNotice}
+	fs.Var(&img, "image", imageUsage)
 	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates] [--label-compare type|full]\n\n"+
+		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates] [--label-compare type|full] [--image[=notice|drift|off]]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
 			"1 drift found, 2 the check could not be done (a config refused, or none found).\n\n")
 		fmt.Fprint(std.Err, specsHelp())
@@ -63,7 +66,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts)
+	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, img.mode)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
@@ -112,6 +115,8 @@ func (h warnLines) WithGroup(string) slog.Handler { return h }
 type checkResult struct {
 	check.Result
 	Files []string
+	// Image is what was found of the OS image's /etc; nil with --image=off.
+	Image *imageResult
 }
 
 // hostKey is the host's digest key (package digestkey) as drift keys
@@ -146,14 +151,19 @@ func firstBoot() firstboot.Use {
 // runFullCheck loads the desired state (through cache, which may be nil) and
 // compares root with it, keying digests with key; fullLabels compares whole
 // SELinux contexts; checkCerts checks the files the machine-config daemon's
-// certificate writer owns too.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer, checkCerts bool) (checkResult, error) {
+// certificate writer owns too; img says what to make of the OS image's /etc.
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer, checkCerts bool, img imageMode) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
 	}
 	defer r.Close()
 	state, err := loadDesired(cache, r, configs, "check", warn)
+	if errors.Is(err, desired.ErrNoConfig) && img == imageList {
+		// Listing the image's differences needs no config: without one,
+		// every difference is undeclared.
+		state, err = &desired.State{}, nil
+	}
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -162,7 +172,11 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if err != nil {
 		return checkResult{}, err
 	}
-	return checkResult{Result: res, Files: state.Files}, nil
+	out := checkResult{Result: res, Files: state.Files}
+	if err := checkImage(ctx, r, state, img, &out, warn); err != nil {
+		return checkResult{}, err
+	}
+	return out, nil
 }
 
 // openRoot opens the root a command reads, once: the configs, the accounts
@@ -234,11 +248,12 @@ type jsonReport struct {
 	Configs []string      `json:"configs"`
 	Drift   []drift.Drift `json:"drift"`
 	Notices []drift.Drift `json:"notices"`
+	Image   *imageJSON    `json:"image,omitempty"`
 }
 
 func writeJSON(w io.Writer, root string, res *checkResult) error {
 	rep := jsonReport{Root: root, Clean: res.Clean(), Checked: res.Checked,
-		Drift: res.Drift, Notices: res.Notices}
+		Drift: res.Drift, Notices: res.Notices, Image: res.Image.json()}
 	for _, f := range res.Files {
 		// The default locations are read under the root: say which host
 		// files they are, as every other path in the report does.
@@ -260,6 +275,7 @@ func writeJSON(w io.Writer, root string, res *checkResult) error {
 
 func writeText(w io.Writer, res *checkResult) error {
 	ew := &errWriter{w: w}
+	writeImageList(ew, res.Image)
 	for _, n := range res.Notices {
 		ew.printf("notice: %s\n", n.Message)
 	}

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/daemon"
+	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/firstboot"
+	"github.com/drift-monitor/drift-monitor/internal/image"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+)
+
+// imageMode is what check (and the daemon) make of the differences from
+// the OS image's /etc (package image): --image=notice (the default)
+// reports the undeclared ones as notices, --image=drift as drift,
+// --image=off not at all, and a bare --image lists every difference with
+// its class.
+type imageMode string
+
+const (
+	imageNotice imageMode = "notice"
+	imageDrift  imageMode = "drift"
+	imageOff    imageMode = "off"
+	imageList   imageMode = "list"
+)
+
+// imageFlag is --image[=notice|drift|off].
+type imageFlag struct{ mode imageMode }
+
+func (f *imageFlag) String() string   { return string(f.mode) }
+func (f *imageFlag) IsBoolFlag() bool { return true }
+func (f *imageFlag) Set(v string) error {
+	switch imageMode(v) {
+	case "true":
+		f.mode = imageList
+	case imageNotice, imageDrift, imageOff:
+		f.mode = imageMode(v)
+	default:
+		return fmt.Errorf("want notice, drift or off (or --image alone, to list every difference)")
+	}
+	return nil
+}
+
+const imageUsage = "the OS image's /etc: `notice` (default) reports undeclared changes as notices, drift as drift, off not at all; --image alone lists every difference with its class"
+
+// imageResult is what a check found of the image.
+type imageResult struct {
+	Mode        imageMode
+	Kind        image.HostKind
+	Source      string
+	Unavailable string
+	Differences []image.Difference
+	// Excluded marks the differences an exclusion leaves unreported.
+	Excluded   []bool
+	Undeclared int
+}
+
+// checkImage compares the root's /etc with its image and adds what it
+// found to res: the undeclared differences as notices or drift (by mode),
+// or, listing, every difference.
+func checkImage(ctx context.Context, r *ondisk.Root, st *desired.State, mode imageMode, res *checkResult, warn io.Writer) error {
+	if mode == imageOff {
+		return nil
+	}
+	b, err := image.Find(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if b.Kind == image.KindNone && mode == imageNotice {
+		// Not an image host: nothing to say unless asked.
+		return nil
+	}
+	ir := &imageResult{Mode: mode, Kind: b.Kind, Source: b.Source, Unavailable: b.Unavailable}
+	res.Image = ir
+	if !b.Available() {
+		res.Notices = append(res.Notices, drift.Drift{Kind: drift.NotChecked, Entry: desired.KindUndeclared, Path: image.EtcDir,
+			EntryID: string(desired.KindUndeclared) + ":" + image.EtcDir, Message: "the OS image's /etc is not compared: " + b.Unavailable})
+		drift.Sort(res.Notices)
+		return nil
+	}
+	cs, err := b.Diff(ctx, r)
+	if err != nil {
+		return fmt.Errorf("comparing %s with the image: %w", image.EtcDir, err)
+	}
+	cl := image.NewClassifier(st.Entries)
+	cl.Extensions = b.Extensions
+	key, _ := hostKeyBytes()
+	cl.Recorder = &image.Recorder{Root: r, Key: key, KeyID: firstboot.KeyID(key)}
+	if cl.Record, err = image.LoadRecord(r, image.RecordPath); err != nil {
+		fmt.Fprintf(warn, "drift-monitor check: warning: the first boot's record of /etc is not used: %s\n", escape.Text(err.Error()))
+	}
+	excluded, err := imageExclusions(r)
+	if err != nil {
+		return err
+	}
+	ir.Differences = cl.Classify(ctx, cs)
+	ir.Excluded = make([]bool, len(ir.Differences))
+	for i := range ir.Differences {
+		d := &ir.Differences[i]
+		if d.Class != image.ClassUndeclared {
+			continue
+		}
+		dr := d.Drift(b.Source)
+		if excluded(&dr) {
+			ir.Excluded[i] = true
+			continue
+		}
+		ir.Undeclared++
+		switch mode {
+		case imageNotice:
+			res.Notices = append(res.Notices, dr)
+		case imageDrift:
+			res.Drift = append(res.Drift, dr)
+		}
+	}
+	drift.Sort(res.Notices)
+	drift.Sort(res.Drift)
+	return nil
+}
+
+// imageExclusions is the one place check takes its exclusions from for
+// the image's differences: the daemon's exclusion file, as the daemon
+// applies it (daemon.ExcludedDrift), so that check and the daemon agree.
+func imageExclusions(r *ondisk.Root) (func(*drift.Drift) bool, error) {
+	patterns, err := daemon.ReadExclusionFile(r, daemon.DefaultExcludeFile)
+	if err != nil {
+		return nil, err
+	}
+	return func(d *drift.Drift) bool { return daemon.ExcludedDrift(patterns, d) }, nil
+}
+
+// imageJSON is the report's "image" object.
+type imageJSON struct {
+	Mode        imageMode        `json:"mode"`
+	Baseline    image.HostKind   `json:"baseline"`
+	Source      string           `json:"source,omitempty"`
+	Unavailable string           `json:"unavailable,omitempty"`
+	Undeclared  int              `json:"undeclared"`
+	Differences []differenceJSON `json:"differences,omitempty"`
+}
+
+type differenceJSON struct {
+	Path     string   `json:"path"`
+	Change   string   `json:"change"`
+	What     []string `json:"what,omitempty"`
+	Class    string   `json:"class"`
+	Why      string   `json:"why,omitempty"`
+	Excluded bool     `json:"excluded,omitempty"`
+	Package  string   `json:"package,omitempty"`
+	RPM      string   `json:"rpm,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Message  string   `json:"message"`
+}
+
+func (ir *imageResult) json() *imageJSON {
+	if ir == nil {
+		return nil
+	}
+	j := &imageJSON{Mode: ir.Mode, Baseline: ir.Kind, Source: ir.Source, Unavailable: ir.Unavailable, Undeclared: ir.Undeclared}
+	if ir.Mode != imageList {
+		return j
+	}
+	j.Differences = []differenceJSON{}
+	for i := range ir.Differences {
+		d := &ir.Differences[i]
+		j.Differences = append(j.Differences, differenceJSON{Path: d.Path, Change: d.Op.String(), What: d.What.Names(),
+			Class: string(d.Class), Why: d.Why, Excluded: ir.Excluded[i], Package: d.Owner, RPM: d.RPM, Error: d.Err,
+			Message: d.Describe()})
+	}
+	return j
+}
+
+// writeImageList prints every difference with its class, one a line,
+// then a summary line.
+func writeImageList(ew *errWriter, ir *imageResult) {
+	if ir == nil || ir.Mode != imageList {
+		return
+	}
+	if ir.Unavailable != "" {
+		ew.printf("Image: %s\n", escape.Text(ir.Unavailable))
+		return
+	}
+	ew.printf("Image: %s (%s)\n", escape.Text(ir.Source), ir.Kind)
+	counts := map[image.Class]int{}
+	for i := range ir.Differences {
+		d := &ir.Differences[i]
+		class := string(d.Class)
+		if ir.Excluded[i] {
+			class += " (excluded)"
+		}
+		counts[d.Class]++
+		line := fmt.Sprintf("  %-23s %c  %s  %s", class, d.Op, escape.Name(d.Path), escape.Text(d.Describe()))
+		if d.Why != "" && d.Class != image.ClassUndeclared {
+			line += "  [" + escape.Name(d.Why) + "]"
+		}
+		ew.printf("%s\n", line)
+	}
+	var parts []string
+	for _, c := range image.Classes {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[c], c))
+	}
+	ew.printf("Image: %s: %s.\n", count(len(ir.Differences), "difference", "differences"), strings.Join(parts, ", "))
+}
