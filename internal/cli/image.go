@@ -207,3 +207,36 @@ func writeImageList(ew *errWriter, ir *imageResult) {
 	}
 	ew.printf("Image: %s: %s.\n", count(len(ir.Differences), "difference", "differences"), strings.Join(parts, ", "))
 }
+
+// adoptImage is `drift-monitor adopt --image`: the first boot's record of
+// what /etc differs in from the image (image.RecordNow), which
+// drift-monitor-adopt-image.service makes once the first boot is up.
+func adoptImage(r *ondisk.Root, std Stdio) int {
+	ctx := context.Background()
+	b, err := image.Find(ctx, r)
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor adopt: %s\n", escape.Text(err.Error()))
+		return ExitFailed
+	}
+	defer b.Close()
+	if !b.Available() {
+		fmt.Fprintf(std.Out, "nothing recorded: %s\n", escape.Text(b.Unavailable))
+		return 0
+	}
+	key, err := hostKeyBytes()
+	if err != nil || key == nil {
+		why := "no digest key"
+		if err != nil {
+			why = err.Error()
+		}
+		fmt.Fprintf(std.Err, "drift-monitor adopt: warning: %s: the contents of files are not recorded (a file found later is undeclared)\n", escape.Text(why))
+	}
+	rc := &image.Recorder{Root: r, Key: key, KeyID: firstboot.KeyID(key)}
+	n, err := image.RecordNow(ctx, r, b, rc, image.RecordPath)
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor adopt: recording %s: %s\n", escape.Text(r.Join(image.RecordPath)), escape.Text(err.Error()))
+		return ExitFailed
+	}
+	fmt.Fprintf(std.Out, "recorded %s of /etc's differences from the image (%s) in %s\n", count(n, "new path", "new paths"), escape.Text(b.Source), escape.Text(r.Join(image.RecordPath)))
+	return 0
+}
