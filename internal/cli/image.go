@@ -46,7 +46,7 @@ func (f *imageFlag) Set(v string) error {
 	return nil
 }
 
-const imageUsage = "the OS image's /etc: `notice` (default) reports undeclared changes as notices, drift as drift, off not at all; --image alone lists every difference with its class"
+const imageUsage = "the OS image's /etc: =notice (default) reports undeclared changes as notices, =drift as drift, =off not at all; --image alone lists every difference with its class"
 
 // imageResult is what a check found of the image.
 type imageResult struct {

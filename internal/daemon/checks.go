@@ -56,6 +56,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
 	d.checker.Exclude = excl.kindExclusion()
+	d.imageLoaded()
 	d.refreshLabels()
 	d.checker.Store = st.Store
 	d.files = st.Files
@@ -236,6 +237,7 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	for _, id := range res.Unknown {
 		keep(id)
 	}
+	d.imageFull(ctx, now)
 	appeared, resolved := d.track.replace(now)
 	d.report(ctx, appeared, resolved)
 	d.reportNotices(ctx, res.Notices)

@@ -112,6 +112,10 @@ type Options struct {
 	// FirstBoot is the first-boot record the daemon uses on every load
 	// (package firstboot); the zero Use reads none.
 	FirstBoot firstboot.Use
+	// Image is what to make of the differences of /etc from the OS
+	// image (image.go): ImageNotice ("", the default), ImageDrift or
+	// ImageOff.
+	Image string
 
 	// Attribution is how drift is attributed to its writers: "audit"
 	// (attribution.go) or "off" (""). AuditKey is the key of its audit
@@ -211,6 +215,9 @@ type Daemon struct {
 	// with --attribution=off. attrReported is the state last journaled.
 	attr         *attributor
 	attrReported string
+
+	// img compares /etc with the OS image (image.go); nil when off.
+	img *imagePart
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files

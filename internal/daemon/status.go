@@ -29,6 +29,7 @@ func (d *Daemon) status() string {
 	in.configBlind = d.cfg.Blind()
 	in.nothing = escape.Name(d.nothing)
 	in.mcd = d.mcdStatus()
+	in.undeclared, in.imageHeld = d.imageStatus()
 	return statusLine(in) + d.attributionStatus()
 }
 
@@ -85,6 +86,10 @@ type statusInput struct {
 	// mcd: what the status line says of the machine-config daemon's
 	// follower ("" : nothing).
 	mcd string
+	// undeclared counts the undeclared changes to the image's /etc shown
+	// as notices; imageHeld names a transaction they are held for.
+	undeclared int
+	imageHeld  string
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -181,6 +186,12 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 	}
 	if in.mcd != "" {
 		b.WriteString("; " + in.mcd)
+	}
+	if in.undeclared > 0 {
+		fmt.Fprintf(b, "; %s to the image's /etc", plural(in.undeclared, "undeclared change"))
+	}
+	if in.imageHeld != "" {
+		b.WriteString("; undeclared changes held while " + in.imageHeld + " runs")
 	}
 	if in.loadFailed != "" {
 		fmt.Fprintf(b, "; new config refused (%s), checking against the last good one", in.loadFailed)

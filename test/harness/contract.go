@@ -25,6 +25,9 @@ const (
 	MsgReconciled       = "6de2f04fd46148ba9b38c78757a2fed8"
 	MsgConfigIgnored    = "4371585d763144b78d04d38b56da5a3a"
 	MsgNothingToWatch   = "e2318ddbe00c48e489fdc0de81db0771"
+	MsgUndeclared       = "5ea6c596359c4d5ab7c1abb524279e15"
+	MsgUndeclaredGone   = "700af2fa3c1e453ea8870bfbbb232209"
+	MsgImage            = "4237923fbbd34d5ba171981be3fc4509"
 )
 
 // Report is what `drift-monitor check --format json` prints: one JSON
