@@ -238,6 +238,7 @@ func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key d
 		// All stopped early: what it found is not the machine's state.
 		return check.Result{}, fmt.Errorf("check interrupted: %w", err)
 	}
+	explainMerges(c, state, &res)
 	return res, nil
 }
 

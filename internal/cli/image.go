@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -87,6 +88,9 @@ func checkImage(ctx context.Context, r *ondisk.Root, st *desired.State, mode ima
 	cs, err := b.Diff(ctx, r)
 	if err != nil {
 		return fmt.Errorf("comparing %s with the image: %w", image.EtcDir, err)
+	}
+	if err := mergeNotices(ctx, r, b, st, res); err != nil {
+		return err
 	}
 	cl := image.NewClassifier(st.Entries)
 	cl.Extensions = b.Extensions
@@ -239,4 +243,48 @@ func adoptImage(r *ondisk.Root, std Stdio) int {
 	}
 	fmt.Fprintf(std.Out, "recorded %s of /etc's differences from the image (%s) in %s\n", count(n, "new path", "new paths"), escape.Text(b.Source), escape.Text(r.Join(image.RecordPath)))
 	return 0
+}
+
+// mergeNotices adds what the staged deployment's /etc merge will undo of
+// the declared paths (image.Merge.Losses), as merge-loss notices: the
+// preflight an update tool runs.
+func mergeNotices(ctx context.Context, r *ondisk.Root, b *image.Baseline, st *desired.State, res *checkResult) error {
+	if b.Kind != image.KindOstree {
+		return nil
+	}
+	m, staged, err := image.StagedMerge(ctx, r)
+	if err != nil {
+		return fmt.Errorf("the staged deployment: %w", err)
+	}
+	if m == nil {
+		return nil
+	}
+	for _, l := range m.Losses(ctx, st.Entries) {
+		res.Notices = append(res.Notices, l.Drift(staged))
+	}
+	drift.Sort(res.Notices)
+	return nil
+}
+
+// explainMerges adds to each declared file's content drift, after an OS
+// update, that the update's /etc merge replaced it, where it did
+// (image.Explain): the file is the booted image's default, and a previous
+// deployment's default is the declared content.
+func explainMerges(c *check.Checker, st *desired.State, res *check.Result) {
+	byID := map[string]*desired.Entry{}
+	for i := range st.Entries {
+		byID[st.Entries[i].ID()] = &st.Entries[i]
+	}
+	o := c.Observer()
+	defer o.Close()
+	for i := range res.Drift {
+		d := &res.Drift[i]
+		e := byID[d.EntryID]
+		if e == nil {
+			continue
+		}
+		if why := image.ExplainDrift(c, o, e, d); why != "" {
+			d.Message += " (" + why + ")"
+		}
+	}
 }

@@ -237,7 +237,7 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	for _, id := range res.Unknown {
 		keep(id)
 	}
-	d.imageFull(ctx, now)
+	d.imageFull(ctx, now, &res.Notices)
 	appeared, resolved := d.track.replace(now)
 	d.report(ctx, appeared, resolved)
 	d.reportNotices(ctx, res.Notices)

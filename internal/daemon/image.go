@@ -334,8 +334,9 @@ func (d *Daemon) imageCompare(ctx context.Context, p string) {
 // imageFull compares the whole tree, for a full check; in drift mode it
 // adds the undeclared changes to now, the full check's drift, so that
 // replacing the tracker's set keeps them. While a transaction is held,
-// what was known is kept.
-func (d *Daemon) imageFull(ctx context.Context, now map[string][]drift.Drift) {
+// what was known is kept. With a staged deployment, what its /etc merge
+// will undo of the declared paths joins the full check's notices.
+func (d *Daemon) imageFull(ctx context.Context, now map[string][]drift.Drift, notices *[]drift.Drift) {
 	img := d.img
 	if img == nil {
 		return
@@ -343,6 +344,7 @@ func (d *Daemon) imageFull(ctx context.Context, now map[string][]drift.Drift) {
 	if !d.imageHeld(ctx) {
 		d.imageRebased(ctx)
 		d.imageCompare(ctx, image.EtcDir)
+		*notices = append(*notices, d.mergeLosses(ctx)...)
 	}
 	if img.drift {
 		for _, dr := range img.reported {
@@ -368,5 +370,46 @@ func (d *Daemon) imageStatus() (undeclared int, held string) {
 func (d *Daemon) imageCount(kinds map[drift.Kind]int) {
 	if d.img != nil && !d.img.drift {
 		kinds[drift.Undeclared] += len(d.img.reported)
+	}
+}
+
+// mergeLosses are the merge-loss notices of the staged deployment, on an
+// ostree host (image.Merge.Losses).
+func (d *Daemon) mergeLosses(ctx context.Context) []drift.Drift {
+	if d.img.base.Kind != image.KindOstree {
+		return nil
+	}
+	m, staged, err := image.StagedMerge(ctx, d.root)
+	if err != nil {
+		d.log.Warn("the staged deployment's /etc merge is not predicted: " + escape.Text(err.Error()))
+		return nil
+	}
+	if m == nil {
+		return nil
+	}
+	var out []drift.Drift
+	for _, l := range m.Losses(ctx, d.ix.entries) {
+		out = append(out, l.Drift(staged))
+	}
+	return out
+}
+
+// imageExplain adds to a declared file's drift record, after an OS update,
+// that the update's /etc merge did it (image.ExplainDrift).
+func (d *Daemon) imageExplain(dr *drift.Drift) {
+	if d.img == nil || d.img.base.Kind != image.KindOstree || dr.Entry != desired.KindFile {
+		return
+	}
+	var e *desired.Entry
+	d.ix.affected(dr.Path, false, func(i int) {
+		if d.ix.entries[i].ID() == dr.EntryID {
+			e = &d.ix.entries[i]
+		}
+	})
+	if e == nil {
+		return
+	}
+	if why := image.ExplainDrift(d.checker, d.obs, e, dr); why != "" {
+		dr.Message += " (" + why + ")"
 	}
 }

@@ -39,6 +39,7 @@ func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 		// The journal's copy only: the tracker's drift is what check
 		// finds, the same with or without attribution.
 		attributed := *dr
+		d.imageExplain(&attributed)
 		wattrs := d.attribute(ctx, &attributed, deadline)
 		d.noteWriters(dr, attributed.Message)
 		d.record(ctx, slog.LevelWarn, journal.MsgDriftDetected, attributed.Message, append(append(driftAttrs(dr), wattrs...), journal.Diff(dr.Diff))...)

@@ -75,7 +75,7 @@ var Kinds = slices.Concat([]Kind{
 // TestNoticesAreTheRulesExclusions ties that rule's regex to this list.
 var Notices = []Kind{
 	Unverifiable, RebootPending, CannotEnable, KeptMetadata,
-	NotChecked, NotApplicable, SameImage, FinalizationFailed, Undeclared,
+	NotChecked, NotApplicable, SameImage, FinalizationFailed, Undeclared, MergeLoss,
 }
 
 // Drift is one difference between an entry and the disk.

@@ -6,4 +6,8 @@ package drift
 const Undeclared Kind = "undeclared"
 
 // ImageKinds are the kinds of difference from the OS image.
-var ImageKinds = []Kind{Undeclared}
+var ImageKinds = []Kind{Undeclared, MergeLoss}
+
+// MergeLoss is a notice, before an OS update: the staged deployment's /etc
+// merge will undo what a config declares of a path (package image, Merge).
+const MergeLoss Kind = "merge-loss"

@@ -339,15 +339,20 @@ const compareChunk = 64 << 10
 // that is not regular any more (replaced since the stat) is an error: the
 // next look at the path compares it again.
 func (w *walker) sameContent(bfd, lfd int, name string, n int64) (bool, error) {
+	return w.sameContentAt(bfd, name, lfd, name, n)
+}
+
+// sameContentAt is sameContent of two files of any names.
+func (w *walker) sameContentAt(bfd int, bname string, lfd int, lname string, n int64) (bool, error) {
 	if n == 0 {
 		return true, nil
 	}
-	bf, err := openRegular(bfd, name)
+	bf, err := openRegular(bfd, bname)
 	if err != nil {
 		return false, err
 	}
 	defer unix.Close(bf)
-	lf, err := openRegular(lfd, name)
+	lf, err := openRegular(lfd, lname)
 	if err != nil {
 		return false, err
 	}

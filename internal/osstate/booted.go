@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
@@ -46,4 +47,30 @@ func ReadBooted(r *ondisk.Root) (b Booted, ok bool, err error) {
 		}
 	}
 	return b, true, nil
+}
+
+// OtherDeployments lists the host paths of the deployments that are not
+// the booted one (the rollback, a pinned one, the next), for readers of
+// their trees; none when the root is not booted through ostree or its
+// deployments cannot be listed.
+func OtherDeployments(r *ondisk.Root) []string {
+	deps, err := scanDeployments(r)
+	if err != nil {
+		return nil
+	}
+	dev, ino := r.Identity()
+	if b, err := readFile(r, BootedFile); err == nil && len(b) > 0 {
+		if m, err := dict(b); err == nil {
+			if v, ok := m["backing-root-device-inode"]; ok {
+				dev, ino, _ = v.devIno()
+			}
+		}
+	}
+	var out []string
+	for _, d := range deps {
+		if d.dev != dev || d.ino != ino {
+			out = append(out, path.Join(deployDir, d.osname, "deploy", d.name))
+		}
+	}
+	return out
 }

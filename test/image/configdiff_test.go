@@ -235,6 +235,11 @@ func mutate(t *testing.T, rng *rand.Rand, etc, kind string) {
 				must(t, os.Symlink("was-a-file", p))
 			}
 		}
+	case "type change to link":
+		if p := pick(t, rng, etc, func(fi os.FileInfo) bool { return !fi.IsDir() }); p != "" {
+			must(t, os.Remove(p))
+			must(t, os.Symlink("was-a-file", p))
+		}
 	case "added file":
 		dir := pick(t, rng, etc, isDir)
 		if dir == "" {

@@ -1,7 +1,9 @@
 package ostree
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,4 +43,23 @@ func (h *Host) ConfigDiff() []string {
 		}
 	}
 	return lines
+}
+
+// TryDeploy is Deploy for a deployment that may fail: ostree's error, with
+// its message, instead of the test's end.
+func (h *Host) TryDeploy(ref string) error {
+	h.t.Helper()
+	cmd := exec.Command("ostree", "admin", "deploy", "--sysroot="+h.Root, "--os="+h.OS, ref)
+	cmd.Env = append(os.Environ(), "OSTREE_SYSROOT_DEBUG=mutable-deployments")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
+
+// Checkout checks ref out into dir (which must not exist).
+func (h *Host) Checkout(ref, dir string) {
+	h.t.Helper()
+	h.run("--repo="+filepath.Join(h.Root, "ostree/repo"), "checkout", ref, dir)
 }
