@@ -146,15 +146,7 @@ func TestRPMVerifyOracle(t *testing.T) {
 		}
 		rounds = append(rounds, sub)
 	}
-	install := func(t *testing.T) string {
-		root := t.TempDir()
-		must(t, os.Chmod(root, 0o755))
-		writeFile(t, root+"/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nsvc:x:990:990::/:/sbin/nologin\n", 0o644)
-		writeFile(t, root+"/etc/group", "root:x:0:\nsvc:x:990:\n", 0o644)
-		run(t, "rpm", "--root", root, "--dbpath", "/var/lib/rpm", "--initdb")
-		run(t, "rpm", append([]string{"--root", root, "--dbpath", "/var/lib/rpm", "-i", "--nodeps", "--noscripts"}, rpms...)...)
-		return root
-	}
+	install := func(t *testing.T) string { return installRoot(t, rpms) }
 	// rpm counts an ACL beyond the mode as a mode difference only when
 	// built with libacl (rpm's CMakeLists.txt: WITH_ACL, on by default,
 	// and in Fedora's and RHEL's rpm); Debian's rpm is built without it.
@@ -203,6 +195,18 @@ func TestRPMVerifyOracle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// installRoot installs the packages into a new root with accounts for
+// their owners, files and all, with rpm --root.
+func installRoot(t *testing.T, rpms []string) string {
+	root := t.TempDir()
+	must(t, os.Chmod(root, 0o755))
+	writeFile(t, root+"/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nsvc:x:990:990::/:/sbin/nologin\n", 0o644)
+	writeFile(t, root+"/etc/group", "root:x:0:\nsvc:x:990:\n", 0o644)
+	run(t, "rpm", "--root", root, "--dbpath", "/var/lib/rpm", "--initdb")
+	run(t, "rpm", append([]string{"--root", root, "--dbpath", "/var/lib/rpm", "-i", "--nodeps", "--noscripts"}, rpms...)...)
+	return root
 }
 
 // rpmVerify is `rpm -Va --nomtime` for the paths under /etc: each path's
