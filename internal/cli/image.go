@@ -92,6 +92,9 @@ func checkImage(ctx context.Context, r *ondisk.Root, st *desired.State, mode ima
 	if err := mergeNotices(ctx, r, b, st, res); err != nil {
 		return err
 	}
+	if u := b.Extensions.Unknown(); u != "" {
+		fmt.Fprintf(warn, "drift-monitor check: warning: %s\n", escape.Text(u))
+	}
 	cl := image.NewClassifier(st.Entries)
 	cl.Extensions = b.Extensions
 	key, _ := hostKeyBytes()

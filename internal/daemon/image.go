@@ -101,6 +101,9 @@ func (d *Daemon) startImage(ctx context.Context, s *sources) {
 	d.watchEtc(ctx)
 	go readFrom(w, img.events, d.done)
 	d.record(ctx, slog.LevelInfo, journal.MsgImage, fmt.Sprintf("Comparing /etc with %s", escape.Text(b.Source)))
+	if u := b.Extensions.Unknown(); u != "" {
+		d.record(ctx, slog.LevelWarn, journal.MsgImage, escape.Text(u))
+	}
 }
 
 // classify makes the classifier of the state in force (its declared
@@ -181,6 +184,13 @@ func (d *Daemon) imageEvents(ctx context.Context, r readResult, active bool) {
 		case ev.Path == image.EtcDir || strings.HasPrefix(ev.Path, image.EtcDir+"/"):
 			if ev.IsDir && ev.Op&(watch.Create|watch.MovedTo) != 0 || ev.Op&watch.Rewatched != 0 {
 				rewatch = true
+			}
+			if d.img.cl.Declares(ev.Path) && ev.Op&watch.Rewatched == 0 {
+				// Its own entry's event: what the image says of it is
+				// classed declared anyway, and the declared drift's
+				// report must not wait for a comparison that says
+				// nothing.
+				continue
 			}
 			if !seen[ev.Path] {
 				seen[ev.Path] = true

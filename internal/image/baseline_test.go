@@ -104,11 +104,12 @@ func TestExtensions(t *testing.T) {
 	write(t, etc+"/corp-other.conf", "local\n")
 	var st unix.Stat_t
 	must(t, unix.Stat(etc, &st))
-	write(t, etc+"/.systemd-confext/confexts", "corp\n")
+	write(t, etc+"/.systemd-confext/confexts", "corp\nsealed\n")
+	write(t, root+"/var/lib/confexts/sealed.raw", "a disk image")
 	write(t, etc+"/.systemd-confext/dev", fmt.Sprintf("%d:%d\n", unix.Major(st.Dev), unix.Minor(st.Dev)))
 	b := findAt(t, root)
-	if len(b.Extensions.Names) != 1 || b.Extensions.Dirs["corp"] == "" {
-		t.Fatalf("extensions %+v", b.Extensions)
+	if len(b.Extensions.Names) != 2 || b.Extensions.Dirs["corp"] == "" || !strings.Contains(b.Extensions.Unknown(), "sealed") {
+		t.Fatalf("extensions %+v (%q)", b.Extensions, b.Extensions.Unknown())
 	}
 	ctx := context.Background()
 	if n := b.Extensions.Provides(ctx, "/etc/corp.conf"); n != "corp" {

@@ -95,6 +95,17 @@ func mergedHere(r *ondisk.Root) bool {
 	return ok && maj == strconv.FormatUint(uint64(unix.Major(st.Dev)), 10) && min == strconv.FormatUint(uint64(unix.Minor(st.Dev)), 10)
 }
 
+// Unknown says which merged extensions' files cannot be known (a disk
+// image, or not found in the search path): what they provide is taken for
+// undeclared changes. "" when there is none.
+func (x *Extensions) Unknown() string {
+	if x == nil || len(x.Opaque) == 0 {
+		return ""
+	}
+	return "the files of the merged confext " + strings.Join(x.Opaque, ", ") + " cannot be read (a disk image, or not in " +
+		strings.Join(confextSearchPath, ", ") + "): what it provides is reported as undeclared"
+}
+
 func (x *Extensions) stamp() string {
 	if x == nil || len(x.raw) == 0 {
 		return ""
