@@ -363,7 +363,7 @@ func (r *report) imageVerdicts() []verdict {
 			Measured: fmt.Sprintf("%s (--image=off) → %s (--image=notice): %+.1f MB", fmtMB(i.RSSOff), fmtMB(i.RSSOn), float64(grow)/1e6), Met: grow <= 8e6},
 		{Target: "declared drift's detection p99 unchanged with the image compared",
 			Measured: fmt.Sprintf("p99 %s (--image=off) vs %s (--image=notice); an undeclared edit's p99 %s", fmtDur(offP), fmtDur(onP), fmtDur(percentile(i.Undeclared, 99))),
-			Met: float64(onP) <= 1.5*float64(offP)+float64(5*time.Millisecond)},
+			Met:      float64(onP) <= 1.5*float64(offP)+float64(5*time.Millisecond)},
 	}
 }
 
