@@ -14,6 +14,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
 )
 
@@ -146,11 +147,21 @@ func (img *imagePart) holdC() <-chan time.Time {
 	return img.hold.C
 }
 
-// watchEtc watches every directory of /etc, as it is now.
+// stagedDir holds the file that names a staged deployment
+// (osstate.StagedFile): a new one is an OS update on its way, whose /etc
+// merge a full check predicts.
+const stagedDir = "/run/ostree"
+
+// watchEtc watches every directory of /etc, as it is now, and on ostree
+// hosts the staged deployment's directory (from its nearest existing
+// ancestor while it does not exist).
 func (d *Daemon) watchEtc(ctx context.Context) {
 	dirs, err := image.Dirs(d.root, image.EtcDir)
 	if err != nil {
 		d.record(ctx, slog.LevelError, journal.MsgImage, fmt.Sprintf("Listing %s to watch it: %v", image.EtcDir, err))
+	}
+	if d.img.base.Kind == image.KindOstree {
+		dirs = append(dirs, stagedDir)
 	}
 	err = d.img.w.Watch(dirs)
 	n := len(d.img.w.Polled())
@@ -171,7 +182,7 @@ func (d *Daemon) imageEvents(ctx context.Context, r readResult, active bool) {
 	if !active || d.imageHeld(ctx) {
 		return
 	}
-	rewatch, overflow := false, false
+	rewatch, overflow, staged := false, false, false
 	var paths []string
 	seen := map[string]bool{}
 	for _, ev := range r.evs {
@@ -181,6 +192,8 @@ func (d *Daemon) imageEvents(ctx context.Context, r readResult, active bool) {
 		case ev.Op == watch.Modify:
 			// Written, not yet closed: its close (or the next full
 			// check) compares it, never a half-written file.
+		case ev.Path == osstate.StagedFile || ev.Path == stagedDir && ev.Op&watch.Rewatched != 0:
+			staged = true
 		case ev.Path == image.EtcDir || strings.HasPrefix(ev.Path, image.EtcDir+"/"):
 			if ev.IsDir && ev.Op&(watch.Create|watch.MovedTo) != 0 || ev.Op&watch.Rewatched != 0 {
 				rewatch = true
@@ -200,6 +213,12 @@ func (d *Daemon) imageEvents(ctx context.Context, r readResult, active bool) {
 	}
 	if rewatch || overflow {
 		d.watchEtc(ctx)
+	}
+	if staged {
+		// An OS update was staged (or unstaged): what its /etc merge
+		// will undo is a full check's notices.
+		d.fullCheck(ctx, "a deployment was staged")
+		return
 	}
 	if d.imageRebased(ctx) || overflow {
 		d.imageCompare(ctx, image.EtcDir)
@@ -237,9 +256,10 @@ func (d *Daemon) imageHoldTick(ctx context.Context, active bool) {
 	img.hold.Stop()
 	img.hold, img.held = nil, ""
 	d.record(ctx, slog.LevelInfo, journal.MsgImage, "The transaction ended: comparing /etc with the image again")
-	d.imageRebased(ctx)
 	if active {
-		d.imageCompare(ctx, image.EtcDir)
+		// A full check: the baseline read again, /etc compared whole,
+		// and a deployment the transaction staged predicted.
+		d.fullCheck(ctx, "the transaction ended")
 	}
 }
 

@@ -151,3 +151,33 @@ func TestImageHeldByTransaction(t *testing.T) {
 	must(t, unix.FcntlFlock(lock.Fd(), unix.F_OFD_SETLK, &lk))
 	log.wait(t, from, journal.MsgUndeclared, map[string]string{"DRIFT_PATH": "/etc/motd"})
 }
+
+// TestImageStagedDeployment: a deployment staged for the next boot (the
+// file that names it appearing, its directory made first) runs a full
+// check at once, which predicts the staged /etc merge's losses.
+func TestImageStagedDeployment(t *testing.T) {
+	root, cfg := imageRoot(t)
+	log := &records{}
+	n := &fakeNotifier{ready: make(chan struct{}, 1)}
+	runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(log)}, n)
+	from := log.mark()
+	writeFile(t, filepath.Join(root, "run/ostree/staged-deployment"), []byte("not a deployment"))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		found := false
+		log.mu.Lock()
+		for _, m := range log.got[from:] {
+			if strings.HasPrefix(m["MESSAGE"], "full check (a deployment was staged)") {
+				found = true
+			}
+		}
+		log.mu.Unlock()
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no full check within 20s of a staged deployment")
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval inside a bounded wait
+	}
+}
