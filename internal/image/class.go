@@ -9,6 +9,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // Class is why a difference from the image is there.
@@ -146,7 +147,7 @@ func (c *Classifier) wantsLink(ch *Change) string {
 	if n == nil {
 		n = ch.Base
 	}
-	if n == nil || n.Type.String() != "symbolic link" {
+	if n == nil || n.Type != ondisk.Symlink {
 		return ""
 	}
 	dir, name := path.Split(ch.Path)
@@ -205,10 +206,10 @@ func nodeNoun(n *Node) string {
 	if n == nil {
 		return "node"
 	}
-	switch n.Type.String() {
-	case "regular file":
+	switch n.Type {
+	case ondisk.Regular:
 		return "file"
-	case "symbolic link":
+	case ondisk.Symlink:
 		return "link"
 	}
 	return n.Type.String()
@@ -220,10 +221,10 @@ func nodeText(n *Node) string {
 		return ""
 	}
 	s := fmt.Sprintf("%s %s %d:%d", n.Type, desired.FormatMode(n.Mode), n.UID, n.GID)
-	switch n.Type.String() {
-	case "regular file":
+	switch n.Type {
+	case ondisk.Regular:
 		s += fmt.Sprintf(" %d bytes", n.Size)
-	case "symbolic link":
+	case ondisk.Symlink:
 		s += " -> " + n.Target
 	}
 	return s
