@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,9 +36,11 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	labels := labelCompareFlag(fs)
 	excl := exclude.DefaultOptions()
 	excl.Register(fs)
+	img := imageFlag{mode: imageNotice}
+	fs.Var(&img, "image", imageUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates] [--label-compare type|full]\n"+
-			"                          [--exclude PATTERN]... [--exclude-from FILE]\n\n"+
+			"                          [--exclude PATTERN]... [--exclude-from FILE] [--image[=notice|drift|off]]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
 			"1 drift found, 2 the check could not be done (a config or the exclusions refused,\n"+
 			"or no config found).\n\n"+
@@ -70,7 +73,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, excl)
+	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, excl, img.mode)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
@@ -121,6 +124,8 @@ type checkResult struct {
 	check.Result
 	Files []string
 	Left  []exclude.Left
+	// Image is what was found of the OS image's /etc; nil with --image=off.
+	Image *imageResult
 }
 
 // hostKey is the host's digest key (package digestkey) as drift keys
@@ -155,14 +160,20 @@ func firstBoot() firstboot.Use {
 // runFullCheck loads the desired state (through cache, which may be nil) and
 // compares root with it, keying digests with key; fullLabels compares whole
 // SELinux contexts; checkCerts checks the files the machine-config daemon's
-// certificate writer owns too; excl says what is left alone.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options) (checkResult, error) {
+// certificate writer owns too; excl says what is left alone; img what to
+// make of the OS image's /etc.
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageMode) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
 	}
 	defer r.Close()
 	state, err := loadDesired(cache, r, configs, "check", warn)
+	if errors.Is(err, desired.ErrNoConfig) && img == imageList {
+		// Listing the image's differences needs no config: without one,
+		// every difference is undeclared.
+		state, err = &desired.State{}, nil
+	}
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -175,7 +186,11 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if err != nil {
 		return checkResult{}, err
 	}
-	return checkResult{Result: res, Files: state.Files, Left: rules.Report(left)}, nil
+	out := checkResult{Result: res, Files: state.Files, Left: rules.Report(left)}
+	if err := checkImage(ctx, r, state, img, rules, &out, warn); err != nil {
+		return checkResult{}, err
+	}
+	return out, nil
 }
 
 // openRoot opens the root a command reads, once: the configs, the accounts
@@ -245,6 +260,7 @@ func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key d
 		// All stopped early: what it found is not the machine's state.
 		return check.Result{}, fmt.Errorf("check interrupted: %w", err)
 	}
+	explainMerges(c, state, &res)
 	return res, nil
 }
 
@@ -257,11 +273,12 @@ type jsonReport struct {
 	Notices []drift.Drift `json:"notices"`
 	// LeftAlone are the declared entries the exclusions leave alone.
 	LeftAlone []exclude.Left `json:"left_alone"`
+	Image     *imageJSON     `json:"image,omitempty"`
 }
 
 func writeJSON(w io.Writer, root string, res *checkResult) error {
 	rep := jsonReport{Root: root, Clean: res.Clean(), Checked: res.Checked,
-		Drift: res.Drift, Notices: res.Notices, LeftAlone: res.Left}
+		Drift: res.Drift, Notices: res.Notices, LeftAlone: res.Left, Image: res.Image.json()}
 	if rep.LeftAlone == nil {
 		rep.LeftAlone = []exclude.Left{}
 	}
@@ -286,6 +303,7 @@ func writeJSON(w io.Writer, root string, res *checkResult) error {
 
 func writeText(w io.Writer, res *checkResult) error {
 	ew := &errWriter{w: w}
+	writeImageList(ew, res.Image)
 	for _, n := range res.Notices {
 		ew.printf("notice: %s\n", n.Message)
 	}

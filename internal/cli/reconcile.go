@@ -33,6 +33,9 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if !ok {
 		return code
 	}
+	if o.image {
+		return reconcileImage(ctx, o, std)
+	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(fmt.Sprintf(format, a...)))
 		return ExitFailed
@@ -69,15 +72,22 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	return rep.finish(o, std, fail)
+}
+
+// finish writes the report in o's format and returns the exit status: 1
+// when something was not repaired, or (not a dry run) still differs.
+func (r *reconcileReport) finish(o *reconcileOptions, std Stdio, fail func(string, ...any) int) int {
+	var err error
 	if o.format == "json" {
-		err = rep.writeJSON(std.Out)
+		err = r.writeJSON(std.Out)
 	} else {
-		err = rep.writeText(std.Out)
+		err = r.writeText(std.Out)
 	}
 	if err != nil {
 		return fail("writing the report: %v", err)
 	}
-	if len(rep.Refused) > 0 || (!o.dryRun && len(rep.Remaining) > 0) {
+	if len(r.Refused) > 0 || (!o.dryRun && len(r.Remaining) > 0) {
 		return ExitDrift
 	}
 	return ExitClean
@@ -91,6 +101,7 @@ type reconcileOptions struct {
 	root, inhibitDir string
 	dryRun           bool
 	checkCerts       bool
+	image            bool // restore the named undeclared changes to the image's default (reconcileimage.go)
 	names            []string
 }
 
@@ -104,9 +115,12 @@ func parseReconcile(args []string, errw io.Writer) (*reconcileOptions, int, bool
 	o.exclude.Register(fs)
 	fs.StringVar(&o.inhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files (the live host's)")
 	fs.BoolVar(&o.checkCerts, checkMCDCertsFlag, false, checkMCDCertsUsage+"; without it, reconcile leaves them to the MCD")
+	fs.BoolVar(&o.image, "image", false, "put the named undeclared changes of /etc back to the OS image's default (only the paths named, never by default)")
 	fs.Usage = func() {
 		fmt.Fprintf(errw, "usage: drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json]\n"+
-			"                              [--exclude PATTERN]... [--exclude-from FILE] [PATH|UNIT]...\n\n"+
+			"                              [--exclude PATTERN]... [--exclude-from FILE] [PATH|UNIT]...\n"+
+			"       drift-monitor reconcile --image [--root DIR] [--dry-run] [--format text|json]\n"+
+			"                              [--exclude PATTERN]... [--exclude-from FILE] PATH...\n\n"+
 			"Puts back what check reports as drift (all of it, or only the named paths and units),\n"+
 			"as Ignition would have written it (root only): it plans each entry's steps from what\n"+
 			"is there, then does them; --dry-run prints the plan and writes nothing. File contents\n"+

@@ -43,6 +43,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	d.ix = newIndex(d.applyExclusions(ctx, desired.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates)))
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
+	d.imageLoaded()
 	d.refreshLabels()
 	d.checker.Store = st.Store
 	d.files = st.Files
@@ -223,6 +224,7 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	for _, id := range res.Unknown {
 		keep(id)
 	}
+	d.imageFull(ctx, now, &res.Notices)
 	appeared, resolved := d.track.replace(now)
 	d.report(ctx, appeared, resolved)
 	d.reportNotices(ctx, res.Notices)

@@ -115,6 +115,10 @@ type Options struct {
 	// FirstBoot is the first-boot record the daemon uses on every load
 	// (package firstboot); the zero Use reads none.
 	FirstBoot firstboot.Use
+	// Image is what to make of the differences of /etc from the OS
+	// image (image.go): ImageNotice ("", the default), ImageDrift or
+	// ImageOff.
+	Image string
 
 	// Attribution is how drift is attributed to its writers: "audit"
 	// (the part attribution) or "off" (""). AuditKey is the key of its audit
@@ -224,6 +228,9 @@ type Daemon struct {
 	// parts are the optional features (parts.go): attribution, the MCD's
 	// follower.
 	parts parts
+
+	// img compares /etc with the OS image (image.go); nil when off.
+	img *imagePart
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files

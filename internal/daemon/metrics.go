@@ -164,6 +164,7 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 		for k, n := range d.noticeKinds {
 			d.m.kinds[k] += n
 		}
+		d.imageCount(d.m.kinds)
 	}
 	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
 		WatchedPaths: d.ix.paths, Units: d.ix.units, ExcludedPaths: d.excl.paths, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,

@@ -81,16 +81,21 @@ func (s *sources) stop() {
 
 // readEvents hands the event source's reads to the loop until the source
 // is closed or the loop has ended.
-func (d *Daemon) readEvents(out chan<- readResult) {
+func (d *Daemon) readEvents(out chan<- readResult) { readFrom(d.w, out, d.done) }
+
+// readFrom hands the reads of src to out until src is closed or done is.
+func readFrom(src interface {
+	Read([]byte) ([]watch.Event, error)
+}, out chan<- readResult, done <-chan struct{}) {
 	buf := make([]byte, watch.ReadBufferSize)
 	for {
-		evs, err := d.w.Read(buf)
+		evs, err := src.Read(buf)
 		if errors.Is(err, os.ErrClosed) {
 			return
 		}
 		select {
 		case out <- readResult{evs, err}:
-		case <-d.done:
+		case <-done:
 			return
 		}
 	}

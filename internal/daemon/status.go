@@ -33,6 +33,7 @@ func (d *Daemon) status() string {
 	}
 	in.nothing = escape.Name(d.nothing)
 	in.parts = d.partCaveats()
+	in.undeclared, in.imageHeld = d.imageStatus()
 	return statusLine(in)
 }
 
@@ -95,6 +96,10 @@ type statusInput struct {
 	unitsDown, apiDown bool
 	// parts: what the parts add (part.Caveat; "" : nothing).
 	parts string
+	// undeclared counts the undeclared changes to the image's /etc shown
+	// as notices; imageHeld names a transaction they are held for.
+	undeclared int
+	imageHeld  string
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -192,6 +197,12 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 	}
 	if in.parts != "" {
 		b.WriteString("; " + in.parts)
+	}
+	if in.undeclared > 0 {
+		fmt.Fprintf(b, "; %s to the image's /etc", plural(in.undeclared, "undeclared change"))
+	}
+	if in.imageHeld != "" {
+		b.WriteString("; undeclared changes held while " + in.imageHeld + " runs")
 	}
 	if in.loadFailed != "" {
 		fmt.Fprintf(b, "; new config refused (%s), checking against the last good one", in.loadFailed)

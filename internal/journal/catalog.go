@@ -77,6 +77,16 @@ const (
 	// MsgChangeDenied: an audited write to a declared path was denied
 	// (--attribution=audit): nothing changed, someone tried.
 	MsgChangeDenied = "5943f7f8e3b64a67a7dfc381cfa579f6"
+	// MsgUndeclared: a path of /etc differs from the OS image's /etc and
+	// no config declares it (DRIFT_KIND undeclared); MsgUndeclaredGone:
+	// it no longer does.
+	MsgUndeclared     = "5ea6c596359c4d5ab7c1abb524279e15"
+	MsgUndeclaredGone = "700af2fa3c1e453ea8870bfbbb232209"
+	// MsgImage: what the comparison with the OS image has to say of
+	// itself: the baseline found or unavailable, re-read after an OS
+	// update, an rpm transaction or a confext refresh, reports held while
+	// a transaction runs, directories it cannot watch.
+	MsgImage = "4237923fbbd34d5ba171981be3fc4509"
 )
 
 // Catalog header values shared by every entry.
@@ -459,6 +469,47 @@ unknown and why.
 
 When rules of drift-monitor are removed under it (auditctl -D), it adds
 them again and says so with this record.`,
+	},
+	{
+		ID: MsgUndeclared, Name: "MsgUndeclared",
+		Subject: "Undeclared change to the image's /etc: @DRIFT_PATH@",
+		Body: `@DRIFT_PATH@ differs from the OS image's /etc (DRIFT_UNDECLARED says
+how: the attributes that differ, or added, or removed) and no desired config
+declares it. The image's /etc is the booted deployment's /usr/etc on ostree
+hosts (Fedora CoreOS, RHEL CoreOS, OpenShift nodes, bootc), the image's own
+/etc on bootc's composefs backend, and the rpm database on hosts managed with
+dnf, compared as "ostree admin config-diff" and "rpm -V" compare. Paths the
+OS writes while it runs, what a merged confext provides, and what the first
+boot left (drift-monitor adopt --image) are not reported.
+
+By default this is a notice: the host is not "drifted". With
+--image=drift it is drift (and reported with the drift records too). A
+content is never shown: only what differs, and sizes.
+
+Find out who changed it. Then declare it (a config under
+/etc/drift-monitor/desired.d/), put back the image's default
+("drift-monitor reconcile --image @DRIFT_PATH@"), or quiet the path with a
+line "undeclared:@DRIFT_PATH@" in /etc/drift-monitor/exclude.conf. See
+drift-monitor(8), "THE IMAGE".`,
+	},
+	{
+		ID: MsgUndeclaredGone, Name: "MsgUndeclaredGone",
+		Subject: "No longer an undeclared change: @DRIFT_PATH@",
+		Body: `@DRIFT_PATH@ is again as the OS image has it, or a config now declares
+it, or it is excluded: the undeclared change reported earlier is gone.`,
+	},
+	{
+		ID: MsgImage, Name: "MsgImage",
+		Subject: "Comparison with the OS image's /etc",
+		Body: `What drift-monitor's comparison of /etc with the OS image has to say of
+itself: which baseline it found (or why there is none: bootc's composefs
+backend without the privilege to read the image's /etc, an rpm database
+rpm cannot read), that it read the baseline again after an OS update, an rpm
+transaction or a confext refresh, that it holds undeclared reports while an
+rpm transaction (rpm's lock) or an ostree transaction (the sysroot's lock,
+which rpm-ostree and bootc take) runs and compares everything at its end, or
+that directories of /etc cannot be watched (inotify watches exhausted: full
+checks find their changes). See drift-monitor(8), "THE IMAGE".`,
 	},
 	{
 		ID: MsgChangeDenied, Name: "MsgChangeDenied",

@@ -44,6 +44,9 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgMCD":                 MsgMCD,
 		"MsgAttribution":         MsgAttribution,
 		"MsgChangeDenied":        MsgChangeDenied,
+		"MsgUndeclared":          MsgUndeclared,
+		"MsgUndeclaredGone":      MsgUndeclaredGone,
+		"MsgImage":               MsgImage,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}

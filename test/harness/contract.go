@@ -26,6 +26,9 @@ const (
 	MsgConfigIgnored       = "4371585d763144b78d04d38b56da5a3a"
 	MsgNothingToWatch      = "e2318ddbe00c48e489fdc0de81db0771"
 	MsgInhibitorsRewatched = "1f2393e7ffa04a159bed229bae376beb"
+	MsgUndeclared          = "5ea6c596359c4d5ab7c1abb524279e15"
+	MsgUndeclaredGone      = "700af2fa3c1e453ea8870bfbbb232209"
+	MsgImage               = "4237923fbbd34d5ba171981be3fc4509"
 )
 
 // Report is what `drift-monitor check --format json` prints: one JSON

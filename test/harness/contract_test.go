@@ -21,6 +21,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"Notice": journal.MsgNotice, "Reconciled": journal.MsgReconciled,
 		"ConfigIgnored": journal.MsgConfigIgnored, "NothingToWatch": journal.MsgNothingToWatch,
 		"InhibitorsRewatched": journal.MsgInhibitorsRewatched,
+		"Undeclared":          journal.MsgUndeclared, "UndeclaredGone": journal.MsgUndeclaredGone, "Image": journal.MsgImage,
 	}
 	got := map[string]string{
 		"Started": MsgStarted, "Ready": MsgReady,
@@ -33,6 +34,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"Notice": MsgNotice, "Reconciled": MsgReconciled,
 		"ConfigIgnored": MsgConfigIgnored, "NothingToWatch": MsgNothingToWatch,
 		"InhibitorsRewatched": MsgInhibitorsRewatched,
+		"Undeclared":          MsgUndeclared, "UndeclaredGone": MsgUndeclaredGone, "Image": MsgImage,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("MESSAGE_IDs (-want internal/journal +got harness):\n%s", diff)

@@ -33,6 +33,7 @@ var wantFiles = map[string]fileEntry{
 	"/usr/lib/systemd/catalog/drift-monitor.catalog":                        {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/lib/systemd/system-preset/50-drift-monitor.preset":                {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/lib/systemd/system/drift-monitor-adopt.service":                   {Mode: "-rw-r--r--", Owner: "root:root"},
+	"/usr/lib/systemd/system/drift-monitor-adopt-image.service":             {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/lib/systemd/system/drift-monitor-metrics.service":                 {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/lib/systemd/system/drift-monitor-metrics.socket":                  {Mode: "-rw-r--r--", Owner: "root:root"},
 	"/usr/lib/systemd/system/drift-monitor.service":                         {Mode: "-rw-r--r--", Owner: "root:root"},
@@ -206,8 +207,8 @@ func TestRPMMetadata(t *testing.T) {
 	// Where the systemd macros exist (Fedora) these are theirs; here, the
 	// spec's fallbacks, which must do the same work.
 	for name, wants := range map[string][]string{
-		"postinstall":   {"systemctl --no-reload --quiet preset drift-monitor.service drift-monitor-adopt.service", "systemctl daemon-reload", "journalctl --update-catalog"},
-		"preuninstall":  {"[ $1 -eq 0 ]", "systemctl --no-reload disable --now drift-monitor.service drift-monitor-adopt.service"},
+		"postinstall":   {"systemctl --no-reload --quiet preset drift-monitor.service drift-monitor-adopt.service drift-monitor-adopt-image.service", "systemctl daemon-reload", "journalctl --update-catalog"},
+		"preuninstall":  {"[ $1 -eq 0 ]", "systemctl --no-reload disable --now drift-monitor.service drift-monitor-adopt.service drift-monitor-adopt-image.service"},
 		"postuninstall": {"[ $1 -ge 1 ]", "systemctl try-restart drift-monitor.service", "systemctl daemon-reload", "journalctl --update-catalog"},
 	} {
 		s := section(name)
