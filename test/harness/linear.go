@@ -1,0 +1,89 @@
+package harness
+
+import (
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Margins of Linear: how much more than ten times the work of one input
+// ten times larger may cost before it is called superlinear. Allocations
+// are counted by the runtime and barely vary; CPU time does, with the
+// caches and the collector, so its margin is wide: what it must catch is
+// growth with the square of the size (a hundred times), not a few percent.
+const (
+	linearAllocMargin = 1.5
+	linearCPUMargin   = 3.0
+)
+
+// Cost is what a piece of work cost: the process's CPU time (user and
+// system, which other processes on a loaded machine do not add to), and
+// the bytes and objects it allocated.
+type Cost struct {
+	CPU    time.Duration
+	Bytes  uint64
+	Allocs uint64
+}
+
+// Measure runs work once, after a collection, and returns what it cost.
+// The process's CPU time counts every goroutine of the test binary: call
+// it from a test that runs alone (not t.Parallel).
+func Measure(work func()) Cost {
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	c0 := cpuTime()
+	work()
+	c1 := cpuTime()
+	runtime.ReadMemStats(&m1)
+	return Cost{CPU: c1 - c0, Bytes: m1.TotalAlloc - m0.TotalAlloc, Allocs: m1.Mallocs - m0.Mallocs}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Linear fails the test unless work grows at most linearly with the size
+// of its input: work(10) does the job on an input ten times the size of
+// work(1)'s. It compares, in one run, one work(10) with ten work(1) (which
+// also pay ten times whatever a run costs whatever its size): the CPU time
+// (the least of three tries each, interleaved), the bytes and the objects
+// allocated (the least of the tries). A cost that grows with the square of
+// the size is ten times larger; the margins allow for noise. It never
+// compares a time with a fixed threshold, which a loaded machine breaks.
+func Linear(t testing.TB, what string, work func(scale int)) {
+	t.Helper()
+	var one, ten Cost
+	for try := 0; try < 3; try++ {
+		o := Measure(func() {
+			for range 10 {
+				work(1)
+			}
+		})
+		x := Measure(func() { work(10) })
+		if try == 0 {
+			one, ten = o, x
+			continue
+		}
+		one, ten = least(one, o), least(ten, x)
+	}
+	t.Logf("%s: ten inputs of size 1: %v CPU, %d bytes in %d objects; one of size 10: %v CPU, %d bytes in %d objects",
+		what, one.CPU, one.Bytes, one.Allocs, ten.CPU, ten.Bytes, ten.Allocs)
+	if float64(ten.Bytes) > linearAllocMargin*float64(one.Bytes) || float64(ten.Allocs) > linearAllocMargin*float64(one.Allocs) {
+		t.Errorf("%s: allocation grows faster than the input: %d bytes in %d objects for one input ten times larger, against %d bytes in %d objects for ten inputs of size 1",
+			what, ten.Bytes, ten.Allocs, one.Bytes, one.Allocs)
+	}
+	if float64(ten.CPU) > linearCPUMargin*float64(one.CPU) {
+		t.Errorf("%s: CPU time grows faster than the input: %v for one input ten times larger, against %v for ten inputs of size 1",
+			what, ten.CPU, one.CPU)
+	}
+}
+
+func least(a, b Cost) Cost {
+	return Cost{CPU: min(a.CPU, b.CPU), Bytes: min(a.Bytes, b.Bytes), Allocs: min(a.Allocs, b.Allocs)}
+}
