@@ -51,29 +51,41 @@ func cpuTime() time.Duration {
 // Linear fails the test unless work grows at most linearly with the size
 // of its input: work(10) does the job on an input ten times the size of
 // work(1)'s. It compares, in one run, one work(10) with ten work(1) (which
-// also pay ten times whatever a run costs whatever its size): the CPU time
-// (the least of three tries each, interleaved), the bytes and the objects
-// allocated (the least of the tries). A cost that grows with the square of
+// also pay ten times whatever a run costs whatever its size), both
+// repeated until they take a measurable time: the CPU time (the least of
+// three tries each, interleaved), the bytes and the objects allocated (the
+// least of the tries). A cost that grows with the square of
 // the size is ten times larger; the margins allow for noise. It never
 // compares a time with a fixed threshold, which a loaded machine breaks.
 func Linear(t testing.TB, what string, work func(scale int)) {
 	t.Helper()
+	// Small inputs are measured many times over, so that what is compared
+	// is well above the noise of the CPU clock and of the runtime's own
+	// threads.
+	reps := 1
+	if c := Measure(func() { tenOf(work, 1) }); c.CPU < linearMinCPU {
+		reps = min(int(linearMinCPU/max(c.CPU, time.Microsecond))+1, 10_000)
+	}
 	var one, ten Cost
 	for try := 0; try < 3; try++ {
 		o := Measure(func() {
-			for range 10 {
-				work(1)
+			for range reps {
+				tenOf(work, 1)
 			}
 		})
-		x := Measure(func() { work(10) })
+		x := Measure(func() {
+			for range reps {
+				work(10)
+			}
+		})
 		if try == 0 {
 			one, ten = o, x
 			continue
 		}
 		one, ten = least(one, o), least(ten, x)
 	}
-	t.Logf("%s: ten inputs of size 1: %v CPU, %d bytes in %d objects; one of size 10: %v CPU, %d bytes in %d objects",
-		what, one.CPU, one.Bytes, one.Allocs, ten.CPU, ten.Bytes, ten.Allocs)
+	t.Logf("%s (%d times): ten inputs of size 1: %v CPU, %d bytes in %d objects; one of size 10: %v CPU, %d bytes in %d objects",
+		what, reps, one.CPU, one.Bytes, one.Allocs, ten.CPU, ten.Bytes, ten.Allocs)
 	if float64(ten.Bytes) > linearAllocMargin*float64(one.Bytes) || float64(ten.Allocs) > linearAllocMargin*float64(one.Allocs) {
 		t.Errorf("%s: allocation grows faster than the input: %d bytes in %d objects for one input ten times larger, against %d bytes in %d objects for ten inputs of size 1",
 			what, ten.Bytes, ten.Allocs, one.Bytes, one.Allocs)
@@ -81,6 +93,15 @@ func Linear(t testing.TB, what string, work func(scale int)) {
 	if float64(ten.CPU) > linearCPUMargin*float64(one.CPU) {
 		t.Errorf("%s: CPU time grows faster than the input: %v for one input ten times larger, against %v for ten inputs of size 1",
 			what, ten.CPU, one.CPU)
+	}
+}
+
+// linearMinCPU is the least CPU time Linear measures at once.
+const linearMinCPU = 20 * time.Millisecond
+
+func tenOf(work func(int), scale int) {
+	for range 10 {
+		work(scale)
 	}
 }
 
