@@ -7,14 +7,15 @@ import (
 	"time"
 )
 
-// Margins of Linear: how much more than ten times the work of one input
-// ten times larger may cost before it is called superlinear. Allocations
-// are counted by the runtime and barely vary; CPU time does, with the
-// caches and the collector, so its margin is wide: what it must catch is
-// growth with the square of the size (a hundred times), not a few percent.
+// Margins of Linear: how much more one input ten times larger may cost
+// than ten inputs of size 1 before the work is called superlinear. Growth
+// with the square of the size costs ten times more. Allocations are
+// counted by the runtime and barely vary; CPU time does, with the
+// collector and the caches, which serve a larger input less well, so its
+// margin is wider.
 const (
 	linearAllocMargin = 1.5
-	linearCPUMargin   = 3.0
+	linearCPUMargin   = 4.0
 )
 
 // Cost is what a piece of work cost: the process's CPU time (user and
@@ -52,11 +53,11 @@ func cpuTime() time.Duration {
 // of its input: work(10) does the job on an input ten times the size of
 // work(1)'s. It compares, in one run, one work(10) with ten work(1) (which
 // also pay ten times whatever a run costs whatever its size), both
-// repeated until they take a measurable time: the CPU time (the least of
-// three tries each, interleaved), the bytes and the objects allocated (the
-// least of the tries). A cost that grows with the square of
-// the size is ten times larger; the margins allow for noise. It never
-// compares a time with a fixed threshold, which a loaded machine breaks.
+// repeated until they take a measurable time: the CPU time, the bytes and
+// the objects allocated. A comparison within the margins ends it; one out
+// of them is tried again, twice, interleaved, and the least cost of the
+// tries is judged. It never compares a time with a fixed threshold, which
+// a loaded machine breaks.
 func Linear(t testing.TB, what string, work func(scale int)) {
 	t.Helper()
 	// Small inputs are measured many times over, so that what is compared
@@ -80,20 +81,31 @@ func Linear(t testing.TB, what string, work func(scale int)) {
 		})
 		if try == 0 {
 			one, ten = o, x
-			continue
+		} else {
+			one, ten = least(one, o), least(ten, x)
 		}
-		one, ten = least(one, o), least(ten, x)
+		if superlinear(one, ten) == "" {
+			break // within the margins: no need to look again
+		}
 	}
 	t.Logf("%s (%d times): ten inputs of size 1: %v CPU, %d bytes in %d objects; one of size 10: %v CPU, %d bytes in %d objects",
 		what, reps, one.CPU, one.Bytes, one.Allocs, ten.CPU, ten.Bytes, ten.Allocs)
-	if float64(ten.Bytes) > linearAllocMargin*float64(one.Bytes) || float64(ten.Allocs) > linearAllocMargin*float64(one.Allocs) {
-		t.Errorf("%s: allocation grows faster than the input: %d bytes in %d objects for one input ten times larger, against %d bytes in %d objects for ten inputs of size 1",
-			what, ten.Bytes, ten.Allocs, one.Bytes, one.Allocs)
+	if why := superlinear(one, ten); why != "" {
+		t.Errorf("%s: %s grows faster than the input: %v CPU, %d bytes in %d objects for one input ten times larger, against %v, %d bytes in %d objects for ten inputs of size 1",
+			what, why, ten.CPU, ten.Bytes, ten.Allocs, one.CPU, one.Bytes, one.Allocs)
 	}
-	if float64(ten.CPU) > linearCPUMargin*float64(one.CPU) {
-		t.Errorf("%s: CPU time grows faster than the input: %v for one input ten times larger, against %v for ten inputs of size 1",
-			what, ten.CPU, one.CPU)
+}
+
+// superlinear says what of ten (one input ten times larger) is beyond the
+// margins of one (ten inputs of size 1): "" for nothing.
+func superlinear(one, ten Cost) string {
+	switch {
+	case float64(ten.Bytes) > linearAllocMargin*float64(one.Bytes) || float64(ten.Allocs) > linearAllocMargin*float64(one.Allocs):
+		return "allocation"
+	case float64(ten.CPU) > linearCPUMargin*float64(one.CPU):
+		return "CPU time"
 	}
+	return ""
 }
 
 // linearMinCPU is the least CPU time Linear measures at once.
