@@ -157,8 +157,8 @@ type Outcome struct {
 	// Drift is then empty, and means nothing.
 	Unknown bool
 	// Notices are the entry's notices that depend on what is on disk (a
-	// kept node's metadata: drift.MetaNotices; a unit that cannot be enabled
-	// without an instance: drift.CannotEnableNotice).
+	// kept node's metadata: drift.MetaNotices; a unit declared enabled that
+	// cannot be: drift.CannotEnableNotice).
 	Notices []drift.Drift
 }
 
@@ -454,13 +454,7 @@ func (c *Checker) judge(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		if errors.Is(err, buslink.ErrUnavailable) {
 			return Outcome{Unknown: true}
 		}
-		if err == nil && drift.WantsEnabledButDisabled(e, state) {
-			if why := units.cannotEnable(e.Unit); why != "" {
-				n := drift.CannotEnableNotice(e, why)
-				return Outcome{Notices: []drift.Drift{n}}
-			}
-		}
-		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
+		return units.enablement(e, state, err)
 	case desired.KindNotChecked:
 		return Outcome{}
 	case desired.KindOSImage, desired.KindKernelType, desired.KindExtension, desired.KindFIPS:
@@ -496,9 +490,8 @@ func (c *Checker) judge(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 // UnitStates, and one reading of the unit files (a Tree) for the whole pass,
 // made when first needed. That Tree answers the states when the UnitStates
 // read the unit files themselves (Passes), and, whoever answers the states,
-// why a unit declared enabled cannot be enabled (enablement.Tree.CannotEnable,
-// which systemd has no question for on the bus): so a state from systemd
-// and one computed offline are mapped the same way.
+// what `enabled: true` makes of them (enablement.Tree.WantEnabled, see
+// enablement).
 type passUnits struct {
 	states UnitStates
 	root   *ondisk.Root
@@ -536,20 +529,6 @@ func (p *passUnits) state(unit string) (string, error) {
 		return "", err
 	}
 	return t.UnitFileState(unit)
-}
-
-// cannotEnable says why unit cannot be enabled, "" when it can. A failure
-// to read the unit files leaves the answer to the state: drift.
-func (p *passUnits) cannotEnable(unit string) string {
-	t, err := p.reading()
-	if err != nil {
-		return ""
-	}
-	why, err := t.CannotEnable(unit)
-	if err != nil {
-		return ""
-	}
-	return why
 }
 
 func (p *passUnits) close() {

@@ -359,11 +359,14 @@ under another name (the same manifest digest); "finalization-failed" when
 the previous boot's ostree finalization failed, so the host did not boot the
 deployment staged for it (the record's message has ostree's error; see
 "journalctl -b -1 -u ostree-finalize-staged.service"); "cannot-enable" when
-a unit declared enabled is disabled and enabling it, as Ignition's preset
-does, would make no link that systemd counts (a template without
-DefaultInstance= or Alias= wanted by plain targets only, an instance of a
-template whose [Install] has only Alias=): it is disabled on a freshly
-provisioned host too; "kept-metadata" when a
+a unit declared enabled is disabled (or linked, or enabled in /run only)
+and enabling it, as Ignition's preset does, would make no link that systemd
+counts (a template without DefaultInstance= or Alias= wanted by plain
+targets only, an instance of a template whose [Install] has only Alias=, an
+Alias= name that is a link to another unit): it is so on a freshly
+provisioned host too (where the first-boot record says that the unit was
+enabled then, it is drift instead; without a record, the message says
+that it cannot tell); "kept-metadata" when a
 file declared without contents, which Ignition keeps as it finds it, carries
 ACLs, extended attributes or chattr flags that are not Ignition's to set,
 or when a file the machine-config daemon writes (it never relabels) has a
