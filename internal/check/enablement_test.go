@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
@@ -34,11 +34,11 @@ func TestEnablementThatCannotBeEnabledIsANotice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	enabled := func(unit string) desired.Entry {
-		return desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/" + unit, Unit: unit,
-			Type: desired.TypeNone, Enabled: ptr(true)}
+	enabled := func(unit string) model.Entry {
+		return model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/" + unit, Unit: unit,
+			Type: model.TypeNone, Enabled: ptr(true)}
 	}
-	entries := []desired.Entry{enabled("al@bar.service"), enabled("plain.service"), enabled("w@.service")}
+	entries := []model.Entry{enabled("al@bar.service"), enabled("plain.service"), enabled("w@.service")}
 	wantDrift := []string{`unit "plain.service" is disabled, want enabled`}
 	wantNotices := []string{
 		`unit "al@bar.service" cannot be enabled: enabling it (as Ignition's preset does) makes no link that systemd counts for it`,
@@ -98,7 +98,7 @@ func (c countingOffline) UnitFileState(unit string) (string, error) {
 // pass, not one per unit), and releases what it held.
 func TestOneTreePerPass(t *testing.T) {
 	root := t.TempDir()
-	var entries []desired.Entry
+	var entries []model.Entry
 	for _, u := range []string{"a.service", "b.service", "c.service", "d@.service"} {
 		p := filepath.Join(root, "usr/lib/systemd/system", u)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -107,8 +107,8 @@ func TestOneTreePerPass(t *testing.T) {
 		if err := os.WriteFile(p, []byte("[Install]\nWantedBy=multi-user.target\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		entries = append(entries, desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/" + u, Unit: u,
-			Type: desired.TypeNone, Enabled: ptr(true)})
+		entries = append(entries, model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/" + u, Unit: u,
+			Type: model.TypeNone, Enabled: ptr(true)})
 	}
 	c := newChecker(t, root)
 	units := countingOffline{enablement.Offline{Root: c.Root}, new(atomic.Int32), new(atomic.Int32)}

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/reconcile"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
@@ -136,11 +138,11 @@ func checkExcludes(excludes []string) error {
 type reconcileJob struct {
 	o      *reconcileOptions
 	root   *ondisk.Root
-	key    drift.Key
-	state  *desired.State
+	key    model.Key
+	state  *model.State
 	sel    selection
 	before []drift.Drift // the selected drift found first
-	todo   []*desired.Entry
+	todo   []*model.Entry
 	kinds  map[string][]drift.Kind
 	res    reconcile.Result // the excluded, refused before any step
 	rec    *reconcile.Reconciler
@@ -151,7 +153,7 @@ type reconcileJob struct {
 // planReconcile parses the state afresh (what is written must be what the
 // config says now, not what a cache entry says it said), checks it, and
 // selects what the command line asks for.
-func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key drift.Key, warn io.Writer) (*reconcileJob, error) {
+func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key model.Key, warn io.Writer) (*reconcileJob, error) {
 	state, err := loadDesired(nil, r, o.configs, "reconcile", warn)
 	if err != nil {
 		return nil, err
@@ -166,7 +168,7 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 		return nil, fmt.Errorf("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
 	}
 	j.before = j.sel.drift(first.Drift, state.Entries)
-	var entries []*desired.Entry
+	var entries []*model.Entry
 	entries, j.kinds = reconcile.Group(state.Entries, j.before)
 	for _, e := range entries {
 		if j.sel.excluded(e.Path) {
@@ -307,10 +309,10 @@ type selection struct {
 // its entry's (a user's shell and password are kept in /etc/passwd and
 // /etc/shadow: naming either repairs what differs of that user there, and
 // /etc/passwd, the user's entry, all of it).
-func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drift {
+func (s selection) drift(ds []drift.Drift, entries []model.Entry) []drift.Drift {
 	entryPath := map[string]string{}
 	for i := range entries {
-		if k := entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
+		if k := entries[i].Kind; k == model.KindUser || k == model.KindGroup {
 			entryPath[entries[i].ID()] = entries[i].Path
 		}
 	}
@@ -341,7 +343,7 @@ func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drif
 }
 
 // undeclared returns a name that no entry has as its path or unit, or "".
-func (s selection) undeclared(entries []desired.Entry) string {
+func (s selection) undeclared(entries []model.Entry) string {
 	for _, n := range s.names {
 		found := false
 		for i := range entries {
@@ -359,11 +361,11 @@ func (s selection) undeclared(entries []desired.Entry) string {
 
 // isAccountFile reports whether n is an account file e, a user or group,
 // is judged by (where its drift may be reported).
-func isAccountFile(e *desired.Entry, n string) bool {
-	if e.Kind != desired.KindUser && e.Kind != desired.KindGroup {
+func isAccountFile(e *model.Entry, n string) bool {
+	if e.Kind != model.KindUser && e.Kind != model.KindGroup {
 		return false
 	}
-	for _, f := range desired.AccountFiles {
+	for _, f := range accountdb.Files {
 		if path.Clean(n) == f {
 			return true
 		}
@@ -466,9 +468,9 @@ func kindNames(kinds []drift.Kind) []string {
 
 // actionNoun names an action's entry as drift messages do.
 func actionNoun(a *reconcile.Action) string {
-	e := &desired.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User}
-	if a.Entry == desired.KindUser || a.Entry == desired.KindGroup {
-		e.Account = &desired.Account{Name: a.User + a.Group}
+	e := &model.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User}
+	if a.Entry == model.KindUser || a.Entry == model.KindGroup {
+		e.Account = &model.Account{Name: a.User + a.Group}
 	}
 	return drift.Noun(e)
 }

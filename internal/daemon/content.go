@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -36,7 +36,7 @@ const inlineReadLimit = 1 << 20
 type contentReads struct {
 	checker *check.Checker
 	// read is the worker's comparison (check.ReadContent); tests replace it.
-	read func(context.Context, *ondisk.Observer, *desired.Entry) *check.ContentRead
+	read func(context.Context, *ondisk.Observer, *model.Entry) *check.ContentRead
 	done chan contentDone
 	// jobs holds, by entry ID, every read queued or under way. Loop only.
 	jobs map[string]*contentJob
@@ -64,7 +64,7 @@ type contentReads struct {
 type contentJob struct {
 	id    string
 	i     int // index in the daemon's entries; a load resets every job
-	e     *desired.Entry
+	e     *model.Entry
 	stamp ondisk.Stamp
 	// decl is the state's declared links and directories, taken on the
 	// loop when the job is made: a load replaces the checker's, and the
@@ -139,7 +139,7 @@ func (c *contentReads) next(ctx context.Context) *contentJob {
 // names. A read of that very version already queued or under way is kept (a
 // metadata storm on a large file does not restart it); one of another
 // version is cancelled: its result would be stale.
-func (c *contentReads) submit(i int, e *desired.Entry, stamp ondisk.Stamp) {
+func (c *contentReads) submit(i int, e *model.Entry, stamp ondisk.Stamp) {
 	id := e.ID()
 	delete(c.setAside, id) // the job stands for it now
 	if j := c.jobs[id]; j != nil {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -96,7 +96,7 @@ func startLargeFileDaemonHeld(t *testing.T, onDisk []byte) (*largeFileDaemon, *g
 	}
 	h.Daemon = d
 	stop := make(chan struct{})
-	d.reads.read = func(ctx context.Context, o *ondisk.Observer, e *desired.Entry) *check.ContentRead {
+	d.reads.read = func(ctx context.Context, o *ondisk.Observer, e *model.Entry) *check.ContentRead {
 		g := &gatedRead{path: e.Path, ctx: ctx, read: d.checker.ReadContent(context.Background(), o, e), release: make(chan struct{})}
 		select {
 		case h.reads <- g:

@@ -31,6 +31,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
@@ -107,8 +108,8 @@ type Options struct {
 	// MCD follows the OpenShift machine-config daemon's updates (mcd.go).
 	MCD MCDOptions
 	// DigestKey keys the digests of content that must not be shown (see
-	// drift.Key); the zero Key leaves them out.
-	DigestKey drift.Key
+	// model.Key); the zero Key leaves them out.
+	DigestKey model.Key
 	// FirstBoot is the first-boot record the daemon uses on every load
 	// (package firstboot); the zero Use reads none.
 	FirstBoot firstboot.Use

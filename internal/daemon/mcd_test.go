@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/mcd"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 func TestMCDPath(t *testing.T) {
@@ -110,7 +110,7 @@ func TestMCDHoldDown(t *testing.T) {
 	d.ready = true
 	d.mcd = &mcdFollower{m: mcd.Machine{T: mcd.DefaultTimeouts, RenameOnly: true}, renameOnly: "test"}
 	t.Cleanup(d.stopMCD)
-	i := slices.IndexFunc(d.ix.entries, func(e desired.Entry) bool { return e.Path == "/etc/a.conf" })
+	i := slices.IndexFunc(d.ix.entries, func(e model.Entry) bool { return e.Path == "/etc/a.conf" })
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("edited\n"))
 	d.checkEntry(ctx, i)
 	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 0 || !d.inhibited() {

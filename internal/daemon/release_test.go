@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -68,7 +68,7 @@ func TestStaleReadWaitsForItsEvent(t *testing.T) {
 	ctx := context.Background()
 	d, _, log := syntheticDaemon(t, Options{})
 	d.fullCheck(ctx, "first check")
-	i := slices.IndexFunc(d.ix.entries, func(e desired.Entry) bool { return e.Path == "/etc/a.conf" })
+	i := slices.IndexFunc(d.ix.entries, func(e model.Entry) bool { return e.Path == "/etc/a.conf" })
 	if i < 0 {
 		t.Fatal("no /etc/a.conf entry")
 	}

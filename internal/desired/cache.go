@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Cache keeps derived states between loads, so that a load does not parse
@@ -21,7 +23,7 @@ import (
 // parses.
 type Cache interface {
 	// Get returns the state derived under key, if the cache holds it.
-	Get(key StateKey) (State, bool)
+	Get(key StateKey) (model.State, bool)
 	// Put keeps *st as the state derived under key. A cache that serves
 	// declared contents from where it keeps them (Content.Stored, read
 	// through State.Store) may replace *st with the state as it serves
@@ -29,7 +31,7 @@ type Cache interface {
 	// did so and could not read the state back (*st is then empty, and
 	// the caller derives it again). The caller should hold nothing else of
 	// the derivation when it calls Put.
-	Put(key StateKey, st *State) bool
+	Put(key StateKey, st *model.State) bool
 }
 
 // StateKey names a derivation by everything it reads: a SHA-256 over the
@@ -52,7 +54,7 @@ const keyDomain = "drift-monitor derivation, chunked\n"
 // consumed (a pipe) are not cached at all. The SSH keys are then put where
 // root's layout puts them, decided at every load: it is the host's, not
 // the config's. A nil c caches nothing.
-func LoadCached(c Cache, root Host, explicit []string) (State, error) {
+func LoadCached(c Cache, root Host, explicit []string) (model.State, error) {
 	st, err := loadState(c, root, explicit)
 	if err != nil {
 		return st, err
@@ -60,15 +62,15 @@ func LoadCached(c Cache, root Host, explicit []string) (State, error) {
 	return st, applySSHLayout(root, &st)
 }
 
-func loadState(c Cache, root Host, explicit []string) (State, error) {
+func loadState(c Cache, root Host, explicit []string) (model.State, error) {
 	files, err := Fragments(root, explicit)
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
 	src := fragmentFiles{root, len(explicit) > 0}
 	acct, err := readAccountFiles(root)
 	if err != nil {
-		return State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
+		return model.State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
 	}
 	if c != nil {
 		// The config files are hashed as they are read, without holding them
@@ -84,7 +86,7 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 	}
 	raws, err := readConfigs(src, files)
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
 	var key StateKey
 	ok := false
@@ -119,7 +121,7 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 	st, err := deriveStateFrom(root.Dir(), files, raws, acct, reread)
 	raws = nil
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
 	if c != nil {
 		if ok && !c.Put(key, &st) {

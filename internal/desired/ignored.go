@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Ignored is an entry of a desired-state directory that is not loaded: a
@@ -40,7 +42,7 @@ func IgnoredFiles(root Host, explicit []string) []Ignored {
 		}
 	}
 	if len(explicit) == 0 {
-		for _, d := range DefaultDirs {
+		for _, d := range model.DefaultDirs {
 			if ents, err := root.ReadDir(d); err == nil {
 				add(func(n string) string { return root.Join(path.Join(d, n)) }, ents)
 			}
@@ -103,7 +105,7 @@ func NoConfigError(root Host, explicit []string) error {
 func NoConfigWhere(root Host, explicit []string) string {
 	where := explicit
 	if len(where) == 0 {
-		for _, d := range DefaultDirs {
+		for _, d := range model.DefaultDirs {
 			where = append(where, root.Join(d))
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // TestIgnoredFiles: every entry of a desired-state directory that Fragments
@@ -24,10 +26,10 @@ func TestIgnoredFiles(t *testing.T) {
 		}
 	}
 	for _, p := range []string{
-		VendorDir + "/10-a.ign", AdminDir + "/10-a.ign", // a mask: deliberate
-		AdminDir + "/20-b.yaml", AdminDir + "/b.child",
-		AdminDir + "/20-b.yaml~", AdminDir + "/.20-b.yaml.swp", AdminDir + "/c.ign.rpmnew",
-		AdminDir + "/notes.txt", AdminDir + "/README", VendorDir + "/sub/x.ign",
+		model.VendorDir + "/10-a.ign", model.AdminDir + "/10-a.ign", // a mask: deliberate
+		model.AdminDir + "/20-b.yaml", model.AdminDir + "/b.child",
+		model.AdminDir + "/20-b.yaml~", model.AdminDir + "/.20-b.yaml.swp", model.AdminDir + "/c.ign.rpmnew",
+		model.AdminDir + "/notes.txt", model.AdminDir + "/README", model.VendorDir + "/sub/x.ign",
 	} {
 		write(p)
 	}
@@ -36,12 +38,12 @@ func TestIgnoredFiles(t *testing.T) {
 		got = append(got, strings.TrimPrefix(ig.File, root)+": "+strings.SplitN(ig.Why, ";", 2)[0])
 	}
 	want := []string{
-		AdminDir + "/.20-b.yaml.swp: a hidden file (an editor's or an atomic writer's temporary)",
-		AdminDir + "/20-b.yaml~: a backup or a package manager's copy (~)",
-		AdminDir + "/README: no extension",
-		AdminDir + "/c.ign.rpmnew: a backup or a package manager's copy (.rpmnew)",
-		AdminDir + `/notes.txt: extension ".txt"`,
-		VendorDir + "/sub: a directory: desired-state directories are not read recursively",
+		model.AdminDir + "/.20-b.yaml.swp: a hidden file (an editor's or an atomic writer's temporary)",
+		model.AdminDir + "/20-b.yaml~: a backup or a package manager's copy (~)",
+		model.AdminDir + "/README: no extension",
+		model.AdminDir + "/c.ign.rpmnew: a backup or a package manager's copy (.rpmnew)",
+		model.AdminDir + `/notes.txt: extension ".txt"`,
+		model.VendorDir + "/sub: a directory: desired-state directories are not read recursively",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("IgnoredFiles (-want +got):\n%s", diff)
@@ -49,12 +51,12 @@ func TestIgnoredFiles(t *testing.T) {
 
 	// Explicit paths: a directory's entries are listed, a file named is
 	// loaded whatever its name.
-	dir := filepath.Join(root, AdminDir)
-	ig := IgnoredFiles(dirHost(root), []string{filepath.Join(dir, "notes.txt"), filepath.Join(root, VendorDir)})
-	if len(ig) != 1 || ig[0].File != filepath.Join(root, VendorDir, "sub") {
+	dir := filepath.Join(root, model.AdminDir)
+	ig := IgnoredFiles(dirHost(root), []string{filepath.Join(dir, "notes.txt"), filepath.Join(root, model.VendorDir)})
+	if len(ig) != 1 || ig[0].File != filepath.Join(root, model.VendorDir, "sub") {
 		t.Errorf("explicit: %v; want only the subdirectory of the directory given", ig)
 	}
-	if err := NoConfigError(dirHost(root), nil); !strings.Contains(err.Error(), "no config file in "+root+VendorDir+" or "+root+AdminDir) {
+	if err := NoConfigError(dirHost(root), nil); !strings.Contains(err.Error(), "no config file in "+root+model.VendorDir+" or "+root+model.AdminDir) {
 		t.Errorf("NoConfigError = %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // mcEntries derives the files (name → contents) and returns the entries
@@ -22,7 +24,7 @@ func mcEntries(t *testing.T, files ...[2]string) []string {
 	}
 	var got []string
 	for _, e := range st.Entries {
-		if IsMachineConfigField(e.Kind) {
+		if model.IsMachineConfigField(e.Kind) {
 			got = append(got, string(e.Kind)+"="+e.Arg+"@"+e.Path)
 		}
 	}
@@ -77,8 +79,8 @@ func TestMachineConfigFieldsRefused(t *testing.T) {
 }
 
 func TestExtensionEntriesHaveDistinctIDs(t *testing.T) {
-	a := Entry{Kind: KindExtension, Path: ExtensionPath, Arg: "usbguard"}
-	b := Entry{Kind: KindExtension, Path: ExtensionPath, Arg: "sysstat"}
+	a := model.Entry{Kind: model.KindExtension, Path: model.ExtensionPath, Arg: "usbguard"}
+	b := model.Entry{Kind: model.KindExtension, Path: model.ExtensionPath, Arg: "sysstat"}
 	if a.ID() == b.ID() {
 		t.Errorf("two extensions share the ID %q", a.ID())
 	}
@@ -91,8 +93,8 @@ func TestMCDCertificateExemptions(t *testing.T) {
 		`{"path":"/etc/kubernetes/kubeconfig","contents":{"source":"data:,k"}}]}`
 	mc := `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.4.0"},` + files + `}}}`
 	ign := `{"ignition":{"version":"3.4.0"},` + files + `}`
-	kinds := func(es []Entry) map[string][]Kind {
-		m := map[string][]Kind{}
+	kinds := func(es []model.Entry) map[string][]model.Kind {
+		m := map[string][]model.Kind{}
 		for _, e := range es {
 			m[e.Path] = append(m[e.Path], e.Kind)
 		}
@@ -101,22 +103,22 @@ func TestMCDCertificateExemptions(t *testing.T) {
 	for _, tt := range []struct {
 		name, file, raw string
 		exempt          bool
-		want            map[string][]Kind
+		want            map[string][]model.Kind
 	}{
-		{"a MachineConfig's certificate files are not checked", "mc.json", mc, true, map[string][]Kind{
-			"/etc/kubernetes/kubelet-ca.crt":              {KindNotChecked},
-			"/etc/mco/internal-registry-pull-secret.json": {KindNotChecked},
-			"/etc/kubernetes/kubeconfig":                  {KindFile},
+		{"a MachineConfig's certificate files are not checked", "mc.json", mc, true, map[string][]model.Kind{
+			"/etc/kubernetes/kubelet-ca.crt":              {model.KindNotChecked},
+			"/etc/mco/internal-registry-pull-secret.json": {model.KindNotChecked},
+			"/etc/kubernetes/kubeconfig":                  {model.KindFile},
 		}},
-		{"the rule turned off checks them", "mc.json", mc, false, map[string][]Kind{
-			"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
-			"/etc/mco/internal-registry-pull-secret.json": {KindFile},
-			"/etc/kubernetes/kubeconfig":                  {KindFile},
+		{"the rule turned off checks them", "mc.json", mc, false, map[string][]model.Kind{
+			"/etc/kubernetes/kubelet-ca.crt":              {model.KindFile},
+			"/etc/mco/internal-registry-pull-secret.json": {model.KindFile},
+			"/etc/kubernetes/kubeconfig":                  {model.KindFile},
 		}},
-		{"an Ignition config's are checked: no MCD writes them", "10.ign", ign, true, map[string][]Kind{
-			"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
-			"/etc/mco/internal-registry-pull-secret.json": {KindFile},
-			"/etc/kubernetes/kubeconfig":                  {KindFile},
+		{"an Ignition config's are checked: no MCD writes them", "10.ign", ign, true, map[string][]model.Kind{
+			"/etc/kubernetes/kubelet-ca.crt":              {model.KindFile},
+			"/etc/mco/internal-registry-pull-secret.json": {model.KindFile},
+			"/etc/kubernetes/kubeconfig":                  {model.KindFile},
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,7 +128,7 @@ func TestMCDCertificateExemptions(t *testing.T) {
 			}
 			kept := ApplyMCDExemptions(st.Entries, tt.exempt)
 			for _, e := range kept {
-				if e.Kind == KindNotChecked && (e.Content == nil || e.Content.Unverifiable != mcdCertificateReason) {
+				if e.Kind == model.KindNotChecked && (e.Content == nil || e.Content.Unverifiable != mcdCertificateReason) {
 					t.Errorf("not-checked entry %s has no reason: %+v", e.Path, e.Content)
 				}
 			}

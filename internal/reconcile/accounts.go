@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -68,15 +69,15 @@ func (c command) String() string {
 // writes it: the same tools with --root, groups before users
 // (internal/exec/stages/files/passwd.go, createPasswd), and the fields that
 // drifted only. It reads the account files, and writes nothing.
-func (r *Reconciler) planAccount(e *desired.Entry, kinds []drift.Kind) ([]Step, error) {
+func (r *Reconciler) planAccount(e *model.Entry, kinds []drift.Kind) ([]Step, error) {
 	acct := e.Account
-	db, err := desired.ReadAccountDB(r.Root)
+	db, err := accountdb.Read(r.Root)
 	if err != nil {
 		return nil, refuse("the account files cannot be read: %v", err)
 	}
 	root := r.Root.Dir()
 	var cmds []command
-	if e.Kind == desired.KindGroup {
+	if e.Kind == model.KindGroup {
 		cmds, err = groupCommands(root, acct, kinds, db)
 	} else {
 		o := ondisk.NewObserver(r.Root)
@@ -120,14 +121,14 @@ func passwordLine(name, hash string) []byte { return []byte(name + ":" + hash + 
 // is a directory already: usermod --move-home refuses to move onto one
 // (shadow-utils src/usermod.c, move_home: "directory exists"), where
 // Ignition's usermod would have failed; the home is then only named.
-func userCommands(root string, acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB, homeExists bool) ([]command, error) {
+func userCommands(root string, acct *model.Account, kinds []drift.Kind, db *accountdb.DB, homeExists bool) ([]command, error) {
 	u, exists := db.Users[acct.Name]
 	switch {
 	case acct.Absent:
 		// EnsureUser: userdel --remove --root.
 		return []command{{name: "userdel", args: []string{"--remove", "--root", root, acct.Name}}}, nil
-	case exists && u.Source != desired.PasswdFile:
-		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): usermod changes %s only; copy its line there first", acct.Name, u.Source, desired.PasswdFile)
+	case exists && u.Source != accountdb.PasswdFile:
+		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): usermod changes %s only; copy its line there first", acct.Name, u.Source, accountdb.PasswdFile)
 	}
 	if acct.PrimaryGroup != nil && has(kinds, drift.PrimaryGroup) || !exists && acct.PrimaryGroup != nil {
 		if _, ok := db.GroupOf(*acct.PrimaryGroup); !ok {
@@ -195,13 +196,13 @@ func userCommands(root string, acct *desired.Account, kinds []drift.Kind, db *de
 	return cmds, nil
 }
 
-func groupCommands(root string, acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB) ([]command, error) {
+func groupCommands(root string, acct *model.Account, kinds []drift.Kind, db *accountdb.DB) ([]command, error) {
 	g, exists := db.Groups[acct.Name]
 	switch {
 	case acct.Absent:
 		return []command{{name: "groupdel", args: []string{"--root", root, acct.Name}}}, nil
-	case exists && g.Source != desired.GroupFile:
-		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupmod changes %s only; copy its line there first", acct.Name, g.Source, desired.GroupFile)
+	case exists && g.Source != accountdb.GroupFile:
+		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupmod changes %s only; copy its line there first", acct.Name, g.Source, accountdb.GroupFile)
 	}
 	args := []string{"--root", root}
 	name := "groupmod"

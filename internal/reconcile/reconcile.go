@@ -34,9 +34,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"golang.org/x/sys/unix"
@@ -60,7 +60,7 @@ type Reconciler struct {
 	FS FS
 	// Entries is the whole state: a hard link whose target is rewritten
 	// (a new inode) is linked again even when it had no drift.
-	Entries []desired.Entry
+	Entries []model.Entry
 	// Leave, when set, names the host paths left alone (reconcile
 	// --exclude): such a hard link is not linked again either.
 	Leave func(hostPath string) bool
@@ -79,11 +79,11 @@ type Reconciler struct {
 
 // Action is one entry's repair, done or refused.
 type Action struct {
-	Entry desired.Kind `json:"entry"`
-	Path  string       `json:"path"`
-	Unit  string       `json:"unit,omitempty"`
-	User  string       `json:"user,omitempty"`
-	Group string       `json:"group,omitempty"`
+	Entry model.Kind `json:"entry"`
+	Path  string     `json:"path"`
+	Unit  string     `json:"unit,omitempty"`
+	User  string     `json:"user,omitempty"`
+	Group string     `json:"group,omitempty"`
 	// Drift lists what differed.
 	Drift []drift.Kind `json:"drift"`
 	// Done says what was written (or, with DryRun, would be): the Says of
@@ -95,7 +95,7 @@ type Action struct {
 	Problem string `json:"problem,omitempty"`
 	// Command is what the admin can run to repair what reconcile cannot.
 	Command string `json:"command,omitempty"`
-	// ID is the entry's (desired.Entry.ID).
+	// ID is the entry's (model.Entry.ID).
 	ID string `json:"-"`
 	// newInode: a new node was put at Path (its hard links must follow).
 	newInode bool
@@ -115,15 +115,15 @@ func (r *Result) Clean() bool { return len(r.Refused) == 0 }
 
 // Refuse lists an entry as not repaired, with why: for entries the caller
 // excludes.
-func (r *Result) Refuse(e *desired.Entry, kinds []drift.Kind, why string) {
+func (r *Result) Refuse(e *model.Entry, kinds []drift.Kind, why string) {
 	a := newAction(e, kinds)
 	a.Problem = why
 	r.Refused = append(r.Refused, a)
 }
 
-func newAction(e *desired.Entry, kinds []drift.Kind) Action {
+func newAction(e *model.Entry, kinds []drift.Kind) Action {
 	a := Action{Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, Drift: kinds, ID: e.ID()}
-	if e.Kind == desired.KindGroup {
+	if e.Kind == model.KindGroup {
 		a.Group = e.Account.Name
 	}
 	return a
@@ -131,12 +131,12 @@ func newAction(e *desired.Entry, kinds []drift.Kind) Action {
 
 // Group maps drift to the entries it belongs to: the entries with drift, in
 // entries' order, and what differs of each.
-func Group(entries []desired.Entry, ds []drift.Drift) ([]*desired.Entry, map[string][]drift.Kind) {
+func Group(entries []model.Entry, ds []drift.Drift) ([]*model.Entry, map[string][]drift.Kind) {
 	kinds := map[string][]drift.Kind{}
 	for _, d := range ds {
 		kinds[d.EntryID] = append(kinds[d.EntryID], d.Kind)
 	}
-	var out []*desired.Entry
+	var out []*model.Entry
 	for i := range entries {
 		if _, ok := kinds[entries[i].ID()]; ok {
 			out = append(out, &entries[i])
@@ -149,8 +149,8 @@ func Group(entries []desired.Entry, ds []drift.Drift) ([]*desired.Entry, map[str
 // (a directory before what it holds, as Ignition's getOrderedCreationList
 // orders them), then hard links (their targets are in place by then), then
 // enablement (its unit files and masks are), then what is only listed.
-func order(e *desired.Entry) int {
-	if e.Kind == desired.KindUser || e.Kind == desired.KindGroup {
+func order(e *model.Entry) int {
+	if e.Kind == model.KindUser || e.Kind == model.KindGroup {
 		// Accounts first, groups (/etc/group) before users (/etc/passwd),
 		// as Ignition's files stage creates them before any node
 		// (internal/exec/stages/files/files.go: createPasswd first): a
@@ -158,10 +158,10 @@ func order(e *desired.Entry) int {
 		return -1
 	}
 	switch e.Type {
-	case desired.TypeHardLink:
+	case model.TypeHardLink:
 		return 1
-	case desired.TypeNone:
-		if e.Kind == desired.KindEnablement {
+	case model.TypeNone:
+		if e.Kind == model.KindEnablement {
 			return 2
 		}
 		return 3
@@ -170,8 +170,8 @@ func order(e *desired.Entry) int {
 }
 
 // Repair repairs the entries that have drift (as Group returns them).
-func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds map[string][]drift.Kind) Result {
-	sorted := append([]*desired.Entry(nil), entries...)
+func (r *Reconciler) Repair(ctx context.Context, entries []*model.Entry, kinds map[string][]drift.Kind) Result {
+	sorted := append([]*model.Entry(nil), entries...)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		a, b := sorted[i], sorted[j]
 		if oa, ob := order(a), order(b); oa != ob {
@@ -204,7 +204,7 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 		switch {
 		case ctx.Err() != nil:
 			a.Problem = fmt.Sprintf("not repaired: %v", ctx.Err())
-		case e.Type == desired.TypeHardLink && failed[e.Target]:
+		case e.Type == model.TypeHardLink && failed[e.Target]:
 			a.Problem = fmt.Sprintf("its target %q was not repaired: it is not linked to it", e.Target)
 		default:
 			r.repair(ctx, w, e, &a)
@@ -219,7 +219,7 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 		}
 		res.Repaired = append(res.Repaired, a)
 		switch e.Kind {
-		case desired.KindUnit, desired.KindDropin, desired.KindMask, desired.KindUnmask, desired.KindEnablement:
+		case model.KindUnit, model.KindDropin, model.KindMask, model.KindUnmask, model.KindEnablement:
 			res.Units = true
 		}
 	}
@@ -229,11 +229,11 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 // relink inserts at k, where the hard links begin, the hard links of the
 // state whose targets were given a new inode, if they are not there yet:
 // a rename over a file breaks its hard links, which Ignition made.
-func (r *Reconciler) relink(sorted []*desired.Entry, k int, kinds map[string][]drift.Kind, rewritten map[string]bool) []*desired.Entry {
-	var extra []*desired.Entry
+func (r *Reconciler) relink(sorted []*model.Entry, k int, kinds map[string][]drift.Kind, rewritten map[string]bool) []*model.Entry {
+	var extra []*model.Entry
 	for i := range r.Entries {
 		e := &r.Entries[i]
-		if e.Type != desired.TypeHardLink || !rewritten[e.Target] || r.Leave != nil && r.Leave(e.Path) {
+		if e.Type != model.TypeHardLink || !rewritten[e.Target] || r.Leave != nil && r.Leave(e.Path) {
 			continue
 		}
 		if _, ok := kinds[e.ID()]; ok {
@@ -255,7 +255,7 @@ func refuse(format string, args ...any) error {
 	return &problem{why: fmt.Sprintf(format, args...)}
 }
 
-func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a *Action) {
+func (r *Reconciler) repair(ctx context.Context, w *writer, e *model.Entry, a *Action) {
 	steps, err := r.plan(w, e, a.Drift)
 	a.Steps = steps
 	if err == nil && !r.DryRun {
@@ -286,17 +286,17 @@ func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a 
 
 // plan decides an entry's repair from what is there now: it reads, and
 // writes nothing.
-func (r *Reconciler) plan(w *writer, e *desired.Entry, kinds []drift.Kind) ([]Step, error) {
+func (r *Reconciler) plan(w *writer, e *model.Entry, kinds []drift.Kind) ([]Step, error) {
 	switch {
 	case has(kinds, drift.Unreadable):
 		return nil, refuse("it could not be examined (see the check's message); nothing is written over what cannot be read")
-	case e.Kind == desired.KindKernelArg:
+	case e.Kind == model.KindKernelArg:
 		return nil, kernelArg(e)
-	case desired.IsMachineConfigField(e.Kind):
+	case model.IsMachineConfigField(e.Kind):
 		return nil, refuse("drift-monitor does not change the OS image, kernel, extensions or FIPS mode: the machine-config daemon applies %s (through rpm-ostree)", e.Kind)
-	case e.Kind == desired.KindUser || e.Kind == desired.KindGroup:
+	case e.Kind == model.KindUser || e.Kind == model.KindGroup:
 		return r.planAccount(e, kinds)
-	case e.Kind == desired.KindEnablement:
+	case e.Kind == model.KindEnablement:
 		return r.planEnablement(e, kinds)
 	case (has(kinds, drift.Owner) && e.OwnerProblem != "") || (has(kinds, drift.Group) && e.GroupProblem != ""):
 		return nil, refuse("its owner cannot be resolved in the root: %s", strings.TrimSpace(e.OwnerProblem+" "+e.GroupProblem))
@@ -319,7 +319,7 @@ func has(kinds []drift.Kind, k drift.Kind) bool {
 
 // kernelArg is never repaired here: the kernel command line of the next
 // boot belongs to the boot loader, which rpm-ostree manages.
-func kernelArg(e *desired.Entry) error {
+func kernelArg(e *model.Entry) error {
 	op := "--append"
 	if !e.ArgPresent {
 		op = "--delete"
@@ -353,7 +353,7 @@ const (
 // are left out, as Ignition v2.27 leaves them out (it translates every
 // older spec to 3.6.0 with "& ^07000": config/v3_6/translate/translate.go),
 // and as Ignition 2.14 does for spec 3.3.0.
-func wantMeta(e *desired.Entry, ob *ondisk.Observation, sameType bool, defMode uint32) meta {
+func wantMeta(e *model.Entry, ob *ondisk.Observation, sameType bool, defMode uint32) meta {
 	m := meta{mode: defMode}
 	if sameType {
 		m = meta{uid: ob.UID, gid: ob.GID, mode: ob.Mode}
@@ -374,8 +374,8 @@ func wantMeta(e *desired.Entry, ob *ondisk.Observation, sameType bool, defMode u
 // to a path: 0755 and root (MkdirForFile), but for SSH keys 0700 and the
 // user's (internal/exec/util/passwd.go, writeAuthKeysFile: as_user.MkdirAll
 // with 0700).
-func parentMeta(e *desired.Entry) meta {
-	if e.Kind == desired.KindSSHKeys && e.UID != nil && e.GID != nil {
+func parentMeta(e *model.Entry) meta {
+	if e.Kind == model.KindSSHKeys && e.UID != nil && e.GID != nil {
 		return meta{uid: *e.UID, gid: *e.GID, mode: 0o700}
 	}
 	return meta{mode: defaultDirMode}
@@ -384,7 +384,7 @@ func parentMeta(e *desired.Entry) meta {
 // observeNode reads what planning an entry of a path takes: the node
 // there, whether a directory there is empty, the content to write, a hard
 // link's target. It writes nothing.
-func (r *Reconciler) observeNode(w *writer, e *desired.Entry) (nodeFacts, error) {
+func (r *Reconciler) observeNode(w *writer, e *model.Entry) (nodeFacts, error) {
 	o := ondisk.NewObserver(r.Root)
 	defer o.Close()
 	o.Declare(r.Declared)
@@ -393,10 +393,10 @@ func (r *Reconciler) observeNode(w *writer, e *desired.Entry) (nodeFacts, error)
 		f.label = r.Labels.Lookup
 	}
 	ob := &f.ob
-	if ob.Err != nil || ob.Detour != nil || e.Type == desired.TypeNotMasked {
+	if ob.Err != nil || ob.Detour != nil || e.Type == model.TypeNotMasked {
 		return f, nil
 	}
-	if ob.Type == ondisk.Directory && e.Type != desired.TypeDirectory {
+	if ob.Type == ondisk.Directory && e.Type != model.TypeDirectory {
 		dir, err := w.dir(path.Dir(e.Path))
 		if err != nil {
 			return f, opError("opening directory", path.Dir(e.Path), err)
@@ -407,10 +407,10 @@ func (r *Reconciler) observeNode(w *writer, e *desired.Entry) (nodeFacts, error)
 			return f, opError("reading directory", e.Path, err)
 		}
 	}
-	if e.Type == desired.TypeRegular && rewrites(e, ob) {
+	if e.Type == model.TypeRegular && rewrites(e, ob) {
 		f.content, f.contentErr = r.content(w, e, ob)
 	}
-	if e.Type == desired.TypeHardLink {
+	if e.Type == model.TypeHardLink {
 		f.targetType, f.targetErr = r.targetOf(e.Target)
 	}
 	return f, nil
@@ -449,7 +449,7 @@ func (r *Reconciler) targetOf(target string) (ondisk.FileType, error) {
 // before Ignition ran, see appendBase) with the fragments appended
 // (internal/exec/util/file.go, PerformFetch with Append: O_APPEND on the
 // existing file).
-func (r *Reconciler) content(w *writer, e *desired.Entry, ob *ondisk.Observation) ([]byte, error) {
+func (r *Reconciler) content(w *writer, e *model.Entry, ob *ondisk.Observation) ([]byte, error) {
 	c := e.Content
 	switch {
 	case c == nil:
@@ -485,7 +485,7 @@ func (r *Reconciler) content(w *writer, e *desired.Entry, ob *ondisk.Observation
 
 // planEnablement enables or disables a unit: through systemd when Units
 // is set, else with the links `systemctl --root` writes.
-func (r *Reconciler) planEnablement(e *desired.Entry, kinds []drift.Kind) ([]Step, error) {
+func (r *Reconciler) planEnablement(e *model.Entry, kinds []drift.Kind) ([]Step, error) {
 	if e.Enabled == nil {
 		return nil, nil
 	}
@@ -522,7 +522,7 @@ func (r *Reconciler) planEnablement(e *desired.Entry, kinds []drift.Kind) ([]Ste
 func (r *Reconciler) planEnableLinks(links []enablement.Link, kinds []drift.Kind) ([]Step, error) {
 	var steps []Step
 	for _, l := range links {
-		e := &desired.Entry{Kind: desired.KindLink, Path: l.Path, Type: desired.TypeSymlink, Target: l.Target}
+		e := &model.Entry{Kind: model.KindLink, Path: l.Path, Type: model.TypeSymlink, Target: l.Target}
 		o := ondisk.NewObserver(r.Root)
 		ob := o.Observe(e)
 		o.Close()
