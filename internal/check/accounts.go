@@ -8,15 +8,6 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
-func hasAccounts(entries []model.Entry) bool {
-	for i := range entries {
-		if k := entries[i].Kind; k == model.KindUser || k == model.KindGroup {
-			return true
-		}
-	}
-	return false
-}
-
 // account checks a user or group entry against the account files.
 func (c *Checker) account(e *model.Entry, a *ondisk.Accounts) Outcome {
 	if c.WaitForAccountLocks && a.Locked != "" {

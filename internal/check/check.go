@@ -183,13 +183,13 @@ func (c *Checker) All(ctx context.Context, entries []model.Entry) Result {
 // with beyond their files: command lines, the OS, the account files.
 func (c *Checker) passKargs(ctx context.Context, entries []model.Entry) kargs {
 	var k kargs
-	if hasKernelArgs(entries) {
+	if needs(entries, model.FromCmdline) {
 		k = c.readKargs()
 	}
-	if hasMachineConfigFields(entries) {
+	if needs(entries, model.FromOS) {
 		k.os = c.readOS(ctx, entries)
 	}
-	if hasAccounts(entries) {
+	if needs(entries, model.FromAccounts) {
 		k.accounts = c.Root.ObserveAccounts()
 	}
 	return k
@@ -269,11 +269,12 @@ func (c *Checker) summarise(ctx context.Context, entries []model.Entry, k *kargs
 	for i := range entries {
 		e := &entries[i]
 		res.Notices = append(res.Notices, p.notices[i]...)
-		if !trusted && e.Kind != model.KindConfig && e.Type <= model.TypeSymlink {
+		src := e.Kind.Means().Source
+		if !trusted && src == model.FromNode && e.Type <= model.TypeSymlink {
 			res.Notices = append(res.Notices, drift.TrustedUnchecked(e))
 			trusted = true // said once
 		}
-		if e.Kind == model.KindConfig || e.Kind == model.KindNotChecked {
+		if src == model.FromNothing {
 			res.Checked-- // a notice that something is not checked
 		}
 		res.Drift = append(res.Drift, p.drift[i]...)
@@ -301,17 +302,18 @@ func (c *Checker) kindNotices(e *model.Entry, k *kargs) (ns []drift.Drift, notCh
 	if n := drift.Notice(e); n != nil {
 		ns = append(ns, *n)
 	}
-	if e.Kind == model.KindKernelArg && k.nextOK && k.nextErr == nil && k.runErr == nil {
+	src := e.Kind.Means().Source
+	if src == model.FromCmdline && k.nextOK && k.nextErr == nil && k.runErr == nil {
 		if n := drift.PendingReboot(e, k.running, k.next, k.nextSource); n != nil {
 			ns = append(ns, *n)
 		}
 	}
-	if model.IsMachineConfigField(e.Kind) {
+	if src == model.FromOS {
 		mc := k.os.compare(e).Notices
 		notChecked = notCompared(mc)
 		ns = append(ns, mc...)
 	}
-	if e.Kind == model.KindKernelArg && c.Cmdline == nil {
+	if src == model.FromCmdline && c.Cmdline == nil {
 		ns = append(ns, drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path,
 			Message: fmt.Sprintf("%s is not checked: kernel arguments are checked on the live host only", drift.Noun(e)), EntryID: e.ID()})
 	}
@@ -348,13 +350,12 @@ func (c *Checker) OutcomeIn(b *Batch, o *ondisk.Observer, e *model.Entry, read *
 	o.Declare(c.Declared)
 	o.Forget()
 	var k kargs
-	switch e.Kind {
-	case model.KindKernelArg:
+	switch e.Kind.Means().Source {
+	case model.FromCmdline:
 		k = c.readKargs()
-	case model.KindUser, model.KindGroup:
+	case model.FromAccounts:
 		k.accounts = c.Root.ObserveAccounts()
-	}
-	if model.IsMachineConfigField(e.Kind) {
+	case model.FromOS:
 		k.os = c.readOS(context.Background(), []model.Entry{*e})
 	}
 	return c.entry(o, e, &k, read, b.units)
@@ -375,13 +376,10 @@ type kargs struct {
 	accounts ondisk.Accounts
 }
 
-func hasKernelArgs(entries []model.Entry) bool {
-	for i := range entries {
-		if entries[i].Kind == model.KindKernelArg {
-			return true
-		}
-	}
-	return false
+// needs reports whether an entry of entries is compared with src (its
+// kind's row of model.Kinds): what a pass reads once for all of them.
+func needs(entries []model.Entry, src model.Source) bool {
+	return slices.ContainsFunc(entries, func(e model.Entry) bool { return e.Kind.Means().Source == src })
 }
 
 func (c *Checker) readKargs() kargs {
@@ -425,8 +423,10 @@ func (c *Checker) ReadContent(ctx context.Context, o *ondisk.Observer, e *model.
 }
 
 func (c *Checker) entry(o *ondisk.Observer, e *model.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
-	switch e.Kind {
-	case model.KindEnablement:
+	// What the entry is compared with (its row of model.Kinds); the
+	// cases only call the comparison of each.
+	switch e.Kind.Means().Source {
+	case model.FromUnitState:
 		if c.Units == nil {
 			return Outcome{}
 		}
@@ -441,11 +441,11 @@ func (c *Checker) entry(o *ondisk.Observer, e *model.Entry, k *kargs, read *Cont
 			}
 		}
 		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
-	case model.KindNotChecked:
-		return Outcome{}
-	case model.KindOSImage, model.KindKernelType, model.KindExtension, model.KindFIPS:
+	case model.FromNothing:
+		return Outcome{} // a notice only (kindNotices)
+	case model.FromOS:
 		return Outcome{Drift: k.os.compare(e).Drift}
-	case model.KindKernelArg:
+	case model.FromCmdline:
 		if c.Cmdline == nil {
 			return Outcome{}
 		}
@@ -456,7 +456,7 @@ func (c *Checker) entry(o *ondisk.Observer, e *model.Entry, k *kargs, read *Cont
 			return Outcome{Drift: drift.CompareKernelArgNextBoot(e, k.next, k.nextSource)}
 		}
 		return Outcome{Drift: drift.CompareKernelArg(e, k.running, k.runErr)}
-	case model.KindUser, model.KindGroup:
+	case model.FromAccounts:
 		return c.account(e, &k.accounts)
 	}
 	ob := o.Observe(e)

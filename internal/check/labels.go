@@ -85,7 +85,7 @@ func (l *Labels) notice(entries []model.Entry) *drift.Drift {
 		return nil
 	}
 	for i := range entries {
-		if e := &entries[i]; e.Type <= model.TypeSymlink && e.Kind != model.KindConfig {
+		if e := &entries[i]; e.Type <= model.TypeSymlink && e.Kind.Means().Source == model.FromNode {
 			return &drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, EntryID: e.ID() + "|labels",
 				Message: "SELinux labels are not checked on any declared node: " + l.Err.Error()}
 		}

@@ -32,10 +32,6 @@ func notCompared(ns []drift.Drift) bool {
 	return slices.ContainsFunc(ns, func(n drift.Drift) bool { return n.Kind == drift.NotApplicable || n.Kind == drift.Unverifiable })
 }
 
-func hasMachineConfigFields(entries []model.Entry) bool {
-	return slices.ContainsFunc(entries, func(e model.Entry) bool { return model.IsMachineConfigField(e.Kind) })
-}
-
 // osCommandsTimeout bounds the programs one check runs for a
 // MachineConfig's fields together (rpm, systemctl, journalctl; each has a
 // longer bound of its own, osstate.Run and osstate.Installed): the daemon

@@ -3,6 +3,7 @@ package check_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,11 @@ func mcEntry(k model.Kind, value string) model.Entry {
 func mcCheck(t *testing.T, c *check.Checker, entries ...model.Entry) (drifts, notices []string) {
 	t.Helper()
 	res := c.All(context.Background(), entries)
+	for _, d := range append(slices.Clone(res.Drift), res.Notices...) {
+		if !slices.Contains(d.Entry.Means().Drift, string(d.Kind)) {
+			t.Errorf("a %s entry reported %s, which its row of model.Kinds does not list", d.Entry, d.Kind)
+		}
+	}
 	for _, d := range res.Drift {
 		drifts = append(drifts, string(d.Kind)+": "+d.Message)
 	}

@@ -312,7 +312,7 @@ type selection struct {
 func (s selection) drift(ds []drift.Drift, entries []model.Entry) []drift.Drift {
 	entryPath := map[string]string{}
 	for i := range entries {
-		if k := entries[i].Kind; k == model.KindUser || k == model.KindGroup {
+		if entries[i].Kind.Means().Source == model.FromAccounts {
 			entryPath[entries[i].ID()] = entries[i].Path
 		}
 	}
@@ -362,7 +362,7 @@ func (s selection) undeclared(entries []model.Entry) string {
 // isAccountFile reports whether n is an account file e, a user or group,
 // is judged by (where its drift may be reported).
 func isAccountFile(e *model.Entry, n string) bool {
-	if e.Kind != model.KindUser && e.Kind != model.KindGroup {
+	if e.Kind.Means().Source != model.FromAccounts {
 		return false
 	}
 	for _, f := range accountdb.Files {

@@ -20,10 +20,10 @@ type index struct {
 	targets map[string][]int
 	// enablement entries, re-checked when systemd says unit files changed.
 	enablement []int
-	kargs      []int
-	dirs       []string // directories holding declared paths (to watch)
-	paths      int      // distinct declared paths on disk
-	units      int      // distinct units declared
+	dirs       []string     // directories holding declared paths (to watch)
+	kinds      []model.Kind // the kinds of entry declared, each once
+	paths      int          // distinct declared paths on disk
+	units      int          // distinct units declared
 }
 
 func newIndex(entries []model.Entry) *index {
@@ -32,28 +32,28 @@ func newIndex(entries []model.Entry) *index {
 	dirs := map[string]bool{}
 	paths := map[string]bool{}
 	units := map[string]bool{}
+	kinds := map[model.Kind]bool{}
 	for i := range ix.entries {
 		e := &ix.entries[i]
 		if e.Unit != "" {
 			units[e.Unit] = true
 		}
-		switch e.Kind {
-		case model.KindEnablement:
+		if !kinds[e.Kind] {
+			kinds[e.Kind] = true
+			ix.kinds = append(ix.kinds, e.Kind)
+		}
+		// What an entry's row says changes it (model.Kinds): the rest
+		// is left to full checks (what changes across boots, notices).
+		switch e.Kind.Means().Events {
+		case model.FullChecksOnly:
+			continue
+		case model.UnitFileEvents:
 			ix.enablement = append(ix.enablement, i)
 			continue
-		case model.KindKernelArg:
-			ix.kargs = append(ix.kargs, i)
-			continue
-		case model.KindConfig, model.KindNotChecked:
-			continue // a notice only: nothing on disk to watch
-		case model.KindOSImage, model.KindKernelType, model.KindExtension, model.KindFIPS:
-			// Checked against the booted deployment and the running
-			// kernel, which change across boots: by full checks only.
-			continue
-		case model.KindHardLink:
+		case model.NodeAndTargetEvents:
 			ix.targets[e.Target] = append(ix.targets[e.Target], i)
 			dirs[path.Dir(e.Target)] = true
-		case model.KindUser, model.KindGroup:
+		case model.AccountEvents:
 			// An account is judged by all the account files, which
 			// shadow-utils replaces by rename (and vipw by rename of its
 			// copy), and re-checked when its writer lets the locks go

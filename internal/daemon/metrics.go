@@ -37,6 +37,7 @@ type metricsOut struct {
 }
 
 type metricsKey struct {
+	ix                               *index // a new state declares other kinds
 	state                            string
 	gen                              uint64
 	paths, units, polled, inhibitors int
@@ -143,7 +144,7 @@ func (d *Daemon) metricsChanged() {
 }
 
 func (d *Daemon) metricsKey() metricsKey {
-	return metricsKey{state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
+	return metricsKey{ix: d.ix, state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
 		polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), exhausted: d.exhausted,
 		loadFailing: d.loadErr != nil, loadFailures: d.m.loadFailures, lastCheck: d.lastCheck, attribution: d.attributionMetric()}
 }
@@ -164,7 +165,7 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 			d.m.kinds[k] += n
 		}
 	}
-	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
+	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, Declared: d.ix.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
 		WatchedPaths: d.ix.paths, Units: d.ix.units, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
 		Inhibitors: len(d.inhibitors), LoadFailing: d.loadErr != nil, LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
 }

@@ -24,7 +24,7 @@ func mcEntries(t *testing.T, files ...[2]string) []string {
 	}
 	var got []string
 	for _, e := range st.Entries {
-		if model.IsMachineConfigField(e.Kind) {
+		if e.Kind.Means().Source == model.FromOS {
 			got = append(got, string(e.Kind)+"="+e.Arg+"@"+e.Path)
 		}
 	}

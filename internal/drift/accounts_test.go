@@ -114,6 +114,7 @@ func TestCompareAccount(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ds := drift.CompareAccount(&tt.entry, accountsDB(t, tt.edit), key)
+			inRows(t, ds)
 			var got []string
 			for _, d := range ds {
 				got = append(got, string(d.Kind)+" "+d.Path)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,11 +136,24 @@ func observe(t *testing.T, root, path string, fn func(*ondisk.Root, *ondisk.Obse
 	go func() { done <- fn(r, o) }()
 	select {
 	case d := <-done:
+		inRows(t, d)
 		return d
 	case <-time.After(10 * time.Second):
 		t.Fatalf("checking %s blocked", path)
 	}
 	return nil
+}
+
+// inRows fails t for a drift whose kind its entry's row of model.Kinds
+// does not list: a state declaring the entry would export no series of
+// drift_monitor_drift_entries for it until it appears.
+func inRows(t *testing.T, ds []drift.Drift) {
+	t.Helper()
+	for _, d := range ds {
+		if !slices.Contains(d.Entry.Means().Drift, string(d.Kind)) {
+			t.Errorf("a %s entry reported %s drift, which its row of model.Kinds does not list", d.Entry, d.Kind)
+		}
+	}
 }
 
 // expect builds the drift an entry is expected to produce.
@@ -842,6 +856,7 @@ func TestCompareObservations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := drift.Compare(&tt.entry, &tt.ob, testKey)
+			inRows(t, got)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Compare (-want +got):\n%s", diff)
 			}
@@ -916,6 +931,7 @@ func TestCompareEnablement(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := drift.CompareEnablement(&tt.entry, tt.state, tt.err)
+		inRows(t, got)
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("CompareEnablement(enabled=%v, %q, %v) (-want +got):\n%s", tt.entry.Enabled, tt.state, tt.err, diff)
 		}
@@ -969,6 +985,7 @@ func TestCompareKernelArg(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := drift.CompareKernelArg(&tt.entry, cmdline, tt.err)
+		inRows(t, got)
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("CompareKernelArg(%q, present=%v) (-want +got):\n%s", tt.entry.Arg, tt.entry.ArgPresent, diff)
 		}

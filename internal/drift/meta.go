@@ -50,21 +50,10 @@ var ignoredXattrs = map[string]bool{
 	"security.ima": true, "security.evm": true,
 }
 
-// keptNode: Ignition leaves the node it finds at the path, metadata and all:
-// a file declared without contents, or with appended contents only
-// (filesystemEntries.go, fileEntry.create: no contents, no rewrite).
-func keptNode(e *model.Entry) bool {
-	if e.Kind != model.KindFile {
-		return false
-	}
-	c := e.Content
-	return c == nil || (c.Exact == nil && c.Stored == nil && c.Hash == nil && c.Unverifiable == "")
-}
-
 // metaScope: the entries whose metadata is compared. A hard link's inode
 // is its target's, compared with the target's own entry.
 func metaScope(e *model.Entry, ob *ondisk.Observation) bool {
-	if !ob.Meta.Observed || e.Kind == model.KindConfig {
+	if !ob.Meta.Observed || e.Kind.Means().Source != model.FromNode {
 		return false
 	}
 	switch e.Type {
@@ -76,7 +65,7 @@ func metaScope(e *model.Entry, ob *ondisk.Observation) bool {
 
 // compareMeta adds the metadata drift of a node Ignition (re)creates.
 func compareMeta(e *model.Entry, ob *ondisk.Observation, d *drifts, key model.Key) {
-	if !metaScope(e, ob) || keptNode(e) {
+	if !metaScope(e, ob) || e.KeepsNode() {
 		return
 	}
 	m := &ob.Meta
@@ -104,7 +93,7 @@ func compareMeta(e *model.Entry, ob *ondisk.Observation, d *drifts, key model.Ke
 
 // MetaNotices are the notices of a node Ignition keeps (see KeptMetadata).
 func MetaNotices(e *model.Entry, ob *ondisk.Observation, key model.Key) []Drift {
-	if !metaScope(e, ob) || !keptNode(e) || ob.Meta.Err != nil {
+	if !metaScope(e, ob) || !e.KeepsNode() || ob.Meta.Err != nil {
 		return nil
 	}
 	m := &ob.Meta
@@ -342,7 +331,7 @@ const Label Kind = "label"
 // writer does not relabel (model.Entry.NotRelabelled: the MCD) differs as
 // a notice, not drift. want empty: the policy expects no label (<<none>>).
 func CompareLabel(e *model.Entry, ob *ondisk.Observation, want []string, full bool) (drifts, notices []Drift) {
-	if !metaScope(e, ob) || keptNode(e) || ob.Meta.Err != nil || len(want) == 0 {
+	if !metaScope(e, ob) || e.KeepsNode() || ob.Meta.Err != nil || len(want) == 0 {
 		return nil, nil
 	}
 	v, ok := ob.Meta.Get(ondisk.XattrSELinux)

@@ -111,6 +111,8 @@ func TestMetaDrift(t *testing.T) {
 			ob := *c.ob
 			ob.Mode = 0o644
 			got := drift.Compare(&c.e, &ob, key)
+			inRows(t, got)
+			inRows(t, drift.MetaNotices(&c.e, &ob, key))
 			if diff := cmp.Diff(c.want, kinds(got)); diff != "" {
 				t.Errorf("drift (-want +got):\n%s\n%+v", diff, got)
 			}
@@ -172,6 +174,8 @@ func TestCompareLabel(t *testing.T) {
 		{"kept", kept, labelled("system_u:object_r:bin_t:s0"), []string{etc}, false, 0, 0},
 	} {
 		d, n := drift.CompareLabel(&c.e, c.ob, c.want, c.full)
+		inRows(t, d)
+		inRows(t, n)
 		if len(d) != c.drift || len(n) != c.notice {
 			t.Errorf("%s: drift %+v, notices %+v; want %d and %d", c.name, d, n, c.drift, c.notice)
 		}

@@ -150,7 +150,7 @@ func KeyID(key []byte) string {
 // to. Units, drop-ins, links and SSH keys have all three declared (or
 // Ignition's writer's): they are never in a record.
 func Recorded(e *model.Entry) bool {
-	if e.Kind != model.KindFile && e.Kind != model.KindDirectory {
+	if !e.Kind.Means().FirstBoot {
 		return false
 	}
 	return e.Mode == nil || (e.UID == nil && e.OwnerProblem == "") || (e.GID == nil && e.GroupProblem == "") || appendOnly(e)
@@ -160,8 +160,7 @@ func Recorded(e *model.Entry) bool {
 // overwrite): its content is its base, whatever that was, and the
 // fragments.
 func appendOnly(e *model.Entry) bool {
-	c := e.Content
-	return e.Kind == model.KindFile && c != nil && c.Exact == nil && c.Stored == nil && c.Hash == nil && c.Unverifiable == ""
+	return e.KeepsNode() && e.Content != nil
 }
 
 // Make observes the nodes of entries (a config's state) that Recorded

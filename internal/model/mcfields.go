@@ -38,17 +38,6 @@ const (
 	Kernel64kPages = "64k-pages"
 )
 
-// IsMachineConfigField reports whether entries of kind k are a
-// MachineConfig's non-Ignition fields: nothing at their Path is watched or
-// written.
-func IsMachineConfigField(k Kind) bool {
-	switch k {
-	case KindOSImage, KindKernelType, KindExtension, KindFIPS:
-		return true
-	}
-	return false
-}
-
 // extensionPackages is the machine-config operator's table of extensions:
 // the packages each needs, current set first, then the legacy set that is
 // also accepted (machine-config-operator pkg/controller/common/helpers.go,

@@ -124,7 +124,7 @@ type Entry struct {
 
 	// Arg and ArgPresent declare a kernel argument that must (or must not) be
 	// on the running kernel's command line. For a MachineConfig's fields
-	// beyond Ignition (IsMachineConfigField), Arg is the declared value.
+	// beyond Ignition (Source FromOS in Kinds), Arg is the declared value.
 	Arg        string
 	ArgPresent bool
 
@@ -143,6 +143,20 @@ func (e *Entry) Secret() bool {
 		return true
 	}
 	return *e.Mode&0o004 == 0
+}
+
+// KeepsNode reports whether Ignition keeps the node it finds at the
+// entry's path, metadata and all, rather than writing one: a file
+// declared without contents, or with appended contents only (ignition
+// internal/exec/stages/files/filesystemEntries.go, fileEntry.create: no
+// contents, no rewrite). Its content is then its base, whatever that was,
+// and its fragments.
+func (e *Entry) KeepsNode() bool {
+	if e.Kind != KindFile {
+		return false
+	}
+	c := e.Content
+	return c == nil || (c.Exact == nil && c.Stored == nil && c.Hash == nil && c.Unverifiable == "")
 }
 
 // ID identifies an entry within a state: two entries never share it.

@@ -293,10 +293,7 @@ func planXattrs(e *model.Entry, kinds []drift.Kind, ob *ondisk.Observation) []St
 // kept when its label drifted. A hard link's inode is its target's,
 // labelled with it; a file whose content Ignition keeps is not relabelled.
 func planLabel(e *model.Entry, kinds []drift.Kind, f *nodeFacts, rewrite bool) []Step {
-	if f.label == nil || e.Type == model.TypeHardLink || e.Kind == model.KindConfig || !rewrite && !has(kinds, drift.Label) {
-		return nil
-	}
-	if e.Kind == model.KindFile && (e.Content == nil || e.Content.Exact == nil && e.Content.Stored == nil && e.Content.Hash == nil && e.Content.Unverifiable == "") {
+	if f.label == nil || e.Type == model.TypeHardLink || e.KeepsNode() || !rewrite && !has(kinds, drift.Label) {
 		return nil
 	}
 	t, ok := labelTypes[nodeTypes[e.Type]]

@@ -150,21 +150,20 @@ func Group(entries []model.Entry, ds []drift.Drift) ([]*model.Entry, map[string]
 // orders them), then hard links (their targets are in place by then), then
 // enablement (its unit files and masks are), then what is only listed.
 func order(e *model.Entry) int {
-	if e.Kind == model.KindUser || e.Kind == model.KindGroup {
+	switch e.Kind.Means().Repair {
+	case model.RepairAccount:
 		// Accounts first, groups (/etc/group) before users (/etc/passwd),
 		// as Ignition's files stage creates them before any node
 		// (internal/exec/stages/files/files.go: createPasswd first): a
 		// node may be owned by a declared user.
 		return -1
-	}
-	switch e.Type {
-	case model.TypeHardLink:
-		return 1
-	case model.TypeNone:
-		if e.Kind == model.KindEnablement {
-			return 2
-		}
+	case model.RepairEnablement:
+		return 2
+	case model.NoRepair:
 		return 3
+	}
+	if e.Type == model.TypeHardLink {
+		return 1
 	}
 	return 0
 }
@@ -218,8 +217,7 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*model.Entry, kinds m
 			rewritten[e.Path] = true
 		}
 		res.Repaired = append(res.Repaired, a)
-		switch e.Kind {
-		case model.KindUnit, model.KindDropin, model.KindMask, model.KindUnmask, model.KindEnablement:
+		if e.Kind.Means().Unit {
 			res.Units = true
 		}
 	}
@@ -287,16 +285,15 @@ func (r *Reconciler) repair(ctx context.Context, w *writer, e *model.Entry, a *A
 // plan decides an entry's repair from what is there now: it reads, and
 // writes nothing.
 func (r *Reconciler) plan(w *writer, e *model.Entry, kinds []drift.Kind) ([]Step, error) {
+	m := e.Kind.Means() // how its kind is repaired, if it is (model.Kinds)
 	switch {
 	case has(kinds, drift.Unreadable):
 		return nil, refuse("it could not be examined (see the check's message); nothing is written over what cannot be read")
-	case e.Kind == model.KindKernelArg:
-		return nil, kernelArg(e)
-	case model.IsMachineConfigField(e.Kind):
-		return nil, refuse("drift-monitor does not change the OS image, kernel, extensions or FIPS mode: the machine-config daemon applies %s (through rpm-ostree)", e.Kind)
-	case e.Kind == model.KindUser || e.Kind == model.KindGroup:
+	case m.Repair == model.NoRepair:
+		return nil, notRepaired(e, m)
+	case m.Repair == model.RepairAccount:
 		return r.planAccount(e, kinds)
-	case e.Kind == model.KindEnablement:
+	case m.Repair == model.RepairEnablement:
 		return r.planEnablement(e, kinds)
 	case (has(kinds, drift.Owner) && e.OwnerProblem != "") || (has(kinds, drift.Group) && e.GroupProblem != ""):
 		return nil, refuse("its owner cannot be resolved in the root: %s", strings.TrimSpace(e.OwnerProblem+" "+e.GroupProblem))
@@ -317,17 +314,20 @@ func has(kinds []drift.Kind, k drift.Kind) bool {
 	return false
 }
 
-// kernelArg is never repaired here: the kernel command line of the next
-// boot belongs to the boot loader, which rpm-ostree manages.
-func kernelArg(e *model.Entry) error {
-	op := "--append"
-	if !e.ArgPresent {
-		op = "--delete"
+// notRepaired is why an entry whose kind reconcile does not repair is left
+// as it is (its row of model.Kinds), with the command that changes it for
+// the next boot where there is one: kernel arguments belong to the boot
+// loader, which rpm-ostree manages.
+func notRepaired(e *model.Entry, m *model.Meaning) error {
+	p := &problem{why: m.NotRepaired}
+	if m.Source == model.FromCmdline {
+		op := "--append"
+		if !e.ArgPresent {
+			op = "--delete"
+		}
+		p.command = fmt.Sprintf("rpm-ostree kargs %s=%s", op, shellQuote(e.Arg))
 	}
-	return &problem{
-		why:     "kernel arguments are not written by drift-monitor; rpm-ostree changes them for the next boot",
-		command: fmt.Sprintf("rpm-ostree kargs %s=%s", op, shellQuote(e.Arg)),
-	}
+	return p
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

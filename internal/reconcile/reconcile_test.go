@@ -28,10 +28,11 @@ func TestKernelArgCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := kernelArg(&model.Entry{Kind: model.KindKernelArg, Arg: tt.arg, ArgPresent: tt.present})
+			e := &model.Entry{Kind: model.KindKernelArg, Arg: tt.arg, ArgPresent: tt.present}
+			err := notRepaired(e, e.Kind.Means())
 			p, ok := err.(*problem)
 			if !ok {
-				t.Fatalf("kernelArg = %v, want a problem", err)
+				t.Fatalf("notRepaired = %v, want a problem", err)
 			}
 			if diff := cmp.Diff(tt.want, p.command); diff != "" {
 				t.Errorf("command (-want +got):\n%s", diff)
