@@ -104,7 +104,7 @@ func revalidate(ctx context.Context, log *slog.Logger, c *check.Checker, entries
 	}
 	for k, d := range now {
 		if _, ok := known[k]; !ok {
-			log.LogAttrs(ctx, slog.LevelWarn, d.Message, attrs(journal.MsgDriftDetected, &d)...)
+			log.LogAttrs(ctx, slog.LevelWarn, d.Message, attrs(journal.DriftDetected(d.Entry), &d)...)
 		}
 	}
 	for k, d := range known {
@@ -117,7 +117,7 @@ func revalidate(ctx context.Context, log *slog.Logger, c *check.Checker, entries
 
 func attrs(id string, d *drift.Drift) []slog.Attr {
 	return []slog.Attr{
-		slog.String("MESSAGE_ID", id),
+		journal.MessageID(id), journal.Record(id),
 		slog.String("DRIFT_KIND", string(d.Kind)),
 		slog.String("DRIFT_ENTRY", string(d.Entry)),
 		slog.String("DRIFT_PATH", escape.Name(d.Path)),

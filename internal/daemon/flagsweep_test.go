@@ -162,7 +162,7 @@ func TestFlagSweepSeesChattr(t *testing.T) {
 	}{{harness.FlagImmutable, "immutable"}, {harness.FlagAppend, "append-only"}} {
 		m := log.mark()
 		harness.SetInodeFlags(t, p, c.flags)
-		log.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "fileattr", "DRIFT_FILEATTR": c.value})
+		log.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "fileattr", "DRIFT_FILEATTR": c.value})
 		m = log.mark()
 		harness.SetInodeFlags(t, p, 0)
 		log.wait(t, m, journal.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "fileattr"})

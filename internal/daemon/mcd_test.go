@@ -113,7 +113,7 @@ func TestMCDHoldDown(t *testing.T) {
 	i := slices.IndexFunc(d.ix.entries, func(e model.Entry) bool { return e.Path == "/etc/a.conf" })
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("edited\n"))
 	d.checkEntry(ctx, i)
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 0 || !d.inhibited() {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 0 || !d.inhibited() {
 		t.Fatalf("a new drift in rename-only mode: reported %v, inhibited %v; want held", got, d.inhibited())
 	}
 	if !strings.Contains(d.status(), "renames of currentconfig only (test)") {
@@ -121,7 +121,7 @@ func TestMCDHoldDown(t *testing.T) {
 	}
 	d.mcd.m.Tick(time.Now().Add(mcd.DefaultTimeouts.HoldDown))
 	d.mcdApply(ctx)
-	log.wait(t, 0, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf"})
+	log.wait(t, 0, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf"})
 	// Known now: the next event on it is no new drift, and not held.
 	d.checkEntry(ctx, i)
 	if d.inhibited() {

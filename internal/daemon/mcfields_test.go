@@ -29,7 +29,7 @@ func TestMCDCertificateNotice(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.fullCheck(ctx, "first check")
-		notices, drifts := log.find(journal.MsgNotice, ca), log.find(journal.MsgDriftDetected, ca)
+		notices, drifts := log.find(journal.MsgNotice, ca), log.find(journal.RecordDriftDetected, ca)
 		switch {
 		case !checkCerts && (len(notices) != 1 || notices[0]["DRIFT_KIND"] != "not-checked" || len(drifts) != 0):
 			t.Errorf("notices %v, drift %v: want one not-checked notice and no drift", notices, drifts)

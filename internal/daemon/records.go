@@ -12,10 +12,11 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
 
-// record writes one journal record of the type id (a journal.Msg* constant:
-// one per record type, see journal.Catalog).
+// record writes one journal record of the type id (a journal.Msg* constant,
+// or journal.DriftDetected of a kind of entry: one per record type, see
+// journal.Catalog), with its type's name.
 func (d *Daemon) record(ctx context.Context, level slog.Level, id, msg string, attrs ...slog.Attr) {
-	attrs = append([]slog.Attr{journal.MessageID(id)}, attrs...)
+	attrs = append([]slog.Attr{journal.MessageID(id), journal.Record(id)}, attrs...)
 	d.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
@@ -41,7 +42,7 @@ func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 		attributed := *dr
 		wattrs := d.attribute(ctx, &attributed, deadline)
 		d.noteWriters(dr, attributed.Message)
-		d.record(ctx, slog.LevelWarn, journal.MsgDriftDetected, attributed.Message, append(append(driftAttrs(dr), wattrs...), journal.Diff(dr.Diff))...)
+		d.record(ctx, slog.LevelWarn, journal.DriftDetected(dr.Entry), attributed.Message, append(append(driftAttrs(dr), wattrs...), journal.Diff(dr.Diff))...)
 	}
 	for i := range resolved {
 		dr := &resolved[i]

@@ -32,7 +32,7 @@ func TestReleaseWithABadConfigStillChecks(t *testing.T) {
 	m := log.mark()
 	d.setInhibitors(ctx, nil)
 	log.wait(t, m, journal.MsgLoadFailed, nil)
-	log.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
+	log.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
 	if got := d.snapshotState(); got != "drifted" {
 		t.Errorf("state after the release: %s, want drifted", got)
 	}
@@ -78,7 +78,7 @@ func TestStaleReadWaitsForItsEvent(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), nil) // truncated, not yet written
 	d.checkEntryWith(ctx, i, read)
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 0 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 0 {
 		t.Errorf("a stale read's file checked half-written: %v", got)
 	}
 }

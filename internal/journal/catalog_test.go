@@ -9,9 +9,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 var id128 = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// msgFileDrift is a drift record's MESSAGE_ID, for tests of the handler.
+var msgFileDrift = DriftDetected(model.KindFile)
 
 func TestCatalogIDs(t *testing.T) {
 	// Every constant, by name: a new record type must be added here and to
@@ -19,7 +24,6 @@ func TestCatalogIDs(t *testing.T) {
 	consts := map[string]string{
 		"MsgStarted":             MsgStarted,
 		"MsgReady":               MsgReady,
-		"MsgDriftDetected":       MsgDriftDetected,
 		"MsgDriftResolved":       MsgDriftResolved,
 		"MsgReloaded":            MsgReloaded,
 		"MsgLoadFailed":          MsgLoadFailed,
@@ -43,6 +47,11 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgMCD":                 MsgMCD,
 		"MsgAttribution":         MsgAttribution,
 		"MsgChangeDenied":        MsgChangeDenied,
+	}
+	for _, m := range model.Kinds {
+		if m.MessageID != "" {
+			consts["model.Kinds["+string(m.Kind)+"]"] = m.MessageID
+		}
 	}
 	got := map[string]string{}
 	seen := map[string]string{}

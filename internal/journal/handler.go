@@ -69,6 +69,10 @@ const LevelNotice = slog.Level(2)
 // MessageID is the attr that gives a record its catalog id.
 func MessageID(id string) slog.Attr { return slog.String(FieldMessageID, id) }
 
+// Record is the attr naming the type of the record whose MESSAGE_ID is id
+// (FieldRecord): every record of the daemon carries both.
+func Record(id string) slog.Attr { return slog.String(FieldRecord, RecordOf(id)) }
+
 // Kind is the attr for the kind of a drift (content, mode, enabled…).
 func Kind(kind string) slog.Attr { return slog.String(FieldDriftKind, kind) }
 

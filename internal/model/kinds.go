@@ -43,6 +43,8 @@ type Meaning struct {
 	// that journalctl -x explains the kind at hand); Subject and Body are
 	// their catalog text (systemd.catalog(7); @FIELD@ is a field of the
 	// record), which package journal completes with what Repair says.
+	// A kind compared with nothing has none: it only ever carries notices,
+	// whose record (journal.MsgNotice) explains them.
 	MessageID     string
 	Subject, Body string
 }
@@ -254,12 +256,6 @@ differs, a notice (reboot-pending) says so instead.`,
 		Kind: KindConfig, Source: FromNothing, Events: FullChecksOnly, Audit: AuditNothing, Repair: NoRepair,
 		NotRepaired: "it is a notice: a child config is never fetched",
 		Field:       "spec.config.ignition.config (merge, replace)", Drift: []string{"unverifiable"},
-		MessageID: "59ee0d32ae8048a08211f883ad7097bb",
-		Subject:   "Child config of @DRIFT_PATH@ not fetched",
-		Body: `A config (@DRIFT_PATH@) names a child config (ignition.config.merge or
-replace) that would need the network: drift-monitor never fetches it, so
-what it declares is not checked (a notice, not drift). Put the child's
-bytes beside the config as a *.child file, or merge it into the config.`,
 	},
 	{
 		Kind: KindOSImage, Source: FromOS, Events: FullChecksOnly, Audit: AuditNothing, Repair: NoRepair,
@@ -306,12 +302,6 @@ does (/proc/sys/crypto/fips_enabled, and fips=1 on its command line).`,
 		Kind: KindNotChecked, Source: FromNothing, Events: FullChecksOnly, Audit: AuditNothing, Repair: NoRepair,
 		NotRepaired: "it is a notice: the machine-config daemon's certificate writer owns the file",
 		Field:       "spec.config.storage.files", Drift: []string{"not-checked"},
-		MessageID: "5a5939158a68468c893423bb8d633524",
-		Subject:   "Not checked: @DRIFT_PATH@",
-		Body: `A MachineConfig declares @DRIFT_PATH@, which the machine-config daemon's
-certificate writer owns and rewrites from the cluster: it is not checked
-(a notice, not drift), as the machine-config daemon does not check it
-either. --check-mcd-certificates checks it.`,
 	},
 	{
 		Kind: KindUser, Source: FromAccounts, Events: AccountEvents, Audit: AuditNode, Repair: RepairAccount,

@@ -71,7 +71,7 @@ func parentDir(p string) string {
 // drifted waits for path's drift record and checks its writer's fields.
 func drifted(t *testing.T, d *daemonProc, from int, path string, want map[string]string) harness.Record {
 	t.Helper()
-	r, _ := d.waitRecord(from, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": path})
+	r, _ := d.waitRecord(from, harness.DriftDetected, map[string]string{"DRIFT_PATH": path})
 	for k, v := range want {
 		if r[k] != v {
 			t.Errorf("%s: %s = %q, want %q (record %s)", path, k, r[k], v, r)
@@ -192,7 +192,7 @@ func TestAttributionRulesRestoredAndDenied(t *testing.T) {
 	if !strings.HasPrefix(r["MESSAGE"], "Attempted change denied: /etc/mode") {
 		t.Errorf("message %q", r["MESSAGE"])
 	}
-	if got := d.records(m, at+1, harness.MsgDriftDetected, nil); len(got) > 0 {
+	if got := d.records(m, at+1, harness.DriftDetected, nil); len(got) > 0 {
 		t.Errorf("a denied write reported as drift: %s", got[0])
 	}
 

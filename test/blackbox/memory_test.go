@@ -42,7 +42,7 @@ func (d *daemonProc) waitAll(from int, id string, want map[string]bool, timeout 
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for ; next < len(d.recs); next++ {
-			if r := d.recs[next]; r["MESSAGE_ID"] == id {
+			if r := d.recs[next]; r.Matches(id, nil) {
 				delete(want, r["DRIFT_PATH"])
 			}
 		}
@@ -89,7 +89,7 @@ func TestMemoryReturnsAfterStorms(t *testing.T) {
 			f.write(path(i), fmt.Sprintf("storm %d\n", k)+content(i)[8:], 0o644)
 			want[path(i)] = true
 		}
-		d.waitAll(m, harness.MsgDriftDetected, want, stormTimeout)
+		d.waitAll(m, harness.DriftDetected, want, stormTimeout)
 		m = d.mark()
 		for i := range n {
 			f.write(path(i), content(i), 0o644)

@@ -118,10 +118,10 @@ func TestFirstBootAdoption(t *testing.T) {
 		t.Errorf("%s is not ordered after %s: After=%v", service, adoptService, after)
 	}
 	h.inv = h.prop("InvocationID")
-	h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
+	h.waitRecord(0, harness.DriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
 	h.waitStatus("Drift: 1 path differs (" + adoptedFile + ": missing)")
 	h.MustRun(t, "chmod", "0700", keptDir)
-	h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
+	h.waitRecord(0, harness.DriftDetected, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
 	h.MustRun(t, "chmod", "0755", keptDir)
 	h.waitRecord(0, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
 	if j := h.MustRun(t, "journalctl", "-u", service, "-o", "cat", "--no-pager"); strings.Contains(j, "first-boot record") {

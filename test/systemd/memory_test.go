@@ -62,7 +62,7 @@ func TestMemoryAfterStormsUnderSystemd(t *testing.T) {
 	drifts := func() int {
 		t.Helper()
 		out := h.sh(`journalctl --sync && journalctl -q --no-pager -o json --output-fields=MESSAGE_ID _SYSTEMD_INVOCATION_ID="$1" MESSAGE_ID="$2" | wc -l`,
-			h.inv, harness.MsgDriftDetected)
+			h.inv, harness.DriftDetected)
 		c, err := strconv.Atoi(strings.TrimSpace(out))
 		if err != nil {
 			t.Fatalf("counting drift records: %q: %v", out, err)
