@@ -60,3 +60,47 @@ func TestIgnoredFiles(t *testing.T) {
 		t.Errorf("NoConfigError = %v", err)
 	}
 }
+
+// TestOwnFilesNotIgnored: drift-monitor's own files in the admin's
+// directory (the first-boot record adopt writes) are not named as files
+// left alone, whether the directory is a default location or named as
+// check --config names it; a file of the same kind of name that is not
+// drift-monitor's, or in another place, still is.
+func TestOwnFilesNotIgnored(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []string{
+		model.AdminDir + "/10-firstboot.ignition-cache.json", model.FirstBootRecord,
+		model.AdminDir + "/20-other.record", model.VendorDir + "/10-firstboot.record",
+	} {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(igs []Ignored) []string {
+		var out []string
+		for _, ig := range igs {
+			out = append(out, strings.TrimPrefix(ig.File, root))
+		}
+		return out
+	}
+	want := []string{model.AdminDir + "/20-other.record", model.VendorDir + "/10-firstboot.record"}
+	if diff := cmp.Diff(want, names(IgnoredFiles(dirHost(root), nil))); diff != "" {
+		t.Errorf("default locations (-want +got):\n%s", diff)
+	}
+	admin := filepath.Join(root, model.AdminDir)
+	if diff := cmp.Diff(want[:1], names(IgnoredFiles(dirHost(root), []string{admin + "/"}))); diff != "" {
+		t.Errorf("--config %s (-want +got):\n%s", admin, diff)
+	}
+	// Elsewhere the name is only a name: not the record any command reads.
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "10-firstboot.record"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := IgnoredFiles(dirHost(root), []string{other}); len(got) != 1 {
+		t.Errorf("--config %s: %v, want its 10-firstboot.record named", other, got)
+	}
+}
