@@ -12,9 +12,9 @@ import (
 )
 
 // inlineReadLimit bounds what the event loop reads of one file to compare
-// its content, in an event's re-check and in a full check alike: about a
-// millisecond of hashing (6 ms on a slow core without SHA extensions), far
-// inside the watchdog. A file of exact content whose size differs is not
+// its content, in an event's re-check and in a full check alike: a moment
+// of hashing even on a core without SHA extensions, far inside the
+// watchdog. A file of exact content whose size differs is not
 // read at all (ondisk); a larger comparison — a declared large file of the
 // right size, or a verification hash over a remote-sourced file, whose
 // length nothing declares — is left to contentReads.
@@ -23,8 +23,8 @@ const inlineReadLimit = 1 << 20
 // contentReads does the content comparisons too large for the event loop,
 // one at a time, on a goroutine of its own, and hands each result back to
 // the loop as a message (done). One at a time: such a read costs a core's
-// worth of hashing and the disk's bandwidth for as long as it lasts (74 GiB
-// of a sparse file take minutes), and a writer must not be able to multiply
+// worth of hashing and the disk's bandwidth for as long as it lasts (tens
+// of GiB take minutes), and a writer must not be able to multiply
 // that; reads queued behind it wait, they are not dropped.
 //
 // The loop owns jobs and decides what a result is worth: a read whose entry

@@ -10,7 +10,7 @@ import (
 
 // The exclusion file is read inside the root: with the root's /etc an
 // absolute link, a lexical join read the running host's file at the link's
-// target (#12).
+// target.
 func TestExclusionFileReadInsideTheRoot(t *testing.T) {
 	hostSide, root := t.TempDir(), t.TempDir()
 	target := filepath.Join(hostSide, "etc")

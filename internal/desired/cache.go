@@ -17,8 +17,8 @@ import (
 )
 
 // Cache keeps derived states between loads, so that a load does not parse
-// and validate the whole config again (at 10,000 files that is 95% of a
-// check's time); package statecache keeps them on disk. Neither method
+// and validate the whole config again (most of a cold check's time:
+// docs/benchmarks.md, the cold load); package statecache keeps them on disk. Neither method
 // fails loudly: a cache is only a speed-up, and a load that cannot use it
 // parses.
 type Cache interface {

@@ -217,10 +217,10 @@ func (o *Observer) ObserveContext(ctx context.Context, e *model.Entry) Observati
 	case Regular:
 		if e.Type == model.TypeRegular && e.Content != nil && e.Content.Unverifiable == "" {
 			// A file whose content is read has its xattrs read through the
-			// descriptor that reads it: flistxattr and fgetxattr cost 40%
-			// less than listxattrat and getxattrat by name (no name to copy
-			// in and look up; 320 against 550 ns on these machines), and
-			// they are the inode's whose content is compared.
+			// descriptor that reads it: flistxattr and fgetxattr cost less
+			// than listxattrat and getxattrat by name (no name to copy in
+			// and look up), and they are the inode's whose content is
+			// compared.
 			var onOpen func(fd int)
 			if meta {
 				onOpen = func(fd int) { o.xattrsOf(fd, dfd, &ob.Meta); meta = false }

@@ -11,7 +11,7 @@
 // an entry whose bytes do not match them is a miss: the config is parsed
 // again and the entry written anew. A flipped bit, on disk or in memory
 // before it got there, costs one parse, never a wrong state (a digest off by
-// one bit was lasting false drift, issue 10). The checksums guard against
+// one bit would be lasting false drift). The checksums guard against
 // damage, not against a writer: whoever can write the directory can write a
 // consistent entry, which is why only the caller's or root's are read.
 //
@@ -64,8 +64,8 @@ const (
 	ModeRead Mode = iota
 	// ModeMap maps the entry into memory: for a process that loads once
 	// and exits (check), whose declared contents then stay in the page
-	// cache instead of being copied onto fresh heap pages (on these
-	// machines reading 13 MB cost 40 ms, mapping it 3 ms). The mapping is
+	// cache instead of being copied onto fresh heap pages (a mapping costs
+	// a fraction of a read). The mapping is
 	// never released, and an entry truncated while mapped would fault: the
 	// daemon, which lives long and reloads, does not map.
 	ModeMap
@@ -73,8 +73,7 @@ const (
 	// contents become model.Stored (size and SHA-256), read back from the
 	// entry through State.Store only to show a diff; the files on disk are
 	// compared by digest. Put serves the entry it just stored. For the
-	// daemon, whose state at 100,000 files was 128 MB of contents in a
-	// 175 MB heap.
+	// daemon, whose state is otherwise mostly declared contents.
 	ModeLazy
 )
 
@@ -92,7 +91,7 @@ type Cache struct {
 }
 
 // DefaultBytes bounds a cache directory's size unless the newest entry
-// alone is larger (a config of 100,000 files derives about 140 MB).
+// alone is larger (the entry of the largest configs make bench derives).
 const DefaultBytes = 256 << 20
 
 // cacheSuffix ends every entry's name; trim removes nothing else.

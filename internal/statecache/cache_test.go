@@ -658,7 +658,7 @@ func mustRead(t *testing.T, p string) []byte {
 }
 
 // TestCacheDamagedEntryIsParsedAgain: with one bit of a stored digest
-// flipped (issue 10: the file it describes was drifted until the cache was
+// flipped (the file it describes would be drifted until the cache was
 // deleted), every kind of reader misses: the config is parsed again, the
 // reason is logged, and the entry written anew, so the next load is a hit.
 func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {

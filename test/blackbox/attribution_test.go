@@ -139,8 +139,8 @@ func TestAttributionWriters(t *testing.T) {
 	}
 
 	// A write no audit record covers: drift, and an honest unknown.
-	// (chattr +i, an ioctl, is the same once drift-monitor checks file
-	// attributes, #25.)
+	// (chattr +i, an ioctl, is the same now that drift-monitor checks
+	// file attributes.)
 	m = d.mark()
 	if _, err := early.WriteString("more\n"); err != nil {
 		t.Fatal(err)

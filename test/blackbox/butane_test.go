@@ -11,8 +11,8 @@ import (
 )
 
 // TestCheckButaneFragment: a Butane config in desired.d is a fragment:
-// what it declares is checked (the #21 case: /opt/file declared in a .bu
-// file and missing is drift, not "nothing to check"), and a Butane error
+// what it declares is checked (/opt/file declared in a .bu file and
+// missing is drift, not "nothing to check"), and a Butane error
 // names the file, line and column, exit 2.
 func TestCheckButaneFragment(t *testing.T) {
 	root := t.TempDir()

@@ -120,9 +120,9 @@ func TestLargeFiles(t *testing.T) {
 
 // TestNotCleanWhileVerifying proves, under the shipped unit, that a daemon
 // whose first check left a large file to the background reader does not
-// call the host clean before that file is judged (#22: after a restart,
-// `status` answered clean, exit 0, while a 16 GiB remote-source file with a
-// mismatching verification hash was still being hashed). From READY=1 until
+// call the host clean before that file is judged (after a restart,
+// `status` must not answer clean while a large remote-source file with a
+// mismatching verification hash is still being hashed). From READY=1 until
 // the drift is reported, every `drift-monitor status --format summary` (what
 // node-problem-detector runs) says "Starting: …", names the file being
 // verified and exits 4; none says clean; then it says drift and exits 1.
