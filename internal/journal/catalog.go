@@ -108,7 +108,11 @@ const (
 var Catalog = catalog(records)
 
 // DriftDetected is the MESSAGE_ID of the record of a drift of an entry of
-// kind k: one per kind, so that journalctl -x explains the kind at hand.
+// kind k: one per kind, so that journalctl -x explains the kind at hand
+// (journalctl looks the catalog up by the record's MESSAGE_ID alone:
+// systemd's man/sd_journal_get_catalog.xml, "by using the MESSAGE_ID=
+// field of the current journal entry"). Consumers that want every drift
+// select it by FieldRecord.
 func DriftDetected(k model.Kind) string { return k.Means().MessageID }
 
 // recordOf maps every MESSAGE_ID of Catalog to its record type.
