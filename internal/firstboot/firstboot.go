@@ -152,7 +152,7 @@ func KeyID(key []byte) string {
 // to. Units, drop-ins, links and SSH keys have all three declared (or
 // Ignition's writer's): they are never in a record.
 func Recorded(e *model.Entry) bool {
-	if !e.Kind.Means().FirstBoot {
+	if !e.Kind.Means().LeftToNode {
 		return false
 	}
 	return e.Mode == nil || (e.UID == nil && e.OwnerProblem == "") || (e.GID == nil && e.GroupProblem == "") || appendOnly(e)

@@ -148,18 +148,16 @@ func catalog(fixed []CatalogEntry) []CatalogEntry {
 	return out
 }
 
-// recordName is a constant's name in lower case, words joined by "-":
-// DriftResolved is drift-resolved.
+// recordName is a constant's name in lower case, words joined by "-",
+// an acronym one word: DriftResolved is drift-resolved, MCD is mcd.
 func recordName(name string) string {
+	upper := func(i int) bool { return i >= 0 && i < len(name) && name[i] >= 'A' && name[i] <= 'Z' }
 	var b strings.Builder
-	for i, r := range name {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 {
-				b.WriteByte('-')
-			}
-			r += 'a' - 'A'
+	for i := 0; i < len(name); i++ {
+		if upper(i) && i > 0 && (!upper(i-1) || i+1 < len(name) && !upper(i+1)) {
+			b.WriteByte('-')
 		}
-		b.WriteRune(r)
+		b.WriteByte(strings.ToLower(name[i : i+1])[0])
 	}
 	return b.String()
 }

@@ -200,3 +200,27 @@ func TestCatalogJournalctl(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordTypes: every record's type is its catalog entry's, the drift
+// of every kind of entry sharing one; names read as words.
+func TestRecordTypes(t *testing.T) {
+	for id, want := range map[string]string{
+		MsgDriftResolved: RecordDriftResolved, MsgNotice: RecordNotice, MsgMCD: "mcd",
+		MsgNothingToWatch: "nothing-to-watch", MsgStarted: "started",
+		DriftDetected(model.KindFile): RecordDriftDetected, DriftDetected(model.KindUser): RecordDriftDetected,
+	} {
+		if got := RecordOf(id); got != want {
+			t.Errorf("RecordOf(%s) = %q, want %q", id, got, want)
+		}
+	}
+	types := map[string]string{}
+	for _, e := range Catalog {
+		if e.Record == "" || strings.ContainsAny(e.Record, " _") || strings.ToLower(e.Record) != e.Record {
+			t.Errorf("%s: record type %q", e.Name, e.Record)
+		}
+		if other, dup := types[e.Record]; dup && e.Record != RecordDriftDetected {
+			t.Errorf("%s and %s share the record type %q", e.Name, other, e.Record)
+		}
+		types[e.Record] = e.Name
+	}
+}

@@ -27,10 +27,10 @@ type Meaning struct {
 	// Unit: the entry is part of a systemd unit (its file, a drop-in, a
 	// mask, its enablement): a live systemd reloads after a repair.
 	Unit bool
-	// FirstBoot: a config may leave the node's mode and owner to Ignition
-	// (which keeps the node's own or uses its defaults), and the
+	// LeftToNode: a config may leave the node's mode and owner to
+	// Ignition (which keeps the node's own or uses its defaults), and the
 	// first-boot record keeps what they were (package firstboot).
-	FirstBoot bool
+	LeftToNode bool
 	// Field is where a MachineConfig declares it: the field of spec
 	// (spec.config is the Ignition config).
 	Field string
@@ -132,7 +132,7 @@ var (
 // Kind constant without its row.
 var Kinds = []Meaning{
 	{
-		Kind: KindFile, Source: FromNode, Events: NodeEvents, Audit: AuditNode, Repair: RepairNode, FirstBoot: true,
+		Kind: KindFile, Source: FromNode, Events: NodeEvents, Audit: AuditNode, Repair: RepairNode, LeftToNode: true,
 		Field: "spec.config.storage.files", Drift: fileDrift,
 		MessageID: "6f4c57ef2ae04abf9d40ae28d84a8b59",
 		Subject:   "Configuration drift: file @DRIFT_PATH@ (@DRIFT_KIND@)",
@@ -146,7 +146,7 @@ whose declared mode is world-readable and that was found where it was
 declared; for the others, sizes and digests keyed with the host's key.`,
 	},
 	{
-		Kind: KindDirectory, Source: FromNode, Events: NodeEvents, Audit: AuditNode, Repair: RepairNode, FirstBoot: true,
+		Kind: KindDirectory, Source: FromNode, Events: NodeEvents, Audit: AuditNode, Repair: RepairNode, LeftToNode: true,
 		Field: "spec.config.storage.directories", Drift: slices.Concat(nodeDrift, metaDrift),
 		MessageID: "ebf1fb8bacad473fad0d3ecde7b4a1c4",
 		Subject:   "Configuration drift: directory @DRIFT_PATH@ (@DRIFT_KIND@)",

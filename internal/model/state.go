@@ -7,6 +7,10 @@
 // watch, audit, the daemon) links none of the loaders of configs (package
 // desired, Ignition, Butane).
 //
+// Kinds is the one table of what each kind of entry means to every
+// consumer (what it is compared with, what re-checks it, what an audit rule
+// may watch, how it is repaired, how its drift is named and explained).
+//
 // It promises plain values: nothing in it reads a file. It does not promise that an Entry is valid: whoever makes
 // entries (package desired) validates what it derives.
 package model
