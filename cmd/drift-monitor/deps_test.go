@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
 var update = flag.Bool("update", false, "rewrite depaware.txt from what the release build links")
@@ -59,13 +61,11 @@ func deps(t *testing.T, flags []string, pkgs ...string) []pkg {
 // releaseFlags are the flags of the release build (tools/release-goflags.sh).
 func releaseFlags(t *testing.T) []string {
 	t.Helper()
-	cmd := exec.Command("./tools/release-goflags.sh")
-	cmd.Dir = "../.."
-	out, err := cmd.Output()
+	flags, err := harness.ReleaseFlags(harness.Repo(t, ""))
 	if err != nil {
-		t.Fatalf("tools/release-goflags.sh: %v", err)
+		t.Fatal(err)
 	}
-	return strings.Fields(string(out))
+	return flags
 }
 
 const self = "github.com/drift-monitor/drift-monitor"
