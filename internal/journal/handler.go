@@ -71,8 +71,15 @@ const LevelNotice = slog.Level(2)
 func MessageID(id string) slog.Attr { return slog.String(FieldMessageID, id) }
 
 // Record is the attr naming the type of the record whose MESSAGE_ID is id
-// (FieldRecord): every record of the daemon carries both.
-func Record(id string) slog.Attr { return slog.String(FieldRecord, RecordOf(id)) }
+// (FieldRecord): every record of the daemon carries both. An id that is
+// none of Catalog's has no type: no attr.
+func Record(id string) slog.Attr {
+	r := RecordOf(id)
+	if r == "" {
+		return slog.Attr{}
+	}
+	return slog.String(FieldRecord, r)
+}
 
 // Kind is the attr for the kind of a drift (content, mode, enabled…).
 func Kind(kind string) slog.Attr { return slog.String(FieldDriftKind, kind) }
