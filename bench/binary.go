@@ -90,5 +90,5 @@ func (r *report) mdBinary(p printf) {
 	p("The binary measured (`make build`: tools/release-goflags.sh's release build) and what it links beyond Go's standard library ")
 	p("(`go list -deps`; cmd/drift-monitor/depaware.txt lists the packages, and its test fails when they change).\n\n")
 	p("| size | third-party packages | drift-monitor packages |\n| --- | --- | --- |\n")
-	p("| %s | %d | %d |\n\n", fmtMB(b.Size), b.ThirdParty, b.Own)
+	p("| %.1f MB | %d | %d |\n\n", float64(b.Size)/1e6, b.ThirdParty, b.Own)
 }
