@@ -15,11 +15,13 @@ import (
 // fields a MachineConfig declares beyond Ignition (the booted deployment,
 // /proc, /sys, the rpm database) and notices have none. Nothing under
 // /proc or /sys is watched whatever the kind: the kernel's settings, not
-// files (and a rule there would follow what the kernel itself writes).
-func DeclaredPaths(rootDir string, entries []model.Entry) []string {
+// files (and a rule there would follow what the kernel itself writes). A
+// host path leave is true of (the exclusions: exclude.Rules.Forbids) gets
+// no rule: what is left alone is not audited either. Nil leaves nothing.
+func DeclaredPaths(rootDir string, entries []model.Entry, leave func(hostPath string) bool) []string {
 	var out []string
 	add := func(hostPath string) {
-		if !underKernelTree(hostPath) {
+		if !underKernelTree(hostPath) && (leave == nil || !leave(hostPath)) {
 			out = append(out, filepath.Join(rootDir, hostPath))
 		}
 	}

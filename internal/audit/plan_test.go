@@ -87,7 +87,7 @@ func TestDeclaredPaths(t *testing.T) {
 		{Kind: model.KindFile, Path: "/sysroot/ok"},
 	}
 	want := []string{"/r/etc/motd", "/r/etc/app", "/r/etc/motd", "/r/etc/hl", "/r/etc/passwd", "/r/sysroot/ok"}
-	if diff := cmp.Diff(want, DeclaredPaths("/r", entries)); diff != "" {
+	if diff := cmp.Diff(want, DeclaredPaths("/r", entries, nil)); diff != "" {
 		t.Errorf("DeclaredPaths (-want +got):\n%s", diff)
 	}
 }

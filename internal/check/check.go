@@ -103,8 +103,9 @@ type Checker struct {
 	// content (ondisk.Observer.ReadLimit): the content of a larger one is
 	// deferred. Zero reads everything, as `drift-monitor check` does.
 	ReadLimit int64
-	// Exclude, when set, leaves out the drift it is true of: a kind of drift
-	// excluded at a path (the daemon's KIND:PATTERN exclusions).
+	// Exclude, when set, leaves out the drift and notices it is true of,
+	// of every kind of entry: what the exclusions leave unreported
+	// (exclude.Rules.DriftFilter).
 	Exclude func(*drift.Drift) bool
 	// Labels, when set, compares SELinux labels with the policy's defaults
 	// (LoadLabels).
@@ -290,6 +291,7 @@ func (c *Checker) summarise(ctx context.Context, entries []model.Entry, k *kargs
 	if k.os != nil && k.os.finalization != nil {
 		res.Notices = append(res.Notices, *k.os.finalization)
 	}
+	res.Notices = c.exclude(res.Notices) // those of the pass, not of one entry, too
 	drift.Sort(res.Drift)
 	sort.Slice(res.Deferred, func(i, j int) bool { return res.Deferred[i].Index < res.Deferred[j].Index })
 	return res
@@ -422,7 +424,25 @@ func (c *Checker) ReadContent(ctx context.Context, o *ondisk.Observer, e *model.
 	return &ContentRead{Stamp: ob.Stamp, Content: ob.Content}
 }
 
+// entry judges e, leaving out the drift and notices c.Exclude is true of,
+// whatever e's kind: an account's drift is reported at the account file
+// that holds the value (a password hash at /etc/shadow), not at its entry's
+// path.
 func (c *Checker) entry(o *ondisk.Observer, e *model.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
+	out := c.judge(o, e, k, read, units)
+	out.Drift, out.Notices = c.exclude(out.Drift), c.exclude(out.Notices)
+	return out
+}
+
+// exclude leaves out of ds what c.Exclude is true of.
+func (c *Checker) exclude(ds []drift.Drift) []drift.Drift {
+	if c.Exclude == nil {
+		return ds
+	}
+	return slices.DeleteFunc(ds, func(d drift.Drift) bool { return c.Exclude(&d) })
+}
+
+func (c *Checker) judge(o *ondisk.Observer, e *model.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
 	// What the entry is compared with (its row of model.Kinds); the
 	// cases only call the comparison of each.
 	switch e.Kind.Means().Source {
@@ -469,9 +489,6 @@ func (c *Checker) entry(o *ondisk.Observer, e *model.Entry, k *kargs, read *Cont
 	out := Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
 		Notices: drift.MetaNotices(e, &ob, c.Key)}
 	c.Labels.compare(e, &ob, &out)
-	if c.Exclude != nil {
-		out.Drift = slices.DeleteFunc(out.Drift, func(d drift.Drift) bool { return c.Exclude(&d) })
-	}
 	return out
 }
 

@@ -173,3 +173,8 @@ func (c *configWatch) Close() {
 	close(c.stop)
 	c.fw.Close()
 }
+
+// under reports whether p is prefix or lies beneath it.
+func under(p, prefix string) bool {
+	return p == prefix || prefix == "/" || strings.HasPrefix(p, prefix+"/")
+}

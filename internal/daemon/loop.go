@@ -34,11 +34,12 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 func (d *Daemon) start(ctx context.Context, s *sources) {
 	d.record(ctx, slog.LevelInfo, journal.MsgStarted, fmt.Sprintf("Starting drift-monitor %s", d.o.Version))
 	d.followInhibitors(ctx, s)
-	d.followMCD(ctx)
-	s.stops = append(s.stops, d.stopMCD)
+	d.startParts(ctx, s)
 	d.removeStaleMetrics(ctx)
-	d.loadErr = d.load(ctx)
-	d.startAttribution(ctx, s)
+	if d.loadErr = d.load(ctx); d.loadErr != nil {
+		// The parts are told the entries in force at start, none.
+		d.partsLoaded(ctx)
+	}
 	// Until the first check is done, the status line and the bus say so:
 	// no drift known is not no drift.
 	d.setStatus(d.status())
@@ -96,7 +97,7 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		if active && d.syncInhibitors(ctx, s) {
 			d.handle(ctx, r.evs)
 		} else {
-			d.mcdActivity()
+			d.heldActivity()
 		}
 		if r.err != nil {
 			d.watchError(ctx, r.err)
@@ -107,10 +108,12 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		}
 	case held := <-s.inhibit:
 		d.setInhibitors(ctx, held)
+	case st := <-s.inhibitDir:
+		d.inhibitDirStatus(ctx, st)
 	case <-d.cfg.Changed():
-		// The MCD's rename of currentconfig first: it may hold reports
-		// (a rollback, a change no start line announced).
-		d.mcdCurrentConfig(ctx)
+		// The parts that hold first (the MCD's rename of currentconfig:
+		// a rollback, a change no start line announced).
+		d.configChanged(ctx)
 		if active && d.syncInhibitors(ctx, s) {
 			d.reload(ctx, "the desired-state files changed")
 		}
@@ -146,8 +149,6 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		d.contentRead(ctx, r)
 	case req := <-d.requests:
 		req(ctx)
-	case e := <-s.audit:
-		d.auditEvent(ctx, e)
 	case reply := <-s.pings:
 		close(reply)
 	}

@@ -9,7 +9,6 @@ import (
 	"path"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/audit"
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
@@ -46,6 +45,8 @@ type readResult struct {
 type sources struct {
 	events  chan readResult
 	inhibit <-chan []inhibit.Inhibitor
+	// inhibitDir says how the monitor follows its directory.
+	inhibitDir <-chan inhibit.DirStatus
 	// inhibitors is the monitor behind inhibit, for syncInhibitors.
 	inhibitors *inhibit.Monitor
 	reload     <-chan struct{}
@@ -54,7 +55,6 @@ type sources struct {
 	periodic   <-chan time.Time
 	flags      <-chan time.Time // a flag sweep is due (flagsweep.go)
 	pings      chan chan struct{}
-	audit      <-chan audit.Event // rules removed, denied writes (attribution.go)
 	// poll paces the polling of unwatched directories; nil while every
 	// directory is watched.
 	poll  *time.Ticker
@@ -109,6 +109,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 	}
 	s.stops = append(s.stops, func() { m.Close() })
 	s.inhibit = m.Changes()
+	s.inhibitDir = m.DirStatus()
 	s.inhibitors = m
 	d.setInhibitors(ctx, m.Held())
 }
@@ -116,7 +117,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 // followConfig starts watching the desired-state files. Without the watch
 // the daemon still runs: a reload (SIGHUP) applies changes.
 func (d *Daemon) followConfig(ctx context.Context, s *sources) {
-	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.ExcludeFile)
+	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.Exclude.File)
 	d.cfg = cfg
 	s.stops = append(s.stops, cfg.Close)
 	if err != nil {

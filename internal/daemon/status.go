@@ -27,9 +27,13 @@ func (d *Daemon) status() string {
 		in.loadFailed = escape.Name(d.loadErr.Error())
 	}
 	in.configBlind = d.cfg.Blind()
+	in.excluded = d.excl.paths
+	if d.excl.refused != nil {
+		in.exclRefused, in.exclKept = escape.Name(d.excl.refused.Error()), d.excl.good
+	}
 	in.nothing = escape.Name(d.nothing)
-	in.mcd = d.mcdStatus()
-	return statusLine(in) + d.attributionStatus()
+	in.parts = d.partCaveats()
+	return statusLine(in)
 }
 
 // updateStatus sends the status line once the daemon is ready (until then
@@ -67,6 +71,13 @@ type statusInput struct {
 	nothing string
 	// configBlind: the desired-state files could not be watched.
 	configBlind bool
+	// excluded counts the declared paths the exclusions leave alone;
+	// exclRefused says why the exclusion file is refused ("" : it is not),
+	// and exclKept whether the last good rules are kept (else only
+	// --exclude's apply).
+	excluded    int
+	exclRefused string
+	exclKept    bool
 	inhibitors  []string
 	starting    bool
 	// reading counts the files whose content is being compared in the
@@ -82,9 +93,8 @@ type statusInput struct {
 	// unitsDown: systemd cannot be reached over D-Bus; apiDown: the
 	// daemon's own API is off the bus.
 	unitsDown, apiDown bool
-	// mcd: what the status line says of the machine-config daemon's
-	// follower ("" : nothing).
-	mcd string
+	// parts: what the parts add (part.Caveat; "" : nothing).
+	parts string
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -93,6 +103,7 @@ type statusInput struct {
 //	Nothing to watch: no config file in /usr/lib/drift-monitor/desired.d or /etc/drift-monitor/desired.d
 //	Drift: 2 paths differ (/etc/chrony.conf: content; /etc/x: mode, owner)
 //	Inhibited by my-updater (pid 4711): applying config v42
+//	No drift: watching 42 paths, 6 units; 2 declared paths excluded
 func statusLine(in statusInput) string {
 	var b strings.Builder
 	writeState(&b, in)
@@ -179,11 +190,20 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 	if in.configBlind {
 		b.WriteString("; desired-state files not watched (inotify watches exhausted): reload to apply changes")
 	}
-	if in.mcd != "" {
-		b.WriteString("; " + in.mcd)
+	if in.parts != "" {
+		b.WriteString("; " + in.parts)
 	}
 	if in.loadFailed != "" {
 		fmt.Fprintf(b, "; new config refused (%s), checking against the last good one", in.loadFailed)
+	}
+	if in.excluded > 0 {
+		fmt.Fprintf(b, "; %s excluded", plural(in.excluded, "declared path"))
+	}
+	switch {
+	case in.exclRefused != "" && in.exclKept:
+		fmt.Fprintf(b, "; exclusions refused (%s), keeping the last good ones", in.exclRefused)
+	case in.exclRefused != "":
+		fmt.Fprintf(b, "; exclusions refused (%s): only --exclude applies", in.exclRefused)
 	}
 	switch {
 	case in.unitsDown && in.apiDown:

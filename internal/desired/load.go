@@ -845,6 +845,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	}
 	bits := mergedSpecialBits(frags)
 	mcPaths := machineConfigPaths(frags) // before their storage goes
+	certs := mcdCertificateFiles(frags)
 	// What the fragments declare in storage is in cfg, which nothing reads
 	// after deriving: deriveReleasing lets each file's source go once
 	// decoded.
@@ -857,7 +858,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	}
 	optionalSpecialBits(&st, bits)
 	emptyDropins(&st, frags)
-	mcdExemptions(&st, frags)
+	mcdExemptions(&st, certs)
 	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
 	mcdPasswords(&st, frags)
 	notRelabelled(&st, mcPaths)

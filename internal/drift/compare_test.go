@@ -150,8 +150,12 @@ func observe(t *testing.T, root, path string, fn func(*ondisk.Root, *ondisk.Obse
 func inRows(t *testing.T, ds []drift.Drift) {
 	t.Helper()
 	for _, d := range ds {
-		if !slices.Contains(d.Entry.Means().Drift, string(d.Kind)) {
+		m := d.Entry.Means()
+		if !slices.Contains(m.Drift, string(d.Kind)) {
 			t.Errorf("a %s entry reported %s drift, which its row of model.Kinds does not list", d.Entry, d.Kind)
+		}
+		if m.ValueFiles != nil && !slices.Contains(m.ValueFiles, d.Path) {
+			t.Errorf("a %s entry reported %s drift at %s, which its row of model.Kinds does not list among its files", d.Entry, d.Kind, d.Path)
 		}
 	}
 }

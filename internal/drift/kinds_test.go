@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/constscan"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
@@ -49,5 +50,23 @@ func TestKindsInRows(t *testing.T) {
 		if !reported[k] {
 			t.Errorf("no row of model.Kinds reports %q", k)
 		}
+	}
+}
+
+// TestValueFilesAreAccountFiles: the files a row says hold an entry's
+// values (where the rulebook looks for an exclusion of its drift) are
+// account files as accountdb names them.
+func TestValueFilesAreAccountFiles(t *testing.T) {
+	n := 0
+	for _, m := range model.Kinds {
+		for _, f := range m.ValueFiles {
+			n++
+			if !slices.Contains(accountdb.Files[:], f) {
+				t.Errorf("model.Kinds: %s values in %s, which is no account file", m.Kind, f)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no row names the files of its values; the test proves nothing")
 	}
 }

@@ -19,8 +19,8 @@ const (
 	// MsgReloaded: the desired state was re-read (SIGHUP, systemctl reload,
 	// the last inhibitor released).
 	MsgReloaded = "cf5e743c6b274f0b899d2ddd43d6a0ab"
-	// MsgLoadFailed: the desired state could not be loaded; the last good one
-	// stays in force.
+	// MsgLoadFailed: the desired state or the exclusions could not be
+	// loaded; the last good one stays in force.
 	MsgLoadFailed = "caa901836f56409eaf593ca3c63f64e7"
 	// MsgWatchesExhausted: inotify watches ran out; some paths are polled.
 	MsgWatchesExhausted = "e351ea282f9b47caac4ae2f832c85719"
@@ -49,6 +49,10 @@ const (
 	// MsgInhibitorsUnwatched: the inhibitor lock files cannot be followed;
 	// update tools cannot inhibit monitoring.
 	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
+	// MsgInhibitorsRewatched: the inhibitor directory was removed or
+	// replaced and the daemon follows the new one; or it follows the
+	// directory again after it could not.
+	MsgInhibitorsRewatched = "1f2393e7ffa04a159bed229bae376beb"
 	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
 	// unverifiable, not-checked, not-applicable), or takes effect at the
 	// next boot (reboot-pending), or can never be done (cannot-enable); or a
@@ -246,12 +250,17 @@ No action is needed.`,
 	{
 		ID: MsgLoadFailed, Name: "MsgLoadFailed",
 		Subject: "Desired configuration could not be loaded",
-		Body: `drift-monitor could not load its desired configuration. The record's
-message names the file and what is wrong with it. The daemon keeps checking
-against the last configuration that loaded (none, if this happened at start).
+		Body: `drift-monitor could not load its desired configuration, or its exclusion
+file (/etc/drift-monitor/exclude.conf). The record's message names the file,
+the line for a bad pattern, and what is wrong. The daemon keeps checking
+against the last configuration that loaded (none, if this happened at
+start); for a refused exclusion file, against the new configuration with
+the last good exclusions (at start, only those of --exclude: every other
+declared path is watched and reported).
 
 Fix the named file ("drift-monitor check --config FILE" shows the same
-error) and run "systemctl reload drift-monitor".`,
+error, "drift-monitor check" the exclusion file's) and run "systemctl reload
+drift-monitor".`,
 	},
 	{
 		ID: MsgWatchesExhausted, Name: "MsgWatchesExhausted",
@@ -370,11 +379,28 @@ limits, fs.inotify.max_user_instances or fs.inotify.max_user_watches).`,
 		Subject: "Inhibitors cannot be followed",
 		Body: `drift-monitor could not follow the inhibitor lock files in its --inhibit-dir
 (by default /run/drift-monitor/inhibit.d). The record's message names the
-directory and the error. Until the daemon is restarted, "drift-monitor
-inhibit" has no effect on it: a planned change made by an update tool is
-reported as drift.
+directory and the error. Meanwhile "drift-monitor inhibit" has no effect on
+it: a planned change made by an update tool is reported as drift. When the
+directory went wrong while the daemon ran (it was removed or replaced by
+something it cannot follow), the daemon tries again every second and says
+when it follows the directory again; when it went wrong at start, it tries
+no more.
 
-Fix the cause named in the message and restart drift-monitor.`,
+Fix the cause named in the message (and, if it was at start, restart
+drift-monitor).`,
+	},
+	{
+		ID: MsgInhibitorsRewatched, Name: "MsgInhibitorsRewatched",
+		Subject: "Inhibitor directory followed anew",
+		Body: `The directory of inhibitor lock files (--inhibit-dir, by default
+/run/drift-monitor/inhibit.d) was removed, renamed away or replaced while
+drift-monitor ran, and drift-monitor now follows the directory that has its
+name (making it again, root's and mode 0700, if it was gone); or it follows
+the directory again after it could not. Locks held in a directory that no
+longer has the name no longer count: their inhibitors are released.
+
+Nothing but root can remove or replace the directory. If no update tool or
+administrator did it on purpose, find out who did.`,
 	},
 	{
 		ID: MsgNotice, Name: "MsgNotice",

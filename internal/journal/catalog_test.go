@@ -39,6 +39,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgBusRestored":         MsgBusRestored,
 		"MsgConfigUnwatched":     MsgConfigUnwatched,
 		"MsgInhibitorsUnwatched": MsgInhibitorsUnwatched,
+		"MsgInhibitorsRewatched": MsgInhibitorsRewatched,
 		"MsgNotice":              MsgNotice,
 		"MsgReconciled":          MsgReconciled,
 		"MsgMetricsFailed":       MsgMetricsFailed,

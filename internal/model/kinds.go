@@ -34,6 +34,16 @@ type Meaning struct {
 	// Field is where a MachineConfig declares it: the field of spec
 	// (spec.config is the Ignition config).
 	Field string
+	// ValueFiles are the host paths that hold an entry's declared values,
+	// where its drift is reported (drift.Drift.Path); nil: its own Path.
+	// A user's existence, uid, gecos, home, shell and primary group are
+	// kept in its line's file (/etc/passwd, or /usr/lib/passwd through
+	// nss-altfiles), its supplementary groups in /etc/group, its password
+	// hash in /etc/shadow; a group's in its line's file (/etc/group or
+	// /usr/lib/group) and /etc/gshadow (drift.CompareAccount reports them
+	// there; drift's TestValueFilesAreAccountFiles holds these to
+	// accountdb's names, and its tests every reported path to them).
+	ValueFiles []string
 	// Drift lists the kinds of difference (drift.Kind) an entry of the
 	// kind reports, notices included: the values of DRIFT_KIND in its
 	// records, and the series of drift_monitor_drift_entries{kind} a
@@ -305,10 +315,11 @@ does (/proc/sys/crypto/fips_enabled, and fips=1 on its command line).`,
 	},
 	{
 		Kind: KindUser, Source: FromAccounts, Events: AccountEvents, Audit: AuditNode, Repair: RepairAccount,
-		Field:     "spec.config.passwd.users",
-		Drift:     slices.Concat(accountDrift, []string{"uid", "gecos", "home-dir", "shell", "primary-group", "groups"}),
-		MessageID: "1b9ebe8c1d7f4c5f8536014892348ec1",
-		Subject:   "Configuration drift: user @DRIFT_USER@ (@DRIFT_KIND@)",
+		Field:      "spec.config.passwd.users",
+		ValueFiles: []string{"/etc/passwd", "/usr/lib/passwd", "/etc/group", "/etc/shadow"},
+		Drift:      slices.Concat(accountDrift, []string{"uid", "gecos", "home-dir", "shell", "primary-group", "groups"}),
+		MessageID:  "1b9ebe8c1d7f4c5f8536014892348ec1",
+		Subject:    "Configuration drift: user @DRIFT_USER@ (@DRIFT_KIND@)",
 		Body: `The user @DRIFT_USER@ no longer matches the machine's desired
 configuration; DRIFT_KIND names the field that differs (uid, gecos,
 home-dir, shell, primary-group, groups, password-hash), or missing, or
@@ -318,8 +329,9 @@ file that holds it. A password hash is never shown, at most keyed digests.`,
 	{
 		Kind: KindGroup, Source: FromAccounts, Events: AccountEvents, Audit: AuditNode, Repair: RepairAccount,
 		Field: "spec.config.passwd.groups", Drift: slices.Concat(accountDrift, []string{"gid"}),
-		MessageID: "cb720bed747541348b72978714964ddb",
-		Subject:   "Configuration drift: group @DRIFT_GROUP@ (@DRIFT_KIND@)",
+		ValueFiles: []string{"/etc/group", "/usr/lib/group", "/etc/gshadow"},
+		MessageID:  "cb720bed747541348b72978714964ddb",
+		Subject:    "Configuration drift: group @DRIFT_GROUP@ (@DRIFT_KIND@)",
 		Body: `The group @DRIFT_GROUP@ no longer matches the machine's desired
 configuration; DRIFT_KIND names the field that differs (gid,
 password-hash), or missing, or present for a group declared shouldExist

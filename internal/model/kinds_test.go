@@ -69,6 +69,9 @@ func TestRowsAgree(t *testing.T) {
 			if (m.Audit == AuditNodeAndTarget) != (m.Events == NodeAndTargetEvents) {
 				t.Errorf("watched at its target (%d) and audited there (%d) disagree", m.Events, m.Audit)
 			}
+			if (m.ValueFiles != nil) != (m.Source == FromAccounts) {
+				t.Errorf("compared with source %d, its values in files %q", m.Source, m.ValueFiles)
+			}
 			if (m.Repair == NoRepair) != (m.NotRepaired != "") {
 				t.Errorf("repair %d, yet NotRepaired %q", m.Repair, m.NotRepaired)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,6 +46,9 @@ type command struct {
 	name  string
 	args  []string
 	stdin []byte // a password line: never shown
+	// writes are the host paths the tool may write (leave.go): the
+	// account files, a home directory.
+	writes []string
 }
 
 // String is the command as the admin would run it on the host the root
@@ -126,7 +130,11 @@ func userCommands(root string, acct *model.Account, kinds []drift.Kind, db *acco
 	switch {
 	case acct.Absent:
 		// EnsureUser: userdel --remove --root.
-		return []command{{name: "userdel", args: []string{"--remove", "--root", root, acct.Name}}}, nil
+		c := command{name: "userdel", args: []string{"--remove", "--root", root, acct.Name}, writes: userFiles}
+		if exists {
+			c.writes = append(slices.Clone(userFiles), u.Home)
+		}
+		return []command{c}, nil
 	case exists && u.Source != accountdb.PasswdFile:
 		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): usermod changes %s only; copy its line there first", acct.Name, u.Source, accountdb.PasswdFile)
 	}
@@ -187,20 +195,48 @@ func userCommands(root string, acct *model.Account, kinds []drift.Kind, db *acco
 	}
 	var cmds []command
 	if len(args) > 2 || name == "useradd" {
-		cmds = append(cmds, command{name: name, args: append(args, acct.Name)})
+		cmds = append(cmds, command{name: name, args: append(args, acct.Name), writes: userWrites(acct, u, args)})
 	}
 	if acct.PasswordHash != nil && has(kinds, drift.PasswordHash) {
 		// What usermod --password writes (SetPasswordHash), through stdin.
-		cmds = append(cmds, command{name: "chpasswd", args: []string{"--encrypted", "--root", root}, stdin: passwordLine(acct.Name, *acct.PasswordHash)})
+		cmds = append(cmds, command{name: "chpasswd", args: []string{"--encrypted", "--root", root}, stdin: passwordLine(acct.Name, *acct.PasswordHash), writes: chpasswdFiles})
 	}
 	return cmds, nil
+}
+
+// userWrites are the host paths useradd (u nil) or usermod with args
+// writes: the account files (leave.go) and the home directory useradd
+// --create-home makes, usermod --move-home moves, and usermod --uid or
+// --gid chowns the tree of (src/usermod.c: move_home, chown_tree).
+func userWrites(acct *model.Account, u *accountdb.Passwd, args []string) []string {
+	home := "/home/" + acct.Name // useradd's default HOME=/home (/etc/default/useradd)
+	if acct.Home != nil {
+		home = *acct.Home
+	}
+	if u == nil {
+		w := slices.Clone(userFiles)
+		if !slices.Contains(args, "--no-create-home") {
+			w = append(w, home)
+		}
+		return w
+	}
+	w := slices.Clone(usermodFiles)
+	if slices.Contains(args, "--groups") {
+		w = append(w, usermodGroupsFiles...)
+	}
+	if slices.Contains(args, "--move-home") {
+		w = append(w, u.Home, home)
+	} else if slices.Contains(args, "--uid") || slices.Contains(args, "--gid") {
+		w = append(w, u.Home)
+	}
+	return w
 }
 
 func groupCommands(root string, acct *model.Account, kinds []drift.Kind, db *accountdb.DB) ([]command, error) {
 	g, exists := db.Groups[acct.Name]
 	switch {
 	case acct.Absent:
-		return []command{{name: "groupdel", args: []string{"--root", root, acct.Name}}}, nil
+		return []command{{name: "groupdel", args: []string{"--root", root, acct.Name}, writes: groupFiles}}, nil
 	case exists && g.Source != accountdb.GroupFile:
 		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupmod changes %s only; copy its line there first", acct.Name, g.Source, accountdb.GroupFile)
 	}
@@ -218,11 +254,15 @@ func groupCommands(root string, acct *model.Account, kinds []drift.Kind, db *acc
 	}
 	var cmds []command
 	if len(args) > 2 || !exists {
-		cmds = append(cmds, command{name: name, args: append(args, acct.Name)})
+		w := groupFiles
+		if exists {
+			w = groupmodFiles
+		}
+		cmds = append(cmds, command{name: name, args: append(args, acct.Name), writes: w})
 	}
 	if acct.PasswordHash != nil && has(kinds, drift.PasswordHash) {
 		// What groupadd/groupmod --password writes, through stdin.
-		cmds = append(cmds, command{name: "chgpasswd", args: []string{"--encrypted", "--root", root}, stdin: passwordLine(acct.Name, *acct.PasswordHash)})
+		cmds = append(cmds, command{name: "chgpasswd", args: []string{"--encrypted", "--root", root}, stdin: passwordLine(acct.Name, *acct.PasswordHash), writes: groupFiles})
 	}
 	return cmds, nil
 }

@@ -61,8 +61,9 @@ type Reconciler struct {
 	// Entries is the whole state: a hard link whose target is rewritten
 	// (a new inode) is linked again even when it had no drift.
 	Entries []model.Entry
-	// Leave, when set, names the host paths left alone (reconcile
-	// --exclude): such a hard link is not linked again either.
+	// Leave, when set, names the host paths left alone (the exclusions:
+	// exclude.Rules.Forbids): an entry whose repair would write one is
+	// refused (leave.go), and such a hard link is not linked again either.
 	Leave func(hostPath string) bool
 	// Units, when set, enables and disables units through systemd.
 	Units UnitFiles
@@ -255,6 +256,11 @@ func refuse(format string, args ...any) error {
 
 func (r *Reconciler) repair(ctx context.Context, w *writer, e *model.Entry, a *Action) {
 	steps, err := r.plan(w, e, a.Drift)
+	if err == nil {
+		if err = r.leaves(steps); err != nil {
+			steps = nil // none is done
+		}
+	}
 	a.Steps = steps
 	if err == nil && !r.DryRun {
 		a.Steps, err = r.apply(ctx, w, steps)

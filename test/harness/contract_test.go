@@ -21,6 +21,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"BusLost": journal.MsgBusLost, "BusRestored": journal.MsgBusRestored,
 		"Notice": journal.MsgNotice, "Reconciled": journal.MsgReconciled,
 		"ConfigIgnored": journal.MsgConfigIgnored, "NothingToWatch": journal.MsgNothingToWatch,
+		"InhibitorsRewatched": journal.MsgInhibitorsRewatched,
 	}
 	got := map[string]string{
 		"Started": MsgStarted, "Ready": MsgReady,
@@ -32,6 +33,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"BusLost": MsgBusLost, "BusRestored": MsgBusRestored,
 		"Notice": MsgNotice, "Reconciled": MsgReconciled,
 		"ConfigIgnored": MsgConfigIgnored, "NothingToWatch": MsgNothingToWatch,
+		"InhibitorsRewatched": MsgInhibitorsRewatched,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("MESSAGE_IDs (-want internal/journal +got harness):\n%s", diff)

@@ -84,9 +84,10 @@ func TestNoBinaryCommitted(t *testing.T) {
 	}
 }
 
-// issueNumber finds a reference to one of the project's issues: "#21",
-// "#21.6", "issue 10", "(issue 25)". An upstream reference keeps its
-// project's prefix and is a citation: "PR #3192", "rhbz#1812605".
+// issueNumber finds a reference to one of the project's issues: a number
+// after a hash sign, or after the word issue (the test's own table has
+// them). An upstream reference keeps its project's prefix and is a
+// citation: a pull request's or a bugzilla's number after PR or rhbz.
 var issueNumber = regexp.MustCompile(`(?i)(^|[^a-z0-9_#&])#[0-9]+\b|\bissues? [0-9]+\b`)
 
 // measuredFigure finds the figures only a measurement gives: a rate, a time
@@ -157,5 +158,28 @@ func TestCommentsCarryNoIssueNumbersNorFigures(t *testing.T) {
 	}
 	if checked < 200 {
 		t.Fatalf("read the comments of %d files; the scan is broken", checked)
+	}
+}
+
+// TestPatterns: what the patterns take and leave.
+func TestPatterns(t *testing.T) {
+	for _, c := range []struct {
+		comment     string
+		issue, figs bool
+	}{
+		{"see #21", true, false}, {"(#21.6, #25)", true, false}, {"issue 10 saw it", true, false},
+		{"Issue 21's target", true, false}, {"(issue 25)", true, false},
+		{"PR #3192 of fedora-coreos-config", false, false}, {"rhbz#1812605", false, false},
+		{"&#39; in HTML", false, false}, {"a #define", false, false},
+		{"23 GB/s on these machines", false, true}, {"320 against 550 ns", false, true},
+		{"measured on systemd 252", false, true}, {"at most 64 KiB", false, false}, {"every 30 s", false, false},
+	} {
+		text := upstream.ReplaceAllString(c.comment, "")
+		if got := issueNumber.MatchString(text); got != c.issue {
+			t.Errorf("%q: an issue number: %v, want %v", c.comment, got, c.issue)
+		}
+		if got := measuredFigure.MatchString(text); got != c.figs {
+			t.Errorf("%q: a measured figure: %v, want %v", c.comment, got, c.figs)
+		}
 	}
 }

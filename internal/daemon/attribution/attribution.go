@@ -1,4 +1,16 @@
-package daemon
+// Package attribution is the daemon's attribution part (daemon
+// --attribution=audit): it follows the kernel's audit records of writes to
+// the declared paths (package audit), keeps the kernel's watch rules those
+// the entries in force need, proves with a canary write that records
+// arrive, and names the writers of each drift the daemon reports — in the
+// record's message, its DRIFT_WRITER_* fields and, for the bus, as fields.
+//
+// It promises that what it cannot claim is said: its State (the metric),
+// its Caveat (the status line) and a record when it changes, and a drift
+// without a writer says why. It does not promise a writer for every drift:
+// an ioctl (chattr) is no audited write, a lost record is lost, and only
+// the newest ringSize writes are kept.
+package attribution
 
 import (
 	"context"
@@ -7,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,29 +28,26 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/audit"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
-// Attribution modes (--attribution).
+// The attribution's states: what the daemon can honestly claim about who
+// wrote a drift (status, the journal and drift_monitor_attribution_state,
+// whose label values metrics.AttributionStates lists).
 const (
-	AttributionOff   = "off"
-	AttributionAudit = "audit"
-)
-
-// Attribution states: what the daemon can honestly claim about who wrote
-// a drift (status, the journal and drift_monitor_attribution_state).
-const (
-	AttrOK           = "ok"
-	AttrOff          = "off"
-	AttrUnavailable  = "unavailable"    // no audit netlink (no privilege, a private netns)
-	AttrDisabled     = "audit-disabled" // the kernel's audit is off (auditctl -e 0)
-	AttrRulesMissing = "rules-missing"  // our watch rules are not (all) in the kernel
-	AttrNeverTask    = "never-task"     // a -a never,task rule blinds every watch
-	AttrLost         = "records-lost"   // the kernel's lost counter grew
-	AttrCanary       = "canary-failed"  // our own audited write produced no record in time
+	StateOK            = "ok"
+	StateUnavailable   = "unavailable"    // no audit netlink (no privilege, a private netns)
+	StateAuditDisabled = "audit-disabled" // the kernel's audit is off (auditctl -e 0)
+	StateRulesMissing  = "rules-missing"  // our watch rules are not (all) in the kernel
+	StateNeverTask     = "never-task"     // a -a never,task rule blinds every watch
+	StateRecordsLost   = "records-lost"   // the kernel's lost counter grew
+	StateCanaryFailed  = "canary-failed"  // our own audited write produced no record in time
 )
 
 // canaryWait bounds how long the canary's record may take (research A3,
@@ -54,10 +64,13 @@ const ringSize = 4096
 // kauditd thread, while inotify tells us during the syscall.
 const attributionWait = 500 * time.Millisecond
 
-// attributor follows the kernel's audit records of writes to declared
-// paths. The reader goroutine fills the ring; the loop reads it when it
-// reports drift, and handles what needs it (rules removed, denied writes).
-type attributor struct {
+// Attributor is the part: it follows the kernel's audit records of writes
+// to declared paths. The reader goroutine fills the ring; the loop reads it
+// when it reports drift, and handles what needs it (rules removed, denied
+// writes).
+type Attributor struct {
+	o     Options
+	h     part.Host
 	key   string
 	conn  *audit.Conn
 	rd    *audit.Reader
@@ -82,63 +95,115 @@ type attributor struct {
 	canaryRec  chan struct{}
 
 	events chan audit.Event // config changes and denied attempts, for the loop
-	// said is what each drift's record said of its writers (busKey).
-	said map[string]string
+	done   chan struct{}    // closed by Stop: the goroutines end
+	// paths are the declared paths of the entries in force (Loaded).
+	paths []string
 
 	state     string
 	why       string
 	lost      uint32
 	lostKnown bool
+	// reported is the state last journaled.
+	reported string
 }
+
+// Options configure an Attributor.
+type Options struct {
+	// Root is the monitored tree: the kernel names paths without it, and
+	// its passwd names login uids.
+	Root *ondisk.Root
+	// Key is the key of its audit rules ("": audit.Key).
+	Key string
+	// Canary is a file the part writes to prove that audit records arrive
+	// ("" proves nothing, and says so).
+	Canary string
+	// Sessions answers login sessions (logind); nil: writers are named
+	// without their session's user and remote host.
+	Sessions Sessions
+	// Leave reports whether a host path is left alone by the exclusions
+	// (package exclude): no audit rule watches it. Nil leaves none.
+	Leave func(hostPath string) bool
+}
+
+// New makes the attribution part; Start joins the audit record stream.
+func New(o Options) *Attributor {
+	key := o.Key
+	if key == "" {
+		key = audit.Key
+	}
+	a := &Attributor{o: o, key: key, ring: audit.NewRing(ringSize), newRec: make(chan struct{}), canaryRec: make(chan struct{}),
+		events: make(chan audit.Event, 64), done: make(chan struct{}), self: os.Getpid(), canary: o.Canary}
+	a.exe, _ = os.Executable()
+	return a
+}
+
+// Name is the part's name in the daemon's table.
+func (a *Attributor) Name() string { return "attribution" }
 
 // healthInterval paces the look at the kernel's audit status (the lost
 // counter grows without a record saying so) and the canary.
 const healthInterval = 30 * time.Second
 
-// startAttribution joins the audit record stream and adds the rules. On
-// failure the daemon runs on, without attribution, and says why.
-func (d *Daemon) startAttribution(ctx context.Context, s *sources) {
-	if d.o.Attribution != AttributionAudit {
-		return
-	}
-	key := d.o.AuditKey
-	if key == "" {
-		key = audit.Key
-	}
-	a := &attributor{key: key, ring: audit.NewRing(ringSize), newRec: make(chan struct{}), canaryRec: make(chan struct{}),
-		events: make(chan audit.Event, 64), self: os.Getpid(), canary: d.o.AuditCanary}
-	a.exe, _ = os.Executable()
-	d.attr = a
+// Start joins the audit record stream; the rules follow with the entries
+// (Loaded). On failure the daemon runs on, without attribution, and the
+// part says why.
+func (a *Attributor) Start(ctx context.Context, h part.Host) {
+	a.h = h
 	var err error
 	// The reader first, so that no write after the rules goes unread.
 	if a.rd, err = audit.Listen(); err != nil {
-		a.setState(AttrUnavailable, err.Error())
-		d.attributionState(ctx)
+		a.setState(StateUnavailable, err.Error())
+		a.journalState(ctx)
 		return
 	}
 	if a.conn, err = audit.Dial(); err != nil {
 		a.rd.Close()
 		a.rd = nil
-		a.setState(AttrUnavailable, err.Error())
-		d.attributionState(ctx)
+		a.setState(StateUnavailable, err.Error())
+		a.journalState(ctx)
 		return
 	}
-	a.rules = audit.Rules{Conn: a.conn, Key: key}
-	go a.read(d.done)
-	go a.tick(d.done)
-	s.audit = a.events
-	s.stops = append(s.stops, func() {
-		if err := a.rules.Clear(); err != nil {
-			d.log.Warn(fmt.Sprintf("removing the audit rules at stop: %v", err))
+	a.rules = audit.Rules{Conn: a.conn, Key: a.key}
+	go a.read(a.done)
+	go a.tick(a.done)
+	go a.forward(ctx)
+}
+
+// Stop removes the rules and leaves the record stream.
+func (a *Attributor) Stop() {
+	close(a.done)
+	if a.conn == nil {
+		return
+	}
+	if err := a.rules.Clear(); err != nil {
+		a.h.Log().Warn(fmt.Sprintf("removing the audit rules at stop: %v", err))
+	}
+	a.rd.Close()
+	a.conn.Close()
+}
+
+// forward hands the loop what the reader and the tick send (handle).
+func (a *Attributor) forward(ctx context.Context) {
+	for {
+		select {
+		case e := <-a.events:
+			if a.h.Do(ctx, func(lctx context.Context) { a.handle(lctx, e) }) != nil {
+				return // stopping
+			}
+		case <-a.done:
+			return
 		}
-		a.rd.Close()
-		a.conn.Close()
-	})
-	d.syncAuditRules(ctx)
+	}
+}
+
+// Loaded makes the kernel's rules those the entries in force need.
+func (a *Attributor) Loaded(ctx context.Context, entries []model.Entry) {
+	a.paths = audit.DeclaredPaths(a.o.Root.Dir(), entries, a.o.Leave)
+	a.syncRules(ctx)
 }
 
 // tick asks the loop for a health look every healthInterval.
-func (a *attributor) tick(done <-chan struct{}) {
+func (a *Attributor) tick(done <-chan struct{}) {
 	t := time.NewTicker(healthInterval)
 	defer t.Stop()
 	for {
@@ -157,10 +222,10 @@ func (a *attributor) tick(done <-chan struct{}) {
 // healthOp marks the tick's synthetic event.
 const healthOp = "drift-monitor-health"
 
-func (a *attributor) setState(state, why string) { a.state, a.why = state, why }
+func (a *Attributor) setState(state, why string) { a.state, a.why = state, why }
 
 // read assembles the records into events until the reader is closed.
-func (a *attributor) read(done <-chan struct{}) {
+func (a *Attributor) read(done <-chan struct{}) {
 	asm := audit.NewAssembler()
 	for {
 		recs, err := a.rd.Read()
@@ -214,7 +279,7 @@ func (a *attributor) read(done <-chan struct{}) {
 	}
 }
 
-func (a *attributor) isCanary(e audit.Event) bool {
+func (a *Attributor) isCanary(e audit.Event) bool {
 	if a.canary == "" || e.Writer.PID != a.self {
 		return false
 	}
@@ -228,7 +293,7 @@ func (a *attributor) isCanary(e audit.Event) bool {
 
 // barrier writes the canary and waits for its record: true once it came
 // (and with it every record of an earlier write), false after canaryWait.
-func (a *attributor) barrier() bool {
+func (a *Attributor) barrier() bool {
 	if a.canary == "" {
 		return false
 	}
@@ -256,28 +321,27 @@ func (a *attributor) barrier() bool {
 	}
 }
 
-// syncAuditRules makes the kernel's rules of our key those the desired
-// state needs, and reports the attribution's state when it changes.
-func (d *Daemon) syncAuditRules(ctx context.Context) {
-	a := d.attr
-	if a == nil || a.conn == nil {
+// syncRules makes the kernel's rules of our key those the entries in
+// force need, and journals the attribution's state when it changes.
+func (a *Attributor) syncRules(ctx context.Context) {
+	if a.conn == nil {
 		return
 	}
 	before := map[string]bool{}
 	for _, r := range a.want {
 		before[r.String()] = true
 	}
-	paths := audit.DeclaredPaths(d.root.Dir(), d.ix.entries)
+	paths := a.paths
 	if a.canary != "" {
-		paths = append(paths, a.canary)
+		paths = append(slices.Clip(paths), a.canary)
 	}
 	a.want = audit.PlanWatches(paths, a.key, nil)
 	st, err := a.conn.Status()
 	switch {
 	case err != nil:
-		a.setState(AttrUnavailable, fmt.Sprintf("audit status: %v", err))
+		a.setState(StateUnavailable, fmt.Sprintf("audit status: %v", err))
 	case st.Enabled == 0:
-		a.setState(AttrDisabled, "the kernel's audit is disabled (auditctl -s: enabled 0)")
+		a.setState(StateAuditDisabled, "the kernel's audit is disabled (auditctl -s: enabled 0)")
 	default:
 		added, _, serr := a.rules.Sync(a.want)
 		// A rule of the last plan added again was removed under us
@@ -289,68 +353,66 @@ func (d *Daemon) syncAuditRules(ctx context.Context) {
 			}
 		}
 		if restored > 0 {
-			d.record(ctx, journal.LevelNotice, journal.MsgAttribution,
-				fmt.Sprintf("Audit rules of drift-monitor were removed under it: added %d again", restored), journal.Attribution(AttrRulesMissing))
+			a.h.Record(ctx, journal.LevelNotice, journal.MsgAttribution,
+				fmt.Sprintf("Audit rules of drift-monitor were removed under it: added %d again", restored), journal.Attribution(StateRulesMissing))
 		}
-		a.setState(AttrOK, "")
+		a.setState(StateOK, "")
 		if serr != nil {
 			if st.Locked() {
 				serr = fmt.Errorf("audit rules are locked (-e 2); install `drift-monitor audit-rules` in /etc/audit/rules.d/: %w", serr)
 			}
-			a.setState(AttrRulesMissing, serr.Error())
+			a.setState(StateRulesMissing, serr.Error())
 		}
 		if a.lostKnown && st.Lost > a.lost {
-			a.setState(AttrLost, fmt.Sprintf("the kernel lost %d audit records since the last look (auditctl -s: lost %d): writers may be missing; raise the backlog limit (auditctl -b)", st.Lost-a.lost, st.Lost))
+			a.setState(StateRecordsLost, fmt.Sprintf("the kernel lost %d audit records since the last look (auditctl -s: lost %d): writers may be missing; raise the backlog limit (auditctl -b)", st.Lost-a.lost, st.Lost))
 		}
 		a.lost, a.lostKnown = st.Lost, true
-		d.checkNeverTask()
-		if a.state == AttrOK && !a.barrier() {
-			a.setState(AttrCanary, canaryProblem(a.canary))
+		a.checkNeverTask()
+		if a.state == StateOK && !a.barrier() {
+			a.setState(StateCanaryFailed, canaryProblem(a.canary))
 		}
 	}
-	d.attributionState(ctx)
+	a.journalState(ctx)
 }
 
 // checkNeverTask marks the state never-task when such a rule exists.
-func (d *Daemon) checkNeverTask() {
-	a := d.attr
+func (a *Attributor) checkNeverTask() {
 	rules, err := a.conn.ListRules()
 	if err != nil {
 		return
 	}
 	for _, r := range rules {
 		if r.NeverTask() {
-			a.setState(AttrNeverTask, fmt.Sprintf("the audit rule %q exempts tasks from auditing: their writes have no writer", r.String()))
+			a.setState(StateNeverTask, fmt.Sprintf("the audit rule %q exempts tasks from auditing: their writes have no writer", r.String()))
 			return
 		}
 	}
 }
 
-// attributionState journals the attribution's state once when it changes.
-func (d *Daemon) attributionState(ctx context.Context) {
-	a := d.attr
+// journalState journals the attribution's state once when it changes.
+func (a *Attributor) journalState(ctx context.Context) {
 	key := a.state + "|" + a.why
-	if key == d.attrReported {
+	if key == a.reported {
 		return
 	}
-	d.attrReported = key
-	if a.state == AttrOK {
-		d.record(ctx, slog.LevelInfo, journal.MsgAttribution,
+	a.reported = key
+	if a.state == StateOK {
+		a.h.Record(ctx, slog.LevelInfo, journal.MsgAttribution,
 			fmt.Sprintf("Attribution of drift to its writers: audit, %d watch rules with key %s", len(a.want), escape.Name(a.key)),
 			journal.Attribution(a.state))
 		return
 	}
-	d.record(ctx, slog.LevelWarn, journal.MsgAttribution,
+	a.h.Record(ctx, slog.LevelWarn, journal.MsgAttribution,
 		fmt.Sprintf("Attribution of drift to its writers is not possible (%s): %s", a.state, escape.Text(a.why)),
 		journal.Attribution(a.state), slog.String(journal.FieldAttributionWhy, a.why))
 }
 
-// auditEvent handles what the reader hands the loop.
-func (d *Daemon) auditEvent(ctx context.Context, e audit.Event) {
+// handle takes, on the loop, what the reader and the tick sent.
+func (a *Attributor) handle(ctx context.Context, e audit.Event) {
 	if e.Config != nil {
 		// Whatever changed (audit disabled, a never,task rule, our
 		// rules), and on every tick: look again.
-		d.syncAuditRules(ctx)
+		a.syncRules(ctx)
 		return
 	}
 	// A denied attempt changed nothing: a notice, not drift.
@@ -359,9 +421,9 @@ func (d *Daemon) auditEvent(ctx context.Context, e audit.Event) {
 			continue
 		}
 		w := e.Writer
-		d.record(ctx, journal.LevelNotice, journal.MsgChangeDenied,
-			fmt.Sprintf("Attempted change denied: %s %s", escape.Name(d.hostPath(p.Path)), describeWriter(w, d.userName(w.AUID), d.sessionOf(ctx, w).RemoteHost)),
-			append([]slog.Attr{journal.Path(escape.Name(d.hostPath(p.Path)))}, writerAttrs(w, d.userName(w.AUID))...)...)
+		a.h.Record(ctx, journal.LevelNotice, journal.MsgChangeDenied,
+			fmt.Sprintf("Attempted change denied: %s %s", escape.Name(a.hostPath(p.Path)), describeWriter(w, a.userName(w.AUID), a.sessionOf(ctx, w).RemoteHost)),
+			append([]slog.Attr{journal.Path(escape.Name(a.hostPath(p.Path)))}, writerAttrs(w, a.userName(w.AUID))...)...)
 		return
 	}
 }
@@ -373,34 +435,52 @@ func canaryProblem(canary string) string {
 	return fmt.Sprintf("a write to %s produced no audit record within %s (a private network namespace? a never,task rule?)", canary, canaryWait)
 }
 
+// Attribute says who wrote each drift of a report. Writers are waited for
+// once per report, not per drift: first the canary's record, which comes
+// after those of writes that ended before it; then, for a drift still
+// without one, a bounded wait — a writer preempted between its change
+// (which inotify reported) and its syscall's exit (where the kernel writes
+// the record) comes late. The first check's drift was written before the
+// daemon read any record: nothing to wait for.
+func (a *Attributor) Attribute(ctx context.Context, appeared []drift.Drift, r part.Report) []part.Writers {
+	deadline := time.Now()
+	if len(appeared) > 0 && r.Ready {
+		a.beforeReport(ctx)
+		deadline = deadline.Add(attributionWait)
+	}
+	out := make([]part.Writers, len(appeared))
+	for i := range appeared {
+		out[i] = a.attribute(ctx, &appeared[i], deadline, r)
+	}
+	return out
+}
+
 // beforeReport waits until the records of every write so far have
 // arrived (the canary's barrier), and says when the canary failed.
-func (d *Daemon) beforeReport(ctx context.Context) {
-	a := d.attr
+func (a *Attributor) beforeReport(ctx context.Context) {
 	// A failed canary is tried again by the health tick, not by every
 	// report (each would wait canaryWait).
-	if a == nil || a.conn == nil || a.state != AttrOK {
+	if a.conn == nil || a.state != StateOK {
 		return
 	}
 	if a.barrier() {
 		return
 	}
-	a.setState(AttrCanary, canaryProblem(a.canary))
-	d.attributionState(ctx)
+	a.setState(StateCanaryFailed, canaryProblem(a.canary))
+	a.journalState(ctx)
 }
 
-// attribute adds to each drift's message and fields its writers, newest
-// first (waiting a bounded time for records still on their way).
-func (d *Daemon) attribute(ctx context.Context, dr *drift.Drift, deadline time.Time) []slog.Attr {
-	a := d.attr
-	if a == nil {
-		return nil
+// maxWriters bounds the writers named for one drift, newest first.
+const maxWriters = 3
+
+// attribute says who wrote dr, newest first (waiting until deadline for
+// records still on their way).
+func (a *Attributor) attribute(ctx context.Context, dr *drift.Drift, deadline time.Time, r part.Report) part.Writers {
+	if a.state != StateOK {
+		why := "attribution " + a.state
+		return part.Writers{Suffix: " (writer unknown: " + why + ")", Attrs: []slog.Attr{journal.WriterUnknown(why)}, Unknown: why}
 	}
-	if a.state != AttrOK {
-		dr.Message += " (writer unknown: attribution " + a.state + ")"
-		return []slog.Attr{journal.WriterUnknown("attribution " + a.state)}
-	}
-	host := path.Join(d.root.Dir(), dr.Path)
+	host := path.Join(a.o.Root.Dir(), dr.Path)
 	q := audit.Query{Path: host}
 	var st unix.Stat_t
 	if unix.Lstat(host, &st) == nil {
@@ -413,21 +493,20 @@ func (d *Daemon) attribute(ctx context.Context, dr *drift.Drift, deadline time.T
 	for {
 		a.mu.Lock()
 		found = a.ring.Find(q)
-		wait, overrun, complete := a.newRec, a.overrun, a.ring.Complete(d.lastCheck)
+		wait, overrun, complete := a.newRec, a.overrun, a.ring.Complete(r.LastCheck)
 		a.mu.Unlock()
 		if len(found) > 0 || !time.Now().Before(deadline) {
 			if len(found) == 0 {
 				why := "not covered by audit: no audited write to it (an ioctl such as chattr, or a write before drift-monitor started)"
 				switch {
-				case !d.ready:
+				case !r.Ready:
 					why = "changed before drift-monitor started"
 				case overrun:
 					why = "audit records were lost: the socket buffer overflowed"
 				case !complete:
 					why = "the record of its write was evicted: more writes than drift-monitor keeps"
 				}
-				dr.Message += " (writer unknown: " + why + ")"
-				return []slog.Attr{journal.WriterUnknown(why)}
+				return part.Writers{Suffix: " (writer unknown: " + why + ")", Attrs: []slog.Attr{journal.WriterUnknown(why)}, Unknown: why}
 			}
 			break
 		}
@@ -439,22 +518,23 @@ func (d *Daemon) attribute(ctx context.Context, dr *drift.Drift, deadline time.T
 		t.Stop()
 	}
 	var words []string
+	var ws []dbusapi.Writer
 	for i, e := range found {
-		if i == 3 {
-			words = append(words, fmt.Sprintf("and %d more", len(found)-3))
+		if i == maxWriters {
+			words = append(words, fmt.Sprintf("and %d more", len(found)-maxWriters))
 			break
 		}
-		sess := d.sessionOf(ctx, e.Writer)
-		user := d.userName(e.Writer.AUID)
+		sess := a.sessionOf(ctx, e.Writer)
+		user := a.userName(e.Writer.AUID)
 		if user == "" {
 			user = sess.User
 		}
-		words = append(words, describeWriter(e.Writer, user, sess.RemoteHost)+d.self(e.Writer))
+		words = append(words, describeWriter(e.Writer, user, sess.RemoteHost)+a.selfMark(e.Writer))
+		ws = append(ws, a.writer(e.Writer, user, sess))
 	}
-	dr.Message += " changed by " + strings.Join(words, "; before that by ")
 	w := found[0].Writer
-	attrs := writerAttrs(w, d.userName(w.AUID))
-	if sess := d.sessionOf(ctx, w); sess.RemoteHost != "" || sess.User != "" {
+	attrs := writerAttrs(w, a.userName(w.AUID))
+	if sess := a.sessionOf(ctx, w); sess.RemoteHost != "" || sess.User != "" {
 		if sess.RemoteHost != "" {
 			attrs = append(attrs, journal.WriterAttr(journal.FieldWriterRemote, escape.Name(sess.RemoteHost)))
 		}
@@ -462,15 +542,36 @@ func (d *Daemon) attribute(ctx context.Context, dr *drift.Drift, deadline time.T
 			attrs = append(attrs, journal.WriterAttr(journal.FieldWriterSessionUser, escape.Name(sess.User)))
 		}
 	}
-	if unit := liveUnit(w); unit != "" {
-		attrs = append(attrs, journal.WriterAttr(journal.FieldWriterUnit, escape.Name(unit)))
+	if unit := ws[0].Unit; unit != "" {
+		attrs = append(attrs, journal.WriterAttr(journal.FieldWriterUnit, unit))
 	}
-	return attrs
+	return part.Writers{Suffix: " changed by " + strings.Join(words, "; before that by "), Attrs: attrs, Writers: ws}
 }
 
-// self marks the daemon's own writes and drift-monitor reconcile's.
-func (d *Daemon) self(w audit.Writer) string {
-	if w.PID == d.attr.self || (d.attr.exe != "" && w.Exe == d.attr.exe) {
+// writer is w as the bus gives it, every name escaped.
+func (a *Attributor) writer(w audit.Writer, user string, sess Session) dbusapi.Writer {
+	x := dbusapi.Writer{LoginUser: escape.Name(user), UID: w.UID, PID: uint32(w.PID),
+		Comm: escape.Name(w.Comm), Exe: escape.Name(w.Exe), Syscall: escape.Name(w.Syscall),
+		RemoteHost: escape.Name(sess.RemoteHost), SessionUser: escape.Name(sess.User), Unit: escape.Name(liveUnit(w)), Own: a.own(w)}
+	if w.LoginUID() {
+		auid := w.AUID
+		x.AUID = &auid
+	}
+	if w.Session != audit.Unset {
+		ses := w.Session
+		x.Session = &ses
+	}
+	return x
+}
+
+// own reports whether w is the daemon itself or drift-monitor reconcile.
+func (a *Attributor) own(w audit.Writer) bool {
+	return w.PID == a.self || (a.exe != "" && w.Exe == a.exe)
+}
+
+// selfMark marks the daemon's own writes and drift-monitor reconcile's.
+func (a *Attributor) selfMark(w audit.Writer) string {
+	if a.own(w) {
 		return " [drift-monitor's own write: reconcile]"
 	}
 	return ""
@@ -523,11 +624,11 @@ func writerAttrs(w audit.Writer, user string) []slog.Attr {
 }
 
 // userName is the login uid's name in the root's passwd ("" unknown).
-func (d *Daemon) userName(uid uint32) string {
+func (a *Attributor) userName(uid uint32) string {
 	if uid == audit.Unset {
 		return ""
 	}
-	data, err := d.root.ReadFile("/etc/passwd")
+	data, err := a.o.Root.ReadFile("/etc/passwd")
 	if err != nil {
 		return ""
 	}
@@ -563,9 +664,10 @@ func liveUnit(w audit.Writer) string {
 	return ""
 }
 
-// hostPath is the host path (inside --root) of a path as the kernel names it.
-func (d *Daemon) hostPath(kernelPath string) string {
-	dir := d.root.Dir()
+// hostPath is the host path (inside the root) of a path as the kernel
+// names it.
+func (a *Attributor) hostPath(kernelPath string) string {
+	dir := a.o.Root.Dir()
 	if dir == "/" {
 		return kernelPath
 	}
@@ -575,64 +677,16 @@ func (d *Daemon) hostPath(kernelPath string) string {
 	return kernelPath
 }
 
-// attributionMetric is the state for drift_monitor_attribution_state, ""
-// with attribution off.
-func (d *Daemon) attributionMetric() string {
-	if d.attr == nil {
+// State is the state for drift_monitor_attribution_state.
+func (a *Attributor) State() string { return a.state }
+
+// Caveat is what the status line adds: nothing while attribution is ok,
+// else that writers are unknown and why.
+func (a *Attributor) Caveat() string {
+	if a.state == StateOK {
 		return ""
 	}
-	return d.attr.state
-}
-
-// attributionStatus is what the status line adds: nothing while
-// attribution is off or ok, else that writers are unknown and why.
-func (d *Daemon) attributionStatus() string {
-	if d.attr == nil || d.attr.state == AttrOK {
-		return ""
-	}
-	return "; writers unknown: attribution " + d.attr.state
-}
-
-// busKey names a drift as the bus carries it (which has no entry id).
-func busKey(kind, entry, path, unit string) string {
-	return kind + "\x00" + entry + "\x00" + path + "\x00" + unit
-}
-
-// noteWriters keeps what the journal said of dr's writers for the bus
-// (drift-monitor status): the tracker holds what check finds, without
-// them, and a later check replaces its message. attributed "" forgets.
-func (d *Daemon) noteWriters(dr *drift.Drift, attributed string) {
-	a := d.attr
-	if a == nil {
-		return
-	}
-	k := busKey(string(dr.Kind), string(dr.Entry), dr.Path, dr.Unit)
-	if attributed == "" {
-		delete(a.said, k)
-		return
-	}
-	if extra, ok := strings.CutPrefix(attributed, dr.Message); ok && extra != "" {
-		if a.said == nil {
-			a.said = map[string]string{}
-		}
-		a.said[k] = extra
-	}
-}
-
-// withWriters returns page with each drift's message saying its writers,
-// as its journal record did (a copy: page may be the cached head).
-func (d *Daemon) withWriters(page []dbusapi.Drift) []dbusapi.Drift {
-	if d.attr == nil || len(d.attr.said) == 0 {
-		return page
-	}
-	out := make([]dbusapi.Drift, len(page))
-	copy(out, page)
-	for i := range out {
-		if extra, ok := d.attr.said[busKey(out[i].Kind, out[i].Entry, out[i].Path, out[i].Unit)]; ok && !strings.HasSuffix(out[i].Message, extra) {
-			out[i].Message += extra
-		}
-	}
-	return out
+	return "writers unknown: attribution " + a.state
 }
 
 // Sessions looks up a login session by its id (the audit record's ses=).
@@ -647,13 +701,13 @@ type Session struct {
 
 // sessionOf asks logind about the writer's session, bounded: "" fields when
 // it cannot say (no logind, the session ended).
-func (d *Daemon) sessionOf(ctx context.Context, w audit.Writer) Session {
-	if d.o.Sessions == nil || w.Session == audit.Unset {
+func (a *Attributor) sessionOf(ctx context.Context, w audit.Writer) Session {
+	if a.o.Sessions == nil || w.Session == audit.Unset {
 		return Session{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	s, err := d.o.Sessions.Session(ctx, w.Session)
+	s, err := a.o.Sessions.Session(ctx, w.Session)
 	if err != nil {
 		return Session{}
 	}
