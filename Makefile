@@ -9,8 +9,10 @@ STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
 all: build
 
+# build: the release binary (tools/release-goflags.sh says why it has flags
+# of its own; cmd/drift-monitor/depaware.txt lists what it links).
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drift-monitor
+	flags=$$(./tools/release-goflags.sh) && $(GO) build $$flags -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drift-monitor
 
 # test: formatting, vet, staticcheck, module verification, then every tier:
 # unit tests (-race), the blackbox tier (built binary, private D-Bus), the

@@ -156,6 +156,9 @@ func cmdRun(ctx context.Context, args []string) error {
 			}
 		}
 	}
+	if rep.Binary, err = measureBinary(b.bin, b.moduleDir); err != nil {
+		return fmt.Errorf("measuring the binary: %w", err)
+	}
 	rep.Took = time.Since(b.start)
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 		return err
@@ -228,8 +231,8 @@ func (b *bench) scale() {
 		// Two windows of 60 s: the Go runtime forces a GC every 2 minutes.
 		b.idleWindow, b.idleSettle, b.idleWindows = 60*time.Second, 5*time.Second, 2
 		b.microCount, b.microTime = 6, "1s"
-		// The campaign of issue 10 saw the limit rise at every storm: five
-		// show whether it keeps rising.
+		// A limit that rose at every storm (the GC tuner's old ratchet,
+		// internal/daemon/gc.go): five show whether it keeps rising.
 		b.stormN, b.stormCount, b.stormSize, b.stormPause = 10000, 5, 5000, 30*time.Second
 	}
 }

@@ -21,6 +21,7 @@ type report struct {
 	Micro   *microResult
 	Storms  []*stormResult
 	Image   *imageResult
+	Binary  *binaryResult
 	// Notes is the hand-written part (bench/NOTES.md): method, profiles, limits.
 	Notes string
 }
@@ -34,7 +35,7 @@ type verdict struct {
 // verdicts are the targets, each with what this run measured, part by part.
 func (r *report) verdicts() []verdict {
 	var vs []verdict
-	for _, part := range [][]verdict{r.fullVerdicts(), r.specVerdicts(), r.latencyVerdicts(), r.idleVerdicts(), r.stormVerdicts(), r.imageVerdicts()} {
+	for _, part := range [][]verdict{r.fullVerdicts(), r.specVerdicts(), r.latencyVerdicts(), r.idleVerdicts(), r.stormVerdicts(), r.imageVerdicts(), r.binaryVerdicts()} {
 		vs = append(vs, part...)
 	}
 	return vs
@@ -52,7 +53,7 @@ func (r *report) fullVerdicts() []verdict {
 			Met: float64(dm) <= 1.5*float64(cat),
 		})
 		if f.Files == 10000 {
-			// Issue 21's target for the cached check, beside the floor of what a
+			// The target for the cached check, beside the floor of what a
 			// check must do by its contract (bench/fullcheck.go, cmdRead -meta).
 			readP, checkP := f.medWall("readP"), f.medWall("checkP")
 			vs = append(vs, verdict{
@@ -74,7 +75,7 @@ func (r *report) fullVerdicts() []verdict {
 				Measured: fmt.Sprintf("%s: %s cat, AIDE %s", fmtDur(cold), ratio(cold, cat), ratio(aide, cold)),
 				Met:      float64(cold) <= 1.5*float64(cat) && float64(aide) >= 10*float64(cold),
 			})
-			// Issue 16's targets for the cold load.
+			// The targets for the cold load.
 			vs = append(vs, verdict{
 				Target:   fmt.Sprintf("cold full check of %s at least as fast as AIDE", f.Label),
 				Measured: fmt.Sprintf("%s, AIDE %s: AIDE ÷ cold %s", fmtDur(cold), fmtDur(aide), ratio(aide, cold)),
@@ -108,7 +109,7 @@ func (r *report) specVerdicts() []verdict {
 		if f.Files != 10000 {
 			continue
 		}
-		// Issue 21's targets: a cold check faster than AIDE in every spec.
+		// The targets: a cold check faster than AIDE in every spec.
 		aide := f.medWall("aide")
 		for _, s := range f.Specs {
 			cold := f.medWall(s.Key)
@@ -256,6 +257,9 @@ func (r *report) markdown() string {
 	}
 	if r.Image != nil {
 		r.mdImage(p)
+	}
+	if r.Binary != nil {
+		r.mdBinary(p)
 	}
 	p("%s", r.Notes)
 	return b.String()

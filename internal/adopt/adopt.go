@@ -54,6 +54,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -65,7 +66,7 @@ const (
 	// directory. "10-" sorts it before the configs an admin adds, which
 	// therefore override it; the suffix says it is Ignition's cache (see
 	// desired.CacheSuffix).
-	DefaultDest = desired.AdminDir + "/10-firstboot" + desired.CacheSuffix
+	DefaultDest = model.AdminDir + "/10-firstboot" + desired.CacheSuffix
 )
 
 // maxSize bounds what is read from the cache: an Ignition config is

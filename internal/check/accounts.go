@@ -3,22 +3,13 @@ package check
 import (
 	"fmt"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
-func hasAccounts(entries []desired.Entry) bool {
-	for i := range entries {
-		if k := entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
-			return true
-		}
-	}
-	return false
-}
-
 // account checks a user or group entry against the account files.
-func (c *Checker) account(e *desired.Entry, a *ondisk.Accounts) Outcome {
+func (c *Checker) account(e *model.Entry, a *ondisk.Accounts) Outcome {
 	if c.WaitForAccountLocks && a.Locked != "" {
 		return Outcome{Unknown: true}
 	}

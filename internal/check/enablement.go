@@ -3,9 +3,9 @@ package check
 import (
 	"fmt"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // enablement judges a unit's enablement entry in state, as the pass's
@@ -16,7 +16,7 @@ import (
 // record kept of the unit (e.FirstBoot) tells a unit that could not be
 // enabled when its config was applied from one disabled since. A failure to
 // read the unit files leaves the answer to the state.
-func (p *passUnits) enablement(e *desired.Entry, state string, err error) Outcome {
+func (p *passUnits) enablement(e *model.Entry, state string, err error) Outcome {
 	if err != nil || e.Enabled == nil || !*e.Enabled {
 		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
 	}

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
@@ -27,11 +27,11 @@ func TestEnablementThatCannotBeEnabledIsANotice(t *testing.T) {
 		"/usr/lib/systemd/system/al@.service":   svc + "Alias=other@.service\n",
 		"/usr/lib/systemd/system/plain.service": svc + "WantedBy=multi-user.target\n",
 	}, nil)
-	enabled := func(unit string) desired.Entry {
-		return desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/" + unit, Unit: unit,
-			Type: desired.TypeNone, Enabled: ptr(true)}
+	enabled := func(unit string) model.Entry {
+		return model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/" + unit, Unit: unit,
+			Type: model.TypeNone, Enabled: ptr(true)}
 	}
-	entries := []desired.Entry{enabled("al@bar.service"), enabled("plain.service"), enabled("w@.service")}
+	entries := []model.Entry{enabled("al@bar.service"), enabled("plain.service"), enabled("w@.service")}
 	wantDrift := []string{`unit "plain.service" is disabled, want enabled`}
 	wantNotices := []string{
 		`unit "al@bar.service" cannot be enabled: enabling it (as Ignition's preset does) makes no link that systemd counts for it`,
@@ -91,7 +91,7 @@ func (c countingOffline) UnitFileState(unit string) (string, error) {
 // pass, not one per unit), and releases what it held.
 func TestOneTreePerPass(t *testing.T) {
 	root := t.TempDir()
-	var entries []desired.Entry
+	var entries []model.Entry
 	for _, u := range []string{"a.service", "b.service", "c.service", "d@.service"} {
 		p := filepath.Join(root, "usr/lib/systemd/system", u)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -100,8 +100,8 @@ func TestOneTreePerPass(t *testing.T) {
 		if err := os.WriteFile(p, []byte("[Install]\nWantedBy=multi-user.target\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		entries = append(entries, desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/" + u, Unit: u,
-			Type: desired.TypeNone, Enabled: ptr(true)})
+		entries = append(entries, model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/" + u, Unit: u,
+			Type: model.TypeNone, Enabled: ptr(true)})
 	}
 	c := newChecker(t, root)
 	units := countingOffline{enablement.Offline{Root: c.Root}, new(atomic.Int32), new(atomic.Int32)}
@@ -159,18 +159,18 @@ func TestEnablementAfterIgnition(t *testing.T) {
 		"/etc/systemd/system/metrics.service": "/opt/metrics/metrics.service",
 	})
 	const record = "/etc/drift-monitor/desired.d/10-firstboot.record"
-	enabled := func(unit, atFirstBoot string) desired.Entry {
-		e := desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/" + unit, Unit: unit,
-			Type: desired.TypeNone, Enabled: ptr(true)}
+	enabled := func(unit, atFirstBoot string) model.Entry {
+		e := model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/" + unit, Unit: unit,
+			Type: model.TypeNone, Enabled: ptr(true)}
 		if atFirstBoot != "" {
-			e.FirstBoot = &desired.FirstBoot{Record: record, Enablement: atFirstBoot}
+			e.FirstBoot = &model.FirstBoot{Record: record, Enablement: atFirstBoot}
 		}
 		return e
 	}
 	const held = `cannot be enabled: the alias link that enabling it (as Ignition's preset does) would make is another unit's: "/etc/systemd/system/b.service" (a link to "/usr/lib/systemd/system/c.service")`
 	for _, tc := range []struct {
 		name          string
-		e             desired.Entry
+		e             model.Entry
 		drift, notice string
 	}{
 		{"linked, no [Install]", enabled("metrics.service", ""), "", ""},
@@ -189,7 +189,7 @@ func TestEnablementAfterIgnition(t *testing.T) {
 				if source == "systemd" {
 					c.Units = fakeUnits{"a.service": "disabled", "metrics.service": "linked"}
 				}
-				res := c.All(context.Background(), []desired.Entry{tc.e})
+				res := c.All(context.Background(), []model.Entry{tc.e})
 				var gotDrift, gotNotice string
 				for _, d := range res.Drift {
 					gotDrift += d.Message

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 )
@@ -30,26 +30,26 @@ type Labels struct {
 
 // LoadLabels reads the root's policy (selinux.ForRoot) for the entries: nil
 // when the root has none to want.
-func LoadLabels(r *ondisk.Root, entries []desired.Entry, full bool) *Labels {
+func LoadLabels(r *ondisk.Root, entries []model.Entry, full bool) *Labels {
 	c, err := selinux.ForRoot(r.ReadFile)
 	return withHomes(newLabels(c, nil, err, entries, full), r, entries)
 }
 
 // withHomes gives l the homes Ignition relabels.
-func withHomes(l *Labels, r *ondisk.Root, entries []desired.Entry) *Labels {
+func withHomes(l *Labels, r *ondisk.Root, entries []model.Entry) *Labels {
 	if l != nil && l.contexts != nil {
 		l.homes = r.RelabelledHomes(entries)
 	}
 	return l
 }
 
-func newLabels(c *selinux.Contexts, memo *selinux.Memo, err error, entries []desired.Entry, full bool) *Labels {
+func newLabels(c *selinux.Contexts, memo *selinux.Memo, err error, entries []model.Entry, full bool) *Labels {
 	if c == nil && err == nil {
 		return nil
 	}
 	l := &Labels{contexts: c, memo: memo, Err: err, Full: full, linksTo: map[string][]string{}}
 	for i := range entries {
-		if e := &entries[i]; e.Type == desired.TypeHardLink {
+		if e := &entries[i]; e.Type == model.TypeHardLink {
 			l.linksTo[e.Target] = append(l.linksTo[e.Target], e.Path)
 		}
 	}
@@ -60,7 +60,7 @@ var labelTypes = map[ondisk.FileType]selinux.FileType{ondisk.Regular: selinux.Re
 	ondisk.Symlink: selinux.Symlink}
 
 // compare adds the entry's label drift (or notice) to out.
-func (l *Labels) compare(r *ondisk.Root, e *desired.Entry, ob *ondisk.Observation, out *Outcome) {
+func (l *Labels) compare(r *ondisk.Root, e *model.Entry, ob *ondisk.Observation, out *Outcome) {
 	if l == nil || l.contexts == nil {
 		return
 	}
@@ -68,7 +68,7 @@ func (l *Labels) compare(r *ondisk.Root, e *desired.Entry, ob *ondisk.Observatio
 	if !ok {
 		return
 	}
-	if _, labelled := ob.Meta.Get(ondisk.XattrSELinux); !labelled && e.Kind == desired.KindLink && ob.Type == ondisk.Symlink {
+	if _, labelled := ob.Meta.Get(ondisk.XattrSELinux); !labelled && e.Kind == model.KindLink && ob.Type == ondisk.Symlink {
 		// Ignition relabels only what its os.Stat finds, and that
 		// follows a link (v2.27.0 internal/exec/stages/files/files.go,
 		// relabelFiles): a link whose target it could not reach from the
@@ -86,7 +86,7 @@ func (l *Labels) compare(r *ondisk.Root, e *desired.Entry, ob *ondisk.Observatio
 	if c, ok := lookup(r.LabelPath(e, ob), t); ok {
 		want = append(want, c)
 	}
-	if at, ok := ondisk.AsPartOfHome(ob.Resolved, l.homes); ok && e.Kind != desired.KindSSHKeys {
+	if at, ok := ondisk.AsPartOfHome(ob.Resolved, l.homes); ok && e.Kind != model.KindSSHKeys {
 		if c, ok := lookup(at, t); ok {
 			want = append(want, c)
 		}
@@ -103,12 +103,12 @@ func (l *Labels) compare(r *ondisk.Root, e *desired.Entry, ob *ondisk.Observatio
 
 // notice is the notice that labels are not checked, on the first entry
 // with a node (nil when they are, or there is none).
-func (l *Labels) notice(entries []desired.Entry) *drift.Drift {
+func (l *Labels) notice(entries []model.Entry) *drift.Drift {
 	if l == nil || l.Err == nil {
 		return nil
 	}
 	for i := range entries {
-		if e := &entries[i]; e.Type <= desired.TypeSymlink && e.Kind != desired.KindConfig {
+		if e := &entries[i]; e.Type <= model.TypeSymlink && e.Kind.Means().Source == model.FromNode {
 			return &drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, EntryID: e.ID() + "|labels",
 				Message: "SELinux labels are not checked on any declared node: " + l.Err.Error()}
 		}
@@ -141,7 +141,7 @@ type fileID struct {
 }
 
 // Load is LoadLabels, reading the policy only when it changed.
-func (p *LabelPolicy) Load(r *ondisk.Root, entries []desired.Entry, full bool) *Labels {
+func (p *LabelPolicy) Load(r *ondisk.Root, entries []model.Entry, full bool) *Labels {
 	ids := policyIDs(r)
 	if p.ids == nil || !slices.Equal(ids, p.ids) {
 		p.Reads++

@@ -19,6 +19,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
@@ -131,12 +132,12 @@ type checkResult struct {
 // hostKey is the host's digest key (package digestkey) as drift keys
 // digests with it; the zero Key, and no error, for a user who has none.
 // `check` run by root and the daemon share it: their digests agree.
-func hostKey() (drift.Key, error) {
+func hostKey() (model.Key, error) {
 	k, err := hostKeyBytes()
 	if err != nil || k == nil {
-		return drift.Key{}, err
+		return model.Key{}, err
 	}
-	return drift.NewKey(k), nil
+	return model.NewKey(k), nil
 }
 
 // hostKeyBytes is the host's digest key itself; nil, and no error, for a
@@ -162,7 +163,7 @@ func firstBoot() firstboot.Use {
 // SELinux contexts; checkCerts checks the files the machine-config daemon's
 // certificate writer owns too; excl says what is left alone; img what to
 // make of the OS image's /etc.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageMode) (checkResult, error) {
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageMode) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
@@ -172,7 +173,7 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if errors.Is(err, desired.ErrNoConfig) && img == imageList {
 		// Listing the image's differences needs no config: without one,
 		// every difference is undeclared.
-		state, err = &desired.State{}, nil
+		state, err = &model.State{}, nil
 	}
 	if err != nil {
 		return checkResult{}, err
@@ -214,14 +215,14 @@ func openRoot(root string) (*ondisk.Root, error) {
 // be skipped without a word. No config file at all is an error
 // (desired.ErrNoConfig): nothing is declared, and a host checked against
 // nothing is not clean.
-func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*desired.State, error) {
+func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
 	return loadDesiredFrom(cache, root, root, configs, command, warn)
 }
 
 // loadDesiredFrom is loadDesired, with the root's files read through host
 // (a dry run of reconcile reads the account files as its account repairs
 // would leave them).
-func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*desired.State, error) {
+func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
 	for _, ig := range desired.IgnoredFiles(root, configs) {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Name(ig.String()))
 	}
@@ -245,7 +246,7 @@ func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, 
 
 // checkState compares root with state's entries, leaving out the drift
 // rules leave unreported.
-func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key, fullLabels bool, rules *exclude.Rules) (check.Result, error) {
+func checkState(ctx context.Context, r *ondisk.Root, state *model.State, key model.Key, fullLabels bool, rules *exclude.Rules) (check.Result, error) {
 	units, release := unitStates(ctx, r)
 	defer release()
 	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store,
@@ -360,7 +361,7 @@ func specsHelp() string {
 		"(YAML or JSON). A file named *%s is Ignition's config\n"+
 		"cache (/run/ignition.json, spec %s), which `drift-monitor adopt`\n"+
 		"saves at first boot.\n\n",
-		desired.VendorDir, desired.AdminDir, v[0], v[len(v)-1], strings.TrimPrefix(ignspec.VerifiedAgainst, "v"),
+		model.VendorDir, model.AdminDir, v[0], v[len(v)-1], strings.TrimPrefix(ignspec.VerifiedAgainst, "v"),
 		desired.CacheSuffix, ignspec.LatestExperimental())
 }
 

@@ -7,12 +7,12 @@ import (
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/image"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -64,7 +64,7 @@ type imageResult struct {
 // checkImage compares the root's /etc with its image and adds what it
 // found to res: the undeclared differences as notices or drift (by mode),
 // or, listing, every difference.
-func checkImage(ctx context.Context, r *ondisk.Root, st *desired.State, mode imageMode, rules *exclude.Rules, res *checkResult, warn io.Writer) error {
+func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, mode imageMode, rules *exclude.Rules, res *checkResult, warn io.Writer) error {
 	if mode == imageOff {
 		return nil
 	}
@@ -80,8 +80,8 @@ func checkImage(ctx context.Context, r *ondisk.Root, st *desired.State, mode ima
 	ir := &imageResult{Mode: mode, Kind: b.Kind, Source: b.Source, Unavailable: b.Unavailable}
 	res.Image = ir
 	if !b.Available() {
-		res.Notices = append(res.Notices, drift.Drift{Kind: drift.NotChecked, Entry: desired.KindUndeclared, Path: image.EtcDir,
-			EntryID: string(desired.KindUndeclared) + ":" + image.EtcDir, Message: "the OS image's /etc is not compared: " + b.Unavailable})
+		res.Notices = append(res.Notices, drift.Drift{Kind: drift.NotChecked, Entry: model.KindUndeclared, Path: image.EtcDir,
+			EntryID: string(model.KindUndeclared) + ":" + image.EtcDir, Message: "the OS image's /etc is not compared: " + b.Unavailable})
 		drift.Sort(res.Notices)
 		return nil
 	}
@@ -245,7 +245,7 @@ func adoptImage(r *ondisk.Root, std Stdio) int {
 // mergeNotices adds what the staged deployment's /etc merge will undo of
 // the declared paths (image.Merge.Losses), as merge-loss notices: the
 // preflight an update tool runs.
-func mergeNotices(ctx context.Context, r *ondisk.Root, b *image.Baseline, st *desired.State, res *checkResult) error {
+func mergeNotices(ctx context.Context, r *ondisk.Root, b *image.Baseline, st *model.State, res *checkResult) error {
 	if b.Kind != image.KindOstree {
 		return nil
 	}
@@ -267,8 +267,8 @@ func mergeNotices(ctx context.Context, r *ondisk.Root, b *image.Baseline, st *de
 // update, that the update's /etc merge replaced it, where it did
 // (image.Explain): the file is the booted image's default, and a previous
 // deployment's default is the declared content.
-func explainMerges(c *check.Checker, st *desired.State, res *check.Result) {
-	byID := map[string]*desired.Entry{}
+func explainMerges(c *check.Checker, st *model.State, res *check.Result) {
+	byID := map[string]*model.Entry{}
 	for i := range st.Entries {
 		byID[st.Entries[i].ID()] = &st.Entries[i]
 	}

@@ -12,12 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/reconcile"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
@@ -142,12 +144,12 @@ func parseReconcile(args []string, errw io.Writer) (*reconcileOptions, int, bool
 type reconcileJob struct {
 	o      *reconcileOptions
 	root   *ondisk.Root
-	key    drift.Key
-	state  *desired.State
+	key    model.Key
+	state  *model.State
 	rules  *exclude.Rules
 	sel    selection
 	before []drift.Drift // the selected drift found first
-	todo   []*desired.Entry
+	todo   []*model.Entry
 	kinds  map[string][]drift.Kind
 	res    reconcile.Result // the excluded paths named, refused before any step
 	left   []exclude.Left   // the entries left alone, not named
@@ -159,7 +161,7 @@ type reconcileJob struct {
 // planReconcile parses the state afresh (what is written must be what the
 // config says now, not what a cache entry says it said), checks it, and
 // selects what the command line asks for.
-func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key drift.Key, warn io.Writer) (*reconcileJob, error) {
+func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key model.Key, warn io.Writer) (*reconcileJob, error) {
 	state, err := loadDesired(nil, r, o.configs, "reconcile", warn)
 	if err != nil {
 		return nil, err
@@ -180,7 +182,7 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 	}
 	j.leave(left)
 	j.before = j.sel.drift(first.Drift, state.Entries)
-	j.todo, j.kinds = j.pick(state, j.before, func(*desired.Entry) bool { return true })
+	j.todo, j.kinds = j.pick(state, j.before, func(*model.Entry) bool { return true })
 	// The whole state decides the links followed on the way to a path and
 	// the hard links made again, the entries left alone included; Leave
 	// keeps every write off what they leave alone.
@@ -194,7 +196,7 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 // leave lists the entries the exclusions leave alone: as left alone when
 // the command line names nothing, as not repaired (a failure: what was
 // asked is not done) when it names them.
-func (j *reconcileJob) leave(left []desired.Entry) {
+func (j *reconcileJob) leave(left []model.Entry) {
 	for i, l := range j.rules.Report(left) {
 		switch {
 		case len(j.sel.names) == 0:
@@ -208,9 +210,9 @@ func (j *reconcileJob) leave(left []desired.Entry) {
 // pick groups the selected drift ds of state's entries that keep takes
 // into the entries to repair and what differs of each (the entries the
 // exclusions leave alone are out of state already).
-func (j *reconcileJob) pick(state *desired.State, ds []drift.Drift, keep func(*desired.Entry) bool) ([]*desired.Entry, map[string][]drift.Kind) {
+func (j *reconcileJob) pick(state *model.State, ds []drift.Drift, keep func(*model.Entry) bool) ([]*model.Entry, map[string][]drift.Kind) {
 	entries, kinds := reconcile.Group(state.Entries, ds)
-	var todo []*desired.Entry
+	var todo []*model.Entry
 	for _, e := range entries {
 		if keep(e) {
 			todo = append(todo, e)
@@ -262,7 +264,7 @@ func (j *reconcileJob) connect(ctx context.Context, warn io.Writer) error {
 // unit files changed, and checks again: the state derived afresh, as
 // `check` derives it, so that what it says is left is what a check says.
 func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileReport, error) {
-	var accounts, nodes []*desired.Entry
+	var accounts, nodes []*model.Entry
 	for _, e := range j.todo {
 		if reconcile.IsAccount(e) {
 			accounts = append(accounts, e)
@@ -307,7 +309,7 @@ func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileRe
 // from a check against it: a node owned by a user whose uid was just
 // changed is owned by the new uid, the keys of a user just created are
 // the user's.
-func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*desired.Entry) (reconcile.Result, []*desired.Entry, error) {
+func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*model.Entry) (reconcile.Result, []*model.Entry, error) {
 	var host desired.Host = j.root
 	if j.o.dryRun {
 		preview, err := reconcile.NewAccountPreview(j.root)
@@ -327,8 +329,8 @@ func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*desired.E
 	if err != nil {
 		return done, nil, fmt.Errorf("checking again after the account repairs: %w", err)
 	}
-	var nodes []*desired.Entry
-	nodes, j.kinds = j.pick(state, j.sel.drift(res.Drift, state.Entries), func(e *desired.Entry) bool { return !reconcile.IsAccount(e) })
+	var nodes []*model.Entry
+	nodes, j.kinds = j.pick(state, j.sel.drift(res.Drift, state.Entries), func(e *model.Entry) bool { return !reconcile.IsAccount(e) })
 	j.rec.Declared, j.rec.Entries = ondisk.Declare(all), all
 	return done, nodes, nil
 }
@@ -337,7 +339,7 @@ func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*desired.E
 // once), reading the root's files through host: the state with the
 // entries the exclusions leave alone taken out, as the first load's, and
 // all its entries.
-func (j *reconcileJob) derive(host desired.Host) (*desired.State, []desired.Entry, error) {
+func (j *reconcileJob) derive(host desired.Host) (*model.State, []model.Entry, error) {
 	state, err := loadDesiredFrom(nil, host, j.root, j.o.configs, "reconcile", io.Discard)
 	if err != nil {
 		return nil, nil, err
@@ -414,10 +416,10 @@ type selection struct {
 // its entry's (a user's shell and password are kept in /etc/passwd and
 // /etc/shadow: naming either repairs what differs of that user there, and
 // /etc/passwd, the user's entry, all of it).
-func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drift {
+func (s selection) drift(ds []drift.Drift, entries []model.Entry) []drift.Drift {
 	entryPath := map[string]string{}
 	for i := range entries {
-		if k := entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
+		if entries[i].Kind.Means().Source == model.FromAccounts {
 			entryPath[entries[i].ID()] = entries[i].Path
 		}
 	}
@@ -438,7 +440,7 @@ func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drif
 }
 
 // undeclared returns a name that no entry has as its path or unit, or "".
-func (s selection) undeclared(entries []desired.Entry) string {
+func (s selection) undeclared(entries []model.Entry) string {
 	for _, n := range s.names {
 		found := false
 		for i := range entries {
@@ -455,23 +457,23 @@ func (s selection) undeclared(entries []desired.Entry) string {
 }
 
 // named reports whether the command line names e.
-func (s selection) named(e *desired.Entry) bool {
+func (s selection) named(e *model.Entry) bool {
 	return slices.ContainsFunc(s.names, func(n string) bool { return names(e, n) })
 }
 
 // names reports whether n, from the command line, names e: its unit, its
 // path, or an account file it is judged by.
-func names(e *desired.Entry, n string) bool {
+func names(e *model.Entry, n string) bool {
 	return e.Unit == n || (strings.HasPrefix(n, "/") && e.Path == path.Clean(n)) || isAccountFile(e, n)
 }
 
 // isAccountFile reports whether n is an account file e, a user or group,
 // is judged by (where its drift may be reported).
-func isAccountFile(e *desired.Entry, n string) bool {
-	if e.Kind != desired.KindUser && e.Kind != desired.KindGroup {
+func isAccountFile(e *model.Entry, n string) bool {
+	if e.Kind.Means().Source != model.FromAccounts {
 		return false
 	}
-	for _, f := range desired.AccountFiles {
+	for _, f := range accountdb.Files {
 		if path.Clean(n) == f {
 			return true
 		}
@@ -579,9 +581,9 @@ func kindNames(kinds []drift.Kind) []string {
 
 // actionNoun names an action's entry as drift messages do.
 func actionNoun(a *reconcile.Action) string {
-	e := &desired.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User}
-	if a.Entry == desired.KindUser || a.Entry == desired.KindGroup {
-		e.Account = &desired.Account{Name: a.User + a.Group}
+	e := &model.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User}
+	if a.Entry == model.KindUser || a.Entry == model.KindGroup {
+		e.Account = &model.Account{Name: a.User + a.Group}
 	}
 	return drift.Noun(e)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/image"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/reconcile"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
@@ -46,7 +47,7 @@ func reconcileImage(ctx context.Context, o *reconcileOptions, std Stdio) int {
 	defer r.Close()
 	state, err := loadDesired(nil, r, o.configs, "reconcile", std.Err)
 	if errors.Is(err, desired.ErrNoConfig) {
-		state, err = &desired.State{}, nil // nothing declared: every difference is undeclared
+		state, err = &model.State{}, nil // nothing declared: every difference is undeclared
 	}
 	if err != nil {
 		return fail("%v", err)
@@ -68,7 +69,7 @@ func reconcileImage(ctx context.Context, o *reconcileOptions, std Stdio) int {
 
 // restoreNamed plans and (unless it is a dry run) does the restoration of
 // each named path, then compares them again.
-func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state *desired.State, o *reconcileOptions) (*reconcileReport, error) {
+func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state *model.State, o *reconcileOptions) (*reconcileReport, error) {
 	cl := image.NewClassifier(state.Entries)
 	cl.Extensions = b.Extensions
 	key, _ := hostKeyBytes()
@@ -83,7 +84,7 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 	labels, lerr := selinux.ForRoot(r.ReadFile)
 	for _, name := range o.names {
 		p := path.Clean(name)
-		act := reconcile.Action{Entry: desired.KindUndeclared, Path: p, Drift: []drift.Kind{drift.Undeclared}}
+		act := reconcile.Action{Entry: model.KindUndeclared, Path: p, Drift: []drift.Kind{drift.Undeclared}}
 		refuse := func(why, command string) {
 			act.Problem, act.Command = why, command
 			rep.Refused = append(rep.Refused, act)
@@ -168,7 +169,7 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 // writeImageNodes writes the image's nodes through package reconcile, as
 // declared entries: it writes only what differs (checked first), each
 // atomically.
-func writeImageNodes(ctx context.Context, r *ondisk.Root, entries []desired.Entry, dryRun bool, labels *selinux.Contexts, labelled bool) reconcile.Result {
+func writeImageNodes(ctx context.Context, r *ondisk.Root, entries []model.Entry, dryRun bool, labels *selinux.Contexts, labelled bool) reconcile.Result {
 	c := &check.Checker{Root: r, Declared: ondisk.Declare(entries)}
 	res := c.All(ctx, entries)
 	todo, kinds := reconcile.Group(entries, res.Drift)

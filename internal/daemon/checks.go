@@ -12,6 +12,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
 )
@@ -102,7 +103,7 @@ func (d *Daemon) affectedBy(evs []watch.Event) (is []int, overflow bool) {
 		dirEvent := ev.IsDir || ev.Op&watch.Rewatched != 0
 		d.ix.affected(ev.Path, dirEvent, func(i int) {
 			e := &d.ix.entries[i]
-			if e.Path == ev.Path && !ev.IsDir && e.Type == desired.TypeRegular {
+			if e.Path == ev.Path && !ev.IsDir && e.Type == model.TypeRegular {
 				if !d.writes.completes(e.Path, ev.Op, d.isRegular) {
 					return
 				}

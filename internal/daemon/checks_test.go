@@ -164,11 +164,11 @@ func TestSettle(t *testing.T) {
 	d.fullCheck(ctx, "first check")
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("half"))
 	d.handle(ctx, []watch.Event{{Path: "/etc/a.conf", Op: watch.Modify}})
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 0 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 0 {
 		t.Fatalf("drift reported while the write is in progress: %v", got)
 	}
 	d.settle(ctx, "/etc/a.conf")
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 1 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 1 {
 		t.Fatalf("after the write went quiet: %d drift records, want 1", len(got))
 	}
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("a\n"))
@@ -179,7 +179,7 @@ func TestSettle(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("other"))
 	d.settle(ctx, "/etc/a.conf") // a timer of the completed write, late
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 1 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 1 {
 		t.Errorf("a settle after the close checked again: %d drift records, want 1", len(got))
 	}
 }
@@ -193,7 +193,7 @@ func TestLoopWithSyntheticEvents(t *testing.T) {
 	m := log.mark()
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("changed\n"))
 	src.send(t, watch.Event{Path: "/etc/a.conf", Op: watch.Modify}, watch.Event{Path: "/etc/a.conf", Op: watch.Write})
-	log.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
+	log.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
 
 	m = log.mark()
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("a\n"))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/fsnotify/fsnotify"
 )
@@ -37,7 +38,7 @@ type configWatch struct {
 func newConfigWatch(root *ondisk.Root, explicit []string, excludeFile string) (*configWatch, error) {
 	c := &configWatch{out: make(chan struct{}, 1), stop: make(chan struct{})}
 	if len(explicit) == 0 {
-		for _, d := range desired.DefaultDirs {
+		for _, d := range model.DefaultDirs {
 			c.targets = append(c.targets, root.Join(d))
 		}
 	} else {

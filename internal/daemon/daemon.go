@@ -34,6 +34,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
@@ -110,8 +111,8 @@ type Options struct {
 	// part mcdfollow).
 	MCD MCDOptions
 	// DigestKey keys the digests of content that must not be shown (see
-	// drift.Key); the zero Key leaves them out.
-	DigestKey drift.Key
+	// model.Key); the zero Key leaves them out.
+	DigestKey model.Key
 	// FirstBoot is the first-boot record the daemon uses on every load
 	// (package firstboot); the zero Use reads none.
 	FirstBoot firstboot.Use

@@ -18,8 +18,8 @@ import (
 // After a load nearly all of the heap is the desired state, which lives
 // until the next load; with the default settings the runtime still marks all
 // of it at least every two minutes (its forced GC) although nothing is being
-// allocated: at 100,000 declared files that was 100 ms of CPU per two
-// minutes, 0.17% of a core while idle. Between loads the collector is
+// allocated, a cost that grows with the declared files while nothing
+// happens (docs/benchmarks.md, idle). Between loads the collector is
 // therefore driven by a memory limit alone (GOGC=off, which also turns the
 // forced GC off): the memory the live heap and the runtime's own structures
 // need, plus a headroom of max(live/2, 64 MiB) (see quietLimit). The limit is
@@ -147,8 +147,8 @@ func (m memStats) nonHeap() uint64 {
 // Neither free heap nor dead objects count: the runtime itself does not
 // count free heap against the limit's heap goal (mgcpacer.go, see nonHeap),
 // so a limit that included it let the heap grow into it and past it by the
-// headroom at every collection under load, and the limit with it — the
-// ratchet of issue 10 (18 MB, then 480, 642, 755 MB over three storms).
+// headroom at every collection under load, and the limit with it: a
+// ratchet, storm after storm (docs/benchmarks.md, storms).
 // Counted from the live heap, the limit stays put through any number of
 // bursts, and free heap above it is returned to the kernel by the runtime's
 // scavenger.

@@ -154,7 +154,7 @@ func (h *heapModel) allocate(n uint64, limitOf func(memStats) int64) {
 
 // TestQuietLimitHoldsThroughStorms: through storm after storm of
 // allocation the limit, and the memory the runtime keeps mapped, stay
-// where the first collection put them. The limit of issue 10 (the heap
+// where the first collection put them. The ratchet (a limit from the heap
 // in use, free heap included, plus the headroom) rose by the headroom at
 // every collection: the model shows that too, so that it is the model that
 // holds the new limit to account.
@@ -167,7 +167,7 @@ func TestQuietLimitHoldsThroughStorms(t *testing.T) {
 		grows   bool
 	}{
 		{"the limit from the live heap", quietLimit, false},
-		{"the limit of issue 10, from the heap in use", ratchet, true},
+		{"the ratchet, from the heap in use", ratchet, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &heapModel{nonHeap: 6 * mib, live: 12 * mib, objects: 12 * mib}

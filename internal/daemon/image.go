@@ -5,15 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
 )
@@ -109,7 +110,7 @@ func (d *Daemon) startImage(ctx context.Context, s *sources) {
 
 // classify makes the classifier of the state in force (its declared
 // paths), with the first boot's record and the merged confexts.
-func (img *imagePart) classify(d *Daemon, entries []desired.Entry) {
+func (img *imagePart) classify(d *Daemon, entries []model.Entry) {
 	cl := image.NewClassifier(entries)
 	cl.Extensions = img.base.Extensions
 	key := d.o.FirstBoot.Key
@@ -405,6 +406,16 @@ func (d *Daemon) imageCount(kinds map[drift.Kind]int) {
 	}
 }
 
+// imageDeclares is declared, the kinds of entry the desired state
+// declares, with what the image declares (model.KindUndeclared) while the
+// part compares /etc: the metrics export its row's series, 0 or not.
+func (d *Daemon) imageDeclares(declared []model.Kind) []model.Kind {
+	if d.img == nil {
+		return declared
+	}
+	return append(slices.Clip(declared), model.KindUndeclared)
+}
+
 // mergeLosses are the merge-loss notices of the staged deployment, on an
 // ostree host (image.Merge.Losses).
 func (d *Daemon) mergeLosses(ctx context.Context) []drift.Drift {
@@ -429,10 +440,10 @@ func (d *Daemon) mergeLosses(ctx context.Context) []drift.Drift {
 // imageExplain adds to a declared file's drift record, after an OS update,
 // that the update's /etc merge did it (image.ExplainDrift).
 func (d *Daemon) imageExplain(dr *drift.Drift) {
-	if d.img == nil || d.img.base.Kind != image.KindOstree || dr.Entry != desired.KindFile {
+	if d.img == nil || d.img.base.Kind != image.KindOstree || dr.Entry != model.KindFile {
 		return
 	}
-	var e *desired.Entry
+	var e *model.Entry
 	d.ix.affected(dr.Path, false, func(i int) {
 		if d.ix.entries[i].ID() == dr.EntryID {
 			e = &d.ix.entries[i]

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/metrics"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // imageRoot is a root booted through ostree whose /etc is its /usr/etc
@@ -64,7 +67,10 @@ func TestImageNotices(t *testing.T) {
 
 	from := log.mark()
 	writeFile(t, filepath.Join(root, "etc/ssh/sshd_config"), []byte("PermitRootLogin yes\n"))
-	log.wait(t, from, journal.MsgUndeclared, map[string]string{"DRIFT_PATH": "/etc/ssh/sshd_config", "DRIFT_KIND": "undeclared", "DRIFT_UNDECLARED": "content"})
+	// A notice, whose record is of its own type: never one a consumer
+	// selecting drift (DRIFT_MONITOR_RECORD=drift-detected) counts.
+	log.wait(t, from, journal.MsgUndeclared, map[string]string{"DRIFT_PATH": "/etc/ssh/sshd_config", "DRIFT_KIND": "undeclared", "DRIFT_UNDECLARED": "content",
+		journal.FieldRecord: "undeclared"})
 	if s := statusOf(t, d); !strings.HasPrefix(s, "No drift:") || !strings.Contains(s, "1 undeclared change to the image's /etc") {
 		t.Errorf("status %q: want clean, with the undeclared change counted", s)
 	}
@@ -89,7 +95,7 @@ func TestImageNotices(t *testing.T) {
 	// A declared file is its own entry's: drift, never undeclared.
 	from = log.mark()
 	writeFile(t, filepath.Join(root, "etc/declared.conf"), []byte("changed\n"))
-	log.wait(t, from, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/declared.conf"})
+	log.wait(t, from, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/declared.conf"})
 	if rs := log.find(journal.MsgUndeclared, "/etc/declared.conf"); len(rs) > 0 {
 		t.Errorf("a declared file reported undeclared: %v", rs)
 	}
@@ -111,7 +117,9 @@ func TestImageDrift(t *testing.T) {
 	log := &records{}
 	n := &fakeNotifier{ready: make(chan struct{}, 1)}
 	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(log), Image: ImageDrift}, n)
-	log.wait(t, 0, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/motd", "DRIFT_KIND": "undeclared"})
+	// The drift record of the undeclared kind (its row of model.Kinds).
+	log.wait(t, 0, journal.DriftDetected(model.KindUndeclared), map[string]string{"DRIFT_PATH": "/etc/motd", "DRIFT_KIND": "undeclared",
+		journal.FieldRecord: journal.RecordDriftDetected})
 	if s := statusOf(t, d); !strings.HasPrefix(s, "Drift: 1 path differs (/etc/motd: undeclared)") {
 		t.Errorf("status %q", s)
 	}
@@ -120,6 +128,32 @@ func TestImageDrift(t *testing.T) {
 	log.wait(t, from, journal.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/motd", "DRIFT_KIND": "undeclared"})
 	if s := statusOf(t, d); !strings.HasPrefix(s, "No drift:") {
 		t.Errorf("status %q after the repair", s)
+	}
+}
+
+// TestImageSeries: while the daemon compares /etc with the image, the
+// undeclared kind has its series of drift_monitor_drift_entries, 0 when
+// nothing differs; with --image=off, none.
+func TestImageSeries(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		want bool
+	}{{ImageNotice, true}, {ImageDrift, true}, {ImageOff, false}} {
+		t.Run(c.mode, func(t *testing.T) {
+			root, cfg := imageRoot(t)
+			n := &fakeNotifier{ready: make(chan struct{}, 1)}
+			d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(&records{}), Image: c.mode}, n)
+			var series []drift.Kind
+			var undeclared int
+			must(t, d.do(context.Background(), func(context.Context) error {
+				ms := d.metricsSnapshot()
+				series, undeclared = metrics.Series(ms.Declared, ms.Drift), ms.Drift[drift.Undeclared]
+				return nil
+			}))
+			if got := slices.Contains(series, drift.Undeclared); got != c.want || undeclared != 0 {
+				t.Errorf("series of kind undeclared: %v (count %d), want %v (count 0); series %v", got, undeclared, c.want, series)
+			}
+		})
 	}
 }
 

@@ -37,6 +37,7 @@ type metricsOut struct {
 }
 
 type metricsKey struct {
+	ix                               *index // a new state declares other kinds
 	state                            string
 	gen                              uint64
 	paths, units, polled, inhibitors int
@@ -144,7 +145,7 @@ func (d *Daemon) metricsChanged() {
 }
 
 func (d *Daemon) metricsKey() metricsKey {
-	return metricsKey{state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
+	return metricsKey{ix: d.ix, state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
 		excluded: d.excl.paths, polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), internalInhibitors: d.internalInhibitors(), exhausted: d.exhausted,
 		loadFailing: d.loadFailing(), loadFailures: d.m.loadFailures, lastCheck: d.lastCheck, attribution: d.attributionMetric()}
 }
@@ -166,7 +167,7 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 		}
 		d.imageCount(d.m.kinds)
 	}
-	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
+	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, Declared: d.imageDeclares(d.ix.kinds), LastCheck: d.lastCheck, LastChange: d.m.lastChange,
 		WatchedPaths: d.ix.paths, Units: d.ix.units, ExcludedPaths: d.excl.paths, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
 		Inhibitors: len(d.inhibitors), InternalInhibitors: d.internalInhibitors(), LoadFailing: d.loadFailing(), LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon/mcdfollow"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -23,7 +23,7 @@ type fakeHolder struct {
 	asked    int  // HoldDrift calls
 	activity int
 	changed  int
-	loaded   [][]desired.Entry
+	loaded   [][]model.Entry
 }
 
 func (f *fakeHolder) Name() string                         { return "fake" }
@@ -32,11 +32,11 @@ func (f *fakeHolder) Stop()                                {}
 func (f *fakeHolder) Held() (inhibit.Inhibitor, bool) {
 	return inhibit.Inhibitor{Who: "fake-part", Why: "testing", File: "(internal) fake"}, f.on
 }
-func (f *fakeHolder) Activity()                                    { f.activity++ }
-func (f *fakeHolder) HoldDrift(context.Context) bool               { f.asked++; return f.holdNew }
-func (f *fakeHolder) ConfigChanged(context.Context)                { f.changed++ }
-func (f *fakeHolder) Caveat() string                               { return "fake caveat" }
-func (f *fakeHolder) Loaded(_ context.Context, es []desired.Entry) { f.loaded = append(f.loaded, es) }
+func (f *fakeHolder) Activity()                                  { f.activity++ }
+func (f *fakeHolder) HoldDrift(context.Context) bool             { f.asked++; return f.holdNew }
+func (f *fakeHolder) ConfigChanged(context.Context)              { f.changed++ }
+func (f *fakeHolder) Caveat() string                             { return "fake caveat" }
+func (f *fakeHolder) Loaded(_ context.Context, es []model.Entry) { f.loaded = append(f.loaded, es) }
 
 // withFakePart adds a fakeHolder to d's parts, started.
 func withFakePart(t *testing.T, d *Daemon) *fakeHolder {
@@ -93,15 +93,15 @@ func TestPartHoldsNewDrift(t *testing.T) {
 	d.ready = true
 	f := withFakePart(t, d)
 	f.holdNew = true
-	i := slices.IndexFunc(d.ix.entries, func(e desired.Entry) bool { return e.Path == "/etc/a.conf" })
+	i := slices.IndexFunc(d.ix.entries, func(e model.Entry) bool { return e.Path == "/etc/a.conf" })
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("edited\n"))
 	d.checkEntry(ctx, i)
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 0 || f.asked != 1 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 0 || f.asked != 1 {
 		t.Fatalf("a held new drift: reported %v, HoldDrift asked %d times; want held, asked once", got, f.asked)
 	}
 	f.holdNew = false
 	d.checkEntry(ctx, i)
-	log.wait(t, 0, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf"})
+	log.wait(t, 0, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf"})
 	f.holdNew = true
 	d.checkEntry(ctx, i) // known now: not offered again
 	if f.asked != 2 {

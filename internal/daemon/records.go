@@ -12,10 +12,11 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
 
-// record writes one journal record of the type id (a journal.Msg* constant:
-// one per record type, see journal.Catalog).
+// record writes one journal record of the type id (a journal.Msg* constant,
+// or journal.DriftDetected of a kind of entry: one per record type, see
+// journal.Catalog), with its type's name.
 func (d *Daemon) record(ctx context.Context, level slog.Level, id, msg string, attrs ...slog.Attr) {
-	attrs = append([]slog.Attr{journal.MessageID(id)}, attrs...)
+	attrs = append([]slog.Attr{journal.MessageID(id), journal.Record(id)}, attrs...)
 	d.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
@@ -37,7 +38,7 @@ func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 			attrs = append(attrs, ws[i].Attrs...)
 			d.noteWriters(dr, &ws[i])
 		}
-		d.record(ctx, slog.LevelWarn, journal.MsgDriftDetected, msg, append(attrs, journal.Diff(dr.Diff))...)
+		d.record(ctx, slog.LevelWarn, journal.DriftDetected(dr.Entry), msg, append(attrs, journal.Diff(dr.Diff))...)
 	}
 	for i := range resolved {
 		dr := &resolved[i]

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
 )
@@ -184,7 +184,7 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 			// regular file modified within the settle time may be half
 			// written, so it waits for the next poll (as a file that keeps
 			// being written waits for quiet under inotify).
-			if e.Type == desired.TypeRegular {
+			if e.Type == model.TypeRegular {
 				d.obs.Forget()
 				if typ, mtime := d.obs.Stat(e.Path); typ == ondisk.Regular && now.Sub(mtime) < d.o.Settle {
 					return

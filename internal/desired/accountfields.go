@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Account fields as the tools take them.
@@ -94,7 +95,7 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // AccountProblem checks every field of a derived account that a tool is
 // handed: the name of the field that is not one field, and why; "" and nil
 // when every one is.
-func AccountProblem(a *Account) (field string, err error) {
+func AccountProblem(a *model.Account) (field string, err error) {
 	check := func(name string, f AccountField, v *string) {
 		if err == nil && v != nil {
 			if err = AccountFieldProblem(f, *v); err != nil {
@@ -132,7 +133,7 @@ func accountFields(p types.Passwd) (context string, err error) {
 		}
 	}
 	for i, u := range p.Users {
-		a := &Account{Name: u.Name, PasswordHash: u.PasswordHash, Gecos: u.Gecos, Home: u.HomeDir, Shell: u.Shell, PrimaryGroup: u.PrimaryGroup}
+		a := &model.Account{Name: u.Name, PasswordHash: u.PasswordHash, Gecos: u.Gecos, Home: u.HomeDir, Shell: u.Shell, PrimaryGroup: u.PrimaryGroup}
 		for _, g := range u.Groups {
 			a.Groups = append(a.Groups, string(g))
 		}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Butane configs as fragments (#21).
+// Butane configs as fragments.
 //
 // Ignition 2.27 takes a Butane config where it takes an Ignition one
 // (v2.27.0 config/config.go, Parse): Ignition JSON first, and only if that

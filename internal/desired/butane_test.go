@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // butaneFile is a Butane config of variant and version declaring one file,
@@ -128,7 +130,7 @@ func TestButaneErrors(t *testing.T) {
 // fragment, merged in its place by name.
 func TestButaneFragmentListed(t *testing.T) {
 	root := t.TempDir()
-	d := filepath.Join(root, AdminDir)
+	d := filepath.Join(root, model.AdminDir)
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/validate"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Child configs: ignition.config.merge and ignition.config.replace.
@@ -228,12 +229,12 @@ func resolveChildren(frag *Fragment, sup Supplies) error {
 
 // unfetchedEntries are the notices' entries of a fragment's unfetched
 // children: kind config, checked against nothing on disk.
-func unfetchedEntries(hostFile string, un []Unfetched) []Entry {
-	var es []Entry
+func unfetchedEntries(hostFile string, un []Unfetched) []model.Entry {
+	var es []model.Entry
 	for _, u := range un {
-		es = append(es, Entry{Kind: KindConfig, Path: hostFile, Type: TypeNone,
+		es = append(es, model.Entry{Kind: model.KindConfig, Path: hostFile, Type: model.TypeNone,
 			Target:  u.Ref + " (" + u.Source + ")",
-			Content: &Content{Unverifiable: u.unverifiable()}})
+			Content: &model.Content{Unverifiable: u.unverifiable()}})
 	}
 	return es
 }

@@ -8,8 +8,9 @@ import (
 // Host is a root's host paths as desired reads them (the config
 // directories, the account databases): each path resolved inside the root,
 // links followed only as if the root were /, so that an absolute link never
-// leads to the running host's file. *ondisk.Root is the implementation
-// (declared here: ondisk observes desired's entries and imports it).
+// leads to the running host's file. *ondisk.Root is the implementation;
+// the interface is declared here, by its consumer, so that loading a
+// config from a tree needs nothing of ondisk but these methods.
 type Host interface {
 	// Dir is the directory the root was opened from.
 	Dir() string

@@ -18,22 +18,11 @@ import (
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
-
-// The desired-state locations: the vendor's (packages) and the admin's,
-// which masks it.
-const (
-	VendorDir = "/usr/lib/drift-monitor/desired.d"
-	AdminDir  = "/etc/drift-monitor/desired.d"
-)
-
-// DefaultDirs are the desired-state locations, in precedence order: a file in
-// a later directory masks the file of the same name in an earlier one (the
-// systemd convention: /etc overrides /usr/lib).
-var DefaultDirs = []string{VendorDir, AdminDir}
 
 // extensions a config fragment may have; other files in a directory are ignored.
 var extensions = []string{".ign", ".json", ".yaml", ".yml", butaneExt}
@@ -108,7 +97,7 @@ func (e *LoadError) Unwrap() error { return e.Err }
 func Fragments(root Host, explicit []string) ([]string, error) {
 	if len(explicit) == 0 {
 		byName := map[string]string{}
-		for _, d := range DefaultDirs {
+		for _, d := range model.DefaultDirs {
 			ents, err := root.ReadDir(d)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -469,7 +458,7 @@ func addKernelArguments(frag *Fragment, args []string) {
 	}
 	for _, s := range args {
 		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
-		for _, a := range SplitKernelArguments(s) {
+		for _, a := range model.SplitKernelArguments(s) {
 			if ka := types.KernelArgument(a); !seen[ka] {
 				seen[ka] = true
 				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
@@ -546,36 +535,6 @@ func compressed(f types.File) bool {
 // append fragments.
 func anySource(f types.File, is func(types.Resource) bool) bool {
 	return is(f.Contents) || slices.ContainsFunc(f.Append, is)
-}
-
-// SplitKernelArguments splits a kernel command line (/proc/cmdline, a boot
-// entry's options, a MachineConfig's kernelArguments entry) into arguments as
-// the kernel's next_arg (lib/cmdline.c) does: on white space (its isspace)
-// outside double quotes, which are kept, as in /proc/cmdline and Ignition's
-// kernelArguments. Bytes are kept as they are, valid UTF-8 or not.
-func SplitKernelArguments(s string) []string {
-	var args []string
-	start, quoted := -1, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !quoted && strings.IndexByte(" \t\n\v\f\r", c) >= 0 {
-			if start >= 0 {
-				args = append(args, s[start:i])
-				start = -1
-			}
-			continue
-		}
-		if c == '"' {
-			quoted = !quoted
-		}
-		if start < 0 {
-			start = i
-		}
-	}
-	if start >= 0 {
-		args = append(args, s[start:])
-	}
-	return args
 }
 
 // yamlDocuments counts the documents of a YAML stream that hold more than
@@ -872,22 +831,22 @@ func parseWithSupplies(files []string, raws [][]byte, reread func(file string) f
 // LoadState finds (see Fragments), parses and merges the configuration and
 // derives the entries, with owners resolved in root's account files. It is
 // LoadCached without a cache: it parses every time.
-func LoadState(root Host, explicit []string) (State, error) {
+func LoadState(root Host, explicit []string) (model.State, error) {
 	return LoadCached(nil, root, explicit)
 }
 
 // deriveState parses the config files' contents and derives the entries with
 // the accounts read from root's account files (whose contents acct holds).
-func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (State, error) {
+func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (model.State, error) {
 	return deriveStateFrom(root, files, raws, acct, nil)
 }
 
 // deriveStateFrom is deriveState; with reread (see parseWithSupplies) it
 // lets go of the config files' bytes as it parses them.
-func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte, reread func(file string) func() ([]byte, error)) (State, error) {
+func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte, reread func(file string) func() ([]byte, error)) (model.State, error) {
 	cfg, frags, sup, err := parseWithSupplies(files, raws, reread)
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
 	bits := mergedSpecialBits(frags)
 	mcPaths := machineConfigPaths(frags) // before their storage goes
@@ -900,7 +859,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	}
 	st, err := deriveReleasing(cfg, parseAccounts(acct), true)
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
 	optionalSpecialBits(&st, bits)
 	emptyDropins(&st, frags)
@@ -944,7 +903,7 @@ func hostPath(root, file string) string {
 // the MCD deletes an empty drop-in instead of writing it
 // (machine-config-operator pkg/daemon/update.go, writeUnits: "Dropin for %s
 // has no content, skipping write"); Ignition writes it empty.
-func emptyDropins(st *State, frags []Fragment) {
+func emptyDropins(st *model.State, frags []Fragment) {
 	mcEmpty := map[string]bool{}
 	for _, f := range frags {
 		if !f.machineConfig {
@@ -960,7 +919,7 @@ func emptyDropins(st *State, frags []Fragment) {
 	}
 	for i := range st.Entries {
 		e := &st.Entries[i]
-		if e.Kind == KindDropin && mcEmpty[e.Path] && e.Content != nil && len(e.Content.Exact) == 0 {
+		if e.Kind == model.KindDropin && mcEmpty[e.Path] && e.Content != nil && len(e.Content.Exact) == 0 {
 			e.MayBeAbsent = true
 		}
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"sigs.k8s.io/yaml"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // largestRealMachineConfig is the largest YAML MachineConfig of the real
@@ -104,9 +106,9 @@ func loadScales(t *testing.T, what, name string, inputs map[int][]byte) {
 		}
 		for _, e := range st.Entries {
 			switch e.Kind {
-			case KindFile:
+			case model.KindFile:
 				files++
-			case KindUnit, KindEnablement:
+			case model.KindUnit, model.KindEnablement:
 				units++
 			}
 		}

@@ -3,13 +3,9 @@ package desired
 import (
 	"path"
 	"slices"
-)
 
-// KindNotChecked is a declared file that is deliberately not checked: the
-// machine-config daemon's certificate writer owns it (see
-// MCDCertificatePaths). Its entry carries the reason (Content.Unverifiable)
-// and stands for nothing on disk.
-const KindNotChecked Kind = "not-checked"
+	"github.com/drift-monitor/drift-monitor/internal/model"
+)
 
 // MCDCertificatePaths are the files of a MachineConfig that the
 // machine-config daemon itself does not validate: its certificate writer
@@ -35,15 +31,15 @@ const mcdCertificateReason = "the machine-config daemon's certificate writer own
 // beside the file's own. The state keeps both, whatever the admin chose:
 // ApplyMCDExemptions decides which one is checked, so that a cached state
 // serves either choice.
-func mcdExemptions(st *State, certs map[string]bool) {
+func mcdExemptions(st *model.State, certs map[string]bool) {
 	if len(certs) == 0 {
 		return
 	}
 	for i := range st.Entries {
 		e := &st.Entries[i]
-		if e.Kind == KindFile && certs[e.Path] {
-			st.Entries = append(st.Entries, Entry{Kind: KindNotChecked, Path: e.Path, Type: TypeNone,
-				Content: &Content{Unverifiable: mcdCertificateReason}})
+		if e.Kind == model.KindFile && certs[e.Path] {
+			st.Entries = append(st.Entries, model.Entry{Kind: model.KindNotChecked, Path: e.Path, Type: model.TypeNone,
+				Content: &model.Content{Unverifiable: mcdCertificateReason}})
 		}
 	}
 }
@@ -79,10 +75,10 @@ func mcdCertificateFiles(frags []Fragment) map[string]bool {
 // has a not-checked entry is left out (the not-checked entry stays, as a
 // notice); without, the not-checked entries are left out and the files are
 // checked like any other. It filters entries in place.
-func ApplyMCDExemptions(entries []Entry, exempt bool) []Entry {
+func ApplyMCDExemptions(entries []model.Entry, exempt bool) []model.Entry {
 	var exempted map[string]bool
 	for i := range entries {
-		if entries[i].Kind == KindNotChecked {
+		if entries[i].Kind == model.KindNotChecked {
 			if exempted == nil {
 				exempted = map[string]bool{}
 			}
@@ -95,8 +91,8 @@ func ApplyMCDExemptions(entries []Entry, exempt bool) []Entry {
 	kept := entries[:0]
 	for _, e := range entries {
 		switch {
-		case e.Kind == KindNotChecked && !exempt:
-		case e.Kind == KindFile && exempt && exempted[e.Path]:
+		case e.Kind == model.KindNotChecked && !exempt:
+		case e.Kind == model.KindFile && exempt && exempted[e.Path]:
 		default:
 			kept = append(kept, e)
 		}

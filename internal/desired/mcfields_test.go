@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // mcEntries derives the files (name → contents) and returns the entries
@@ -22,7 +24,7 @@ func mcEntries(t *testing.T, files ...[2]string) []string {
 	}
 	var got []string
 	for _, e := range st.Entries {
-		if IsMachineConfigField(e.Kind) {
+		if e.Kind.Means().Source == model.FromOS {
 			got = append(got, string(e.Kind)+"="+e.Arg+"@"+e.Path)
 		}
 	}
@@ -77,8 +79,8 @@ func TestMachineConfigFieldsRefused(t *testing.T) {
 }
 
 func TestExtensionEntriesHaveDistinctIDs(t *testing.T) {
-	a := Entry{Kind: KindExtension, Path: ExtensionPath, Arg: "usbguard"}
-	b := Entry{Kind: KindExtension, Path: ExtensionPath, Arg: "sysstat"}
+	a := model.Entry{Kind: model.KindExtension, Path: model.ExtensionPath, Arg: "usbguard"}
+	b := model.Entry{Kind: model.KindExtension, Path: model.ExtensionPath, Arg: "sysstat"}
 	if a.ID() == b.ID() {
 		t.Errorf("two extensions share the ID %q", a.ID())
 	}
@@ -93,25 +95,25 @@ func TestMCDCertificateExemptions(t *testing.T) {
 	ign := `{"ignition":{"version":"3.4.0"},` + files + `}`
 	// A MachineConfig that declares none of them.
 	mcOther := `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/other","contents":{"source":"data:,o"}}]}}}}`
-	kinds := func(es []Entry) map[string][]Kind {
-		m := map[string][]Kind{}
+	kinds := func(es []model.Entry) map[string][]model.Kind {
+		m := map[string][]model.Kind{}
 		for _, e := range es {
 			m[e.Path] = append(m[e.Path], e.Kind)
 		}
 		return m
 	}
-	notChecked := map[string][]Kind{
-		"/etc/kubernetes/kubelet-ca.crt":              {KindNotChecked},
-		"/etc/mco/internal-registry-pull-secret.json": {KindNotChecked},
-		"/etc/kubernetes/kubeconfig":                  {KindFile},
+	notChecked := map[string][]model.Kind{
+		"/etc/kubernetes/kubelet-ca.crt":              {model.KindNotChecked},
+		"/etc/mco/internal-registry-pull-secret.json": {model.KindNotChecked},
+		"/etc/kubernetes/kubeconfig":                  {model.KindFile},
 	}
-	checked := map[string][]Kind{
-		"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
-		"/etc/mco/internal-registry-pull-secret.json": {KindFile},
-		"/etc/kubernetes/kubeconfig":                  {KindFile},
+	checked := map[string][]model.Kind{
+		"/etc/kubernetes/kubelet-ca.crt":              {model.KindFile},
+		"/etc/mco/internal-registry-pull-secret.json": {model.KindFile},
+		"/etc/kubernetes/kubeconfig":                  {model.KindFile},
 	}
-	withOther := func(m map[string][]Kind) map[string][]Kind {
-		out := map[string][]Kind{"/etc/other": {KindFile}}
+	withOther := func(m map[string][]model.Kind) map[string][]model.Kind {
+		out := map[string][]model.Kind{"/etc/other": {model.KindFile}}
 		for k, v := range m {
 			out[k] = v
 		}
@@ -121,7 +123,7 @@ func TestMCDCertificateExemptions(t *testing.T) {
 		name        string
 		files, raws []string
 		exempt      bool
-		want        map[string][]Kind
+		want        map[string][]model.Kind
 	}{
 		{"a MachineConfig's certificate files are not checked", []string{"mc.json"}, []string{mc}, true, notChecked},
 		{"the rule turned off checks them", []string{"mc.json"}, []string{mc}, false, checked},
@@ -145,7 +147,7 @@ func TestMCDCertificateExemptions(t *testing.T) {
 			}
 			kept := ApplyMCDExemptions(st.Entries, tt.exempt)
 			for _, e := range kept {
-				if e.Kind == KindNotChecked && (e.Content == nil || e.Content.Unverifiable != mcdCertificateReason) {
+				if e.Kind == model.KindNotChecked && (e.Content == nil || e.Content.Unverifiable != mcdCertificateReason) {
 					t.Errorf("not-checked entry %s has no reason: %+v", e.Path, e.Content)
 				}
 			}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // TestConfigWriters: a config file, or the directory that holds it, that a
@@ -45,7 +47,7 @@ func TestConfigWriters(t *testing.T) {
 				t.Skip("chown needs root")
 			}
 			root := t.TempDir()
-			dir := filepath.Join(root, AdminDir)
+			dir := filepath.Join(root, model.AdminDir)
 			file := filepath.Join(dir, "a.ign")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)

@@ -1,6 +1,7 @@
 package firstboot
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
@@ -71,7 +73,7 @@ func firstBootRoot(t *testing.T, ostree bool) (root string, cfg string) {
 	return root, cfg
 }
 
-func load(t *testing.T, root, cfg string) (*ondisk.Root, desired.State) {
+func load(t *testing.T, root, cfg string) (*ondisk.Root, model.State) {
 	t.Helper()
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
@@ -99,20 +101,23 @@ func TestMake(t *testing.T) {
 		t.Errorf("problems %q, want none", problems)
 	}
 	uid, gid := os.Getuid(), os.Getgid()
-	keyedOf := func(s string) string {
-		return keyedPrefix + hex.EncodeToString(keyed(testKey, sha256.Sum256([]byte(s))))
+	keyedOf := func(s string) model.Digest {
+		sum := sha256.Sum256([]byte(s))
+		m := hmac.New(sha256.New, testKey)
+		m.Write(sum[:])
+		return model.Digest(m.Sum(nil))
 	}
 	want := []Node{
 		{Path: "/etc/damaged", Type: "file", Mode: "0644", UID: uid, GID: gid, Origin: "ignition",
-			Base: &Base{Unknown: "at the first boot it did not end with its appended fragments"}},
+			Base: &model.Base{Unknown: "at the first boot it did not end with its appended fragments"}},
 		{Path: "/etc/issue", Type: "file", Mode: "0644", UID: uid, GID: gid, Origin: "ignition",
-			Base: &Base{Size: 7, Digest: keyedOf("banner\n"), Bytes: []byte("banner\n")}},
+			Base: &model.Base{Size: 7, Keyed: keyedOf("banner\n"), Bytes: []byte("banner\n")}},
 		{Path: "/etc/motd", Type: "file", Mode: "0644", UID: uid, GID: gid, Origin: "ignition",
-			Base: &Base{Size: 0, Digest: keyedOf(""), Bytes: []byte{}}},
+			Base: &model.Base{Size: 0, Keyed: keyedOf(""), Bytes: []byte{}}},
 		{Path: "/etc/os-motd", Type: "file", Mode: "0640", UID: uid, GID: gid, Origin: "image",
-			Base: &Base{Size: 15, Digest: keyedOf("from the image\n"), Twin: "/usr/etc/os-motd"}},
+			Base: &model.Base{Size: 15, Keyed: keyedOf("from the image\n"), Twin: "/usr/etc/os-motd"}},
 		{Path: "/etc/secret.conf", Type: "file", Mode: "0600", UID: uid, GID: gid, Origin: "ignition",
-			Base: &Base{Size: int64(len(secretBase)), Digest: keyedOf(secretBase)}},
+			Base: &model.Base{Size: int64(len(secretBase)), Keyed: keyedOf(secretBase)}},
 		{Path: "/foo/bar", Type: "directory", Mode: "0755", UID: uid, GID: gid},
 		// Its mode is declared, its owner is not: the record has both,
 		// and Apply takes only the owner.
@@ -168,8 +173,8 @@ func TestApply(t *testing.T) {
 	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	byPath := func(st desired.State) map[string]desired.Entry {
-		m := map[string]desired.Entry{}
+	byPath := func(st model.State) map[string]model.Entry {
+		m := map[string]model.Entry{}
 		for _, e := range st.Entries {
 			m[e.Path] = e
 		}
@@ -288,14 +293,14 @@ func TestUnits(t *testing.T) {
 	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	firstBoot := func() map[string]*desired.FirstBoot {
+	firstBoot := func() map[string]*model.FirstBoot {
 		_, st := load(t, root, cfg)
 		if w := (Use{Path: "/etc/record", Key: testKey}).Apply(r, &st); len(w) != 0 {
 			t.Errorf("warnings %q", w)
 		}
-		m := map[string]*desired.FirstBoot{}
+		m := map[string]*model.FirstBoot{}
 		for _, e := range st.Entries {
-			if e.Kind == desired.KindEnablement {
+			if e.Kind == model.KindEnablement {
 				m[e.Unit] = e.FirstBoot
 			}
 		}

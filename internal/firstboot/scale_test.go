@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
@@ -44,7 +44,7 @@ func realRecord(t *testing.T) (Record, []byte) {
 	for _, e := range st.Entries {
 		p := filepath.Join(root, e.Path)
 		switch {
-		case Recorded(&e) && e.Kind == desired.KindDirectory:
+		case Recorded(&e) && e.Kind == model.KindDirectory:
 			if err := os.MkdirAll(p, 0o755); err != nil {
 				t.Fatal(err)
 			}

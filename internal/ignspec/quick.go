@@ -270,9 +270,9 @@ func decodeExact[C any](src *Bytes, version string, keys reflect.Type) (c C, ok 
 // Bytes are the bytes of a config file being parsed. A parse that has
 // decoded them lets them go (drop) when they can be read again (reread), so
 // that the bytes and the config decoded from them are not both alive through
-// its validation, which allocates several times the config's size: at
-// 100,000 files that is 170 MiB less live heap, and a memory peak lower by
-// twice that. Should Ignition's report need the bytes after all (to place an
+// its validation, which allocates several times the config's size: the
+// live heap is smaller by the bytes, and the memory peak by twice that.
+// Should Ignition's report need the bytes after all (to place an
 // entry on a line), Bytes reads them again and refuses bytes that changed in
 // between, which the decoded config no longer describes.
 type Bytes struct {

@@ -40,7 +40,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 )
@@ -204,7 +204,7 @@ func composefsArg(r *ondisk.Root) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	for _, a := range desired.SplitKernelArguments(strings.TrimSpace(string(b))) {
+	for _, a := range model.SplitKernelArguments(strings.TrimSpace(string(b))) {
 		if v, ok := strings.CutPrefix(a, "composefs="); ok {
 			return v, true
 		}

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -134,7 +134,7 @@ func (c *Change) Describe() string {
 			case WType:
 				s = fmt.Sprintf("type (%s → %s)", c.Base.Type, c.Live.Type)
 			case WMode:
-				s = fmt.Sprintf("mode (%s → %s)", desired.FormatMode(c.Base.Mode), desired.FormatMode(c.Live.Mode))
+				s = fmt.Sprintf("mode (%s → %s)", model.FormatMode(c.Base.Mode), model.FormatMode(c.Live.Mode))
 			case WOwner:
 				s = fmt.Sprintf("owner (%d → %d)", c.Base.UID, c.Live.UID)
 			case WGroup:

@@ -6,9 +6,9 @@ import (
 	"path"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -45,7 +45,7 @@ type Difference struct {
 // Classifier classes the changes of one baseline against one desired
 // state.
 type Classifier struct {
-	declared map[string]desired.Kind
+	declared map[string]model.Kind
 	// ancestors are the directories above declared paths.
 	ancestors map[string]bool
 	// wanted are the unit names a config declares the enablement of:
@@ -59,19 +59,22 @@ type Classifier struct {
 	Extensions *Extensions
 }
 
-// NewClassifier indexes the declared nodes of entries. An entry that
-// declares a node (a file, directory, link, unit file, drop-in, mask,
-// unmask) declares its path; an account declares an account, not its
+// NewClassifier indexes the declared nodes of entries, as their rows of
+// model.Kinds say what they are compared with. An entry compared with the
+// node at its path (a file, directory, link, unit file, drop-in, mask,
+// unmask) declares its path; one compared with systemd's enablement of its
+// unit declares that unit's links; an account declares an account, not its
 // file, and a kernel argument nothing under /etc.
-func NewClassifier(entries []desired.Entry) *Classifier {
-	c := &Classifier{declared: map[string]desired.Kind{}, ancestors: map[string]bool{}, wanted: map[string]bool{}, Runtime: ShippedRuntime()}
+func NewClassifier(entries []model.Entry) *Classifier {
+	c := &Classifier{declared: map[string]model.Kind{}, ancestors: map[string]bool{}, wanted: map[string]bool{}, Runtime: ShippedRuntime()}
 	for i := range entries {
 		e := &entries[i]
-		if e.Kind == desired.KindEnablement {
+		switch e.Kind.Means().Source {
+		case model.FromUnitState:
 			c.wanted[e.Unit] = true
 			continue
-		}
-		if e.Type == desired.TypeNone {
+		case model.FromNode:
+		default:
 			continue
 		}
 		c.declared[e.Path] = e.Kind
@@ -109,7 +112,7 @@ func (c *Classifier) classify(ctx context.Context, ch *Change) Difference {
 		return d
 	}
 	if u := c.wantsLink(ch); u != "" {
-		d.Class, d.Why = ClassDeclared, string(desired.KindEnablement)+" of "+u
+		d.Class, d.Why = ClassDeclared, string(model.KindEnablement)+" of "+u
 		return d
 	}
 	if ch.Err != "" {
@@ -169,8 +172,8 @@ func (c *Classifier) wantsLink(ch *Change) string {
 // Content is never shown: a file of /etc may hold a secret, and the image's
 // default was never declared world-readable by anyone.
 func (d *Difference) Drift(source string) drift.Drift {
-	dr := drift.Drift{Kind: drift.Undeclared, Entry: desired.KindUndeclared, Path: d.Path,
-		EntryID: string(desired.KindUndeclared) + ":" + d.Path}
+	dr := drift.Drift{Kind: drift.Undeclared, Entry: model.KindUndeclared, Path: d.Path,
+		EntryID: string(model.KindUndeclared) + ":" + d.Path}
 	q := fmt.Sprintf("%q", d.Path)
 	switch {
 	case d.Err != "":
@@ -220,7 +223,7 @@ func nodeText(n *Node) string {
 	if n == nil {
 		return ""
 	}
-	s := fmt.Sprintf("%s %s %d:%d", n.Type, desired.FormatMode(n.Mode), n.UID, n.GID)
+	s := fmt.Sprintf("%s %s %d:%d", n.Type, model.FormatMode(n.Mode), n.UID, n.GID)
 	switch n.Type {
 	case ondisk.Regular:
 		s += fmt.Sprintf(" %d bytes", n.Size)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -50,11 +50,11 @@ func TestParseRuntimeRefuses(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	mode := uint32(0o644)
-	entries := []desired.Entry{
-		{Kind: desired.KindFile, Path: "/etc/chrony.conf", Type: desired.TypeRegular, Mode: &mode},
-		{Kind: desired.KindFile, Path: "/etc/new/dir/file", Type: desired.TypeRegular},
-		{Kind: desired.KindEnablement, Path: "/etc/systemd/system/kubelet.service", Unit: "kubelet.service", Type: desired.TypeNone},
-		{Kind: desired.KindUser, Path: "/etc/passwd", User: "core", Type: desired.TypeNone},
+	entries := []model.Entry{
+		{Kind: model.KindFile, Path: "/etc/chrony.conf", Type: model.TypeRegular, Mode: &mode},
+		{Kind: model.KindFile, Path: "/etc/new/dir/file", Type: model.TypeRegular},
+		{Kind: model.KindEnablement, Path: "/etc/systemd/system/kubelet.service", Unit: "kubelet.service", Type: model.TypeNone},
+		{Kind: model.KindUser, Path: "/etc/passwd", User: "core", Type: model.TypeNone},
 	}
 	cl := NewClassifier(entries)
 	link := &Node{Type: ondisk.Symlink, Target: "/etc/systemd/system/kubelet.service"}
@@ -98,7 +98,7 @@ func TestUndeclaredDrift(t *testing.T) {
 		Base: &Node{Type: ondisk.Regular, Mode: 0o600, Size: 10}, Live: &Node{Type: ondisk.Regular, Mode: 0o644, Size: 12}},
 		Class: ClassUndeclared}
 	dr := d.Drift("the booted deployment's /usr/etc")
-	if dr.Kind != drift.Undeclared || dr.Entry != desired.KindUndeclared || dr.Attribute != "mode,content" {
+	if dr.Kind != drift.Undeclared || dr.Entry != model.KindUndeclared || dr.Attribute != "mode,content" {
 		t.Errorf("drift %+v", dr)
 	}
 	if strings.ContainsRune(dr.Message, 0x1b) {

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 )
@@ -256,7 +256,7 @@ type Loss struct {
 
 // Drift is the loss as a merge-loss notice, naming the staged deployment.
 func (l *Loss) Drift(staged string) drift.Drift {
-	return drift.Drift{Kind: drift.MergeLoss, Entry: desired.KindFile, Path: l.Path, EntryID: "merge-loss:" + l.Path,
+	return drift.Drift{Kind: drift.MergeLoss, Entry: model.KindFile, Path: l.Path, EntryID: "merge-loss:" + l.Path,
 		Attribute: string(l.How), Message: l.Message + " (staged deployment " + escape.Name(staged) + ")"}
 }
 
@@ -273,11 +273,13 @@ func (l *Loss) Drift(staged string) drift.Drift {
 //   - a directory whose declared mode or owner differs from the image's,
 //     with no changed child: the merge resets it to the new image's;
 //   - the merge fails (a declared file where the new image has a directory).
-func (m *Merge) Losses(ctx context.Context, entries []desired.Entry) []Loss {
+func (m *Merge) Losses(ctx context.Context, entries []model.Entry) []Loss {
 	var out []Loss
 	for i := range entries {
 		e := &entries[i]
-		if e.Type == desired.TypeNone || e.Type == desired.TypeNotMasked || e.Type == desired.TypeHardLink {
+		// A node declared at its path (its row of model.Kinds), not an
+		// unmask (nothing there) or a hard link (its target's).
+		if e.Kind.Means().Source != model.FromNode || e.Type == model.TypeNotMasked || e.Type == model.TypeHardLink {
 			continue
 		}
 		if _, ok := relUnder(e.Path, m.Live); !ok || e.Path == m.Live {
@@ -291,7 +293,7 @@ func (m *Merge) Losses(ctx context.Context, entries []desired.Entry) []Loss {
 	return out
 }
 
-func (m *Merge) loss(ctx context.Context, e *desired.Entry) *Loss {
+func (m *Merge) loss(ctx context.Context, e *model.Entry) *Loss {
 	live := m.node(e.Path)
 	if live == nil {
 		return nil // missing now: its own drift says so
@@ -344,7 +346,7 @@ func (m *Merge) loss(ctx context.Context, e *desired.Entry) *Loss {
 
 // declaredDiff is what of the declared attributes the predicted node
 // changes from the live one.
-func (m *Merge) declaredDiff(ctx context.Context, e *desired.Entry, live *Node, pr Prediction, p string) What {
+func (m *Merge) declaredDiff(ctx context.Context, e *model.Entry, live *Node, pr Prediction, p string) What {
 	n := pr.Node
 	var w What
 	if n.Type != live.Type {
@@ -359,7 +361,7 @@ func (m *Merge) declaredDiff(ctx context.Context, e *desired.Entry, live *Node, 
 	if (e.GID != nil || e.GroupProblem != "") && n.GID != live.GID {
 		w |= WGroup
 	}
-	if e.Type == desired.TypeSymlink && n.Target != live.Target {
+	if e.Type == model.TypeSymlink && n.Target != live.Target {
 		w |= WTarget
 	}
 	if e.Content != nil && n.Type == ondisk.Regular {
@@ -440,8 +442,8 @@ var mergeKinds = []drift.Kind{drift.Content, drift.Type, drift.Missing, drift.Mo
 // ExplainDrift is Explain for a declared file's drift, comparing a
 // previous deployment's twin with the whole declaration (its content, mode
 // and owner) through the checker: "" for any other drift.
-func ExplainDrift(c *check.Checker, o *ondisk.Observer, e *desired.Entry, d *drift.Drift) string {
-	if !slices.Contains(mergeKinds, d.Kind) || e.Kind != desired.KindFile || e.Content == nil {
+func ExplainDrift(c *check.Checker, o *ondisk.Observer, e *model.Entry, d *drift.Drift) string {
+	if !slices.Contains(mergeKinds, d.Kind) || e.Kind != model.KindFile || e.Content == nil {
 		return ""
 	}
 	equal := func(twin string) bool {

@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -113,7 +113,7 @@ func (rc *Recorder) Extend(rec *Record, kind HostKind, cs []Change) (*Record, in
 		}
 		n := Recorded{Path: c.Path, Change: c.Op.String()}
 		if c.Op != Removed && c.Live != nil {
-			n.Type, n.Mode, n.UID, n.GID, n.Target = typeName(c.Live.Type), desired.FormatMode(c.Live.Mode|c.Live.Fmt), c.Live.UID, c.Live.GID, c.Live.Target
+			n.Type, n.Mode, n.UID, n.GID, n.Target = typeName(c.Live.Type), model.FormatMode(c.Live.Mode|c.Live.Fmt), c.Live.UID, c.Live.GID, c.Live.Target
 			if c.Live.Type == ondisk.Regular {
 				n.Size = c.Live.Size
 				d, err := rc.digest(c.Path)
@@ -155,7 +155,7 @@ func (rc *Recorder) Matches(rec *Record, c *Change) bool {
 		return n.Change == Removed.String()
 	}
 	l := c.Live
-	if n.Change == Removed.String() || n.Type != typeName(l.Type) || n.Mode != desired.FormatMode(l.Mode|l.Fmt) ||
+	if n.Change == Removed.String() || n.Type != typeName(l.Type) || n.Mode != model.FormatMode(l.Mode|l.Fmt) ||
 		n.UID != l.UID || n.GID != l.GID || n.Target != l.Target {
 		return false
 	}
@@ -211,7 +211,7 @@ func LoadRecord(r *ondisk.Root, p string) (*Record, error) {
 		return nil, err
 	}
 	if st.Mode&0o022 != 0 {
-		return nil, fmt.Errorf("%s: others may write it (mode %s): not used", p, desired.FormatMode(st.Mode&0o7777))
+		return nil, fmt.Errorf("%s: others may write it (mode %s): not used", p, model.FormatMode(st.Mode&0o7777))
 	}
 	if ruid, _ := rootOwner(r); st.Uid != 0 && st.Uid != ruid {
 		return nil, fmt.Errorf("%s: owned by uid %d, not root: not used", p, st.Uid)

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -29,7 +29,7 @@ type Restoration struct {
 	Path string
 	// Entries are the image's nodes at and (for a directory the live /etc
 	// lacks) under Path, shallowest first.
-	Entries []desired.Entry
+	Entries []model.Entry
 	// Remove: the path is not the image's at all: the live node is
 	// removed (a file, a link, an empty directory).
 	Remove bool
@@ -65,10 +65,10 @@ func (b *Baseline) restoreRPM(c *Change, rs *Restoration) {
 		return
 	}
 	e := nodeEntry(c.Path, c.Base)
-	if e.Kind == desired.KindFile {
+	if e.Kind == model.KindFile {
 		e.Content = nil // the live content is the package's (rpm -V says so): not written
 	}
-	rs.Entries = []desired.Entry{e}
+	rs.Entries = []model.Entry{e}
 }
 
 // restore: the image's tree has every node whole.
@@ -86,7 +86,7 @@ func (t *Tree) restore(ctx context.Context, c *Change, rs *Restoration) {
 		return
 	}
 	whole := c.Op == Removed || c.What&WType != 0
-	err := t.baseNodes(ctx, c.Path, whole, func(e desired.Entry) { rs.Entries = append(rs.Entries, e) })
+	err := t.baseNodes(ctx, c.Path, whole, func(e model.Entry) { rs.Entries = append(rs.Entries, e) })
 	if err != nil {
 		rs.Refused, rs.Entries = err.Error(), nil
 	}
@@ -112,7 +112,7 @@ func (t *Tree) liveEntries(p string) (int, error) {
 
 // baseNodes calls fn with the image's node at host path p (a Live path)
 // as an entry and, with whole, every node under it, shallowest first.
-func (t *Tree) baseNodes(ctx context.Context, p string, whole bool, fn func(desired.Entry)) error {
+func (t *Tree) baseNodes(ctx context.Context, p string, whole bool, fn func(model.Entry)) error {
 	rel, ok := relUnder(p, t.Live)
 	if !ok || rel == "" {
 		return fmt.Errorf("%s is not under %s", p, t.Live)
@@ -147,7 +147,7 @@ func (t *Tree) baseNodes(ctx context.Context, p string, whole bool, fn func(desi
 			if err != nil {
 				return fmt.Errorf("the image's %s: %s", p, errText(err))
 			}
-			e.Content = &desired.Content{Exact: b}
+			e.Content = &model.Content{Exact: b}
 		}
 		fn(e)
 		if n.Type != ondisk.Directory || !whole {
@@ -191,16 +191,16 @@ func readBase(dfd int, name string, size int64) ([]byte, error) {
 
 // nodeEntry is a node as a config would declare it: its type, mode,
 // owner, group and link target (content aside).
-func nodeEntry(p string, n *Node) desired.Entry {
+func nodeEntry(p string, n *Node) model.Entry {
 	mode, uid, gid := n.Mode, int(n.UID), int(n.GID)
-	e := desired.Entry{Path: p, Mode: &mode, UID: &uid, GID: &gid}
+	e := model.Entry{Path: p, Mode: &mode, UID: &uid, GID: &gid}
 	switch n.Type {
 	case ondisk.Directory:
-		e.Kind, e.Type = desired.KindDirectory, desired.TypeDirectory
+		e.Kind, e.Type = model.KindDirectory, model.TypeDirectory
 	case ondisk.Symlink:
-		e.Kind, e.Type, e.Mode, e.Target = desired.KindLink, desired.TypeSymlink, nil, n.Target
+		e.Kind, e.Type, e.Mode, e.Target = model.KindLink, model.TypeSymlink, nil, n.Target
 	default:
-		e.Kind, e.Type = desired.KindFile, desired.TypeRegular
+		e.Kind, e.Type = model.KindFile, model.TypeRegular
 	}
 	return e
 }

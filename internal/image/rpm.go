@@ -23,7 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 )
@@ -206,7 +206,7 @@ func parseRPMLine(line string) (string, rpmFile, error) {
 // verifier verifies files inside a root, with the root's accounts.
 type verifier struct {
 	root *ondisk.Root
-	db   *desired.AccountDB
+	db   *accountdb.DB
 	buf  []byte
 }
 
@@ -227,7 +227,7 @@ func (b *RPM) VerifyAt(ctx context.Context, r *ondisk.Root, p string) ([]Change,
 }
 
 func (b *RPM) verifyPaths(ctx context.Context, r *ondisk.Root, paths []string) ([]Change, error) {
-	db, err := desired.ReadAccountDB(r)
+	db, err := accountdb.Read(r)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package journal
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
+)
 
 // MESSAGE_IDs, one per record type. They were generated once with
 // `journalctl --new-id128` and must never change: admins filter on them
@@ -10,8 +14,6 @@ const (
 	MsgStarted = "8b0b39fbb9b249ac86ffc0286dff375a"
 	// MsgReady: the first full check is done (READY=1 was sent).
 	MsgReady = "e8dfcfc985ce42489b66712d946e4a75"
-	// MsgDriftDetected: one entry stopped matching its desired state.
-	MsgDriftDetected = "d9919dc81c6b4fe685c3babdbad8d8d9"
 	// MsgDriftResolved: an entry that drifted matches again.
 	MsgDriftResolved = "b18cc3fb8eed46159699a7acbb8c0764"
 	// MsgReloaded: the desired state was re-read (SIGHUP, systemctl reload,
@@ -78,8 +80,9 @@ const (
 	// (--attribution=audit): nothing changed, someone tried.
 	MsgChangeDenied = "5943f7f8e3b64a67a7dfc381cfa579f6"
 	// MsgUndeclared: a path of /etc differs from the OS image's /etc and
-	// no config declares it (DRIFT_KIND undeclared); MsgUndeclaredGone:
-	// it no longer does.
+	// no config declares it (DRIFT_KIND undeclared), a notice;
+	// MsgUndeclaredGone: it no longer does. Under --image=drift it is
+	// drift instead, with the drift records of model.KindUndeclared.
 	MsgUndeclared     = "5ea6c596359c4d5ab7c1abb524279e15"
 	MsgUndeclaredGone = "700af2fa3c1e453ea8870bfbbb232209"
 	// MsgImage: what the comparison with the OS image has to say of
@@ -98,14 +101,127 @@ const (
 
 // CatalogEntry describes one record type for journalctl -x.
 type CatalogEntry struct {
-	ID      string // the MESSAGE_ID
-	Name    string // the Go constant, for humans and tests
+	ID   string // the MESSAGE_ID
+	Name string // the Go constant (or the row of model.Kinds), for humans and tests
+	// Record is the record's type (FieldRecord): the same for the drift
+	// of every kind of entry, which has a MESSAGE_ID of its own.
+	Record  string
 	Subject string // one line; may use @FIELD@ of the record
 	Body    string // paragraphs separated by blank lines; may use @FIELD@
 }
 
-// Catalog lists every record type, in the order of the constants.
-var Catalog = []CatalogEntry{
+// The record types the daemon's drift records have (FieldRecord), each
+// the same for every kind of entry: what a consumer selects drift by.
+const (
+	RecordDriftDetected = "drift-detected"
+	RecordDriftResolved = "drift-resolved"
+	RecordNotice        = "notice"
+)
+
+// Catalog lists every record type: the constants' in their order, with,
+// after MsgReady, the drift of each kind of entry (model.Kinds).
+var Catalog = catalog(records)
+
+// DriftDetected is the MESSAGE_ID of the record of a drift of an entry of
+// kind k: one per kind, so that journalctl -x explains the kind at hand
+// (journalctl looks the catalog up by the record's MESSAGE_ID alone:
+// systemd's man/sd_journal_get_catalog.xml, "by using the MESSAGE_ID=
+// field of the current journal entry"). Consumers that want every drift
+// select it by FieldRecord.
+func DriftDetected(k model.Kind) string { return k.Means().MessageID }
+
+// recordOf maps every MESSAGE_ID of Catalog to its record type.
+var recordOf = func() map[string]string {
+	m := make(map[string]string, len(Catalog))
+	for _, e := range Catalog {
+		m[e.ID] = e.Record
+	}
+	return m
+}()
+
+// RecordOf is the record type of the MESSAGE_ID id ("" for none of
+// Catalog's).
+func RecordOf(id string) string { return recordOf[id] }
+
+// catalog completes the fixed records with their types and adds, after
+// MsgReady, one record per kind of entry that reports drift.
+func catalog(fixed []CatalogEntry) []CatalogEntry {
+	var out []CatalogEntry
+	for _, e := range fixed {
+		e.Record = recordName(strings.TrimPrefix(e.Name, "Msg"))
+		out = append(out, e)
+		if e.ID != MsgReady {
+			continue
+		}
+		for i := range model.Kinds {
+			if m := &model.Kinds[i]; m.MessageID != "" {
+				out = append(out, CatalogEntry{ID: m.MessageID, Name: "model.Kinds[" + string(m.Kind) + "]",
+					Record: RecordDriftDetected, Subject: m.Subject, Body: kindBody(m)})
+			}
+		}
+	}
+	return out
+}
+
+// recordName is a constant's name in lower case, words joined by "-",
+// an acronym one word: DriftResolved is drift-resolved, MCD is mcd.
+func recordName(name string) string {
+	upper := func(i int) bool { return i >= 0 && i < len(name) && name[i] >= 'A' && name[i] <= 'Z' }
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if upper(i) && i > 0 && (!upper(i-1) || i+1 < len(name) && !upper(i+1)) {
+			b.WriteByte('-')
+		}
+		b.WriteByte(strings.ToLower(name[i : i+1])[0])
+	}
+	return b.String()
+}
+
+// kindBody is the catalog text of a kind's drift: its row's, then what to
+// do, which its row says too, filled to lines of catalogWidth.
+func kindBody(m *model.Meaning) string {
+	do := `Find out what changed it (an admin, a package, a tool), then either restore the desired state ("drift-monitor reconcile @DRIFT_PATH@" ` +
+		m.Repair.String() + `) or change the desired configuration under /etc/drift-monitor/desired.d/ and run "systemctl reload drift-monitor".`
+	switch m.Repair {
+	case model.NoRepair:
+		do = `"drift-monitor reconcile" leaves it: ` + m.NotRepaired + `.`
+	case model.RepairNamed:
+		do = `Find out who changed it, then either declare it (a config under /etc/drift-monitor/desired.d/, and "systemctl reload drift-monitor") or put back the image's default ("drift-monitor reconcile --image @DRIFT_PATH@"; a plain reconcile never does).`
+	}
+	if m.Source == model.FromNode || m.Source == model.FromImage {
+		do += ` A kind of difference expected at some paths is excluded there with a KIND:PATTERN line in /etc/drift-monitor/exclude.conf.`
+	}
+	do += ` Update tools wrap planned changes in "drift-monitor inhibit", so that they are not reported.`
+	class := `Every drift record, whatever the kind of entry, has DRIFT_MONITOR_RECORD=drift-detected; it is logged once more when it is resolved (drift-resolved).`
+	return strings.TrimSpace(m.Body) + "\n\n" + fill(do) + "\n\n" + fill(class)
+}
+
+// catalogWidth is the width the catalog's composed paragraphs are filled to.
+const catalogWidth = 76
+
+// fill breaks a paragraph into lines of at most catalogWidth bytes (a
+// longer word stands alone).
+func fill(p string) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(p) {
+		switch {
+		case n == 0:
+		case n+1+len(w) > catalogWidth:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
+
+// records are the record types of the constants, in their order.
+var records = []CatalogEntry{
 	{
 		ID: MsgStarted, Name: "MsgStarted",
 		Subject: "drift-monitor started",
@@ -125,46 +241,6 @@ drift is logged once when it appears and once when it is resolved.
 
 The status line of "systemctl status drift-monitor" shows the current
 summary; "drift-monitor check" prints the full report.`,
-	},
-	{
-		ID: MsgDriftDetected, Name: "MsgDriftDetected",
-		Subject: "Configuration drift: @DRIFT_PATH@ (@DRIFT_KIND@)",
-		Body: `@DRIFT_PATH@ no longer matches the machine's desired configuration
-(what differs: @DRIFT_KIND@). The record's message says how it differs; for
-files that are world-readable in the desired configuration the diff is in
-the DRIFT_DIFF field (and, as much as fits, in the message), for other
-files only sizes and digests. For a user or a group (DRIFT_ENTRY=user or
-group, named by DRIFT_USER or DRIFT_GROUP) DRIFT_KIND is the field that
-differs (uid, gid, gecos, home-dir, shell, primary-group, groups,
-password-hash) or missing, or present for an account declared
-shouldExist false; a password hash is never shown, at most keyed digests.
-
-Something changed the machine outside its configuration management. Find out
-what (an admin, a package, a tool), then either restore the desired state
-("drift-monitor reconcile @DRIFT_PATH@" puts back what is declared, as
-Ignition would have written it) or change the desired configuration under
-/etc/drift-monitor/desired.d/ and run "systemctl reload drift-monitor". Update tools should wrap planned changes in
-"drift-monitor inhibit" so that they are not reported as drift.
-A MachineConfig's osImageURL, kernelType, extensions and fips (DRIFT_ENTRY
-os-image, kernel-type, extension, fips) are the machine-config daemon's to
-apply, through rpm-ostree and a reboot: reconcile does not change them.
-
-Metadata that Ignition never sets is drift of its own kind on the nodes
-Ignition writes: "acl" (ACL entries beyond what the parent directory's
-default ACL gives a new node; DRIFT_ACL names the xattrs), "xattr" (extended
-attributes, file capabilities in getcap's words, other values by size and
-keyed digest only; DRIFT_XATTR names them) and "fileattr" (the immutable or
-append-only flag, DRIFT_FILEATTR). "getfacl", "getfattr -d -m -", "getcap"
-and "lsattr" show them; "setfacl -b", "setfattr -x", "setcap -r", "chattr
--i -a" or "drift-monitor reconcile" remove them (clearing the flags needs
-CAP_LINUX_IMMUTABLE). "label" is an SELinux label other than the policy's
-default for the path, which Ignition's setfiles gives what it writes
-(DRIFT_LABEL); "restorecon -F @DRIFT_PATH@" or "drift-monitor reconcile" sets
-it. A kind that is expected at some paths is excluded there with a
-KIND:PATTERN line in /etc/drift-monitor/exclude.conf (label:PATTERN after a
-policy update that changed the defaults).
-
-The drift is logged once more when it is resolved.`,
 	},
 	{
 		ID: MsgDriftResolved, Name: "MsgDriftResolved",

@@ -6,8 +6,12 @@ package journal
 // name them (TestCatalogFieldsKnown), and tools/gencatalog writes the man
 // page's list of them from Fields.
 const (
-	FieldMessageID  = "MESSAGE_ID"
-	FieldPriority   = "PRIORITY"
+	FieldMessageID = "MESSAGE_ID"
+	FieldPriority  = "PRIORITY"
+	// FieldRecord is every record's type: its catalog entry's, the same
+	// for the drift of every kind of entry (RecordDriftDetected), whose
+	// MESSAGE_IDs differ.
+	FieldRecord     = "DRIFT_MONITOR_RECORD"
 	FieldDriftKind  = "DRIFT_KIND"
 	FieldDriftPath  = "DRIFT_PATH"
 	FieldDriftUnit  = "DRIFT_UNIT"
@@ -75,7 +79,22 @@ type FieldDoc struct {
 // order; MESSAGE_ID and PRIORITY, which every record has, come first.
 // TestFieldsDocumented fails on a Field constant missing from it.
 var Fields = []FieldDoc{
-	{[]string{FieldMessageID}, "The record's type, one of the ids listed below."},
+	{[]string{FieldMessageID}, `The record's type, one of the ids listed below: the drift of each kind
+of entry has an id of its own, so that
+.B journalctl \-x
+explains that kind.`},
+	{[]string{FieldRecord}, `The record's type by name, in every record:
+.B drift\-detected
+for the drift of every kind of entry (the ids of
+.BR "Configuration drift" " below),"
+.BR drift\-resolved ,
+.BR notice ,
+.BR started ,
+.BR ready ,
+and so on: the name of the id's constant in lower case, words joined by
+.BR \- .
+.B journalctl \-u drift\-monitor DRIFT_MONITOR_RECORD=drift\-detected
+lists every drift.`},
 	{[]string{FieldPriority}, "The record's syslog priority."},
 	{[]string{FieldDriftKind}, "What differs, for example\n.BR content ."},
 	{[]string{FieldDriftEntry}, "What was declared, for example\n.BR file ."},

@@ -8,14 +8,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 )
 
-// Accounts is an observation of a root's account files (desired.AccountFiles).
+// Accounts is an observation of a root's account files (accountdb.Files).
 type Accounts struct {
-	DB  *desired.AccountDB
+	DB  *accountdb.DB
 	Err error
-	// Locked names the lock file (desired.AccountLocks) of a writer that is
+	// Locked names the lock file (accountdb.Locks) of a writer that is
 	// still at work: the files may be half-way through its change (usermod
 	// renames passwd, shadow, group and gshadow one after the other, and
 	// unlocks them all at the end). Empty when none is held.
@@ -27,7 +27,7 @@ type Accounts struct {
 func (r *Root) ObserveAccounts() Accounts {
 	var a Accounts
 	a.Locked = r.accountLock()
-	a.DB, a.Err = desired.ReadAccountDB(r)
+	a.DB, a.Err = accountdb.Read(r)
 	return a
 }
 
@@ -47,7 +47,7 @@ const StaleAccountLock = time.Minute
 func (r *Root) accountLock() string {
 	o := NewObserver(r)
 	defer o.Close()
-	for _, l := range desired.AccountLocks {
+	for _, l := range accountdb.Locks {
 		data, err := r.ReadFile(l)
 		if err != nil {
 			// Absent, or unreadable: a lock that cannot be read cannot

@@ -4,7 +4,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,8 +27,8 @@ import (
 //
 // Without a resolution (a parent that could not be located), the declared
 // path.
-func (r *Root) LabelPath(e *desired.Entry, ob *Observation) string {
-	if r != nil && e.Kind == desired.KindSSHKeys {
+func (r *Root) LabelPath(e *model.Entry, ob *Observation) string {
+	if r != nil && e.Kind == model.KindSSHKeys {
 		if i := strings.LastIndex(e.Path, "/.ssh/"); i > 0 {
 			return r.HomeAsRelabelled(e.Path[:i]) + e.Path[i:]
 		}
@@ -68,12 +69,12 @@ type RelabelledHome struct{ Where, At string }
 // link). A node under one is labelled twice, at its own joined path and
 // as part of the home, in no set order (setfiles takes the paths in a Go
 // map's order): either label is Ignition's.
-func (r *Root) RelabelledHomes(entries []desired.Entry) []RelabelledHome {
-	var db *desired.AccountDB
+func (r *Root) RelabelledHomes(entries []model.Entry) []RelabelledHome {
+	var db *accountdb.DB
 	var homes []RelabelledHome
 	for i := range entries {
 		e := &entries[i]
-		if e.Kind != desired.KindUser || e.Account == nil || e.Account.Absent || e.Account.Creation.NoCreateHome {
+		if e.Kind != model.KindUser || e.Account == nil || e.Account.Absent || e.Account.Creation.NoCreateHome {
 			continue
 		}
 		home := ""
@@ -82,7 +83,7 @@ func (r *Root) RelabelledHomes(entries []desired.Entry) []RelabelledHome {
 		} else {
 			if db == nil {
 				var err error
-				if db, err = desired.ReadAccountDB(r); err != nil {
+				if db, err = accountdb.Read(r); err != nil {
 					return homes
 				}
 			}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,13 +44,13 @@ type Declared struct {
 }
 
 // Declare collects the links and directories among entries.
-func Declare(entries []desired.Entry) *Declared {
+func Declare(entries []model.Entry) *Declared {
 	d := &Declared{links: map[string]string{}, dirs: map[string]bool{}}
 	for i := range entries {
 		switch e := &entries[i]; e.Type {
-		case desired.TypeSymlink:
+		case model.TypeSymlink:
 			d.links[e.Path] = e.Target
-		case desired.TypeDirectory:
+		case model.TypeDirectory:
 			d.dirs[e.Path] = true
 		}
 	}

@@ -3,7 +3,8 @@ package ondisk_test
 import (
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -37,7 +38,7 @@ func TestResolved(t *testing.T) {
 		{"/usr/local/bin/tool", ""}, // its parent is missing
 		{"/srv/x", ""},              // a link into a directory not everyone may enter
 	} {
-		ob := o.Observe(&desired.Entry{Kind: desired.KindFile, Path: tt.path, Type: desired.TypeRegular})
+		ob := o.Observe(&model.Entry{Kind: model.KindFile, Path: tt.path, Type: model.TypeRegular})
 		if ob.Resolved != tt.resolved {
 			t.Errorf("%s: Resolved %q, want %q", tt.path, ob.Resolved, tt.resolved)
 		}
@@ -76,22 +77,22 @@ func TestLabelPath(t *testing.T) {
 	defer r.Close()
 	o := ondisk.NewObserver(r)
 	defer o.Close()
-	entries := []desired.Entry{
-		{Kind: desired.KindUser, Path: desired.PasswdFile, Account: &desired.Account{Name: "core"}},
-		{Kind: desired.KindUser, Path: desired.PasswdFile, Account: &desired.Account{Name: "root"}},
-		{Kind: desired.KindUser, Path: desired.PasswdFile, Account: &desired.Account{Name: "nohome", Creation: desired.Creation{NoCreateHome: true}}},
+	entries := []model.Entry{
+		{Kind: model.KindUser, Path: accountdb.PasswdFile, Account: &model.Account{Name: "core"}},
+		{Kind: model.KindUser, Path: accountdb.PasswdFile, Account: &model.Account{Name: "root"}},
+		{Kind: model.KindUser, Path: accountdb.PasswdFile, Account: &model.Account{Name: "nohome", Creation: model.Creation{NoCreateHome: true}}},
 	}
 	homes := r.RelabelledHomes(entries)
 	for _, tt := range []struct {
-		e          desired.Entry
+		e          model.Entry
 		at, partOf string
 	}{
-		{desired.Entry{Kind: desired.KindFile, Path: "/home/core/.config/x", Type: desired.TypeRegular}, "/var/home/core/.config/x", "/home/core/.config/x"},
-		{desired.Entry{Kind: desired.KindSSHKeys, Path: "/home/core/.ssh/authorized_keys.d/ignition", Type: desired.TypeRegular},
+		{model.Entry{Kind: model.KindFile, Path: "/home/core/.config/x", Type: model.TypeRegular}, "/var/home/core/.config/x", "/home/core/.config/x"},
+		{model.Entry{Kind: model.KindSSHKeys, Path: "/home/core/.ssh/authorized_keys.d/ignition", Type: model.TypeRegular},
 			"/home/core/.ssh/authorized_keys.d/ignition", "/home/core/.ssh/authorized_keys.d/ignition"},
-		{desired.Entry{Kind: desired.KindSSHKeys, Path: "/root/.ssh/authorized_keys.d/ignition", Type: desired.TypeRegular},
+		{model.Entry{Kind: model.KindSSHKeys, Path: "/root/.ssh/authorized_keys.d/ignition", Type: model.TypeRegular},
 			"/var/roothome/.ssh/authorized_keys.d/ignition", "/var/roothome/.ssh/authorized_keys.d/ignition"},
-		{desired.Entry{Kind: desired.KindFile, Path: "/etc/motd", Type: desired.TypeRegular}, "/etc/motd", ""},
+		{model.Entry{Kind: model.KindFile, Path: "/etc/motd", Type: model.TypeRegular}, "/etc/motd", ""},
 	} {
 		ob := o.Observe(&tt.e)
 		if got := r.LabelPath(&tt.e, &ob); got != tt.at {

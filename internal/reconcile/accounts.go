@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -91,7 +93,7 @@ func (c command) String() string {
 // writes it: the same tools with --root, groups before users
 // (internal/exec/stages/files/passwd.go, createPasswd), and the fields that
 // drifted only. It reads the account files, and writes nothing.
-func (r *Reconciler) planAccount(e *desired.Entry, kinds []drift.Kind) ([]Step, error) {
+func (r *Reconciler) planAccount(e *model.Entry, kinds []drift.Kind) ([]Step, error) {
 	acct := e.Account
 	if field, err := desired.AccountProblem(acct); err != nil {
 		// The loader refuses such a config; a state from elsewhere is
@@ -103,7 +105,7 @@ func (r *Reconciler) planAccount(e *desired.Entry, kinds []drift.Kind) ([]Step, 
 		return nil, refuse("the account files cannot be read: %v", err)
 	}
 	var cmds []command
-	if e.Kind == desired.KindGroup {
+	if e.Kind == model.KindGroup {
 		cmds, err = groupCommands(acct, kinds, db)
 	} else {
 		o := ondisk.NewObserver(r.Root)
@@ -150,13 +152,13 @@ func passwordLine(name, hash string) []byte { return []byte(name + ":" + hash + 
 // is a directory already: usermod --move-home refuses to move onto one
 // (shadow-utils src/usermod.c, move_home: "directory exists"), where
 // Ignition's usermod would have failed; the home is then only named.
-func userCommands(acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB, homeExists bool) ([]command, error) {
+func userCommands(acct *model.Account, kinds []drift.Kind, db *accountdb.DB, homeExists bool) ([]command, error) {
 	u, exists := db.Users[acct.Name]
 	switch {
-	case acct.Absent && exists && u.Source != desired.PasswdFile:
+	case acct.Absent && exists && u.Source != accountdb.PasswdFile:
 		// userdel edits /etc/passwd only, and fails on a user that is not
 		// there ("user 'NAME' does not exist"), as Ignition's would.
-		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): userdel removes users from %s only, so it cannot be removed", acct.Name, u.Source, desired.PasswdFile)
+		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): userdel removes users from %s only, so it cannot be removed", acct.Name, u.Source, accountdb.PasswdFile)
 	case acct.Absent:
 		// EnsureUser: userdel --remove --root.
 		c := command{name: "userdel", args: []string{"--remove", "--root", rootArg, acct.Name}, writes: userFiles}
@@ -164,8 +166,8 @@ func userCommands(acct *desired.Account, kinds []drift.Kind, db *desired.Account
 			c.writes = append(slices.Clone(userFiles), u.Home)
 		}
 		return []command{c}, nil
-	case exists && u.Source != desired.PasswdFile:
-		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): usermod changes %s only; copy its line there first", acct.Name, u.Source, desired.PasswdFile)
+	case exists && u.Source != accountdb.PasswdFile:
+		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): usermod changes %s only; copy its line there first", acct.Name, u.Source, accountdb.PasswdFile)
 	}
 	if acct.PrimaryGroup != nil && has(kinds, drift.PrimaryGroup) || !exists && acct.PrimaryGroup != nil {
 		if _, ok := db.GroupOf(*acct.PrimaryGroup); !ok {
@@ -237,7 +239,7 @@ func userCommands(acct *desired.Account, kinds []drift.Kind, db *desired.Account
 // writes: the account files (leave.go) and the home directory useradd
 // --create-home makes, usermod --move-home moves, and usermod --uid or
 // --gid chowns the tree of (src/usermod.c: move_home, chown_tree).
-func userWrites(acct *desired.Account, u *desired.Passwd, args []string) []string {
+func userWrites(acct *model.Account, u *accountdb.Passwd, args []string) []string {
 	home := "/home/" + acct.Name // useradd's default HOME=/home (/etc/default/useradd)
 	if acct.Home != nil {
 		home = *acct.Home
@@ -261,15 +263,15 @@ func userWrites(acct *desired.Account, u *desired.Passwd, args []string) []strin
 	return w
 }
 
-func groupCommands(acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB) ([]command, error) {
+func groupCommands(acct *model.Account, kinds []drift.Kind, db *accountdb.DB) ([]command, error) {
 	g, exists := db.Groups[acct.Name]
 	switch {
-	case acct.Absent && exists && g.Source != desired.GroupFile:
-		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupdel removes groups from %s only, so it cannot be removed", acct.Name, g.Source, desired.GroupFile)
+	case acct.Absent && exists && g.Source != accountdb.GroupFile:
+		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupdel removes groups from %s only, so it cannot be removed", acct.Name, g.Source, accountdb.GroupFile)
 	case acct.Absent:
 		return []command{{name: "groupdel", args: []string{"--root", rootArg, acct.Name}, writes: groupFiles}}, nil
-	case exists && g.Source != desired.GroupFile:
-		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupmod changes %s only; copy its line there first", acct.Name, g.Source, desired.GroupFile)
+	case exists && g.Source != accountdb.GroupFile:
+		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupmod changes %s only; copy its line there first", acct.Name, g.Source, accountdb.GroupFile)
 	}
 	args := []string{"--root", rootArg}
 	name := "groupmod"

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/test/harness"
 )
 
@@ -63,7 +65,7 @@ func FuzzAccountFields(f *testing.F) {
 		harness.RequireRoot(t, "the account tools (they chroot into --root)")
 		harness.RequireTools(t, "useradd", "usermod", "chpasswd", "chgpasswd")
 		fl := fuzzFields[int(which)%len(fuzzFields)]
-		acct := &desired.Account{Name: "core"}
+		acct := &model.Account{Name: "core"}
 		files := map[string]string{"etc/passwd": fuzzPasswd, "etc/shadow": fuzzShadow, "etc/group": fuzzGroup, "etc/gshadow": fuzzGShadow}
 		switch fl.name {
 		case "passwordHash", "group passwordHash":
@@ -108,7 +110,7 @@ func FuzzAccountFields(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		db, err := desired.ReadAccountDB(osHost(dir))
+		db, err := accountdb.Read(osHost(dir))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -25,7 +26,7 @@ import (
 // previewFiles are the files the account tools read and write, as host
 // paths: the account files, and what useradd takes its defaults from
 // (login.defs, default/useradd) and allots subordinate ids in.
-var previewFiles = []string{desired.PasswdFile, desired.ShadowFile, desired.GroupFile, desired.GShadowFile,
+var previewFiles = []string{accountdb.PasswdFile, accountdb.ShadowFile, accountdb.GroupFile, accountdb.GShadowFile,
 	"/etc/subuid", "/etc/subgid", "/etc/login.defs", "/etc/default/useradd"}
 
 // AccountPreview is a private copy of a root's account files, where a dry
@@ -99,8 +100,8 @@ func (r *Reconciler) accountHost() desired.Host {
 }
 
 // accountDB reads the account files as the account tools see them now.
-func (r *Reconciler) accountDB() (*desired.AccountDB, error) {
-	return desired.ReadAccountDB(r.accountHost())
+func (r *Reconciler) accountDB() (*accountdb.DB, error) {
+	return accountdb.Read(r.accountHost())
 }
 
 // accountsDir is the directory the account tools run in (--root).

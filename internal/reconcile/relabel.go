@@ -7,7 +7,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"golang.org/x/sys/unix"
@@ -32,7 +32,7 @@ const relabelDepth = 32
 // planRelabel is the step that labels what an account's tools wrote, when
 // there is a policy: the account files, and the home of a user whose home
 // the tools made or moved.
-func (r *Reconciler) planRelabel(e *desired.Entry, cmds []command) []Step {
+func (r *Reconciler) planRelabel(e *model.Entry, cmds []command) []Step {
 	if r.Labels == nil || len(cmds) == 0 {
 		return nil
 	}

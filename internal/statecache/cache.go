@@ -11,7 +11,7 @@
 // an entry whose bytes do not match them is a miss: the config is parsed
 // again and the entry written anew. A flipped bit, on disk or in memory
 // before it got there, costs one parse, never a wrong state (a digest off by
-// one bit was lasting false drift, issue 10). The checksums guard against
+// one bit would be lasting false drift). The checksums guard against
 // damage, not against a writer: whoever can write the directory can write a
 // consistent entry, which is why only the caller's or root's are read.
 //
@@ -51,6 +51,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,17 +64,16 @@ const (
 	ModeRead Mode = iota
 	// ModeMap maps the entry into memory: for a process that loads once
 	// and exits (check), whose declared contents then stay in the page
-	// cache instead of being copied onto fresh heap pages (on these
-	// machines reading 13 MB cost 40 ms, mapping it 3 ms). The mapping is
+	// cache instead of being copied onto fresh heap pages (a mapping costs
+	// a fraction of a read). The mapping is
 	// never released, and an entry truncated while mapped would fault: the
 	// daemon, which lives long and reloads, does not map.
 	ModeMap
 	// ModeLazy keeps declared contents out of memory: a state's exact
-	// contents become desired.Stored (size and SHA-256), read back from the
+	// contents become model.Stored (size and SHA-256), read back from the
 	// entry through State.Store only to show a diff; the files on disk are
 	// compared by digest. Put serves the entry it just stored. For the
-	// daemon, whose state at 100,000 files was 128 MB of contents in a
-	// 175 MB heap.
+	// daemon, whose state is otherwise mostly declared contents.
 	ModeLazy
 )
 
@@ -91,7 +91,7 @@ type Cache struct {
 }
 
 // DefaultBytes bounds a cache directory's size unless the newest entry
-// alone is larger (a config of 100,000 files derives about 140 MB).
+// alone is larger (the entry of the largest configs make bench derives).
 const DefaultBytes = 256 << 20
 
 // cacheSuffix ends every entry's name; trim removes nothing else.
@@ -134,13 +134,13 @@ func entryKey(k desired.StateKey) (key [sha256.Size]byte, ok bool) {
 
 // Get returns the state stored under k, if there is a trustworthy entry
 // of it (see desired.Cache).
-func (c *Cache) Get(k desired.StateKey) (desired.State, bool) {
+func (c *Cache) Get(k desired.StateKey) (model.State, bool) {
 	if c == nil {
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	key, ok := entryKey(k)
 	if !ok {
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	return c.get(key)
 }
@@ -149,7 +149,7 @@ func (c *Cache) Get(k desired.StateKey) (desired.State, bool) {
 // read back lazily, after returning the memory of *st to the system; false
 // when that read back failed (see desired.Cache). A state that cannot be
 // stored stays as it is.
-func (c *Cache) Put(k desired.StateKey, st *desired.State) bool {
+func (c *Cache) Put(k desired.StateKey, st *model.State) bool {
 	if c == nil {
 		return true
 	}
@@ -161,7 +161,7 @@ func (c *Cache) Put(k desired.StateKey, st *desired.State) bool {
 	// return them first, so that the lazy state is laid out in few spans
 	// rather than among the freed ones, which the runtime cannot return
 	// while one object in them lives.
-	*st = desired.State{}
+	*st = model.State{}
 	debug.FreeOSMemory()
 	lazy, ok := c.get(key)
 	*st = lazy
@@ -244,26 +244,26 @@ func (c *Cache) openDir(create bool) (int, bool) {
 
 // get reads the entry named key, if there is a trustworthy one, and marks
 // it used (its modification time: trim keeps the most recently used).
-func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
+func (c *Cache) get(key [sha256.Size]byte) (model.State, bool) {
 	dfd, ok := c.openDir(false)
 	if !ok {
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	defer unix.Close(dfd)
 	name := entryName(key)
 	// O_NONBLOCK: a FIFO in its place must not block the open.
 	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(c.Dir, name))
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !trusted(&st) {
 		f.Close()
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	size := st.Size
-	var state desired.State
+	var state model.State
 	switch {
 	case c.Mode == ModeLazy:
 		// The entry stays open: its stored contents are read from it, even
@@ -289,7 +289,7 @@ func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
 			// secrets a name in the journal would let be guessed offline.
 			c.Log.Warn(fmt.Sprintf("ignoring a state cache entry in %s: %v; parsing the config again", c.Dir, err))
 		}
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	unix.UtimesNanoAt(dfd, name, nil, unix.AT_SYMLINK_NOFOLLOW)
 	return state, true
@@ -298,7 +298,7 @@ func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
 // put writes st as the entry named key (a temporary file renamed into place,
 // so that a reader never sees half an entry) and trims the directory. Errors
 // are ignored: the cache is only a speed-up.
-func (c *Cache) put(key [sha256.Size]byte, st *desired.State) bool {
+func (c *Cache) put(key [sha256.Size]byte, st *model.State) bool {
 	dfd, ok := c.openDir(true)
 	if !ok {
 		return false

@@ -72,7 +72,7 @@ func parentDir(p string) string {
 // drifted waits for path's drift record and checks its writer's fields.
 func drifted(t *testing.T, d *daemonProc, from int, path string, want map[string]string) harness.Record {
 	t.Helper()
-	r, _ := d.waitRecord(from, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": path})
+	r, _ := d.waitRecord(from, harness.DriftDetected, map[string]string{"DRIFT_PATH": path})
 	for k, v := range want {
 		if r[k] != v {
 			t.Errorf("%s: %s = %q, want %q (record %s)", path, k, r[k], v, r)
@@ -145,8 +145,8 @@ func TestAttributionWriters(t *testing.T) {
 	}
 
 	// A write no audit record covers: drift, and an honest unknown.
-	// (chattr +i, an ioctl, is the same once drift-monitor checks file
-	// attributes, #25.)
+	// (chattr +i, an ioctl, is the same now that drift-monitor checks
+	// file attributes.)
 	m = d.mark()
 	if _, err := early.WriteString("more\n"); err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestAttributionRulesRestoredAndDenied(t *testing.T) {
 	if !strings.HasPrefix(r["MESSAGE"], "Attempted change denied: /etc/mode") {
 		t.Errorf("message %q", r["MESSAGE"])
 	}
-	if got := d.records(m, at+1, harness.MsgDriftDetected, nil); len(got) > 0 {
+	if got := d.records(m, at+1, harness.DriftDetected, nil); len(got) > 0 {
 		t.Errorf("a denied write reported as drift: %s", got[0])
 	}
 

@@ -255,7 +255,7 @@ func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
 			m := d.mark()
 			start := time.Now()
 			f.write(p, "drifted\n", 0o644)
-			d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
+			d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
 			t.Logf("%s: drift seen after %v", p, time.Since(start).Round(time.Millisecond))
 			waitStatusPrefix(d, fmt.Sprintf("Drift: 1 path differs (%s: content)%s", p, polling))
 			m = d.mark()
@@ -276,7 +276,7 @@ func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
 		p := unwatched[0] + "/f"
 		m = d.mark()
 		f.write(p, "drifted\n", 0o644)
-		d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": p})
+		d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": p})
 	})
 
 	if got := readInt(t, "/proc/sys/fs/inotify/max_user_watches"); got != hostWatches {

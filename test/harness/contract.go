@@ -9,7 +9,6 @@ import "time"
 const (
 	MsgStarted             = "8b0b39fbb9b249ac86ffc0286dff375a"
 	MsgReady               = "e8dfcfc985ce42489b66712d946e4a75"
-	MsgDriftDetected       = "d9919dc81c6b4fe685c3babdbad8d8d9"
 	MsgDriftResolved       = "b18cc3fb8eed46159699a7acbb8c0764"
 	MsgReloaded            = "cf5e743c6b274f0b899d2ddd43d6a0ab"
 	MsgLoadFailed          = "caa901836f56409eaf593ca3c63f64e7"
@@ -30,6 +29,26 @@ const (
 	MsgUndeclaredGone      = "700af2fa3c1e453ea8870bfbbb232209"
 	MsgImage               = "4237923fbbd34d5ba171981be3fc4509"
 )
+
+// DriftDetected is the type (DRIFT_MONITOR_RECORD) of the record of a
+// drift, whatever the kind of entry: each kind has a MESSAGE_ID of its own
+// (DriftDetectedIDs), so the tiers select drift records by their type, as a
+// consumer that wants all of them does. Record.Matches takes it where it
+// takes a MESSAGE_ID.
+const DriftDetected = "drift-detected"
+
+// DriftDetectedIDs are the MESSAGE_IDs of the drift of each kind of entry.
+var DriftDetectedIDs = map[string]string{
+	"file": "6f4c57ef2ae04abf9d40ae28d84a8b59", "directory": "ebf1fb8bacad473fad0d3ecde7b4a1c4",
+	"link": "91ad9f1bdca646ec92891475cd2f4767", "hardlink": "fdcc24ab69bc4a9e9505857a14b649ca",
+	"unit": "72791ae366b2430ca6402449720edb67", "dropin": "1e957d1bb74d4e3e9c84ef22c004c8d2",
+	"mask": "fbb303a0b5e542f18cecfdb4a33c2725", "unmask": "f75534d1d2574d5d80af9dbd7bee8bfa",
+	"enablement": "f3e94924a9ac47b8b5076cb3a8375a7c", "sshkeys": "362c971b075f4d43ab656b6b93f1fb57",
+	"kernel-argument": "e814c218364643df96667b226910eb08", "os-image": "b943e445325f44888e866b957e6249b8",
+	"kernel-type": "ecd0881d55744df19342995851f49455", "extension": "cd2f35b6026243c398ce505a66e37ffe",
+	"fips": "532c2a904d2c4da3990510bb50b43936", "user": "1b9ebe8c1d7f4c5f8536014892348ec1",
+	"group": "cb720bed747541348b72978714964ddb", "undeclared": "55db311ca3a645d4929363de8ae662c1",
+}
 
 // Report is what `drift-monitor check --format json` prints: one JSON
 // object.

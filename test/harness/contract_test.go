@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -12,8 +13,8 @@ import (
 func TestMessageIDsAreTheCatalogs(t *testing.T) {
 	want := map[string]string{
 		"Started": journal.MsgStarted, "Ready": journal.MsgReady,
-		"DriftDetected": journal.MsgDriftDetected, "DriftResolved": journal.MsgDriftResolved,
-		"Reloaded": journal.MsgReloaded, "LoadFailed": journal.MsgLoadFailed,
+		"DriftResolved": journal.MsgDriftResolved,
+		"Reloaded":      journal.MsgReloaded, "LoadFailed": journal.MsgLoadFailed,
 		"WatchesExhausted": journal.MsgWatchesExhausted, "WatchesRestored": journal.MsgWatchesRestored,
 		"Inhibited": journal.MsgInhibited, "Resumed": journal.MsgResumed,
 		"Stopping": journal.MsgStopping, "HookFailed": journal.MsgHookFailed,
@@ -25,8 +26,8 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 	}
 	got := map[string]string{
 		"Started": MsgStarted, "Ready": MsgReady,
-		"DriftDetected": MsgDriftDetected, "DriftResolved": MsgDriftResolved,
-		"Reloaded": MsgReloaded, "LoadFailed": MsgLoadFailed,
+		"DriftResolved": MsgDriftResolved,
+		"Reloaded":      MsgReloaded, "LoadFailed": MsgLoadFailed,
 		"WatchesExhausted": MsgWatchesExhausted, "WatchesRestored": MsgWatchesRestored,
 		"Inhibited": MsgInhibited, "Resumed": MsgResumed,
 		"Stopping": MsgStopping, "HookFailed": MsgHookFailed,
@@ -38,5 +39,17 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("MESSAGE_IDs (-want internal/journal +got harness):\n%s", diff)
+	}
+	kinds := map[string]string{}
+	for _, m := range model.Kinds {
+		if m.MessageID != "" {
+			kinds[string(m.Kind)] = m.MessageID
+		}
+		if journal.RecordOf(m.MessageID) != DriftDetected && m.MessageID != "" {
+			t.Errorf("the record of %s drift is of type %q, want %q", m.Kind, journal.RecordOf(m.MessageID), DriftDetected)
+		}
+	}
+	if diff := cmp.Diff(kinds, DriftDetectedIDs); diff != "" {
+		t.Errorf("MESSAGE_IDs of drift by kind of entry (-want model.Kinds +got harness):\n%s", diff)
 	}
 }

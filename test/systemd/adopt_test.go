@@ -146,10 +146,10 @@ func TestFirstBootAdoption(t *testing.T) {
 		t.Errorf("%s is not ordered after %s: After=%v", service, adoptService, after)
 	}
 	h.inv = h.prop("InvocationID")
-	h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
+	h.waitRecord(0, harness.DriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
 	h.waitStatus("Drift: 1 path differs (" + adoptedFile + ": missing)")
 	h.MustRun(t, "chmod", "0700", keptDir)
-	h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
+	h.waitRecord(0, harness.DriftDetected, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
 	h.MustRun(t, "chmod", "0755", keptDir)
 	h.waitRecord(0, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
 	if j := h.MustRun(t, "journalctl", "-u", service, "-o", "cat", "--no-pager"); strings.Contains(j, "first-boot record") {
@@ -178,7 +178,7 @@ func TestFirstBootAdoption(t *testing.T) {
 		t.Errorf("%s does not record %s enabled:\n%s", recordPath, aliasedUnit, rec)
 	}
 	h.MustRun(t, "systemctl", "enable", "--force", otherUnit)
-	r, _ := h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": aliasedUnit, "DRIFT_KIND": "enablement"})
+	r, _ := h.waitRecord(0, harness.DriftDetected, map[string]string{"DRIFT_UNIT": aliasedUnit, "DRIFT_KIND": "enablement"})
 	if msg := r["MESSAGE"]; !strings.Contains(msg, "it was enabled at the first boot") || !strings.Contains(msg, "/etc/systemd/system/"+aliasName) {
 		t.Errorf("the drift of %s says %q, want its first-boot state and the alias link", aliasedUnit, msg)
 	}

@@ -37,7 +37,7 @@ func TestImageUndeclaredLive(t *testing.T) {
 		t.Fatalf("date: %q", out)
 	}
 	undeclared, _ := h.waitRecord(from, harness.MsgUndeclared, map[string]string{"DRIFT_PATH": "/etc/motd.d/10-image", "DRIFT_KIND": "undeclared", "DRIFT_UNDECLARED": "content"})
-	declared, _ := h.waitRecord(from, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/declared.conf"})
+	declared, _ := h.waitRecord(from, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/declared.conf"})
 	delay := func(r harness.Record) int64 {
 		us, err := strconv.ParseInt(r["__REALTIME_TIMESTAMP"], 10, 64)
 		if err != nil {

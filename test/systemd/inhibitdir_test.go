@@ -50,7 +50,7 @@ func TestInhibitDirRecreated(t *testing.T) {
 		}
 		h.waitStatus(drifted)
 		h.waitRecord(start, harness.MsgResumed, nil)
-		h.waitRecord(start, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+		h.waitRecord(start, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile})
 		h.sh(`printf 'hello world\n' >/etc/etc-file`)
 		h.waitStatus(clean)
 	})
@@ -59,7 +59,7 @@ func TestInhibitDirRecreated(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.MustRun(t, "chmod", "0600", sentinel)
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 		h.MustRun(t, "chmod", "0644", sentinel)
 		h.waitStatus(clean)
 	})

@@ -123,7 +123,7 @@ func (h *host) released(from int, within time.Duration) int {
 	h.t.Helper()
 	h.waitRecordWithin(within, from, harness.MsgResumed, nil)
 	_, at := h.waitRecordWithin(within, from, harness.MsgReloaded, nil)
-	for _, r := range h.between(from, at+1, harness.MsgDriftDetected, nil) {
+	for _, r := range h.between(from, at+1, harness.DriftDetected, nil) {
 		h.t.Errorf("drift reported during the MCD's update: %s", r["MESSAGE"])
 	}
 	return at
@@ -191,12 +191,12 @@ func TestMCDUpdates(t *testing.T) {
 		h.waitMCDHeld(m, "currentconfig names rendered-a2, waiting")
 		h.mcd(0, `say "Update completed for config rendered-a2 and node has been successfully uncordoned"`)
 		h.waitRecord(m, harness.MsgResumed, nil)
-		_, drifted := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+		_, drifted := h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 		_, resumed := h.waitRecord(m, harness.MsgResumed, nil)
 		if drifted < resumed {
 			t.Errorf("the edit was reported (record %d) before the release (record %d)", drifted, resumed)
 		}
-		for _, r := range h.between(m, drifted, harness.MsgDriftDetected, nil) {
+		for _, r := range h.between(m, drifted, harness.DriftDetected, nil) {
 			t.Errorf("drift of the update reported: %s", r["MESSAGE"])
 		}
 		n := h.mark()
@@ -250,7 +250,7 @@ func TestMCDUpdates(t *testing.T) {
 		r.mcd(1, `cc b rendered-b4; say "Node has Desired Config rendered-b4, skipping reboot"`)
 		r.released(0, recordTimeout)
 		r.waitStatus("No drift: watching 3 paths, 0 units")
-		for _, rec := range r.between(0, r.mark(), harness.MsgDriftDetected, nil) {
+		for _, rec := range r.between(0, r.mark(), harness.DriftDetected, nil) {
 			t.Errorf("the restarted daemon reported the update: %s", rec["MESSAGE"])
 		}
 		h.inv = r.inv
@@ -313,7 +313,7 @@ func TestMCDWithoutJournal(t *testing.T) {
 	n := h.mark()
 	start := time.Now()
 	h.MustRun(t, "chmod", "0600", sentinel)
-	h.waitRecord(n, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+	h.waitRecord(n, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 	if d := time.Since(start); d < 3*time.Second {
 		t.Errorf("the drift was reported %s after the edit, before the 3s hold-down", d)
 	}
@@ -375,7 +375,7 @@ func TestMCDReboot(t *testing.T) {
 	// rebootCommand).
 	h.mcd(1, `say "Performing post config change action: Reboot for config rendered-b"; say "Rebooting node"; say "initiating reboot: Node will reboot into config rendered-b"`)
 	h.waitMCDHeld(m, "reboot pending")
-	for _, r := range h.between(m, h.mark(), harness.MsgDriftDetected, nil) {
+	for _, r := range h.between(m, h.mark(), harness.DriftDetected, nil) {
 		t.Errorf("drift reported before the reboot: %s", r["MESSAGE"])
 	}
 	h.mcd(1, `systemd-run --unit machine-config-daemon-reboot --description "machine-config-daemon: Node will reboot into config rendered-b" /bin/sh -c "systemctl reboot"; say "reboot successful"`)

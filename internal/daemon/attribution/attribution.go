@@ -30,10 +30,10 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/audit"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -197,7 +197,7 @@ func (a *Attributor) forward(ctx context.Context) {
 }
 
 // Loaded makes the kernel's rules those the entries in force need.
-func (a *Attributor) Loaded(ctx context.Context, entries []desired.Entry) {
+func (a *Attributor) Loaded(ctx context.Context, entries []model.Entry) {
 	a.paths = audit.DeclaredPaths(a.o.Root.Dir(), entries, a.o.Leave)
 	a.syncRules(ctx)
 }

@@ -25,9 +25,9 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Part is one optional feature of the daemon.
@@ -63,7 +63,7 @@ type Host interface {
 // Loader is told the entries in force: after every load the daemon makes
 // current, and once at start whether or not the first load succeeded.
 type Loader interface {
-	Loaded(ctx context.Context, entries []desired.Entry)
+	Loaded(ctx context.Context, entries []model.Entry)
 }
 
 // Caveat is a part that may limit what the daemon can claim: what it

@@ -1,4 +1,4 @@
-package desired
+package accountdb
 
 import (
 	"fmt"
@@ -19,9 +19,9 @@ const bigHost = 10_000
 // this machine's /etc/passwd and /etc/group (their lines as they are)
 // followed by n users, each in a group of their own and in a shared one,
 // with shadow and gshadow lines as shadow-utils writes them.
-func bigAccountFiles(t testing.TB, n int) [accountFilesCount][]byte {
+func bigAccountFiles(t testing.TB, n int) [filesCount][]byte {
 	t.Helper()
-	var raw [accountFilesCount][]byte
+	var raw [filesCount][]byte
 	var passwd, shadow, group, gshadow strings.Builder
 	for _, f := range []struct {
 		path string
@@ -49,9 +49,9 @@ func bigAccountFiles(t testing.TB, n int) [accountFilesCount][]byte {
 // in their size, held at ten times the accounts of a big host, and every
 // account in them is there with its hash and groups.
 func TestAccountsScale(t *testing.T) {
-	inputs := map[int][accountFilesCount][]byte{1: bigAccountFiles(t, bigHost), 10: bigAccountFiles(t, 10*bigHost)}
+	inputs := map[int][filesCount][]byte{1: bigAccountFiles(t, bigHost), 10: bigAccountFiles(t, 10*bigHost)}
 	harness.Linear(t, "reading the account files", func(scale int) {
-		db := ParseAccountDB(inputs[scale])
+		db := Parse(inputs[scale])
 		n := scale * bigHost
 		last := fmt.Sprintf("user%05d", n-1)
 		u, g := db.Users[last], db.Groups["staff-all"]
@@ -61,17 +61,17 @@ func TestAccountsScale(t *testing.T) {
 	})
 }
 
-// FuzzParseAccountDB: whatever the account files hold, ParseAccountDB
+// FuzzParse: whatever the account files hold, Parse
 // never panics, and every user and group it returns is a line of its
 // files, named by its first field, with the source file it came from.
-func FuzzParseAccountDB(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte("root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000::/var/home/core:/bin/bash\n"),
 		[]byte("root:!:19000:0:99999:7:::\n"), []byte("root:x:0:\nwheel:x:10:core,alice\n"), []byte("wheel:::core\n"),
 		[]byte("nobody:x:65534:65534:Kernel Overflow User:/:/sbin/nologin\n"))
 	f.Add([]byte("a:x:1\n:x:2:2::/:\n#c:x:3:3::/:\nb:x:-1:x::/\n"), []byte(nil), []byte("g:x:nope\n::0:\n"), []byte("g\n"), []byte("\n\n"))
 	f.Fuzz(func(t *testing.T, passwd, shadow, group, gshadow, alt []byte) {
-		raw := [accountFilesCount][]byte{passwd, shadow, group, gshadow, alt, alt}
-		db := ParseAccountDB(raw)
+		raw := [filesCount][]byte{passwd, shadow, group, gshadow, alt, alt}
+		db := Parse(raw)
 		for name, u := range db.Users {
 			src := map[string][]byte{PasswdFile: passwd, AltFilesPasswd: alt}[u.Source]
 			if u.Name != name || src == nil || !strings.Contains("\n"+string(src), "\n"+name+":") {

@@ -1,17 +1,19 @@
-// Package desired turns a machine's declared configuration — Ignition configs
-// and OpenShift MachineConfigs — into the plain list of entries that must hold
-// on disk.
+// Package model is the plain data of a machine's desired state: the
+// entries a config declares (Entry, of a Kind and a Type, with its Content,
+// Account, first-boot Base), the whole State, and the keyed digest that
+// stands for a content that must not be shown (Key). It is the leaf every
+// other package shares: it imports only the standard library, so that
+// whoever observes, compares, watches or reports entries (ondisk, drift,
+// watch, audit, the daemon) links none of the loaders of configs (package
+// desired, Ignition, Butane).
 //
-// It promises: configs are parsed, validated and translated to the newest
-// supported spec as Ignition's own packages do (package ignspec, which
-// proves its quick path equal to Ignition's parser); fragments merge with
-// Ignition's merge semantics; every entry carries a host path (never prefixed
-// by a --root). It does not promise anything about the disk: deriving is pure,
-// except for the target root's account databases, read through Accounts.
-// It keeps nothing between loads itself: LoadCached goes through the Cache
-// its caller passes (package statecache keeps states on disk), named by a
-// StateKey of the inputs.
-package desired
+// Kinds is the one table of what each kind of entry means to every
+// consumer (what it is compared with, what re-checks it, what an audit rule
+// may watch, how it is repaired, how its drift is named and explained).
+//
+// It promises plain values: nothing in it reads a file. It does not promise that an Entry is valid: whoever makes
+// entries (package desired) validates what it derives.
+package model
 
 import (
 	"crypto/sha256"
@@ -126,7 +128,7 @@ type Entry struct {
 
 	// Arg and ArgPresent declare a kernel argument that must (or must not) be
 	// on the running kernel's command line. For a MachineConfig's fields
-	// beyond Ignition (IsMachineConfigField), Arg is the declared value.
+	// beyond Ignition (Source FromOS in Kinds), Arg is the declared value.
 	Arg        string
 	ArgPresent bool
 
@@ -145,6 +147,20 @@ func (e *Entry) Secret() bool {
 		return true
 	}
 	return *e.Mode&0o004 == 0
+}
+
+// KeepsNode reports whether Ignition keeps the node it finds at the
+// entry's path, metadata and all, rather than writing one: a file
+// declared without contents, or with appended contents only (ignition
+// internal/exec/stages/files/filesystemEntries.go, fileEntry.create: no
+// contents, no rewrite). Its content is then its base, whatever that was,
+// and its fragments.
+func (e *Entry) KeepsNode() bool {
+	if e.Kind != KindFile {
+		return false
+	}
+	c := e.Content
+	return c == nil || (c.Exact == nil && c.Stored == nil && c.Hash == nil && c.Unverifiable == "")
 }
 
 // ID identifies an entry within a state: two entries never share it.

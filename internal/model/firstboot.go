@@ -1,7 +1,6 @@
-package desired
+package model
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 )
 
@@ -21,37 +20,39 @@ type FirstBoot struct {
 
 // Base is the recorded base of a file declared with append fragments and
 // no contents (Content.Suffix alone): what the file held before Ignition
-// appended to it, as the first-boot record keeps it. It is set after a
-// load, never cached.
+// appended to it. It is both what the first-boot record keeps of the file
+// (its JSON, package firstboot) and, with Key and Record set, what an
+// entry's Content.Base holds after a load (never cached).
 type Base struct {
-	// Unknown, when set, says why the record has no base for the file:
-	// the other fields are then zero.
-	Unknown string
+	// Unknown, when set, says why there is no base for the file (why the
+	// record has none, or why its is not usable): the other fields are
+	// then zero.
+	Unknown string `json:"unknown,omitempty"`
 	// Size is the base's length in bytes.
-	Size int64
-	// Keyed is HMAC-SHA256, under Key, of the base's SHA-256: the keyed
-	// digest drift's reports give ("hmac-sha256"), which says nothing of
-	// the bytes to whoever lacks the key.
-	Keyed [sha256.Size]byte
-	Key   []byte
+	Size int64 `json:"size"`
+	// Keyed is the keyed digest (Key.Digest) of the base's SHA-256, which
+	// says nothing of the bytes to whoever lacks the key.
+	Keyed Digest `json:"digest,omitzero"`
 	// Bytes are the base itself, when the record keeps them (see
-	// firstboot: only bytes any user could read at the first boot).
-	Bytes []byte
+	// firstboot: only bytes any user could read at the first boot); base64
+	// in JSON.
+	Bytes []byte `json:"bytes,omitempty"`
 	// Twin is a host path that held the base at the first boot (an
 	// rpm-ostree host's /usr/etc copy of an /etc file), "" if none.
-	Twin string
+	Twin string `json:"twin,omitempty"`
+	// Key is the key Keyed is checked with: the host's, set when the
+	// record is applied to entries.
+	Key Key `json:"-"`
 	// Record is the record's host path, for messages.
-	Record string
+	Record string `json:"-"`
 }
 
 // Matches reports whether sum, a SHA-256, is the base's.
 func (b *Base) Matches(sum [sha256.Size]byte) bool {
-	if b.Unknown != "" || len(b.Key) == 0 {
+	if b.Unknown != "" || !b.Key.Valid() {
 		return false
 	}
-	m := hmac.New(sha256.New, b.Key)
-	m.Write(sum[:])
-	return hmac.Equal(m.Sum(nil), b.Keyed[:])
+	return b.Key.Digest(sum).Equal(b.Keyed)
 }
 
 // Holds reports whether p is the base.
