@@ -13,7 +13,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
 
-// Part 6: the OS image as desired state (issue 39's targets). A full
+// Part 6: the OS image as desired state, against its targets. A full
 // comparison of a deployed /etc of imageEntries entries against `ostree
 // admin config-diff` on the same tree; of a root with rpmPackages packages
 // against `rpm -Va` (all of it: rpm cannot verify a path prefix alone),
@@ -344,7 +344,7 @@ func (b *bench) imageDaemon(ctx context.Context, res *imageResult, dep string, e
 	return nil
 }
 
-// imageVerdicts are issue 39's targets.
+// imageVerdicts are the targets of the image as desired state.
 func (r *report) imageVerdicts() []verdict {
 	i := r.Image
 	if i == nil {
