@@ -376,6 +376,13 @@ func TestReloadWithBrokenFragment(t *testing.T) {
 		return refused.MatchString(s), fmt.Sprintf("StatusText %q", s)
 	})
 
+	// The reload ends when the daemon sends READY=1 after its records and
+	// status line: until systemd reads it the unit is still "reloading".
+	h.WaitFor(t, recordTimeout, "the unit active again after the reload", func() (bool, string) {
+		out, _, err := h.Run(h.ctx, "systemctl", "show", "-p", "ActiveState", "-p", "SubState", service)
+		p := parseProps(out)
+		return err == nil && p["ActiveState"] == "active" && p["SubState"] == "running", strings.ReplaceAll(out, "\n", " ")
+	})
 	for prop, want := range map[string]string{"ActiveState": "active", "SubState": "running", "MainPID": pid, "NRestarts": "0"} {
 		if got := h.prop(prop); got != want {
 			t.Errorf("after a reload with a broken fragment: %s=%s, want %s", prop, got, want)
