@@ -278,7 +278,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 		track: newTracker(), writes: newWrites(o.Settle, done),
 		done: done, ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
-	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey, WaitForAccountLocks: true}
+	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey, WaitForAccountLocks: true, NoDiff: d.contentDriftKnown}
 	d.obs.ReadLimit = inlineReadLimit
 	d.reads = newContentReads(d.checker)
 	d.parts = newParts(o, d)
