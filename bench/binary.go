@@ -86,7 +86,7 @@ func (r *report) binaryVerdicts() []verdict {
 // mdBinary is the section on the binary itself.
 func (r *report) mdBinary(p printf) {
 	b := r.Binary
-	p("## 7. The binary\n\n")
+	p("## 8. The binary\n\n")
 	p("The binary measured (`make build`: tools/release-goflags.sh's release build) and what it links beyond Go's standard library ")
 	p("(`go list -deps`; cmd/drift-monitor/depaware.txt lists the packages, and its test fails when they change).\n\n")
 	p("| size | third-party packages | drift-monitor packages |\n| --- | --- | --- |\n")
