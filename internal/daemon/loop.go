@@ -37,7 +37,7 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 	d.followMCD(ctx)
 	s.stops = append(s.stops, d.stopMCD)
 	d.removeStaleMetrics(ctx)
-	d.loadErr = d.load(ctx)
+	d.load(ctx) // refused: the last good state, if any (loader.go)
 	d.startAttribution(ctx, s)
 	// Until the first check is done, the status line and the bus say so:
 	// no drift known is not no drift.
@@ -144,6 +144,8 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		}
 	case r := <-d.reads.done:
 		d.contentRead(ctx, r)
+	case r := <-d.loads.done:
+		d.reloadDone(ctx, r)
 	case req := <-d.requests:
 		req(ctx)
 	case e := <-s.audit:

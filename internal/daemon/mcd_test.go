@@ -97,6 +97,7 @@ func TestMCDInhibitorBesideLockFiles(t *testing.T) {
 	if d.inhibited() {
 		t.Fatalf("still inhibited: %v", d.inhibitors)
 	}
+	reloadApplied(t, d)
 	log.wait(t, m, journal.MsgReloaded, nil)
 }
 
@@ -121,6 +122,7 @@ func TestMCDHoldDown(t *testing.T) {
 	}
 	d.mcd.m.Tick(time.Now().Add(mcd.DefaultTimeouts.HoldDown))
 	d.mcdApply(ctx)
+	reloadApplied(t, d)
 	log.wait(t, 0, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf"})
 	// Known now: the next event on it is no new drift, and not held.
 	d.checkEntry(ctx, i)

@@ -32,7 +32,7 @@ func (d *Daemon) snapshotState() string {
 		return dbusapi.StateInhibited
 	case d.track.count() > 0:
 		return dbusapi.StateDrifted
-	case d.loadErr != nil && len(d.files) == 0:
+	case d.loadErr != nil && !d.good.have:
 		return dbusapi.StateError
 	case d.nothing != "":
 		return dbusapi.StateUnconfigured

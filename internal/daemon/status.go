@@ -25,7 +25,9 @@ func (d *Daemon) status() string {
 	}
 	if d.loadErr != nil {
 		in.loadFailed = escape.Name(d.loadErr.Error())
+		in.noState, in.restored = !d.good.have, d.good.restored
 	}
+	in.loading = d.loads.running
 	in.configBlind = d.cfg.Blind()
 	in.nothing = escape.Name(d.nothing)
 	in.mcd = d.mcdStatus()
@@ -62,6 +64,13 @@ type statusInput struct {
 	units      int
 	polled     int
 	loadFailed string // why the last reload was refused ("" when it was not)
+	// noState: with loadFailed, no state is in force (none was ever
+	// loaded, and there is no last good one): nothing is checked.
+	// restored: the state in force is an earlier run's last good one.
+	noState, restored bool
+	// loading: a reload is under way (the state in force is checked
+	// meanwhile).
+	loading bool
 	// nothing says where no config file was found: nothing to watch ("" when
 	// the state has a config file).
 	nothing string
@@ -108,6 +117,9 @@ func writeState(b *strings.Builder, in statusInput) {
 		fmt.Fprintf(b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.inhibitors) > 0:
 		fmt.Fprintf(b, "Inhibited by %s", strings.Join(in.inhibitors, "; "))
+	case in.loadFailed != "" && in.noState:
+		// Not "No drift": nothing is known, and nothing is checked.
+		fmt.Fprintf(b, "Not checking: config refused (%s), and no earlier config to check against", in.loadFailed)
 	case in.nothing != "" && len(in.drift) == 0:
 		fmt.Fprintf(b, "Nothing to watch: %s", in.nothing)
 	case len(in.drift) == 0 && in.pending > 0 && in.firstCheck:
@@ -182,8 +194,16 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 	if in.mcd != "" {
 		b.WriteString("; " + in.mcd)
 	}
-	if in.loadFailed != "" {
+	switch {
+	case in.loadFailed != "" && in.noState:
+		// Said where the line starts.
+	case in.loadFailed != "" && in.restored:
+		fmt.Fprintf(b, "; config refused (%s), checking against the last good one, from an earlier run", in.loadFailed)
+	case in.loadFailed != "":
 		fmt.Fprintf(b, "; new config refused (%s), checking against the last good one", in.loadFailed)
+	}
+	if in.loading {
+		b.WriteString("; reading the desired state again")
 	}
 	switch {
 	case in.unitsDown && in.apiDown:

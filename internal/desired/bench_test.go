@@ -256,4 +256,3 @@ func shapeConfig(b *testing.B, version string, n int, duplicate bool) string {
 	}
 	return f
 }
-

@@ -20,6 +20,9 @@ const (
 	// MsgLoadFailed: the desired state could not be loaded; the last good one
 	// stays in force.
 	MsgLoadFailed = "caa901836f56409eaf593ca3c63f64e7"
+	// MsgLoadSlow: loading the desired state took long (it names the
+	// largest config file); the daemon kept checking meanwhile.
+	MsgLoadSlow = "80ed750a34534bdfb2c7c56102891828"
 	// MsgWatchesExhausted: inotify watches ran out; some paths are polled.
 	MsgWatchesExhausted = "e351ea282f9b47caac4ae2f832c85719"
 	// MsgWatchesRestored: every directory is watched again; polling stopped.
@@ -176,10 +179,25 @@ No action is needed.`,
 		Subject: "Desired configuration could not be loaded",
 		Body: `drift-monitor could not load its desired configuration. The record's
 message names the file and what is wrong with it. The daemon keeps checking
-against the last configuration that loaded (none, if this happened at start).
+against the last configuration that loaded. When this happens at start (a
+restart with the bad file in place), that is the last configuration an
+earlier run loaded, which the state cache keeps; the record says so, or
+that there is none and nothing is checked.
 
 Fix the named file ("drift-monitor check --config FILE" shows the same
-error) and run "systemctl reload drift-monitor".`,
+error); the daemon reloads when the file is written.`,
+	},
+	{
+		ID: MsgLoadSlow, Name: "MsgLoadSlow",
+		Subject: "Loading the desired configuration took long",
+		Body: `Reading, parsing and deriving the desired configuration took longer than
+a large configuration needs. The record names the largest configuration file
+and says whether the configuration was loaded or refused. A reload runs beside
+the daemon's checks, which go on against the configuration in force until it
+is done.
+
+If it happens at every reload, look at the file named: a configuration of
+very many entries, or one that is not what it should be.`,
 	},
 	{
 		ID: MsgWatchesExhausted, Name: "MsgWatchesExhausted",
