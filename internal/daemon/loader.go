@@ -76,7 +76,7 @@ type loads struct {
 	running bool
 	why     string
 	// then are run once it is applied; again, when not "", is why to
-	// load again after it, for whom next.
+	// load again after it; next wait for the load after it.
 	then  []func(context.Context)
 	again string
 	next  []func(context.Context)
@@ -221,30 +221,27 @@ func (d *Daemon) noteSlowLoad(ctx context.Context, r loaded) {
 }
 
 // reloadThen starts a reload off the loop, or, while one runs, asks for
-// another once it ends; then (if not nil) runs on the loop once the reload
-// is applied and checked.
+// another once it ends; then (if not nil) runs on the loop once a reload
+// that started after this call is applied and checked.
 func (d *Daemon) reloadThen(ctx context.Context, why string, then func(context.Context)) {
+	if then != nil {
+		d.loads.next = append(d.loads.next, then)
+	}
 	if d.loads.running {
 		if d.loads.again == "" {
 			d.loads.again = why
 		}
-		if then != nil {
-			d.loads.next = append(d.loads.next, then)
-		}
 		return
 	}
-	var after []func(context.Context)
-	if then != nil {
-		after = append(after, then)
-	}
-	d.startReload(why, after)
+	d.startReload(why)
 }
 
-func (d *Daemon) startReload(why string, then []func(context.Context)) {
+// startReload starts a load off the loop, for those waiting on next.
+func (d *Daemon) startReload(why string) {
 	if d.o.Notify != nil {
 		d.o.Notify.Reloading()
 	}
-	d.loads.running, d.loads.why, d.loads.then = true, why, then
+	d.loads.running, d.loads.why, d.loads.then, d.loads.next = true, why, d.loads.next, nil
 	d.loads.wg.Add(1)
 	go func() {
 		defer d.loads.wg.Done()
@@ -255,26 +252,40 @@ func (d *Daemon) startReload(why string, then []func(context.Context)) {
 // reloadDone applies a reload's result, checks everything against what is
 // then in force, and starts the reload asked for meanwhile. While
 // inhibited, the result is dropped: the release reloads, and a transition's
-// half-written config is not refused as broken.
+// half-written config is not refused as broken. A result refused while a
+// config file is being written is put off the same way: the writer's close
+// reloads (configWatch), and those waiting for this reload wait for that
+// one.
 func (d *Daemon) reloadDone(ctx context.Context, r loaded) {
 	why, then := d.loads.why, d.loads.then
 	d.loads.running, d.loads.then = false, nil
-	if d.inhibited() {
+	switch {
+	case d.inhibited():
 		d.gc.loaded()
 		then = append(then, d.loads.next...)
 		d.loads.again, d.loads.next = "", nil
 		if d.o.Notify != nil {
 			d.o.Notify.Ready(d.status())
 		}
-	} else {
+	case r.err != nil && d.cfg.Writing():
+		d.gc.loaded()
+		d.log.Debug(fmt.Sprintf("reload (%s) refused while a config file is being written: read again when it is closed: %v", why, r.err))
+		d.loads.next, then = append(then, d.loads.next...), nil
+		// The reload was asked for a reason (events dropped while
+		// inhibited, a signal): what is in force is checked meanwhile.
+		d.fullCheck(ctx, "reload put off: a config file is being written")
+		if d.o.Notify != nil {
+			d.o.Notify.Ready(d.status())
+		}
+	default:
 		d.reloaded(ctx, why, d.apply(ctx, r))
 	}
 	for _, f := range then {
 		f(ctx)
 	}
 	if d.loads.again != "" && !d.loads.running {
-		again, next := d.loads.again, d.loads.next
-		d.loads.again, d.loads.next = "", nil
-		d.startReload(again, next)
+		again := d.loads.again
+		d.loads.again = ""
+		d.startReload(again)
 	}
 }

@@ -45,7 +45,7 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 	d.publish()
 
 	s.events = make(chan readResult, 16)
-	go d.readEvents(s.events)
+	go readEvents(d.w, s.events, d.done)
 	d.followConfig(ctx, s)
 	// Before the first check, which may defer reads: a large file is
 	// read while the daemon is already ready and watching.

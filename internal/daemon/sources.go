@@ -79,18 +79,18 @@ func (s *sources) stop() {
 	}
 }
 
-// readEvents hands the event source's reads to the loop until the source
-// is closed or the loop has ended.
-func (d *Daemon) readEvents(out chan<- readResult) {
+// readEvents hands the reads of src (the event source, or the config
+// watch's) to out until src is closed or done is.
+func readEvents(src interface{ Read([]byte) ([]watch.Event, error) }, out chan<- readResult, done <-chan struct{}) {
 	buf := make([]byte, watch.ReadBufferSize)
 	for {
-		evs, err := d.w.Read(buf)
+		evs, err := src.Read(buf)
 		if errors.Is(err, os.ErrClosed) {
 			return
 		}
 		select {
 		case out <- readResult{evs, err}:
-		case <-d.done:
+		case <-done:
 			return
 		}
 	}
@@ -116,7 +116,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 // followConfig starts watching the desired-state files. Without the watch
 // the daemon still runs: a reload (SIGHUP) applies changes.
 func (d *Daemon) followConfig(ctx context.Context, s *sources) {
-	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.ExcludeFile)
+	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.ExcludeFile, d.o.Settle)
 	d.cfg = cfg
 	s.stops = append(s.stops, cfg.Close)
 	if err != nil {
