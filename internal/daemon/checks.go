@@ -105,6 +105,9 @@ func (d *Daemon) affectedBy(evs []watch.Event) (is []int, overflow bool) {
 		if ev.Op&watch.Overflow != 0 {
 			return nil, true
 		}
+		if d.accountFileWrite(ev.Path, ev.Op, ev.IsDir) {
+			continue // checked once its writer is done (accountlock.go)
+		}
 		dirEvent := ev.IsDir || ev.Op&watch.Rewatched != 0
 		d.ix.affected(ev.Path, dirEvent, func(i int) {
 			e := &d.ix.entries[i]
@@ -123,6 +126,11 @@ func (d *Daemon) affectedBy(evs []watch.Event) (is []int, overflow bool) {
 				toCheck[i] = true
 			}
 		}
+	}
+	// A write completed in the batch and begun again after it (the same
+	// file rewritten, a loop of cp): checked when the last one completes.
+	for p := range d.writes.pending {
+		d.ix.affected(p, false, func(i int) { delete(toCheck, i) })
 	}
 	for i := range toCheck {
 		is = append(is, i)
@@ -173,6 +181,7 @@ func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentR
 func (d *Daemon) checkEntryIn(ctx context.Context, b *check.Batch, i int, read *check.ContentRead) {
 	e := &d.ix.entries[i]
 	out := d.checker.OutcomeIn(b, d.obs, e, read)
+	d.noteAccountOutcome(i, out.Lock)
 	if out.Unknown {
 		return
 	}
@@ -204,6 +213,7 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	d.refreshLabels()
 	res := d.checker.All(ctx, d.ix.entries)
 	d.lastCheck = time.Now()
+	d.noteAccountLock(res.AccountLock)
 	now := map[string][]drift.Drift{}
 	for _, dr := range res.Drift {
 		now[dr.EntryID] = append(now[dr.EntryID], dr)

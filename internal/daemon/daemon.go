@@ -151,6 +151,9 @@ type Daemon struct {
 	good    goodState
 	// loads is the reload under way off the loop (loader.go).
 	loads loads
+	// acct is the lock on the account files the user and group entries
+	// wait for (accountlock.go).
+	acct accountWait
 	// nothing says where no config file was found when the state in force
 	// has none ("" when it has one): nothing to watch, which is not clean.
 	nothing string
@@ -281,6 +284,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 // Close releases the daemon's root, watches and descriptors.
 func (d *Daemon) Close() {
 	d.loads.wg.Wait() // a reload under way reads the root
+	d.noteAccountLock(nil)
 	d.gc.close()
 	d.obs.Close()
 	d.w.Close()

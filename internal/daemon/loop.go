@@ -146,6 +146,10 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		d.contentRead(ctx, r)
 	case r := <-d.loads.done:
 		d.reloadDone(ctx, r)
+	case <-d.acct.C():
+		if active {
+			d.recheckAccounts(ctx)
+		}
 	case req := <-d.requests:
 		req(ctx)
 	case e := <-s.audit:

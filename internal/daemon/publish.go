@@ -40,7 +40,7 @@ func (d *Daemon) snapshotState() string {
 		// READY=1 came after the first check, but a large file it left
 		// to the background reader is not judged yet.
 		return dbusapi.StateStarting
-	case d.reads.pendingCount() > 0:
+	case d.reads.pendingCount() > 0, d.acct.lock != nil:
 		return dbusapi.StateChecking
 	default:
 		return dbusapi.StateClean

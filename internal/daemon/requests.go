@@ -44,6 +44,9 @@ func (d *Daemon) CheckNow(ctx context.Context) (clean bool, n int, err error) {
 		}
 		d.fullCheck(lctx, "check requested over D-Bus")
 		n, pending = d.track.count(), d.reads.pendingCount()
+		if d.acct.lock != nil {
+			pending++ // the user and group entries are not judged
+		}
 		return nil
 	})
 	return err == nil && n == 0 && pending == 0, n, err

@@ -81,7 +81,9 @@ func (s *sources) stop() {
 
 // readEvents hands the reads of src (the event source, or the config
 // watch's) to out until src is closed or done is.
-func readEvents(src interface{ Read([]byte) ([]watch.Event, error) }, out chan<- readResult, done <-chan struct{}) {
+func readEvents(src interface {
+	Read([]byte) ([]watch.Event, error)
+}, out chan<- readResult, done <-chan struct{}) {
 	buf := make([]byte, watch.ReadBufferSize)
 	for {
 		evs, err := src.Read(buf)
@@ -168,6 +170,24 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 	seen := map[int]bool{}
 	now := time.Now()
 	for _, dir := range polled {
+		// The entries judged by a file in dir though their own paths lie
+		// elsewhere: users and groups by /usr/lib/passwd (nss-altfiles),
+		// hard links by their targets.
+		for t, is := range d.ix.targets {
+			if path.Dir(t) != dir {
+				continue
+			}
+			d.obs.Forget()
+			if typ, mtime := d.obs.Stat(t); typ == ondisk.Regular && now.Sub(mtime) < d.o.Settle {
+				continue // maybe half written: the next poll (see below)
+			}
+			for _, i := range is {
+				if !seen[i] {
+					seen[i] = true
+					d.checkEntry(ctx, i)
+				}
+			}
+		}
 		d.ix.affected(dir, true, func(i int) {
 			e := &d.ix.entries[i]
 			if seen[i] || path.Dir(e.Path) != dir {

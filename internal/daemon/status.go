@@ -28,6 +28,7 @@ func (d *Daemon) status() string {
 		in.noState, in.restored = !d.good.have, d.good.restored
 	}
 	in.loading = d.loads.running
+	in.accountLock = d.accountLockStatus()
 	in.configBlind = d.cfg.Blind()
 	in.nothing = escape.Name(d.nothing)
 	in.mcd = d.mcdStatus()
@@ -71,6 +72,9 @@ type statusInput struct {
 	// loading: a reload is under way (the state in force is checked
 	// meanwhile).
 	loading bool
+	// accountLock names the lock on the account files that the user and
+	// group entries wait for ("": none).
+	accountLock string
 	// nothing says where no config file was found: nothing to watch ("" when
 	// the state has a config file).
 	nothing string
@@ -125,7 +129,7 @@ func writeState(b *strings.Builder, in statusInput) {
 	case len(in.drift) == 0 && in.pending > 0 && in.firstCheck:
 		// Ready, but not done: no drift known is not no drift.
 		fmt.Fprintf(b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
-	case len(in.drift) == 0 && in.pending > 0:
+	case len(in.drift) == 0 && (in.pending > 0 || in.accountLock != ""):
 		fmt.Fprintf(b, "Checking: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.drift) == 0:
 		fmt.Fprintf(b, "No drift: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
@@ -184,6 +188,9 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 		// Versions already judged, read again (a periodic check): what
 		// is known of them holds meanwhile.
 		fmt.Fprintf(b, "; reading %s", plural(in.reading, "large file"))
+	}
+	if in.accountLock != "" {
+		fmt.Fprintf(b, "; users and groups wait for their writer's lock %s", in.accountLock)
 	}
 	if in.polled > 0 {
 		fmt.Fprintf(b, "; polling %s: inotify watches exhausted", plural(in.polled, "directory"))
