@@ -79,11 +79,14 @@ func (s *sources) stop() {
 	}
 }
 
-// readEvents hands the reads of src (the event source, or the config
-// watch's) to out until src is closed or done is.
-func readEvents(src interface {
+// eventReader is what readEvents reads: the event source, or the config
+// watch's watcher.
+type eventReader interface {
 	Read([]byte) ([]watch.Event, error)
-}, out chan<- readResult, done <-chan struct{}) {
+}
+
+// readEvents hands the reads of src to out until src is closed or done is.
+func readEvents(src eventReader, out chan<- readResult, done <-chan struct{}) {
 	buf := make([]byte, watch.ReadBufferSize)
 	for {
 		evs, err := src.Read(buf)

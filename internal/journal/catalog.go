@@ -377,9 +377,11 @@ No action is needed. What it could not repair is still reported as drift.`,
 		Subject: "Metrics could not be written to @METRICS_FILE@",
 		Body: `drift-monitor was asked (--metrics-textfile) to write its Prometheus metrics
 to @METRICS_FILE@ for node_exporter's textfile collector, and writing failed;
-the record's message has the reason. Monitoring goes on; the file keeps its
-last content, and its modification time stops moving, which the shipped
-alert rules report as a stale textfile.
+the record's message has the reason. Monitoring goes on. The file it last
+wrote is removed, since it no longer says how the host is: its series are
+gone, which the shipped rule DriftMonitorDown reports. The record is written
+once per cause (the operation and the system's error), until a write
+succeeds again.
 
 Check that the directory exists and that the unit may write to it
 (ReadWritePaths=, see the drop-in shipped as an example in

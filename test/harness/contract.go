@@ -25,6 +25,8 @@ const (
 	MsgReconciled       = "6de2f04fd46148ba9b38c78757a2fed8"
 	MsgConfigIgnored    = "4371585d763144b78d04d38b56da5a3a"
 	MsgNothingToWatch   = "e2318ddbe00c48e489fdc0de81db0771"
+	MsgMetricsFailed    = "0cca72b05fee42498754884e4b671551"
+	MsgLoadSlow         = "80ed750a34534bdfb2c7c56102891828"
 )
 
 // Report is what `drift-monitor check --format json` prints: one JSON

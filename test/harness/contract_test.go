@@ -20,6 +20,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"BusLost": journal.MsgBusLost, "BusRestored": journal.MsgBusRestored,
 		"Notice": journal.MsgNotice, "Reconciled": journal.MsgReconciled,
 		"ConfigIgnored": journal.MsgConfigIgnored, "NothingToWatch": journal.MsgNothingToWatch,
+		"MetricsFailed": journal.MsgMetricsFailed, "LoadSlow": journal.MsgLoadSlow,
 	}
 	got := map[string]string{
 		"Started": MsgStarted, "Ready": MsgReady,
@@ -31,6 +32,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"BusLost": MsgBusLost, "BusRestored": MsgBusRestored,
 		"Notice": MsgNotice, "Reconciled": MsgReconciled,
 		"ConfigIgnored": MsgConfigIgnored, "NothingToWatch": MsgNothingToWatch,
+		"MetricsFailed": MsgMetricsFailed, "LoadSlow": MsgLoadSlow,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("MESSAGE_IDs (-want internal/journal +got harness):\n%s", diff)
