@@ -169,10 +169,44 @@ func quickOlder[C any](src *Bytes, version string, d direct) (Config, report.Rep
 		return Config{}, report.Report{}, false
 	}
 	cfg.Ignition.Version = MaxVersion.String()
-	if !validQuick(&cfg) {
+	if duplicateNodes(&cfg) || !validQuick(&cfg) {
 		return Config{}, report.Report{}, false
 	}
 	return cfg, report.Report{}, true
+}
+
+// duplicateNodes reports whether two of the storage nodes (files,
+// directories, links) have one path: Ignition's ValidateDups refuses them
+// (config/vX_Y/types/storage.go: MergedKeys puts the three lists in one key
+// space, Node's Key is its path, in every spec), so the quick path would
+// walk the whole config for nothing. It only saves that walk: the refusal
+// path (refuse.go) decides what is reported, and were it wrong, Ignition's.
+func duplicateNodes(cfg *Config) bool {
+	s := &cfg.Storage
+	seen := make(map[string]struct{}, len(s.Files)+len(s.Directories)+len(s.Links))
+	dup := func(p string) bool {
+		if _, ok := seen[p]; ok {
+			return true
+		}
+		seen[p] = struct{}{}
+		return false
+	}
+	for i := range s.Files {
+		if dup(s.Files[i].Path) {
+			return true
+		}
+	}
+	for i := range s.Directories {
+		if dup(s.Directories[i].Path) {
+			return true
+		}
+	}
+	for i := range s.Links {
+		if dup(s.Links[i].Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // sourcesAllowed: no URL of the config has a scheme d excludes (url.Parse
