@@ -11,7 +11,7 @@ import (
 )
 
 // microPackages hold the Go benchmarks of the hot paths.
-var microPackages = []string{"./internal/check", "./internal/ondisk", "./internal/daemon", "./internal/desired"}
+var microPackages = []string{"./internal/check", "./internal/ondisk", "./internal/daemon", "./internal/desired", "./internal/exclude"}
 
 // microResult is part 4: the raw `go test -bench` output (benchstat's input)
 // and benchstat's summary of it.

@@ -147,6 +147,15 @@ func readSource(root *ondisk.Root, src string) ([]byte, error) {
 		return nil, &Error{"reading", name, unwrap(err)}
 	}
 	defer f.Close()
+	// Ignition writes its cache 0640, root's, in /run: one another user
+	// could have written is no config of Ignition's.
+	if err := desired.CheckWriters(root, src, f); err != nil {
+		var le *desired.LoadError
+		if errors.As(err, &le) {
+			return nil, &Error{"adopting", le.File, le.Err}
+		}
+		return nil, &Error{"adopting", name, err}
+	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxSize+1))
 	if err != nil {
 		return nil, &Error{"reading", name, unwrap(err)}

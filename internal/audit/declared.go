@@ -9,17 +9,24 @@ import (
 // DeclaredPaths are the paths of entries whose drift a write makes, as the
 // kernel names them: under rootDir (the daemon's --root). Enablement
 // (symlinks systemd places, found through systemd), kernel arguments and
-// config notices have no declared node of their own to watch.
-func DeclaredPaths(rootDir string, entries []desired.Entry) []string {
+// config notices have no declared node of their own to watch. A host path
+// leave is true of (the exclusions: exclude.Rules.Forbids) gets no rule:
+// what is left alone is not audited either. Nil leaves nothing.
+func DeclaredPaths(rootDir string, entries []desired.Entry, leave func(hostPath string) bool) []string {
 	var out []string
+	add := func(p string) {
+		if leave == nil || !leave(p) {
+			out = append(out, filepath.Join(rootDir, p))
+		}
+	}
 	for _, e := range entries {
 		switch e.Kind {
 		case desired.KindEnablement, desired.KindKernelArg, desired.KindConfig:
 			continue
 		case desired.KindHardLink:
-			out = append(out, filepath.Join(rootDir, e.Target))
+			add(e.Target)
 		}
-		out = append(out, filepath.Join(rootDir, e.Path))
+		add(e.Path)
 	}
 	return out
 }

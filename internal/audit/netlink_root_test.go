@@ -115,8 +115,11 @@ type records struct {
 	err chan error
 }
 
+// listen reads the kernel's audit records, which it sends only to
+// readers in the initial network namespace.
 func listen(t *testing.T) *records {
 	t.Helper()
+	harness.RequireInitialNetNS(t, "reading the kernel's audit records")
 	r, err := Listen()
 	if err != nil {
 		t.Fatal(err)

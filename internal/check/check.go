@@ -103,8 +103,9 @@ type Checker struct {
 	// content (ondisk.Observer.ReadLimit): the content of a larger one is
 	// deferred. Zero reads everything, as `drift-monitor check` does.
 	ReadLimit int64
-	// Exclude, when set, leaves out the drift it is true of: a kind of drift
-	// excluded at a path (the daemon's KIND:PATTERN exclusions).
+	// Exclude, when set, leaves out the drift and notices it is true of,
+	// of every kind of entry: what the exclusions leave unreported
+	// (exclude.Rules.DriftFilter).
 	Exclude func(*drift.Drift) bool
 	// Labels, when set, compares SELinux labels with the policy's defaults
 	// (LoadLabels).
@@ -161,8 +162,8 @@ type Outcome struct {
 	Unknown bool
 	Lock    *ondisk.AccountLock
 	// Notices are the entry's notices that depend on what is on disk (a
-	// kept node's metadata: drift.MetaNotices; a unit that cannot be enabled
-	// without an instance: drift.CannotEnableNotice).
+	// kept node's metadata: drift.MetaNotices; a unit declared enabled that
+	// cannot be: drift.CannotEnableNotice).
 	Notices []drift.Drift
 }
 
@@ -297,6 +298,7 @@ func (c *Checker) summarise(ctx context.Context, entries []desired.Entry, k *kar
 	if k.os != nil && k.os.finalization != nil {
 		res.Notices = append(res.Notices, *k.os.finalization)
 	}
+	res.Notices = c.exclude(res.Notices) // those of the pass, not of one entry, too
 	drift.Sort(res.Drift)
 	sort.Slice(res.Deferred, func(i, j int) bool { return res.Deferred[i].Index < res.Deferred[j].Index })
 	return res
@@ -432,7 +434,25 @@ func (c *Checker) ReadContent(ctx context.Context, o *ondisk.Observer, e *desire
 	return &ContentRead{Stamp: ob.Stamp, Content: ob.Content}
 }
 
+// entry judges e, leaving out the drift and notices c.Exclude is true of,
+// whatever e's kind: an account's drift is reported at the account file
+// that holds the value (a password hash at /etc/shadow), not at its entry's
+// path.
 func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
+	out := c.judge(o, e, k, read, units)
+	out.Drift, out.Notices = c.exclude(out.Drift), c.exclude(out.Notices)
+	return out
+}
+
+// exclude leaves out of ds what c.Exclude is true of.
+func (c *Checker) exclude(ds []drift.Drift) []drift.Drift {
+	if c.Exclude == nil {
+		return ds
+	}
+	return slices.DeleteFunc(ds, func(d drift.Drift) bool { return c.Exclude(&d) })
+}
+
+func (c *Checker) judge(o *ondisk.Observer, e *desired.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
 	switch e.Kind {
 	case desired.KindEnablement:
 		if c.Units == nil {
@@ -442,13 +462,7 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		if errors.Is(err, buslink.ErrUnavailable) {
 			return Outcome{Unknown: true}
 		}
-		if err == nil && drift.WantsEnabledButDisabled(e, state) {
-			if why := units.cannotEnable(e.Unit); why != "" {
-				n := drift.CannotEnableNotice(e, why)
-				return Outcome{Notices: []drift.Drift{n}}
-			}
-		}
-		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
+		return units.enablement(e, state, err)
 	case desired.KindNotChecked:
 		return Outcome{}
 	case desired.KindOSImage, desired.KindKernelType, desired.KindExtension, desired.KindFIPS:
@@ -476,10 +490,7 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 	}
 	out := Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
 		Notices: drift.MetaNotices(e, &ob, c.Key)}
-	c.Labels.compare(e, &ob, &out)
-	if c.Exclude != nil {
-		out.Drift = slices.DeleteFunc(out.Drift, func(d drift.Drift) bool { return c.Exclude(&d) })
-	}
+	c.Labels.compare(c.Root, e, &ob, &out)
 	return out
 }
 
@@ -487,9 +498,8 @@ func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 // UnitStates, and one reading of the unit files (a Tree) for the whole pass,
 // made when first needed. That Tree answers the states when the UnitStates
 // read the unit files themselves (Passes), and, whoever answers the states,
-// why a unit declared enabled cannot be enabled (enablement.Tree.CannotEnable,
-// which systemd has no question for on the bus): so a state from systemd
-// and one computed offline are mapped the same way.
+// what `enabled: true` makes of them (enablement.Tree.WantEnabled, see
+// enablement).
 type passUnits struct {
 	states UnitStates
 	root   *ondisk.Root
@@ -527,20 +537,6 @@ func (p *passUnits) state(unit string) (string, error) {
 		return "", err
 	}
 	return t.UnitFileState(unit)
-}
-
-// cannotEnable says why unit cannot be enabled, "" when it can. A failure
-// to read the unit files leaves the answer to the state: drift.
-func (p *passUnits) cannotEnable(unit string) string {
-	t, err := p.reading()
-	if err != nil {
-		return ""
-	}
-	why, err := t.CannotEnable(unit)
-	if err != nil {
-		return ""
-	}
-	return why
 }
 
 func (p *passUnits) close() {

@@ -19,6 +19,8 @@ type Labels struct {
 	contexts *selinux.Contexts
 	memo     *selinux.Memo // nil: every lookup asks contexts
 	linksTo  map[string][]string
+	// homes are relabelled with what is in them (ondisk.RelabelledHomes).
+	homes []ondisk.RelabelledHome
 	// Full compares whole contexts; else type and MLS range.
 	Full bool
 	// Err: the root has a policy configured whose file contexts cannot be
@@ -30,7 +32,15 @@ type Labels struct {
 // when the root has none to want.
 func LoadLabels(r *ondisk.Root, entries []desired.Entry, full bool) *Labels {
 	c, err := selinux.ForRoot(r.ReadFile)
-	return newLabels(c, nil, err, entries, full)
+	return withHomes(newLabels(c, nil, err, entries, full), r, entries)
+}
+
+// withHomes gives l the homes Ignition relabels.
+func withHomes(l *Labels, r *ondisk.Root, entries []desired.Entry) *Labels {
+	if l != nil && l.contexts != nil {
+		l.homes = r.RelabelledHomes(entries)
+	}
+	return l
 }
 
 func newLabels(c *selinux.Contexts, memo *selinux.Memo, err error, entries []desired.Entry, full bool) *Labels {
@@ -50,12 +60,20 @@ var labelTypes = map[ondisk.FileType]selinux.FileType{ondisk.Regular: selinux.Re
 	ondisk.Symlink: selinux.Symlink}
 
 // compare adds the entry's label drift (or notice) to out.
-func (l *Labels) compare(e *desired.Entry, ob *ondisk.Observation, out *Outcome) {
+func (l *Labels) compare(r *ondisk.Root, e *desired.Entry, ob *ondisk.Observation, out *Outcome) {
 	if l == nil || l.contexts == nil {
 		return
 	}
 	t, ok := labelTypes[ob.Type]
 	if !ok {
+		return
+	}
+	if _, labelled := ob.Meta.Get(ondisk.XattrSELinux); !labelled && e.Kind == desired.KindLink && ob.Type == ondisk.Symlink {
+		// Ignition relabels only what its os.Stat finds, and that
+		// follows a link (v2.27.0 internal/exec/stages/files/files.go,
+		// relabelFiles): a link whose target it could not reach from the
+		// initramfs (an absolute one, read against the initramfs's own
+		// root) is left without a label.
 		return
 	}
 	lookup := l.contexts.Lookup
@@ -65,8 +83,13 @@ func (l *Labels) compare(e *desired.Entry, ob *ondisk.Observation, out *Outcome)
 	// Room for the path's and one link's, without an allocation per node.
 	var room [2]string
 	want := room[:0]
-	if c, ok := lookup(e.Path, t); ok {
+	if c, ok := lookup(r.LabelPath(e, ob), t); ok {
 		want = append(want, c)
+	}
+	if at, ok := ondisk.AsPartOfHome(ob.Resolved, l.homes); ok && e.Kind != desired.KindSSHKeys {
+		if c, ok := lookup(at, t); ok {
+			want = append(want, c)
+		}
 	}
 	for _, p := range l.linksTo[e.Path] {
 		if c, ok := lookup(p, t); ok {
@@ -134,7 +157,7 @@ func (p *LabelPolicy) Load(r *ondisk.Root, entries []desired.Entry, full bool) *
 			p.ids = nil // an error is retried, never remembered
 		}
 	}
-	return newLabels(p.contexts, p.memo, p.err, entries, full)
+	return withHomes(newLabels(p.contexts, p.memo, p.err, entries, full), r, entries)
 }
 
 // policyIDs are the identities of the root's config and of the files of

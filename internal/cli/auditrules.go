@@ -6,6 +6,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/audit"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/exclude"
 )
 
 // runAuditRules prints the audit rules `daemon --attribution=audit` adds,
@@ -16,12 +17,15 @@ func runAuditRules(_ context.Context, args []string, std Stdio) int {
 	var configs multiFlag
 	fs.Var(&configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
 	root := fs.String("root", "/", "plan for the tree mounted at `DIR` as if it were /")
+	excl := exclude.DefaultOptions()
+	excl.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor audit-rules [--config PATH]... [--root DIR]\n\n"+
+		fmt.Fprintf(std.Err, "usage: drift-monitor audit-rules [--config PATH]... [--root DIR] [--exclude PATTERN]... [--exclude-from FILE]\n\n"+
 			"Prints the audit watch rules that attribute drift to its writers (daemon\n"+
 			"--attribution=audit adds the same at start), for /etc/audit/rules.d/ on hosts\n"+
 			"whose rules are locked (auditctl -e 2):\n"+
-			"  drift-monitor audit-rules > /etc/audit/rules.d/70-drift-monitor.rules\n\n")
+			"  drift-monitor audit-rules > /etc/audit/rules.d/70-drift-monitor.rules\n"+
+			"A path the exclusions leave alone gets no rule, as in the daemon.\n\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args); !ok {
@@ -38,12 +42,16 @@ func runAuditRules(_ context.Context, args []string, std Stdio) int {
 	}
 	defer r.Close()
 	state, err := loadDesired(nil, r, configs, "audit-rules", std.Err)
+	var rules *exclude.Rules
+	if err == nil {
+		rules, _, err = applyExclusions(r, excl, state)
+	}
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor audit-rules: %s\n", escape.Text(err.Error()))
 		return ExitFailed
 	}
 	fmt.Fprintf(std.Out, "## drift-monitor: attribution of drift to its writers (drift-monitor audit-rules)\n")
-	for _, rule := range audit.PlanWatches(audit.DeclaredPaths(r.Dir(), state.Entries), audit.Key, nil) {
+	for _, rule := range audit.PlanWatches(audit.DeclaredPaths(r.Dir(), state.Entries, rules.Forbids), audit.Key, nil) {
 		p, _, _, _ := rule.Watch()
 		if escape.Text(p) != p || containsSpace(p) {
 			// auditctl's rule files are split on white space and

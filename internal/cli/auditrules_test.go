@@ -38,4 +38,22 @@ func TestAuditRules(t *testing.T) {
 	if !strings.Contains(stderr, root+"/etc/a b: cannot be written as an auditctl rule") {
 		t.Errorf("stderr does not say the path with a space is not covered: %q", stderr)
 	}
+
+	// What the exclusions leave alone, in the root's exclude.conf as the
+	// daemon reads it, gets no rule.
+	os.MkdirAll(filepath.Join(root, "etc/drift-monitor"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/drift-monitor/exclude.conf"), []byte("/etc/motd\n/etc/app\n/etc/a*\n"), 0o644)
+	code, stdout, stderr = run(t, context.Background(), "audit-rules", "--root", root, "--config", cfg)
+	want = []string{
+		"## drift-monitor: attribution of drift to its writers (drift-monitor audit-rules)",
+		"-w " + root + "/etc -p wa -k drift-monitor",
+	}
+	if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(stdout), "\n")); code != cli.ExitClean || stderr != "" || diff != "" {
+		t.Errorf("with exclusions: exit %d, stderr %q, rules (-want +got):\n%s", code, stderr, diff)
+	}
+	os.WriteFile(filepath.Join(root, "etc/drift-monitor/exclude.conf"), []byte("motd\n"), 0o644)
+	code, stdout, stderr = run(t, context.Background(), "audit-rules", "--root", root, "--config", cfg)
+	if code != cli.ExitFailed || stdout != "" || !strings.Contains(stderr, "/etc/drift-monitor/exclude.conf:1: pattern") {
+		t.Errorf("a bad exclude.conf: exit %d, stdout %q, stderr %q; want 2 naming it", code, stdout, stderr)
+	}
 }

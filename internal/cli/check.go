@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -32,10 +34,18 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	noCache := fs.Bool("no-cache", false, "parse the config even when the state derived from these exact bytes is cached")
 	checkCerts := fs.Bool(checkMCDCertsFlag, false, checkMCDCertsUsage)
 	labels := labelCompareFlag(fs)
+	excl := exclude.DefaultOptions()
+	excl.Register(fs)
+	img := imageFlag{mode: imageNotice}
+	fs.Var(&img, "image", imageUsage)
 	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates] [--label-compare type|full]\n\n"+
+		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates] [--label-compare type|full]\n"+
+			"                          [--exclude PATTERN]... [--exclude-from FILE] [--image[=notice|drift|off]]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
-			"1 drift found, 2 the check could not be done (a config refused, or none found).\n\n")
+			"1 drift found, 2 the check could not be done (a config or the exclusions refused,\n"+
+			"or no config found).\n\n"+
+			"What the daemon leaves alone, check leaves alone: the patterns of\n"+
+			exclude.DefaultFile+" (inside --root) and --exclude.\n\n")
 		fmt.Fprint(std.Err, specsHelp())
 		fmt.Fprint(std.Err, "Butane configs (*.bu, or YAML with variant: and version:) are translated as\n"+
 			"Ignition 2.27 does at boot; local files, which need --files-dir, are refused.\n"+
@@ -63,7 +73,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts)
+	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, excl, img.mode)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
@@ -108,10 +118,14 @@ func (h warnLines) WithAttrs([]slog.Attr) slog.Handler { return h }
 
 func (h warnLines) WithGroup(string) slog.Handler { return h }
 
-// checkResult is a check's outcome with what it was checked against.
+// checkResult is a check's outcome with what it was checked against, and
+// the declared entries the exclusions left alone.
 type checkResult struct {
 	check.Result
 	Files []string
+	Left  []exclude.Left
+	// Image is what was found of the OS image's /etc; nil with --image=off.
+	Image *imageResult
 }
 
 // hostKey is the host's digest key (package digestkey) as drift keys
@@ -146,23 +160,37 @@ func firstBoot() firstboot.Use {
 // runFullCheck loads the desired state (through cache, which may be nil) and
 // compares root with it, keying digests with key; fullLabels compares whole
 // SELinux contexts; checkCerts checks the files the machine-config daemon's
-// certificate writer owns too.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer, checkCerts bool) (checkResult, error) {
+// certificate writer owns too; excl says what is left alone; img what to
+// make of the OS image's /etc.
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageMode) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
 	}
 	defer r.Close()
 	state, err := loadDesired(cache, r, configs, "check", warn)
+	if errors.Is(err, desired.ErrNoConfig) && img == imageList {
+		// Listing the image's differences needs no config: without one,
+		// every difference is undeclared.
+		state, err = &desired.State{}, nil
+	}
 	if err != nil {
 		return checkResult{}, err
 	}
 	state.Entries = desired.ApplyMCDExemptions(state.Entries, !checkCerts)
-	res, err := checkState(ctx, r, state, key, fullLabels)
+	rules, left, err := applyExclusions(r, excl, state)
 	if err != nil {
 		return checkResult{}, err
 	}
-	return checkResult{Result: res, Files: state.Files}, nil
+	res, err := checkState(ctx, r, state, key, fullLabels, rules)
+	if err != nil {
+		return checkResult{}, err
+	}
+	out := checkResult{Result: res, Files: state.Files, Left: rules.Report(left)}
+	if err := checkImage(ctx, r, state, img, rules, &out, warn); err != nil {
+		return checkResult{}, err
+	}
+	return out, nil
 }
 
 // openRoot opens the root a command reads, once: the configs, the accounts
@@ -187,10 +215,17 @@ func openRoot(root string) (*ondisk.Root, error) {
 // (desired.ErrNoConfig): nothing is declared, and a host checked against
 // nothing is not clean.
 func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*desired.State, error) {
+	return loadDesiredFrom(cache, root, root, configs, command, warn)
+}
+
+// loadDesiredFrom is loadDesired, with the root's files read through host
+// (a dry run of reconcile reads the account files as its account repairs
+// would leave them).
+func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*desired.State, error) {
 	for _, ig := range desired.IgnoredFiles(root, configs) {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Name(ig.String()))
 	}
-	state, err := desired.LoadCached(cache, root, configs)
+	state, err := desired.LoadCached(cache, host, configs)
 	if err != nil {
 		return nil, err
 	}
@@ -208,12 +243,13 @@ func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, comma
 	return &state, nil
 }
 
-// checkState compares root with state's entries.
-func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key, fullLabels bool) (check.Result, error) {
+// checkState compares root with state's entries, leaving out the drift
+// rules leave unreported.
+func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key, fullLabels bool, rules *exclude.Rules) (check.Result, error) {
 	units, release := unitStates(ctx, r)
 	defer release()
 	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store,
-		Labels: check.LoadLabels(r, state.Entries, fullLabels)}
+		Labels: check.LoadLabels(r, state.Entries, fullLabels), Exclude: rules.DriftFilter()}
 	if r.IsHost() {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
@@ -224,6 +260,7 @@ func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key d
 		// All stopped early: what it found is not the machine's state.
 		return check.Result{}, fmt.Errorf("check interrupted: %w", err)
 	}
+	explainMerges(c, state, &res)
 	return res, nil
 }
 
@@ -234,11 +271,17 @@ type jsonReport struct {
 	Configs []string      `json:"configs"`
 	Drift   []drift.Drift `json:"drift"`
 	Notices []drift.Drift `json:"notices"`
+	// LeftAlone are the declared entries the exclusions leave alone.
+	LeftAlone []exclude.Left `json:"left_alone"`
+	Image     *imageJSON     `json:"image,omitempty"`
 }
 
 func writeJSON(w io.Writer, root string, res *checkResult) error {
 	rep := jsonReport{Root: root, Clean: res.Clean(), Checked: res.Checked,
-		Drift: res.Drift, Notices: res.Notices}
+		Drift: res.Drift, Notices: res.Notices, LeftAlone: res.Left, Image: res.Image.json()}
+	if rep.LeftAlone == nil {
+		rep.LeftAlone = []exclude.Left{}
+	}
 	for _, f := range res.Files {
 		// The default locations are read under the root: say which host
 		// files they are, as every other path in the report does.
@@ -260,6 +303,7 @@ func writeJSON(w io.Writer, root string, res *checkResult) error {
 
 func writeText(w io.Writer, res *checkResult) error {
 	ew := &errWriter{w: w}
+	writeImageList(ew, res.Image)
 	for _, n := range res.Notices {
 		ew.printf("notice: %s\n", n.Message)
 	}
@@ -272,15 +316,19 @@ func writeText(w io.Writer, res *checkResult) error {
 			ew.printf("%s", d.Diff)
 		}
 	}
+	left := ""
+	if len(res.Left) > 0 {
+		left = fmt.Sprintf("; %s left alone (excluded)", count(len(res.Left), "declared entry", "declared entries"))
+	}
 	switch {
 	case res.Clean():
 		verb := "match"
 		if res.Checked == 1 {
 			verb = "matches"
 		}
-		ew.printf("No drift: %s %s %s.\n", count(res.Checked, "entry", "entries"), verb, count(len(res.Files), "config file", "config files"))
+		ew.printf("No drift: %s %s %s%s.\n", count(res.Checked, "entry", "entries"), verb, count(len(res.Files), "config file", "config files"), left)
 	default:
-		ew.printf("Drift: %s in %s.\n", count(len(res.Drift), "difference", "differences"), count(res.Checked, "entry", "entries"))
+		ew.printf("Drift: %s in %s%s.\n", count(len(res.Drift), "difference", "differences"), count(res.Checked, "entry", "entries"), left)
 	}
 	return ew.err
 }

@@ -193,7 +193,7 @@ func TestCheckClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	// configs are the host's paths, as every path in the report.
-	want := map[string]any{"root": root, "clean": true, "checked": float64(1), "configs": []any{"/etc/drift-monitor/desired.d/10-sshd.ign"}, "drift": []any{}, "notices": []any{}}
+	want := map[string]any{"root": root, "clean": true, "checked": float64(1), "configs": []any{"/etc/drift-monitor/desired.d/10-sshd.ign"}, "drift": []any{}, "notices": []any{}, "left_alone": []any{}}
 	if diff := cmp.Diff(want, rep); code != cli.ExitClean || diff != "" {
 		t.Errorf("check --format json = %d (-want +got):\n%s", code, diff)
 	}
@@ -487,5 +487,65 @@ func TestCheckParentSwappedForSymlink(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("%s: output has no %q:\n%s", format, want, stdout)
 		}
+	}
+}
+
+// TestCheckExclusions: check reads the exclusion file the daemon reads,
+// inside the root: a declared file that another component rewrites, listed
+// there, is clean and listed as left alone; a bad file is exit 2 naming the
+// file and line; --exclude-from "" reads none.
+func TestCheckExclusions(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("/etc/drift-monitor/desired.d/50-a.ign", `{"ignition":{"version":"3.4.0"},"storage":{"files":[
+ {"path":"/etc/a.conf","mode":420,"contents":{"source":"data:,declared%0A"}},
+ {"path":"/etc/b.conf","mode":420,"contents":{"source":"data:,declared%0A"}}]}}`)
+	write("/etc/a.conf", "rewritten by its operator\n")
+	write("/etc/b.conf", "declared\n")
+	os.Chmod(filepath.Join(root, "etc/b.conf"), 0o600)
+	write("/etc/drift-monitor/exclude.conf", "# rotated by the operator\n/etc/a.conf\nmode:/etc/b.conf\n")
+
+	code, stdout, stderr := run(t, context.Background(), "check", "--root", root)
+	if code != cli.ExitClean || stdout != "No drift: 1 entry matches 1 config file; 1 declared entry left alone (excluded).\n" || stderr != "" {
+		t.Errorf("check = %d, %q, %q; want 0, the excluded file and mode left alone", code, stdout, stderr)
+	}
+	code, stdout, _ = run(t, context.Background(), "check", "--root", root, "--format", "json")
+	var rep struct {
+		Clean     bool             `json:"clean"`
+		LeftAlone []map[string]any `json:"left_alone"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{{"entry": "file", "path": "/etc/a.conf", "excluded_by": "/etc/a.conf (/etc/drift-monitor/exclude.conf:2)"}}
+	if diff := cmp.Diff(want, rep.LeftAlone); code != cli.ExitClean || !rep.Clean || diff != "" {
+		t.Errorf("check --format json = %d, clean %v, left alone (-want +got):\n%s", code, rep.Clean, diff)
+	}
+
+	code, stdout, _ = run(t, context.Background(), "check", "--root", root, "--exclude-from", "")
+	if code != cli.ExitDrift || !strings.Contains(stdout, `"/etc/a.conf"`) || !strings.Contains(stdout, `mode mismatch for file "/etc/b.conf"`) {
+		t.Errorf(`check --exclude-from "" = %d, want 1 and both files' drift:\n%s`, code, stdout)
+	}
+	code, _, _ = run(t, context.Background(), "check", "--root", root, "--exclude-from", "", "--exclude", "/etc/a.conf", "--exclude", "mode:/etc/b.conf")
+	if code != cli.ExitClean {
+		t.Errorf("check with the same patterns as flags = %d, want 0", code)
+	}
+
+	write("/etc/drift-monitor/exclude.conf", "/etc/a.conf\netc/b.conf\n")
+	code, stdout, stderr = run(t, context.Background(), "check", "--root", root)
+	if code != cli.ExitFailed || stdout != "" || stderr != "drift-monitor check: /etc/drift-monitor/exclude.conf:2: pattern \"etc/b.conf\" is not an absolute path\n" {
+		t.Errorf("a bad exclude.conf: check = %d, %q, %q; want 2 naming the file and line", code, stdout, stderr)
+	}
+	code, _, stderr = run(t, context.Background(), "check", "--root", root, "--exclude-from", "/etc/nosuch.conf")
+	if code != cli.ExitFailed || !strings.Contains(stderr, "reading /etc/nosuch.conf: no such file or directory") {
+		t.Errorf("a missing --exclude-from: check = %d, %q; want 2 naming it", code, stderr)
 	}
 }

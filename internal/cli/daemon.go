@@ -15,6 +15,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/daemon"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/mcd"
@@ -79,11 +80,12 @@ func runDaemon(ctx context.Context, args []string, std Stdio) int {
 }
 
 // daemonFlagValues are the daemon's flags that are not daemon.Options fields
-// (or not yet: configs, excludes and labels are checked first).
+// (or not yet: configs and labels are checked first).
 type daemonFlagValues struct {
-	configs, excludes   multiFlag
+	configs             multiFlag
 	labels              *string
 	bus, debug, noCache *bool
+	image               imageFlag
 }
 
 // daemonFlags declares the daemon's flags on fs, into o where they are
@@ -96,8 +98,8 @@ func daemonFlags(fs *flag.FlagSet, o *daemon.Options) *daemonFlagValues {
 	fs.DurationVar(&o.FileattrInterval, "fileattr-interval", 2*time.Second, "time between sweeps of the immutable and append-only flags (chattr), which inotify never reports (0: full checks only)")
 	fs.DurationVar(&o.Settle, "settle", 3*time.Second, "how long a file being written must stay quiet, unclosed, before it is checked anyway")
 	fs.DurationVar(&o.PollInterval, "poll-interval", 10*time.Second, "polling period for directories that could not be watched (inotify limit)")
-	fs.Var(&f.excludes, "exclude", "do not watch or report declared paths matching `PATTERN`; KIND:PATTERN leaves only that kind of drift unreported there (repeatable)")
-	fs.StringVar(&o.ExcludeFile, "exclude-from", "/etc/drift-monitor/exclude.conf", "`FILE` with more exclusion patterns, one per line")
+	o.Exclude = exclude.DefaultOptions()
+	o.Exclude.Register(fs)
 	fs.BoolVar(&o.CheckMCDCertificates, checkMCDCertsFlag, false, checkMCDCertsUsage)
 	fs.StringVar(&o.OnDrift, "on-drift", "", "start the systemd `UNIT` when drift appears")
 	fs.StringVar(&o.InhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files")
@@ -122,6 +124,8 @@ func daemonFlags(fs *flag.FlagSet, o *daemon.Options) *daemonFlagValues {
 	// A usage error exits ExitUsage, not check's 2: the unit restarts the
 	// daemon after every exit but ExitUsage and ExitConfig (see cli.go).
 	f.labels = labelCompareFlag(fs)
+	f.image.mode = imageNotice
+	fs.Var(&f.image, "image", "the OS image's /etc: --image=notice (default: undeclared changes are notices), =drift (they are drift) or =off")
 	return f
 }
 
@@ -137,7 +141,12 @@ func (f *daemonFlagValues) check(fs *flag.FlagSet, o *daemon.Options, std Stdio)
 		return false
 	}
 	o.LabelFull = *f.labels == "full"
-	o.Configs, o.Exclude = f.configs, f.excludes
+	if f.image.mode == imageList {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --image: want notice, drift or off (listing is check --image)\n")
+		return false
+	}
+	o.Image = string(f.image.mode)
+	o.Configs = f.configs
 	if o.Attribution == "audit" {
 		// systemd's StateDirectory= (the unit's /var/lib/drift-monitor).
 		if dir := os.Getenv("STATE_DIRECTORY"); dir != "" {
@@ -149,6 +158,11 @@ func (f *daemonFlagValues) check(fs *flag.FlagSet, o *daemon.Options, std Stdio)
 	if o.Attribution != "off" && o.Attribution != "audit" {
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --attribution %s: must be audit or off\n", escape.Text(o.Attribution))
 		return false
+	}
+	// systemd's RuntimeDirectory= (the unit's /run/drift-monitor), which a
+	// reboot empties: what the MCD follower journaled in this boot.
+	if dir := os.Getenv("RUNTIME_DIRECTORY"); dir != "" {
+		o.MCD.NotesFile = filepath.Join(strings.SplitN(dir, ":", 2)[0], "mcd-notes")
 	}
 	switch o.MCD.Mode {
 	case "auto", "on", "off":

@@ -7,14 +7,16 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/daemon"
+	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/reconcile"
@@ -31,16 +33,24 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if !ok {
 		return code
 	}
+	if o.image {
+		return reconcileImage(ctx, o, std)
+	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(fmt.Sprintf(format, a...)))
 		return ExitFailed
 	}
-	if err := checkExcludes(o.excludes); err != nil {
-		return fail("%v", err)
-	}
 	if os.Geteuid() != 0 {
 		return fail("only root can reconcile: it writes declared files with their owners")
 	}
+	// Made absolute once, for every step: the configs and nodes are read
+	// and written through the opened root, and the account tools are
+	// handed its path (shadow-utils refuses a relative --root).
+	abs, err := filepath.Abs(o.root)
+	if err != nil {
+		return fail("root %s: %v", o.root, err)
+	}
+	o.root = abs
 	key, err := hostKey()
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
@@ -62,15 +72,22 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	return rep.finish(o, std, fail)
+}
+
+// finish writes the report in o's format and returns the exit status: 1
+// when something was not repaired, or (not a dry run) still differs.
+func (r *reconcileReport) finish(o *reconcileOptions, std Stdio, fail func(string, ...any) int) int {
+	var err error
 	if o.format == "json" {
-		err = rep.writeJSON(std.Out)
+		err = r.writeJSON(std.Out)
 	} else {
-		err = rep.writeText(std.Out)
+		err = r.writeText(std.Out)
 	}
 	if err != nil {
 		return fail("writing the report: %v", err)
 	}
-	if len(rep.Refused) > 0 || (!o.dryRun && len(rep.Remaining) > 0) {
+	if len(r.Refused) > 0 || (!o.dryRun && len(r.Remaining) > 0) {
 		return ExitDrift
 	}
 	return ExitClean
@@ -78,57 +95,46 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 
 // reconcileOptions is reconcile's command line.
 type reconcileOptions struct {
-	configs, excludes multiFlag
-	format            formatFlag
-	root, inhibitDir  string
-	dryRun            bool
-	checkCerts        bool
-	names             []string
+	configs          multiFlag
+	exclude          exclude.Options
+	format           formatFlag
+	root, inhibitDir string
+	dryRun           bool
+	checkCerts       bool
+	image            bool // restore the named undeclared changes to the image's default (reconcileimage.go)
+	names            []string
 }
 
 func parseReconcile(args []string, errw io.Writer) (*reconcileOptions, int, bool) {
-	o := &reconcileOptions{format: formatFlag("text")}
+	o := &reconcileOptions{format: formatFlag("text"), exclude: exclude.DefaultOptions()}
 	fs := newFlags("reconcile", errw)
 	fs.Var(&o.configs, "config", "desired config `PATH` (file or directory; repeatable); replaces the default locations")
 	fs.StringVar(&o.root, "root", "/", "repair the tree mounted at `DIR` as if it were /")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print the plan, one line per step (what would be written where, and the drift it resolves), and write nothing")
 	fs.Var(&o.format, "format", "output `FORMAT`: text or json (with the steps of the plan, or those done)")
-	fs.Var(&o.excludes, "exclude", "leave declared paths matching `PATTERN` alone, or KIND:PATTERN, that kind of drift there (repeatable; as the daemon's --exclude)")
+	o.exclude.Register(fs)
 	fs.StringVar(&o.inhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files (the live host's)")
 	fs.BoolVar(&o.checkCerts, checkMCDCertsFlag, false, checkMCDCertsUsage+"; without it, reconcile leaves them to the MCD")
+	fs.BoolVar(&o.image, "image", false, "put the named undeclared changes of /etc back to the OS image's default (only the paths named, never by default)")
 	fs.Usage = func() {
-		fmt.Fprintf(errw, "usage: drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json] [PATH|UNIT]...\n\n"+
+		fmt.Fprintf(errw, "usage: drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json]\n"+
+			"                              [--exclude PATTERN]... [--exclude-from FILE] [PATH|UNIT]...\n"+
+			"       drift-monitor reconcile --image [--root DIR] [--dry-run] [--format text|json]\n"+
+			"                              [--exclude PATTERN]... [--exclude-from FILE] PATH...\n\n"+
 			"Puts back what check reports as drift (all of it, or only the named paths and units),\n"+
 			"as Ignition would have written it (root only): it plans each entry's steps from what\n"+
 			"is there, then does them; --dry-run prints the plan and writes nothing. File contents\n"+
-			"are never printed, only where they come from and their size. Exit status: 0 nothing\n"+
-			"left to repair, 1 something could not be repaired, 2 could not run.\n\n")
+			"are never printed, only where they come from and their size.\n\n"+
+			"It never writes a path the exclusions leave alone (the daemon's: "+exclude.DefaultFile+"\n"+
+			"inside --root, and --exclude): the entries there are listed as left alone, which is\n"+
+			"not a failure; a repair that would write one, or a named path that is excluded, is\n"+
+			"listed as not repaired. Exit status: 0 nothing left to repair, 1 something could not\n"+
+			"be repaired, 2 could not run.\n\n")
 		fs.PrintDefaults()
 	}
 	code, ok := parse(fs, args)
 	o.names = fs.Args()
 	return o, code, ok
-}
-
-// checkExcludes refuses an exclusion that matches nothing ever: a relative
-// path, a bad pattern, an unknown kind.
-func checkExcludes(excludes []string) error {
-	for _, x := range excludes {
-		if kind, _, ok := strings.Cut(x, ":"); ok && !strings.HasPrefix(x, "/") && !strings.Contains(kind, "/") {
-			// KIND:PATTERN: that kind of drift only.
-			if err := daemon.CheckExclusion(x); err != nil {
-				return fmt.Errorf("--exclude: %w", err)
-			}
-			continue
-		}
-		if !strings.HasPrefix(x, "/") {
-			return fmt.Errorf("--exclude %q: not an absolute path pattern", x)
-		}
-		if _, err := path.Match(x, "/"); err != nil {
-			return fmt.Errorf("--exclude %q: %w", x, err)
-		}
-	}
-	return nil
 }
 
 // reconcileJob is one reconcile: the state, the drift found before, what
@@ -138,11 +144,13 @@ type reconcileJob struct {
 	root   *ondisk.Root
 	key    drift.Key
 	state  *desired.State
+	rules  *exclude.Rules
 	sel    selection
 	before []drift.Drift // the selected drift found first
 	todo   []*desired.Entry
 	kinds  map[string][]drift.Kind
-	res    reconcile.Result // the excluded, refused before any step
+	res    reconcile.Result // the excluded paths named, refused before any step
+	left   []exclude.Left   // the entries left alone, not named
 	rec    *reconcile.Reconciler
 	conn   *systemd.Conn
 	lock   *inhibit.Lock
@@ -157,29 +165,58 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 		return nil, err
 	}
 	state.Entries = desired.ApplyMCDExemptions(state.Entries, !o.checkCerts)
-	first, err := checkState(ctx, r, state, key, false)
+	all := state.Entries
+	rules, left, err := applyExclusions(r, o.exclude, state)
 	if err != nil {
 		return nil, err
 	}
-	j := &reconcileJob{o: o, root: r, key: key, state: state, sel: selection{names: o.names, excludes: o.excludes}}
-	if n := j.sel.undeclared(state.Entries); n != "" {
+	first, err := checkState(ctx, r, state, key, false, rules)
+	if err != nil {
+		return nil, err
+	}
+	j := &reconcileJob{o: o, root: r, key: key, state: state, rules: rules, sel: selection{names: o.names}}
+	if n := j.sel.undeclared(all); n != "" {
 		return nil, fmt.Errorf("%q is not a declared path or unit: reconcile writes only what the desired configuration declares", n)
 	}
+	j.leave(left)
 	j.before = j.sel.drift(first.Drift, state.Entries)
-	var entries []*desired.Entry
-	entries, j.kinds = reconcile.Group(state.Entries, j.before)
-	for _, e := range entries {
-		if j.sel.excluded(e.Path) {
-			j.res.Refuse(e, j.kinds[e.ID()], "excluded (--exclude): left alone")
-			continue
-		}
-		j.todo = append(j.todo, e)
-	}
-	j.rec = &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(state.Entries), Entries: state.Entries, Leave: j.sel.excluded, DryRun: o.dryRun}
+	j.todo, j.kinds = j.pick(state, j.before, func(*desired.Entry) bool { return true })
+	// The whole state decides the links followed on the way to a path and
+	// the hard links made again, the entries left alone included; Leave
+	// keeps every write off what they leave alone.
+	j.rec = &reconcile.Reconciler{Root: r, Declared: ondisk.Declare(all), Entries: all, Leave: rules.Forbids, DryRun: o.dryRun}
 	if j.rec.Labels, err = selinux.ForRoot(r.ReadFile); err != nil {
 		fmt.Fprintf(warn, "drift-monitor reconcile: warning: nothing is labelled: %s\n", escape.Text(err.Error()))
 	}
 	return j, nil
+}
+
+// leave lists the entries the exclusions leave alone: as left alone when
+// the command line names nothing, as not repaired (a failure: what was
+// asked is not done) when it names them.
+func (j *reconcileJob) leave(left []desired.Entry) {
+	for i, l := range j.rules.Report(left) {
+		switch {
+		case len(j.sel.names) == 0:
+			j.left = append(j.left, l)
+		case j.sel.named(&left[i]):
+			j.res.Refuse(&left[i], nil, fmt.Sprintf("excluded by %s: reconcile never writes an excluded path (take it out of the exclusions to repair it)", l.ExcludedBy))
+		}
+	}
+}
+
+// pick groups the selected drift ds of state's entries that keep takes
+// into the entries to repair and what differs of each (the entries the
+// exclusions leave alone are out of state already).
+func (j *reconcileJob) pick(state *desired.State, ds []drift.Drift, keep func(*desired.Entry) bool) ([]*desired.Entry, map[string][]drift.Kind) {
+	entries, kinds := reconcile.Group(state.Entries, ds)
+	var todo []*desired.Entry
+	for _, e := range entries {
+		if keep(e) {
+			todo = append(todo, e)
+		}
+	}
+	return todo, kinds
 }
 
 // connect, on a live host with something to repair, reaches systemd (which
@@ -218,26 +255,97 @@ func (j *reconcileJob) connect(ctx context.Context, warn io.Writer) error {
 	return nil
 }
 
-// repair plans and (unless it is a dry run) applies, reloads systemd when
-// unit files changed, and checks again.
+// repair plans and (unless it is a dry run) applies in Ignition's order —
+// the accounts first, then every node planned against the accounts as
+// they are after that (internal/exec/stages/files/files.go, runImpl:
+// createPasswd before createFilesystemsEntries) —, reloads systemd when
+// unit files changed, and checks again: the state derived afresh, as
+// `check` derives it, so that what it says is left is what a check says.
 func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileReport, error) {
-	done := j.rec.Repair(ctx, j.todo, j.kinds)
+	var accounts, nodes []*desired.Entry
+	for _, e := range j.todo {
+		if reconcile.IsAccount(e) {
+			accounts = append(accounts, e)
+		} else {
+			nodes = append(nodes, e)
+		}
+	}
+	var done reconcile.Result
+	if len(accounts) > 0 {
+		var err error
+		if done, nodes, err = j.repairAccounts(ctx, accounts); err != nil {
+			return nil, err
+		}
+	}
+	more := j.rec.Repair(ctx, nodes, j.kinds)
+	done.Repaired = append(done.Repaired, more.Repaired...)
+	done.Refused = append(done.Refused, more.Refused...)
 	rep := &reconcileReport{Root: j.o.root, DryRun: j.o.dryRun, Repaired: done.Repaired,
-		Refused: append(j.res.Refused, done.Refused...), Remaining: j.before}
+		Refused: append(j.res.Refused, done.Refused...), Remaining: j.before, LeftAlone: j.left}
 	if j.o.dryRun {
 		return rep, nil
 	}
-	if done.Units && j.conn != nil {
+	if more.Units && j.conn != nil {
 		if err := j.conn.Reload(ctx); err != nil {
 			fmt.Fprintf(warn, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
 		}
 	}
-	after, err := checkState(ctx, j.root, j.state, j.key, false)
-	if err != nil {
-		return nil, fmt.Errorf("checking again after the repair: %w", err)
+	state, _, err := j.derive(j.root)
+	if err == nil {
+		var after check.Result
+		if after, err = checkState(ctx, j.root, state, j.key, false, j.rules); err == nil {
+			rep.Remaining = j.sel.drift(after.Drift, state.Entries)
+			return rep, nil
+		}
 	}
-	rep.Remaining = j.sel.drift(after.Drift, j.state.Entries)
-	return rep, nil
+	return nil, fmt.Errorf("checking again after the repair: %w", err)
+}
+
+// repairAccounts repairs the users and groups (a dry run in a copy of the
+// account files), then derives the state again with the owners resolved
+// in the account files as that left them, and selects the nodes to repair
+// from a check against it: a node owned by a user whose uid was just
+// changed is owned by the new uid, the keys of a user just created are
+// the user's.
+func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*desired.Entry) (reconcile.Result, []*desired.Entry, error) {
+	var host desired.Host = j.root
+	if j.o.dryRun {
+		preview, err := reconcile.NewAccountPreview(j.root)
+		if err != nil {
+			return reconcile.Result{}, nil, err
+		}
+		defer preview.Close()
+		j.rec.Accounts, host = preview, preview.Host()
+		defer func() { j.rec.Accounts = nil }()
+	}
+	done := j.rec.Repair(ctx, accounts, j.kinds)
+	state, all, err := j.derive(host)
+	if err != nil {
+		return done, nil, fmt.Errorf("deriving the state again after the account repairs: %w", err)
+	}
+	res, err := checkState(ctx, j.root, state, j.key, false, j.rules)
+	if err != nil {
+		return done, nil, fmt.Errorf("checking again after the account repairs: %w", err)
+	}
+	var nodes []*desired.Entry
+	nodes, j.kinds = j.pick(state, j.sel.drift(res.Drift, state.Entries), func(e *desired.Entry) bool { return !reconcile.IsAccount(e) })
+	j.rec.Declared, j.rec.Entries = ondisk.Declare(all), all
+	return done, nodes, nil
+}
+
+// derive loads the state again, as the first load did (its warnings said
+// once), reading the root's files through host: the state with the
+// entries the exclusions leave alone taken out, as the first load's, and
+// all its entries.
+func (j *reconcileJob) derive(host desired.Host) (*desired.State, []desired.Entry, error) {
+	state, err := loadDesiredFrom(nil, host, j.root, j.o.configs, "reconcile", io.Discard)
+	if err != nil {
+		return nil, nil, err
+	}
+	state.Entries = desired.ApplyMCDExemptions(state.Entries, !j.o.checkCerts)
+	all := state.Entries
+	state.Entries, _ = j.rules.Split(all)
+	return state, all, nil
 }
 
 // close releases the inhibitor (after the second check) and systemd.
@@ -297,10 +405,9 @@ func reconcileWhy() string {
 }
 
 // selection is which drift a reconcile is about: everything, or what the
-// command line names (paths, or units), minus exclusions.
+// command line names (paths, or units).
 type selection struct {
-	names    []string
-	excludes []string
+	names []string
 }
 
 // drift is the drift of the named paths and units: a drift's own path, or
@@ -314,16 +421,6 @@ func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drif
 			entryPath[entries[i].ID()] = entries[i].Path
 		}
 	}
-	// A kind excluded at a path (KIND:PATTERN) is left as it is, and so is
-	// what an entry differs in at an excluded path other than its own (a
-	// user's password in /etc/shadow), as the daemon leaves it unreported;
-	// an entry at an excluded path is listed as not repaired instead.
-	ds = slices.DeleteFunc(slices.Clone(ds), func(d drift.Drift) bool {
-		if ep, other := entryPath[d.EntryID]; other && ep != d.Path && s.excluded(d.Path) {
-			return true
-		}
-		return daemon.ExcludedKind(s.excludes, d.Kind, d.Path)
-	})
 	if len(s.names) == 0 {
 		return ds
 	}
@@ -345,7 +442,7 @@ func (s selection) undeclared(entries []desired.Entry) string {
 	for _, n := range s.names {
 		found := false
 		for i := range entries {
-			if e := &entries[i]; e.Unit == n || (strings.HasPrefix(n, "/") && e.Path == path.Clean(n)) || isAccountFile(e, n) {
+			if names(&entries[i], n) {
 				found = true
 				break
 			}
@@ -355,6 +452,17 @@ func (s selection) undeclared(entries []desired.Entry) string {
 		}
 	}
 	return ""
+}
+
+// named reports whether the command line names e.
+func (s selection) named(e *desired.Entry) bool {
+	return slices.ContainsFunc(s.names, func(n string) bool { return names(e, n) })
+}
+
+// names reports whether n, from the command line, names e: its unit, its
+// path, or an account file it is judged by.
+func names(e *desired.Entry, n string) bool {
+	return e.Unit == n || (strings.HasPrefix(n, "/") && e.Path == path.Clean(n)) || isAccountFile(e, n)
 }
 
 // isAccountFile reports whether n is an account file e, a user or group,
@@ -371,10 +479,6 @@ func isAccountFile(e *desired.Entry, n string) bool {
 	return false
 }
 
-// excluded matches a path against the patterns as the daemon's --exclude
-// does.
-func (s selection) excluded(p string) bool { return daemon.Excluded(s.excludes, p) }
-
 type reconcileReport struct {
 	Root      string             `json:"root"`
 	DryRun    bool               `json:"dry_run"`
@@ -382,6 +486,9 @@ type reconcileReport struct {
 	Repaired  []reconcile.Action `json:"repaired"`
 	Refused   []reconcile.Action `json:"not_repaired"`
 	Remaining []drift.Drift      `json:"remaining"`
+	// LeftAlone are the declared entries the exclusions leave alone:
+	// neither checked nor written, and no failure.
+	LeftAlone []exclude.Left `json:"left_alone"`
 }
 
 func (r *reconcileReport) writeJSON(w io.Writer) error {
@@ -393,6 +500,9 @@ func (r *reconcileReport) writeJSON(w io.Writer) error {
 	}
 	if r.Remaining == nil || r.DryRun {
 		r.Remaining = []drift.Drift{}
+	}
+	if r.LeftAlone == nil {
+		r.LeftAlone = []exclude.Left{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -420,6 +530,9 @@ func (r *reconcileReport) writeText(w io.Writer) error {
 		for _, d := range r.Remaining {
 			ew.printf("still differs: %s\n", d.Message)
 		}
+	}
+	for _, l := range r.LeftAlone {
+		ew.printf("left alone: %s\n", escape.Text(l.String()))
 	}
 	switch {
 	case len(r.Repaired)+len(r.Refused) == 0 && len(r.Remaining) == 0:

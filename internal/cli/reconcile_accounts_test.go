@@ -50,22 +50,6 @@ func TestSelectionOfAccounts(t *testing.T) {
 			t.Errorf("%s selects (-want +got):\n%s", tt.name, diff)
 		}
 	}
-	// Excluding /etc/shadow leaves the password alone (the daemon does not
-	// report it) and the rest of the user's drift selected; excluding
-	// /etc/passwd, the entry's own path, keeps its drift, which the entry's
-	// refusal lists as not repaired.
-	for _, tt := range []struct {
-		exclude string
-		want    []string
-	}{
-		{"/etc/shadow", []string{core + " shell", core + " groups", docker + " password-hash", entries[2].ID() + " content"}},
-		{"/etc/passwd", kinds(ds)},
-	} {
-		s := selection{excludes: []string{tt.exclude}}
-		if diff := cmp.Diff(tt.want, kinds(s.drift(ds, entries))); diff != "" {
-			t.Errorf("--exclude %s selects (-want +got):\n%s", tt.exclude, diff)
-		}
-	}
 	if n := (selection{names: []string{"/etc/shadow"}}).undeclared(entries[2:]); n != "/etc/shadow" {
 		t.Errorf("without accounts, /etc/shadow is declared (%q)", n)
 	}

@@ -22,6 +22,9 @@ func TestReconcileFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing.ign")
+	if err := os.WriteFile(filepath.Join(dir, "bad.conf"), []byte("/fine\nbad\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	asRoot := os.Geteuid() == 0
 	tests := []struct {
 		name   string
@@ -31,7 +34,8 @@ func TestReconcileFailures(t *testing.T) {
 	}{
 		{"unknown flag", []string{"reconcile", "--bogus"}, "flag provided but not defined: -bogus", true},
 		{"bad format", []string{"reconcile", "--format", "xml"}, "must be text or json", true},
-		{"relative exclusion", []string{"reconcile", "--exclude", "etc/*"}, `--exclude "etc/*": not an absolute path pattern`, true},
+		{"relative exclusion", []string{"reconcile", "--exclude", "etc/*"}, `invalid value "etc/*" for flag -exclude: pattern "etc/*" is not an absolute path`, true},
+		{"bad exclusion file", []string{"reconcile", "--root", dir, "--config", good, "--exclude-from", "/bad.conf"}, "/bad.conf:2: pattern \"bad\" is not an absolute path", false},
 		{"missing root", []string{"reconcile", "--root", filepath.Join(dir, "nope"), "--config", good}, "root:", false},
 		{"missing config", []string{"reconcile", "--root", dir, "--config", missing}, missing + ": no such file or directory", false},
 	}
@@ -94,13 +98,18 @@ func TestReconcileRoot(t *testing.T) {
 		t.Errorf("second run: exit %d\n%s", code, stdout)
 	}
 
-	// Excluded: listed, left alone, exit 1.
+	// Excluded: listed as left alone, not written, exit 0 (nothing the
+	// exclusions leave to be repaired is left); named, not repaired, exit 1.
 	if err := os.WriteFile(filepath.Join(root, "etc/motd"), []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, _ = run(t, context.Background(), "reconcile", "--root", root, "--config", cfg, "--exclude", "/etc")
-	if code != cli.ExitDrift || !strings.Contains(stdout, `not repaired: file "/etc/motd": excluded`) {
-		t.Errorf("excluded: exit %d, want 1 and the entry listed\n%s", code, stdout)
+	if code != cli.ExitClean || !strings.Contains(stdout, `left alone: file "/etc/motd": excluded by /etc (--exclude)`) {
+		t.Errorf("excluded: exit %d, want 0 and the entry listed as left alone\n%s", code, stdout)
+	}
+	code, stdout, _ = run(t, context.Background(), "reconcile", "--root", root, "--config", cfg, "--exclude", "/etc", "/etc/motd")
+	if code != cli.ExitDrift || !strings.Contains(stdout, `not repaired: file "/etc/motd": excluded by /etc (--exclude): reconcile never writes an excluded path`) {
+		t.Errorf("excluded and named: exit %d, want 1 and the entry not repaired\n%s", code, stdout)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "etc/motd")); string(b) != "mine\n" {
 		t.Errorf("an excluded file was written: %q", b)

@@ -30,22 +30,10 @@ func (d *Daemon) install(ctx context.Context, st desired.State) error {
 		d.log.Warn("config warning: " + w)
 	}
 	d.noticeIgnored(ctx)
-	excl, err := d.exclusions()
-	if err != nil {
-		d.m.loadFailures++
-		d.record(ctx, slog.LevelError, journal.MsgLoadFailed, fmt.Sprintf("Refusing the exclusions, keeping the last good state: %v", err))
-		return err
-	}
-	kept := st.Entries[:0]
-	for _, e := range desired.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates) {
-		if !excl.match(e.Path) {
-			kept = append(kept, e)
-		}
-	}
-	d.ix = newIndex(kept)
+	d.ix = newIndex(d.applyExclusions(ctx, desired.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates)))
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
-	d.checker.Exclude = excl.kindExclusion()
+	d.imageLoaded()
 	d.refreshLabels()
 	d.checker.Store = st.Store
 	d.files = st.Files
@@ -56,7 +44,7 @@ func (d *Daemon) install(ctx context.Context, st desired.State) error {
 	if err := d.w.Watch(d.ix.dirs); err != nil {
 		d.watchError(ctx, err)
 	}
-	d.syncAuditRules(ctx)
+	d.partsLoaded(ctx)
 	return nil
 }
 
@@ -196,7 +184,7 @@ func (d *Daemon) checkEntryIn(ctx context.Context, b *check.Batch, i int, read *
 	if read != nil {
 		d.reads.verify(e.ID(), read.Stamp)
 	}
-	if len(out.Drift) > 0 && d.mcdHoldDown(ctx, e.ID()) {
+	if len(out.Drift) > 0 && d.holdDrift(ctx, e.ID()) {
 		return // held: the release's full check reports it if it persists
 	}
 	appeared, resolved := d.track.update(e.ID(), d.deferred(i, out.Drift, out))
@@ -240,6 +228,7 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	for _, id := range res.Unknown {
 		keep(id)
 	}
+	d.imageFull(ctx, now, &res.Notices)
 	appeared, resolved := d.track.replace(now)
 	d.report(ctx, appeared, resolved)
 	d.reportNotices(ctx, res.Notices)

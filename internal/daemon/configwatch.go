@@ -131,7 +131,7 @@ func (c *configWatch) relevant(name string) bool {
 func (c *configWatch) loop() {
 	defer c.wg.Done()
 	reads := make(chan readResult)
-	go readEvents(c.w, reads, c.stop)
+	go readFrom(c.w, reads, c.stop)
 	writes := newWrites(c.settle, c.stop)
 	defer writes.reset()
 	var timer *time.Timer
@@ -225,4 +225,9 @@ func (c *configWatch) Close() {
 	c.w.Close()
 	c.wg.Wait()
 	c.machine.Close()
+}
+
+// under reports whether p is prefix or lies beneath it.
+func under(p, prefix string) bool {
+	return p == prefix || prefix == "/" || strings.HasPrefix(p, prefix+"/")
 }

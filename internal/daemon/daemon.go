@@ -25,10 +25,13 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/attribution"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -82,11 +85,10 @@ type Options struct {
 	// PollInterval paces the polling of directories that could not be
 	// watched because the inotify limit was reached.
 	PollInterval time.Duration
-	// Exclude lists patterns (path.Match, or a directory prefix) of declared
-	// paths the daemon neither watches nor reports; ExcludeFile names a file
-	// (relative to Root) with more, one per line.
-	Exclude     []string
-	ExcludeFile string
+	// Exclude says what the daemon leaves alone: --exclude's patterns and
+	// the exclusion file, read inside Root on every load (package
+	// exclude, the rules every command shares).
+	Exclude exclude.Options
 	// CheckMCDCertificates checks a MachineConfig's files that the
 	// machine-config daemon's certificate writer owns
 	// (desired.MCDCertificatePaths) like any other; otherwise each is a
@@ -104,7 +106,8 @@ type Options struct {
 	// how often it is rewritten when nothing changed (0: 30s).
 	MetricsTextfile string
 	MetricsRefresh  time.Duration
-	// MCD follows the OpenShift machine-config daemon's updates (mcd.go).
+	// MCD follows the OpenShift machine-config daemon's updates (the
+	// part mcdfollow).
 	MCD MCDOptions
 	// DigestKey keys the digests of content that must not be shown (see
 	// drift.Key); the zero Key leaves them out.
@@ -112,9 +115,13 @@ type Options struct {
 	// FirstBoot is the first-boot record the daemon uses on every load
 	// (package firstboot); the zero Use reads none.
 	FirstBoot firstboot.Use
+	// Image is what to make of the differences of /etc from the OS
+	// image (image.go): ImageNotice ("", the default), ImageDrift or
+	// ImageOff.
+	Image string
 
 	// Attribution is how drift is attributed to its writers: "audit"
-	// (attribution.go) or "off" (""). AuditKey is the key of its audit
+	// (the part attribution) or "off" (""). AuditKey is the key of its audit
 	// rules ("": audit.Key).
 	Attribution string
 	AuditKey    string
@@ -123,7 +130,7 @@ type Options struct {
 	AuditCanary string
 	// Sessions answers login sessions (logind); nil: writers are named
 	// without their session's user and remote host.
-	Sessions Sessions
+	Sessions attribution.Sessions
 
 	Log    *slog.Logger
 	Notify Notifier
@@ -154,6 +161,8 @@ type Daemon struct {
 	// acct is the lock on the account files the user and group entries
 	// wait for (accountlock.go).
 	acct accountWait
+	// excl is what the exclusions leave alone (exclusions.go).
+	excl exclusions
 	// nothing says where no config file was found when the state in force
 	// has none ("" when it has one): nothing to watch, which is not clean.
 	nothing string
@@ -187,8 +196,13 @@ type Daemon struct {
 	noticeKinds map[drift.Kind]int
 	noticeGen   uint64
 
+	// inhibitors are those held: the lock files' (locks, as the monitor
+	// last said) and the parts' holds (withHolds).
 	inhibitors []inhibit.Inhibitor
-	mcd        *mcdFollower // the machine-config daemon's internal inhibitor (mcd.go); nil when off
+	locks      []inhibit.Inhibitor
+	// inhibitDir is how the inhibitor directory was last said to be
+	// followed (inhibitDirStatus).
+	inhibitDir inhibit.DirStatus
 	// reconcilers are the `drift-monitor reconcile` runs released while
 	// another inhibitor was still held: their repair is journaled when the
 	// last one goes.
@@ -213,10 +227,16 @@ type Daemon struct {
 	// starting, never clean.
 	judged bool
 
-	// attr follows the audit records of writes (attribution.go); nil
-	// with --attribution=off. attrReported is the state last journaled.
-	attr         *attributor
-	attrReported string
+	// said is what the journal said of each drift's writers, by busKey
+	// (noteWriters), for the bus.
+	said map[string]part.Writers
+
+	// parts are the optional features (parts.go): attribution, the MCD's
+	// follower.
+	parts parts
+
+	// img compares /etc with the OS image (image.go); nil when off.
+	img *imagePart
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files
@@ -267,6 +287,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey, WaitForAccountLocks: true}
 	d.obs.ReadLimit = inlineReadLimit
 	d.reads = newContentReads(d.checker)
+	d.parts = newParts(o, d)
 	if o.Units != nil {
 		d.checker.Units = o.Units
 	} else {

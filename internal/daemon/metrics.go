@@ -40,6 +40,7 @@ type metricsKey struct {
 	state                            string
 	gen                              uint64
 	paths, units, polled, inhibitors int
+	excluded, internalInhibitors     int
 	notices                          uint64 // Daemon.noticeGen
 	exhausted, loadFailing           bool
 	loadFailures                     uint64
@@ -137,8 +138,8 @@ func (d *Daemon) metricsChanged() {
 
 func (d *Daemon) metricsKey() metricsKey {
 	return metricsKey{state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
-		polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), exhausted: d.exhausted,
-		loadFailing: d.loadErr != nil, loadFailures: d.m.loadFailures, lastCheck: d.lastCheck, attribution: d.attributionMetric()}
+		excluded: d.excl.paths, polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), internalInhibitors: d.internalInhibitors(), exhausted: d.exhausted,
+		loadFailing: d.loadFailing(), loadFailures: d.m.loadFailures, lastCheck: d.lastCheck, attribution: d.attributionMetric()}
 }
 
 // metricsSnapshot runs on the loop. Drift is counted by kind only when the
@@ -156,11 +157,16 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 		for k, n := range d.noticeKinds {
 			d.m.kinds[k] += n
 		}
+		d.imageCount(d.m.kinds)
 	}
 	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
-		WatchedPaths: d.ix.paths, Units: d.ix.units, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
-		Inhibitors: len(d.inhibitors), LoadFailing: d.loadErr != nil, LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
+		WatchedPaths: d.ix.paths, Units: d.ix.units, ExcludedPaths: d.excl.paths, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
+		Inhibitors: len(d.inhibitors), InternalInhibitors: d.internalInhibitors(), LoadFailing: d.loadFailing(), LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
 }
+
+// loadFailing: what the daemon checks against is not what the files in
+// place say, the desired state's or the exclusions' having been refused.
+func (d *Daemon) loadFailing() bool { return d.loadErr != nil || d.excl.refused != nil }
 
 // errNotChecked refuses metrics before the first full check: nothing is
 // known yet, and "no drift counted" must not read as clean.

@@ -92,3 +92,14 @@ func (d *Daemon) DriftPage(ctx context.Context, offset, limit int) (gen uint64, 
 	})
 	return gen, total, page, err
 }
+
+// DriftPageEx is DriftPage with each drift's writers, as its journal record
+// named them (for the bus's GetDriftEx).
+func (d *Daemon) DriftPageEx(ctx context.Context, offset, limit int) (gen uint64, total int, page []dbusapi.DriftEx, err error) {
+	err = d.do(ctx, func(context.Context) error {
+		gen, total = d.track.gen, d.track.count()
+		page = d.withWritersEx(d.track.busPage(offset, limit))
+		return nil
+	})
+	return gen, total, page, err
+}

@@ -9,7 +9,6 @@ import (
 	"path"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/audit"
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
@@ -46,6 +45,8 @@ type readResult struct {
 type sources struct {
 	events  chan readResult
 	inhibit <-chan []inhibit.Inhibitor
+	// inhibitDir says how the monitor follows its directory.
+	inhibitDir <-chan inhibit.DirStatus
 	// inhibitors is the monitor behind inhibit, for syncInhibitors.
 	inhibitors *inhibit.Monitor
 	reload     <-chan struct{}
@@ -54,7 +55,6 @@ type sources struct {
 	periodic   <-chan time.Time
 	flags      <-chan time.Time // a flag sweep is due (flagsweep.go)
 	pings      chan chan struct{}
-	audit      <-chan audit.Event // rules removed, denied writes (attribution.go)
 	// poll paces the polling of unwatched directories; nil while every
 	// directory is watched.
 	poll  *time.Ticker
@@ -79,14 +79,14 @@ func (s *sources) stop() {
 	}
 }
 
-// eventReader is what readEvents reads: the event source, or the config
-// watch's watcher.
-type eventReader interface {
-	Read([]byte) ([]watch.Event, error)
-}
+// readEvents hands the event source's reads to the loop until the source
+// is closed or the loop has ended.
+func (d *Daemon) readEvents(out chan<- readResult) { readFrom(d.w, out, d.done) }
 
-// readEvents hands the reads of src to out until src is closed or done is.
-func readEvents(src eventReader, out chan<- readResult, done <-chan struct{}) {
+// readFrom hands the reads of src to out until src is closed or done is.
+func readFrom(src interface {
+	Read([]byte) ([]watch.Event, error)
+}, out chan<- readResult, done <-chan struct{}) {
 	buf := make([]byte, watch.ReadBufferSize)
 	for {
 		evs, err := src.Read(buf)
@@ -114,6 +114,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 	}
 	s.stops = append(s.stops, func() { m.Close() })
 	s.inhibit = m.Changes()
+	s.inhibitDir = m.DirStatus()
 	s.inhibitors = m
 	d.setInhibitors(ctx, m.Held())
 }
@@ -121,7 +122,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 // followConfig starts watching the desired-state files. Without the watch
 // the daemon still runs: a reload (SIGHUP) applies changes.
 func (d *Daemon) followConfig(ctx context.Context, s *sources) {
-	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.ExcludeFile, d.o.Settle)
+	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.Exclude.File, d.o.Settle)
 	d.cfg = cfg
 	s.stops = append(s.stops, cfg.Close)
 	if err != nil {

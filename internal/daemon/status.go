@@ -30,9 +30,14 @@ func (d *Daemon) status() string {
 	in.loading = d.loads.running
 	in.accountLock = d.accountLockStatus()
 	in.configBlind = d.cfg.Blind()
+	in.excluded = d.excl.paths
+	if d.excl.refused != nil {
+		in.exclRefused, in.exclKept = escape.Name(d.excl.refused.Error()), d.excl.good
+	}
 	in.nothing = escape.Name(d.nothing)
-	in.mcd = d.mcdStatus()
-	return statusLine(in) + d.attributionStatus()
+	in.parts = d.partCaveats()
+	in.undeclared, in.imageHeld = d.imageStatus()
+	return statusLine(in)
 }
 
 // updateStatus sends the status line once the daemon is ready (until then
@@ -80,6 +85,13 @@ type statusInput struct {
 	nothing string
 	// configBlind: the desired-state files could not be watched.
 	configBlind bool
+	// excluded counts the declared paths the exclusions leave alone;
+	// exclRefused says why the exclusion file is refused ("" : it is not),
+	// and exclKept whether the last good rules are kept (else only
+	// --exclude's apply).
+	excluded    int
+	exclRefused string
+	exclKept    bool
 	inhibitors  []string
 	starting    bool
 	// reading counts the files whose content is being compared in the
@@ -95,9 +107,12 @@ type statusInput struct {
 	// unitsDown: systemd cannot be reached over D-Bus; apiDown: the
 	// daemon's own API is off the bus.
 	unitsDown, apiDown bool
-	// mcd: what the status line says of the machine-config daemon's
-	// follower ("" : nothing).
-	mcd string
+	// parts: what the parts add (part.Caveat; "" : nothing).
+	parts string
+	// undeclared counts the undeclared changes to the image's /etc shown
+	// as notices; imageHeld names a transaction they are held for.
+	undeclared int
+	imageHeld  string
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -106,6 +121,7 @@ type statusInput struct {
 //	Nothing to watch: no config file in /usr/lib/drift-monitor/desired.d or /etc/drift-monitor/desired.d
 //	Drift: 2 paths differ (/etc/chrony.conf: content; /etc/x: mode, owner)
 //	Inhibited by my-updater (pid 4711): applying config v42
+//	No drift: watching 42 paths, 6 units; 2 declared paths excluded
 func statusLine(in statusInput) string {
 	var b strings.Builder
 	writeState(&b, in)
@@ -198,8 +214,14 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 	if in.configBlind {
 		b.WriteString("; desired-state files not watched (inotify watches exhausted): reload to apply changes")
 	}
-	if in.mcd != "" {
-		b.WriteString("; " + in.mcd)
+	if in.parts != "" {
+		b.WriteString("; " + in.parts)
+	}
+	if in.undeclared > 0 {
+		fmt.Fprintf(b, "; %s to the image's /etc", plural(in.undeclared, "undeclared change"))
+	}
+	if in.imageHeld != "" {
+		b.WriteString("; undeclared changes held while " + in.imageHeld + " runs")
 	}
 	switch {
 	case in.loadFailed != "" && in.noState:
@@ -211,6 +233,15 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 	}
 	if in.loading {
 		b.WriteString("; reading the desired state again")
+	}
+	if in.excluded > 0 {
+		fmt.Fprintf(b, "; %s excluded", plural(in.excluded, "declared path"))
+	}
+	switch {
+	case in.exclRefused != "" && in.exclKept:
+		fmt.Fprintf(b, "; exclusions refused (%s), keeping the last good ones", in.exclRefused)
+	case in.exclRefused != "":
+		fmt.Fprintf(b, "; exclusions refused (%s): only --exclude applies", in.exclRefused)
 	}
 	switch {
 	case in.unitsDown && in.apiDown:

@@ -51,6 +51,11 @@ func TestStatusLine(t *testing.T) {
 		{"polling", statusInput{paths: 3, polled: 2}, "No drift: watching 3 paths, 0 units; polling 2 directories: inotify watches exhausted"},
 		{"reading", statusInput{paths: 3, reading: 1}, "No drift: watching 3 paths, 0 units; reading 1 large file"},
 		{"reading, drifted", statusInput{drift: []drift.Drift{chrony}, reading: 2}, "Drift: 1 path differs (/etc/chrony.conf: content); reading 2 large files"},
+		{"excluded", statusInput{paths: 3, excluded: 1}, "No drift: watching 3 paths, 0 units; 1 declared path excluded"},
+		{"exclusions refused at start", statusInput{paths: 3, exclRefused: "/etc/drift-monitor/exclude.conf:2: bad"},
+			"No drift: watching 3 paths, 0 units; exclusions refused (/etc/drift-monitor/exclude.conf:2: bad): only --exclude applies"},
+		{"exclusions refused, kept", statusInput{drift: []drift.Drift{chrony}, excluded: 2, exclRefused: "x:1: bad", exclKept: true},
+			"Drift: 1 path differs (/etc/chrony.conf: content); 2 declared paths excluded; exclusions refused (x:1: bad), keeping the last good ones"},
 		{"refused config", statusInput{paths: 3, loadFailed: "/etc/drift-monitor/desired.d/x.ign: bad"},
 			"No drift: watching 3 paths, 0 units; new config refused (/etc/drift-monitor/desired.d/x.ign: bad), checking against the last good one"},
 	}

@@ -65,7 +65,16 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	src := fragmentFiles{root, len(explicit) > 0}
+	return loadFiles(c, fragmentFiles{root, len(explicit) > 0}, files)
+}
+
+// loadFiles is loadState for the config files listed, read through src.
+// A config another user could have written is refused (writers.go).
+func loadFiles(c Cache, src fragmentFiles, files []string) (State, error) {
+	if err := checkWriters(src, files); err != nil {
+		return State{}, err
+	}
+	root := src.root
 	acct, err := readAccountFiles(root)
 	if err != nil {
 		return State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
@@ -125,10 +134,26 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 		if ok && !c.Put(key, &st) {
 			// The state went into the cache, which lost it (an entry
 			// removed by hand in between): parse again.
-			return loadState(nil, root, explicit)
+			return loadFiles(nil, src, files)
 		}
 	}
 	return st, nil
+}
+
+// LoadInRoot is LoadState for the config files at these host paths, read
+// inside root as the default locations are (a link on the way resolved as
+// if root were /, never to the running host's file), merged in the order
+// given. Errors name the files inside root (Host.Join).
+func LoadInRoot(root Host, hostFiles []string) (State, error) {
+	files := make([]string, len(hostFiles))
+	for i, f := range hostFiles {
+		files[i] = root.Join(f)
+	}
+	st, err := loadFiles(nil, fragmentFiles{root, false}, files)
+	if err != nil {
+		return st, err
+	}
+	return st, applySSHLayout(root, &st)
 }
 
 // keyOf names the derivation of files (with contents raws, or as src reads

@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"hash"
 	"net/url"
 	"strings"
 
@@ -183,10 +181,10 @@ func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *Un
 		}
 		raw = local
 		ref += " (" + clean.String() + ", supplied by " + file + ")"
-	} else if raw, _, _, err = resource(res); err != nil { // decodes and decompresses, as the fetcher does
-		return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
-	}
-	if err := verifyChild(res.Verification, raw); err != nil {
+		if err := verifyHash(res.Verification, raw); err != nil {
+			return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
+		}
+	} else if raw, _, _, err = resource(res); err != nil { // decodes, decompresses and verifies, as the fetcher does
 		return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	cfg, rpt, err := parseIgnition(raw, configVersion(raw))
@@ -203,30 +201,6 @@ func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *Un
 		warn = append(warn, ref+": "+w)
 	}
 	return cfg, nil, warn, nil
-}
-
-// verifyChild checks a child's verification.hash as Ignition's
-// util.AssertValid does: on failure Ignition stops, so the config never
-// applied and is refused here.
-func verifyChild(v types.Verification, raw []byte) error {
-	if v.Hash == nil {
-		return nil
-	}
-	algo, sum, _ := strings.Cut(*v.Hash, "-")
-	var h hash.Hash
-	switch algo {
-	case "sha512":
-		h = sha512.New()
-	case "sha256":
-		h = sha256.New()
-	default:
-		return fmt.Errorf("verification.hash: unsupported algorithm %q", algo)
-	}
-	h.Write(raw)
-	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, sum) {
-		return errors.New("verification.hash does not match the child config (Ignition refuses it)")
-	}
-	return nil
 }
 
 // resolveChildren renders frag's children into frag.Config and validates the

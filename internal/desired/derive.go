@@ -257,8 +257,9 @@ func orRemote(why string) string {
 }
 
 // resource decodes an Ignition resource. It returns the bytes of a data URL
-// (decompressed), or the verification hash of a remote source, or why the
-// source cannot be verified without fetching it (it is never fetched).
+// (decompressed, and verified against its verification.hash), or the
+// verification hash of a remote source, or why the source cannot be
+// verified without fetching it (it is never fetched).
 func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, err error) {
 	if r.Source == nil || *r.Source == "" {
 		// Ignition fetches nothing for an empty source ("" parses as a URL
@@ -268,6 +269,9 @@ func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, e
 	src := *r.Source
 	if data, ok := types.Base64DataURL(src); ok {
 		data, err := decompressed(data, r.Compression)
+		if err == nil {
+			err = verifyHash(r.Verification, data)
+		}
 		return data, nil, "", err
 	}
 	u, err := url.Parse(src)
@@ -291,6 +295,9 @@ func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, e
 		return nil, nil, "", fmt.Errorf("undecodable data URL: %w", err)
 	}
 	data, err = decompressed(du.Data, r.Compression)
+	if err == nil {
+		err = verifyHash(r.Verification, data)
+	}
 	return data, nil, "", err
 }
 

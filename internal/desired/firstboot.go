@@ -13,6 +13,10 @@ type FirstBoot struct {
 	Record string
 	// Mode, Owner and Group say which fields the record filled.
 	Mode, Owner, Group bool
+	// Enablement, for a unit's enablement entry, is the unit's state at
+	// the first boot as the record keeps it (as `systemctl is-enabled`
+	// names it).
+	Enablement string
 }
 
 // Base is the recorded base of a file declared with append fragments and

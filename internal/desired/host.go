@@ -21,4 +21,7 @@ type Host interface {
 	ReadFile(hostPath string) ([]byte, error)
 	// ReadDir lists a directory, its links not followed.
 	ReadDir(hostDir string) ([]fs.DirEntry, error)
+	// StatDir describes a directory itself (links to it followed): its
+	// mode and owner, in a *syscall.Stat_t as Sys.
+	StatDir(hostDir string) (fs.FileInfo, error)
 }

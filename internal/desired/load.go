@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -295,7 +296,9 @@ func yamlToJSON(file string, raw []byte) ([]byte, error) {
 	}
 	j, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		return nil, &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+		le := &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+		yamlPosition(le, raw)
+		return nil, le
 	}
 	return j, nil
 }
@@ -369,9 +372,9 @@ func decodeIgnition(file string, raw []byte, version string, cache bool, reread 
 }
 
 // checkDecodable refuses what Ignition's validation lets through but Derive
-// cannot use (see undecodable and negativeIDs). under, if not empty, is where
-// cfg sits in the file (spec.config for a MachineConfig's): it replaces the
-// contexts' leading $.
+// cannot use (see undecodable and negativeIDs) or no tool can apply (see
+// accountFields). under, if not empty, is where cfg sits in the file
+// (spec.config for a MachineConfig's): it replaces the contexts' leading $.
 func checkDecodable(file string, cfg types.Config, under string, minID int) error {
 	at := func(ctx string) string {
 		if under == "" {
@@ -383,6 +386,9 @@ func checkDecodable(file string, cfg types.Config, under string, minID int) erro
 		return &LoadError{File: file, Context: at(ctx), Err: err}
 	}
 	if ctx, err := negativeIDs(cfg, minID); err != nil {
+		return &LoadError{File: file, Context: at(ctx), Err: err}
+	}
+	if ctx, err := accountFields(cfg.Passwd); err != nil {
 		return &LoadError{File: file, Context: at(ctx), Err: err}
 	}
 	return nil
@@ -476,15 +482,17 @@ func addKernelArguments(frag *Fragment, args []string) {
 }
 
 // undecodable finds file contents that Ignition's validation accepts but that
-// cannot be decoded (a gzip data URL that is not gzip): Derive would fail on
-// them after merging, when the file that declared them is no longer known.
+// cannot be decoded (a gzip data URL that is not gzip) or whose declared
+// hash they do not have: Derive would fail on them after merging, when the
+// file that declared them is no longer known.
 //
 // Ignition's validation has decoded every data URL already; what it does not
-// try is decompressing, so only compressed files are decoded here (decoding
-// all of them was a tenth of a load).
+// try is decompressing or hashing, so only compressed files and those with a
+// verified data URL are decoded here (decoding all of them was a tenth of a
+// load).
 func undecodable(cfg types.Config) (context string, err error) {
 	for i, f := range cfg.Storage.Files {
-		if !compressed(f) {
+		if !compressed(f) && !verifiedDataURL(f) {
 			continue
 		}
 		if _, err := fileContent(f); err != nil {
@@ -531,16 +539,13 @@ func negativeIDs(cfg types.Config, min int) (context string, err error) {
 }
 
 func compressed(f types.File) bool {
-	gz := func(r types.Resource) bool { return r.Compression != nil && *r.Compression != "" }
-	if gz(f.Contents) {
-		return true
-	}
-	for _, a := range f.Append {
-		if gz(a) {
-			return true
-		}
-	}
-	return false
+	return anySource(f, func(r types.Resource) bool { return r.Compression != nil && *r.Compression != "" })
+}
+
+// anySource says whether is holds for the file's contents or one of its
+// append fragments.
+func anySource(f types.File, is func(types.Resource) bool) bool {
+	return is(f.Contents) || slices.ContainsFunc(f.Append, is)
 }
 
 // SplitKernelArguments splits a kernel command line (/proc/cmdline, a boot
@@ -886,6 +891,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	}
 	bits := mergedSpecialBits(frags)
 	mcPaths := machineConfigPaths(frags) // before their storage goes
+	certs := mcdCertificateFiles(frags)
 	// What the fragments declare in storage is in cfg, which nothing reads
 	// after deriving: deriveReleasing lets each file's source go once
 	// decoded.
@@ -898,7 +904,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	}
 	optionalSpecialBits(&st, bits)
 	emptyDropins(&st, frags)
-	mcdExemptions(&st, frags)
+	mcdExemptions(&st, certs)
 	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
 	mcdPasswords(&st, frags)
 	notRelabelled(&st, mcPaths)

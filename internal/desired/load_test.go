@@ -74,7 +74,8 @@ func TestParseErrors(t *testing.T) {
 			name: "unparsable YAML",
 			file: "bad.yaml",
 			raw:  "kind: MachineConfig\nspec: [1, 2\n",
-			want: []string{"invalid YAML", "line 2"},
+			want: []string{"invalid YAML", "did not find expected ',' or ']'"},
+			line: 2, column: 1,
 		},
 		{
 			name: "experimental spec",

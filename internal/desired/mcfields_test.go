@@ -91,6 +91,8 @@ func TestMCDCertificateExemptions(t *testing.T) {
 		`{"path":"/etc/kubernetes/kubeconfig","contents":{"source":"data:,k"}}]}`
 	mc := `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.4.0"},` + files + `}}}`
 	ign := `{"ignition":{"version":"3.4.0"},` + files + `}`
+	// A MachineConfig that declares none of them.
+	mcOther := `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/other","contents":{"source":"data:,o"}}]}}}}`
 	kinds := func(es []Entry) map[string][]Kind {
 		m := map[string][]Kind{}
 		for _, e := range es {
@@ -98,29 +100,46 @@ func TestMCDCertificateExemptions(t *testing.T) {
 		}
 		return m
 	}
+	notChecked := map[string][]Kind{
+		"/etc/kubernetes/kubelet-ca.crt":              {KindNotChecked},
+		"/etc/mco/internal-registry-pull-secret.json": {KindNotChecked},
+		"/etc/kubernetes/kubeconfig":                  {KindFile},
+	}
+	checked := map[string][]Kind{
+		"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
+		"/etc/mco/internal-registry-pull-secret.json": {KindFile},
+		"/etc/kubernetes/kubeconfig":                  {KindFile},
+	}
+	withOther := func(m map[string][]Kind) map[string][]Kind {
+		out := map[string][]Kind{"/etc/other": {KindFile}}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
 	for _, tt := range []struct {
-		name, file, raw string
-		exempt          bool
-		want            map[string][]Kind
+		name        string
+		files, raws []string
+		exempt      bool
+		want        map[string][]Kind
 	}{
-		{"a MachineConfig's certificate files are not checked", "mc.json", mc, true, map[string][]Kind{
-			"/etc/kubernetes/kubelet-ca.crt":              {KindNotChecked},
-			"/etc/mco/internal-registry-pull-secret.json": {KindNotChecked},
-			"/etc/kubernetes/kubeconfig":                  {KindFile},
-		}},
-		{"the rule turned off checks them", "mc.json", mc, false, map[string][]Kind{
-			"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
-			"/etc/mco/internal-registry-pull-secret.json": {KindFile},
-			"/etc/kubernetes/kubeconfig":                  {KindFile},
-		}},
-		{"an Ignition config's are checked: no MCD writes them", "10.ign", ign, true, map[string][]Kind{
-			"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
-			"/etc/mco/internal-registry-pull-secret.json": {KindFile},
-			"/etc/kubernetes/kubeconfig":                  {KindFile},
-		}},
+		{"a MachineConfig's certificate files are not checked", []string{"mc.json"}, []string{mc}, true, notChecked},
+		{"the rule turned off checks them", []string{"mc.json"}, []string{mc}, false, checked},
+		{"an Ignition config's are checked: no MCD writes them", []string{"10.ign"}, []string{ign}, true, checked},
+		{"an Ignition config's are checked beside a MachineConfig that does not declare them",
+			[]string{"10.ign", "20-mc.json"}, []string{ign, mcOther}, true, withOther(checked)},
+		{"... whichever comes first", []string{"10-mc.json", "20.ign"}, []string{mcOther, ign}, true, withOther(checked)},
+		{"the last fragment to declare a path decides: a MachineConfig over an Ignition config",
+			[]string{"10.ign", "20-mc.json"}, []string{ign, mc}, true, notChecked},
+		{"the last fragment to declare a path decides: an Ignition config over a MachineConfig",
+			[]string{"10-mc.json", "20.ign"}, []string{mc, ign}, true, checked},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := deriveState("/", []string{tt.file}, [][]byte{[]byte(tt.raw)}, [4][]byte{})
+			var raws [][]byte
+			for _, r := range tt.raws {
+				raws = append(raws, []byte(r))
+			}
+			st, err := deriveState("/", tt.files, raws, [4][]byte{})
 			if err != nil {
 				t.Fatal(err)
 			}

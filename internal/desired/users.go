@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,6 +177,9 @@ type Passwd struct {
 	// Hash is the shadow line's password field; HasShadow says there is one.
 	Hash      string
 	HasShadow bool
+	// HashFile is the file Hash was read from: /etc/shadow, or /etc/passwd
+	// when the root has no shadow file.
+	HashFile string
 }
 
 // Group is a group line, with its gshadow line's hash.
@@ -187,6 +191,9 @@ type Group struct {
 	// Hash is the gshadow line's password field; HasShadow says there is one.
 	Hash      string
 	HasShadow bool
+	// HashFile is the file Hash was read from: /etc/gshadow, or /etc/group
+	// when the root has no gshadow file.
+	HashFile string
 }
 
 // AccountDB is a root's accounts as NSS with "files altfiles" sees them:
@@ -251,7 +258,7 @@ func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 				if raw[1] == nil && src == PasswdFile {
 					// Without /etc/shadow, shadow-utils keeps the hash in
 					// passwd's own field (lib/pwio.c: is_shadow_pwd is false).
-					u.Hash, u.HasShadow = f[1], true
+					u.Hash, u.HasShadow, u.HashFile = f[1], true, PasswdFile
 				}
 				db.Users[f[0]] = u
 			}
@@ -276,7 +283,7 @@ func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 			}
 			if raw[3] == nil && src == GroupFile {
 				// Without /etc/gshadow, in group's own field (is_shadow_grp).
-				g.Hash, g.HasShadow = f[1], true
+				g.Hash, g.HasShadow, g.HashFile = f[1], true, GroupFile
 			}
 			db.Groups[f[0]] = g
 			if _, dup := db.groupsByID[gid]; !dup {
@@ -286,12 +293,12 @@ func ParseAccountDB(raw [accountFilesCount][]byte) *AccountDB {
 	}
 	colonLines(raw[1], func(f []string) {
 		if u := db.Users[f[0]]; len(f) >= 2 && u != nil && u.Source == PasswdFile && !u.HasShadow {
-			u.Hash, u.HasShadow = f[1], true
+			u.Hash, u.HasShadow, u.HashFile = f[1], true, ShadowFile
 		}
 	})
 	colonLines(raw[3], func(f []string) {
 		if g := db.Groups[f[0]]; len(f) >= 2 && g != nil && g.Source == GroupFile && !g.HasShadow {
-			g.Hash, g.HasShadow = f[1], true
+			g.Hash, g.HasShadow, g.HashFile = f[1], true, GShadowFile
 		}
 	})
 	return db
@@ -308,7 +315,9 @@ func members(s string) []string {
 // (lib/getgr_nam_gid.c, getgr_nam_gid): a number is a gid, anything else
 // a name; either must be a group that exists.
 func (db *AccountDB) GroupOf(nameOrID string) (*Group, bool) {
-	if id, err := strconv.ParseInt(nameOrID, 10, 64); err == nil {
+	// A number that is no gid (negative, or beyond 32 bits) is a name:
+	// getgr_nam_gid takes it as a gid only if gid_t holds it.
+	if id, err := strconv.ParseInt(nameOrID, 10, 64); err == nil && id >= 0 && id <= math.MaxUint32 {
 		g, ok := db.groupsByID[int(id)]
 		return g, ok
 	}

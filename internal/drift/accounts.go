@@ -84,7 +84,7 @@ func (r *accountReport) group(g *desired.Group, db *desired.AccountDB) []Drift {
 		r.add(GID, g.Source, fmt.Sprintf("gid is %d, want %d", g.GID, *a.ID), strconv.Itoa(*a.ID), strconv.Itoa(g.GID))
 	}
 	if a.PasswordHash != nil {
-		r.password(desired.GShadowFile, *a.PasswordHash, g.Hash, g.HasShadow, g.Source, db.GShadowErr)
+		r.password(hashFile(g.HashFile, desired.GShadowFile), *a.PasswordHash, g.Hash, g.HasShadow, g.Source, db.GShadowErr)
 	}
 	return r.ds
 }
@@ -121,9 +121,19 @@ func (r *accountReport) user(u *desired.Passwd, db *desired.AccountDB) []Drift {
 		}
 	}
 	if a.PasswordHash != nil {
-		r.password(desired.ShadowFile, *a.PasswordHash, u.Hash, u.HasShadow, u.Source, db.ShadowErr)
+		r.password(hashFile(u.HashFile, desired.ShadowFile), *a.PasswordHash, u.Hash, u.HasShadow, u.Source, db.ShadowErr)
 	}
 	return r.ds
+}
+
+// hashFile is where an account's hash drift is: the file its hash was read
+// from (/etc/passwd on a root without /etc/shadow, where reconcile repairs
+// it too), else the shadow file, where its line is missing.
+func hashFile(from, shadow string) string {
+	if from != "" {
+		return from
+	}
+	return shadow
 }
 
 type groupsDiff struct{ msg, want, got string }

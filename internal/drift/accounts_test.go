@@ -89,10 +89,14 @@ func TestCompareAccount(t *testing.T) {
 			delete(f, desired.ShadowFile)
 			f[desired.PasswdFile] = strings.Replace(f[desired.PasswdFile], "core:x:", "core:"+secretWant+":", 1)
 		}},
-		{name: "no /etc/gshadow: the hash is group's own field", entry: groupEntry(docker), edit: func(f map[string]string) {
+		{name: "no /etc/shadow: another hash in passwd's own field, where it is reported", entry: userEntry(core), edit: func(f map[string]string) {
+			delete(f, desired.ShadowFile)
+			f[desired.PasswdFile] = strings.Replace(f[desired.PasswdFile], "core:x:", "core:"+secretGot+":", 1)
+		}, want: []string{"password-hash /etc/passwd"}},
+		{name: "no /etc/gshadow: the hash is group's own field, where it is reported", entry: groupEntry(docker), edit: func(f map[string]string) {
 			delete(f, desired.GShadowFile)
 			f[desired.GroupFile] = strings.Replace(f[desired.GroupFile], "docker:x:", "docker:"+secretGot+":", 1)
-		}, want: []string{"password-hash /etc/gshadow"}},
+		}, want: []string{"password-hash /etc/group"}},
 		{name: "user deleted", entry: userEntry(core), edit: replace(desired.PasswdFile, "core:x", "coreX:x"),
 			want: []string{"missing /etc/passwd"}},
 		{name: "user that must not exist", entry: userEntry(desired.Account{Name: "core", Absent: true}),

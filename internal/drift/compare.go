@@ -291,52 +291,21 @@ func isText(b []byte) bool {
 	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }
 
-// enabledStates satisfy `enabled: true`: what Ignition's enablement leaves,
-// or what it could not make any more enabled. Ignition (v2.27.0) enables a
-// unit by a preset line only ("enable NAME" in
-// /etc/systemd/system-preset/20-ignition.preset: createSystemdPresetFile in
-// internal/exec/stages/files/units.go, EnableUnit in
-// internal/exec/util/unit.go), which systemd applies at the first boot with
-// `preset-all` into the persistent configuration (systemd 252
-// src/core/manager.c, manager_preset_all → unit_file_preset_all with
-// runtime false: links in /etc/systemd/system, install.c). So:
-//
-//   - "enabled" (links in /etc) satisfies it, and "enabled-runtime" (links
-//     in /run only, install.c find_symlinks_in_scope) does not: the preset
-//     never makes runtime links, and counting them would hide a persistent
-//     `systemctl disable` until the next boot empties /run;
-//   - "linked" and "linked-runtime" (a unit file symlinked into the search
-//     path, without enablement links) do not: `systemctl is-enabled` exits
-//     non-zero for them (systemctl-is-enabled.c counts enabled, static,
-//     alias, indirect, generated and enabled-runtime), and the preset would
-//     have made the WantedBy=/RequiredBy= links of such a unit;
-//   - "static" (no [Install] to act on), "indirect" (enabled through Also=
-//     or another name), "alias", "generated" and "transient" (not the
-//     preset's to change) satisfy it;
-//   - so does "not-found": without a unit file anywhere the preset line is
-//     skipped.
-//
-// A template that cannot be enabled without an instance is "disabled" and
-// stays so: that is a notice (CannotEnableNotice), decided by the caller
-// from the unit's [Install], not from its state.
-var enabledStates = map[string]bool{
-	enablement.StateEnabled: true, enablement.StateStatic: true,
-	enablement.StateIndirect: true, enablement.StateGenerated: true, enablement.StateTransient: true,
-	enablement.StateAlias: true, enablement.StateNotFound: true,
-}
-
-// WantsEnabledButDisabled reports whether e declares its unit enabled and
-// state is "disabled": the one case where CannotEnableNotice can apply.
-func WantsEnabledButDisabled(e *desired.Entry, state string) bool {
-	return e.Enabled != nil && *e.Enabled && state == enablement.StateDisabled
-}
-
-// CannotEnableNotice is the notice for a unit declared enabled that is
-// disabled because nothing can enable it (why, from
-// enablement.Tree.CannotEnable, starts "cannot be enabled").
-func CannotEnableNotice(e *desired.Entry, why string) Drift {
+// CannotEnableNotice is the notice for a unit declared enabled that is in
+// state ("disabled", "linked", "enabled-runtime") because nothing can
+// enable it (why, from enablement.Tree.WantEnabled and the first-boot
+// record, starts "cannot be enabled").
+func CannotEnableNotice(e *desired.Entry, state, why string) Drift {
 	return Drift{Kind: CannotEnable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, EntryID: e.ID(),
-		Message: fmt.Sprintf("%s %s", Noun(e), why), Want: "enabled", Got: enablement.StateDisabled}
+		Message: fmt.Sprintf("%s %s", Noun(e), why), Want: "enabled", Got: state}
+}
+
+// EnablementLost is the drift of a unit declared enabled that is in state,
+// and was enabled before: because says how it was and what holds it now.
+func EnablementLost(e *desired.Entry, state, because string) []Drift {
+	d := newDrifts(e)
+	d.add(Enablement, fmt.Sprintf("%s is %s, want enabled: %s", Noun(e), state, because), "enabled", state)
+	return d.list
 }
 
 // CompareEnablement compares a unit's declared enablement with its unit file
@@ -350,7 +319,10 @@ func CompareEnablement(e *desired.Entry, state string, err error) []Drift {
 		d.add(Unreadable, fmt.Sprintf("cannot determine whether %s is enabled: %v", Noun(e), err), "", "")
 		return d.list
 	}
-	want, ok := "enabled", enabledStates[state]
+	// What satisfies `enabled: true` by the state alone is
+	// enablement.SatisfiesEnabled's to say (with why); where enabling
+	// could do no more, the caller asks enablement.Tree.WantEnabled.
+	want, ok := "enabled", enablement.SatisfiesEnabled(state)
 	if !*e.Enabled {
 		want, ok = "disabled", state != enablement.StateEnabled && state != enablement.StateEnabledRuntime
 	}

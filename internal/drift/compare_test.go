@@ -923,24 +923,15 @@ func TestCompareEnablement(t *testing.T) {
 
 func TestCannotEnableNotice(t *testing.T) {
 	on := desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/w@.service", Unit: "w@.service", Type: desired.TypeNone, Enabled: ptr(true)}
-	off := on
-	off.Enabled = ptr(false)
-	for _, tc := range []struct {
-		e     desired.Entry
-		state string
-		want  bool
-	}{
-		{on, "disabled", true}, {on, "masked", false}, {on, "enabled", false}, {off, "disabled", false},
-		{desired.Entry{Kind: desired.KindEnablement, Unit: "w@.service"}, "disabled", false},
-	} {
-		if got := drift.WantsEnabledButDisabled(&tc.e, tc.state); got != tc.want {
-			t.Errorf("WantsEnabledButDisabled(enabled=%v, %q) = %v, want %v", tc.e.Enabled, tc.state, got, tc.want)
-		}
-	}
 	want := drift.Drift{Kind: drift.CannotEnable, Entry: desired.KindEnablement, Path: on.Path, Unit: "w@.service", EntryID: on.ID(),
-		Message: `unit "w@.service" cannot be enabled without an instance: why`, Want: "enabled", Got: "disabled"}
-	if diff := cmp.Diff(want, drift.CannotEnableNotice(&on, "cannot be enabled without an instance: why")); diff != "" {
+		Message: `unit "w@.service" cannot be enabled without an instance: why`, Want: "enabled", Got: "linked"}
+	if diff := cmp.Diff(want, drift.CannotEnableNotice(&on, "linked", "cannot be enabled without an instance: why")); diff != "" {
 		t.Errorf("CannotEnableNotice (-want +got):\n%s", diff)
+	}
+	lost := []drift.Drift{{Kind: drift.Enablement, Entry: desired.KindEnablement, Path: on.Path, Unit: "w@.service", EntryID: on.ID(),
+		Message: `unit "w@.service" is disabled, want enabled: it was enabled`, Want: "enabled", Got: "disabled"}}
+	if diff := cmp.Diff(lost, drift.EnablementLost(&on, "disabled", "it was enabled")); diff != "" {
+		t.Errorf("EnablementLost (-want +got):\n%s", diff)
 	}
 }
 

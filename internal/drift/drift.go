@@ -67,7 +67,7 @@ var Kinds = slices.Concat([]Kind{
 	Missing, Type, Content, Mode, Owner, Group, Target, HardLink, Unmasked, Masked,
 	Enablement, KernelArg, Unreadable, Unverifiable, RebootPending, CannotEnable,
 	ACL, Xattr, FileAttr, Label, KeptMetadata,
-}, MachineConfigKinds, AccountKinds)
+}, MachineConfigKinds, AccountKinds, ImageKinds)
 
 // Notices are the kinds that are counted and shown but are not drift: a
 // check that finds only these is clean, and ConfigDriftDetected (the
@@ -75,7 +75,7 @@ var Kinds = slices.Concat([]Kind{
 // TestNoticesAreTheRulesExclusions ties that rule's regex to this list.
 var Notices = []Kind{
 	Unverifiable, RebootPending, CannotEnable, KeptMetadata,
-	NotChecked, NotApplicable, SameImage, FinalizationFailed,
+	NotChecked, NotApplicable, SameImage, FinalizationFailed, Undeclared, MergeLoss,
 }
 
 // Drift is one difference between an entry and the disk.

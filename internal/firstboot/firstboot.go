@@ -32,6 +32,14 @@
 //     are no secret, and a copy of them in a root-only file tells nobody
 //     anything new. A secret base is never copied: a copy outlives the
 //     rotation of the original, and lands in every backup of /etc.
+//   - the enablement state of each unit whose enablement the config
+//     declares, as `systemctl is-enabled` would have said right after the
+//     first boot's preset applied Ignition's (package enablement, offline).
+//     A unit declared enabled that is disabled now and cannot be enabled is
+//     either one that could not be enabled then (an alias link of its name
+//     was another unit's) or one an admin disabled since (by pointing that
+//     link elsewhere): the tree is the same, and only this tells them apart
+//     (enablement.Tree.WantEnabled).
 //   - on an rpm-ostree host (/run/ostree-booted), whether an /etc node
 //     existed before Ignition ran: the first deployment's /etc is a copy
 //     of its /usr/etc (ostree's src/libostree/ostree-sysroot-deploy.c,
@@ -46,8 +54,8 @@
 //
 // Check and reconcile use the record where there is one (Use.Apply): what
 // it says of a mode, owner or group is wanted where no config declares one,
-// and an append-only file must hold its recorded base followed by its
-// fragments. Without a record, modes and owners a config leaves to the node
+// an append-only file must hold its recorded base followed by its
+// fragments, and a unit's enablement is judged knowing its state then. Without a record, modes and owners a config leaves to the node
 // are not checked, and reconcile refuses to guess an append-only file's
 // base.
 //
@@ -78,6 +86,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
@@ -112,6 +121,17 @@ type Record struct {
 	// OSTree: the host is an rpm-ostree (ostree) host.
 	OSTree bool   `json:"ostree"`
 	Nodes  []Node `json:"nodes"`
+	// Units are the declared units' enablement at the first boot; nil in
+	// a record made by a drift-monitor that did not record them (no
+	// "units"), which then says nothing of any unit.
+	Units []Unit `json:"units"`
+}
+
+// Unit is one declared unit's enablement at the first boot.
+type Unit struct {
+	Unit string `json:"unit"`
+	// State is as `systemctl is-enabled` names it (enablement.State).
+	State string `json:"state"`
 }
 
 // Node is what one declared node was at the first boot.
@@ -169,10 +189,11 @@ func keyed(key []byte, sum [sha256.Size]byte) []byte {
 	return m.Sum(nil)
 }
 
-// Recorded reports whether the record wants anything of an entry: a node
+// Recorded reports whether the record wants the node of an entry: a node
 // the config leaves its mode, owner or group to, or a file it only appends
 // to. Units, drop-ins, links and SSH keys have all three declared (or
-// Ignition's writer's): they are never in a record.
+// Ignition's writer's): their nodes are never in a record (a unit's
+// enablement is, in Units).
 func Recorded(e *desired.Entry) bool {
 	if e.Kind != desired.KindFile && e.Kind != desired.KindDirectory {
 		return false
@@ -199,6 +220,7 @@ func Make(root *ondisk.Root, entries []desired.Entry, config string, key []byte)
 	defer o.Close()
 	o.Declare(ondisk.Declare(entries))
 	rec.OSTree = o.TypeOf("/run/ostree-booted") != ondisk.Absent
+	rec.Units, problems = makeUnits(root, entries)
 	for i := range entries {
 		e := entries[i]
 		if !Recorded(&e) {
@@ -212,6 +234,37 @@ func Make(root *ondisk.Root, entries []desired.Entry, config string, key []byte)
 		rec.Nodes = append(rec.Nodes, n)
 	}
 	return rec, problems
+}
+
+// makeUnits records the enablement state of every unit whose enablement
+// entries declare, read offline from the unit files under root as systemd
+// would answer `systemctl is-enabled` (at the first boot the manager has
+// just read the same files). A unit whose state cannot be computed is left
+// out, and a line in problems says why.
+func makeUnits(root *ondisk.Root, entries []desired.Entry) (units []Unit, problems []string) {
+	units = []Unit{}
+	var tree *enablement.Tree
+	for i := range entries {
+		e := &entries[i]
+		if e.Kind != desired.KindEnablement {
+			continue
+		}
+		if tree == nil {
+			t, err := enablement.New(root)
+			if err != nil {
+				return units, append(problems, fmt.Sprintf("unit enablement not recorded: %v", err))
+			}
+			tree = t
+			defer tree.Close()
+		}
+		st, err := tree.UnitFileState(e.Unit)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("unit %q: enablement not recorded: %v", e.Unit, err))
+			continue
+		}
+		units = append(units, Unit{Unit: e.Unit, State: st})
+	}
+	return units, problems
 }
 
 func makeNode(root *ondisk.Root, o *ondisk.Observer, e *desired.Entry, key []byte, ostree bool) (Node, error) {
@@ -332,6 +385,11 @@ func Parse(raw []byte) (*Record, error) {
 			}
 		}
 	}
+	for _, u := range r.Units {
+		if u.Unit == "" || strings.ContainsAny(u.Unit, "/\x00") || !enablement.IsState(u.State) {
+			return nil, fmt.Errorf("unit %q: state %q: not a unit and its enablement state", u.Unit, u.State)
+		}
+	}
 	return &r, nil
 }
 
@@ -431,8 +489,18 @@ func (r *Record) apply(st *desired.State, recPath string, key []byte) []string {
 	for i := range r.Nodes {
 		nodes[r.Nodes[i].Path] = &r.Nodes[i]
 	}
+	units := make(map[string]string, len(r.Units))
+	for _, u := range r.Units {
+		units[u.Unit] = u.State
+	}
 	for i := range st.Entries {
 		e := &st.Entries[i]
+		if e.Kind == desired.KindEnablement {
+			if s, ok := units[e.Unit]; ok {
+				e.FirstBoot = &desired.FirstBoot{Record: recPath, Enablement: s}
+			}
+			continue
+		}
 		n := nodes[e.Path]
 		if n == nil || !Recorded(e) || n.Type != map[bool]string{true: "directory", false: "file"}[e.Kind == desired.KindDirectory] {
 			continue

@@ -243,3 +243,95 @@ func TestApply(t *testing.T) {
 		t.Errorf("without a record: warnings %q, /foo/bar %+v", w, byPath(st)["/foo/bar"])
 	}
 }
+
+// TestUnits: the record keeps each declared unit's enablement as the unit
+// files say right after the first boot's preset, Apply gives it to the
+// unit's enablement entry, and a record made before units were recorded
+// (no "units") says nothing of any unit.
+func TestUnits(t *testing.T) {
+	root := t.TempDir()
+	for p, c := range map[string]string{
+		"usr/lib/systemd/system/a.service": "[Service]\nExecStart=/bin/true\n[Install]\nAlias=b.service\n",
+		"usr/lib/systemd/system/c.service": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "etc/systemd/system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/lib/systemd/system/a.service", filepath.Join(root, "etc/systemd/system/b.service")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "config.ign")
+	units := `{"ignition": {"version": "3.3.0"}, "systemd": {"units": [
+	  {"name": "a.service", "enabled": true}, {"name": "c.service", "enabled": true},
+	  {"name": "gone.service", "enabled": false}, {"name": "d.service", "contents": "[Service]\nExecStart=/bin/true\n"}]}}`
+	if err := os.WriteFile(cfg, []byte(units), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, st := load(t, root, cfg)
+	rec, problems := Make(r, st.Entries, "/x.ign", testKey)
+	want := []Unit{{"a.service", "enabled"}, {"c.service", "disabled"}, {"gone.service", "not-found"}}
+	if diff := cmp.Diff(want, rec.Units); diff != "" || len(problems) != 0 {
+		t.Errorf("units (-want +got):\n%s\nproblems %q", diff, problems)
+	}
+	raw, err := rec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recFile := filepath.Join(root, "etc/record")
+	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	firstBoot := func() map[string]*desired.FirstBoot {
+		_, st := load(t, root, cfg)
+		if w := (Use{Path: "/etc/record", Key: testKey}).Apply(r, &st); len(w) != 0 {
+			t.Errorf("warnings %q", w)
+		}
+		m := map[string]*desired.FirstBoot{}
+		for _, e := range st.Entries {
+			if e.Kind == desired.KindEnablement {
+				m[e.Unit] = e.FirstBoot
+			}
+		}
+		return m
+	}
+	got := firstBoot()
+	for unit, state := range map[string]string{"a.service": "enabled", "c.service": "disabled", "gone.service": "not-found"} {
+		if fb := got[unit]; fb == nil || fb.Enablement != state || fb.Record != "/etc/record" || fb.Mode || fb.Owner || fb.Group {
+			t.Errorf("%s after Apply: %+v, want enablement %s", unit, fb, state)
+		}
+	}
+
+	// A record of an older drift-monitor: no units.
+	legacy := rec
+	legacy.Units = nil
+	raw, _ = legacy.Marshal()
+	noUnits := strings.Replace(string(raw), ",\n  \"units\": null", "", 1)
+	if strings.Contains(noUnits, "units") {
+		t.Fatalf("the legacy record has units:\n%s", noUnits)
+	}
+	if err := os.WriteFile(recFile, []byte(noUnits), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for unit, fb := range firstBoot() {
+		if fb != nil {
+			t.Errorf("a record without units: %s has %+v", unit, fb)
+		}
+	}
+
+	for name, bad := range map[string]string{
+		"unknown state": `{"version": 1, "nodes": [], "units": [{"unit": "a.service", "state": "on"}]}`,
+		"no unit":       `{"version": 1, "nodes": [], "units": [{"unit": "", "state": "enabled"}]}`,
+		"a path":        `{"version": 1, "nodes": [], "units": [{"unit": "../a.service", "state": "enabled"}]}`,
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("%s: Parse(%s) took it", name, bad)
+		}
+	}
+}

@@ -17,8 +17,8 @@ const (
 	// MsgReloaded: the desired state was re-read (SIGHUP, systemctl reload,
 	// the last inhibitor released).
 	MsgReloaded = "cf5e743c6b274f0b899d2ddd43d6a0ab"
-	// MsgLoadFailed: the desired state could not be loaded; the last good one
-	// stays in force.
+	// MsgLoadFailed: the desired state or the exclusions could not be
+	// loaded; the last good one stays in force.
 	MsgLoadFailed = "caa901836f56409eaf593ca3c63f64e7"
 	// MsgLoadSlow: loading the desired state took long (it names the
 	// largest config file); the daemon kept checking meanwhile.
@@ -50,6 +50,10 @@ const (
 	// MsgInhibitorsUnwatched: the inhibitor lock files cannot be followed;
 	// update tools cannot inhibit monitoring.
 	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
+	// MsgInhibitorsRewatched: the inhibitor directory was removed or
+	// replaced and the daemon follows the new one; or it follows the
+	// directory again after it could not.
+	MsgInhibitorsRewatched = "1f2393e7ffa04a159bed229bae376beb"
 	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
 	// unverifiable, not-checked, not-applicable), or takes effect at the
 	// next boot (reboot-pending), or can never be done (cannot-enable); or a
@@ -76,6 +80,16 @@ const (
 	// MsgChangeDenied: an audited write to a declared path was denied
 	// (--attribution=audit): nothing changed, someone tried.
 	MsgChangeDenied = "5943f7f8e3b64a67a7dfc381cfa579f6"
+	// MsgUndeclared: a path of /etc differs from the OS image's /etc and
+	// no config declares it (DRIFT_KIND undeclared); MsgUndeclaredGone:
+	// it no longer does.
+	MsgUndeclared     = "5ea6c596359c4d5ab7c1abb524279e15"
+	MsgUndeclaredGone = "700af2fa3c1e453ea8870bfbbb232209"
+	// MsgImage: what the comparison with the OS image has to say of
+	// itself: the baseline found or unavailable, re-read after an OS
+	// update, an rpm transaction or a confext refresh, reports held while
+	// a transaction runs, directories it cannot watch.
+	MsgImage = "4237923fbbd34d5ba171981be3fc4509"
 )
 
 // Catalog header values shared by every entry.
@@ -177,15 +191,20 @@ No action is needed.`,
 	{
 		ID: MsgLoadFailed, Name: "MsgLoadFailed",
 		Subject: "Desired configuration could not be loaded",
-		Body: `drift-monitor could not load its desired configuration. The record's
-message names the file and what is wrong with it. The daemon keeps checking
+		Body: `drift-monitor could not load its desired configuration, or its exclusion
+file (/etc/drift-monitor/exclude.conf). The record's message names the file,
+the line for a bad pattern, and what is wrong. The daemon keeps checking
 against the last configuration that loaded. When this happens at start (a
 restart with the bad file in place), that is the last configuration an
 earlier run loaded, which the state cache keeps; the record says so, or
-that there is none and nothing is checked.
+that there is none and nothing is checked. For a refused exclusion file,
+it checks against the new configuration with the last good exclusions (at
+start, only those of --exclude: every other declared path is watched and
+reported).
 
 Fix the named file ("drift-monitor check --config FILE" shows the same
-error); the daemon reloads when the file is written.`,
+error, "drift-monitor check" the exclusion file's); the daemon reloads when
+the file is written.`,
 	},
 	{
 		ID: MsgLoadSlow, Name: "MsgLoadSlow",
@@ -316,11 +335,28 @@ limits, fs.inotify.max_user_instances or fs.inotify.max_user_watches).`,
 		Subject: "Inhibitors cannot be followed",
 		Body: `drift-monitor could not follow the inhibitor lock files in its --inhibit-dir
 (by default /run/drift-monitor/inhibit.d). The record's message names the
-directory and the error. Until the daemon is restarted, "drift-monitor
-inhibit" has no effect on it: a planned change made by an update tool is
-reported as drift.
+directory and the error. Meanwhile "drift-monitor inhibit" has no effect on
+it: a planned change made by an update tool is reported as drift. When the
+directory went wrong while the daemon ran (it was removed or replaced by
+something it cannot follow), the daemon tries again every second and says
+when it follows the directory again; when it went wrong at start, it tries
+no more.
 
-Fix the cause named in the message and restart drift-monitor.`,
+Fix the cause named in the message (and, if it was at start, restart
+drift-monitor).`,
+	},
+	{
+		ID: MsgInhibitorsRewatched, Name: "MsgInhibitorsRewatched",
+		Subject: "Inhibitor directory followed anew",
+		Body: `The directory of inhibitor lock files (--inhibit-dir, by default
+/run/drift-monitor/inhibit.d) was removed, renamed away or replaced while
+drift-monitor ran, and drift-monitor now follows the directory that has its
+name (making it again, root's and mode 0700, if it was gone); or it follows
+the directory again after it could not. Locks held in a directory that no
+longer has the name no longer count: their inhibitors are released.
+
+Nothing but root can remove or replace the directory. If no update tool or
+administrator did it on purpose, find out who did.`,
 	},
 	{
 		ID: MsgNotice, Name: "MsgNotice",
@@ -341,11 +377,14 @@ under another name (the same manifest digest); "finalization-failed" when
 the previous boot's ostree finalization failed, so the host did not boot the
 deployment staged for it (the record's message has ostree's error; see
 "journalctl -b -1 -u ostree-finalize-staged.service"); "cannot-enable" when
-a unit declared enabled is disabled and enabling it, as Ignition's preset
-does, would make no link that systemd counts (a template without
-DefaultInstance= or Alias= wanted by plain targets only, an instance of a
-template whose [Install] has only Alias=): it is disabled on a freshly
-provisioned host too; "kept-metadata" when a
+a unit declared enabled is disabled (or linked, or enabled in /run only)
+and enabling it, as Ignition's preset does, would make no link that systemd
+counts (a template without DefaultInstance= or Alias= wanted by plain
+targets only, an instance of a template whose [Install] has only Alias=, an
+Alias= name that is a link to another unit): it is so on a freshly
+provisioned host too (where the first-boot record says that the unit was
+enabled then, it is drift instead; without a record, the message says
+that it cannot tell); "kept-metadata" when a
 file declared without contents, which Ignition keeps as it finds it, carries
 ACLs, extended attributes or chattr flags that are not Ignition's to set,
 or when a file the machine-config daemon writes (it never relabels) has a
@@ -453,6 +492,47 @@ unknown and why.
 
 When rules of drift-monitor are removed under it (auditctl -D), it adds
 them again and says so with this record.`,
+	},
+	{
+		ID: MsgUndeclared, Name: "MsgUndeclared",
+		Subject: "Undeclared change to the image's /etc: @DRIFT_PATH@",
+		Body: `@DRIFT_PATH@ differs from the OS image's /etc (DRIFT_UNDECLARED says
+how: the attributes that differ, or added, or removed) and no desired config
+declares it. The image's /etc is the booted deployment's /usr/etc on ostree
+hosts (Fedora CoreOS, RHEL CoreOS, OpenShift nodes, bootc), the image's own
+/etc on bootc's composefs backend, and the rpm database on hosts managed with
+dnf, compared as "ostree admin config-diff" and "rpm -V" compare. Paths the
+OS writes while it runs, what a merged confext provides, and what the first
+boot left (drift-monitor adopt --image) are not reported.
+
+By default this is a notice: the host is not "drifted". With
+--image=drift it is drift (and reported with the drift records too). A
+content is never shown: only what differs, and sizes.
+
+Find out who changed it. Then declare it (a config under
+/etc/drift-monitor/desired.d/), put back the image's default
+("drift-monitor reconcile --image @DRIFT_PATH@"), or quiet the path with a
+line "undeclared:@DRIFT_PATH@" in /etc/drift-monitor/exclude.conf. See
+drift-monitor(8), "THE IMAGE".`,
+	},
+	{
+		ID: MsgUndeclaredGone, Name: "MsgUndeclaredGone",
+		Subject: "No longer an undeclared change: @DRIFT_PATH@",
+		Body: `@DRIFT_PATH@ is again as the OS image has it, or a config now declares
+it, or it is excluded: the undeclared change reported earlier is gone.`,
+	},
+	{
+		ID: MsgImage, Name: "MsgImage",
+		Subject: "Comparison with the OS image's /etc",
+		Body: `What drift-monitor's comparison of /etc with the OS image has to say of
+itself: which baseline it found (or why there is none: bootc's composefs
+backend without the privilege to read the image's /etc, an rpm database
+rpm cannot read), that it read the baseline again after an OS update, an rpm
+transaction or a confext refresh, that it holds undeclared reports while an
+rpm transaction (rpm's lock) or an ostree transaction (the sysroot's lock,
+which rpm-ostree and bootc take) runs and compares everything at its end, or
+that directories of /etc cannot be watched (inotify watches exhausted: full
+checks find their changes). See drift-monitor(8), "THE IMAGE".`,
 	},
 	{
 		ID: MsgChangeDenied, Name: "MsgChangeDenied",

@@ -36,6 +36,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgBusRestored":         MsgBusRestored,
 		"MsgConfigUnwatched":     MsgConfigUnwatched,
 		"MsgInhibitorsUnwatched": MsgInhibitorsUnwatched,
+		"MsgInhibitorsRewatched": MsgInhibitorsRewatched,
 		"MsgNotice":              MsgNotice,
 		"MsgReconciled":          MsgReconciled,
 		"MsgMetricsFailed":       MsgMetricsFailed,
@@ -44,6 +45,9 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgMCD":                 MsgMCD,
 		"MsgAttribution":         MsgAttribution,
 		"MsgChangeDenied":        MsgChangeDenied,
+		"MsgUndeclared":          MsgUndeclared,
+		"MsgUndeclaredGone":      MsgUndeclaredGone,
+		"MsgImage":               MsgImage,
 	}
 	got := map[string]string{}
 	seen := map[string]string{}

@@ -34,6 +34,9 @@ const (
 	FieldDriftXattr    = "DRIFT_XATTR"
 	FieldDriftFileAttr = "DRIFT_FILEATTR"
 	FieldDriftLabel    = "DRIFT_LABEL"
+	// FieldDriftUndeclared is what an undeclared change is (attributes
+	// that differ, or added, or removed).
+	FieldDriftUndeclared = "DRIFT_UNDECLARED"
 	// FieldMetricsFile is the metrics textfile that could not be written.
 	FieldMetricsFile = "METRICS_FILE"
 	// FieldReconciledEntries counts the entries a reconcile repaired.
@@ -85,6 +88,18 @@ var Fields = []FieldDoc{
 or SELinux label a drift of kind
 .BR acl ", " xattr ", " fileattr " or " label
 is about (an extended attribute's value only as its size and keyed digest).`},
+	{[]string{FieldDriftUndeclared}, `What an undeclared change to the image's
+.I /etc
+is: the attributes that differ
+.RB ( type ", " mode ", " owner ", " group ", " target ", " content ,
+and on rpm hosts
+.BR device ", " capabilities ),
+.BR added ,
+.BR removed ,
+or
+.B unreadable
+(see
+.BR "THE IMAGE" ).`},
 	{[]string{FieldDriftDiff}, `The unified diff
 .RI ( "\-want +got" )
 of a content drift, where it can be shown, at most 65536 bytes: a longer

@@ -94,10 +94,12 @@ func Want(v string) slog.Attr { return slog.String(FieldDriftWant, v) }
 func Got(v string) slog.Attr { return slog.String(FieldDriftGot, v) }
 
 // Attribute is the attr for what metadata a drift of kind is about
-// (DRIFT_ACL, DRIFT_XATTR, DRIFT_FILEATTR, DRIFT_LABEL); false for
+// (DRIFT_ACL, DRIFT_XATTR, DRIFT_FILEATTR, DRIFT_LABEL), or what an
+// undeclared change is (DRIFT_UNDECLARED); false for
 // another kind.
 func Attribute(kind, v string) (slog.Attr, bool) {
-	f, ok := map[string]string{"acl": FieldDriftACL, "xattr": FieldDriftXattr, "fileattr": FieldDriftFileAttr, "label": FieldDriftLabel}[kind]
+	f, ok := map[string]string{"acl": FieldDriftACL, "xattr": FieldDriftXattr, "fileattr": FieldDriftFileAttr, "label": FieldDriftLabel,
+		"undeclared": FieldDriftUndeclared}[kind]
 	return slog.String(f, v), ok
 }
 

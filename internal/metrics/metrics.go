@@ -39,11 +39,17 @@ type Snapshot struct {
 	LastCheck, LastChange time.Time
 	WatchedPaths          int
 	Units                 int
+	ExcludedPaths         int  // declared paths the exclusions leave alone
 	PolledDirs            int  // directories polled because inotify watches ran out
 	WatchesExhausted      bool // the inotify watch limit was reached
 	Inhibitors            int
-	LoadFailing           bool   // the last load of the desired state failed
-	LoadFailures          uint64 // loads that failed since the daemon started
+	// InternalInhibitors are those of Inhibitors that drift-monitor's own
+	// parts hold (the machine-config daemon's follower), each bounded by
+	// its timeouts: the alert on a tool's inhibitor held too long leaves
+	// them to an alert of their own.
+	InternalInhibitors int
+	LoadFailing        bool   // the last load of the desired state or the exclusions failed
+	LoadFailures       uint64 // loads that failed since the daemon started
 	// Attribution is the state of daemon --attribution=audit (one of
 	// AttributionStates); "" with attribution off: no metric.
 	Attribution string
@@ -72,14 +78,18 @@ var (
 		"Declared paths the monitor checks.", nil, nil)
 	descUnits = prometheus.NewDesc(ns+"_units",
 		"Declared systemd units the monitor checks.", nil, nil)
+	descExcluded = prometheus.NewDesc(ns+"_excluded_paths",
+		"Declared paths the exclusions (exclude.conf, --exclude) leave alone: neither watched, checked nor reported.", nil, nil)
 	descPolled = prometheus.NewDesc(ns+"_polled_directories",
 		"Directories polled instead of watched because inotify watches ran out.", nil, nil)
 	descExhausted = prometheus.NewDesc(ns+"_inotify_watches_exhausted",
 		"1 while the inotify watch limit (fs.inotify.max_user_watches) keeps some directories polled.", nil, nil)
 	descInhibitors = prometheus.NewDesc(ns+"_inhibitors",
 		"Inhibitors held: while any is, drift is not reported.", nil, nil)
+	descInternalInhibitors = prometheus.NewDesc(ns+"_internal_inhibitors",
+		"Of the inhibitors held, those drift-monitor holds itself (the machine-config daemon's follower, while an update of the MCD is under way), each bounded by its timeouts.", nil, nil)
 	descLoadFailing = prometheus.NewDesc(ns+"_desired_load_failing",
-		"1 while the last load of the desired state failed (the last good one is kept).", nil, nil)
+		"1 while the last load of the desired state or of the exclusions failed (the last good one is kept).", nil, nil)
 	descAttribution = prometheus.NewDesc(ns+"_attribution_state",
 		"With --attribution=audit: 1 for what attribution of drift to its writers can claim, 0 for every other: ok, unavailable, audit-disabled, rules-missing, never-task, records-lost, canary-failed.", []string{"state"}, nil)
 	descLoadFailures = prometheus.NewDesc(ns+"_desired_load_failures_total",
@@ -102,7 +112,7 @@ type collector struct {
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuild, descState, descDrift, descLastCheck, descLastChange,
-		descWatched, descUnits, descPolled, descExhausted, descInhibitors, descLoadFailing, descLoadFailures, descAttribution} {
+		descWatched, descUnits, descExcluded, descPolled, descExhausted, descInhibitors, descInternalInhibitors, descLoadFailing, descLoadFailures, descAttribution} {
 		ch <- d
 	}
 }
@@ -127,9 +137,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descWatched, float64(s.WatchedPaths))
 	gauge(descUnits, float64(s.Units))
+	gauge(descExcluded, float64(s.ExcludedPaths))
 	gauge(descPolled, float64(s.PolledDirs))
 	gauge(descExhausted, b2f(s.WatchesExhausted))
 	gauge(descInhibitors, float64(s.Inhibitors))
+	gauge(descInternalInhibitors, float64(s.InternalInhibitors))
 	gauge(descLoadFailing, b2f(s.LoadFailing))
 	ch <- prometheus.MustNewConstMetric(descLoadFailures, prometheus.CounterValue, float64(s.LoadFailures))
 	if s.Attribution != "" {

@@ -25,7 +25,7 @@ func TestWriteTextfile(t *testing.T) {
 	defer syscall.Umask(old)
 	s := Snapshot{State: "drifted", Drift: map[drift.Kind]int{drift.Content: 2, drift.Mode: 1},
 		LastCheck: time.Unix(1700000000, 500000000), LastChange: time.Unix(1700000001, 0),
-		WatchedPaths: 42, Units: 6, PolledDirs: 3, WatchesExhausted: true, Inhibitors: 0,
+		WatchedPaths: 42, Units: 6, ExcludedPaths: 2, PolledDirs: 3, WatchesExhausted: true, Inhibitors: 3, InternalInhibitors: 1,
 		LoadFailing: true, LoadFailures: 2}
 	if err := WriteTextfile(p, s, "1.2.3"); err != nil {
 		t.Fatal(err)
@@ -78,9 +78,11 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_last_change_timestamp_seconds":     1700000001,
 		"drift_monitor_watched_paths":                     42,
 		"drift_monitor_units":                             6,
+		"drift_monitor_excluded_paths":                    2,
 		"drift_monitor_polled_directories":                3,
 		"drift_monitor_inotify_watches_exhausted":         1,
-		"drift_monitor_inhibitors":                        0,
+		"drift_monitor_inhibitors":                        3,
+		"drift_monitor_internal_inhibitors":               1,
 		"drift_monitor_desired_load_failing":              1,
 		"drift_monitor_desired_load_failures_total":       2,
 	}

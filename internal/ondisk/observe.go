@@ -107,6 +107,12 @@ type Observation struct {
 	Ino    uint64
 	Stamp  Stamp
 	Target string // symlink target, as written
+	// Resolved is the host path the node was looked for at: the declared
+	// path with the links among its parents followed as Ignition's
+	// JoinPath followed them (v2.27.0 internal/exec/util/util.go), which is
+	// the path its setfiles labelled. The declared path itself when no link
+	// was on the way; "" when the parent could not be located.
+	Resolved string
 
 	Content ContentResult
 	// Public: any user may read the file — it grants others read, and every
@@ -201,6 +207,10 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 	if detour != nil {
 		ob.Detour = detour
 		return ob
+	}
+	ob.Resolved = e.Path
+	if r := o.dirs.resolved; r != path.Clean(dir) {
+		ob.Resolved = path.Join(r, base)
 	}
 	var st unix.Stat_t
 	if err := o.stat(dfd, base, &st, &ob.Meta); err != nil {

@@ -37,6 +37,7 @@ const (
 	OpEnable      Op = "enable"       // a unit, through systemd
 	OpDisable     Op = "disable"      // a unit, through systemd
 	OpRun         Op = "run"          // a shadow-utils tool (accounts)
+	OpRelabel     Op = "relabel"      // the account files and a home: the policy's labels
 )
 
 // Step is one thing a repair writes: where, what, and which drift it
@@ -57,12 +58,17 @@ type Step struct {
 	owned   bool   // OpSymlink: meta's owner is declared (else the writer's)
 	parent  meta   // the missing parents' owner and mode
 	target  string // OpSymlink, OpHardLink
+	// labelAt is the path whose label the node at Path wants (OpWrite,
+	// OpMkdir, OpSymlink): the directories made on the way to it get the
+	// labels of its parents.
+	labelAt string
 	overDir bool   // an empty directory stands there, replaced
 	replace bool   // OpMkdir: a non-directory stands there, replaced
 	name    string // OpRemoveXattr
 	label   string // OpLabel
 	cmd     command
 	hash    *string // OpRun: the declared password hash, kept out of messages
+	home    string  // OpRelabel: the user whose home is relabelled too
 	prune   bool    // OpRemove: then the .wants/.requires directories it emptied
 	// seen is the node planning observed at Path: apply writes nothing
 	// there once it is another (a swap since), nil when nothing stood there
@@ -108,6 +114,8 @@ type nodeFacts struct {
 	targetErr  error
 	// label looks up the policy's default label; nil: nothing is labelled.
 	label func(p string, t selinux.FileType) (string, bool)
+	// labelAt is the path whose label the node wants (ondisk.LabelPath).
+	labelAt string
 }
 
 // rewrites says whether the entry's node is replaced by a new one (rather
@@ -177,7 +185,7 @@ func planNode(e *desired.Entry, kinds []drift.Kind, f *nodeFacts) ([]Step, error
 // planWrite is the new node that replaces what stands at the path.
 func planWrite(e *desired.Entry, f *nodeFacts, m meta) (Step, error) {
 	ob := &f.ob
-	s := Step{meta: m, parent: parentMeta(e), overDir: ob.Type == ondisk.Directory, seen: seenOf(ob), target: e.Target}
+	s := Step{meta: m, parent: parentMeta(e), overDir: ob.Type == ondisk.Directory, seen: seenOf(ob), target: e.Target, labelAt: f.labelAt}
 	switch e.Type {
 	case desired.TypeRegular:
 		if f.contentErr != nil {
@@ -303,7 +311,7 @@ func planLabel(e *desired.Entry, kinds []drift.Kind, f *nodeFacts, rewrite bool)
 	if !ok {
 		return nil
 	}
-	want, ok := f.label(e.Path, t)
+	want, ok := f.label(f.labelAt, t)
 	if !ok {
 		return nil
 	}

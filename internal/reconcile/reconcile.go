@@ -19,11 +19,23 @@
 //   - what it cannot repair is listed with the reason: content it does not
 //     have the bytes of (remote sources), owners it cannot resolve, kernel
 //     arguments (with the rpm-ostree command that would fix them), entries
-//     the caller excluded.
+//     the caller excluded, accounts only the image has;
+//   - no value reaches an account tool that the account files would not
+//     take as one field (desired.AccountProblem);
+//   - a dry run plans the steps a run takes: its account repairs are made
+//     with the same tools in a copy of the account files (AccountPreview),
+//     and the enablement of a unit whose files it writes is planned from
+//     what it writes (enablement.Tree.Plan);
+//   - what it writes is labelled where Ignition's setfiles labels it
+//     (ondisk.Root.LabelPath), the directories it makes on the way and the
+//     account files after the account tools included.
 //
 // It does not promise that the machine is clean afterwards: the caller checks
-// again. It does not take an inhibitor or tell systemd to reload: that is
-// the caller's (package cli) job, around Repair.
+// again. Nor does it order the accounts before the nodes across a state: the
+// caller repairs the accounts (Repair of the account entries), derives the
+// state again, and repairs the nodes of that state. It does not take an
+// inhibitor or tell systemd to reload: that is the caller's (package cli)
+// job, around Repair.
 package reconcile
 
 import (
@@ -37,6 +49,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"golang.org/x/sys/unix"
@@ -61,8 +74,9 @@ type Reconciler struct {
 	// Entries is the whole state: a hard link whose target is rewritten
 	// (a new inode) is linked again even when it had no drift.
 	Entries []desired.Entry
-	// Leave, when set, names the host paths left alone (reconcile
-	// --exclude): such a hard link is not linked again either.
+	// Leave, when set, names the host paths left alone (the exclusions:
+	// exclude.Rules.Forbids): an entry whose repair would write one is
+	// refused (leave.go), and such a hard link is not linked again either.
 	Leave func(hostPath string) bool
 	// Units, when set, enables and disables units through systemd.
 	Units UnitFiles
@@ -71,10 +85,19 @@ type Reconciler struct {
 	Commands Commands
 	// DryRun says what would be done, and does nothing.
 	DryRun bool
+	// Accounts, when set, is where a dry run makes its account repairs
+	// (the root's own files are left alone): the tools run on the copy,
+	// and the nodes planned after them are planned against what they left
+	// there, as a run plans them against the root's.
+	Accounts *AccountPreview
 	// Labels, when set, are the root's policy file contexts: what is
 	// repaired is labelled with its default, as Ignition's setfiles -F
 	// labels what it writes.
 	Labels *selinux.Contexts
+
+	// planned is what the unit files and drop-ins repaired so far will
+	// hold, for planning the enablement after them.
+	planned map[string]enablement.Planned
 }
 
 // Action is one entry's repair, done or refused.
@@ -150,7 +173,7 @@ func Group(entries []desired.Entry, ds []drift.Drift) ([]*desired.Entry, map[str
 // orders them), then hard links (their targets are in place by then), then
 // enablement (its unit files and masks are), then what is only listed.
 func order(e *desired.Entry) int {
-	if e.Kind == desired.KindUser || e.Kind == desired.KindGroup {
+	if IsAccount(e) {
 		// Accounts first, groups (/etc/group) before users (/etc/passwd),
 		// as Ignition's files stage creates them before any node
 		// (internal/exec/stages/files/files.go: createPasswd first): a
@@ -167,6 +190,12 @@ func order(e *desired.Entry) int {
 		return 3
 	}
 	return 0
+}
+
+// IsAccount says whether an entry is a user or a group: repaired first,
+// with the account tools, before any node is planned.
+func IsAccount(e *desired.Entry) bool {
+	return e.Kind == desired.KindUser || e.Kind == desired.KindGroup
 }
 
 // Repair repairs the entries that have drift (as Group returns them).
@@ -187,14 +216,23 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 		fs = SysFS{}
 	}
 	w := &writer{root: r.Root, decl: r.Declared, fs: fs}
+	if r.Labels != nil {
+		w.label = r.Labels.Lookup
+	}
+	r.planned = map[string]enablement.Planned{}
 	var res Result
 	// Paths given a new inode, and paths whose repair failed: the hard
-	// links to them follow them, or are not made.
-	rewritten, failed := map[string]bool{}, map[string]bool{}
+	// links to them follow them, or are not made. Units whose files were
+	// written: their enablement follows them.
+	rewritten, failed, units := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	first := sort.Search(len(sorted), func(i int) bool { return order(sorted[i]) >= 1 })
+	var extra map[string]bool
 	for k := 0; ; k++ {
 		if k == first {
 			sorted = r.relink(sorted, k, kinds, rewritten)
+		}
+		if extra == nil && (k >= len(sorted) || order(sorted[k]) >= 2) {
+			sorted, extra = r.reenable(sorted, k, kinds, units)
 		}
 		if k >= len(sorted) {
 			break
@@ -209,6 +247,12 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 		default:
 			r.repair(ctx, w, e, &a)
 		}
+		if extra[e.ID()] && (a.Problem != "" || len(a.Steps) == 0) {
+			// Its unit's files were written, and it had no drift: as
+			// declared, or (a unit without a unit file) nothing to do;
+			// the check after the repair says if it is not so.
+			continue
+		}
 		if a.Problem != "" {
 			failed[e.Path] = true
 			res.Refused = append(res.Refused, a)
@@ -217,6 +261,7 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 		if a.newInode {
 			rewritten[e.Path] = true
 		}
+		r.noteUnits(e, a.Steps, units)
 		res.Repaired = append(res.Repaired, a)
 		switch e.Kind {
 		case desired.KindUnit, desired.KindDropin, desired.KindMask, desired.KindUnmask, desired.KindEnablement:
@@ -224,6 +269,57 @@ func (r *Reconciler) Repair(ctx context.Context, entries []*desired.Entry, kinds
 		}
 	}
 	return res
+}
+
+// noteUnits notes what a repaired unit file, drop-in, mask or unmask
+// leaves at its path, for the enablement planned after it (which a dry
+// run cannot read from the disk), and its unit.
+func (r *Reconciler) noteUnits(e *desired.Entry, steps []Step, units map[string]bool) {
+	for _, s := range steps {
+		switch {
+		case s.Path != e.Path:
+		case e.Kind == desired.KindUnit || e.Kind == desired.KindDropin:
+			if s.Op == OpWrite {
+				r.planned[e.Path] = enablement.Planned{Content: s.content}
+			}
+		case e.Kind == desired.KindMask:
+			if s.Op == OpSymlink {
+				r.planned[e.Path] = enablement.Planned{Masked: true}
+			}
+		case e.Kind == desired.KindUnmask:
+			if s.Op == OpRemove {
+				r.planned[e.Path] = enablement.Planned{Removed: true}
+			}
+		default:
+			continue
+		}
+		units[e.Unit] = true
+	}
+}
+
+// reenable inserts at k, where enablement begins, the enablement entries
+// of the state whose units' files were written, if they are not there
+// yet: a unit file put back with its [Install] section is enabled in the
+// same run, as a unit Ignition writes is at first boot (it writes the
+// preset, systemd applies it), rather than at the next. extra names them:
+// they are listed only if they have steps (one that cannot be planned had
+// no drift: what it lacks is for the check after the repair to say).
+func (r *Reconciler) reenable(sorted []*desired.Entry, k int, kinds map[string][]drift.Kind, units map[string]bool) ([]*desired.Entry, map[string]bool) {
+	extra := map[string]bool{}
+	var add []*desired.Entry
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		if e.Kind != desired.KindEnablement || !units[e.Unit] || r.Leave != nil && r.Leave(e.Path) {
+			continue
+		}
+		if _, ok := kinds[e.ID()]; ok {
+			continue
+		}
+		kinds[e.ID()] = []drift.Kind{drift.Enablement}
+		extra[e.ID()] = true
+		add = append(add, e)
+	}
+	return append(sorted[:k:k], append(add, sorted[k:]...)...), extra
 }
 
 // relink inserts at k, where the hard links begin, the hard links of the
@@ -257,8 +353,13 @@ func refuse(format string, args ...any) error {
 
 func (r *Reconciler) repair(ctx context.Context, w *writer, e *desired.Entry, a *Action) {
 	steps, err := r.plan(w, e, a.Drift)
+	if err == nil {
+		if err = r.leaves(steps); err != nil {
+			steps = nil // none is done
+		}
+	}
 	a.Steps = steps
-	if err == nil && !r.DryRun {
+	if err == nil && (!r.DryRun || r.Accounts != nil && IsAccount(e)) {
 		a.Steps, err = r.apply(ctx, w, steps)
 	}
 	a.Done = says(a.Steps)
@@ -396,6 +497,12 @@ func (r *Reconciler) observeNode(w *writer, e *desired.Entry) (nodeFacts, error)
 	if ob.Err != nil || ob.Detour != nil || e.Type == desired.TypeNotMasked {
 		return f, nil
 	}
+	if ob.Resolved == "" {
+		// A parent is missing: where the node lands once it is made, for
+		// its label.
+		ob.Resolved = r.Root.ResolvePath(e.Path, r.Declared)
+	}
+	f.labelAt = r.Root.LabelPath(e, ob)
 	if ob.Type == ondisk.Directory && e.Type != desired.TypeDirectory {
 		dir, err := w.dir(path.Dir(e.Path))
 		if err != nil {
@@ -489,17 +596,33 @@ func (r *Reconciler) planEnablement(e *desired.Entry, kinds []drift.Kind) ([]Ste
 	if e.Enabled == nil {
 		return nil, nil
 	}
-	if r.Units != nil {
+	through := r.Units != nil
+	if through && !has(kinds, drift.Enablement) {
+		// Added after its unit's files (reenable): through systemd only
+		// if the links say it is not as declared.
+		steps, err := r.planLinks(e, kinds)
+		if err != nil || len(steps) == 0 {
+			return nil, err
+		}
+	}
+	if through {
 		if *e.Enabled {
 			return []Step{{Op: OpEnable, Unit: e.Unit, Says: "enable it through systemd", Resolves: kinds}}, nil
 		}
 		return []Step{{Op: OpDisable, Unit: e.Unit, Says: "disable it through systemd", Resolves: kinds}}, nil
 	}
+	return r.planLinks(e, kinds)
+}
+
+// planLinks makes or removes the links `systemctl --root` enable or
+// disable would, reading the unit files as the repair leaves them.
+func (r *Reconciler) planLinks(e *desired.Entry, kinds []drift.Kind) ([]Step, error) {
 	t, err := enablement.New(r.Root)
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close()
+	t.Plan(r.planned)
 	if *e.Enabled {
 		links, err := t.EnableLinks(e.Unit)
 		if err != nil {
@@ -537,10 +660,21 @@ func (r *Reconciler) planEnableLinks(links []enablement.Link, kinds []drift.Kind
 			// systemctl enable refuses too ("File exists") unless forced.
 			return nil, refuse("%q is %s, not a link to %q: systemctl enable would refuse it too", l.Path, ob.Type, l.Target)
 		}
-		// systemd makes the .wants directories 0755 (install.c,
-		// create_symlink: mkdir_parents_label).
-		steps = append(steps, Step{Op: OpSymlink, Path: l.Path, target: l.Target, parent: meta{mode: defaultDirMode},
+		// systemd makes the .wants directories 0755, and labels them and
+		// the link as the policy says (install.c, create_symlink:
+		// mkdir_parents_label, symlink_atomic_label).
+		if ob.Resolved == "" {
+			ob.Resolved = r.Root.ResolvePath(l.Path, nil)
+		}
+		at := r.Root.LabelPath(e, &ob)
+		steps = append(steps, Step{Op: OpSymlink, Path: l.Path, target: l.Target, parent: meta{mode: defaultDirMode}, labelAt: at,
 			Says: fmt.Sprintf("link %q to %q", l.Path, l.Target), Resolves: kinds})
+		if r.Labels == nil {
+			continue
+		}
+		if want, ok := r.Labels.Lookup(at, selinux.Symlink); ok {
+			steps = append(steps, Step{Op: OpLabel, Path: l.Path, label: want, Says: "set the SELinux label " + escape.Name(want)})
+		}
 	}
 	return steps, nil
 }

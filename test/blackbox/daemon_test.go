@@ -1,8 +1,10 @@
 package blackbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -161,7 +163,7 @@ func TestExclusions(t *testing.T) {
 	f := cleanTwoFiles(t)
 	f.write("/etc/drift-monitor/exclude.conf", "# rotated by the CA operator\n/etc/etc-file\n", 0o644)
 	d := startDaemon(t, f.root, "--exclude-from", "/etc/drift-monitor/exclude.conf")
-	d.waitStatus("No drift: watching 2 paths, 0 units")
+	d.waitStatus("No drift: watching 2 paths, 0 units; 1 declared path excluded")
 	m := d.mark()
 	f.write("/etc/etc-file", "rotated\n", 0o644)
 	noDriftBefore(t, d, f, m, "/etc/etc-file")
@@ -172,4 +174,55 @@ func TestExclusions(t *testing.T) {
 	d.cmd.Process.Signal(syscall.SIGHUP)
 	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
 	d.waitStatus("Drift: 1 path differs (/etc/etc-file: content)")
+}
+
+// TestExclusionsRefused: a bad exclusion file never blinds the daemon. At
+// start it is refused with a record naming the file and line, the status
+// says so, and every declared path is watched (the one it meant to exclude
+// is reported); fixed, it applies at once; broken again, the last good
+// rules stay in force, and the status says that too. The metrics say it
+// all along.
+func TestExclusionsRefused(t *testing.T) {
+	f := cleanTwoFiles(t)
+	const conf = "/etc/drift-monitor/exclude.conf"
+	f.write(conf, "/etc/etc-file\netc/sentinel\n", 0o644)
+	prom := filepath.Join(t.TempDir(), "drift-monitor.prom")
+	d := startDaemon(t, f.root, "--metrics-textfile", prom)
+	metrics := func(want ...string) {
+		t.Helper()
+		d.wait(fmt.Sprintf("metrics %q", want), 20*time.Second, func() bool {
+			b, _ := os.ReadFile(prom)
+			for _, w := range want {
+				if !strings.Contains(string(b), "\n"+w+"\n") {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	r, _ := d.waitRecord(0, harness.MsgLoadFailed, nil)
+	why := `/etc/drift-monitor/exclude.conf:2: pattern "etc/sentinel" is not an absolute path`
+	if !strings.Contains(r["MESSAGE"], why) || !strings.Contains(r["MESSAGE"], "none of the file's patterns apply") {
+		t.Errorf("the record of the refused file: %q, want it to name the file and line, and what applies", r["MESSAGE"])
+	}
+	d.waitStatus("No drift: watching 3 paths, 0 units; exclusions refused (" + why + "): only --exclude applies")
+	metrics("drift_monitor_desired_load_failing 1", "drift_monitor_excluded_paths 0", "drift_monitor_watched_paths 3")
+	m := d.mark()
+	f.write("/etc/etc-file", "rotated\n", 0o644)
+	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
+
+	// Fixed: the file is watched, and applies.
+	f.write(conf, "/etc/etc-file\n", 0o644)
+	d.waitStatus("No drift: watching 2 paths, 0 units; 1 declared path excluded")
+	metrics("drift_monitor_desired_load_failing 0", "drift_monitor_excluded_paths 1", "drift_monitor_watched_paths 2")
+
+	// Broken again: the last good rules stay.
+	m = d.mark()
+	f.write(conf, "/etc/etc-file\nrelative\n", 0o644)
+	d.waitRecord(m, harness.MsgLoadFailed, nil)
+	d.waitStatus(`No drift: watching 2 paths, 0 units; 1 declared path excluded; exclusions refused (/etc/drift-monitor/exclude.conf:2: pattern "relative" is not an absolute path), keeping the last good ones`)
+	metrics("drift_monitor_desired_load_failing 1", "drift_monitor_excluded_paths 1")
+	m = d.mark()
+	f.write("/etc/etc-file", "rotated again\n", 0o644)
+	noDriftBefore(t, d, f, m, "/etc/etc-file")
 }

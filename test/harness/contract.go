@@ -7,26 +7,30 @@ import "time"
 // internal/journal: they are a contract with whoever reads the journal, and
 // a changed id must fail a test (contract_test.go).
 const (
-	MsgStarted          = "8b0b39fbb9b249ac86ffc0286dff375a"
-	MsgReady            = "e8dfcfc985ce42489b66712d946e4a75"
-	MsgDriftDetected    = "d9919dc81c6b4fe685c3babdbad8d8d9"
-	MsgDriftResolved    = "b18cc3fb8eed46159699a7acbb8c0764"
-	MsgReloaded         = "cf5e743c6b274f0b899d2ddd43d6a0ab"
-	MsgLoadFailed       = "caa901836f56409eaf593ca3c63f64e7"
-	MsgWatchesExhausted = "e351ea282f9b47caac4ae2f832c85719"
-	MsgWatchesRestored  = "754f294c407544c99e3fa417f86e651e"
-	MsgInhibited        = "6715476f77304f95829d61c3e13b9ce7"
-	MsgResumed          = "c2585180d8b94e96a8ddc5ba2a2cfd1c"
-	MsgStopping         = "5b1ec22f3ee24526bcd9728bc485c97a"
-	MsgHookFailed       = "65967b676b2c4957b58a49d55c7eb400"
-	MsgBusLost          = "68ba40b2f56244cdaa2dee8d2c5b06fa"
-	MsgBusRestored      = "29e509fc37324813b3c7b972547784a4"
-	MsgNotice           = "a094d4906b084c73bb73fef724cd195b"
-	MsgReconciled       = "6de2f04fd46148ba9b38c78757a2fed8"
-	MsgConfigIgnored    = "4371585d763144b78d04d38b56da5a3a"
-	MsgNothingToWatch   = "e2318ddbe00c48e489fdc0de81db0771"
-	MsgMetricsFailed    = "0cca72b05fee42498754884e4b671551"
-	MsgLoadSlow         = "80ed750a34534bdfb2c7c56102891828"
+	MsgStarted             = "8b0b39fbb9b249ac86ffc0286dff375a"
+	MsgReady               = "e8dfcfc985ce42489b66712d946e4a75"
+	MsgDriftDetected       = "d9919dc81c6b4fe685c3babdbad8d8d9"
+	MsgDriftResolved       = "b18cc3fb8eed46159699a7acbb8c0764"
+	MsgReloaded            = "cf5e743c6b274f0b899d2ddd43d6a0ab"
+	MsgLoadFailed          = "caa901836f56409eaf593ca3c63f64e7"
+	MsgWatchesExhausted    = "e351ea282f9b47caac4ae2f832c85719"
+	MsgWatchesRestored     = "754f294c407544c99e3fa417f86e651e"
+	MsgInhibited           = "6715476f77304f95829d61c3e13b9ce7"
+	MsgResumed             = "c2585180d8b94e96a8ddc5ba2a2cfd1c"
+	MsgStopping            = "5b1ec22f3ee24526bcd9728bc485c97a"
+	MsgHookFailed          = "65967b676b2c4957b58a49d55c7eb400"
+	MsgBusLost             = "68ba40b2f56244cdaa2dee8d2c5b06fa"
+	MsgBusRestored         = "29e509fc37324813b3c7b972547784a4"
+	MsgNotice              = "a094d4906b084c73bb73fef724cd195b"
+	MsgReconciled          = "6de2f04fd46148ba9b38c78757a2fed8"
+	MsgConfigIgnored       = "4371585d763144b78d04d38b56da5a3a"
+	MsgNothingToWatch      = "e2318ddbe00c48e489fdc0de81db0771"
+	MsgInhibitorsRewatched = "1f2393e7ffa04a159bed229bae376beb"
+	MsgUndeclared          = "5ea6c596359c4d5ab7c1abb524279e15"
+	MsgUndeclaredGone      = "700af2fa3c1e453ea8870bfbbb232209"
+	MsgImage               = "4237923fbbd34d5ba171981be3fc4509"
+	MsgMetricsFailed       = "0cca72b05fee42498754884e4b671551"
+	MsgLoadSlow            = "80ed750a34534bdfb2c7c56102891828"
 )
 
 // Report is what `drift-monitor check --format json` prints: one JSON
@@ -38,6 +42,19 @@ type Report struct {
 	Drift   []Item   `json:"drift"`
 	Notices []Item   `json:"notices"`
 	Configs []string `json:"configs"`
+	// LeftAlone are the declared entries the exclusions leave alone.
+	LeftAlone []Left `json:"left_alone"`
+}
+
+// Left is a declared entry the exclusions leave alone, as check and
+// reconcile list it.
+type Left struct {
+	Entry      string `json:"entry"`
+	Path       string `json:"path"`
+	Unit       string `json:"unit"`
+	User       string `json:"user"`
+	Group      string `json:"group"`
+	ExcludedBy string `json:"excluded_by"`
 }
 
 // Item is one drift or notice of a Report (and what a ReconcileReport has
@@ -53,6 +70,25 @@ type Item struct {
 	Diff    string `json:"diff"`
 	Want    string `json:"want"`
 	Got     string `json:"got"`
+	// Writers and WriterUnknown: status's, with --attribution=audit.
+	Writers       []Writer `json:"writers"`
+	WriterUnknown string   `json:"writer_unknown"`
+}
+
+// Writer is one writer of a status Item (the journal's DRIFT_WRITER_*).
+type Writer struct {
+	LoginUser   string  `json:"login_user"`
+	AUID        *uint32 `json:"auid"`
+	Session     *uint32 `json:"session"`
+	UID         *uint32 `json:"uid"`
+	PID         *int    `json:"pid"`
+	Comm        string  `json:"comm"`
+	Exe         string  `json:"exe"`
+	Syscall     string  `json:"syscall"`
+	RemoteHost  string  `json:"remote_host"`
+	SessionUser string  `json:"session_user"`
+	Unit        string  `json:"unit"`
+	Own         bool    `json:"own"`
 }
 
 // ReconcileReport is what `drift-monitor reconcile --format json` prints.
@@ -62,13 +98,18 @@ type ReconcileReport struct {
 	Repaired  []Action `json:"repaired"`
 	Refused   []Action `json:"not_repaired"`
 	Remaining []Item   `json:"remaining"`
+	LeftAlone []Left   `json:"left_alone"`
 }
 
-// Action is one entry's repair, or why it was not repaired (Problem).
+// Action is one entry's repair, or why it was not repaired (Problem), with
+// the drift it is about.
 type Action struct {
 	Entry   string   `json:"entry"`
 	Path    string   `json:"path"`
 	Unit    string   `json:"unit"`
+	User    string   `json:"user"`
+	Group   string   `json:"group"`
+	Drift   []string `json:"drift"`
 	Done    []string `json:"done"`
 	Problem string   `json:"problem"`
 }

@@ -20,6 +20,8 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"BusLost": journal.MsgBusLost, "BusRestored": journal.MsgBusRestored,
 		"Notice": journal.MsgNotice, "Reconciled": journal.MsgReconciled,
 		"ConfigIgnored": journal.MsgConfigIgnored, "NothingToWatch": journal.MsgNothingToWatch,
+		"InhibitorsRewatched": journal.MsgInhibitorsRewatched,
+		"Undeclared":          journal.MsgUndeclared, "UndeclaredGone": journal.MsgUndeclaredGone, "Image": journal.MsgImage,
 		"MetricsFailed": journal.MsgMetricsFailed, "LoadSlow": journal.MsgLoadSlow,
 	}
 	got := map[string]string{
@@ -32,6 +34,8 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"BusLost": MsgBusLost, "BusRestored": MsgBusRestored,
 		"Notice": MsgNotice, "Reconciled": MsgReconciled,
 		"ConfigIgnored": MsgConfigIgnored, "NothingToWatch": MsgNothingToWatch,
+		"InhibitorsRewatched": MsgInhibitorsRewatched,
+		"Undeclared":          MsgUndeclared, "UndeclaredGone": MsgUndeclaredGone, "Image": MsgImage,
 		"MetricsFailed": MsgMetricsFailed, "LoadSlow": MsgLoadSlow,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

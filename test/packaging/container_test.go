@@ -425,6 +425,8 @@ func TestRPMInSystemd(t *testing.T) {
   /etc/systemd/system/multi-user.target.wants/drift-monitor.service \
   /usr/lib/systemd/system/drift-monitor-adopt.service \
   /etc/systemd/system/multi-user.target.wants/drift-monitor-adopt.service \
+  /usr/lib/systemd/system/drift-monitor-adopt-image.service \
+  /etc/systemd/system/multi-user.target.wants/drift-monitor-adopt-image.service \
   /usr/share/dbus-1/system.d/org.driftmonitor.DriftMonitor1.conf \
   /usr/lib/systemd/catalog/drift-monitor.catalog /usr/lib/systemd/system-preset/50-drift-monitor.preset \
   /usr/share/man/man8/drift-monitor.8.gz /usr/lib/drift-monitor; do

@@ -58,7 +58,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}, ep)
 
 	daemon := start(t, dir, "drift-monitor", bin, "daemon", "--root", root, "--config", cfg, "--no-cache",
-		"--inhibit-dir", filepath.Join(dir, "inhibit"), "--exclude-from", "/nonexistent")
+		"--inhibit-dir", filepath.Join(dir, "inhibit"), "--exclude-from=")
 	procs := []*proc{ep, daemon}
 	var body string
 	waitFor(t, chainTimeout, "metrics from the endpoint", func() bool {

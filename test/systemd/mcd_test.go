@@ -168,11 +168,14 @@ func TestMCDUpdates(t *testing.T) {
 		// Still held: the drift of the writing would show by now.
 		h.mcd(1, `cc b rendered-b`)
 		h.waitMCDHeld(m, "currentconfig names rendered-b, waiting")
-		// Like any inhibitor: the metrics say inhibited (which the shipped
-		// DriftMonitorInhibitedTooLong alert watches) and count it.
+		// Like any inhibitor: the metrics say inhibited and count it, as
+		// an internal one: the shipped DriftMonitorInhibitedTooLong alert
+		// leaves it to DriftMonitorMCDUpdateTooLong (a drain may take an
+		// hour).
 		h.WaitFor(t, recordTimeout, "the metrics to say inhibited", func() (bool, string) {
 			out, _, _ := h.Run(h.ctx, "cat", mcdMetrics)
-			return strings.Contains(out, `drift_monitor_state{state="inhibited"} 1`+"\n") && strings.Contains(out, "drift_monitor_inhibitors 1\n"), out
+			return strings.Contains(out, `drift_monitor_state{state="inhibited"} 1`+"\n") && strings.Contains(out, "drift_monitor_inhibitors 1\n") &&
+				strings.Contains(out, "drift_monitor_internal_inhibitors 1\n"), out
 		})
 		h.mcd(1, `say "Performing post config change action: None for config rendered-b"; say "Node has Desired Config rendered-b, skipping reboot"`)
 		h.released(m, recordTimeout)
@@ -270,6 +273,24 @@ func TestMCDUpdates(t *testing.T) {
 		if got := h.between(n, h.mark(), harness.MsgInhibited, nil); len(got) > 0 {
 			t.Errorf("a retry of the expired update inhibited again: %s", got[0]["MESSAGE"])
 		}
+	})
+
+	t.Run("a timed-out update is journaled once in a boot, however often the daemon restarts", func(t *testing.T) {
+		h := h.in(t)
+		// The last subtest's timeout, which every restart finds again in
+		// this boot's journal.
+		for i := range 2 {
+			h.MustRun(t, "systemctl", "restart", service)
+			r := h.withInvocation(h.prop("InvocationID"))
+			r.waitRecord(0, harness.MsgReady, nil)
+			for _, rec := range r.between(0, r.mark(), msgMCD, nil) {
+				if strings.Contains(rec["MESSAGE"], "did not reach its end") {
+					t.Errorf("restart %d journaled the timeout again: %s", i+1, rec["MESSAGE"])
+				}
+			}
+			h.inv = r.inv
+		}
+		h.waitStatus("No drift: watching 3 paths, 0 units")
 	})
 }
 
