@@ -15,6 +15,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/audit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/test/auditlock"
 )
 
 // Part 7: --attribution=audit under a write storm. A shell script appends
@@ -123,7 +124,7 @@ func (b *bench) part7(ctx context.Context, rep *report, fx *fixtures) error {
 	if _, err := exec.LookPath("auditctl"); err != nil {
 		return fmt.Errorf("part 7 needs auditctl (apt-get install auditd): %w", err)
 	}
-	unlock, err := lockAudit()
+	unlock, err := auditlock.Take()
 	if err != nil {
 		return err
 	}
@@ -212,21 +213,6 @@ func (r *auditStormResult) roundLine(k int) string {
 		parts = append(parts, line)
 	}
 	return strings.Join(parts, "; ")
-}
-
-// lockAudit takes the lock the test suite's audit tests hold while they
-// change the kernel's audit state (test/harness AuditHost): one user of
-// the machine-wide state at a time.
-func lockAudit() (func(), error) {
-	f, err := os.OpenFile("/run/drift-monitor-audit-tests.lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking the host's audit state: %w", err)
-	}
-	return func() { f.Close() }, nil
 }
 
 // stormFixture is a root declaring one file, which the script appends to.
