@@ -66,7 +66,11 @@ type auditStormResult struct {
 	Backlog         uint32       // the kernel's backlog limit during the run
 	BacklogFound    uint32       // the one found, restored after
 	Other           string       // other audit rules on the host
-	Rows            map[string]*stormRow
+	// RmemMax is net.core.rmem_max: the daemon's socket buffer is twice
+	// it at most (it asks with SO_RCVBUF, which the kernel caps there),
+	// and records that come while the buffer is full are lost to it.
+	RmemMax string
+	Rows    map[string]*stormRow
 	// LostBefore and LostAfter are the kernel's lost counter around the
 	// part; Overruns the attribution runs whose daemon said it lost
 	// records; Named those whose drift named the script as its writer.
@@ -79,7 +83,11 @@ type auditStormResult struct {
 type stormRow struct {
 	WriterWall, WriterCPU []time.Duration
 	Waits                 []int64 // the writer's voluntary context switches (sleeps)
-	DaemonCPU             []time.Duration
+	// Preempted is its involuntary ones: on a busy host the writer's wall
+	// time beyond its CPU is mostly waiting for a core that kauditd, the
+	// daemon or another program holds.
+	Preempted []int64
+	DaemonCPU []time.Duration
 	// KauditdCPU is the kernel's audit thread's: it hands every record to
 	// the readers (a copy each) or drops it.
 	KauditdCPU []time.Duration
@@ -159,6 +167,9 @@ func (b *bench) part7(ctx context.Context, rep *report, fx *fixtures) error {
 	other, _ := exec.Command("auditctl", "-l").CombinedOutput()
 	res.Other = strings.TrimSpace(string(other))
 	res.Shell, _ = filepath.EvalSymlinks("/bin/sh")
+	if b, err := os.ReadFile("/proc/sys/net/core/rmem_max"); err == nil {
+		res.RmemMax = strings.TrimSpace(string(b))
+	}
 	if out, err := exec.Command("pgrep", "-x", "kauditd").Output(); err == nil {
 		res.kauditd, _ = strconv.Atoi(strings.TrimSpace(string(out)))
 	}
@@ -305,7 +316,7 @@ func (b *bench) stormOnce(ctx context.Context, res *auditStormResult, f *stormFi
 	row.WriterWall = append(row.WriterWall, time.Since(start))
 	row.WriterCPU = append(row.WriterCPU, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		row.Waits = append(row.Waits, ru.Nvcsw)
+		row.Waits, row.Preempted = append(row.Waits, ru.Nvcsw), append(row.Preempted, ru.Nivcsw)
 	}
 	defer func() {
 		if res.kauditd == 0 {
@@ -440,12 +451,13 @@ func (r *report) mdAuditStorm(p printf) {
 	p("A shell script (`/bin/sh` is %s) appends a line to one declared file %d times — each `echo x >>F` opens the file for writing, writes and closes it, ", a.Shell, a.Appends)
 	p("so each is one system call that drift-monitor's rule (`%s`) audits — while the host runs in each of the states below, ", a.Rule)
 	p("alternated within each of %d rounds (each round starts at the next state), medians. ", a.Rounds)
-	p("The script's wall-clock and CPU time (user + system, its own rusage) and its voluntary context switches (sleeps: a writer waits in the kernel when the audit backlog is full); ")
+	p("The script's wall-clock and CPU time (user + system, its own rusage) and its voluntary context switches (sleeps: a writer waits in the kernel when the audit backlog is full) and involuntary ones (preempted: wall time beyond CPU on a busy host is mostly waiting for a core); ")
 	p("the daemon's CPU (the sum of `/proc/PID/task/*/schedstat`) from just before the script starts until the daemon has reported the drift and gone quiet, and the kernel's kauditd thread's, which hands each record to the readers or drops it. ")
 	p("\"The rule loaded, no reader\" is the kernel's own share: the records of every audited append are written and queued whoever reads them, and dropped there. ")
-	p("The kernel's audit is on in every state (`auditctl -e 1`), with a backlog limit of %d (found: %d; auditd's shipped rules set 8192, the kernel's default is 64), restored after; other audit rules on the host: %q.\n\n", a.Backlog, a.BacklogFound, a.Other)
-	p("| state | script wall | script CPU | its sleeps | wall ÷ daemon | CPU ÷ daemon | daemon CPU | per append | daemon CPU ÷ daemon | kauditd CPU |\n")
-	p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	p("The kernel's audit is on in every state (`auditctl -e 1`), with a backlog limit of %d (found: %d; auditd's shipped rules set 8192, the kernel's default is 64), restored after; other audit rules on the host: %q. ", a.Backlog, a.BacklogFound, a.Other)
+	p("The daemon reads the records from the kernel's multicast group, which never waits for a reader: its socket buffer is at most twice net.core.rmem_max (here %s), and a record that comes while it is full is lost to the daemon (which says so: records-lost).\n\n", a.RmemMax)
+	p("| state | script wall | script CPU | its sleeps | preempted | wall ÷ daemon | CPU ÷ daemon | daemon CPU | per append | daemon CPU ÷ daemon | kauditd CPU |\n")
+	p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	wd, cd, dd := a.medWall("daemon"), a.medCPU("daemon"), a.medDaemon("daemon")
 	for _, s := range a.States {
 		row := a.Rows[s.Key]
@@ -457,7 +469,7 @@ func (r *report) mdAuditStorm(p printf) {
 			d := a.medDaemon(s.Key)
 			daemon, per, dr = fmtDur(d), a.perAppend(d), ratio(d, dd)
 		}
-		p("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", s.Label, fmtDur(a.medWall(s.Key)), fmtDur(a.medCPU(s.Key)), medianInt(row.Waits),
+		p("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", s.Label, fmtDur(a.medWall(s.Key)), fmtDur(a.medCPU(s.Key)), medianInt(row.Waits), medianInt(row.Preempted),
 			ratio(a.medWall(s.Key), wd), ratio(a.medCPU(s.Key), cd), daemon, per, dr, fmtDur(a.medKauditd(s.Key)))
 	}
 	p("\nOf what attribution costs, the kernel's share is the rule loaded without a reader (÷ the daemon alone), ours the rest: ")
