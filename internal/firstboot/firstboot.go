@@ -72,6 +72,7 @@
 package firstboot
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
@@ -332,13 +333,18 @@ func (r *Record) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Parse reads a record.
+// Parse reads a record: one JSON object, and nothing after it but white
+// space. A record followed by anything (a second record appended, a
+// damaged tail) is refused: which nodes it speaks for cannot be told.
 func Parse(raw []byte) (*Record, error) {
 	var r Record
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
 		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("data after the record, at byte %d", dec.InputOffset())
 	}
 	if r.Version != Version {
 		return nil, fmt.Errorf("version %d, this drift-monitor reads version %d", r.Version, Version)

@@ -223,6 +223,10 @@ func TestApply(t *testing.T) {
 		"not JSON":       {"{", 0o600, "not used"},
 		"other version":  {`{"version": 2, "nodes": []}`, 0o600, "version 2"},
 		"relative path":  {`{"version": 1, "nodes": [{"path": "etc/x", "type": "file", "mode": "0644"}]}`, 0o600, "not a clean absolute path"},
+		// Two records in one file (an append instead of a replace): which
+		// one is meant cannot be told, so neither is used.
+		"two records":   {string(raw) + string(raw), 0o600, "after the record"},
+		"trailing data": {string(raw) + "x", 0o600, "after the record"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := os.WriteFile(recFile, []byte(bad.raw), bad.mode); err != nil {
