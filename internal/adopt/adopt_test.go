@@ -62,6 +62,11 @@ func TestAdoptWritesTheCacheOnce(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	src, dst := paths(t, []byte(cache))
+	// t.TempDir makes the root 0777 less the umask: any user could
+	// replace its run/, and the cache would be refused as theirs.
+	if err := os.Chmod(roots[src], 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	res, err := adoptAt(t, src, dst)
 	if err != nil || res != Adopted {
