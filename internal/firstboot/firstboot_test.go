@@ -246,6 +246,23 @@ func TestApply(t *testing.T) {
 		})
 	}
 
+	// A directory on its path that any user may write (the rule of every
+	// file of settings, package writers): not used, saying which.
+	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "etc"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, st = load(t, root, cfg)
+	w = (Use{Path: "/etc/record", Key: testKey}).Apply(r, &st)
+	if want := "through directory " + filepath.Join(root, "etc") + ": mode 0777"; len(w) != 1 || !strings.Contains(w[0], want) || byPath(st)["/foo/bar"].Mode != nil {
+		t.Errorf("a record in a world-writable directory: warnings %q, want one saying %q", w, want)
+	}
+	if err := os.Chmod(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
 	// No record: nothing changes, nothing is said.
 	_, st = load(t, root, cfg)
 	if w := (Use{Path: "/etc/none", Key: testKey}).Apply(r, &st); len(w) != 0 || byPath(st)["/foo/bar"].Mode != nil {
