@@ -174,7 +174,12 @@ func (b *bench) part7(ctx context.Context, rep *report, fx *fixtures) error {
 		res.kauditd, _ = strconv.Atoi(strings.TrimSpace(string(out)))
 	}
 
-	dir := filepath.Join(fx.work, "storm")
+	// Absolute: the rule names the file, and the kernel would resolve a
+	// relative one from wherever auditctl runs.
+	dir, err := filepath.Abs(filepath.Join(fx.work, "storm"))
+	if err != nil {
+		return err
+	}
 	os.RemoveAll(dir)
 	sf, err := makeStormFixture(dir)
 	if err != nil {
@@ -184,7 +189,10 @@ func (b *bench) part7(ctx context.Context, rep *report, fx *fixtures) error {
 	key := fmt.Sprintf("drift-bench-%d", os.Getpid())
 	rules := audit.Rules{Conn: conn, Key: key}
 	defer rules.Clear()
-	want := audit.PlanWatches([]string{sf.file}, key, nil)
+	want, err := audit.PlanWatches([]string{sf.file}, key, nil)
+	if err != nil {
+		return err
+	}
 	res.Rule = strings.ReplaceAll(want[0].File(), key, audit.Key)
 	res.Writer = shellQuote([]string{"sh", "-c", appendScript, sf.file, strconv.Itoa(appends)})
 	res.Daemon = shellQuote(sf.daemonArgv(b.bin, true))
