@@ -335,3 +335,64 @@ func waitStatusPrefix(d *daemonProc, want string) {
 	d.t.Helper()
 	d.wait("STATUS="+want+"…", 20*time.Second, func() bool { return strings.HasPrefix(d.status(), want) })
 }
+
+// polledTargets declares a user that lives in /usr/lib/passwd (the image's
+// users, through nss-altfiles) and a hard link in /etc/hl whose target is
+// in /usr/lib: both are judged by a file of /usr/lib though their own
+// paths lie elsewhere.
+const polledTargets = `{"ignition":{"version":"3.4.0"},
+ "storage":{"files":[{"path":"/usr/lib/hl-target","mode":420,"contents":{"source":"data:,target%0A"}}],
+  "links":[{"path":"/etc/hl/link","target":"/usr/lib/hl-target","hard":true}]},
+ "passwd":{"users":[{"name":"svc","shell":"/bin/sh"}]}}`
+
+// TestPollingJudgesByFilesInPolledDir: with /usr/lib polled (no watch
+// left for it), a declared user's shell changed in /usr/lib/passwd and a
+// hard link's target replaced in /usr/lib are found by the poll, though
+// neither entry's own path is in /usr/lib: polling checks every entry a
+// file of the polled directory judges, not only those whose paths are in
+// it.
+func TestPollingJudgesByFilesInPolledDir(t *testing.T) {
+	f := newFixture(t, polledTargets)
+	f.write("/etc/passwd", "root:x:0:0:root:/root:/bin/bash\n", 0o644)
+	f.write("/etc/group", "root:x:0:\n", 0o644)
+	f.write("/usr/lib/passwd", "svc:x:900:900::/:/bin/sh\n", 0o644)
+	f.write("/usr/lib/group", "svc:x:900:\n", 0o644)
+	f.write("/usr/lib/hl-target", "target\n", 0o644)
+	if err := os.MkdirAll(f.host("/etc/hl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(f.host("/usr/lib/hl-target"), f.host("/etc/hl/link")); err != nil {
+		t.Fatal(err)
+	}
+	// Six: the inhibitor directory and its parent, then, depth first, /,
+	// /etc (the account files), /etc/hl and /usr: /usr/lib is left to
+	// polling.
+	d := startDaemonWithWatchLimit(t, f.root, 6, "--poll-interval", "500ms", "--interval", "0", "--settle", "1s")
+	waitStatusPrefix(d, "No drift: watching 3 paths, 0 units; polling 1 directory: inotify watches exhausted")
+	if _, un, _ := watchedDirs(t, d, f, []string{"/etc", "/etc/hl", "/usr/lib"}); len(un) != 1 || un[0] != "/usr/lib" {
+		t.Fatalf("unwatched %v, want [/usr/lib] alone", un)
+	}
+
+	t.Run("a user of /usr/lib/passwd", func(t *testing.T) {
+		m := d.mark()
+		f.replaceByRename("/usr/lib/passwd", "svc:x:900:900::/:/bin/bash\n")
+		d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_USER": "svc", "DRIFT_KIND": "shell"})
+		m = d.mark()
+		f.replaceByRename("/usr/lib/passwd", "svc:x:900:900::/:/bin/sh\n")
+		d.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_USER": "svc", "DRIFT_KIND": "shell"})
+	})
+	t.Run("a hard link's target in /usr/lib", func(t *testing.T) {
+		m := d.mark()
+		// A new inode at the target's path: the link no longer shares it.
+		f.replaceByRename("/usr/lib/hl-target", "target\n")
+		d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/hl/link"})
+		m = d.mark()
+		if err := os.Remove(f.host("/etc/hl/link")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(f.host("/usr/lib/hl-target"), f.host("/etc/hl/link")); err != nil {
+			t.Fatal(err)
+		}
+		d.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/hl/link"})
+	})
+}
