@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/metrics"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -116,7 +117,7 @@ func TestImageDrift(t *testing.T) {
 	writeFile(t, filepath.Join(root, "etc/motd"), []byte("edited before the start\n"))
 	log := &records{}
 	n := &fakeNotifier{ready: make(chan struct{}, 1)}
-	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(log), Image: ImageDrift}, n)
+	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(log), Image: image.ModeDrift}, n)
 	// The drift record of the undeclared kind (its row of model.Kinds).
 	log.wait(t, 0, journal.DriftDetected(model.KindUndeclared), map[string]string{"DRIFT_PATH": "/etc/motd", "DRIFT_KIND": "undeclared",
 		journal.FieldRecord: journal.RecordDriftDetected})
@@ -136,10 +137,10 @@ func TestImageDrift(t *testing.T) {
 // nothing differs; with --image=off, none.
 func TestImageSeries(t *testing.T) {
 	for _, c := range []struct {
-		mode string
+		mode image.Mode
 		want bool
-	}{{ImageNotice, true}, {ImageDrift, true}, {ImageOff, false}} {
-		t.Run(c.mode, func(t *testing.T) {
+	}{{image.ModeNotice, true}, {image.ModeDrift, true}, {image.ModeOff, false}} {
+		t.Run(string(c.mode), func(t *testing.T) {
 			root, cfg := imageRoot(t)
 			n := &fakeNotifier{ready: make(chan struct{}, 1)}
 			d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(&records{}), Image: c.mode}, n)

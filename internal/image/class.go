@@ -40,6 +40,10 @@ type Difference struct {
 	// Why names what classed it: the declared entry's kind, the extension,
 	// the runtime list's pattern; "" for undeclared.
 	Why string
+	// Excluded: an undeclared difference the exclusions leave unreported
+	// (Classifier.Exclude). It keeps its class: `check --image` lists it
+	// as excluded, nothing reports it.
+	Excluded bool
 }
 
 // Classifier classes the changes of one baseline against one desired
@@ -57,6 +61,30 @@ type Classifier struct {
 	Record     *Record
 	Recorder   *Recorder
 	Extensions *Extensions
+	// Exclude says whether the exclusions leave an undeclared difference
+	// unreported (exclude.Rules.DriftFilter, asked of its drift); nil:
+	// nothing is excluded.
+	Exclude func(*drift.Drift) bool
+}
+
+// NewClassifierFor is the classifier of b's differences that every command
+// and the daemon use alike: the declared nodes of entries (the entries in
+// force, those the exclusions leave alone entirely taken out), b's merged
+// confexts, the shipped runtime list, the first boot's record at
+// RecordPath inside r matched with the host's digest key, and the
+// exclusions (nil: none). The error says why the record is not used; the
+// classifier is made without it.
+func NewClassifierFor(r *ondisk.Root, b *Baseline, entries []model.Entry, key model.Key, exclude func(*drift.Drift) bool) (*Classifier, error) {
+	c := NewClassifier(entries)
+	c.Extensions = b.Extensions
+	c.Exclude = exclude
+	c.Recorder = &Recorder{Root: r, Key: key}
+	rec, err := LoadRecord(r, RecordPath)
+	c.Record = rec
+	if err != nil {
+		return c, fmt.Errorf("the first boot's record of /etc is not used: %w", err)
+	}
+	return c, nil
 }
 
 // NewClassifier indexes the declared nodes of entries, as their rows of
@@ -102,6 +130,14 @@ func (c *Classifier) Classify(ctx context.Context, cs []Change) []Difference {
 }
 
 func (c *Classifier) classify(ctx context.Context, ch *Change) Difference {
+	d := c.class(ctx, ch)
+	if d.Class == ClassUndeclared && c.Exclude != nil {
+		d.Excluded = c.Exclude(&drift.Drift{Kind: drift.Undeclared, Entry: model.KindUndeclared, Path: ch.Path})
+	}
+	return d
+}
+
+func (c *Classifier) class(ctx context.Context, ch *Change) Difference {
 	d := Difference{Change: *ch, Class: ClassUndeclared}
 	if k, ok := c.declared[ch.Path]; ok {
 		d.Class, d.Why = ClassDeclared, string(k)
