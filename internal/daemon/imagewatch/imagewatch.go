@@ -337,19 +337,28 @@ func (p *Part) sort(evs []watch.Event) touched {
 	var t touched
 	seen := map[string]bool{}
 	for _, ev := range evs {
+		// A directory on the way to one followed appeared or moved: what
+		// is below it may have come with it, unseen.
+		moved := func(dir string) bool { return ev.Op&watch.Rewatched != 0 && under(dir, ev.Path) }
 		switch {
 		case ev.Op&watch.Overflow != 0:
 			t.lost = true
 		case ev.Op == watch.Modify:
 			// Written, not yet closed: its close (or the next full
 			// check) compares it, never a half-written file.
-		case ev.Path == image.SettingsFile || ev.Path == settingsDir && ev.Op&watch.Rewatched != 0:
+		case ev.Path == image.SettingsFile || moved(settingsDir):
 			t.settings = true
-		case ev.Path == image.RecordPath || ev.Path == recordDir && ev.Op&watch.Rewatched != 0:
+			if ev.Op&watch.Rewatched != 0 {
+				t.rewatch = true
+			}
+			if moved(image.EtcDir) {
+				t.lost = true
+			}
+		case ev.Path == image.RecordPath || moved(recordDir):
 			t.record = true
-		case ev.Path == osstate.StagedFile || ev.Path == stagedDir && ev.Op&watch.Rewatched != 0:
+		case ev.Path == osstate.StagedFile || moved(stagedDir):
 			t.staged = true
-		case ev.Path == image.EtcDir || strings.HasPrefix(ev.Path, image.EtcDir+"/"):
+		case under(ev.Path, image.EtcDir):
 			if ev.IsDir && ev.Op&(watch.Create|watch.MovedTo) != 0 || ev.Op&watch.Rewatched != 0 {
 				t.rewatch = true
 			}
@@ -367,6 +376,11 @@ func (p *Part) sort(evs []watch.Event) touched {
 		}
 	}
 	return t
+}
+
+// under reports whether host path p is dir or lies under it.
+func under(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 // events compares what a batch of events can have changed. While reports
@@ -512,9 +526,8 @@ func (p *Part) compare(ctx context.Context, q string, full bool) {
 		p.h.Record(ctx, slog.LevelError, journal.MsgImage, fmt.Sprintf("Comparing %s with the image: %s", escape.Name(q), escape.Text(err.Error())))
 		return
 	}
-	under := func(x string) bool { return x == scope || strings.HasPrefix(x, scope+"/") || scope == "/" }
 	for x := range p.changes {
-		if under(x) {
+		if under(x, scope) {
 			delete(p.changes, x)
 		}
 	}
@@ -529,7 +542,7 @@ func (p *Part) compare(ctx context.Context, q string, full bool) {
 	}
 	var appeared, gone []drift.Drift
 	for x, old := range p.reported {
-		if !under(x) {
+		if !under(x, scope) {
 			continue
 		}
 		if _, ok := now[x]; !ok {
@@ -705,7 +718,7 @@ func (p *Part) Poll(ctx context.Context) {
 		case dir == recordDir:
 			evs = append(evs, watch.Event{Path: image.RecordPath, Op: watch.Rewatched})
 		}
-		if dir == image.EtcDir || strings.HasPrefix(dir, image.EtcDir+"/") {
+		if under(dir, image.EtcDir) {
 			etc = append(etc, dir)
 		}
 	}
