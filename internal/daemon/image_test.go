@@ -321,5 +321,7 @@ func TestImageSettingsFile(t *testing.T) {
 	writeFile(t, filepath.Join(root, "etc/drift-monitor/image.conf"), []byte("mode = notice\n"))
 	log.wait(t, from, journal.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/motd", "DRIFT_KIND": "undeclared"})
 	log.wait(t, from, journal.MsgUndeclared, map[string]string{"DRIFT_PATH": "/etc/motd"})
-	waitStatusOf(t, d, "clean with a notice", func(s string) bool { return s == "No drift: watching 1 path, 0 units; 1 undeclared change to the image's /etc" })
+	waitStatusOf(t, d, "clean with a notice", func(s string) bool {
+		return s == "No drift: watching 1 path, 0 units; 1 undeclared change to the image's /etc"
+	})
 }
