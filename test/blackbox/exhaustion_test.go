@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -395,4 +396,68 @@ func TestPollingJudgesByFilesInPolledDir(t *testing.T) {
 		}
 		d.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/hl/link"})
 	})
+}
+
+// TestImageWatchesExhausted: the image's comparison watches every
+// directory of /etc with an inotify instance of its own; when the watches
+// run out there, its directories are polled like the declared ones: the
+// status line, the exhausted record and the metrics count them, and an
+// undeclared edit in one of them is found by the poll (the periodic full
+// check is off). Raising the limit watches them again.
+func TestImageWatchesExhausted(t *testing.T) {
+	f := newFixture(t, `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/declared.conf","mode":420,"contents":{"source":"data:,declared%0A"}}]}}`)
+	f.write("/run/ostree-booted", "", 0o644)
+	var dirs []string
+	for i := 1; i <= 6; i++ {
+		dirs = append(dirs, fmt.Sprintf("/etc/d%d", i))
+		for _, top := range []string{"/usr", ""} {
+			f.write(fmt.Sprintf("%s/etc/d%d/f", top, i), "image\n", 0o644)
+		}
+	}
+	f.write("/etc/declared.conf", "declared\n", 0o644)
+	prom := filepath.Join(t.TempDir(), "drift-monitor.prom")
+	// Six: the inhibitor directory and its parent, then the image's
+	// watcher (it starts first), depth first: /, /etc, /etc/d1, /etc/d2.
+	// The rest of /etc, and the declared paths' own, are polled.
+	d := startDaemonWithWatchLimit(t, f.root, 6, "--poll-interval", "500ms", "--interval", "0", "--settle", "1s", "--metrics-textfile", prom)
+	pid := d.cmd.Process.Pid
+	d.waitRecord(0, harness.MsgImage, map[string]string{"MESSAGE": "Comparing /etc with the booted deployment's /usr/etc"})
+	_, unwatched, _ := watchedDirs(t, d, f, dirs)
+	if len(unwatched) < 2 {
+		t.Fatalf("unwatched %v: want some of /etc's directories left to polling", unwatched)
+	}
+	d.wait("a status line polling the image's directories", 20*time.Second, func() bool {
+		rest, ok := strings.CutPrefix(d.status(), "No drift: watching 1 path, 0 units; polling ")
+		var n int
+		_, err := fmt.Sscanf(rest, "%d directories", &n)
+		return ok && err == nil && n > len(unwatched)
+	})
+	d.waitRecord(0, harness.MsgWatchesExhausted, nil)
+	d.wait("the metrics saying so", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(prom)
+		return strings.Contains(string(b), "\ndrift_monitor_inotify_watches_exhausted 1\n") &&
+			!strings.Contains(string(b), "\ndrift_monitor_polled_directories 0\n") && !strings.Contains(string(b), "\ndrift_monitor_polled_directories 1\n")
+	})
+
+	p := unwatched[len(unwatched)-1] + "/f"
+	m := d.mark()
+	start := time.Now()
+	f.write(p, "edited\n", 0o644)
+	d.waitRecord(m, harness.MsgUndeclared, map[string]string{"DRIFT_PATH": p})
+	t.Logf("%s, in a polled directory: noticed after %v", p, time.Since(start).Round(time.Millisecond))
+	m = d.mark()
+	f.write(p, "image\n", 0o644)
+	d.waitRecord(m, harness.MsgUndeclaredGone, map[string]string{"DRIFT_PATH": p})
+
+	m = d.mark()
+	inUserNamespace(t, pid, "echo 128 >/proc/sys/user/max_inotify_watches")
+	d.waitRecord(m, harness.MsgWatchesRestored, nil)
+	d.waitStatus("No drift: watching 1 path, 0 units")
+	if _, un, _ := watchedDirs(t, d, f, dirs); len(un) > 0 {
+		t.Errorf("after the restore, %v still have no watch", un)
+	}
+	p = unwatched[0] + "/f"
+	m = d.mark()
+	f.write(p, "edited\n", 0o644)
+	d.waitRecord(m, harness.MsgUndeclared, map[string]string{"DRIFT_PATH": p})
 }

@@ -19,9 +19,10 @@
 // record classes the tree anew at once.
 //
 // The mode (notice, drift, off) is the --image flag's, or else the image's
-// settings file's (image.SettingsFile), read at start, at every load and
-// whenever the file changes: `check` and `reconcile` read the same file,
-// so that every interface gives the same answer.
+// settings file's (image.SettingsFile), read at start, at every load and,
+// while /etc is compared, whenever the file changes: `check` and
+// `reconcile` read the same file, so that every interface gives the same
+// answer.
 //
 // It promises that what it cannot compare is said: a baseline that cannot
 // be read is a not-checked notice and a caveat of the status line, never
@@ -75,9 +76,8 @@ type Options struct {
 const holdPoll = time.Second
 
 // Directories followed besides /etc: the staged deployment's (a new one is
-// an OS update on its way, whose /etc merge a full check predicts), the
-// first boot's record's, and the settings file's (which is under /etc, but
-// followed while nothing else is).
+// an OS update on its way, whose /etc merge a full check predicts) and the
+// first boot's record's; and, among /etc's, the settings file's.
 var (
 	stagedDir   = path.Dir(osstate.StagedFile)
 	recordDir   = path.Dir(image.RecordPath)
@@ -302,15 +302,17 @@ func (p *Part) modeChanged(ctx context.Context) bool {
 	return true
 }
 
-// rewatch watches what the part follows now: every directory of /etc, as
-// it is now, the staged deployment's and the record's (from their nearest
-// existing ancestors while they do not exist) while comparing; the
-// settings file's always.
+// rewatch watches what the part follows now, while it compares: every
+// directory of /etc, as it is now (the settings file's among them), the
+// staged deployment's and the record's (from their nearest existing
+// ancestors while they do not exist). While it compares nothing (mode
+// off, no image, no baseline) it watches nothing, and takes no watch from
+// the declared paths: the settings file is read again at the next load.
 func (p *Part) rewatch() {
 	if p.w == nil {
 		return
 	}
-	dirs := []string{settingsDir}
+	var dirs []string
 	if p.comparing() {
 		etc, err := image.Dirs(p.o.Root, image.EtcDir)
 		if err != nil {
@@ -338,18 +340,23 @@ func (p *Part) sort(evs []watch.Event) touched {
 	seen := map[string]bool{}
 	for _, ev := range evs {
 		// A directory on the way to one followed appeared or moved: what
-		// is below it may have come with it, unseen.
-		moved := func(dir string) bool { return ev.Op&watch.Rewatched != 0 && under(dir, ev.Path) }
+		// is below it may have come with it, before its watch.
+		dirMoved := ev.Op&watch.Rewatched != 0 || ev.IsDir && ev.Op&(watch.Create|watch.MovedTo) != 0
+		moved := func(dir string) bool { return dirMoved && under(dir, ev.Path) }
 		switch {
 		case ev.Op&watch.Overflow != 0:
 			t.lost = true
 		case ev.Op == watch.Modify:
 			// Written, not yet closed: its close (or the next full
 			// check) compares it, never a half-written file.
+		case ev.Path == image.SettingsFile && ev.Op&^watch.Create == 0:
+			// Made, not yet written: its close (Write) reads it, never
+			// the empty file, which would say "notice" a moment.
 		case ev.Path == image.SettingsFile || moved(settingsDir):
 			t.settings = true
-			if ev.Op&watch.Rewatched != 0 {
+			if dirMoved {
 				t.rewatch = true
+				t.paths = append(t.paths, ev.Path)
 			}
 			if moved(image.EtcDir) {
 				t.lost = true

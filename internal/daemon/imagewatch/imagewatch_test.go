@@ -35,6 +35,15 @@ func write(t *testing.T, root, p, s string, mode os.FileMode) {
 	}
 }
 
+// place writes p anew and renames it into place, as an editor saves.
+func place(t *testing.T, root, p, s string, mode os.FileMode) {
+	t.Helper()
+	write(t, root, p+".new", s, mode)
+	if err := os.Rename(filepath.Join(root, p+".new"), filepath.Join(root, p)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // ostreeRoot is a root booted through ostree whose /etc is its /usr/etc.
 func ostreeRoot(t *testing.T) string {
 	t.Helper()
@@ -153,7 +162,7 @@ func TestSettingsFile(t *testing.T) {
 	}})
 	s.has(t, journal.MsgUndeclared, "/etc/motd")
 
-	write(t, root, image.SettingsFile, "# what drift-monitor makes of the image\nmode = drift\n", 0o644)
+	place(t, root, image.SettingsFile, "# what drift-monitor makes of the image\nmode = drift\n", 0o644)
 	s.h.Wait(t, within, "a full check for the new mode", func() bool { return slices.Contains(s.h.FullChecks(), "the image's settings changed") })
 	ds, _ := s.fullCheck()
 	if len(ds) != 1 || ds[0].Path != "/etc/motd" || ds[0].EntryID != "undeclared:/etc/motd" {
@@ -166,7 +175,7 @@ func TestSettingsFile(t *testing.T) {
 	s.h.Wait(t, within, "sshd_config's drift reported", func() bool { return len(s.h.Known()["undeclared:/etc/ssh/sshd_config"]) == 1 })
 
 	trusted = false
-	write(t, root, image.SettingsFile, "mode = off\n", 0o666)
+	place(t, root, image.SettingsFile, "mode = off\n", 0o666)
 	s.h.Wait(t, within, "the refused settings said", func() bool { return s.h.Has(journal.MsgImage, "Refusing the image's settings, keeping mode drift") })
 	if c := s.caveat(); c != "image settings refused, keeping mode drift" {
 		t.Errorf("caveat %q", c)
@@ -176,11 +185,11 @@ func TestSettingsFile(t *testing.T) {
 	}
 
 	trusted = true
-	write(t, root, image.SettingsFile, "mode = loud\n", 0o644)
+	place(t, root, image.SettingsFile, "mode = loud\n", 0o644)
 	s.h.Wait(t, within, "a bad mode refused by its line", func() bool {
 		return s.h.Has(journal.MsgImage, image.SettingsFile+`:1: mode "loud": want notice, drift or off`)
 	})
-	write(t, root, image.SettingsFile, "mode = off\n", 0o644)
+	place(t, root, image.SettingsFile, "mode = off\n", 0o644)
 	s.h.Wait(t, within, "mode off", func() bool { return s.h.Has(journal.MsgImage, "The image's mode is off (was drift)") })
 	if ds, ns := s.fullCheck(); len(ds)+len(ns) != 0 || s.p.Kinds() != nil || s.caveat() != "" {
 		t.Errorf("mode off: drift %v, notices %v, kinds %v, caveat %q; want nothing", ds, ns, s.p.Kinds(), s.caveat())
@@ -246,7 +255,7 @@ func TestHeldActivity(t *testing.T) {
 	write(t, root, "etc/motd", "during an update\n", 0o644)
 	// A sentinel event after it (settings refused, which the part says
 	// even while held), seen once the part looked at both.
-	write(t, root, image.SettingsFile, "sentinel\n", 0o644)
+	place(t, root, image.SettingsFile, "sentinel\n", 0o644)
 	s.h.Wait(t, within, "the sentinel's record", func() bool { return s.h.Has(journal.MsgImage, "not a setting") })
 	if n := s.count(journal.MsgUndeclared, "/etc/motd"); n != 0 {
 		t.Fatalf("compared while held: %v", s.h.Records())
