@@ -68,11 +68,13 @@ func reconcileImage(ctx context.Context, o *reconcileOptions, std Stdio) int {
 }
 
 // restoreNamed plans and (unless it is a dry run) does the restoration of
-// each named path, then compares them again. Each named path is judged in
-// this order: under /etc; not excluded (the exclusions come first, as
+// each named path, then compares them again. Every named path is judged
+// before anything is written, so that a run and its dry run judge alike,
+// in this order: under /etc; not excluded (the exclusions come first, as
 // everywhere: an excluded path is never written, whatever it is); a
-// difference from the image, and not within a larger one; undeclared.
-// Every other is refused with why.
+// difference from the image, and not within a larger one (unless that one
+// is named too: it is restored with it); undeclared. Every other is
+// refused with why.
 func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state *model.State, o *reconcileOptions) (*reconcileReport, error) {
 	rules, err := o.exclude.Load(r)
 	if err != nil {
@@ -82,7 +84,15 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 	key, _ := hostKey()
 	cl, _ := image.NewClassifierFor(r, b, state.Entries, key, excluded)
 	rep := &reconcileReport{Root: o.root, DryRun: o.dryRun}
-	labels, lerr := selinux.ForRoot(r.ReadFile)
+	named := map[string]bool{}
+	for _, name := range o.names {
+		named[path.Clean(name)] = true
+	}
+	type planned struct {
+		act reconcile.Action
+		c   image.Change
+	}
+	var plan []planned
 	for _, name := range o.names {
 		p := path.Clean(name)
 		act := reconcile.Action{Entry: model.KindUndeclared, Path: p, Drift: []drift.Kind{drift.Undeclared}}
@@ -109,6 +119,10 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 			}
 		}
 		switch {
+		case scope != p && len(cs) > 0 && named[scope]:
+			// Restored with the named change that covers it, among whose
+			// steps it is.
+			continue
 		case scope != p && len(cs) > 0:
 			refuse(fmt.Sprintf("%s is the change that covers it: name that", scope), "")
 			continue
@@ -126,6 +140,15 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 			}[d.Class]
 			refuse("not an undeclared change: "+why, "")
 			continue
+		}
+		plan = append(plan, planned{act, *c})
+	}
+	labels, lerr := selinux.ForRoot(r.ReadFile)
+	for i := range plan {
+		act, c, p := plan[i].act, &plan[i].c, plan[i].act.Path
+		refuse := func(why, command string) {
+			act.Problem, act.Command = why, command
+			rep.Refused = append(rep.Refused, act)
 		}
 		rs := b.Restore(ctx, r, c)
 		if rs.Refused != "" {
