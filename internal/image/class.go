@@ -56,6 +56,12 @@ type Classifier struct {
 	// their links in .wants/, .requires/ and .upholds/ directories of
 	// /etc/systemd/system are that entry's to report.
 	wanted map[string]bool
+	// users and groups are the declared accounts' names: their lines of
+	// the account files are theirs to report (declaredAccountLines).
+	users, groups map[string]bool
+	// base reads the image's version of a host path of /etc; nil where
+	// the baseline has no tree.
+	base func(p string) ([]byte, error)
 
 	Runtime    *Runtime
 	Record     *Record
@@ -79,6 +85,9 @@ func NewClassifierFor(r *ondisk.Root, b *Baseline, entries []model.Entry, key mo
 	c.Extensions = b.Extensions
 	c.Exclude = exclude
 	c.Recorder = &Recorder{Root: r, Key: key}
+	if t := b.Tree; t != nil {
+		c.base = t.readBase
+	}
 	rec, err := LoadRecord(r, RecordPath)
 	c.Record = rec
 	if err != nil {
@@ -91,15 +100,23 @@ func NewClassifierFor(r *ondisk.Root, b *Baseline, entries []model.Entry, key mo
 // model.Kinds say what they are compared with. An entry compared with the
 // node at its path (a file, directory, link, unit file, drop-in, mask,
 // unmask) declares its path; one compared with systemd's enablement of its
-// unit declares that unit's links; an account declares an account, not its
-// file, and a kernel argument nothing under /etc.
+// unit declares that unit's links; an account declares its lines of the
+// account files, not the files, and a kernel argument nothing under /etc.
 func NewClassifier(entries []model.Entry) *Classifier {
-	c := &Classifier{declared: map[string]model.Kind{}, ancestors: map[string]bool{}, wanted: map[string]bool{}, Runtime: ShippedRuntime()}
+	c := &Classifier{declared: map[string]model.Kind{}, ancestors: map[string]bool{}, wanted: map[string]bool{},
+		users: map[string]bool{}, groups: map[string]bool{}, Runtime: ShippedRuntime()}
 	for i := range entries {
 		e := &entries[i]
 		switch e.Kind.Means().Source {
 		case model.FromUnitState:
 			c.wanted[e.Unit] = true
+			continue
+		case model.FromAccounts:
+			if e.Account != nil && e.Kind == model.KindUser {
+				c.users[e.Account.Name] = true
+			} else if e.Account != nil {
+				c.groups[e.Account.Name] = true
+			}
 			continue
 		case model.FromNode:
 		default:
@@ -168,6 +185,10 @@ func (c *Classifier) class(ctx context.Context, ch *Change) Difference {
 	}
 	if c.Recorder != nil && c.Recorder.Matches(c.Record, ch) {
 		d.Class, d.Why = ClassFirstBoot, RecordPath
+		return d
+	}
+	if c.declaredAccountLines(ch) {
+		d.Class, d.Why = ClassDeclared, "the lines of declared accounts"
 	}
 	return d
 }

@@ -74,6 +74,11 @@ type Recorded struct {
 	// "hmac-sha256:HEX"); none for anything but a regular file, or
 	// without a key.
 	Digest model.Digest `json:"digest,omitzero"`
+	// Lines are an account file's lines by account name (accountLines),
+	// keyed with the same key: the other lines than a declared account's
+	// are then compared with the first boot's whatever the declared ones
+	// became (useradd appends a user put back at the file's end).
+	Lines map[string]AccountLine `json:"lines,omitempty"`
 }
 
 func typeName(t ondisk.FileType) string {
@@ -123,6 +128,11 @@ func (rc *Recorder) Extend(rec *Record, kind HostKind, cs []Change) (*Record, in
 					continue // changed or gone since: not what the boot left
 				}
 				n.Digest = d
+				if f, ok := accountFiles[c.Path]; ok {
+					if raw, err := rc.Root.ReadFile(c.Path); err == nil {
+						n.Lines = accountLines(f, raw, digester(rc.Key))
+					}
+				}
 			}
 		}
 		rec.Paths = append(rec.Paths, n)
@@ -139,6 +149,17 @@ func (rec *Record) reindex() {
 	for i := range rec.Paths {
 		rec.index[rec.Paths[i].Path] = &rec.Paths[i]
 	}
+}
+
+// lookup is the record's node of host path p; nil without one.
+func (rec *Record) lookup(p string) *Recorded {
+	if rec == nil {
+		return nil
+	}
+	if rec.index == nil {
+		rec.reindex()
+	}
+	return rec.index[p]
 }
 
 // Matches reports whether a change leaves its path as the record has it.
