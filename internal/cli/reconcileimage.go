@@ -138,6 +138,9 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 				image.ClassExtension: "the confext " + d.Why + " provides it",
 				image.ClassFirstBoot: "it is as the first boot left it (" + image.RecordPath + ")",
 			}[d.Class]
+			if d.Why == image.WhyAccountLines {
+				why = image.WhyAccountLines + ": plain reconcile puts the accounts back as declared"
+			}
 			refuse("not an undeclared change: "+why, "")
 			continue
 		}

@@ -30,6 +30,10 @@ const (
 	ClassUndeclared Class = "undeclared"
 )
 
+// WhyAccountLines is the Why of an account file that differs only in the
+// lines of declared accounts (declaredAccountLines).
+const WhyAccountLines = "only the lines of declared accounts differ"
+
 // Classes lists them, in the order of precedence Classify gives them.
 var Classes = []Class{ClassDeclared, ClassExtension, ClassRuntime, ClassFirstBoot, ClassUndeclared}
 
@@ -188,7 +192,7 @@ func (c *Classifier) class(ctx context.Context, ch *Change) Difference {
 		return d
 	}
 	if c.declaredAccountLines(ch) {
-		d.Class, d.Why = ClassDeclared, "the lines of declared accounts"
+		d.Class, d.Why = ClassDeclared, WhyAccountLines
 	}
 	return d
 }

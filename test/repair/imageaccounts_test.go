@@ -39,6 +39,12 @@ func TestImageAccountsAfterReconcile(t *testing.T) {
 		t.Errorf("check --image=drift after the repair: want exit 0 (the account files' changes are bob's), got %s", res)
 	}
 
+	// reconcile --image refuses to put the image's passwd back over bob.
+	res = run(t, "", "reconcile", "--root", r.dir, "--config", cfg, "--image", "--format", "json", "/etc/passwd")
+	if res.exit != 1 || !strings.Contains(res.stdout, "only the lines of declared accounts differ") {
+		t.Errorf("reconcile --image /etc/passwd: want exit 1, refused for bob's line, got %s", res)
+	}
+
 	r.write("/etc/passwd", r.read("/etc/passwd")+"mallory:x:0:0::/root:/bin/bash\n", 0o644)
 	res = run(t, "", "check", "--root", r.dir, "--config", cfg, "--image=drift", "--format", "json")
 	var rep harness.Report
