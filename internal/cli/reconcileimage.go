@@ -83,7 +83,7 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 	excluded := imageExclusions(rules)
 	key, _ := hostKey()
 	cl, _ := image.NewClassifierFor(r, b, state.Entries, key, excluded)
-	rep := &reconcileReport{Root: o.root, DryRun: o.dryRun}
+	rep := &reconcileReport{Root: r.Dir(), DryRun: o.dryRun}
 	named := map[string]bool{}
 	for _, name := range o.names {
 		named[path.Clean(name)] = true
