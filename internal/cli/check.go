@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
@@ -37,7 +38,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	labels := labelCompareFlag(fs)
 	excl := exclude.DefaultOptions()
 	excl.Register(fs)
-	img := imageFlag{mode: imageNotice}
+	var img imageFlag
 	fs.Var(&img, "image", imageUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates] [--label-compare type|full]\n"+
@@ -74,13 +75,13 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, excl, img.mode)
+	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, excl, img)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
 	}
 	if format == "json" {
-		err = writeJSON(std.Out, *root, &res)
+		err = writeJSON(std.Out, res.Root, &res)
 	} else {
 		err = writeText(std.Out, &res)
 	}
@@ -123,6 +124,8 @@ func (h warnLines) WithGroup(string) slog.Handler { return h }
 // the declared entries the exclusions left alone.
 type checkResult struct {
 	check.Result
+	// Root is the directory checked, absolute (openRoot).
+	Root  string
 	Files []string
 	Left  []exclude.Left
 	// Image is what was found of the OS image's /etc; nil with --image=off.
@@ -163,14 +166,14 @@ func firstBoot() firstboot.Use {
 // SELinux contexts; checkCerts checks the files the machine-config daemon's
 // certificate writer owns too; excl says what is left alone; img what to
 // make of the OS image's /etc.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageMode) (checkResult, error) {
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageFlag) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
 	}
 	defer r.Close()
 	state, err := loadDesired(cache, r, configs, "check", warn)
-	if errors.Is(err, desired.ErrNoConfig) && img == imageList {
+	if errors.Is(err, desired.ErrNoConfig) && img.list {
 		// Listing the image's differences needs no config: without one,
 		// every difference is undeclared.
 		state, err = &model.State{}, nil
@@ -187,7 +190,7 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if err != nil {
 		return checkResult{}, err
 	}
-	out := checkResult{Result: res, Files: state.Files, Left: rules.Report(left)}
+	out := checkResult{Result: res, Root: r.Dir(), Files: state.Files, Left: rules.Report(left)}
 	if err := checkImage(ctx, r, state, img, rules, &out, warn); err != nil {
 		return checkResult{}, err
 	}
@@ -195,16 +198,35 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 }
 
 // openRoot opens the root a command reads, once: the configs, the accounts
-// and every observation are resolved inside it.
+// and every observation are resolved inside it. The root is made absolute
+// first (absRoot), for every command.
 func openRoot(root string) (*ondisk.Root, error) {
-	st, err := os.Stat(root)
+	dir, err := absRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("root %s: not a directory", root)
+		return nil, fmt.Errorf("root %s: not a directory", dir)
 	}
-	return ondisk.OpenRoot(root)
+	return ondisk.OpenRoot(dir)
+}
+
+// absRoot is --root made absolute: what is derived from the root's path —
+// the audit rules' paths, the account tools' --root, the report's root,
+// the daemon's watches — is then the same whatever the working directory,
+// never a relative path that a consumer skips or resolves from elsewhere.
+// Every command's root goes through it (openRoot; the daemon, which opens
+// its root itself).
+func absRoot(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("root %s: %w", root, err)
+	}
+	return abs, nil
 }
 
 // loadDesired loads the desired state for root, printing its warnings as

@@ -8,12 +8,15 @@ import (
 	"path"
 	"strings"
 	"syscall"
+
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
-// dirHost is a Host over a directory for desired's own tests, which cannot
-// import ondisk (it imports desired): Go's os.Root, which refuses a link
-// out of the directory rather than resolve it inside as ondisk.Root does
-// (root_test.go tests that, through ondisk).
+// dirHost is a Host over a directory for desired's own tests: Go's
+// os.Root, which refuses a link out of the directory rather than resolve
+// it inside as ondisk.Root does (root_test.go tests that, through ondisk);
+// the walk of a path, for the check of who could have written a config,
+// is ondisk.Root's.
 type dirHost string
 
 func (d dirHost) Dir() string { return string(d) }
@@ -62,11 +65,19 @@ func (d dirHost) ReadDir(p string) ([]fs.DirEntry, error) {
 	return fs.ReadDir(r.FS(), d.rel(p))
 }
 
-func (d dirHost) StatDir(p string) (fs.FileInfo, error) {
-	r, err := os.OpenRoot(string(d))
+func (d dirHost) Owner() int {
+	fi, err := os.Stat(string(d))
 	if err != nil {
-		return nil, err
+		return -1
+	}
+	return int(fi.Sys().(*syscall.Stat_t).Uid)
+}
+
+func (d dirHost) Walk(p string, visit func(ondisk.Step) error) error {
+	r, err := ondisk.OpenRoot(string(d))
+	if err != nil {
+		return err
 	}
 	defer r.Close()
-	return r.Stat(d.rel(p))
+	return r.Walk(p, visit)
 }
