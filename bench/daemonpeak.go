@@ -30,7 +30,7 @@ func cmdDaemonPeak(ctx context.Context, args []string) error {
 	}
 	argv := flags.Args()
 	if len(argv) == 0 || argv[0] != "daemon" {
-		return errors.New("usage: drift-bench daemon-peak [-peakprofile FILE] -- daemon ARGS...")
+		return errors.New("usage: drift-bench daemon-peak [-peakprofile FILE] -- daemon ARG...; the daemon's command line, from \"daemon\" on")
 	}
 	sockDir, err := os.MkdirTemp("", "drift-bench-notify-")
 	if err != nil {
