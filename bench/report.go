@@ -484,7 +484,7 @@ func (r *report) mdIdle(p printf) {
 		if i.CheckRSS > 0 {
 			check, bound = fmtBytes(i.CheckRSS), fmtBytes(2*i.CfgBytes+32<<20)
 		}
-		p("| %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", i.Files, i.label(), fmtDur(i.Ready), fmtMB(i.HWMReady), fmtBytes(i.HWM), check, bound, i.Watches, load, rss, live)
+		p("| %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", i.Files, i.label(), fmtDur(i.Ready), fmtBytes(i.HWMReady), fmtBytes(i.HWM), check, bound, i.Watches, load, rss, live)
 	}
 	p("\nCommands (for the last N; `cold, desired.d` with the config hard-linked as `etc/drift-monitor/desired.d/50-bench.ign` inside the root for the run):\n\n")
 	last := map[string]*idleResult{}
