@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drift-monitor/drift-monitor/internal/errpath"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -105,7 +107,7 @@ func loadFiles(c Cache, src fragmentFiles, files []string) (model.State, error) 
 	}
 	// The parse lets go of the bytes (reading one again should its report
 	// need it), and nothing of it stays alive into Put (see Cache).
-	reread := func(file string) func() ([]byte, error) {
+	reread := func(file string) types.Reopen {
 		// Only a regular file can be read again (fragmentFiles.open
 		// opens nothing else): a pipe's bytes are kept.
 		f, err := src.open(file)
@@ -113,12 +115,12 @@ func loadFiles(c Cache, src fragmentFiles, files []string) (model.State, error) 
 			return nil
 		}
 		f.Close()
-		return func() ([]byte, error) {
-			r, err := readConfigs(src, []string{file})
+		return func() (io.ReadCloser, error) {
+			f, err := src.open(file)
 			if err != nil {
-				return nil, err
+				return nil, &LoadError{File: file, Err: errpath.Strip(err)}
 			}
-			return r[0], nil
+			return f, nil
 		}
 	}
 	var size int64

@@ -1,5 +1,20 @@
 package desired
 
+import (
+	"bytes"
+	"io"
+
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+)
+
+// reopenBytes reopens b, counting the times in *opened.
+func reopenBytes(b []byte, opened *int) types.Reopen {
+	return func() (io.ReadCloser, error) {
+		*opened++
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+}
+
 // SlowMachineConfig turns the MachineConfig fast path (mcfast.go) off
 // until restore is called: for the benchmark that compares the two.
 func SlowMachineConfig() (restore func()) {

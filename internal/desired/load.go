@@ -249,7 +249,7 @@ func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 // It only dispatches: a Butane config (butane.go), an Ignition config
 // (parseIgnitionFile) and a MachineConfig (parseMachineConfig) are three
 // readings of a file that share no step but the YAML decoding.
-func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread func() ([]byte, error)) (Fragment, error) {
+func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread types.Reopen) (Fragment, error) {
 	if !cache && isButane(file, raw) {
 		return parseButane(file, raw, sup) // butane.go
 	}
@@ -294,7 +294,7 @@ func yamlToJSON(file string, raw []byte) ([]byte, error) {
 
 // parseIgnitionFile reads raw as an Ignition config of the given version (or
 // Ignition's config cache), with its children resolved unless it is the cache.
-func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, cache bool, reread func() ([]byte, error)) (Fragment, error) {
+func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, cache bool, reread types.Reopen) (Fragment, error) {
 	frag := Fragment{File: file}
 	cfg, rpt, src, raw, err := decodeIgnition(file, raw, version, cache, reread)
 	if err != nil {
@@ -327,7 +327,7 @@ func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, ca
 // decodeIgnition parses and validates raw. Unless cache, it hands raw to a
 // types.Bytes (src) that may let it go; raw is then returned nil, and read
 // again from src only for a report that needs positions.
-func decodeIgnition(file string, raw []byte, version string, cache bool, reread func() ([]byte, error)) (cfg types.Config, rpt report.Report, src *types.Bytes, _ []byte, err error) {
+func decodeIgnition(file string, raw []byte, version string, cache bool, reread types.Reopen) (cfg types.Config, rpt report.Report, src *types.Bytes, _ []byte, err error) {
 	if cache {
 		cfg, rpt, err = types.ParseCache(raw, version)
 	} else {
@@ -386,7 +386,7 @@ func checkDecodable(file string, cfg types.Config, under string, minID int) erro
 // parseMachineConfig reads a MachineConfig: its spec.config as an Ignition
 // config, and its kernel arguments added to that config's. reread is
 // parseFragment's (see parseSpecConfig).
-func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread func() ([]byte, error)) (Fragment, error) {
+func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread types.Reopen) (Fragment, error) {
 	frag := Fragment{File: file, machineConfig: true}
 	fields, err := mc.fields(file)
 	if err != nil {
@@ -416,7 +416,7 @@ func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread fun
 
 // readSpecConfig reads a MachineConfig's spec.config into frag (parsed by
 // parseSpecConfig, mcfast.go, which may let mc.Spec.Config go).
-func readSpecConfig(frag *Fragment, mc *machineConfig, version string, sup Supplies, reread func() ([]byte, error)) error {
+func readSpecConfig(frag *Fragment, mc *machineConfig, version string, sup Supplies, reread types.Reopen) error {
 	cfg, rpt, err := parseSpecConfig(mc, version, frag.File, reread)
 	if err != nil {
 		// Positions would point into the re-encoded spec.config, not into the
@@ -796,7 +796,7 @@ func typeConflicts(frags []Fragment) error {
 // With reread, which gives how to read a file again (nil for a file that
 // cannot be: a pipe), it lets go of each such fragment's bytes as it parses
 // them (raws[i] is then nil; see ignspec.Bytes).
-func parseWithSupplies(files []string, raws [][]byte, reread func(file string) func() ([]byte, error)) (types.Config, []Fragment, Supplies, error) {
+func parseWithSupplies(files []string, raws [][]byte, reread func(file string) types.Reopen) (types.Config, []Fragment, Supplies, error) {
 	sup := Supplies{}
 	for i, f := range files {
 		if filepath.Ext(f) == childExt {
@@ -809,7 +809,7 @@ func parseWithSupplies(files []string, raws [][]byte, reread func(file string) f
 			continue
 		}
 		raw := raws[i]
-		var again func() ([]byte, error)
+		var again types.Reopen
 		if reread != nil {
 			again = reread(f)
 		}
@@ -843,7 +843,7 @@ func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (mo
 
 // deriveStateFrom is deriveState; with reread (see parseWithSupplies) it
 // lets go of the config files' bytes as it parses them.
-func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte, reread func(file string) func() ([]byte, error)) (model.State, error) {
+func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte, reread func(file string) types.Reopen) (model.State, error) {
 	cfg, frags, sup, err := parseWithSupplies(files, raws, reread)
 	if err != nil {
 		return model.State{}, err
