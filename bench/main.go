@@ -81,6 +81,7 @@ type bench struct {
 	microShort                      bool
 	stormN, stormCount, stormSize   int
 	stormPause                      time.Duration
+	labelN                          []int
 	start                           time.Time
 }
 
@@ -96,7 +97,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	out := flags.String("out", "", "report file (default docs/benchmarks.md, or _build/benchmarks-quick.md with -quick)")
 	work := flags.String("work", "/var/tmp/drift-bench", "directory for the fixtures")
 	keep := flags.Bool("keep", false, "keep the fixtures for the next run")
-	parts := flags.String("parts", "12345", "parts to run: 1 full check, 2 latency, 3 idle, 4 micro-benchmarks, 5 memory through storms")
+	parts := flags.String("parts", "123456", "parts to run: 1 full check, 2 latency, 3 idle, 4 micro-benchmarks, 5 memory through storms, 6 labelled hosts")
 	invoked := flags.String("invoked", "", "the command the user ran (for the report)")
 	onlyN := flags.Int("n", 0, "run every part at this number of files only (for investigations)")
 	idleWindow := flags.Duration("idle-window", 0, "length of an idle window (default 60s, 10s with -quick)")
@@ -149,7 +150,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	for _, p := range []struct {
 		id  string
 		run func(context.Context, *report, *fixtures) error
-	}{{"1", b.part1}, {"2", b.part2}, {"3", b.part3}, {"4", part4}, {"5", b.part5}} {
+	}{{"1", b.part1}, {"2", b.part2}, {"3", b.part3}, {"4", part4}, {"5", b.part5}, {"6", b.part6}} {
 		if strings.Contains(*parts, p.id) {
 			if err := p.run(ctx, rep, fx); err != nil {
 				return err
@@ -192,7 +193,7 @@ func (b *bench) override(fullN string, onlyN int, idleWindow time.Duration) erro
 		}
 	}
 	if onlyN > 0 {
-		b.fullN, b.latN, b.idleN, b.stormN = []int{onlyN}, []int{onlyN}, []int{onlyN}, onlyN
+		b.fullN, b.latN, b.idleN, b.stormN, b.labelN = []int{onlyN}, []int{onlyN}, []int{onlyN}, onlyN, []int{onlyN}
 		b.naiveChanges[onlyN] = min(b.changes, 20)
 	}
 	if idleWindow > 0 {
@@ -214,6 +215,7 @@ func (b *bench) scale() {
 		b.idleWindow, b.idleSettle, b.idleWindows = 10*time.Second, 2*time.Second, 1
 		b.microCount, b.microTime, b.microShort = 1, "100ms", true
 		b.stormN, b.stormCount, b.stormSize, b.stormPause = 10000, 3, 5000, 10*time.Second
+		b.labelN = []int{10000}
 	} else {
 		b.runs = 5
 		b.fullN = []int{1000, 10000, 100000}
@@ -231,6 +233,8 @@ func (b *bench) scale() {
 		// The campaign of issue 10 saw the limit rise at every storm: five
 		// show whether it keeps rising.
 		b.stormN, b.stormCount, b.stormSize, b.stormPause = 10000, 5, 5000, 30*time.Second
+		// The labels' targets are set at 10,000 and 100,000 files.
+		b.labelN = []int{10000, 100000}
 	}
 }
 
@@ -241,7 +245,7 @@ func (b *bench) checkWork(work string) error {
 	}
 	need := int64(256 << 20)
 	if !b.quick {
-		need = 2 << 30 // 1 GiB file + 100,000 small files and their config
+		need = 5 << 29 // 1 GiB file + 100,000 small files and their config, twice (part 6)
 	}
 	var sfs syscall.Statfs_t
 	if err := syscall.Statfs(work, &sfs); err == nil && int64(sfs.Bavail)*sfs.Bsize < need {

@@ -20,6 +20,7 @@ type report struct {
 	Idle    []*idleResult
 	Micro   *microResult
 	Storms  []*stormResult
+	Labels  []*labelResult
 	// Notes is the hand-written part (bench/NOTES.md): method, profiles, limits.
 	Notes string
 }
@@ -33,7 +34,7 @@ type verdict struct {
 // verdicts are the targets, each with what this run measured, part by part.
 func (r *report) verdicts() []verdict {
 	var vs []verdict
-	for _, part := range [][]verdict{r.fullVerdicts(), r.specVerdicts(), r.latencyVerdicts(), r.idleVerdicts(), r.stormVerdicts()} {
+	for _, part := range [][]verdict{r.fullVerdicts(), r.specVerdicts(), r.latencyVerdicts(), r.idleVerdicts(), r.stormVerdicts(), r.labelVerdicts()} {
 		vs = append(vs, part...)
 	}
 	return vs
@@ -252,6 +253,9 @@ func (r *report) markdown() string {
 	}
 	if len(r.Storms) > 0 {
 		r.mdStorms(p)
+	}
+	if len(r.Labels) > 0 {
+		r.mdLabels(p)
 	}
 	p("%s", r.Notes)
 	return b.String()

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Part 6 measures what checking SELinux labels costs on a labelled host:
+// every Fedora CoreOS, RHEL CoreOS and OpenShift node labels every file, and
+// a check then compares each declared node's label with its policy's
+// default. The same files and config as part 1's fixture, once on a root
+// without SELinux and once on a root that holds Debian's policy
+// (selinux-policy-default, SELINUX=enforcing) with every node labelled by
+// the real `setfiles -F`, as Ignition has setfiles label what it writes.
+
+// labelPolicy is the policy part 6 installs in its labelled roots: Debian's
+// selinux-policy-default, whose type is the directory's name.
+const labelPolicy = "/etc/selinux/default"
+
+// labelResult is part 6 for one number of files.
+type labelResult struct {
+	Files   int
+	Runs    int
+	Order   []string // the contenders timed as processes, then the daemons' passes
+	Cont    map[string]contender
+	Samples samples
+	// Passes are the daemon's full passes, plain and labelled, as it timed
+	// them itself (its debug record of each).
+	Passes  map[string][]time.Duration
+	PassCmd map[string]string
+}
+
+// The keys of part 6's contenders.
+const (
+	keyCheck         = "check"
+	keyCheckLabelled = "check-labelled"
+	keyFloor         = "floor"
+	keyFloorLabelled = "floor-labelled"
+	keyPass          = "pass"
+	keyPassLabelled  = "pass-labelled"
+)
+
+func (r *labelResult) medPass(k string) time.Duration { return median(r.Passes[k]) }
+
+// makeLabelledFixture writes (or reuses) the n-file fixture of part 1 under
+// dir, on a labelled root: labelPolicy copied into it, named by its
+// /etc/selinux/config (SELINUX=enforcing), and every node labelled by
+// `setfiles -F -r ROOT`, as Ignition relabels what it writes
+// (internal/exec/util/selinux.go).
+func makeLabelledFixture(dir string, n int) (*fixture, error) {
+	f, err := makeFixture(dir, n)
+	if err != nil {
+		return nil, err
+	}
+	fc := filepath.Join(labelPolicy, "contexts/files/file_contexts")
+	st, err := os.Stat(fc)
+	if err != nil {
+		return nil, fmt.Errorf("part 6 needs Debian's SELinux policy (apt-get install selinux-policy-default): %w", err)
+	}
+	if _, err := exec.LookPath("setfiles"); err != nil {
+		return nil, fmt.Errorf("part 6 needs setfiles (apt-get install policycoreutils): %w", err)
+	}
+	// A policy updated since the fixture was labelled labels it anew.
+	stamp := filepath.Join(dir, "labelled")
+	want := fmt.Sprintf("labelled v1 policy %d %d\n", st.Size(), st.ModTime().UnixNano())
+	if b, err := os.ReadFile(stamp); err == nil && string(b) == want {
+		return f, nil
+	}
+	selinuxDir := filepath.Join(f.Root, "etc/selinux")
+	if err := os.RemoveAll(selinuxDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(selinuxDir, 0o755); err != nil {
+		return nil, err
+	}
+	if out, err := exec.Command("cp", "-a", labelPolicy, selinuxDir+"/").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("copying %s: %v\n%s", labelPolicy, err, out)
+	}
+	config := "SELINUX=enforcing\nSELINUXTYPE=" + filepath.Base(labelPolicy) + "\n"
+	if err := os.WriteFile(filepath.Join(selinuxDir, "config"), []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	rootFC := filepath.Join(f.Root, fc)
+	if out, err := exec.Command("setfiles", "-F", "-r", f.Root, rootFC, f.Root).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("setfiles -F -r %s %s %s: %v\n%s", f.Root, rootFC, f.Root, err, out)
+	}
+	return f, os.WriteFile(stamp, []byte(want), 0o644)
+}
+
+// part6 times the cached check, the check's floor and the daemon's full pass
+// on plain and labelled roots of the same files, side by side.
+func (b *bench) part6(ctx context.Context, rep *report, fx *fixtures) error {
+	for _, n := range b.labelN {
+		plain, err := fx.get(n)
+		if err != nil {
+			return err
+		}
+		b.logf("fixture: %d files, labelled", n)
+		labelled, err := makeLabelledFixture(filepath.Join(fx.work, fmt.Sprintf("n%d-labelled", n)), n)
+		if err != nil {
+			return fmt.Errorf("labelled fixture of %d files: %w", n, err)
+		}
+		r, err := b.labelRounds(ctx, plain, labelled)
+		if err != nil {
+			return err
+		}
+		rep.Labels = append(rep.Labels, r)
+	}
+	rep.Load = append(rep.Load, loadMark("after part 6"))
+	return nil
+}
+
+// labelRounds runs every contender once untimed, then b.runs rounds of them
+// all, every other round in the reverse order.
+func (b *bench) labelRounds(ctx context.Context, plain, labelled *fixture) (*labelResult, error) {
+	n := len(plain.Paths)
+	par := strconv.Itoa(2 * runtime.NumCPU())
+	res := &labelResult{Files: n, Runs: b.runs, Cont: map[string]contender{}, Samples: samples{},
+		Passes: map[string][]time.Duration{}, PassCmd: map[string]string{}}
+	add := func(key string, cmd ...string) {
+		res.Order = append(res.Order, key)
+		res.Cont[key] = contender{Key: key, Cmd: cmd, Desc: shellQuote(cmd), OK: []int{0}}
+	}
+	// `check` as root runs it, as in part 1: the state cache filled by the
+	// untimed first run. The floors walk the declared files only (the
+	// labelled root holds the policy too).
+	add(keyCheck, b.bin, "check", "--root", plain.Root, "--config", plain.Cfg)
+	add(keyCheckLabelled, b.bin, "check", "--root", labelled.Root, "--config", labelled.Cfg)
+	add(keyFloor, b.self, "read", "-meta", "-j", par, filepath.Join(plain.Root, "etc/bench"))
+	add(keyFloorLabelled, b.self, "read", "-meta", "-j", par, filepath.Join(labelled.Root, "etc/bench"))
+	daemons := map[string]*monitor{}
+	defer func() {
+		for _, m := range daemons {
+			m.stop()
+		}
+	}()
+	for _, d := range []struct {
+		key string
+		f   *fixture
+	}{{keyPass, plain}, {keyPassLabelled, labelled}} {
+		b.logf("part 6 %d files: starting the daemon on the %s root", n, map[string]string{keyPass: "plain", keyPassLabelled: "labelled"}[d.key])
+		m, argv, err := b.passDaemon(ctx, d.f)
+		if err != nil {
+			return nil, err
+		}
+		daemons[d.key] = m
+		res.Order = append(res.Order, d.key)
+		res.PassCmd[d.key] = shellQuote(argv) + " (then SIGHUP)"
+	}
+	one := func(k string) error {
+		if m, ok := daemons[k]; ok {
+			d, err := m.pass(10 * time.Minute)
+			res.Passes[k] = append(res.Passes[k], d)
+			return err
+		}
+		c := res.Cont[k]
+		r, err := timeCmd(ctx, c.OK, c.Cmd[0], c.Cmd[1:]...)
+		res.Samples[k] = append(res.Samples[k], r)
+		return err
+	}
+	for _, k := range res.Order {
+		if err := one(k); err != nil {
+			return nil, err
+		}
+	}
+	clear(res.Samples)
+	clear(res.Passes)
+	for i := 0; i < b.runs; i++ {
+		b.logf("part 6 %d files: round %d/%d", n, i+1, b.runs)
+		order := slices.Clone(res.Order)
+		if i%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, k := range order {
+			if err := one(k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// passDaemon starts the daemon on f as part 5 does (warm: its state cache
+// filled by a check first), with its debug records, which time each full
+// pass, and without periodic checks or flag sweeps, so that it passes only
+// when asked (SIGHUP).
+func (b *bench) passDaemon(ctx context.Context, f *fixture) (*monitor, []string, error) {
+	dir := filepath.Join(f.Dir, "daemon-cache")
+	fill := exec.CommandContext(ctx, b.bin, "check", "--root", f.Root, "--config", f.Cfg)
+	fill.Env = append(os.Environ(), "CACHE_DIRECTORY="+dir)
+	if out, err := fill.CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("filling the state cache: %v: %v\n%s", fill.Args, err, out)
+	}
+	argv := []string{"env", "CACHE_DIRECTORY=" + dir, b.bin, "daemon", "--root", f.Root, "--config", f.Cfg, "--bus=false",
+		"--debug", "--interval", "0", "--fileattr-interval", "0"}
+	m, err := startMonitor(ctx, 10*time.Minute, argv...)
+	return m, argv, err
+}
+
+// passTook is how long the daemon says a full pass took, in its debug
+// record of the pass a reload runs.
+var passTook = regexp.MustCompile(`full check \(reload\): .* took ([0-9.]+[a-zµ]+)`)
+
+// pass asks the daemon for a reload, whose full pass follows the load, and
+// returns the pass's duration as the daemon measured it.
+func (m *monitor) pass(timeout time.Duration) (time.Duration, error) {
+	m.drain()
+	if err := syscall.Kill(m.pid(), syscall.SIGHUP); err != nil {
+		return 0, err
+	}
+	r, err := m.waitFor(func(r record) bool { return passTook.MatchString(r.Line) }, "full pass", timeout)
+	if err != nil {
+		return 0, err
+	}
+	return time.ParseDuration(passTook.FindStringSubmatch(r.Line)[1])
+}
+
+// labelVerdicts are part 6's targets.
+func (r *report) labelVerdicts() []verdict {
+	var vs []verdict
+	for _, l := range r.Labels {
+		c, cl := l.Samples.medWall(keyCheck), l.Samples.medWall(keyCheckLabelled)
+		f, fl := l.Samples.medWall(keyFloor), l.Samples.medWall(keyFloorLabelled)
+		vs = append(vs, verdict{
+			Target: fmt.Sprintf("cached check of %d files on a labelled root ≤ 1.2× the same check unlabelled", l.Files),
+			Measured: fmt.Sprintf("%s vs %s: %s (the floor of what a check must do, labelled ÷ unlabelled, %s)", fmtDur(cl), fmtDur(c), ratio(cl, c),
+				ratio(fl, f)),
+			Met: float64(cl) <= 1.2*float64(c),
+		})
+		p, pl := l.medPass(keyPass), l.medPass(keyPassLabelled)
+		vs = append(vs, verdict{
+			Target:   fmt.Sprintf("daemon full pass of %d files on a labelled root ≤ 1.1× the same pass unlabelled", l.Files),
+			Measured: fmt.Sprintf("%s vs %s: %s", fmtDur(pl), fmtDur(p), ratio(pl, p)),
+			Met:      float64(pl) <= 1.1*float64(p),
+		})
+	}
+	return vs
+}
+
+// mdLabels is part 6: labelled hosts.
+func (r *report) mdLabels(p printf) {
+	par := 2 * atoiOr(r.Machine.CPUs, 1)
+	p("## 6. Labelled hosts\n\n")
+	p("The files and config of part 1's fixture twice: on a root without SELinux (*plain*), and on a root that holds Debian's policy (`selinux-policy-default`, ")
+	p("`SELINUX=enforcing` and `SELINUXTYPE=default` in its `/etc/selinux/config`) with every node labelled by the real `setfiles -F -r ROOT`, as Ignition has setfiles label what it writes (*labelled*): ")
+	p("there a check also compares each declared node's label with the policy's default for its path. Every contender ran once untimed, then %d rounds alternated them, every other round in the reverse order; medians. ", r.Labels[0].Runs)
+	p("`check` is the cached check as root runs it (part 1); the floor is what a check must do per file by its contract, as bare system calls (`drift-bench read -meta`, %d threads): ", par)
+	p("on a labelled root it reads the label too, which no check can skip. The daemon pass is the full check of a running daemon (warm, `--debug`, no periodic check), ")
+	p("the one a reload (SIGHUP) runs after loading, timed by the daemon itself (its debug record of the pass).\n\n")
+	p("| declared | check | check, labelled | labelled ÷ plain | floor | floor, labelled | labelled ÷ plain | check ÷ floor | labelled check ÷ labelled floor | check CPU | labelled CPU | daemon pass | daemon pass, labelled | labelled ÷ plain |\n")
+	p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, l := range r.Labels {
+		s := l.Samples
+		c, cl, f, fl := s.medWall(keyCheck), s.medWall(keyCheckLabelled), s.medWall(keyFloor), s.medWall(keyFloorLabelled)
+		ps, pl := l.medPass(keyPass), l.medPass(keyPassLabelled)
+		p("| %d files | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Files, fmtDur(c), fmtDur(cl), ratio(cl, c), fmtDur(f), fmtDur(fl), ratio(fl, f),
+			ratio(c, f), ratio(cl, fl), fmtDur(s.medCPU(keyCheck)), fmtDur(s.medCPU(keyCheckLabelled)), fmtDur(ps), fmtDur(pl), ratio(pl, ps))
+	}
+	last := r.Labels[len(r.Labels)-1]
+	p("\nThe exact commands (for %d files):\n\n", last.Files)
+	for _, k := range last.Order {
+		if c, ok := last.Cont[k]; ok {
+			p("- %s: `%s`\n", k, c.Desc)
+		} else {
+			p("- %s: `%s`\n", k, last.PassCmd[k])
+		}
+	}
+	p("\n")
+}
