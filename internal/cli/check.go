@@ -171,7 +171,9 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if err != nil {
 		return checkResult{}, err
 	}
-	res, err := checkState(ctx, r, state, key, fullLabels, rules)
+	// The state cache keeps the SELinux defaults looked up, too.
+	kept, _ := cache.(check.LabelStore)
+	res, err := checkState(ctx, r, state, key, fullLabels, rules, kept)
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -222,12 +224,14 @@ func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, comma
 }
 
 // checkState compares root with state's entries, leaving out the drift
-// rules leave unreported.
-func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key, fullLabels bool, rules *exclude.Rules) (check.Result, error) {
+// rules leave unreported; the SELinux defaults it looks up are kept in
+// labels (nil: none are).
+func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key, fullLabels bool, rules *exclude.Rules, labels check.LabelStore) (check.Result, error) {
 	units, release := unitStates(ctx, r)
 	defer release()
+	defaults := check.LoadLabelsKept(r, state.Entries, fullLabels, labels)
 	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store,
-		Labels: check.LoadLabels(r, state.Entries, fullLabels), Exclude: rules.DriftFilter()}
+		Labels: defaults, Exclude: rules.DriftFilter()}
 	if r.IsHost() {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
@@ -238,6 +242,7 @@ func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key d
 		// All stopped early: what it found is not the machine's state.
 		return check.Result{}, fmt.Errorf("check interrupted: %w", err)
 	}
+	defaults.Keep()
 	return res, nil
 }
 

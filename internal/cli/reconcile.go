@@ -146,7 +146,7 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 	if err != nil {
 		return nil, err
 	}
-	first, err := checkState(ctx, r, state, key, false, rules)
+	first, err := checkState(ctx, r, state, key, false, rules, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileRe
 			fmt.Fprintf(warn, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
 		}
 	}
-	after, err := checkState(ctx, j.root, j.state, j.key, false, j.rules)
+	after, err := checkState(ctx, j.root, j.state, j.key, false, j.rules, nil)
 	if err != nil {
 		return nil, fmt.Errorf("checking again after the repair: %w", err)
 	}

@@ -94,7 +94,8 @@ type Cache struct {
 // alone is larger (a config of 100,000 files derives about 140 MB).
 const DefaultBytes = 256 << 20
 
-// cacheSuffix ends every entry's name; trim removes nothing else.
+// cacheSuffix ends every entry's name; trim removes nothing else but the
+// answers of labels.go.
 const cacheSuffix = ".state"
 
 // Default is the cache used by `check` and the daemon: the directory
@@ -242,6 +243,24 @@ func (c *Cache) openDir(create bool) (int, bool) {
 	return fd, true
 }
 
+// openTrusted opens the file name in the cache directory dfd (path names
+// it) for reading: a regular file that only the caller or root can have
+// written; false when it is not one. O_NONBLOCK: a FIFO in its place must
+// not block the open.
+func openTrusted(dfd int, name, path string) (*os.File, unix.Stat_t, bool) {
+	var st unix.Stat_t
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, st, false
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !trusted(&st) {
+		f.Close()
+		return nil, st, false
+	}
+	return f, st, true
+}
+
 // get reads the entry named key, if there is a trustworthy one, and marks
 // it used (its modification time: trim keeps the most recently used).
 func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
@@ -251,19 +270,14 @@ func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
 	}
 	defer unix.Close(dfd)
 	name := entryName(key)
-	// O_NONBLOCK: a FIFO in its place must not block the open.
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
+	f, st, ok := openTrusted(dfd, name, filepath.Join(c.Dir, name))
+	if !ok {
 		return desired.State{}, false
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(c.Dir, name))
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !trusted(&st) {
-		f.Close()
-		return desired.State{}, false
-	}
+	fd := int(f.Fd())
 	size := st.Size
 	var state desired.State
+	var err error
 	switch {
 	case c.Mode == ModeLazy:
 		// The entry stays open: its stored contents are read from it, even
@@ -347,7 +361,8 @@ func (c *Cache) trim(dfd int, keep string) {
 	total := int64(0)
 	for _, n := range names {
 		var st unix.Stat_t
-		if !strings.HasSuffix(n, cacheSuffix) || unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		kept := strings.HasSuffix(n, cacheSuffix) || strings.HasSuffix(n, labelsSuffix) // labels.go
+		if !kept || unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 			st.Mode&unix.S_IFMT != unix.S_IFREG {
 			continue
 		}
