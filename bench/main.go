@@ -100,6 +100,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	parts := flags.String("parts", "123456", "parts to run: 1 full check, 2 latency, 3 idle, 4 micro-benchmarks, 5 memory through storms, 6 labelled hosts")
 	invoked := flags.String("invoked", "", "the command the user ran (for the report)")
 	onlyN := flags.Int("n", 0, "run every part at this number of files only (for investigations)")
+	runs := flags.Int("runs", 0, "rounds of parts 1 and 6 (default 5, 3 with -quick; more for a ratio on a busy machine)")
 	idleWindow := flags.Duration("idle-window", 0, "length of an idle window (default 60s, 10s with -quick)")
 	flags.StringVar(&b.benchstat, "benchstat", "benchstat", "the benchstat binary")
 	flags.StringVar(&b.before, "before", "", "another drift-monitor `binary` (the build before a change) whose `check --no-cache` part 1 times too, alternated with the others")
@@ -133,6 +134,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	}
 	if err := b.override(*fullN, *onlyN, *idleWindow); err != nil {
 		return err
+	}
+	if *runs > 0 {
+		b.runs = *runs
 	}
 	rep := &report{Quick: b.quick, Started: b.start, Invoked: *invoked, Argv: shellQuote(os.Args), Machine: describeMachine(b.bin)}
 	rep.Load = append(rep.Load, loadMark("start"))
