@@ -20,13 +20,13 @@ import (
 func (l *Labels) checks() bool { return l != nil && (l.contexts != nil || l.kept != nil) }
 
 // slotsFor are the slots of the entries' defaults: the memo's, which a
-// daemon keeps from pass to pass while the policy and the state stay the
-// same, or new ones.
+// daemon keeps from pass to pass (and through a reload) while the policy
+// stays the same, or new ones.
 func slotsFor(memo *selinux.Memo, entries []desired.Entry) *selinux.Slots {
 	if memo == nil || len(entries) == 0 {
 		return selinux.NewSlots(len(entries))
 	}
-	return memo.Slots(unsafe.SliceData(entries), len(entries))
+	return memo.Slots(len(entries))
 }
 
 // position is e's index in l.entries, or -1 when e is not one of them (a

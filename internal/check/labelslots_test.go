@@ -10,9 +10,10 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
-// TestLabelSlotsFollowPolicyAndState: a daemon's passes over one state and
-// one policy keep each entry's default in its slot; another state, or
-// another policy, starts new slots, and the drift follows the policy.
+// TestLabelSlotsFollowPolicyAndState: a daemon's passes under one policy
+// keep each entry's default in its slot, through reloads of the state,
+// answering for the path a slot holds only; another policy starts new
+// slots, and the drift follows the policy.
 func TestLabelSlotsFollowPolicyAndState(t *testing.T) {
 	lr := newLabelledRoot(t, "/etc(/.*)? u:object_r:etc_t:s0\n")
 	entries := lr.declare(map[string]string{"etc/a.conf": "u:object_r:etc_t:s0", "etc/b.conf": "u:object_r:etc_t:s0"})
@@ -39,13 +40,29 @@ func TestLabelSlotsFollowPolicyAndState(t *testing.T) {
 	if l2.slots != l1.slots {
 		t.Error("the next pass over the same state does not keep the slots")
 	}
-	l3, _ := pass(slices.Clone(entries))
-	if l3.slots == l1.slots {
-		t.Error("another state's pass keeps the slots")
+	// Reloaded (another slice) and changed at one position: the slots stay,
+	// and answer for the paths they hold.
+	other := lr.declare(map[string]string{"etc/a.conf": "u:object_r:etc_t:s0", "etc/c.conf": "u:object_r:etc_t:s0"})
+	lr.write(keptFC, "/etc(/.*)? u:object_r:etc_t:s0\n/etc/c\\.conf u:object_r:c_t:s0\n")
+	p.Load(lr.r, other, false) // the policy read again: new slots
+	l3, got := pass(other)
+	if want := []string{"/etc/c.conf: u:object_r:c_t:s0"}; !slices.Equal(got, want) {
+		t.Errorf("another state: %q, want %q", got, want)
+	}
+	l3b, got := pass(slices.Clone(other))
+	if l3b.slots != l3.slots {
+		t.Error("a reload of the same state starts new slots")
+	}
+	if want := []string{"/etc/c.conf: u:object_r:c_t:s0"}; !slices.Equal(got, want) {
+		t.Errorf("the same state reloaded: %q, want %q", got, want)
+	}
+	l3c, got := pass(entries)
+	if want := []string{}; l3c.slots != l3.slots || !slices.Equal(got, want) {
+		t.Errorf("a state with another path at a position: %q (slots kept: %v), want %q", got, l3c.slots == l3.slots, want)
 	}
 	lr.write(keptFC, "/etc(/.*)? u:object_r:etc_t:s0\n/etc/b\\.conf u:object_r:b_t:s0\n")
 	l4, got := pass(entries)
-	if l4.slots == l1.slots {
+	if l4.slots == l3.slots {
 		t.Error("a pass under another policy keeps the slots")
 	}
 	if want := []string{"/etc/b.conf: u:object_r:b_t:s0"}; !slices.Equal(got, want) {

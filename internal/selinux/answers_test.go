@@ -2,6 +2,7 @@ package selinux_test
 
 import (
 	"encoding/binary"
+	"io/fs"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -101,20 +102,33 @@ func TestSlotsRememberTheFirstAnswer(t *testing.T) {
 	}
 }
 
-// TestMemoSlotsFollowTheirList: a memo gives the same slots for the same
-// list, and new ones for another.
+// TestMemoSlotsFollowTheirList: a memo gives the same slots for a list as
+// long, and new ones for another length; slots reused for another list
+// answer only for the paths put in them, and take the new list's.
 func TestMemoSlotsFollowTheirList(t *testing.T) {
-	c, err := selinux.Load(func(string) ([]byte, error) { return []byte("/.* u:r:x_t:s0\n"), nil }, "/fc")
+	c, err := selinux.Load(func(p string) ([]byte, error) {
+		if p == "/fc" {
+			return []byte("/.* u:r:x_t:s0\n"), nil
+		}
+		return nil, fs.ErrNotExist
+	}, "/fc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := selinux.NewMemo(c)
-	a, b := new(int), new(int)
-	first := m.Slots(a, 3)
-	if m.Slots(a, 3) != first {
-		t.Error("the same list got new slots")
+	first := m.Slots(3)
+	if m.Slots(3) != first {
+		t.Error("a list as long got new slots")
 	}
-	if m.Slots(b, 3) == first || m.Slots(b, 4) == m.Slots(b, 3) {
-		t.Error("another list got the same slots")
+	first.Put(0, "/a", selinux.Regular, "u:r:a_t:s0", true)
+	if _, _, found := first.Get(0, "/b", selinux.Regular); found {
+		t.Error("a slot answers for another path")
+	}
+	first.Put(0, "/b", selinux.Regular, "u:r:b_t:s0", true)
+	if c, _, found := first.Get(0, "/b", selinux.Regular); !found || c != "u:r:b_t:s0" {
+		t.Errorf("a slot put for another path answers %q, %v; want b_t", c, found)
+	}
+	if m.Slots(4) == first {
+		t.Error("a list of another length got the same slots")
 	}
 }

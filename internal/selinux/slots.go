@@ -7,8 +7,7 @@ package selinux
 // a pass's answers reach the next pass's goroutines through whatever
 // orders the passes.
 type Slots struct {
-	owner any
-	s     []slot
+	s []slot
 }
 
 type slot struct {
@@ -30,10 +29,11 @@ func (s *Slots) Get(i int, p string, t FileType) (context string, ok, found bool
 }
 
 // Put remembers at position i the answer for p as a node of type t (not
-// AnyType): the first only, as Get will ask again with the same path and
-// type, and another is asked of the policy (a node of another type).
+// AnyType), in place of one for another path (the list changed there); of
+// two for the same path, the first, as Get will ask with the same path
+// and type again, the other a node of another type.
 func (s *Slots) Put(i int, p string, t FileType, context string, ok bool) {
-	if x := &s.s[i]; x.typ == AnyType {
+	if x := &s.s[i]; x.typ == AnyType || x.path != p {
 		*x = slot{path: p, context: context, typ: t, ok: ok}
 	}
 }
@@ -41,16 +41,16 @@ func (s *Slots) Put(i int, p string, t FileType, context string, ok bool) {
 // Len is the number of positions.
 func (s *Slots) Len() int { return len(s.s) }
 
-// Slots returns m's slots for n positions of the list owner names: those
-// of the last call when it named the same list (a daemon's next pass over
-// the same state), else new ones. Safe for concurrent use with Lookup; the
+// Slots returns m's slots for a list of n positions: those of the last
+// call when it was for as many (a daemon's next pass over the same state,
+// or over the same state reloaded: an answer is given only for the path
+// it was put for), else new ones. Safe for concurrent use with Lookup; the
 // slots themselves are as Slots says.
-func (m *Memo) Slots(owner any, n int) *Slots {
+func (m *Memo) Slots(n int) *Slots {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.slots == nil || m.slots.owner != owner || m.slots.Len() != n {
+	if m.slots == nil || m.slots.Len() != n {
 		m.slots = NewSlots(n)
-		m.slots.owner = owner
 	}
 	return m.slots
 }
