@@ -57,15 +57,7 @@ func benchLabelCost(b *testing.B, n int) {
 	}
 	plainRoot, entries := benchState(b, n)
 	labelledRoot, _ := benchState(b, n)
-	if err := os.MkdirAll(filepath.Join(labelledRoot, "etc/selinux"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-a", policy, filepath.Join(labelledRoot, "etc/selinux/")).CombinedOutput(); err != nil {
-		b.Fatalf("%v\n%s", err, out)
-	}
-	if err := os.WriteFile(filepath.Join(labelledRoot, "etc/selinux/config"), []byte("SELINUX=enforcing\nSELINUXTYPE=default\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	installPolicy(b, labelledRoot, policy, "enforcing")
 	fc := filepath.Join(labelledRoot, policy, "contexts/files/file_contexts")
 	if out, err := exec.Command("setfiles", "-F", "-r", labelledRoot, fc, labelledRoot).CombinedOutput(); err != nil {
 		b.Fatalf("setfiles: %v\n%s", err, out)
