@@ -177,8 +177,35 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if err != nil {
 		return checkResult{}, err
 	}
+	if !contentsHold(state, &res) {
+		// A content compared came from a damaged cache entry: the config is
+		// parsed, and the entry written anew.
+		return runFullCheck(ctx, reparse{cache}, root, configs, key, fullLabels, warn, checkCerts, excl)
+	}
 	return checkResult{Result: res, Files: state.Files, Left: rules.Report(left)}, nil
 }
+
+// contentsHold reports whether res stands on state's declared contents: a
+// state the cache mapped has their checksum checked only when a content it
+// compared differs (statecache.ModeMap), false when it does not match.
+func contentsHold(state *desired.State, res *check.Result) bool {
+	v, ok := state.Store.(interface{ VerifyContents() error })
+	if !ok {
+		return true
+	}
+	for i := range res.Drift {
+		if res.Drift[i].Kind == drift.Content {
+			return v.VerifyContents() == nil
+		}
+	}
+	return true
+}
+
+// reparse is a cache that serves nothing and keeps what it is given: the
+// load after an entry was found damaged.
+type reparse struct{ desired.Cache }
+
+func (reparse) Get(desired.StateKey) (desired.State, bool) { return desired.State{}, false }
 
 // openRoot opens the root a command reads, once: the configs, the accounts
 // and every observation are resolved inside it.

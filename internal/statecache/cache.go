@@ -9,7 +9,8 @@
 //
 // Each entry carries a CRC-32C of its metadata and one of its contents, and
 // an entry whose bytes do not match them is a miss: the config is parsed
-// again and the entry written anew. A flipped bit, on disk or in memory
+// again and the entry written anew. (A mapped entry's contents are checked
+// when a content that differs from its file is to be reported: ModeMap.) A flipped bit, on disk or in memory
 // before it got there, costs one parse, never a wrong state (a digest off by
 // one bit was lasting false drift, issue 10). The checksums guard against
 // damage, not against a writer: whoever can write the directory can write a
@@ -38,6 +39,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -66,7 +68,10 @@ const (
 	// cache instead of being copied onto fresh heap pages (on these
 	// machines reading 13 MB cost 40 ms, mapping it 3 ms). The mapping is
 	// never released, and an entry truncated while mapped would fault: the
-	// daemon, which lives long and reloads, does not map.
+	// daemon, which lives long and reloads, does not map. The contents'
+	// checksum is checked when the state's user asks (VerifyContents, see
+	// mapped), not at the load, where summing every declared byte held up
+	// the start of every check.
 	ModeMap
 	// ModeLazy keeps declared contents out of memory: a state's exact
 	// contents become desired.Stored (size and SHA-256), read back from the
@@ -285,8 +290,11 @@ func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
 		state, err = decodeLazy(f, size, key)
 	case c.Mode == ModeMap && size > 0 && size == int64(int(size)):
 		var data []byte
+		var contentsOK func() error
 		if data, err = unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE); err == nil {
-			state, err = decodeState(data, key)
+			if state, contentsOK, err = decodeMapped(data, key); err == nil {
+				state.Store = &mapped{c: c, contentsOK: sync.OnceValue(contentsOK)}
+			}
 		}
 	default:
 		data := make([]byte, size)
@@ -379,4 +387,32 @@ func (c *Cache) trim(dfd int, keep string) {
 			unix.Unlinkat(dfd, e.name, 0)
 		}
 	}
+}
+
+// mapped is the Store of a state read from a mapped entry (ModeMap): its
+// contents are Exact, in the mapping, and their checksum is checked only
+// when VerifyContents is called. A check calls it when a content it
+// compared differs (cli's runFullCheck): a declared content that equals
+// its file is right whatever the checksum says, since a flipped bit that
+// made it so would have had to make the same change to the file; one that
+// differs is reported only once the checksum matches, and otherwise the
+// config is parsed again, as at a damaged load.
+type mapped struct {
+	c          *Cache
+	contentsOK func() error
+}
+
+// ReadStored: a mapped state keeps no Stored contents.
+func (m *mapped) ReadStored(*desired.Stored) ([]byte, error) {
+	return nil, errors.New("a mapped state cache entry keeps its contents in memory")
+}
+
+// VerifyContents checks the contents' checksum (once), warning as a
+// damaged load does when it does not match.
+func (m *mapped) VerifyContents() error {
+	err := m.contentsOK()
+	if err != nil && m.c.Log != nil {
+		m.c.Log.Warn(fmt.Sprintf("ignoring a state cache entry in %s: %v; parsing the config again", m.c.Dir, err))
+	}
+	return err
 }
