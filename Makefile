@@ -59,9 +59,10 @@ demo:
 # (with docs/benchmarks-micro.txt, the raw `go test -bench` output for
 # benchstat): a full check against AIDE and cat, detection latency with the
 # daemon running against the naive strategy, the cost of waiting, the Go
-# micro-benchmarks, and the daemon's memory through repeated storms of
-# changes (part 5). Needs root, aide and ~1.5 GiB under /var/tmp; takes about
-# an hour. BENCH_QUICK=1: smaller N and fewer runs, about 2 minutes, written
+# micro-benchmarks, the daemon's memory through repeated storms of
+# changes (part 5), and SELinux-labelled hosts against plain ones (part 6:
+# setfiles and selinux-policy-default). Needs root, aide and ~2.5 GiB under
+# /var/tmp; takes about an hour. BENCH_QUICK=1: smaller N and fewer runs, about 2 minutes, written
 # to _build/benchmarks-quick.md. BENCH_ARGS passes more flags (e.g. -parts 2).
 # `make test` never runs these: bench/ has no tests, the Go benchmarks only
 # run with -bench.

@@ -12,7 +12,8 @@
 //
 // Subcommands used by the benchmark itself: `read` (the one-process read
 // floor), `phases` (load and compare timed apart), `naive` (the baseline
-// monitor); `fixture` writes a part-1 fixture for profiling by hand.
+// monitor); `fixture` writes a part-1 fixture for profiling by hand, and
+// `profile` runs a drift-monitor command line under pprof.
 package main
 
 import (
@@ -49,6 +50,8 @@ func main() {
 		err = cmdNaive(ctx, os.Args[2:])
 	case "audit-overhead":
 		err = cmdAuditOverhead(os.Args[2:])
+	case "profile":
+		err = cmdProfile(os.Args[2:])
 	default:
 		err = cmdRun(ctx, os.Args[1:])
 	}
