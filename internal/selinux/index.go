@@ -72,11 +72,26 @@ func newPrefixIndex(regexes map[string][]*spec) *prefixIndex {
 			x.parent[i] = chain[len(chain)-1]
 			inherited = x.specs[x.parent[i]]
 		}
-		x.specs[i] = slices.Concat(inherited, own[p])
-		slices.SortFunc(x.specs[i], func(a, b *spec) int { return b.order - a.order })
+		x.specs[i] = mergeDescending(inherited, own[p])
 		chain = append(chain, i)
 	}
 	return x
+}
+
+// mergeDescending is the specs of a (the last in file order first) and of
+// b (in any order), the last in file order first.
+func mergeDescending(a, b []*spec) []*spec {
+	b = slices.Clone(b)
+	slices.SortFunc(b, func(x, y *spec) int { return y.order - x.order })
+	out := make([]*spec, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].order > b[0].order {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // candidates are the expressions whose literal prefix k starts with, the
