@@ -9,8 +9,10 @@ STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
 all: build
 
+# build: the release binary (tools/release-goflags.sh says why it has flags
+# of its own; cmd/drift-monitor/depaware.txt lists what it links).
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drift-monitor
+	flags=$$(./tools/release-goflags.sh) && $(GO) build $$flags -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drift-monitor
 
 # test: formatting, vet, staticcheck, module verification, then every tier:
 # unit tests (-race), the blackbox tier (built binary, private D-Bus), the
@@ -60,9 +62,11 @@ demo:
 # benchstat): a full check against AIDE and cat, detection latency with the
 # daemon running against the naive strategy, the cost of waiting, the Go
 # micro-benchmarks, the daemon's memory through repeated storms of
-# changes (part 5), and SELinux-labelled hosts against plain ones (part 6:
-# setfiles and selinux-policy-default). Needs root, aide and ~2.5 GiB under
-# /var/tmp; takes about an hour. BENCH_QUICK=1: smaller N and fewer runs, about 2 minutes, written
+# changes (part 5), the comparison with the OS image's /etc against
+# ostree admin config-diff and rpm -Va (part 6), and SELinux-labelled hosts
+# against plain ones (part 7: setfiles and selinux-policy-default). Needs
+# root, aide, ostree, rpmbuild and ~2.5 GiB under /var/tmp; takes about an
+# hour. BENCH_QUICK=1: smaller N and fewer runs, about 2 minutes, written
 # to _build/benchmarks-quick.md. BENCH_ARGS passes more flags (e.g. -parts 2).
 # `make test` never runs these: bench/ has no tests, the Go benchmarks only
 # run with -bench.

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Part 6 measures what checking SELinux labels costs on a labelled host:
+// Part 7 measures what checking SELinux labels costs on a labelled host:
 // every Fedora CoreOS, RHEL CoreOS and OpenShift node labels every file, and
 // a check then compares each declared node's label with its policy's
 // default. The same files and config as part 1's fixture, once on a root
@@ -22,11 +22,11 @@ import (
 // (selinux-policy-default, SELINUX=enforcing) with every node labelled by
 // the real `setfiles -F`, as Ignition has setfiles label what it writes.
 
-// labelPolicy is the policy part 6 installs in its labelled roots: Debian's
+// labelPolicy is the policy part 7 installs in its labelled roots: Debian's
 // selinux-policy-default, whose type is the directory's name.
 const labelPolicy = "/etc/selinux/default"
 
-// labelResult is part 6 for one number of files.
+// labelResult is part 7 for one number of files.
 type labelResult struct {
 	Files   int
 	Runs    int
@@ -39,7 +39,7 @@ type labelResult struct {
 	PassCmd map[string]string
 }
 
-// The keys of part 6's contenders.
+// The keys of part 7's contenders.
 const (
 	keyCheck         = "check"
 	keyCheckLabelled = "check-labelled"
@@ -64,10 +64,10 @@ func makeLabelledFixture(dir string, n int) (*fixture, error) {
 	fc := filepath.Join(labelPolicy, "contexts/files/file_contexts")
 	st, err := os.Stat(fc)
 	if err != nil {
-		return nil, fmt.Errorf("part 6 needs Debian's SELinux policy (apt-get install selinux-policy-default): %w", err)
+		return nil, fmt.Errorf("part 7 needs Debian's SELinux policy (apt-get install selinux-policy-default): %w", err)
 	}
 	if _, err := exec.LookPath("setfiles"); err != nil {
-		return nil, fmt.Errorf("part 6 needs setfiles (apt-get install policycoreutils): %w", err)
+		return nil, fmt.Errorf("part 7 needs setfiles (apt-get install policycoreutils): %w", err)
 	}
 	// A policy updated since the fixture was labelled labels it anew.
 	stamp := filepath.Join(dir, "labelled")
@@ -96,9 +96,9 @@ func makeLabelledFixture(dir string, n int) (*fixture, error) {
 	return f, os.WriteFile(stamp, []byte(want), 0o644)
 }
 
-// part6 times the cached check, the check's floor and the daemon's full pass
+// part7 times the cached check, the check's floor and the daemon's full pass
 // on plain and labelled roots of the same files, side by side.
-func (b *bench) part6(ctx context.Context, rep *report, fx *fixtures) error {
+func (b *bench) part7(ctx context.Context, rep *report, fx *fixtures) error {
 	for _, n := range b.labelN {
 		plain, err := fx.get(n)
 		if err != nil {
@@ -115,7 +115,7 @@ func (b *bench) part6(ctx context.Context, rep *report, fx *fixtures) error {
 		}
 		rep.Labels = append(rep.Labels, r)
 	}
-	rep.Load = append(rep.Load, loadMark("after part 6"))
+	rep.Load = append(rep.Load, loadMark("after part 7"))
 	return nil
 }
 
@@ -149,7 +149,7 @@ func (b *bench) labelRounds(ctx context.Context, plain, labelled *fixture) (*lab
 		key string
 		f   *fixture
 	}{{keyPass, plain}, {keyPassLabelled, labelled}} {
-		b.logf("part 6 %d files: starting the daemon on the %s root", n, map[string]string{keyPass: "plain", keyPassLabelled: "labelled"}[d.key])
+		b.logf("part 7 %d files: starting the daemon on the %s root", n, map[string]string{keyPass: "plain", keyPassLabelled: "labelled"}[d.key])
 		m, argv, err := b.passDaemon(ctx, d.f)
 		if err != nil {
 			return nil, err
@@ -177,7 +177,7 @@ func (b *bench) labelRounds(ctx context.Context, plain, labelled *fixture) (*lab
 	clear(res.Samples)
 	clear(res.Passes)
 	for i := 0; i < b.runs; i++ {
-		b.logf("part 6 %d files: round %d/%d", n, i+1, b.runs)
+		b.logf("part 7 %d files: round %d/%d", n, i+1, b.runs)
 		order := slices.Clone(res.Order)
 		if i%2 == 1 {
 			slices.Reverse(order)
@@ -226,7 +226,7 @@ func (m *monitor) pass(timeout time.Duration) (time.Duration, error) {
 	return time.ParseDuration(passTook.FindStringSubmatch(r.Line)[1])
 }
 
-// labelVerdicts are part 6's targets.
+// labelVerdicts are part 7's targets.
 func (r *report) labelVerdicts() []verdict {
 	var vs []verdict
 	for _, l := range r.Labels {
@@ -248,10 +248,10 @@ func (r *report) labelVerdicts() []verdict {
 	return vs
 }
 
-// mdLabels is part 6: labelled hosts.
+// mdLabels is part 7: labelled hosts.
 func (r *report) mdLabels(p printf) {
 	par := 2 * atoiOr(r.Machine.CPUs, 1)
-	p("## 6. Labelled hosts\n\n")
+	p("## 7. Labelled hosts\n\n")
 	p("The files and config of part 1's fixture twice: on a root without SELinux (*plain*), and on a root that holds Debian's policy (`selinux-policy-default`, ")
 	p("`SELINUX=enforcing` and `SELINUXTYPE=default` in its `/etc/selinux/config`) with every node labelled by the real `setfiles -F -r ROOT`, as Ignition has setfiles label what it writes (*labelled*): ")
 	p("there a check also compares each declared node's label with the policy's default for its path. Every contender ran once untimed, then %d rounds alternated them, every other round in the reverse order; medians. ", r.Labels[0].Runs)

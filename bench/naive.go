@@ -15,6 +15,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/fsnotify/fsnotify"
 )
@@ -75,7 +76,7 @@ func cmdNaive(ctx context.Context, args []string) error {
 }
 
 // watchDirs watches, under root, the directories of the declared paths.
-func watchDirs(w *fsnotify.Watcher, root string, entries []desired.Entry) error {
+func watchDirs(w *fsnotify.Watcher, root string, entries []model.Entry) error {
 	dirs := map[string]bool{}
 	for _, e := range entries {
 		dirs[path.Dir(e.Path)] = true
@@ -95,7 +96,7 @@ func watchDirs(w *fsnotify.Watcher, root string, entries []desired.Entry) error 
 
 // revalidate checks every entry, logs the drift that is new since known and
 // the drift that is gone, and returns the drift now known.
-func revalidate(ctx context.Context, log *slog.Logger, c *check.Checker, entries []desired.Entry, known map[string]drift.Drift) map[string]drift.Drift {
+func revalidate(ctx context.Context, log *slog.Logger, c *check.Checker, entries []model.Entry, known map[string]drift.Drift) map[string]drift.Drift {
 	res := c.All(ctx, entries)
 	now := map[string]drift.Drift{}
 	for _, d := range res.Drift {
@@ -103,7 +104,7 @@ func revalidate(ctx context.Context, log *slog.Logger, c *check.Checker, entries
 	}
 	for k, d := range now {
 		if _, ok := known[k]; !ok {
-			log.LogAttrs(ctx, slog.LevelWarn, d.Message, attrs(journal.MsgDriftDetected, &d)...)
+			log.LogAttrs(ctx, slog.LevelWarn, d.Message, attrs(journal.DriftDetected(d.Entry), &d)...)
 		}
 	}
 	for k, d := range known {
@@ -116,7 +117,7 @@ func revalidate(ctx context.Context, log *slog.Logger, c *check.Checker, entries
 
 func attrs(id string, d *drift.Drift) []slog.Attr {
 	return []slog.Attr{
-		slog.String("MESSAGE_ID", id),
+		journal.MessageID(id), journal.Record(id),
 		slog.String("DRIFT_KIND", string(d.Kind)),
 		slog.String("DRIFT_ENTRY", string(d.Entry)),
 		slog.String("DRIFT_PATH", escape.Name(d.Path)),

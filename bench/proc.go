@@ -18,10 +18,12 @@ import (
 )
 
 // record is one plain line of a monitor's stderr (LEVEL message
-// MESSAGE_ID=... DRIFT_PATH=...), stamped when the benchmark read it.
+// MESSAGE_ID=... DRIFT_MONITOR_RECORD=... DRIFT_PATH=...), stamped when the
+// benchmark read it. Type is the record's type (journal.FieldRecord): the
+// drift of every kind of entry has its own MESSAGE_ID, and the same type.
 type record struct {
 	At   time.Time
-	ID   string
+	Type string
 	Path string
 	Line string
 }
@@ -152,10 +154,10 @@ func (m *monitor) keep(line string) {
 
 func (m *monitor) pid() int { return m.cmd.Process.Pid }
 
-// waitRecord consumes records until one with the MESSAGE_ID naming path
+// waitRecord consumes records until one of the type naming path
 // arrives and returns when it was read.
 func (m *monitor) waitRecord(id, path string, timeout time.Duration) (time.Time, error) {
-	r, err := m.waitFor(func(r record) bool { return r.ID == id && r.Path == path }, fmt.Sprintf("record %s for %s", id, path), timeout)
+	r, err := m.waitFor(func(r record) bool { return r.Type == id && r.Path == path }, fmt.Sprintf("record %s for %s", id, path), timeout)
 	return r.At, err
 }
 
@@ -219,7 +221,7 @@ func (m *monitor) stop() {
 // (the daemon's stderr format, read back by the journal package).
 func parseRecord(line string) record {
 	p := journal.ParsePlain(line)
-	return record{Line: line, ID: p.Fields[journal.FieldMessageID], Path: p.Fields[journal.FieldDriftPath]}
+	return record{Line: line, Type: p.Fields[journal.FieldRecord], Path: p.Fields[journal.FieldDriftPath]}
 }
 
 // sdNotify sends one datagram to NOTIFY_SOCKET (for the naive baseline).
@@ -238,6 +240,6 @@ func sdNotify(state string) error {
 }
 
 var (
-	msgDrift    = journal.MsgDriftDetected
-	msgResolved = journal.MsgDriftResolved
+	msgDrift    = journal.RecordDriftDetected
+	msgResolved = journal.RecordDriftResolved
 )

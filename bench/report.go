@@ -20,7 +20,9 @@ type report struct {
 	Idle    []*idleResult
 	Micro   *microResult
 	Storms  []*stormResult
+	Image   *imageResult
 	Labels  []*labelResult
+	Binary  *binaryResult
 	// Notes is the hand-written part (bench/NOTES.md): method, profiles, limits.
 	Notes string
 }
@@ -34,7 +36,8 @@ type verdict struct {
 // verdicts are the targets, each with what this run measured, part by part.
 func (r *report) verdicts() []verdict {
 	var vs []verdict
-	for _, part := range [][]verdict{r.fullVerdicts(), r.specVerdicts(), r.latencyVerdicts(), r.idleVerdicts(), r.stormVerdicts(), r.labelVerdicts()} {
+	for _, part := range [][]verdict{r.fullVerdicts(), r.specVerdicts(), r.latencyVerdicts(), r.idleVerdicts(), r.stormVerdicts(), r.imageVerdicts(),
+		r.labelVerdicts(), r.binaryVerdicts()} {
 		vs = append(vs, part...)
 	}
 	return vs
@@ -52,7 +55,7 @@ func (r *report) fullVerdicts() []verdict {
 			Met: float64(dm) <= 1.5*float64(cat),
 		})
 		if f.Files == 10000 {
-			// Issue 21's target for the cached check, beside the floor of what a
+			// The target for the cached check, beside the floor of what a
 			// check must do by its contract (bench/fullcheck.go, cmdRead -meta).
 			readP, checkP := f.medWall("readP"), f.medWall("checkP")
 			vs = append(vs, verdict{
@@ -84,7 +87,7 @@ func (r *report) fullVerdicts() []verdict {
 				Measured: fmt.Sprintf("%s: %s cat, AIDE %s", fmtDur(cold), ratio(cold, cat), ratio(aide, cold)),
 				Met:      float64(cold) <= 1.5*float64(cat) && float64(aide) >= 10*float64(cold),
 			})
-			// Issue 16's targets for the cold load.
+			// The targets for the cold load.
 			vs = append(vs, verdict{
 				Target:   fmt.Sprintf("cold full check of %s at least as fast as AIDE", f.Label),
 				Measured: fmt.Sprintf("%s, AIDE %s: AIDE ÷ cold %s", fmtDur(cold), fmtDur(aide), ratio(aide, cold)),
@@ -118,7 +121,7 @@ func (r *report) specVerdicts() []verdict {
 		if f.Files != 10000 {
 			continue
 		}
-		// Issue 21's targets: a cold check faster than AIDE in every spec.
+		// The targets: a cold check faster than AIDE in every spec.
 		aide := f.medWall("aide")
 		for _, s := range f.Specs {
 			cold := f.medWall(s.Key)
@@ -264,8 +267,14 @@ func (r *report) markdown() string {
 	if len(r.Storms) > 0 {
 		r.mdStorms(p)
 	}
+	if r.Image != nil {
+		r.mdImage(p)
+	}
 	if len(r.Labels) > 0 {
 		r.mdLabels(p)
+	}
+	if r.Binary != nil {
+		r.mdBinary(p)
 	}
 	p("%s", r.Notes)
 	return b.String()

@@ -120,7 +120,7 @@ func quiet(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// waitRecords consumes records until one with the MESSAGE_ID has named each
+// waitRecords consumes records until one of the type has named each
 // path in want, which it empties.
 func (m *monitor) waitRecords(id string, want map[string]bool, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
@@ -129,7 +129,7 @@ func (m *monitor) waitRecords(id string, want map[string]bool, timeout time.Dura
 		select {
 		case r := <-m.recs:
 			m.keep(r.Line)
-			if r.ID == id {
+			if r.Type == id {
 				delete(want, r.Path)
 			}
 		case err := <-m.exited:

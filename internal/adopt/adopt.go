@@ -54,6 +54,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -65,7 +66,7 @@ const (
 	// directory. "10-" sorts it before the configs an admin adds, which
 	// therefore override it; the suffix says it is Ignition's cache (see
 	// desired.CacheSuffix).
-	DefaultDest = desired.AdminDir + "/10-firstboot" + desired.CacheSuffix
+	DefaultDest = model.AdminDir + "/10-firstboot" + desired.CacheSuffix
 )
 
 // maxSize bounds what is read from the cache: an Ignition config is
@@ -147,6 +148,15 @@ func readSource(root *ondisk.Root, src string) ([]byte, error) {
 		return nil, &Error{"reading", name, unwrap(err)}
 	}
 	defer f.Close()
+	// Ignition writes its cache 0640, root's, in /run: one another user
+	// could have written is no config of Ignition's.
+	if err := desired.CheckWriters(root, src, f); err != nil {
+		var le *desired.LoadError
+		if errors.As(err, &le) {
+			return nil, &Error{"adopting", le.File, le.Err}
+		}
+		return nil, &Error{"adopting", name, err}
+	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxSize+1))
 	if err != nil {
 		return nil, &Error{"reading", name, unwrap(err)}

@@ -20,14 +20,10 @@ import (
 // the node as Ignition left it; a second first boot (one cut short) keeps
 // the first one's record. problems lists the nodes it could not record.
 func Record(root *ondisk.Root, cfg, dst string, key []byte) (res Result, problems []string, err error) {
-	if !path.IsAbs(cfg) || !path.IsAbs(dst) {
-		return 0, nil, &Error{"recording", cfg + " as " + dst, errors.New("want absolute host paths")}
+	if err := CheckRecord(root, cfg, dst); err != nil {
+		return 0, nil, err
 	}
 	dst = path.Clean(dst)
-	if desired.IsConfigName(dst) {
-		// The loader would take it for a config, and refuse the state.
-		return 0, nil, &Error{"recording as", root.Join(dst), errors.New("a config's name (.ign, .json, .yaml, .yml): the daemon would load it as one")}
-	}
 	dir, base := path.Split(dst)
 	dirfd, err := mkdirs(root, path.Clean(dir), 0o700)
 	if err != nil {
@@ -40,9 +36,10 @@ func Record(root *ondisk.Root, cfg, dst string, key []byte) (res Result, problem
 	} else if !errors.Is(err, unix.ENOENT) {
 		return 0, nil, &Error{"checking", root.Join(dst), err}
 	}
-	// The config as the daemon will read it, alone: what the record is
-	// of is what Ignition wrote from it.
-	state, err := desired.LoadState(root, []string{root.Join(cfg)})
+	// The config as the daemon will read it, alone, inside the root as
+	// the daemon reads it there: what the record is of is what Ignition
+	// wrote from it.
+	state, err := desired.LoadInRoot(root, []string{cfg})
 	if err != nil {
 		return 0, nil, &Error{"recording", root.Join(dst), err}
 	}
@@ -53,4 +50,19 @@ func Record(root *ondisk.Root, cfg, dst string, key []byte) (res Result, problem
 	}
 	res, err = install(root, dirfd, raw, dst)
 	return res, problems, err
+}
+
+// CheckRecord refuses the host paths of a record Record would refuse, before
+// anything is written: Adopt's fragment and the record are made together,
+// and a fragment written for a record refused would be adopted without
+// one.
+func CheckRecord(root *ondisk.Root, cfg, dst string) error {
+	if !path.IsAbs(cfg) || !path.IsAbs(dst) {
+		return &Error{"recording", cfg + " as " + dst, errors.New("want absolute host paths")}
+	}
+	if desired.IsConfigName(path.Clean(dst)) {
+		// The loader would take it for a config, and refuse the state.
+		return &Error{"recording as", root.Join(path.Clean(dst)), errors.New("a config's name (.ign, .json, .yaml, .yml): the daemon would load it as one")}
+	}
+	return nil
 }

@@ -1,17 +1,19 @@
 package audit
 
-import (
-	"sort"
-	"time"
-)
+import "time"
 
 // Assembler turns records, in the order the kernel sent them, into events:
 // the records of one stamp, complete when their EOE arrives. An event whose
-// EOE never comes (a record lost, the kernel's backlog full) is flushed
-// partial once it is older than Bound, or once more than MaxPending events
-// wait. A CONFIG_CHANGE record is an event of its own at once: the kernel
-// writes it while the syscall that caused it (auditctl's sendto) is still
-// running, and a rule removed under us must be answered without waiting.
+// EOE never comes (a record lost, the kernel's backlog full, a userspace
+// record, which has none) is flushed partial once it is older than Bound,
+// or once more than MaxPending events wait. A CONFIG_CHANGE record is an
+// event of its own at once: the kernel writes it while the syscall that
+// caused it (auditctl's sendto) is still running, and a rule removed under
+// us must be answered without waiting.
+//
+// What a record costs does not grow with the events waiting: they are kept
+// in the order they began, which is the order of their first records'
+// arrival and so of their ages, and flushing takes them from the front.
 type Assembler struct {
 	// Bound is how long an incomplete event waits for its EOE.
 	Bound time.Duration
@@ -19,11 +21,23 @@ type Assembler struct {
 	MaxPending int
 
 	pending map[Stamp]*pendingEvent
+	// began holds the waiting events in the order they began, from head
+	// on; an entry whose event has come out since is skipped (its seq is
+	// not the pending event's).
+	began []begun
+	head  int
+	seq   uint64
 }
 
 type pendingEvent struct {
 	recs  []Record
 	first time.Time
+	seq   uint64
+}
+
+type begun struct {
+	stamp Stamp
+	seq   uint64
 }
 
 // maxRecords bounds the records kept of one event (a rename has five PATH
@@ -55,45 +69,76 @@ func (a *Assembler) Add(r Record, now time.Time) []Event {
 	}
 	p := a.pending[r.Stamp]
 	if p == nil {
-		p = &pendingEvent{first: now}
+		a.seq++
+		p = &pendingEvent{first: now, seq: a.seq}
 		a.pending[r.Stamp] = p
+		a.began = append(a.began, begun{r.Stamp, p.seq})
+		if len(a.began)-a.head > 4*(a.MaxPending+1) {
+			a.compact()
+		}
 	}
 	if len(p.recs) < maxRecords {
 		p.recs = append(p.recs, r)
 	}
 	var out []Event
-	if len(a.pending) > a.MaxPending {
-		out = a.flush(func(st Stamp, _ *pendingEvent, n int) bool { return n < len(a.pending)-a.MaxPending })
+	for len(a.pending) > a.MaxPending {
+		out = append(out, a.takeOldest())
 	}
 	return out
 }
 
 // Flush returns, partial, the events that waited longer than Bound.
 func (a *Assembler) Flush(now time.Time) []Event {
-	return a.flush(func(_ Stamp, p *pendingEvent, _ int) bool { return now.Sub(p.first) >= a.Bound })
+	var out []Event
+	for {
+		p := a.oldest()
+		if p == nil || now.Sub(p.first) < a.Bound {
+			return out
+		}
+		out = append(out, a.takeOldest())
+	}
 }
 
 // Pending is the number of events waiting for their EOE.
 func (a *Assembler) Pending() int { return len(a.pending) }
 
-// flush takes out, oldest first, the events for which take says so (n
-// counts those already taken).
-func (a *Assembler) flush(take func(Stamp, *pendingEvent, int) bool) []Event {
-	stamps := make([]Stamp, 0, len(a.pending))
-	for st := range a.pending {
-		stamps = append(stamps, st)
-	}
-	sort.Slice(stamps, func(i, j int) bool { return stamps[i].Before(stamps[j]) })
-	var out []Event
-	for _, st := range stamps {
-		p := a.pending[st]
-		if !take(st, p, len(out)) {
-			continue
+// oldest is the event that began first of those waiting, nil for none;
+// the entries of events that came out since are dropped on the way.
+func (a *Assembler) oldest() *pendingEvent {
+	for a.head < len(a.began) {
+		b := a.began[a.head]
+		if p := a.pending[b.stamp]; p != nil && p.seq == b.seq {
+			return p
 		}
-		delete(a.pending, st)
-		out = append(out, event(p.recs, true))
+		a.head++
 	}
-	return out
+	a.began, a.head = a.began[:0], 0
+	return nil
+}
+
+// compact drops the entries of events that came out since they began:
+// events completed behind one that waits long would otherwise pile up.
+func (a *Assembler) compact() {
+	kept := a.began[:0]
+	for _, b := range a.began[a.head:] {
+		if p := a.pending[b.stamp]; p != nil && p.seq == b.seq {
+			kept = append(kept, b)
+		}
+	}
+	a.began, a.head = kept, 0
+}
+
+// takeOldest takes out the oldest waiting event, partial; there is one.
+func (a *Assembler) takeOldest() Event {
+	p := a.oldest()
+	st := a.began[a.head].stamp
+	a.head++
+	delete(a.pending, st)
+	if a.head > len(a.began)/2 {
+		// Keep the list's length within twice the events waiting.
+		a.began, a.head = append(a.began[:0], a.began[a.head:]...), 0
+	}
+	return event(p.recs, true)
 }
 
 // Before orders stamps as the kernel issued them.

@@ -22,7 +22,7 @@ type Writer struct {
 	// equal to its session id.
 	AUID, Session uint32
 	Comm, Exe     string
-	Syscall       string // its name, or "syscall N"
+	Syscall       string // its name by the record's architecture, or "syscall N" (SyscallName)
 	Success       bool
 	Exit          int
 }
@@ -123,6 +123,7 @@ func dirfdRelative(syscall string, items []PathItem, i int) bool {
 
 func writer(r Record) Writer {
 	w := Writer{AUID: Unset, Session: Unset}
+	arch, _ := r.Get("arch")
 	for _, f := range r.Fields {
 		switch f.Key {
 		case "pid":
@@ -146,7 +147,7 @@ func writer(r Record) Writer {
 			if err != nil {
 				w.Syscall = f.Value // interpreted already (ausearch -i style)
 			} else {
-				w.Syscall = SyscallName(n)
+				w.Syscall = SyscallName(arch, n)
 			}
 		case "success":
 			w.Success = f.Value == "yes"
@@ -174,36 +175,4 @@ func pathItem(r Record) PathItem {
 		p.Inode.Ino, _ = strconv.ParseUint(v, 10, 64)
 	}
 	return p
-}
-
-// syscallNames are the calls a `-p wa` watch audits that drift-monitor
-// names in words; others are "syscall N" (the number is the record's).
-var syscallNames = map[int]string{}
-
-func init() {
-	for n, name := range map[int]string{
-		unix.SYS_OPENAT: "openat", unix.SYS_OPENAT2: "openat2",
-		unix.SYS_TRUNCATE: "truncate", unix.SYS_FTRUNCATE: "ftruncate",
-		unix.SYS_RENAMEAT: "renameat", unix.SYS_RENAMEAT2: "renameat2",
-		unix.SYS_UNLINKAT: "unlinkat", unix.SYS_LINKAT: "linkat", unix.SYS_SYMLINKAT: "symlinkat",
-		unix.SYS_MKDIRAT: "mkdirat", unix.SYS_MKNODAT: "mknodat",
-		unix.SYS_FCHMOD: "fchmod", unix.SYS_FCHMODAT: "fchmodat",
-		unix.SYS_FCHOWN: "fchown", unix.SYS_FCHOWNAT: "fchownat",
-		unix.SYS_SETXATTR: "setxattr", unix.SYS_LSETXATTR: "lsetxattr", unix.SYS_FSETXATTR: "fsetxattr",
-		unix.SYS_REMOVEXATTR: "removexattr", unix.SYS_LREMOVEXATTR: "lremovexattr", unix.SYS_FREMOVEXATTR: "fremovexattr",
-		unix.SYS_UTIMENSAT: "utimensat", unix.SYS_FALLOCATE: "fallocate",
-	} {
-		syscallNames[n] = name
-	}
-	for n, name := range legacySyscalls {
-		syscallNames[n] = name
-	}
-}
-
-// SyscallName names system call n of this architecture.
-func SyscallName(n int) string {
-	if s, ok := syscallNames[n]; ok {
-		return s
-	}
-	return "syscall " + strconv.Itoa(n)
 }

@@ -115,8 +115,11 @@ type records struct {
 	err chan error
 }
 
+// listen reads the kernel's audit records, which it sends only to
+// readers in the initial network namespace.
 func listen(t *testing.T) *records {
 	t.Helper()
+	harness.RequireInitialNetNS(t, "reading the kernel's audit records")
 	r, err := Listen()
 	if err != nil {
 		t.Fatal(err)
@@ -251,5 +254,44 @@ func TestRulesSync(t *testing.T) {
 	}
 	if out := harness.AuditCommand(t, "-l", "-k", key); !strings.Contains(out, "No rules") {
 		t.Errorf("after Clear: %s", out)
+	}
+}
+
+// TestRuleFileLoadsAsPlanned: what drift-monitor audit-rules prints for a
+// directory, loaded by the real auditctl -R as /etc/audit/rules.d is at
+// boot, is the watch of that one node the daemon adds (AUDIT_WATCH), not
+// a watch of the tree below it (AUDIT_DIR, what -w would have made).
+func TestRuleFileLoadsAsPlanned(t *testing.T) {
+	key := testKey(t)
+	c := dial(t)
+	dir := t.TempDir()
+	want := PlanWatches([]string{dir}, key, nil)
+	if len(want) != 1 {
+		t.Fatalf("planned %v", want)
+	}
+	file := filepath.Join(t.TempDir(), "70-drift-monitor.rules")
+	if err := os.WriteFile(file, []byte(want[0].File()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { harness.AuditCommand(t, "-D", "-k", key) })
+	harness.AuditCommand(t, "-R", file)
+	got, err := c.ListRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []Rule
+	for _, r := range got {
+		if r.HasKey(key) {
+			ours = append(ours, r)
+		}
+	}
+	if len(ours) != 1 {
+		t.Fatalf("after auditctl -R of %q: %d rules with our key: %v", want[0].File(), len(ours), ours)
+	}
+	if p, d, _, ok := ours[0].Watch(); !ok || p != dir || d {
+		t.Errorf("auditctl -R loaded %s (watch %v, dir %v), want the watch of the node %s", ours[0], ok, d, dir)
+	}
+	if missing, err := (Rules{Conn: c, Key: key}).Missing(want); err != nil || len(missing) != 0 {
+		t.Errorf("the loaded rule is not the planned one: missing %v, %v", missing, err)
 	}
 }

@@ -11,17 +11,21 @@ import (
 
 // PlanWatches returns the watch rules that cover paths (absolute, as the
 // kernel sees them: the root already joined), each with key, sorted and
-// without duplicates:
-//   - an existing directory: -w DIR (AUDIT_DIR), as auditctl does;
-//   - anything else that exists, or a missing path whose parent exists:
-//     -w PATH (AUDIT_WATCH), which the kernel keeps on the parent and the
-//     name, so that the node's creation and every later replacement are
-//     seen (research A2: the watch follows the path to the new inode);
-//   - a missing path whose parent is missing too: -w on its topmost
-//     missing component, a file watch under the nearest existing
-//     ancestor — the ancestor internal/watch watches — that sees the
-//     first directory of the way created. A tree watch (-w) on the
-//     ancestor itself would audit every write below it (all of /etc).
+// without duplicates. Every rule is a watch of one node (AUDIT_WATCH, as
+// auditctl's -F path= adds it), never of a directory tree (AUDIT_DIR, -F
+// dir=, what auditctl's -w makes of a directory), which would audit every
+// write below it:
+//   - a path that exists, or a missing path whose parent exists: a watch
+//     of the node, which the kernel keeps on the parent and the name, so
+//     that its creation, every later replacement and every change of its
+//     own metadata are seen (research A2: the watch follows the path to
+//     the new inode); for a directory, also what is made or removed right
+//     in it (the directory is a name of those system calls), nothing
+//     deeper;
+//   - a missing path whose parent is missing too: a watch of its topmost
+//     missing component, under the nearest existing ancestor — the
+//     ancestor internal/watch watches — that sees the first directory of
+//     the way created.
 //
 // The kernel refuses a watch whose parent is missing (ENOENT), so the
 // rules are planned again when the tree changes (Rules.Sync).
@@ -31,10 +35,10 @@ func PlanWatches(paths []string, key string, lstat func(string) (fs.FileInfo, er
 	}
 	seen := map[string]bool{}
 	var out []Rule
-	add := func(p string, dir bool) {
+	add := func(p string) {
 		if !seen[p] {
 			seen[p] = true
-			out = append(out, WatchRule(p, dir, key))
+			out = append(out, WatchRule(p, false, key))
 		}
 	}
 	for _, p := range paths {
@@ -42,13 +46,9 @@ func PlanWatches(paths []string, key string, lstat func(string) (fs.FileInfo, er
 		if !path.IsAbs(p) || p == "/" {
 			continue
 		}
-		fi, err := lstat(p)
-		if err == nil {
-			add(p, fi.IsDir())
-			continue
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			add(p, false) // not statable (a file in its place?): watch the name
+		_, err := lstat(p)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			add(p) // there, or not statable (a file in its place?): watch the name
 			continue
 		}
 		// The topmost missing component: walk up while the parent is
@@ -63,7 +63,7 @@ func PlanWatches(paths []string, key string, lstat func(string) (fs.FileInfo, er
 			}
 			p = parent
 		}
-		add(p, false)
+		add(p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out

@@ -92,7 +92,7 @@ func TestEvent(t *testing.T) {
 
 func TestRelativeNames(t *testing.T) {
 	mk := func(syscall, name string) Event {
-		s, _ := ParseRecord(TypeSyscall, []byte(`audit(1.0:1): syscall=`+syscall+` success=yes`))
+		s, _ := ParseRecord(TypeSyscall, []byte(`audit(1.0:1): arch=c000003e syscall=`+syscall+` success=yes`))
 		c, _ := ParseRecord(TypeCWD, []byte(`audit(1.0:1): cwd="/etc"`))
 		p, _ := ParseRecord(TypePath, []byte(`audit(1.0:1): item=0 name="`+name+`" inode=5 dev=fe:01 nametype=NORMAL`))
 		return event([]Record{s, c, p}, false)

@@ -114,19 +114,7 @@ func (r Rule) NeverTask() bool {
 // else an approximation of the -a form naming the fields by number.
 func (r Rule) String() string {
 	if p, _, key, ok := r.Watch(); ok {
-		perm := ""
-		for _, f := range r.Fields {
-			if f.Type == unix.AUDIT_PERM {
-				for _, c := range []struct {
-					bit uint32
-					c   string
-				}{{PermRead, "r"}, {PermWrite, "w"}, {PermExec, "x"}, {PermAttr, "a"}} {
-					if f.Value&c.bit != 0 {
-						perm += c.c
-					}
-				}
-			}
-		}
+		perm := r.perm()
 		s := "-w " + p
 		if perm != "" {
 			s += " -p " + perm
@@ -147,6 +135,49 @@ func (r Rule) String() string {
 		}
 	}
 	return s
+}
+
+// File writes r as a line of an audit rules file (/etc/audit/rules.d),
+// which auditctl -R loads as this very rule. A watch is written as
+// "-a always,exit -F path=PATH -F perm=wa -F key=KEY" (or dir= for a tree
+// watch), not as -w: auditctl makes a -w of what is a directory when the
+// file is loaded a recursive -F dir= watch (auditctl(8), -w), whatever the
+// rule was. Other rules are written as String writes them.
+func (r Rule) File() string {
+	p, dir, key, ok := r.Watch()
+	if !ok {
+		return r.String()
+	}
+	field := "path"
+	if dir {
+		field = "dir"
+	}
+	s := "-a always,exit -F " + field + "=" + p
+	if perm := r.perm(); perm != "" {
+		s += " -F perm=" + perm
+	}
+	if key != "" {
+		s += " -F key=" + key
+	}
+	return s
+}
+
+// perm is r's AUDIT_PERM as auditctl writes it ("wa").
+func (r Rule) perm() string {
+	perm := ""
+	for _, f := range r.Fields {
+		if f.Type == unix.AUDIT_PERM {
+			for _, c := range []struct {
+				bit uint32
+				c   string
+			}{{PermRead, "r"}, {PermWrite, "w"}, {PermExec, "x"}, {PermAttr, "a"}} {
+				if f.Value&c.bit != 0 {
+					perm += c.c
+				}
+			}
+		}
+	}
+	return perm
 }
 
 const ruleHeader = 3*4 + 4*64*4 + 4 // flags action field_count mask fields values fieldflags buflen

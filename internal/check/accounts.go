@@ -3,24 +3,15 @@ package check
 import (
 	"fmt"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
-func hasAccounts(entries []desired.Entry) bool {
-	for i := range entries {
-		if k := entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
-			return true
-		}
-	}
-	return false
-}
-
 // account checks a user or group entry against the account files.
-func (c *Checker) account(e *desired.Entry, a *ondisk.Accounts) Outcome {
-	if c.WaitForAccountLocks && a.Locked != "" {
-		return Outcome{Unknown: true}
+func (c *Checker) account(e *model.Entry, a *ondisk.Accounts) Outcome {
+	if c.WaitForAccountLocks && a.Lock != nil {
+		return Outcome{Unknown: true, Lock: a.Lock}
 	}
 	if a.Err != nil {
 		return Outcome{Drift: []drift.Drift{{Kind: drift.Unreadable, Entry: e.Kind, Path: e.Path, User: e.User,

@@ -17,6 +17,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"github.com/drift-monitor/drift-monitor/test/floor"
@@ -27,7 +28,7 @@ import (
 // config of data URLs (512 bytes each, every tenth 8 KiB) parsed and derived
 // as the daemon would, and a root holding exactly that. Clean is the costly
 // case: every byte of every file is read and compared.
-func benchState(b *testing.B, n int) (string, []desired.Entry) {
+func benchState(b *testing.B, n int) (string, []model.Entry) {
 	b.Helper()
 	root := b.TempDir()
 	var cfg strings.Builder
@@ -200,7 +201,7 @@ func benchMetaCost(b *testing.B, variant string) {
 // benchLabels gives root Debian's policy contexts and labels every entry's
 // file with its default; false (labels not measured) where this cannot be
 // done: no policy installed, or not root.
-func benchLabels(b *testing.B, root string, c *check.Checker, entries []desired.Entry) bool {
+func benchLabels(b *testing.B, root string, c *check.Checker, entries []model.Entry) bool {
 	const contexts = "/etc/selinux/default/contexts"
 	if _, err := os.Stat(contexts); err != nil || os.Geteuid() != 0 {
 		b.Logf("labels not measured: needs root and %s", contexts)
@@ -281,8 +282,8 @@ func BenchmarkEntrySizeDiffers(b *testing.B) {
 			if err := os.Truncate(p, size); err != nil {
 				b.Fatal(err)
 			}
-			e := &desired.Entry{Kind: desired.KindFile, Path: "/etc/big", Type: desired.TypeRegular,
-				Content: &desired.Content{Exact: []byte("declared\n")}}
+			e := &model.Entry{Kind: model.KindFile, Path: "/etc/big", Type: model.TypeRegular,
+				Content: &model.Content{Exact: []byte("declared\n")}}
 			c := newChecker(b, root)
 			o := ondisk.NewObserver(c.Root)
 			defer o.Close()

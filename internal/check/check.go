@@ -28,9 +28,9 @@ import (
 	"sync"
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 )
@@ -78,21 +78,21 @@ type Checker struct {
 	// Entry needs it set.
 	Declared *ondisk.Declared
 	// Key keys the digests of content that must not be shown (see
-	// drift.Key); the zero Key leaves them out.
-	Key drift.Key
+	// model.Key); the zero Key leaves them out.
+	Key model.Key
 	// Store reads back the declared contents that the entries hold as
-	// desired.Stored (their state's Store), for a diff; nil when none are
+	// model.Stored (their state's Store), for a diff; nil when none are
 	// stored. A load replaces it with the state's: it is read only while
 	// entries of that state are checked (All, Outcome), never by
 	// ReadContent.
-	Store desired.ContentStore
+	Store model.ContentStore
 	// Commands, on a live host, runs systemctl and journalctl, which tell
 	// the previous boot's ostree finalization failure (osstate.
 	// FinalizationFailure); nil: it is not looked for.
 	Commands osstate.Commands
 	// WaitForAccountLocks makes an account entry's state unknown while a
 	// live shadow-utils writer holds the account files' locks (see
-	// ondisk.Accounts.Locked): the daemon re-checks it when the lock goes,
+	// ondisk.Accounts.Lock): the daemon re-checks it when the lock goes,
 	// rather than report the half-way state of one useradd. A one-shot
 	// check reads the files as they are.
 	WaitForAccountLocks bool
@@ -136,6 +136,9 @@ type Result struct {
 	// Deferred lists the entries whose content was not compared (ReadLimit):
 	// Drift holds everything else found of them.
 	Deferred []Deferred
+	// AccountLock is the lock on the account files that left the user and
+	// group entries unknown (WaitForAccountLocks); nil when none did.
+	AccountLock *ondisk.AccountLock
 }
 
 // Deferred is an entry whose content comparison was deferred, and the
@@ -154,11 +157,13 @@ type Outcome struct {
 	Deferred bool
 	Stamp    ondisk.Stamp
 	// Unknown: the state could not be determined now (see UnitStates);
-	// Drift is then empty, and means nothing.
+	// Drift is then empty, and means nothing. Lock, for a user or group
+	// entry, is the lock it waits for (WaitForAccountLocks).
 	Unknown bool
+	Lock    *ondisk.AccountLock
 	// Notices are the entry's notices that depend on what is on disk (a
-	// kept node's metadata: drift.MetaNotices; a unit that cannot be enabled
-	// without an instance: drift.CannotEnableNotice).
+	// kept node's metadata: drift.MetaNotices; a unit declared enabled that
+	// cannot be: drift.CannotEnableNotice).
 	Notices []drift.Drift
 }
 
@@ -174,7 +179,7 @@ const chunk = 64
 // All checks every entry. When ctx is done before every entry was checked,
 // the result is partial (unchecked entries show no drift): callers must look
 // at ctx.Err() before trusting it.
-func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
+func (c *Checker) All(ctx context.Context, entries []model.Entry) Result {
 	k := c.passKargs(ctx, entries)
 	p := c.observeAll(ctx, entries, &k)
 	return c.summarise(ctx, entries, &k, p)
@@ -182,15 +187,15 @@ func (c *Checker) All(ctx context.Context, entries []desired.Entry) Result {
 
 // passKargs reads, once for a pass, what the entries' kinds are compared
 // with beyond their files: command lines, the OS, the account files.
-func (c *Checker) passKargs(ctx context.Context, entries []desired.Entry) kargs {
+func (c *Checker) passKargs(ctx context.Context, entries []model.Entry) kargs {
 	var k kargs
-	if hasKernelArgs(entries) {
+	if needs(entries, model.FromCmdline) {
 		k = c.readKargs()
 	}
-	if hasMachineConfigFields(entries) {
+	if needs(entries, model.FromOS) {
 		k.os = c.readOS(ctx, entries)
 	}
-	if hasAccounts(entries) {
+	if needs(entries, model.FromAccounts) {
 		k.accounts = c.Root.ObserveAccounts()
 	}
 	return k
@@ -215,7 +220,7 @@ func (c *Checker) workers(n int) int {
 
 // observeAll checks every entry on c.workers goroutines, each taking chunks
 // of consecutive entries, until ctx is done.
-func (c *Checker) observeAll(ctx context.Context, entries []desired.Entry, k *kargs) *passOutcomes {
+func (c *Checker) observeAll(ctx context.Context, entries []model.Entry, k *kargs) *passOutcomes {
 	p := &passOutcomes{drift: make([][]drift.Drift, len(entries)), notices: make([][]drift.Drift, len(entries)),
 		known: make([]bool, len(entries))}
 	decl := c.Declared
@@ -261,8 +266,11 @@ func (c *Checker) observeAll(ctx context.Context, entries []desired.Entry, k *ka
 // summarise gathers a pass's outcomes into a Result, in the entries' order,
 // with the notices that concern the pass or an entry's kind rather than
 // what was observed of it.
-func (c *Checker) summarise(ctx context.Context, entries []desired.Entry, k *kargs, p *passOutcomes) Result {
+func (c *Checker) summarise(ctx context.Context, entries []model.Entry, k *kargs, p *passOutcomes) Result {
 	res := Result{Checked: len(entries), Deferred: p.deferred}
+	if c.WaitForAccountLocks {
+		res.AccountLock = k.accounts.Lock
+	}
 	trusted := ondisk.SeesTrusted()
 	if n := c.Labels.notice(entries); n != nil {
 		res.Notices = append(res.Notices, *n)
@@ -270,11 +278,12 @@ func (c *Checker) summarise(ctx context.Context, entries []desired.Entry, k *kar
 	for i := range entries {
 		e := &entries[i]
 		res.Notices = append(res.Notices, p.notices[i]...)
-		if !trusted && e.Kind != desired.KindConfig && e.Type <= desired.TypeSymlink {
+		src := e.Kind.Means().Source
+		if !trusted && src == model.FromNode && e.Type <= model.TypeSymlink {
 			res.Notices = append(res.Notices, drift.TrustedUnchecked(e))
 			trusted = true // said once
 		}
-		if e.Kind == desired.KindConfig || e.Kind == desired.KindNotChecked {
+		if src == model.FromNothing {
 			res.Checked-- // a notice that something is not checked
 		}
 		res.Drift = append(res.Drift, p.drift[i]...)
@@ -299,21 +308,22 @@ func (c *Checker) summarise(ctx context.Context, entries []desired.Entry, k *kar
 // kindNotices are e's notices that follow from its kind and the pass's
 // kargs, not from its observation; notChecked says one of them means it
 // was not compared (a MachineConfig field not applicable or not checked).
-func (c *Checker) kindNotices(e *desired.Entry, k *kargs) (ns []drift.Drift, notChecked bool) {
+func (c *Checker) kindNotices(e *model.Entry, k *kargs) (ns []drift.Drift, notChecked bool) {
 	if n := drift.Notice(e); n != nil {
 		ns = append(ns, *n)
 	}
-	if e.Kind == desired.KindKernelArg && k.nextOK && k.nextErr == nil && k.runErr == nil {
+	src := e.Kind.Means().Source
+	if src == model.FromCmdline && k.nextOK && k.nextErr == nil && k.runErr == nil {
 		if n := drift.PendingReboot(e, k.running, k.next, k.nextSource); n != nil {
 			ns = append(ns, *n)
 		}
 	}
-	if desired.IsMachineConfigField(e.Kind) {
+	if src == model.FromOS {
 		mc := k.os.compare(e).Notices
 		notChecked = notCompared(mc)
 		ns = append(ns, mc...)
 	}
-	if e.Kind == desired.KindKernelArg && c.Cmdline == nil {
+	if src == model.FromCmdline && c.Cmdline == nil {
 		ns = append(ns, drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path,
 			Message: fmt.Sprintf("%s is not checked: kernel arguments are checked on the live host only", drift.Noun(e)), EntryID: e.ID()})
 	}
@@ -327,7 +337,7 @@ func (c *Checker) kindNotices(e *desired.Entry, k *kargs) (ns []drift.Drift, not
 // empty, and means nothing. With read (a ReadContent of the entry), the content comparison
 // is taken from it when the file is still the version it read; otherwise
 // read is of no use and the content is compared, or deferred, afresh.
-func (c *Checker) Outcome(o *ondisk.Observer, e *desired.Entry, read *ContentRead) Outcome {
+func (c *Checker) Outcome(o *ondisk.Observer, e *model.Entry, read *ContentRead) Outcome {
 	b := c.NewBatch()
 	defer b.Close()
 	return c.OutcomeIn(b, o, e, read)
@@ -346,18 +356,17 @@ func (c *Checker) NewBatch() *Batch { return &Batch{units: c.newPass()} }
 func (b *Batch) Close() { b.units.close() }
 
 // OutcomeIn is Outcome with the unit files read once for the Batch b.
-func (c *Checker) OutcomeIn(b *Batch, o *ondisk.Observer, e *desired.Entry, read *ContentRead) Outcome {
+func (c *Checker) OutcomeIn(b *Batch, o *ondisk.Observer, e *model.Entry, read *ContentRead) Outcome {
 	o.Declare(c.Declared)
 	o.Forget()
 	var k kargs
-	switch e.Kind {
-	case desired.KindKernelArg:
+	switch e.Kind.Means().Source {
+	case model.FromCmdline:
 		k = c.readKargs()
-	case desired.KindUser, desired.KindGroup:
+	case model.FromAccounts:
 		k.accounts = c.Root.ObserveAccounts()
-	}
-	if desired.IsMachineConfigField(e.Kind) {
-		k.os = c.readOS(context.Background(), []desired.Entry{*e})
+	case model.FromOS:
+		k.os = c.readOS(context.Background(), []model.Entry{*e})
 	}
 	return c.entry(o, e, &k, read, b.units)
 }
@@ -377,13 +386,10 @@ type kargs struct {
 	accounts ondisk.Accounts
 }
 
-func hasKernelArgs(entries []desired.Entry) bool {
-	for i := range entries {
-		if entries[i].Kind == desired.KindKernelArg {
-			return true
-		}
-	}
-	return false
+// needs reports whether an entry of entries is compared with src (its
+// kind's row of model.Kinds): what a pass reads once for all of them.
+func needs(entries []model.Entry, src model.Source) bool {
+	return slices.ContainsFunc(entries, func(e model.Entry) bool { return e.Kind.Means().Source == src })
 }
 
 func (c *Checker) readKargs() kargs {
@@ -392,11 +398,11 @@ func (c *Checker) readKargs() kargs {
 		return k
 	}
 	s, err := c.Cmdline()
-	k.running, k.runErr = desired.SplitKernelArguments(s), err
+	k.running, k.runErr = model.SplitKernelArguments(s), err
 	if c.NextBoot != nil {
 		var next string
 		next, k.nextSource, k.nextOK, k.nextErr = c.NextBoot()
-		k.next = desired.SplitKernelArguments(next)
+		k.next = model.SplitKernelArguments(next)
 	}
 	return k
 }
@@ -414,7 +420,7 @@ type ContentRead struct {
 // its own, with an observer of its own (o's ReadLimit is ignored); it stops
 // when ctx is done. Only Outcome makes sense of the result, nil when nothing
 // was compared (ctx ended, the path is no longer a regular file).
-func (c *Checker) ReadContent(ctx context.Context, o *ondisk.Observer, e *desired.Entry) *ContentRead {
+func (c *Checker) ReadContent(ctx context.Context, o *ondisk.Observer, e *model.Entry) *ContentRead {
 	o.Forget()
 	limit := o.ReadLimit
 	o.ReadLimit = 0
@@ -430,7 +436,7 @@ func (c *Checker) ReadContent(ctx context.Context, o *ondisk.Observer, e *desire
 // whatever e's kind: an account's drift is reported at the account file
 // that holds the value (a password hash at /etc/shadow), not at its entry's
 // path.
-func (c *Checker) entry(o *ondisk.Observer, e *desired.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
+func (c *Checker) entry(o *ondisk.Observer, e *model.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
 	out := c.judge(o, e, k, read, units)
 	out.Drift, out.Notices = c.exclude(out.Drift), c.exclude(out.Notices)
 	return out
@@ -444,9 +450,11 @@ func (c *Checker) exclude(ds []drift.Drift) []drift.Drift {
 	return slices.DeleteFunc(ds, func(d drift.Drift) bool { return c.Exclude(&d) })
 }
 
-func (c *Checker) judge(o *ondisk.Observer, e *desired.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
-	switch e.Kind {
-	case desired.KindEnablement:
+func (c *Checker) judge(o *ondisk.Observer, e *model.Entry, k *kargs, read *ContentRead, units *passUnits) Outcome {
+	// What the entry is compared with (its row of model.Kinds); the
+	// cases only call the comparison of each.
+	switch e.Kind.Means().Source {
+	case model.FromUnitState:
 		if c.Units == nil {
 			return Outcome{}
 		}
@@ -454,18 +462,12 @@ func (c *Checker) judge(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 		if errors.Is(err, buslink.ErrUnavailable) {
 			return Outcome{Unknown: true}
 		}
-		if err == nil && drift.WantsEnabledButDisabled(e, state) {
-			if why := units.cannotEnable(e.Unit); why != "" {
-				n := drift.CannotEnableNotice(e, why)
-				return Outcome{Notices: []drift.Drift{n}}
-			}
-		}
-		return Outcome{Drift: drift.CompareEnablement(e, state, err)}
-	case desired.KindNotChecked:
-		return Outcome{}
-	case desired.KindOSImage, desired.KindKernelType, desired.KindExtension, desired.KindFIPS:
+		return units.enablement(e, state, err)
+	case model.FromNothing:
+		return Outcome{} // a notice only (kindNotices)
+	case model.FromOS:
 		return Outcome{Drift: k.os.compare(e).Drift}
-	case desired.KindKernelArg:
+	case model.FromCmdline:
 		if c.Cmdline == nil {
 			return Outcome{}
 		}
@@ -476,7 +478,7 @@ func (c *Checker) judge(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 			return Outcome{Drift: drift.CompareKernelArgNextBoot(e, k.next, k.nextSource)}
 		}
 		return Outcome{Drift: drift.CompareKernelArg(e, k.running, k.runErr)}
-	case desired.KindUser, desired.KindGroup:
+	case model.FromAccounts:
 		return c.account(e, &k.accounts)
 	}
 	ob := o.Observe(e)
@@ -488,7 +490,7 @@ func (c *Checker) judge(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 	}
 	out := Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
 		Notices: drift.MetaNotices(e, &ob, c.Key)}
-	c.Labels.compare(e, &ob, &out)
+	c.Labels.compare(c.Root, e, &ob, &out)
 	return out
 }
 
@@ -496,9 +498,8 @@ func (c *Checker) judge(o *ondisk.Observer, e *desired.Entry, k *kargs, read *Co
 // UnitStates, and one reading of the unit files (a Tree) for the whole pass,
 // made when first needed. That Tree answers the states when the UnitStates
 // read the unit files themselves (Passes), and, whoever answers the states,
-// why a unit declared enabled cannot be enabled (enablement.Tree.CannotEnable,
-// which systemd has no question for on the bus): so a state from systemd
-// and one computed offline are mapped the same way.
+// what `enabled: true` makes of them (enablement.Tree.WantEnabled, see
+// enablement).
 type passUnits struct {
 	states UnitStates
 	root   *ondisk.Root
@@ -538,20 +539,6 @@ func (p *passUnits) state(unit string) (string, error) {
 	return t.UnitFileState(unit)
 }
 
-// cannotEnable says why unit cannot be enabled, "" when it can. A failure
-// to read the unit files leaves the answer to the state: drift.
-func (p *passUnits) cannotEnable(unit string) string {
-	t, err := p.reading()
-	if err != nil {
-		return ""
-	}
-	why, err := t.CannotEnable(unit)
-	if err != nil {
-		return ""
-	}
-	return why
-}
-
 func (p *passUnits) close() {
 	if p.tree != nil {
 		p.tree.Close()
@@ -562,7 +549,7 @@ func (p *passUnits) close() {
 // would show them (drift.Compare reads nothing): read back through c.Store.
 // A content that cannot be read back (the store is damaged) leaves e as it
 // is, described by sizes and digests without a diff.
-func (c *Checker) declared(e *desired.Entry, ob *ondisk.Observation) *desired.Entry {
+func (c *Checker) declared(e *model.Entry, ob *ondisk.Observation) *model.Entry {
 	w := e.Content
 	if w == nil || w.Stored == nil || c.Store == nil || !drift.Diffable(e, ob) {
 		return e

@@ -15,8 +15,8 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
@@ -45,9 +45,9 @@ func (unreachableUnits) UnitFileState(unit string) (string, error) {
 // entries (sorted by path, as Derive returns them). Some of them drift, by
 // their index: content (i%7 == 3), missing (i%11 == 5), mode (i%13 == 6),
 // a directory where a file is declared (i%17 == 8).
-func manyFiles(t *testing.T, root string, dirs, perDir int) []desired.Entry {
+func manyFiles(t *testing.T, root string, dirs, perDir int) []model.Entry {
 	t.Helper()
-	var entries []desired.Entry
+	var entries []model.Entry
 	for d := 0; d < dirs; d++ {
 		dir := filepath.Join(root, "srv", fmt.Sprintf("d%03d", d))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -57,9 +57,9 @@ func manyFiles(t *testing.T, root string, dirs, perDir int) []desired.Entry {
 			i := d*perDir + f
 			name := fmt.Sprintf("f%04d", f)
 			content := fmt.Sprintf("file %d\n", i)
-			e := desired.Entry{Kind: desired.KindFile, Path: "/srv/" + filepath.Base(dir) + "/" + name,
-				Type: desired.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0),
-				Content: &desired.Content{Exact: []byte(content)}}
+			e := model.Entry{Kind: model.KindFile, Path: "/srv/" + filepath.Base(dir) + "/" + name,
+				Type: model.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0),
+				Content: &model.Content{Exact: []byte(content)}}
 			entries = append(entries, e)
 			p := filepath.Join(dir, name)
 			onDisk, mode := content, os.FileMode(0o644)
@@ -99,7 +99,7 @@ func newChecker(t testing.TB, root string) *check.Checker {
 
 // oneByOne checks each entry alone, the way the daemon re-checks after an
 // event, and sorts the result like All.
-func oneByOne(c *check.Checker, entries []desired.Entry) []drift.Drift {
+func oneByOne(c *check.Checker, entries []model.Entry) []drift.Drift {
 	o := ondisk.NewObserver(c.Root)
 	defer o.Close()
 	var ds []drift.Drift
@@ -156,7 +156,7 @@ func TestAllMatchesEntry(t *testing.T) {
 	}
 
 	// Whatever order the entries come in, the result is the same.
-	shuffled := append([]desired.Entry(nil), entries...)
+	shuffled := append([]model.Entry(nil), entries...)
 	rand.New(rand.NewSource(1)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	c.Workers = 0
 	if diff := cmp.Diff(res.Drift, c.All(context.Background(), shuffled).Drift); diff != "" {
@@ -178,21 +178,21 @@ func TestAllMixedEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entries := []desired.Entry{
-		{Kind: desired.KindFile, Path: "/etc/motd", Type: desired.TypeRegular, Mode: ptr[uint32](0o644),
-			Content: &desired.Content{Exact: []byte("hello\n")}},
-		{Kind: desired.KindFile, Path: "/etc/remote", Type: desired.TypeRegular, Mode: ptr[uint32](0o644),
-			Content: &desired.Content{Unverifiable: "remote https source without verification.hash (never fetched)"}},
-		{Kind: desired.KindUnit, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: desired.TypeRegular,
-			Mode: ptr[uint32](0o644), Content: &desired.Content{Exact: []byte("[Service]\nExecStart=/bin/true\n")}},
-		{Kind: desired.KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: desired.TypeNone, Enabled: ptr(true)},
-		{Kind: desired.KindEnablement, Path: "/etc/systemd/system/chronyd.service", Unit: "chronyd.service", Type: desired.TypeNone, Enabled: ptr(true)},
-		{Kind: desired.KindEnablement, Path: "/etc/systemd/system/debug-shell.service", Unit: "debug-shell.service", Type: desired.TypeNone, Enabled: ptr(false)},
-		{Kind: desired.KindEnablement, Path: "/etc/systemd/system/gone.service", Unit: "gone.service", Type: desired.TypeNone, Enabled: ptr(true)},
-		{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Type: desired.TypeNone, Arg: `console="ttyS0,115200n8 quiet"`, ArgPresent: true},
-		{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Type: desired.TypeNone, Arg: "nosmt", ArgPresent: true},
-		{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Type: desired.TypeNone, Arg: "quiet", ArgPresent: false},
-		{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Type: desired.TypeNone, Arg: "rhgb", ArgPresent: false},
+	entries := []model.Entry{
+		{Kind: model.KindFile, Path: "/etc/motd", Type: model.TypeRegular, Mode: ptr[uint32](0o644),
+			Content: &model.Content{Exact: []byte("hello\n")}},
+		{Kind: model.KindFile, Path: "/etc/remote", Type: model.TypeRegular, Mode: ptr[uint32](0o644),
+			Content: &model.Content{Unverifiable: "remote https source without verification.hash (never fetched)"}},
+		{Kind: model.KindUnit, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: model.TypeRegular,
+			Mode: ptr[uint32](0o644), Content: &model.Content{Exact: []byte("[Service]\nExecStart=/bin/true\n")}},
+		{Kind: model.KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: model.TypeNone, Enabled: ptr(true)},
+		{Kind: model.KindEnablement, Path: "/etc/systemd/system/chronyd.service", Unit: "chronyd.service", Type: model.TypeNone, Enabled: ptr(true)},
+		{Kind: model.KindEnablement, Path: "/etc/systemd/system/debug-shell.service", Unit: "debug-shell.service", Type: model.TypeNone, Enabled: ptr(false)},
+		{Kind: model.KindEnablement, Path: "/etc/systemd/system/gone.service", Unit: "gone.service", Type: model.TypeNone, Enabled: ptr(true)},
+		{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: `console="ttyS0,115200n8 quiet"`, ArgPresent: true},
+		{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: "nosmt", ArgPresent: true},
+		{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: "quiet", ArgPresent: false},
+		{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: "rhgb", ArgPresent: false},
 	}
 	var calls atomic.Int32
 	c := newChecker(t, root)
@@ -298,12 +298,12 @@ func TestAllCanceled(t *testing.T) {
 
 func TestSort(t *testing.T) {
 	ds := []drift.Drift{
-		{Path: "/b", Entry: desired.KindFile, Kind: drift.Mode},
-		{Path: "/a", Entry: desired.KindUnit, Kind: drift.Content},
-		{Path: "/a", Entry: desired.KindEnablement, Kind: drift.Enablement},
-		{Path: "/b", Entry: desired.KindFile, Kind: drift.Content},
-		{Path: "/proc/cmdline", Entry: desired.KindKernelArg, Kind: drift.KernelArg, Want: "z"},
-		{Path: "/proc/cmdline", Entry: desired.KindKernelArg, Kind: drift.KernelArg, Want: "a"},
+		{Path: "/b", Entry: model.KindFile, Kind: drift.Mode},
+		{Path: "/a", Entry: model.KindUnit, Kind: drift.Content},
+		{Path: "/a", Entry: model.KindEnablement, Kind: drift.Enablement},
+		{Path: "/b", Entry: model.KindFile, Kind: drift.Content},
+		{Path: "/proc/cmdline", Entry: model.KindKernelArg, Kind: drift.KernelArg, Want: "z"},
+		{Path: "/proc/cmdline", Entry: model.KindKernelArg, Kind: drift.KernelArg, Want: "a"},
 	}
 	drift.Sort(ds)
 	var got []string

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -46,8 +46,8 @@ func TestDeferredContent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entry := func(p string, c desired.Content) desired.Entry {
-		return desired.Entry{Kind: desired.KindFile, Path: p, Type: desired.TypeRegular,
+	entry := func(p string, c model.Content) model.Entry {
+		return model.Entry{Kind: model.KindFile, Path: p, Type: model.TypeRegular,
 			Mode: ptr[uint32](0o644), UID: ptr(os.Getuid()), GID: ptr(os.Getgid()), Content: &c}
 	}
 	other := bytes.Clone(big)
@@ -55,10 +55,10 @@ func TestDeferredContent(t *testing.T) {
 	write("/etc/big-exact", other, 0o600) // differs in content (deferred) and mode (not)
 	write("/etc/big-hash", big, 0o644)
 	write("/etc/small", []byte("smal\n"), 0o644)
-	entries := []desired.Entry{
-		entry("/etc/big-exact", desired.Content{Exact: big}),
-		entry("/etc/big-hash", desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}}),
-		entry("/etc/small", desired.Content{Exact: []byte("small\n")}), // another size: never deferred
+	entries := []model.Entry{
+		entry("/etc/big-exact", model.Content{Exact: big}),
+		entry("/etc/big-hash", model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}}),
+		entry("/etc/small", model.Content{Exact: []byte("small\n")}), // another size: never deferred
 	}
 	c := newChecker(t, root)
 	c.ReadLimit = limit

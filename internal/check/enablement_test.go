@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
@@ -22,23 +22,16 @@ import (
 func TestEnablementThatCannotBeEnabledIsANotice(t *testing.T) {
 	root := t.TempDir()
 	const svc = "[Service]\nExecStart=/bin/true\n[Install]\n"
-	for p, content := range map[string]string{
+	writeUnitFiles(t, root, map[string]string{
 		"/usr/lib/systemd/system/w@.service":    svc + "WantedBy=multi-user.target\n",
 		"/usr/lib/systemd/system/al@.service":   svc + "Alias=other@.service\n",
 		"/usr/lib/systemd/system/plain.service": svc + "WantedBy=multi-user.target\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, p), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	}, nil)
+	enabled := func(unit string) model.Entry {
+		return model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/" + unit, Unit: unit,
+			Type: model.TypeNone, Enabled: ptr(true)}
 	}
-	enabled := func(unit string) desired.Entry {
-		return desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/" + unit, Unit: unit,
-			Type: desired.TypeNone, Enabled: ptr(true)}
-	}
-	entries := []desired.Entry{enabled("al@bar.service"), enabled("plain.service"), enabled("w@.service")}
+	entries := []model.Entry{enabled("al@bar.service"), enabled("plain.service"), enabled("w@.service")}
 	wantDrift := []string{`unit "plain.service" is disabled, want enabled`}
 	wantNotices := []string{
 		`unit "al@bar.service" cannot be enabled: enabling it (as Ignition's preset does) makes no link that systemd counts for it`,
@@ -98,7 +91,7 @@ func (c countingOffline) UnitFileState(unit string) (string, error) {
 // pass, not one per unit), and releases what it held.
 func TestOneTreePerPass(t *testing.T) {
 	root := t.TempDir()
-	var entries []desired.Entry
+	var entries []model.Entry
 	for _, u := range []string{"a.service", "b.service", "c.service", "d@.service"} {
 		p := filepath.Join(root, "usr/lib/systemd/system", u)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -107,8 +100,8 @@ func TestOneTreePerPass(t *testing.T) {
 		if err := os.WriteFile(p, []byte("[Install]\nWantedBy=multi-user.target\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		entries = append(entries, desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/" + u, Unit: u,
-			Type: desired.TypeNone, Enabled: ptr(true)})
+		entries = append(entries, model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/" + u, Unit: u,
+			Type: model.TypeNone, Enabled: ptr(true)})
 	}
 	c := newChecker(t, root)
 	units := countingOffline{enablement.Offline{Root: c.Root}, new(atomic.Int32), new(atomic.Int32)}
@@ -145,5 +138,91 @@ func TestOneTreePerPass(t *testing.T) {
 	b.Close()
 	if p, s := units.passes.Load(), units.single.Load(); p != 1 || s != 0 {
 		t.Errorf("a batch of %d units made %d passes and %d single readings, want 1 and 0", len(entries), p, s)
+	}
+}
+
+// What `enabled: true` makes of a unit right after Ignition, whichever
+// source answers its state: a linked unit file with no [Install] is as
+// enabled as anything could make it (no drift); a unit whose alias link is
+// another unit's is drift if the first-boot record says it was enabled
+// then (its link was replaced since), and otherwise a notice, which says
+// so, or that it cannot tell without a record.
+func TestEnablementAfterIgnition(t *testing.T) {
+	root := t.TempDir()
+	const svc = "[Service]\nExecStart=/bin/true\n"
+	writeUnitFiles(t, root, map[string]string{
+		"/usr/lib/systemd/system/a.service": svc + "[Install]\nAlias=b.service\n",
+		"/usr/lib/systemd/system/c.service": svc + "[Install]\nAlias=b.service\n",
+		"/opt/metrics/metrics.service":      svc,
+	}, map[string]string{
+		"/etc/systemd/system/b.service":       "/usr/lib/systemd/system/c.service",
+		"/etc/systemd/system/metrics.service": "/opt/metrics/metrics.service",
+	})
+	const record = "/etc/drift-monitor/desired.d/10-firstboot.record"
+	enabled := func(unit, atFirstBoot string) model.Entry {
+		e := model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/" + unit, Unit: unit,
+			Type: model.TypeNone, Enabled: ptr(true)}
+		if atFirstBoot != "" {
+			e.FirstBoot = &model.FirstBoot{Record: record, Enablement: atFirstBoot}
+		}
+		return e
+	}
+	const held = `cannot be enabled: the alias link that enabling it (as Ignition's preset does) would make is another unit's: "/etc/systemd/system/b.service" (a link to "/usr/lib/systemd/system/c.service")`
+	for _, tc := range []struct {
+		name          string
+		e             model.Entry
+		drift, notice string
+	}{
+		{"linked, no [Install]", enabled("metrics.service", ""), "", ""},
+		{"linked, no [Install], recorded", enabled("metrics.service", "linked"), "", ""},
+		{"alias replaced since the first boot", enabled("a.service", "enabled"),
+			`unit "a.service" is disabled, want enabled: it was enabled at the first boot (recorded in "` + record + `"), and now ` + held, ""},
+		{"alias held at the first boot", enabled("a.service", "disabled"),
+			"", `unit "a.service" ` + held + `; it was disabled at the first boot too (recorded in "` + record + `")`},
+		{"alias held, no record", enabled("a.service", ""),
+			"", `unit "a.service" ` + held + `; whether that was so when its config was applied or the link has been replaced since (which disables it) cannot be told: no first-boot record (drift-monitor adopt) kept its enablement`},
+	} {
+		for _, source := range []string{"offline", "systemd"} {
+			t.Run(tc.name+"/"+source, func(t *testing.T) {
+				c := newChecker(t, root)
+				c.Units = enablement.Offline{Root: c.Root}
+				if source == "systemd" {
+					c.Units = fakeUnits{"a.service": "disabled", "metrics.service": "linked"}
+				}
+				res := c.All(context.Background(), []model.Entry{tc.e})
+				var gotDrift, gotNotice string
+				for _, d := range res.Drift {
+					gotDrift += d.Message
+				}
+				for _, n := range res.Notices {
+					gotNotice += n.Message
+				}
+				if gotDrift != tc.drift || gotNotice != tc.notice {
+					t.Errorf("drift %q\nnotice %q\nwant drift %q\nnotice %q", gotDrift, gotNotice, tc.drift, tc.notice)
+				}
+			})
+		}
+	}
+}
+
+// writeUnitFiles makes files (path → content) and symbolic links (path →
+// target) under root.
+func writeUnitFiles(t *testing.T, root string, files, links map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, target := range links {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

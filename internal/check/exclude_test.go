@@ -6,8 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // TestExcludeEveryKind: Exclude leaves out the drift it is true of whatever
@@ -29,12 +30,12 @@ func TestExcludeEveryKind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entries := []desired.Entry{
-		{Kind: desired.KindFile, Path: "/etc/motd", Type: desired.TypeRegular, Mode: ptr[uint32](0o644),
-			Content: &desired.Content{Exact: []byte("hello\n")}},
-		{Kind: desired.KindUser, Path: desired.PasswdFile, User: "core", Type: desired.TypeNone,
-			Account: &desired.Account{Name: "core", Shell: ptr("/bin/bash"), PasswordHash: ptr("$6$want")}},
-		{Kind: desired.KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: desired.TypeNone, Enabled: ptr(true)},
+	entries := []model.Entry{
+		{Kind: model.KindFile, Path: "/etc/motd", Type: model.TypeRegular, Mode: ptr[uint32](0o644),
+			Content: &model.Content{Exact: []byte("hello\n")}},
+		{Kind: model.KindUser, Path: accountdb.PasswdFile, User: "core", Type: model.TypeNone,
+			Account: &model.Account{Name: "core", Shell: ptr("/bin/bash"), PasswordHash: ptr("$6$want")}},
+		{Kind: model.KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: model.TypeNone, Enabled: ptr(true)},
 	}
 	c := newChecker(t, root)
 	c.Units = fakeUnits{"app.service": "disabled"}
@@ -52,7 +53,7 @@ func TestExcludeEveryKind(t *testing.T) {
 		t.Fatalf("without Exclude: %v, want %v", got, want)
 	}
 	c.Exclude = func(d *drift.Drift) bool {
-		return d.Path == desired.ShadowFile || d.Kind == drift.Enablement || d.Kind == drift.Content
+		return d.Path == accountdb.ShadowFile || d.Kind == drift.Enablement || d.Kind == drift.Content
 	}
 	if got, want := all(), []string{"shell@/etc/passwd"}; !slices.Equal(got, want) {
 		t.Errorf("full check with Exclude: %v, want %v", got, want)

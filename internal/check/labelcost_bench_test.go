@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 	"github.com/drift-monitor/drift-monitor/test/floor"
 )
@@ -67,7 +67,7 @@ func benchLabelCost(b *testing.B, n int) {
 	for i := range stored {
 		if c := stored[i].Content; c != nil && c.Exact != nil {
 			sc := *c
-			sc.Stored, sc.Exact = &desired.Stored{Size: int64(len(c.Exact)), Sum: sha256.Sum256(c.Exact)}, nil
+			sc.Stored, sc.Exact = &model.Stored{Size: int64(len(c.Exact)), Sum: sha256.Sum256(c.Exact)}, nil
 			stored[i].Content = &sc
 		}
 	}

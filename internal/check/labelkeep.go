@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 )
@@ -70,7 +71,7 @@ type keptAnswers struct {
 
 // LoadLabelsKept is LoadLabels with the policy's answers kept in store
 // between checks (nil: LoadLabels). Keep keeps them after the check.
-func LoadLabelsKept(r *ondisk.Root, entries []desired.Entry, full bool, store LabelStore) *Labels {
+func LoadLabelsKept(r *ondisk.Root, entries []model.Entry, full bool, store LabelStore) *Labels {
 	if store == nil {
 		return LoadLabels(r, entries, full)
 	}
@@ -87,19 +88,19 @@ func LoadLabelsKept(r *ondisk.Root, entries []desired.Entry, full bool, store La
 		if l != nil && k.contexts != nil {
 			l.kept = k
 		}
-		return l
+		return withHomes(l, r, entries)
 	}
 	k.asked = make([]atomic.Bool, k.answers.Len())
 	l := labelsOf(nil, nil, nil, entries, full)
 	l.kept = k
 	k.fill(l)
-	return l
+	return withHomes(l, r, entries)
 }
 
 // declaredTypes are the node types entries declare, as their defaults are
 // first asked for.
-var declaredTypes = map[desired.Type]selinux.FileType{desired.TypeRegular: selinux.Regular,
-	desired.TypeDirectory: selinux.Directory, desired.TypeSymlink: selinux.Symlink, desired.TypeHardLink: selinux.Regular}
+var declaredTypes = map[model.Type]selinux.FileType{model.TypeRegular: selinux.Regular,
+	model.TypeDirectory: selinux.Directory, model.TypeSymlink: selinux.Symlink, model.TypeHardLink: selinux.Regular}
 
 // fill puts in l's slots the kept answers for the entries' own paths as the
 // nodes they declare: in one walk, both being sorted by path.

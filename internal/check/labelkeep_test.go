@@ -14,6 +14,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
@@ -61,7 +62,7 @@ func (lr *labelledRoot) write(p, data string) {
 
 // declare writes the files (path → label) and returns the entries of a
 // config that declares them as they are.
-func (lr *labelledRoot) declare(files map[string]string) []desired.Entry {
+func (lr *labelledRoot) declare(files map[string]string) []model.Entry {
 	lr.t.Helper()
 	var cfg []string
 	for _, p := range slices.Sorted(func(yield func(string) bool) {
@@ -99,7 +100,7 @@ func (noAccounts) LookupGroup(string) (int, bool)         { return 0, false }
 // check runs a check as `check` does, its defaults kept in store, and
 // returns its label drift and notices as "path: want" lines, and its
 // Labels.
-func (lr *labelledRoot) check(store LabelStore, entries []desired.Entry) ([]string, *Labels) {
+func (lr *labelledRoot) check(store LabelStore, entries []model.Entry) ([]string, *Labels) {
 	lr.t.Helper()
 	l := LoadLabelsKept(lr.r, entries, false, store)
 	c := &Checker{Root: lr.r, Labels: l}
@@ -127,7 +128,7 @@ func TestKeptLabelsAnswerAsThePolicy(t *testing.T) {
 	lr := newLabelledRoot(t, "/etc(/.*)? u:object_r:etc_t:s0\n/etc/b\\.conf u:object_r:b_t:s0\n")
 	entries := lr.declare(map[string]string{"etc/a.conf": "u:object_r:etc_t:s0", "etc/b.conf": "u:object_r:etc_t:s0"})
 	store := &statecache.Cache{Dir: t.TempDir()}
-	step := func(name string, entries []desired.Entry, loads bool, want ...string) {
+	step := func(name string, entries []model.Entry, loads bool, want ...string) {
 		t.Helper()
 		got, l := lr.check(store, entries)
 		if diff := cmpLines(want, got); diff != "" {

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 )
@@ -19,9 +19,11 @@ type Labels struct {
 	contexts *selinux.Contexts
 	memo     *selinux.Memo // nil: every lookup asks contexts
 	linksTo  map[string][]string
+	// homes are relabelled with what is in them (ondisk.RelabelledHomes).
+	homes []ondisk.RelabelledHome
 	// entries and slots: each entry's own default, by its position
 	// (labelslots.go).
-	entries []desired.Entry
+	entries []model.Entry
 	slots   *selinux.Slots
 	// kept: a check's answers kept between runs (labelkeep.go); it then
 	// answers every lookup, and contexts may be nil.
@@ -35,12 +37,20 @@ type Labels struct {
 
 // LoadLabels reads the root's policy (selinux.ForRoot) for the entries: nil
 // when the root has none to want.
-func LoadLabels(r *ondisk.Root, entries []desired.Entry, full bool) *Labels {
+func LoadLabels(r *ondisk.Root, entries []model.Entry, full bool) *Labels {
 	c, err := selinux.ForRoot(r.ReadFile)
-	return newLabels(c, nil, err, entries, full)
+	return withHomes(newLabels(c, nil, err, entries, full), r, entries)
 }
 
-func newLabels(c *selinux.Contexts, memo *selinux.Memo, err error, entries []desired.Entry, full bool) *Labels {
+// withHomes gives l the homes Ignition relabels.
+func withHomes(l *Labels, r *ondisk.Root, entries []model.Entry) *Labels {
+	if l.checks() {
+		l.homes = r.RelabelledHomes(entries)
+	}
+	return l
+}
+
+func newLabels(c *selinux.Contexts, memo *selinux.Memo, err error, entries []model.Entry, full bool) *Labels {
 	if c == nil && err == nil {
 		return nil
 	}
@@ -48,11 +58,11 @@ func newLabels(c *selinux.Contexts, memo *selinux.Memo, err error, entries []des
 }
 
 // labelsOf is newLabels, even without a policy (when kept answers serve).
-func labelsOf(c *selinux.Contexts, memo *selinux.Memo, err error, entries []desired.Entry, full bool) *Labels {
+func labelsOf(c *selinux.Contexts, memo *selinux.Memo, err error, entries []model.Entry, full bool) *Labels {
 	l := &Labels{contexts: c, memo: memo, Err: err, Full: full, linksTo: map[string][]string{}}
 	l.entries, l.slots = entries, slotsFor(memo, entries)
 	for i := range entries {
-		if e := &entries[i]; e.Type == desired.TypeHardLink {
+		if e := &entries[i]; e.Type == model.TypeHardLink {
 			l.linksTo[e.Target] = append(l.linksTo[e.Target], e.Path)
 		}
 	}
@@ -63,7 +73,7 @@ var labelTypes = map[ondisk.FileType]selinux.FileType{ondisk.Regular: selinux.Re
 	ondisk.Symlink: selinux.Symlink}
 
 // compare adds the entry's label drift (or notice) to out.
-func (l *Labels) compare(e *desired.Entry, ob *ondisk.Observation, out *Outcome) {
+func (l *Labels) compare(r *ondisk.Root, e *model.Entry, ob *ondisk.Observation, out *Outcome) {
 	if !l.checks() {
 		return
 	}
@@ -71,12 +81,25 @@ func (l *Labels) compare(e *desired.Entry, ob *ondisk.Observation, out *Outcome)
 	if !ok {
 		return
 	}
+	if _, labelled := ob.Meta.Get(ondisk.XattrSELinux); !labelled && e.Kind == model.KindLink && ob.Type == ondisk.Symlink {
+		// Ignition relabels only what its os.Stat finds, and that
+		// follows a link (v2.27.0 internal/exec/stages/files/files.go,
+		// relabelFiles): a link whose target it could not reach from the
+		// initramfs (an absolute one, read against the initramfs's own
+		// root) is left without a label.
+		return
+	}
 	lookup := entryLookup{l, e}.lookup
 	// Room for the path's and one link's, without an allocation per node.
 	var room [2]string
 	want := room[:0]
-	if c, ok := lookup(e.Path, t); ok {
+	if c, ok := lookup(r.LabelPath(e, ob), t); ok {
 		want = append(want, c)
+	}
+	if at, ok := ondisk.AsPartOfHome(ob.Resolved, l.homes); ok && e.Kind != model.KindSSHKeys {
+		if c, ok := lookup(at, t); ok {
+			want = append(want, c)
+		}
 	}
 	for _, p := range l.linksTo[e.Path] {
 		if c, ok := lookup(p, t); ok {
@@ -90,7 +113,7 @@ func (l *Labels) compare(e *desired.Entry, ob *ondisk.Observation, out *Outcome)
 
 // notice is the notice that labels are not checked, on the first entry
 // with a node (nil when they are, or there is none).
-func (l *Labels) notice(entries []desired.Entry) *drift.Drift {
+func (l *Labels) notice(entries []model.Entry) *drift.Drift {
 	if l == nil {
 		return nil
 	}
@@ -102,7 +125,7 @@ func (l *Labels) notice(entries []desired.Entry) *drift.Drift {
 		return nil
 	}
 	for i := range entries {
-		if e := &entries[i]; e.Type <= desired.TypeSymlink && e.Kind != desired.KindConfig {
+		if e := &entries[i]; e.Type <= model.TypeSymlink && e.Kind.Means().Source == model.FromNode {
 			return &drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, EntryID: e.ID() + "|labels",
 				Message: "SELinux labels are not checked on any declared node: " + err.Error()}
 		}
@@ -135,7 +158,7 @@ type fileID struct {
 }
 
 // Load is LoadLabels, reading the policy only when it changed.
-func (p *LabelPolicy) Load(r *ondisk.Root, entries []desired.Entry, full bool) *Labels {
+func (p *LabelPolicy) Load(r *ondisk.Root, entries []model.Entry, full bool) *Labels {
 	ids := policyIDs(r)
 	if p.ids == nil || !slices.Equal(ids, p.ids) {
 		p.Reads++
@@ -151,7 +174,7 @@ func (p *LabelPolicy) Load(r *ondisk.Root, entries []desired.Entry, full bool) *
 			p.ids = nil // an error is retried, never remembered
 		}
 	}
-	return newLabels(p.contexts, p.memo, p.err, entries, full)
+	return withHomes(newLabels(p.contexts, p.memo, p.err, entries, full), r, entries)
 }
 
 // policyIDs are the identities of the root's config and of the files of

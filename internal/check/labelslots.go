@@ -3,7 +3,7 @@ package check
 import (
 	"unsafe"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 )
 
@@ -22,7 +22,7 @@ func (l *Labels) checks() bool { return l != nil && (l.contexts != nil || l.kept
 // slotsFor are the slots of the entries' defaults: the memo's, which a
 // daemon keeps from pass to pass (and through a reload) while the policy
 // stays the same, or new ones.
-func slotsFor(memo *selinux.Memo, entries []desired.Entry) *selinux.Slots {
+func slotsFor(memo *selinux.Memo, entries []model.Entry) *selinux.Slots {
 	if memo == nil || len(entries) == 0 {
 		return selinux.NewSlots(len(entries))
 	}
@@ -31,7 +31,7 @@ func slotsFor(memo *selinux.Memo, entries []desired.Entry) *selinux.Slots {
 
 // position is e's index in l.entries, or -1 when e is not one of them (a
 // copy, or an entry of another state).
-func (l *Labels) position(e *desired.Entry) int {
+func (l *Labels) position(e *model.Entry) int {
 	if len(l.entries) == 0 {
 		return -1
 	}
@@ -69,7 +69,7 @@ func (l *Labels) fresh(p string, t selinux.FileType) (string, bool) {
 // own path's in its slot, any other path's through l.
 type entryLookup struct {
 	l *Labels
-	e *desired.Entry
+	e *model.Entry
 }
 
 func (x entryLookup) lookup(p string, t selinux.FileType) (string, bool) {

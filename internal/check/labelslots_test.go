@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -18,7 +18,7 @@ func TestLabelSlotsFollowPolicyAndState(t *testing.T) {
 	lr := newLabelledRoot(t, "/etc(/.*)? u:object_r:etc_t:s0\n")
 	entries := lr.declare(map[string]string{"etc/a.conf": "u:object_r:etc_t:s0", "etc/b.conf": "u:object_r:etc_t:s0"})
 	var p LabelPolicy
-	pass := func(entries []desired.Entry) (*Labels, []string) {
+	pass := func(entries []model.Entry) (*Labels, []string) {
 		l := p.Load(lr.r, entries, false)
 		res := (&Checker{Root: lr.r, Labels: l}).All(context.Background(), entries)
 		var got []string

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 )
 
@@ -22,7 +22,7 @@ type osView struct {
 	finalization *drift.Drift
 }
 
-func (v *osView) compare(e *desired.Entry) drift.MachineConfigResult {
+func (v *osView) compare(e *model.Entry) drift.MachineConfigResult {
 	return drift.CompareMachineConfig(e, v.state, v.installed, v.rpmErr)
 }
 
@@ -30,10 +30,6 @@ func (v *osView) compare(e *desired.Entry) drift.MachineConfigResult {
 // with the host (it does not apply, or could not be read).
 func notCompared(ns []drift.Drift) bool {
 	return slices.ContainsFunc(ns, func(n drift.Drift) bool { return n.Kind == drift.NotApplicable || n.Kind == drift.Unverifiable })
-}
-
-func hasMachineConfigFields(entries []desired.Entry) bool {
-	return slices.ContainsFunc(entries, func(e desired.Entry) bool { return desired.IsMachineConfigField(e.Kind) })
 }
 
 // osCommandsTimeout bounds the programs one check runs for a
@@ -49,7 +45,7 @@ const osCommandsTimeout = 10 * time.Second
 // entries' extensions in its rpm database (one rpm run for all of them).
 // The previous boot's finalization is looked for on the live host only
 // (Commands set): the journal under another root is not its own.
-func (c *Checker) readOS(ctx context.Context, entries []desired.Entry) *osView {
+func (c *Checker) readOS(ctx context.Context, entries []model.Entry) *osView {
 	v := &osView{state: osstate.Read(c.Root)}
 	if !v.state.Ostree {
 		return v
@@ -58,10 +54,10 @@ func (c *Checker) readOS(ctx context.Context, entries []desired.Entry) *osView {
 	defer cancel()
 	var pkgs []string
 	for i := range entries {
-		if entries[i].Kind != desired.KindExtension {
+		if entries[i].Kind != model.KindExtension {
 			continue
 		}
-		for _, set := range desired.ExtensionPackages(entries[i].Arg) {
+		for _, set := range model.ExtensionPackages(entries[i].Arg) {
 			for _, p := range set {
 				if !slices.Contains(pkgs, p) {
 					pkgs = append(pkgs, p)

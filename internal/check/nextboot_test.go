@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/test/ostree"
 )
 
@@ -21,7 +21,7 @@ func TestBootLoaderEntriesOfOstree(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("BootLoaderEntries = %q, %q, %v, %v; want the default deployment's", cmdline, source, ok, err)
 	}
-	args := desired.SplitKernelArguments(cmdline)
+	args := model.SplitKernelArguments(cmdline)
 	for _, want := range []string{"root=/dev/vda4", "hugepages=4", "hugepages=8"} {
 		if !contains(args, want) {
 			t.Errorf("next boot %q (from %s) lacks %s", cmdline, source, want)
@@ -33,13 +33,13 @@ func TestBootLoaderEntriesOfOstree(t *testing.T) {
 
 	// A host booted into the older deployment: the next boot applies the
 	// declared arguments (notices), and lacks one (drift).
-	arg := func(a string, present bool) desired.Entry {
-		return desired.Entry{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Type: desired.TypeNone, Arg: a, ArgPresent: present}
+	arg := func(a string, present bool) model.Entry {
+		return model.Entry{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: a, ArgPresent: present}
 	}
 	c := newChecker(t, t.TempDir())
 	c.Cmdline = func() (string, error) { return "root=/dev/vda4 old=1", nil }
 	c.NextBoot = check.BootLoaderEntries(filepath.Join(sysroot, "boot/loader/entries"))
-	res := c.All(t.Context(), []desired.Entry{arg("hugepages=8", true), arg("old=1", false), arg("nosmt", true)})
+	res := c.All(t.Context(), []model.Entry{arg("hugepages=8", true), arg("old=1", false), arg("nosmt", true)})
 	var notices, drifts []string
 	for _, n := range res.Notices {
 		notices = append(notices, string(n.Kind)+" "+n.EntryID)
@@ -81,10 +81,10 @@ func contains(ss []string, s string) bool {
 }
 
 func TestKernelArgsOfTheNextBoot(t *testing.T) {
-	arg := func(a string, present bool) desired.Entry {
-		return desired.Entry{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Type: desired.TypeNone, Arg: a, ArgPresent: present}
+	arg := func(a string, present bool) model.Entry {
+		return model.Entry{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: a, ArgPresent: present}
 	}
-	entries := []desired.Entry{arg("nosmt", true), arg("quiet", false), arg("mitigations=off", true), arg("rhgb", false)}
+	entries := []model.Entry{arg("nosmt", true), arg("quiet", false), arg("mitigations=off", true), arg("rhgb", false)}
 	const src = "/boot/loader/entries/ostree-2-rhcos.conf"
 	type got struct {
 		Drift   []string

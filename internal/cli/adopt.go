@@ -21,8 +21,10 @@ func runAdopt(_ context.Context, args []string, std Stdio) int {
 	from := fs.String("from", adopt.DefaultSource, "Ignition's config cache: host `PATH`, under the root")
 	to := fs.String("to", adopt.DefaultDest, "the desired config to create: host `PATH`, under the root")
 	record := fs.String("record", firstboot.DefaultPath, "the first-boot record to create: host `PATH`, under the root")
+	img := fs.Bool("image", false, "record what /etc differs in from the OS image now (after the first boot is up), adding to the record of that and never replacing it; nothing else")
 	fs.Usage = func() {
-		fmt.Fprintf(std.Err, "usage: drift-monitor adopt [--root DIR] [--from PATH] [--to PATH] [--record PATH]\n\n"+
+		fmt.Fprintf(std.Err, "usage: drift-monitor adopt [--root DIR] [--from PATH] [--to PATH] [--record PATH]\n"+
+			"       drift-monitor adopt --image [--root DIR]\n\n"+
 			"Saves the Ignition config that provisioned this host, as Ignition cached it,\n"+
 			"as a desired config readable by root only, and records what that config leaves\n"+
 			"to the node (modes and owners it does not declare, the base of append-only\n"+
@@ -43,6 +45,14 @@ func runAdopt(_ context.Context, args []string, std Stdio) int {
 		return ExitFailed
 	}
 	defer r.Close()
+	if *img {
+		return adoptImage(r, std)
+	}
+	// Everything is checked before anything is written.
+	if err := adopt.CheckRecord(r, *to, *record); err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor adopt: %s\n", escape.Text(err.Error()))
+		return ExitFailed
+	}
 	// Host paths, resolved inside the root: a link in it (an /etc that
 	// points to /sysroot/etc, say) never leads to the running host's files.
 	res, err := adopt.Adopt(r, *from, *to)

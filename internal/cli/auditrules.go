@@ -59,7 +59,7 @@ func runAuditRules(_ context.Context, args []string, std Stdio) int {
 			fmt.Fprintf(std.Err, "drift-monitor audit-rules: warning: %s: cannot be written as an auditctl rule (white space or control characters); not covered\n", escape.Text(p))
 			continue
 		}
-		fmt.Fprintln(std.Out, rule)
+		fmt.Fprintln(std.Out, rule.File())
 	}
 	return ExitClean
 }

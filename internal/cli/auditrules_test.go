@@ -26,11 +26,13 @@ func TestAuditRules(t *testing.T) {
 	if code != cli.ExitClean {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
+	// -F path=, never -w: auditctl -R would make a -w of the directory
+	// /etc a recursive watch of all of /etc.
 	want := []string{
 		"## drift-monitor: attribution of drift to its writers (drift-monitor audit-rules)",
-		"-w " + root + "/etc -p wa -k drift-monitor",
-		"-w " + root + "/etc/app -p wa -k drift-monitor", // the topmost missing component
-		"-w " + root + "/etc/motd -p wa -k drift-monitor",
+		"-a always,exit -F path=" + root + "/etc -F perm=wa -F key=drift-monitor",
+		"-a always,exit -F path=" + root + "/etc/app -F perm=wa -F key=drift-monitor", // the topmost missing component
+		"-a always,exit -F path=" + root + "/etc/motd -F perm=wa -F key=drift-monitor",
 	}
 	if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(stdout), "\n")); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
@@ -46,7 +48,7 @@ func TestAuditRules(t *testing.T) {
 	code, stdout, stderr = run(t, context.Background(), "audit-rules", "--root", root, "--config", cfg)
 	want = []string{
 		"## drift-monitor: attribution of drift to its writers (drift-monitor audit-rules)",
-		"-w " + root + "/etc -p wa -k drift-monitor",
+		"-a always,exit -F path=" + root + "/etc -F perm=wa -F key=drift-monitor",
 	}
 	if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(stdout), "\n")); code != cli.ExitClean || stderr != "" || diff != "" {
 		t.Errorf("with exclusions: exit %d, stderr %q, rules (-want +got):\n%s", code, stderr, diff)
@@ -55,5 +57,64 @@ func TestAuditRules(t *testing.T) {
 	code, stdout, stderr = run(t, context.Background(), "audit-rules", "--root", root, "--config", cfg)
 	if code != cli.ExitFailed || stdout != "" || !strings.Contains(stderr, "/etc/drift-monitor/exclude.conf:1: pattern") {
 		t.Errorf("a bad exclude.conf: exit %d, stdout %q, stderr %q; want 2 naming it", code, stdout, stderr)
+	}
+}
+
+// TestAuditRulesNeverTreesNorKernel: a MachineConfig's osImageURL,
+// kernelType, extensions and fips are checked against the booted
+// deployment, /sys, the rpm database and /proc: no rule watches them (a
+// rule on /ostree or /var/lib/rpm would audit every object an upgrade
+// writes), and a file declared under /proc or /sys gets none either. The
+// files the MachineConfig declares are watched as usual.
+func TestAuditRulesNeverTreesNorKernel(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"etc", "ostree/deploy/fedora", "var/lib/rpm", "proc/sys/crypto", "sys/kernel"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	cfg := filepath.Join(t.TempDir(), "mc.yaml")
+	os.WriteFile(cfg, []byte(`apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-worker
+spec:
+  osImageURL: quay.io/openshift/os@sha256:0000000000000000000000000000000000000000000000000000000000000000
+  kernelType: realtime
+  extensions: [usbguard]
+  fips: true
+  kernelArguments: [nosmt]
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+      - path: /etc/motd
+        contents:
+          source: data:,hi
+      - path: /proc/sys/kernel/foo
+        contents:
+          source: data:,1
+      - path: /sys/kernel/bar
+        contents:
+          source: data:,1
+      directories:
+      - path: /var/lib/rpm
+`), 0o644)
+	code, stdout, stderr := run(t, context.Background(), "audit-rules", "--root", root, "--config", cfg)
+	if code != cli.ExitClean {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	want := []string{
+		"## drift-monitor: attribution of drift to its writers (drift-monitor audit-rules)",
+		"-a always,exit -F path=" + root + "/etc/motd -F perm=wa -F key=drift-monitor",
+		// declared itself: its own node, not the tree below it
+		"-a always,exit -F path=" + root + "/var/lib/rpm -F perm=wa -F key=drift-monitor",
+	}
+	if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(stdout), "\n")); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"dir=", "-w ", "/ostree", "/proc", "/sys"} {
+		if strings.Contains(stdout, bad) {
+			t.Errorf("the rules hold %q:\n%s", bad, stdout)
+		}
 	}
 }

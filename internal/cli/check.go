@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
@@ -35,9 +37,11 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	labels := labelCompareFlag(fs)
 	excl := exclude.DefaultOptions()
 	excl.Register(fs)
+	img := imageFlag{mode: imageNotice}
+	fs.Var(&img, "image", imageUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates] [--label-compare type|full]\n"+
-			"                          [--exclude PATTERN]... [--exclude-from FILE]\n\n"+
+			"                          [--exclude PATTERN]... [--exclude-from FILE] [--image[=notice|drift|off]]\n\n"+
 			"Compares the machine with its desired configuration. Exit status: 0 no drift,\n"+
 			"1 drift found, 2 the check could not be done (a config or the exclusions refused,\n"+
 			"or no config found).\n\n"+
@@ -70,7 +74,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, excl)
+	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, excl, img.mode)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
@@ -121,17 +125,19 @@ type checkResult struct {
 	check.Result
 	Files []string
 	Left  []exclude.Left
+	// Image is what was found of the OS image's /etc; nil with --image=off.
+	Image *imageResult
 }
 
 // hostKey is the host's digest key (package digestkey) as drift keys
 // digests with it; the zero Key, and no error, for a user who has none.
 // `check` run by root and the daemon share it: their digests agree.
-func hostKey() (drift.Key, error) {
+func hostKey() (model.Key, error) {
 	k, err := hostKeyBytes()
 	if err != nil || k == nil {
-		return drift.Key{}, err
+		return model.Key{}, err
 	}
-	return drift.NewKey(k), nil
+	return model.NewKey(k), nil
 }
 
 // hostKeyBytes is the host's digest key itself; nil, and no error, for a
@@ -155,14 +161,20 @@ func firstBoot() firstboot.Use {
 // runFullCheck loads the desired state (through cache, which may be nil) and
 // compares root with it, keying digests with key; fullLabels compares whole
 // SELinux contexts; checkCerts checks the files the machine-config daemon's
-// certificate writer owns too; excl says what is left alone.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key drift.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options) (checkResult, error) {
+// certificate writer owns too; excl says what is left alone; img what to
+// make of the OS image's /etc.
+func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageMode) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
 	}
 	defer r.Close()
 	state, err := loadDesired(cache, r, configs, "check", warn)
+	if errors.Is(err, desired.ErrNoConfig) && img == imageList {
+		// Listing the image's differences needs no config: without one,
+		// every difference is undeclared.
+		state, err = &model.State{}, nil
+	}
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -180,15 +192,19 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if !contentsHold(state, &res) {
 		// A content compared came from a damaged cache entry: the config is
 		// parsed, and the entry written anew.
-		return runFullCheck(ctx, reparse{cache}, root, configs, key, fullLabels, warn, checkCerts, excl)
+		return runFullCheck(ctx, reparse{cache}, root, configs, key, fullLabels, warn, checkCerts, excl, img)
 	}
-	return checkResult{Result: res, Files: state.Files, Left: rules.Report(left)}, nil
+	out := checkResult{Result: res, Files: state.Files, Left: rules.Report(left)}
+	if err := checkImage(ctx, r, state, img, rules, &out, warn); err != nil {
+		return checkResult{}, err
+	}
+	return out, nil
 }
 
 // contentsHold reports whether res stands on state's declared contents: a
 // state the cache mapped has their checksum checked only when a content it
 // compared differs (statecache.ModeMap), false when it does not match.
-func contentsHold(state *desired.State, res *check.Result) bool {
+func contentsHold(state *model.State, res *check.Result) bool {
 	v, ok := state.Store.(interface{ VerifyContents() error })
 	if !ok {
 		return true
@@ -205,7 +221,7 @@ func contentsHold(state *desired.State, res *check.Result) bool {
 // load after an entry was found damaged.
 type reparse struct{ desired.Cache }
 
-func (reparse) Get(desired.StateKey) (desired.State, bool) { return desired.State{}, false }
+func (reparse) Get(desired.StateKey) (model.State, bool) { return model.State{}, false }
 
 // openRoot opens the root a command reads, once: the configs, the accounts
 // and every observation are resolved inside it.
@@ -228,11 +244,18 @@ func openRoot(root string) (*ondisk.Root, error) {
 // be skipped without a word. No config file at all is an error
 // (desired.ErrNoConfig): nothing is declared, and a host checked against
 // nothing is not clean.
-func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*desired.State, error) {
+func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
+	return loadDesiredFrom(cache, root, root, configs, command, warn)
+}
+
+// loadDesiredFrom is loadDesired, with the root's files read through host
+// (a dry run of reconcile reads the account files as its account repairs
+// would leave them).
+func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
 	for _, ig := range desired.IgnoredFiles(root, configs) {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Name(ig.String()))
 	}
-	state, err := desired.LoadCached(cache, root, configs)
+	state, err := desired.LoadCached(cache, host, configs)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +276,7 @@ func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, comma
 // checkState compares root with state's entries, leaving out the drift
 // rules leave unreported; the SELinux defaults it looks up are kept in
 // labels (nil: none are).
-func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key drift.Key, fullLabels bool, rules *exclude.Rules, labels check.LabelStore) (check.Result, error) {
+func checkState(ctx context.Context, r *ondisk.Root, state *model.State, key model.Key, fullLabels bool, rules *exclude.Rules, labels check.LabelStore) (check.Result, error) {
 	units, release := unitStates(ctx, r)
 	defer release()
 	defaults := check.LoadLabelsKept(r, state.Entries, fullLabels, labels)
@@ -270,6 +293,7 @@ func checkState(ctx context.Context, r *ondisk.Root, state *desired.State, key d
 		return check.Result{}, fmt.Errorf("check interrupted: %w", err)
 	}
 	defaults.Keep()
+	explainMerges(c, state, &res)
 	return res, nil
 }
 
@@ -282,11 +306,12 @@ type jsonReport struct {
 	Notices []drift.Drift `json:"notices"`
 	// LeftAlone are the declared entries the exclusions leave alone.
 	LeftAlone []exclude.Left `json:"left_alone"`
+	Image     *imageJSON     `json:"image,omitempty"`
 }
 
 func writeJSON(w io.Writer, root string, res *checkResult) error {
 	rep := jsonReport{Root: root, Clean: res.Clean(), Checked: res.Checked,
-		Drift: res.Drift, Notices: res.Notices, LeftAlone: res.Left}
+		Drift: res.Drift, Notices: res.Notices, LeftAlone: res.Left, Image: res.Image.json()}
 	if rep.LeftAlone == nil {
 		rep.LeftAlone = []exclude.Left{}
 	}
@@ -311,6 +336,7 @@ func writeJSON(w io.Writer, root string, res *checkResult) error {
 
 func writeText(w io.Writer, res *checkResult) error {
 	ew := &errWriter{w: w}
+	writeImageList(ew, res.Image)
 	for _, n := range res.Notices {
 		ew.printf("notice: %s\n", n.Message)
 	}
@@ -367,7 +393,7 @@ func specsHelp() string {
 		"(YAML or JSON). A file named *%s is Ignition's config\n"+
 		"cache (/run/ignition.json, spec %s), which `drift-monitor adopt`\n"+
 		"saves at first boot.\n\n",
-		desired.VendorDir, desired.AdminDir, v[0], v[len(v)-1], strings.TrimPrefix(ignspec.VerifiedAgainst, "v"),
+		model.VendorDir, model.AdminDir, v[0], v[len(v)-1], strings.TrimPrefix(ignspec.VerifiedAgainst, "v"),
 		desired.CacheSuffix, ignspec.LatestExperimental())
 }
 

@@ -85,6 +85,7 @@ type daemonFlagValues struct {
 	configs             multiFlag
 	labels              *string
 	bus, debug, noCache *bool
+	image               imageFlag
 }
 
 // daemonFlags declares the daemon's flags on fs, into o where they are
@@ -123,6 +124,8 @@ func daemonFlags(fs *flag.FlagSet, o *daemon.Options) *daemonFlagValues {
 	// A usage error exits ExitUsage, not check's 2: the unit restarts the
 	// daemon after every exit but ExitUsage and ExitConfig (see cli.go).
 	f.labels = labelCompareFlag(fs)
+	f.image.mode = imageNotice
+	fs.Var(&f.image, "image", "the OS image's /etc: --image=notice (default: undeclared changes are notices), =drift (they are drift) or =off")
 	return f
 }
 
@@ -138,6 +141,11 @@ func (f *daemonFlagValues) check(fs *flag.FlagSet, o *daemon.Options, std Stdio)
 		return false
 	}
 	o.LabelFull = *f.labels == "full"
+	if f.image.mode == imageList {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: --image: want notice, drift or off (listing is check --image)\n")
+		return false
+	}
+	o.Image = string(f.image.mode)
 	o.Configs = f.configs
 	if o.Attribution == "audit" {
 		// systemd's StateDirectory= (the unit's /var/lib/drift-monitor).
@@ -150,6 +158,11 @@ func (f *daemonFlagValues) check(fs *flag.FlagSet, o *daemon.Options, std Stdio)
 	if o.Attribution != "off" && o.Attribution != "audit" {
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --attribution %s: must be audit or off\n", escape.Text(o.Attribution))
 		return false
+	}
+	// systemd's RuntimeDirectory= (the unit's /run/drift-monitor), which a
+	// reboot empties: what the MCD follower journaled in this boot.
+	if dir := os.Getenv("RUNTIME_DIRECTORY"); dir != "" {
+		o.MCD.NotesFile = filepath.Join(strings.SplitN(dir, ":", 2)[0], "mcd-notes")
 	}
 	switch o.MCD.Mode {
 	case "auto", "on", "off":

@@ -9,7 +9,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/login1"
 
-	"github.com/drift-monitor/drift-monitor/internal/daemon"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/attribution"
 )
 
 // logind answers a login session's user and remote host from
@@ -24,29 +24,29 @@ type logind struct {
 	failed time.Time
 }
 
-func (l *logind) Session(ctx context.Context, id uint32) (daemon.Session, error) {
+func (l *logind) Session(ctx context.Context, id uint32) (attribution.Session, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn == nil {
 		if !l.failed.IsZero() && time.Since(l.failed) < time.Minute {
-			return daemon.Session{}, fmt.Errorf("logind unreachable")
+			return attribution.Session{}, fmt.Errorf("logind unreachable")
 		}
 		c, err := login1.New()
 		if err != nil {
 			l.failed = time.Now()
-			return daemon.Session{}, fmt.Errorf("connecting to logind: %w", err)
+			return attribution.Session{}, fmt.Errorf("connecting to logind: %w", err)
 		}
 		l.conn = c
 	}
 	p, err := l.conn.GetSession(strconv.FormatUint(uint64(id), 10))
 	if err != nil {
-		return daemon.Session{}, fmt.Errorf("logind GetSession %d: %w", id, err)
+		return attribution.Session{}, fmt.Errorf("logind GetSession %d: %w", id, err)
 	}
 	props, err := l.conn.GetSessionPropertiesContext(ctx, p)
 	if err != nil {
-		return daemon.Session{}, fmt.Errorf("logind session %d: %w", id, err)
+		return attribution.Session{}, fmt.Errorf("logind session %d: %w", id, err)
 	}
-	var s daemon.Session
+	var s attribution.Session
 	if v, ok := props["Name"]; ok {
 		s.User, _ = v.Value().(string)
 	}

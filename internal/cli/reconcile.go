@@ -7,15 +7,19 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
+	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/reconcile"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
@@ -31,6 +35,9 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if !ok {
 		return code
 	}
+	if o.image {
+		return reconcileImage(ctx, o, std)
+	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: %s\n", escape.Text(fmt.Sprintf(format, a...)))
 		return ExitFailed
@@ -38,6 +45,14 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if os.Geteuid() != 0 {
 		return fail("only root can reconcile: it writes declared files with their owners")
 	}
+	// Made absolute once, for every step: the configs and nodes are read
+	// and written through the opened root, and the account tools are
+	// handed its path (shadow-utils refuses a relative --root).
+	abs, err := filepath.Abs(o.root)
+	if err != nil {
+		return fail("root %s: %v", o.root, err)
+	}
+	o.root = abs
 	key, err := hostKey()
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
@@ -59,15 +74,22 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	return rep.finish(o, std, fail)
+}
+
+// finish writes the report in o's format and returns the exit status: 1
+// when something was not repaired, or (not a dry run) still differs.
+func (r *reconcileReport) finish(o *reconcileOptions, std Stdio, fail func(string, ...any) int) int {
+	var err error
 	if o.format == "json" {
-		err = rep.writeJSON(std.Out)
+		err = r.writeJSON(std.Out)
 	} else {
-		err = rep.writeText(std.Out)
+		err = r.writeText(std.Out)
 	}
 	if err != nil {
 		return fail("writing the report: %v", err)
 	}
-	if len(rep.Refused) > 0 || (!o.dryRun && len(rep.Remaining) > 0) {
+	if len(r.Refused) > 0 || (!o.dryRun && len(r.Remaining) > 0) {
 		return ExitDrift
 	}
 	return ExitClean
@@ -81,6 +103,7 @@ type reconcileOptions struct {
 	root, inhibitDir string
 	dryRun           bool
 	checkCerts       bool
+	image            bool // restore the named undeclared changes to the image's default (reconcileimage.go)
 	names            []string
 }
 
@@ -94,9 +117,12 @@ func parseReconcile(args []string, errw io.Writer) (*reconcileOptions, int, bool
 	o.exclude.Register(fs)
 	fs.StringVar(&o.inhibitDir, "inhibit-dir", inhibit.Dir, "`DIR` of inhibitor lock files (the live host's)")
 	fs.BoolVar(&o.checkCerts, checkMCDCertsFlag, false, checkMCDCertsUsage+"; without it, reconcile leaves them to the MCD")
+	fs.BoolVar(&o.image, "image", false, "put the named undeclared changes of /etc back to the OS image's default (only the paths named, never by default)")
 	fs.Usage = func() {
 		fmt.Fprintf(errw, "usage: drift-monitor reconcile [--config PATH]... [--root DIR] [--dry-run] [--format text|json]\n"+
-			"                              [--exclude PATTERN]... [--exclude-from FILE] [PATH|UNIT]...\n\n"+
+			"                              [--exclude PATTERN]... [--exclude-from FILE] [PATH|UNIT]...\n"+
+			"       drift-monitor reconcile --image [--root DIR] [--dry-run] [--format text|json]\n"+
+			"                              [--exclude PATTERN]... [--exclude-from FILE] PATH...\n\n"+
 			"Puts back what check reports as drift (all of it, or only the named paths and units),\n"+
 			"as Ignition would have written it (root only): it plans each entry's steps from what\n"+
 			"is there, then does them; --dry-run prints the plan and writes nothing. File contents\n"+
@@ -118,12 +144,12 @@ func parseReconcile(args []string, errw io.Writer) (*reconcileOptions, int, bool
 type reconcileJob struct {
 	o      *reconcileOptions
 	root   *ondisk.Root
-	key    drift.Key
-	state  *desired.State
+	key    model.Key
+	state  *model.State
 	rules  *exclude.Rules
 	sel    selection
 	before []drift.Drift // the selected drift found first
-	todo   []*desired.Entry
+	todo   []*model.Entry
 	kinds  map[string][]drift.Kind
 	res    reconcile.Result // the excluded paths named, refused before any step
 	left   []exclude.Left   // the entries left alone, not named
@@ -135,7 +161,7 @@ type reconcileJob struct {
 // planReconcile parses the state afresh (what is written must be what the
 // config says now, not what a cache entry says it said), checks it, and
 // selects what the command line asks for.
-func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key drift.Key, warn io.Writer) (*reconcileJob, error) {
+func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key model.Key, warn io.Writer) (*reconcileJob, error) {
 	state, err := loadDesired(nil, r, o.configs, "reconcile", warn)
 	if err != nil {
 		return nil, err
@@ -156,7 +182,7 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 	}
 	j.leave(left)
 	j.before = j.sel.drift(first.Drift, state.Entries)
-	j.todo, j.kinds = reconcile.Group(state.Entries, j.before)
+	j.todo, j.kinds = j.pick(state, j.before, func(*model.Entry) bool { return true })
 	// The whole state decides the links followed on the way to a path and
 	// the hard links made again, the entries left alone included; Leave
 	// keeps every write off what they leave alone.
@@ -170,7 +196,7 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 // leave lists the entries the exclusions leave alone: as left alone when
 // the command line names nothing, as not repaired (a failure: what was
 // asked is not done) when it names them.
-func (j *reconcileJob) leave(left []desired.Entry) {
+func (j *reconcileJob) leave(left []model.Entry) {
 	for i, l := range j.rules.Report(left) {
 		switch {
 		case len(j.sel.names) == 0:
@@ -179,6 +205,20 @@ func (j *reconcileJob) leave(left []desired.Entry) {
 			j.res.Refuse(&left[i], nil, fmt.Sprintf("excluded by %s: reconcile never writes an excluded path (take it out of the exclusions to repair it)", l.ExcludedBy))
 		}
 	}
+}
+
+// pick groups the selected drift ds of state's entries that keep takes
+// into the entries to repair and what differs of each (the entries the
+// exclusions leave alone are out of state already).
+func (j *reconcileJob) pick(state *model.State, ds []drift.Drift, keep func(*model.Entry) bool) ([]*model.Entry, map[string][]drift.Kind) {
+	entries, kinds := reconcile.Group(state.Entries, ds)
+	var todo []*model.Entry
+	for _, e := range entries {
+		if keep(e) {
+			todo = append(todo, e)
+		}
+	}
+	return todo, kinds
 }
 
 // connect, on a live host with something to repair, reaches systemd (which
@@ -217,26 +257,97 @@ func (j *reconcileJob) connect(ctx context.Context, warn io.Writer) error {
 	return nil
 }
 
-// repair plans and (unless it is a dry run) applies, reloads systemd when
-// unit files changed, and checks again.
+// repair plans and (unless it is a dry run) applies in Ignition's order —
+// the accounts first, then every node planned against the accounts as
+// they are after that (internal/exec/stages/files/files.go, runImpl:
+// createPasswd before createFilesystemsEntries) —, reloads systemd when
+// unit files changed, and checks again: the state derived afresh, as
+// `check` derives it, so that what it says is left is what a check says.
 func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileReport, error) {
-	done := j.rec.Repair(ctx, j.todo, j.kinds)
+	var accounts, nodes []*model.Entry
+	for _, e := range j.todo {
+		if reconcile.IsAccount(e) {
+			accounts = append(accounts, e)
+		} else {
+			nodes = append(nodes, e)
+		}
+	}
+	var done reconcile.Result
+	if len(accounts) > 0 {
+		var err error
+		if done, nodes, err = j.repairAccounts(ctx, accounts); err != nil {
+			return nil, err
+		}
+	}
+	more := j.rec.Repair(ctx, nodes, j.kinds)
+	done.Repaired = append(done.Repaired, more.Repaired...)
+	done.Refused = append(done.Refused, more.Refused...)
 	rep := &reconcileReport{Root: j.o.root, DryRun: j.o.dryRun, Repaired: done.Repaired,
 		Refused: append(j.res.Refused, done.Refused...), Remaining: j.before, LeftAlone: j.left}
 	if j.o.dryRun {
 		return rep, nil
 	}
-	if done.Units && j.conn != nil {
+	if more.Units && j.conn != nil {
 		if err := j.conn.Reload(ctx); err != nil {
 			fmt.Fprintf(warn, "drift-monitor reconcile: %s\n", escape.Text(err.Error()))
 		}
 	}
-	after, err := checkState(ctx, j.root, j.state, j.key, false, j.rules, nil)
-	if err != nil {
-		return nil, fmt.Errorf("checking again after the repair: %w", err)
+	state, _, err := j.derive(j.root)
+	if err == nil {
+		var after check.Result
+		if after, err = checkState(ctx, j.root, state, j.key, false, j.rules, nil); err == nil {
+			rep.Remaining = j.sel.drift(after.Drift, state.Entries)
+			return rep, nil
+		}
 	}
-	rep.Remaining = j.sel.drift(after.Drift, j.state.Entries)
-	return rep, nil
+	return nil, fmt.Errorf("checking again after the repair: %w", err)
+}
+
+// repairAccounts repairs the users and groups (a dry run in a copy of the
+// account files), then derives the state again with the owners resolved
+// in the account files as that left them, and selects the nodes to repair
+// from a check against it: a node owned by a user whose uid was just
+// changed is owned by the new uid, the keys of a user just created are
+// the user's.
+func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*model.Entry) (reconcile.Result, []*model.Entry, error) {
+	var host desired.Host = j.root
+	if j.o.dryRun {
+		preview, err := reconcile.NewAccountPreview(j.root)
+		if err != nil {
+			return reconcile.Result{}, nil, err
+		}
+		defer preview.Close()
+		j.rec.Accounts, host = preview, preview.Host()
+		defer func() { j.rec.Accounts = nil }()
+	}
+	done := j.rec.Repair(ctx, accounts, j.kinds)
+	state, all, err := j.derive(host)
+	if err != nil {
+		return done, nil, fmt.Errorf("deriving the state again after the account repairs: %w", err)
+	}
+	res, err := checkState(ctx, j.root, state, j.key, false, j.rules, nil)
+	if err != nil {
+		return done, nil, fmt.Errorf("checking again after the account repairs: %w", err)
+	}
+	var nodes []*model.Entry
+	nodes, j.kinds = j.pick(state, j.sel.drift(res.Drift, state.Entries), func(e *model.Entry) bool { return !reconcile.IsAccount(e) })
+	j.rec.Declared, j.rec.Entries = ondisk.Declare(all), all
+	return done, nodes, nil
+}
+
+// derive loads the state again, as the first load did (its warnings said
+// once), reading the root's files through host: the state with the
+// entries the exclusions leave alone taken out, as the first load's, and
+// all its entries.
+func (j *reconcileJob) derive(host desired.Host) (*model.State, []model.Entry, error) {
+	state, err := loadDesiredFrom(nil, host, j.root, j.o.configs, "reconcile", io.Discard)
+	if err != nil {
+		return nil, nil, err
+	}
+	state.Entries = desired.ApplyMCDExemptions(state.Entries, !j.o.checkCerts)
+	all := state.Entries
+	state.Entries, _ = j.rules.Split(all)
+	return state, all, nil
 }
 
 // close releases the inhibitor (after the second check) and systemd.
@@ -305,10 +416,10 @@ type selection struct {
 // its entry's (a user's shell and password are kept in /etc/passwd and
 // /etc/shadow: naming either repairs what differs of that user there, and
 // /etc/passwd, the user's entry, all of it).
-func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drift {
+func (s selection) drift(ds []drift.Drift, entries []model.Entry) []drift.Drift {
 	entryPath := map[string]string{}
 	for i := range entries {
-		if k := entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
+		if entries[i].Kind.Means().Source == model.FromAccounts {
 			entryPath[entries[i].ID()] = entries[i].Path
 		}
 	}
@@ -329,7 +440,7 @@ func (s selection) drift(ds []drift.Drift, entries []desired.Entry) []drift.Drif
 }
 
 // undeclared returns a name that no entry has as its path or unit, or "".
-func (s selection) undeclared(entries []desired.Entry) string {
+func (s selection) undeclared(entries []model.Entry) string {
 	for _, n := range s.names {
 		found := false
 		for i := range entries {
@@ -346,23 +457,23 @@ func (s selection) undeclared(entries []desired.Entry) string {
 }
 
 // named reports whether the command line names e.
-func (s selection) named(e *desired.Entry) bool {
+func (s selection) named(e *model.Entry) bool {
 	return slices.ContainsFunc(s.names, func(n string) bool { return names(e, n) })
 }
 
 // names reports whether n, from the command line, names e: its unit, its
 // path, or an account file it is judged by.
-func names(e *desired.Entry, n string) bool {
+func names(e *model.Entry, n string) bool {
 	return e.Unit == n || (strings.HasPrefix(n, "/") && e.Path == path.Clean(n)) || isAccountFile(e, n)
 }
 
 // isAccountFile reports whether n is an account file e, a user or group,
 // is judged by (where its drift may be reported).
-func isAccountFile(e *desired.Entry, n string) bool {
-	if e.Kind != desired.KindUser && e.Kind != desired.KindGroup {
+func isAccountFile(e *model.Entry, n string) bool {
+	if e.Kind.Means().Source != model.FromAccounts {
 		return false
 	}
-	for _, f := range desired.AccountFiles {
+	for _, f := range accountdb.Files {
 		if path.Clean(n) == f {
 			return true
 		}
@@ -470,9 +581,9 @@ func kindNames(kinds []drift.Kind) []string {
 
 // actionNoun names an action's entry as drift messages do.
 func actionNoun(a *reconcile.Action) string {
-	e := &desired.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User}
-	if a.Entry == desired.KindUser || a.Entry == desired.KindGroup {
-		e.Account = &desired.Account{Name: a.User + a.Group}
+	e := &model.Entry{Kind: a.Entry, Path: a.Path, Unit: a.Unit, User: a.User}
+	if a.Entry == model.KindUser || a.Entry == model.KindGroup {
+		e.Account = &model.Account{Name: a.User + a.Group}
 	}
 	return drift.Noun(e)
 }

@@ -3,8 +3,9 @@ package cli
 import (
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -12,17 +13,17 @@ import (
 // reported there; naming a user's entry path (/etc/passwd) selects all of
 // that user's drift, wherever it is kept; neither names an undeclared path.
 func TestSelectionOfAccounts(t *testing.T) {
-	entries := []desired.Entry{
-		{Kind: desired.KindUser, Path: desired.PasswdFile, User: "core", Account: &desired.Account{Name: "core"}},
-		{Kind: desired.KindGroup, Path: desired.GroupFile, Account: &desired.Account{Name: "docker"}},
-		{Kind: desired.KindFile, Path: "/etc/motd"},
+	entries := []model.Entry{
+		{Kind: model.KindUser, Path: accountdb.PasswdFile, User: "core", Account: &model.Account{Name: "core"}},
+		{Kind: model.KindGroup, Path: accountdb.GroupFile, Account: &model.Account{Name: "docker"}},
+		{Kind: model.KindFile, Path: "/etc/motd"},
 	}
 	core, docker := entries[0].ID(), entries[1].ID()
 	ds := []drift.Drift{
-		{Kind: drift.Shell, Path: desired.PasswdFile, EntryID: core},
-		{Kind: drift.PasswordHash, Path: desired.ShadowFile, EntryID: core},
-		{Kind: drift.Groups, Path: desired.GroupFile, EntryID: core},
-		{Kind: drift.PasswordHash, Path: desired.GShadowFile, EntryID: docker},
+		{Kind: drift.Shell, Path: accountdb.PasswdFile, EntryID: core},
+		{Kind: drift.PasswordHash, Path: accountdb.ShadowFile, EntryID: core},
+		{Kind: drift.Groups, Path: accountdb.GroupFile, EntryID: core},
+		{Kind: drift.PasswordHash, Path: accountdb.GShadowFile, EntryID: docker},
 		{Kind: drift.Content, Path: "/etc/motd", EntryID: entries[2].ID()},
 	}
 	kinds := func(ds []drift.Drift) []string {

@@ -181,6 +181,27 @@ type statusDrift struct {
 	Path    string `json:"path"`
 	Unit    string `json:"unit,omitempty"`
 	Message string `json:"message"`
+	// Writers are who wrote it, newest first (daemon
+	// --attribution=audit); WriterUnknown says why none is known.
+	Writers       []statusWriter `json:"writers,omitempty"`
+	WriterUnknown string         `json:"writer_unknown,omitempty"`
+}
+
+// statusWriter is one writer of a drift: the journal's DRIFT_WRITER_*
+// fields (dbusapi.Writer), those not known left out.
+type statusWriter struct {
+	LoginUser   string  `json:"login_user,omitempty"`
+	AUID        *uint32 `json:"auid,omitempty"`
+	Session     *uint32 `json:"session,omitempty"`
+	UID         uint32  `json:"uid"`
+	PID         uint32  `json:"pid"`
+	Comm        string  `json:"comm,omitempty"`
+	Exe         string  `json:"exe,omitempty"`
+	Syscall     string  `json:"syscall,omitempty"`
+	RemoteHost  string  `json:"remote_host,omitempty"`
+	SessionUser string  `json:"session_user,omitempty"`
+	Unit        string  `json:"unit,omitempty"`
+	Own         bool    `json:"own,omitempty"`
 }
 
 type statusInhibitor struct {
@@ -197,7 +218,11 @@ func newStatusReport(st *dbusapi.Status) *statusReport {
 		rep.LastCheck = &t
 	}
 	for _, d := range st.Drift {
-		rep.Drift = append(rep.Drift, statusDrift(d))
+		sd := statusDrift{Kind: d.Kind, Entry: d.Entry, Path: d.Path, Unit: d.Unit, Message: d.Message, WriterUnknown: d.WriterUnknown}
+		for _, w := range d.Writers {
+			sd.Writers = append(sd.Writers, statusWriter(w))
+		}
+		rep.Drift = append(rep.Drift, sd)
 	}
 	for _, i := range st.Inhibitors {
 		rep.Inhibitors = append(rep.Inhibitors, statusInhibitor(i))

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Const is a string constant as declared.
@@ -71,6 +72,9 @@ func specConsts(fset *token.FileSet, v *ast.ValueSpec) ([]Const, error) {
 		if i >= len(v.Values) {
 			continue // an iota's: a number
 		}
+		if id, ok := v.Values[i].(*ast.Ident); ok && id.Name == "iota" {
+			continue // a number
+		}
 		lit, ok := v.Values[i].(*ast.BasicLit)
 		if !ok {
 			if typ == "" {
@@ -88,4 +92,27 @@ func specConsts(fset *token.FileSet, v *ast.ValueSpec) ([]Const, error) {
 		consts = append(consts, Const{Name: n.Name, Type: typ, Value: s})
 	}
 	return consts, nil
+}
+
+// OfType returns the values of the string constants of type typ that the
+// non-test Go files in dir declare, in file and declaration order. It
+// fails t on a scan error, and on fewer than atLeast constants: a scan
+// that finds too few is broken, and a test holding a list to nothing
+// would pass.
+func OfType(t testing.TB, dir, typ string, atLeast int) []string {
+	t.Helper()
+	consts, err := Strings(dir, "*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range consts {
+		if c.Type == typ {
+			out = append(out, c.Value)
+		}
+	}
+	if len(out) < atLeast {
+		t.Fatalf("found %d constants of type %s in %s, want at least %d: the scan is broken", len(out), typ, dir, atLeast)
+	}
+	return out
 }

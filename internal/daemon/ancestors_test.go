@@ -35,15 +35,15 @@ func TestAncestorMovedAndRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"/etc/storm/d1/f", "/etc/storm/d2/f"} {
-		rec.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "missing"})
+		rec.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "missing"})
 	}
 	m = rec.mark()
 	write("/etc/storm/d1/f", "tampered\n")
 	write("/etc/storm/d2/f", "two\n")
-	rec.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/storm/d1/f", "DRIFT_KIND": "content"})
+	rec.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/storm/d1/f", "DRIFT_KIND": "content"})
 	rec.wait(t, m, journal.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/storm/d2/f", "DRIFT_KIND": "missing"})
 	// The watches followed: a later change in the new tree is seen too.
 	m = rec.mark()
 	write("/etc/storm/d2/f", "tampered\n")
-	rec.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/storm/d2/f", "DRIFT_KIND": "content"})
+	rec.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/storm/d2/f", "DRIFT_KIND": "content"})
 }

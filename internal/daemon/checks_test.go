@@ -102,6 +102,21 @@ func loadedDaemon(t *testing.T, o Options) (*Daemon, *fakeSource, *records) {
 	return d, src, log
 }
 
+// reloadApplied does what the loop does for a daemon a test drives
+// without it: waits for the reload under way (off the loop) and applies it.
+func reloadApplied(t *testing.T, d *Daemon) {
+	t.Helper()
+	if !d.loads.running {
+		t.Fatal("no reload under way")
+	}
+	select {
+	case r := <-d.loads.done:
+		d.reloadDone(context.Background(), r)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reload did not end within 20s")
+	}
+}
+
 // TestAffectedBy: which entries a batch of events makes the loop check.
 func TestAffectedBy(t *testing.T) {
 	const (
@@ -164,11 +179,11 @@ func TestSettle(t *testing.T) {
 	d.fullCheck(ctx, "first check")
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("half"))
 	d.handle(ctx, []watch.Event{{Path: "/etc/a.conf", Op: watch.Modify}})
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 0 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 0 {
 		t.Fatalf("drift reported while the write is in progress: %v", got)
 	}
 	d.settle(ctx, "/etc/a.conf")
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 1 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 1 {
 		t.Fatalf("after the write went quiet: %d drift records, want 1", len(got))
 	}
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("a\n"))
@@ -179,7 +194,7 @@ func TestSettle(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("other"))
 	d.settle(ctx, "/etc/a.conf") // a timer of the completed write, late
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 1 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 1 {
 		t.Errorf("a settle after the close checked again: %d drift records, want 1", len(got))
 	}
 }
@@ -193,7 +208,7 @@ func TestLoopWithSyntheticEvents(t *testing.T) {
 	m := log.mark()
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("changed\n"))
 	src.send(t, watch.Event{Path: "/etc/a.conf", Op: watch.Modify}, watch.Event{Path: "/etc/a.conf", Op: watch.Write})
-	log.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
+	log.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
 
 	m = log.mark()
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), []byte("a\n"))

@@ -6,15 +6,15 @@ import (
 	"sync"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // inlineReadLimit bounds what the event loop reads of one file to compare
-// its content, in an event's re-check and in a full check alike: about a
-// millisecond of hashing (6 ms on a slow core without SHA extensions), far
-// inside the watchdog. A file of exact content whose size differs is not
+// its content, in an event's re-check and in a full check alike: a moment
+// of hashing even on a core without SHA extensions, far inside the
+// watchdog. A file of exact content whose size differs is not
 // read at all (ondisk); a larger comparison — a declared large file of the
 // right size, or a verification hash over a remote-sourced file, whose
 // length nothing declares — is left to contentReads.
@@ -23,8 +23,8 @@ const inlineReadLimit = 1 << 20
 // contentReads does the content comparisons too large for the event loop,
 // one at a time, on a goroutine of its own, and hands each result back to
 // the loop as a message (done). One at a time: such a read costs a core's
-// worth of hashing and the disk's bandwidth for as long as it lasts (74 GiB
-// of a sparse file take minutes), and a writer must not be able to multiply
+// worth of hashing and the disk's bandwidth for as long as it lasts (tens
+// of GiB take minutes), and a writer must not be able to multiply
 // that; reads queued behind it wait, they are not dropped.
 //
 // The loop owns jobs and decides what a result is worth: a read whose entry
@@ -36,7 +36,7 @@ const inlineReadLimit = 1 << 20
 type contentReads struct {
 	checker *check.Checker
 	// read is the worker's comparison (check.ReadContent); tests replace it.
-	read func(context.Context, *ondisk.Observer, *desired.Entry) *check.ContentRead
+	read func(context.Context, *ondisk.Observer, *model.Entry) *check.ContentRead
 	done chan contentDone
 	// jobs holds, by entry ID, every read queued or under way. Loop only.
 	jobs map[string]*contentJob
@@ -64,7 +64,7 @@ type contentReads struct {
 type contentJob struct {
 	id    string
 	i     int // index in the daemon's entries; a load resets every job
-	e     *desired.Entry
+	e     *model.Entry
 	stamp ondisk.Stamp
 	// decl is the state's declared links and directories, taken on the
 	// loop when the job is made: a load replaces the checker's, and the
@@ -139,7 +139,7 @@ func (c *contentReads) next(ctx context.Context) *contentJob {
 // names. A read of that very version already queued or under way is kept (a
 // metadata storm on a large file does not restart it); one of another
 // version is cancelled: its result would be stale.
-func (c *contentReads) submit(i int, e *desired.Entry, stamp ondisk.Stamp) {
+func (c *contentReads) submit(i int, e *model.Entry, stamp ondisk.Stamp) {
 	id := e.ID()
 	delete(c.setAside, id) // the job stands for it now
 	if j := c.jobs[id]; j != nil {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -96,7 +96,7 @@ func startLargeFileDaemonHeld(t *testing.T, onDisk []byte) (*largeFileDaemon, *g
 	}
 	h.Daemon = d
 	stop := make(chan struct{})
-	d.reads.read = func(ctx context.Context, o *ondisk.Observer, e *desired.Entry) *check.ContentRead {
+	d.reads.read = func(ctx context.Context, o *ondisk.Observer, e *model.Entry) *check.ContentRead {
 		g := &gatedRead{path: e.Path, ctx: ctx, read: d.checker.ReadContent(context.Background(), o, e), release: make(chan struct{})}
 		select {
 		case h.reads <- g:
@@ -193,20 +193,20 @@ func TestLargeReadOffTheLoop(t *testing.T) {
 
 	writeFile(t, filepath.Join(h.root, "etc/small.conf"), []byte("tampered\n"))
 	waitFor(t, "the drift of /etc/small.conf while /etc/big.bin is read", func() bool {
-		return len(h.log.find(journal.MsgDriftDetected, "/etc/small.conf")) == 1
+		return len(h.log.find(journal.RecordDriftDetected, "/etc/small.conf")) == 1
 	})
 	before := h.notify.count()
 	waitFor(t, "watchdog pings while /etc/big.bin is read", func() bool { return h.notify.count() >= before+3 })
 	if st, want := h.status(), "Drift: 1 path differs (/etc/small.conf: content); verifying 1 large file (/etc/big.bin)"; st != want {
 		t.Errorf("status while reading: %q, want %q", st, want)
 	}
-	if got := h.log.find(journal.MsgDriftDetected, "/etc/big.bin"); len(got) != 0 {
+	if got := h.log.find(journal.RecordDriftDetected, "/etc/big.bin"); len(got) != 0 {
 		t.Errorf("drift of /etc/big.bin reported before it was read: %v", got)
 	}
 
 	close(g.release)
 	waitFor(t, "the drift of /etc/big.bin once read", func() bool {
-		return len(h.log.find(journal.MsgDriftDetected, "/etc/big.bin")) == 1
+		return len(h.log.find(journal.RecordDriftDetected, "/etc/big.bin")) == 1
 	})
 	h.waitIdle()
 	if st, want := h.status(), "Drift: 2 paths differ (/etc/big.bin: content; /etc/small.conf: content)"; st != want {
@@ -221,7 +221,7 @@ func TestLargeReadOffTheLoop(t *testing.T) {
 	}
 	g = h.next()
 	waitFor(t, "the mode drift of /etc/big.bin while it is read", func() bool {
-		rs := h.log.find(journal.MsgDriftDetected, "/etc/big.bin")
+		rs := h.log.find(journal.RecordDriftDetected, "/etc/big.bin")
 		return len(rs) == 2 && strings.HasPrefix(rs[1]["MESSAGE"], "mode mismatch")
 	})
 	if got := h.log.find(journal.MsgDriftResolved, "/etc/big.bin"); len(got) != 0 {
@@ -255,7 +255,7 @@ func TestStaleLargeReadDropped(t *testing.T) {
 		fresh := h.next()
 		close(fresh.release)
 		h.waitIdle()
-		if got := h.log.find(journal.MsgDriftDetected, "/etc/big.bin"); len(got) != 0 {
+		if got := h.log.find(journal.RecordDriftDetected, "/etc/big.bin"); len(got) != 0 {
 			t.Errorf("a stale read reported drift: %v", got)
 		}
 		if st := h.status(); st != "No drift: watching 2 paths, 0 units" {
@@ -276,12 +276,12 @@ func TestStaleLargeReadDropped(t *testing.T) {
 		close(stale.release)
 		fresh := h.next()   // the reload's full check read it again
 		h.onLoop(func() {}) // the stale result, handed over before, is handled
-		if got := h.log.find(journal.MsgDriftDetected, "/etc/big.bin"); len(got) != 0 {
+		if got := h.log.find(journal.RecordDriftDetected, "/etc/big.bin"); len(got) != 0 {
 			t.Errorf("the read cancelled by the reload reported drift: %v", got)
 		}
 		close(fresh.release)
 		waitFor(t, "the drift found by the read after the reload", func() bool {
-			return len(h.log.find(journal.MsgDriftDetected, "/etc/big.bin")) == 1
+			return len(h.log.find(journal.RecordDriftDetected, "/etc/big.bin")) == 1
 		})
 	})
 }

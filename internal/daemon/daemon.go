@@ -25,6 +25,8 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
 	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/attribution"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
@@ -32,6 +34,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
@@ -104,17 +107,22 @@ type Options struct {
 	// how often it is rewritten when nothing changed (0: 30s).
 	MetricsTextfile string
 	MetricsRefresh  time.Duration
-	// MCD follows the OpenShift machine-config daemon's updates (mcd.go).
+	// MCD follows the OpenShift machine-config daemon's updates (the
+	// part mcdfollow).
 	MCD MCDOptions
 	// DigestKey keys the digests of content that must not be shown (see
-	// drift.Key); the zero Key leaves them out.
-	DigestKey drift.Key
+	// model.Key); the zero Key leaves them out.
+	DigestKey model.Key
 	// FirstBoot is the first-boot record the daemon uses on every load
 	// (package firstboot); the zero Use reads none.
 	FirstBoot firstboot.Use
+	// Image is what to make of the differences of /etc from the OS
+	// image (image.go): ImageNotice ("", the default), ImageDrift or
+	// ImageOff.
+	Image string
 
 	// Attribution is how drift is attributed to its writers: "audit"
-	// (attribution.go) or "off" (""). AuditKey is the key of its audit
+	// (the part attribution) or "off" (""). AuditKey is the key of its audit
 	// rules ("": audit.Key).
 	Attribution string
 	AuditKey    string
@@ -123,7 +131,7 @@ type Options struct {
 	AuditCanary string
 	// Sessions answers login sessions (logind); nil: writers are named
 	// without their session's user and remote host.
-	Sessions Sessions
+	Sessions attribution.Sessions
 
 	Log    *slog.Logger
 	Notify Notifier
@@ -146,8 +154,14 @@ type Daemon struct {
 	ix      *index
 	files   []string // config files of the current state
 	// loadErr is why the last load was refused (nil when it was not): the
-	// state in force is then the last good one.
+	// state in force is then the last good one, if there is one (good).
 	loadErr error
+	good    goodState
+	// loads is the reload under way off the loop (loader.go).
+	loads loads
+	// acct is the lock on the account files the user and group entries
+	// wait for (accountlock.go).
+	acct accountWait
 	// excl is what the exclusions leave alone (exclusions.go).
 	excl exclusions
 	// nothing says where no config file was found when the state in force
@@ -183,8 +197,13 @@ type Daemon struct {
 	noticeKinds map[drift.Kind]int
 	noticeGen   uint64
 
+	// inhibitors are those held: the lock files' (locks, as the monitor
+	// last said) and the parts' holds (withHolds).
 	inhibitors []inhibit.Inhibitor
-	mcd        *mcdFollower // the machine-config daemon's internal inhibitor (mcd.go); nil when off
+	locks      []inhibit.Inhibitor
+	// inhibitDir is how the inhibitor directory was last said to be
+	// followed (inhibitDirStatus).
+	inhibitDir inhibit.DirStatus
 	// reconcilers are the `drift-monitor reconcile` runs released while
 	// another inhibitor was still held: their repair is journaled when the
 	// last one goes.
@@ -209,10 +228,16 @@ type Daemon struct {
 	// starting, never clean.
 	judged bool
 
-	// attr follows the audit records of writes (attribution.go); nil
-	// with --attribution=off. attrReported is the state last journaled.
-	attr         *attributor
-	attrReported string
+	// said is what the journal said of each drift's writers, by busKey
+	// (noteWriters), for the bus.
+	said map[string]part.Writers
+
+	// parts are the optional features (parts.go): attribution, the MCD's
+	// follower.
+	parts parts
+
+	// img compares /etc with the OS image (image.go); nil when off.
+	img *imagePart
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files
@@ -259,9 +284,11 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 		track: newTracker(), writes: newWrites(o.Settle, done),
 		done: done, ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
+	d.loads.done, d.loads.slow = make(chan loaded, 1), loadSlow
 	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey, WaitForAccountLocks: true}
 	d.obs.ReadLimit = inlineReadLimit
 	d.reads = newContentReads(d.checker)
+	d.parts = newParts(o, d)
 	if o.Units != nil {
 		d.checker.Units = o.Units
 	} else {
@@ -278,6 +305,8 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 
 // Close releases the daemon's root, watches and descriptors.
 func (d *Daemon) Close() {
+	d.loads.wg.Wait() // a reload under way reads the root
+	d.noteAccountLock(nil)
 	d.gc.close()
 	d.obs.Close()
 	d.w.Close()

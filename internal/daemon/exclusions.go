@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // exclusions is what the daemon leaves alone (package exclude, the rules
@@ -32,7 +32,7 @@ type exclusions struct {
 // in the status line and the metrics, and the last good rules stay in
 // force (at start, the --exclude patterns alone): a path the admin meant to
 // exclude may then be reported, none that is declared goes unwatched.
-func (d *Daemon) applyExclusions(ctx context.Context, entries []desired.Entry) []desired.Entry {
+func (d *Daemon) applyExclusions(ctx context.Context, entries []model.Entry) []model.Entry {
 	x := &d.excl
 	rules, err := d.o.Exclude.Load(d.root)
 	switch {

@@ -65,8 +65,8 @@ const flagSeen = 0x80
 // no sooner than flagSweepDuty times the last one's duration. The sweep is
 // the only thing an idle daemon does on its own, and the idle daemon's
 // target is under 0.1% of a CPU (bench/idle.go): a two-thousandth keeps
-// the sweep at half of that however many entries there are, which at
-// 10,000 declared nodes spaces sweeps some ten seconds apart (the cost of
+// the sweep at half of that however many entries there are, which spaces
+// sweeps seconds apart at tens of thousands of declared nodes (the cost of
 // one: BenchmarkFlags in internal/ondisk).
 const flagSweepDuty = 2000
 

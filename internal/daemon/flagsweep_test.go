@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
@@ -17,11 +17,11 @@ import (
 // TestFlagSweepCompare: which entries a sweep re-checks, over successive
 // sweeps of one index and then a new one.
 func TestFlagSweepCompare(t *testing.T) {
-	ix := newIndex([]desired.Entry{
-		{Kind: desired.KindFile, Path: "/etc/a", Type: desired.TypeRegular},
-		{Kind: desired.KindFile, Path: "/etc/b", Type: desired.TypeRegular},
-		{Kind: desired.KindDirectory, Path: "/etc/d", Type: desired.TypeDirectory},
-		{Kind: desired.KindEnablement, Path: "/etc/systemd/system/x.service", Unit: "x.service", Type: desired.TypeNone},
+	ix := newIndex([]model.Entry{
+		{Kind: model.KindFile, Path: "/etc/a", Type: model.TypeRegular},
+		{Kind: model.KindFile, Path: "/etc/b", Type: model.TypeRegular},
+		{Kind: model.KindDirectory, Path: "/etc/d", Type: model.TypeDirectory},
+		{Kind: model.KindEnablement, Path: "/etc/systemd/system/x.service", Unit: "x.service", Type: model.TypeNone},
 	})
 	type reading struct {
 		f  ondisk.Flags
@@ -61,7 +61,7 @@ func TestFlagSweepCompare(t *testing.T) {
 		{"back, flagged before a sweep saw it: re-checked", ix,
 			map[string]reading{"/etc/a": {app, true}, "/etc/b": {imm, true}, "/etc/d": {none, true}},
 			nil, []int{1}},
-		{"a new index: a new baseline against what the check knows", newIndex(append([]desired.Entry(nil), ix.entries...)),
+		{"a new index: a new baseline against what the check knows", newIndex(append([]model.Entry(nil), ix.entries...)),
 			map[string]reading{"/etc/a": {app, true}, "/etc/b": {imm, true}, "/etc/d": {imm, true}},
 			map[string]bool{"/etc/a": true, "/etc/b": true}, []int{2}},
 	} {
@@ -162,7 +162,7 @@ func TestFlagSweepSeesChattr(t *testing.T) {
 	}{{harness.FlagImmutable, "immutable"}, {harness.FlagAppend, "append-only"}} {
 		m := log.mark()
 		harness.SetInodeFlags(t, p, c.flags)
-		log.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "fileattr", "DRIFT_FILEATTR": c.value})
+		log.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "fileattr", "DRIFT_FILEATTR": c.value})
 		m = log.mark()
 		harness.SetInodeFlags(t, p, 0)
 		log.wait(t, m, journal.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "fileattr"})

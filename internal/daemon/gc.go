@@ -4,7 +4,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +17,8 @@ import (
 // After a load nearly all of the heap is the desired state, which lives
 // until the next load; with the default settings the runtime still marks all
 // of it at least every two minutes (its forced GC) although nothing is being
-// allocated: at 100,000 declared files that was 100 ms of CPU per two
-// minutes, 0.17% of a core while idle. Between loads the collector is
+// allocated, a cost that grows with the declared files while nothing
+// happens (docs/benchmarks.md, idle). Between loads the collector is
 // therefore driven by a memory limit alone (GOGC=off, which also turns the
 // forced GC off): the memory the live heap and the runtime's own structures
 // need, plus a headroom of max(live/2, 64 MiB) (see quietLimit). The limit is
@@ -93,79 +92,26 @@ func (g *gcTuner) loaded() int64 {
 	return limit
 }
 
-// memStats is what the tuner reads of the runtime, from runtime/metrics.
-type memStats struct {
-	// Mapped is what counts against a memory limit (the runtime's
-	// mappedReady): /memory/classes/total:bytes less
-	// /memory/classes/heap/released:bytes.
-	Mapped uint64
-	// Free is heap memory free and not yet returned to the kernel
-	// (/memory/classes/heap/free:bytes): the allocator takes from it first,
-	// and it is what the runtime returns to the kernel to meet a limit.
-	Free uint64
-	// Objects are the heap's objects, live and dead but not yet swept
-	// (/memory/classes/heap/objects:bytes).
-	Objects uint64
-	// Live is what the last collection marked (/gc/heap/live:bytes).
-	Live uint64
-}
+// memStats is what the tuner reads of the runtime (memlimit.Heap).
+type memStats = memlimit.Heap
 
-var memMetrics = [...]string{
-	"/memory/classes/total:bytes",
-	"/memory/classes/heap/released:bytes",
-	"/memory/classes/heap/free:bytes",
-	"/memory/classes/heap/objects:bytes",
-	"/gc/heap/live:bytes",
-}
-
-func readMemStats() memStats {
-	var s [len(memMetrics)]metrics.Sample
-	for i, name := range memMetrics {
-		s[i].Name = name
-	}
-	metrics.Read(s[:])
-	return memStats{Mapped: s[0].Value.Uint64() - s[1].Value.Uint64(), Free: s[2].Value.Uint64(),
-		Objects: s[3].Value.Uint64(), Live: s[4].Value.Uint64()}
-}
-
-// nonHeap is the mapped memory that holds no heap object and is not free
-// heap: stacks, the runtime's metadata, fragmentation in spans in use. It is
-// the runtime's own "non-heap overheads" term when it turns a memory limit
-// into a heap goal (memoryLimitHeapGoal in $GOROOT/src/runtime/mgcpacer.go).
-func (m memStats) nonHeap() uint64 {
-	// The counters are read one after the other: a partial update can
-	// make them disagree for a moment.
-	if m.Free+m.Objects > m.Mapped {
-		return 0
-	}
-	return m.Mapped - m.Free - m.Objects
-}
+func readMemStats() memStats { return memlimit.ReadHeap() }
 
 // quietLimit is the memory limit between loads: what the live heap and the
 // runtime's structures need, plus the headroom.
 //
 // Neither free heap nor dead objects count: the runtime itself does not
-// count free heap against the limit's heap goal (mgcpacer.go, see nonHeap),
+// count free heap against the limit's heap goal (mgcpacer.go, see memlimit.Heap.NonHeap),
 // so a limit that included it let the heap grow into it and past it by the
-// headroom at every collection under load, and the limit with it — the
-// ratchet of issue 10 (18 MB, then 480, 642, 755 MB over three storms).
+// headroom at every collection under load, and the limit with it: a
+// ratchet, storm after storm (docs/benchmarks.md, storms).
 // Counted from the live heap, the limit stays put through any number of
 // bursts, and free heap above it is returned to the kernel by the runtime's
 // scavenger.
 func quietLimit(m memStats) int64 {
 	live := int64(min(m.Live, math.MaxInt64/4))
-	limit := int64(min(m.nonHeap(), math.MaxInt64/4)) + live + max(live/2, minHeadroom)
+	limit := int64(min(m.NonHeap(), math.MaxInt64/4)) + live + max(live/2, minHeadroom)
 	return limit
-}
-
-// reclaimable is the memory a collection and a return to the kernel would
-// give back now: free heap, and the objects allocated since the last
-// collection (dead or not: only a collection tells).
-func (m memStats) reclaimable() uint64 {
-	if m.Objects < m.Live {
-		return m.Free
-	}
-	return m.Free + m.Objects - m.Live
 }
 
 // afterEachGC sets the quiet limit from the heap as it is now after every
@@ -189,7 +135,7 @@ func (g *gcTuner) afterEachGC() {
 // quiet for idleAfter. It arms nothing otherwise, so that an idle daemon
 // wakes for nothing.
 func (g *gcTuner) active() {
-	if g.off || g.closed.Load() || readMemStats().reclaimable() < minReturn {
+	if g.off || g.closed.Load() || readMemStats().Reclaimable() < minReturn {
 		return
 	}
 	g.idleMu.Lock()
@@ -208,7 +154,7 @@ func (g *gcTuner) returnIdle() {
 	if g.closed.Load() {
 		return
 	}
-	if memlimit.IsQuiet() && readMemStats().reclaimable() >= minReturn {
+	if memlimit.IsQuiet() && readMemStats().Reclaimable() >= minReturn {
 		debug.FreeOSMemory()
 	}
 }

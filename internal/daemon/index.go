@@ -5,59 +5,64 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // index answers, for a path an event named, which entries it can affect —
 // in O(log n + affected), so an event costs the same at 100 or 100,000
 // declared paths.
 type index struct {
-	entries []desired.Entry // sorted by Path
+	entries []model.Entry // sorted by Path
 	// targets maps a hard link's target to the hard-link entries on it,
-	// and every account file and lock (desired.AccountFiles, AccountLocks)
+	// and every account file and lock (accountdb.Files, accountdb.Locks)
 	// to the user and group entries, whichever file they are listed under.
 	targets map[string][]int
 	// enablement entries, re-checked when systemd says unit files changed.
 	enablement []int
-	kargs      []int
-	dirs       []string // directories holding declared paths (to watch)
-	paths      int      // distinct declared paths on disk
-	units      int      // distinct units declared
+	dirs       []string     // directories holding declared paths (to watch)
+	kinds      []model.Kind // the kinds of entry declared, each once
+	paths      int          // distinct declared paths on disk
+	units      int          // distinct units declared
 }
 
-func newIndex(entries []desired.Entry) *index {
+func newIndex(entries []model.Entry) *index {
 	ix := &index{entries: entries, targets: map[string][]int{}}
 	sort.SliceStable(ix.entries, func(i, j int) bool { return ix.entries[i].Path < ix.entries[j].Path })
 	dirs := map[string]bool{}
 	paths := map[string]bool{}
 	units := map[string]bool{}
+	kinds := map[model.Kind]bool{}
 	for i := range ix.entries {
 		e := &ix.entries[i]
 		if e.Unit != "" {
 			units[e.Unit] = true
 		}
-		switch e.Kind {
-		case desired.KindEnablement:
+		if !kinds[e.Kind] {
+			kinds[e.Kind] = true
+			ix.kinds = append(ix.kinds, e.Kind)
+		}
+		// What an entry's row says changes it (model.Kinds): the rest
+		// is left to full checks (what changes across boots, notices).
+		switch e.Kind.Means().Events {
+		case model.FullChecksOnly:
+			continue
+		case model.TreeEvents:
+			// Watched whole by a watcher of its own (image.go), never
+			// by the index of declared paths.
+			continue
+		case model.UnitFileEvents:
 			ix.enablement = append(ix.enablement, i)
 			continue
-		case desired.KindKernelArg:
-			ix.kargs = append(ix.kargs, i)
-			continue
-		case desired.KindConfig, desired.KindNotChecked:
-			continue // a notice only: nothing on disk to watch
-		case desired.KindOSImage, desired.KindKernelType, desired.KindExtension, desired.KindFIPS:
-			// Checked against the booted deployment and the running
-			// kernel, which change across boots: by full checks only.
-			continue
-		case desired.KindHardLink:
+		case model.NodeAndTargetEvents:
 			ix.targets[e.Target] = append(ix.targets[e.Target], i)
 			dirs[path.Dir(e.Target)] = true
-		case desired.KindUser, desired.KindGroup:
+		case model.AccountEvents:
 			// An account is judged by all the account files, which
 			// shadow-utils replaces by rename (and vipw by rename of its
 			// copy), and re-checked when its writer lets the locks go
 			// (check.Checker.WaitForAccountLocks).
-			for _, f := range append(desired.AccountFiles[:], desired.AccountLocks[:]...) {
+			for _, f := range append(accountdb.Files[:], accountdb.Locks[:]...) {
 				if f != e.Path {
 					ix.targets[f] = append(ix.targets[f], i)
 					dirs[path.Dir(f)] = true

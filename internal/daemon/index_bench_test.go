@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // benchEntries declares n files, 100 per directory, as the benchmark
 // fixtures do (bench/).
-func benchEntries(n int) []desired.Entry {
+func benchEntries(n int) []model.Entry {
 	mode := uint32(0o644)
-	es := make([]desired.Entry, n)
+	es := make([]model.Entry, n)
 	for i := range es {
-		es[i] = desired.Entry{Kind: desired.KindFile, Type: desired.TypeRegular, Mode: &mode,
+		es[i] = model.Entry{Kind: model.KindFile, Type: model.TypeRegular, Mode: &mode,
 			Path: fmt.Sprintf("/etc/bench/d%04d/f%06d.conf", i/100, i)}
 	}
 	return es
@@ -55,7 +55,7 @@ func BenchmarkNewIndex(b *testing.B) {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				newIndex(append([]desired.Entry(nil), es...))
+				newIndex(append([]model.Entry(nil), es...))
 			}
 		})
 	}

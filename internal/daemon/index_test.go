@@ -4,7 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -12,10 +13,10 @@ import (
 // notice only; its path (the referencing config file) is nothing to watch.
 func TestIndexSkipsConfigNotices(t *testing.T) {
 	mode := uint32(0o644)
-	ix := newIndex([]desired.Entry{
-		{Kind: desired.KindFile, Type: desired.TypeRegular, Mode: &mode, Path: "/etc/a.conf"},
-		{Kind: desired.KindConfig, Type: desired.TypeNone, Path: "/srv/configs/node.ign", Target: "ignition.config.merge.0 (https://example.com/c.ign)",
-			Content: &desired.Content{Unverifiable: "never fetched"}},
+	ix := newIndex([]model.Entry{
+		{Kind: model.KindFile, Type: model.TypeRegular, Mode: &mode, Path: "/etc/a.conf"},
+		{Kind: model.KindConfig, Type: model.TypeNone, Path: "/srv/configs/node.ign", Target: "ignition.config.merge.0 (https://example.com/c.ign)",
+			Content: &model.Content{Unverifiable: "never fetched"}},
 	})
 	if diff := cmp.Diff([]string{"/etc"}, ix.dirs); diff != "" {
 		t.Errorf("watched directories (-want +got):\n%s", diff)
@@ -26,14 +27,14 @@ func TestIndexSkipsConfigNotices(t *testing.T) {
 }
 
 func TestIndexAffected(t *testing.T) {
-	ix := newIndex([]desired.Entry{
-		{Kind: desired.KindFile, Path: "/etc/foo"},
-		{Kind: desired.KindFile, Path: "/etc/foo.conf"},
-		{Kind: desired.KindFile, Path: "/etc/foo/bar"},
-		{Kind: desired.KindDirectory, Path: "/etc/foo/baz"},
-		{Kind: desired.KindFile, Path: "/etc/fooa"},
-		{Kind: desired.KindHardLink, Path: "/var/h", Target: "/etc/t/target"},
-		{Kind: desired.KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service"},
+	ix := newIndex([]model.Entry{
+		{Kind: model.KindFile, Path: "/etc/foo"},
+		{Kind: model.KindFile, Path: "/etc/foo.conf"},
+		{Kind: model.KindFile, Path: "/etc/foo/bar"},
+		{Kind: model.KindDirectory, Path: "/etc/foo/baz"},
+		{Kind: model.KindFile, Path: "/etc/fooa"},
+		{Kind: model.KindHardLink, Path: "/var/h", Target: "/etc/t/target"},
+		{Kind: model.KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service"},
 	})
 	got := func(p string, dir bool) []string {
 		var out []string
@@ -65,10 +66,10 @@ func TestIndexAffected(t *testing.T) {
 // event on any of them, or on a lock a writer lets go, re-checks it once;
 // their directories are watched though no file there is declared.
 func TestIndexAccounts(t *testing.T) {
-	ix := newIndex([]desired.Entry{
-		{Kind: desired.KindUser, Type: desired.TypeNone, Path: desired.PasswdFile, User: "core", Account: &desired.Account{Name: "core"}},
-		{Kind: desired.KindGroup, Type: desired.TypeNone, Path: desired.GroupFile, Account: &desired.Account{Name: "docker"}},
-		{Kind: desired.KindFile, Path: "/etc/motd"},
+	ix := newIndex([]model.Entry{
+		{Kind: model.KindUser, Type: model.TypeNone, Path: accountdb.PasswdFile, User: "core", Account: &model.Account{Name: "core"}},
+		{Kind: model.KindGroup, Type: model.TypeNone, Path: accountdb.GroupFile, Account: &model.Account{Name: "docker"}},
+		{Kind: model.KindFile, Path: "/etc/motd"},
 	})
 	if diff := cmp.Diff([]string{"/etc", "/usr/lib"}, ix.dirs); diff != "" {
 		t.Errorf("watched directories (-want +got):\n%s", diff)
@@ -84,7 +85,7 @@ func TestIndexAccounts(t *testing.T) {
 	}
 	for _, p := range []string{"/etc/passwd-", "/etc/passwd+", "/etc/motd"} {
 		ix.affected(p, false, func(i int) {
-			if k := ix.entries[i].Kind; k == desired.KindUser || k == desired.KindGroup {
+			if k := ix.entries[i].Kind; k == model.KindUser || k == model.KindGroup {
 				t.Errorf("an event on %s re-checks %s", p, ix.entries[i].ID())
 			}
 		})

@@ -17,11 +17,17 @@ import (
 
 func (d *Daemon) inhibited() bool { return len(d.inhibitors) > 0 }
 
-// setInhibitors takes the held set from the inhibitor monitor: new holders
-// are journaled; when the last one is released, the desired state is read
-// again (the transition may have changed it) and everything is checked.
-func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
-	held = d.withMCD(held)
+// internalInhibitors counts the held inhibitors that are parts' holds (the
+// MCD follower's), not lock files'.
+func (d *Daemon) internalInhibitors() int { return len(d.inhibitors) - len(d.locks) }
+
+// setInhibitors takes the held set from the inhibitor monitor (with the
+// parts' holds): new holders are journaled; when the last one is released,
+// the desired state is read again (the transition may have changed it) and
+// everything is checked.
+func (d *Daemon) setInhibitors(ctx context.Context, locks []inhibit.Inhibitor) {
+	d.locks = locks
+	held := d.withHolds(locks)
 	was := map[string]inhibit.Inhibitor{}
 	for _, h := range d.inhibitors {
 		was[h.File] = h
@@ -63,8 +69,7 @@ func (d *Daemon) setInhibitors(ctx context.Context, held []inhibit.Inhibitor) {
 	d.reconcilers = nil
 	if d.ready {
 		before := maps.Clone(d.track.byEntry)
-		d.reload(ctx, "the last inhibitor was released")
-		d.reconciled(ctx, by, before)
+		d.reloadThen(ctx, "the last inhibitor was released", func(ctx context.Context) { d.reconciled(ctx, by, before) })
 	}
 }
 
@@ -96,4 +101,25 @@ func (d *Daemon) inhibitorNames() string {
 		names = append(names, h.String())
 	}
 	return strings.Join(names, "; ")
+}
+
+// inhibitDirStatus journals what happened to the inhibitor directory: it
+// was removed or replaced and the new one is followed, it cannot be
+// followed (the monitor tries again), or it is followed again.
+func (d *Daemon) inhibitDirStatus(ctx context.Context, st inhibit.DirStatus) {
+	was := d.inhibitDir
+	d.inhibitDir = st
+	dir := escape.Name(d.o.InhibitDir)
+	switch {
+	case st.Err != nil:
+		if was.Err == nil || was.Err.Error() != st.Err.Error() {
+			d.record(ctx, slog.LevelError, journal.MsgInhibitorsUnwatched,
+				fmt.Sprintf("cannot follow inhibitors in %s: %s; trying again every %s", dir, escape.Text(st.Err.Error()), inhibit.Retry))
+		}
+	case st.Replaced > was.Replaced:
+		d.record(ctx, slog.LevelWarn, journal.MsgInhibitorsRewatched,
+			fmt.Sprintf("The inhibitor directory %s was %s: following the new one (inhibitors held in the old one no longer count)", dir, st.Why))
+	case was.Err != nil:
+		d.record(ctx, slog.LevelInfo, journal.MsgInhibitorsRewatched, fmt.Sprintf("Following inhibitors in %s again", dir))
+	}
 }

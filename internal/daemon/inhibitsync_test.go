@@ -55,7 +55,7 @@ func TestSyncInhibitorsBeforeAnEvent(t *testing.T) {
 		t.Fatal("syncInhibitors: still inhibited after the release")
 	}
 	log.wait(t, mark, journal.MsgResumed, nil)
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) > 0 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) > 0 {
 		t.Errorf("the transition was reported as drift: %v", got)
 	}
 }

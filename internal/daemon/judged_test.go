@@ -47,8 +47,8 @@ func (h *largeFileDaemon) notJudged(want, status string) {
 // TestFirstCheckNotDoneUntilJudged: READY=1 comes after the first check,
 // but while the content of a large file that check left to the background
 // reader is not judged, the first check is not done: the state is
-// starting, never clean; the read decides (#22: a 16 GiB file with a
-// mismatching verification hash was called clean while it was hashed).
+// starting, never clean; the read decides (a large file with a
+// mismatching verification hash was once called clean while it was hashed).
 func TestFirstCheckNotDoneUntilJudged(t *testing.T) {
 	for _, c := range []struct {
 		name         string

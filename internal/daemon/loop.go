@@ -34,11 +34,13 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 func (d *Daemon) start(ctx context.Context, s *sources) {
 	d.record(ctx, slog.LevelInfo, journal.MsgStarted, fmt.Sprintf("Starting drift-monitor %s", d.o.Version))
 	d.followInhibitors(ctx, s)
-	d.followMCD(ctx)
-	s.stops = append(s.stops, d.stopMCD)
+	d.startParts(ctx, s)
 	d.removeStaleMetrics(ctx)
-	d.loadErr = d.load(ctx)
-	d.startAttribution(ctx, s)
+	if err := d.load(ctx); err != nil && !d.good.have {
+		// Refused, and no last good state to check against (loader.go):
+		// the parts are told the entries in force at start, none.
+		d.partsLoaded(ctx)
+	}
 	// Until the first check is done, the status line and the bus say so:
 	// no drift known is not no drift.
 	d.setStatus(d.status())
@@ -47,6 +49,7 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 	s.events = make(chan readResult, 16)
 	go d.readEvents(s.events)
 	d.followConfig(ctx, s)
+	d.startImage(ctx, s)
 	// Before the first check, which may defer reads: a large file is
 	// read while the daemon is already ready and watching.
 	d.reads.start(ctx)
@@ -96,7 +99,7 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		if active && d.syncInhibitors(ctx, s) {
 			d.handle(ctx, r.evs)
 		} else {
-			d.mcdActivity()
+			d.heldActivity()
 		}
 		if r.err != nil {
 			d.watchError(ctx, r.err)
@@ -107,10 +110,12 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		}
 	case held := <-s.inhibit:
 		d.setInhibitors(ctx, held)
+	case st := <-s.inhibitDir:
+		d.inhibitDirStatus(ctx, st)
 	case <-d.cfg.Changed():
-		// The MCD's rename of currentconfig first: it may hold reports
-		// (a rollback, a change no start line announced).
-		d.mcdCurrentConfig(ctx)
+		// The parts that hold first (the MCD's rename of currentconfig:
+		// a rollback, a change no start line announced).
+		d.configChanged(ctx)
 		if active && d.syncInhibitors(ctx, s) {
 			d.reload(ctx, "the desired-state files changed")
 		}
@@ -144,10 +149,18 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		}
 	case r := <-d.reads.done:
 		d.contentRead(ctx, r)
+	case r := <-d.loads.done:
+		d.reloadDone(ctx, r)
+	case <-d.acct.C():
+		if active {
+			d.recheckAccounts(ctx)
+		}
 	case req := <-d.requests:
 		req(ctx)
-	case e := <-s.audit:
-		d.auditEvent(ctx, e)
+	case r := <-d.img.eventsC():
+		d.imageEvents(ctx, r, active)
+	case <-d.img.holdC():
+		d.imageHoldTick(ctx, active)
 	case reply := <-s.pings:
 		close(reply)
 	}

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // TestMCDCertificateNotice: the daemon journals a MachineConfig's file that
@@ -29,7 +29,7 @@ func TestMCDCertificateNotice(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.fullCheck(ctx, "first check")
-		notices, drifts := log.find(journal.MsgNotice, ca), log.find(journal.MsgDriftDetected, ca)
+		notices, drifts := log.find(journal.MsgNotice, ca), log.find(journal.RecordDriftDetected, ca)
 		switch {
 		case !checkCerts && (len(notices) != 1 || notices[0]["DRIFT_KIND"] != "not-checked" || len(drifts) != 0):
 			t.Errorf("notices %v, drift %v: want one not-checked notice and no drift", notices, drifts)
@@ -42,10 +42,10 @@ func TestMCDCertificateNotice(t *testing.T) {
 // TestIndexSkipsMachineConfigFields: the fields beyond Ignition are
 // checked by full checks, nothing at their paths is watched.
 func TestIndexSkipsMachineConfigFields(t *testing.T) {
-	ix := newIndex([]desired.Entry{
-		{Kind: desired.KindOSImage, Path: desired.OSImagePath, Type: desired.TypeNone, Arg: "q/o:1"},
-		{Kind: desired.KindFIPS, Path: desired.FIPSPath, Type: desired.TypeNone, Arg: "true", ArgPresent: true},
-		{Kind: desired.KindNotChecked, Path: "/etc/kubernetes/kubelet-ca.crt", Type: desired.TypeNone},
+	ix := newIndex([]model.Entry{
+		{Kind: model.KindOSImage, Path: model.OSImagePath, Type: model.TypeNone, Arg: "q/o:1"},
+		{Kind: model.KindFIPS, Path: model.FIPSPath, Type: model.TypeNone, Arg: "true", ArgPresent: true},
+		{Kind: model.KindNotChecked, Path: "/etc/kubernetes/kubelet-ca.crt", Type: model.TypeNone},
 	})
 	if len(ix.dirs) != 0 || ix.paths != 0 {
 		t.Errorf("watched %v (%d paths): want nothing", ix.dirs, ix.paths)

@@ -37,10 +37,11 @@ type metricsOut struct {
 }
 
 type metricsKey struct {
+	ix                               *index // a new state declares other kinds
 	state                            string
 	gen                              uint64
 	paths, units, polled, inhibitors int
-	excluded                         int
+	excluded, internalInhibitors     int
 	notices                          uint64 // Daemon.noticeGen
 	exhausted, loadFailing           bool
 	loadFailures                     uint64
@@ -74,20 +75,13 @@ func (d *Daemon) startMetrics(ctx context.Context) {
 	go func() {
 		t := time.NewTicker(refresh)
 		defer t.Stop()
-		var failed string // the last failure journaled, said once
+		var failed metricsFailure // the last failure journaled, said once
 		for {
 			var s metrics.Snapshot
 			if err := d.do(ctx, func(context.Context) error { s = d.metricsSnapshot(); return nil }); err != nil {
 				return // stopping
 			}
-			err := metrics.WriteTextfile(d.o.MetricsTextfile, s, d.o.Version)
-			switch {
-			case err != nil && err.Error() != failed:
-				failed = err.Error()
-				d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, escape.Name(failed), journal.MetricsFile(escape.Name(d.o.MetricsTextfile)))
-			case err == nil:
-				failed = ""
-			}
+			failed = d.metricsWritten(ctx, metrics.WriteTextfile(d.o.MetricsTextfile, s, d.o.Version), failed)
 			wrote := time.Now()
 			select {
 			case <-ctx.Done():
@@ -144,8 +138,8 @@ func (d *Daemon) metricsChanged() {
 }
 
 func (d *Daemon) metricsKey() metricsKey {
-	return metricsKey{state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
-		excluded: d.excl.paths, polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), exhausted: d.exhausted,
+	return metricsKey{ix: d.ix, state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
+		excluded: d.excl.paths, polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), internalInhibitors: d.internalInhibitors(), exhausted: d.exhausted,
 		loadFailing: d.loadFailing(), loadFailures: d.m.loadFailures, lastCheck: d.lastCheck, attribution: d.attributionMetric()}
 }
 
@@ -164,10 +158,11 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 		for k, n := range d.noticeKinds {
 			d.m.kinds[k] += n
 		}
+		d.imageCount(d.m.kinds)
 	}
-	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, LastCheck: d.lastCheck, LastChange: d.m.lastChange,
+	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, Declared: d.imageDeclares(d.ix.kinds), LastCheck: d.lastCheck, LastChange: d.m.lastChange,
 		WatchedPaths: d.ix.paths, Units: d.ix.units, ExcludedPaths: d.excl.paths, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
-		Inhibitors: len(d.inhibitors), LoadFailing: d.loadFailing(), LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
+		Inhibitors: len(d.inhibitors), InternalInhibitors: d.internalInhibitors(), LoadFailing: d.loadFailing(), LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
 }
 
 // loadFailing: what the daemon checks against is not what the files in

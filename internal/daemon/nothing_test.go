@@ -26,7 +26,7 @@ func messages(log *records, id string) []string {
 	defer log.mu.Unlock()
 	var out []string
 	for _, m := range log.got {
-		if m["MESSAGE_ID"] == id {
+		if is(m, id) {
 			out = append(out, m["MESSAGE"])
 		}
 	}

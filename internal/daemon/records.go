@@ -12,40 +12,37 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
 
-// record writes one journal record of the type id (a journal.Msg* constant:
-// one per record type, see journal.Catalog).
+// record writes one journal record of the type id (a journal.Msg* constant,
+// or journal.DriftDetected of a kind of entry: one per record type, see
+// journal.Catalog), with its type's name.
 func (d *Daemon) record(ctx context.Context, level slog.Level, id, msg string, attrs ...slog.Attr) {
-	attrs = append([]slog.Attr{journal.MessageID(id)}, attrs...)
+	attrs = append([]slog.Attr{journal.MessageID(id), journal.Record(id)}, attrs...)
 	d.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // report writes one record per drift that appeared or was resolved, and
 // starts the on-drift hook.
 func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
-	// Writers are waited for once per report, not per drift: first the
-	// canary's record, which comes after those of writes that ended
-	// before it; then, for a drift still without one, a bounded wait — a
-	// writer preempted between its change (which inotify reported) and
-	// its syscall's exit (where the kernel writes the record) comes late.
-	// The first check's drift was written before the daemon read any
-	// record: nothing to wait for.
-	deadline := time.Now()
-	if len(appeared) > 0 && d.attr != nil && d.ready {
-		d.beforeReport(ctx)
-		deadline = deadline.Add(attributionWait)
-	}
+	ws := d.attribute(ctx, appeared)
 	for i := range appeared {
 		dr := &appeared[i]
-		// The journal's copy only: the tracker's drift is what check
+		// The journal's record only: the tracker's drift is what check
 		// finds, the same with or without attribution.
-		attributed := *dr
-		wattrs := d.attribute(ctx, &attributed, deadline)
-		d.noteWriters(dr, attributed.Message)
-		d.record(ctx, slog.LevelWarn, journal.MsgDriftDetected, attributed.Message, append(append(driftAttrs(dr), wattrs...), journal.Diff(dr.Diff))...)
+		// An OS update's /etc merge explains a declared file's drift
+		// (image.go); the message, not the drift check finds, says so.
+		explained := *dr
+		d.imageExplain(&explained)
+		msg, attrs := explained.Message, driftAttrs(dr)
+		if ws != nil {
+			msg += ws[i].Suffix
+			attrs = append(attrs, ws[i].Attrs...)
+			d.noteWriters(dr, &ws[i])
+		}
+		d.record(ctx, slog.LevelWarn, journal.DriftDetected(dr.Entry), msg, append(attrs, journal.Diff(dr.Diff))...)
 	}
 	for i := range resolved {
 		dr := &resolved[i]
-		d.noteWriters(dr, "")
+		d.noteWriters(dr, nil)
 		d.record(ctx, journal.LevelNotice, journal.MsgDriftResolved, "Resolved: "+dr.Message, driftAttrs(dr)...)
 	}
 	if len(appeared) > 0 && d.o.OnDrift != "" && d.o.Hook != nil {

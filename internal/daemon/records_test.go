@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
 
 // records is a slog.Handler that keeps what the daemon records: MESSAGE_ID
@@ -44,7 +46,7 @@ func (r *records) wait(t *testing.T, from int, id string, fields map[string]stri
 		r.mu.Lock()
 		var seen []string
 		for _, m := range r.got[min(from, len(r.got)):] {
-			ok := m["MESSAGE_ID"] == id
+			ok := is(m, id)
 			for k, v := range fields {
 				ok = ok && m[k] == v
 			}
@@ -62,13 +64,20 @@ func (r *records) wait(t *testing.T, from int, id string, fields map[string]stri
 	}
 }
 
-// find returns the records with the MESSAGE_ID about path (DRIFT_PATH).
+// is reports whether the record m has the MESSAGE_ID id, or id is its type
+// (journal.RecordDriftDetected: the drift of any kind of entry).
+func is(m map[string]string, id string) bool {
+	return m["MESSAGE_ID"] == id || m[journal.FieldRecord] == id
+}
+
+// find returns the records with the MESSAGE_ID (or of the type) about path
+// (DRIFT_PATH).
 func (r *records) find(id, path string) []map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []map[string]string
 	for _, m := range r.got {
-		if m["MESSAGE_ID"] == id && m["DRIFT_PATH"] == path {
+		if is(m, id) && m["DRIFT_PATH"] == path {
 			out = append(out, m)
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -31,8 +31,9 @@ func TestReleaseWithABadConfigStillChecks(t *testing.T) {
 	writeFile(t, d.o.Configs[0], []byte(`{"ignition":{"version":"3.4.0"},`))
 	m := log.mark()
 	d.setInhibitors(ctx, nil)
+	reloadApplied(t, d)
 	log.wait(t, m, journal.MsgLoadFailed, nil)
-	log.wait(t, m, journal.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
+	log.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
 	if got := d.snapshotState(); got != "drifted" {
 		t.Errorf("state after the release: %s, want drifted", got)
 	}
@@ -68,7 +69,7 @@ func TestStaleReadWaitsForItsEvent(t *testing.T) {
 	ctx := context.Background()
 	d, _, log := syntheticDaemon(t, Options{})
 	d.fullCheck(ctx, "first check")
-	i := slices.IndexFunc(d.ix.entries, func(e desired.Entry) bool { return e.Path == "/etc/a.conf" })
+	i := slices.IndexFunc(d.ix.entries, func(e model.Entry) bool { return e.Path == "/etc/a.conf" })
 	if i < 0 {
 		t.Fatal("no /etc/a.conf entry")
 	}
@@ -78,7 +79,7 @@ func TestStaleReadWaitsForItsEvent(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(d.o.Root, "etc/a.conf"), nil) // truncated, not yet written
 	d.checkEntryWith(ctx, i, read)
-	if got := log.find(journal.MsgDriftDetected, "/etc/a.conf"); len(got) != 0 {
+	if got := log.find(journal.RecordDriftDetected, "/etc/a.conf"); len(got) != 0 {
 		t.Errorf("a stale read's file checked half-written: %v", got)
 	}
 }

@@ -9,11 +9,10 @@ import (
 	"path"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/audit"
 	"github.com/drift-monitor/drift-monitor/internal/buslink"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
 )
@@ -46,6 +45,8 @@ type readResult struct {
 type sources struct {
 	events  chan readResult
 	inhibit <-chan []inhibit.Inhibitor
+	// inhibitDir says how the monitor follows its directory.
+	inhibitDir <-chan inhibit.DirStatus
 	// inhibitors is the monitor behind inhibit, for syncInhibitors.
 	inhibitors *inhibit.Monitor
 	reload     <-chan struct{}
@@ -54,7 +55,6 @@ type sources struct {
 	periodic   <-chan time.Time
 	flags      <-chan time.Time // a flag sweep is due (flagsweep.go)
 	pings      chan chan struct{}
-	audit      <-chan audit.Event // rules removed, denied writes (attribution.go)
 	// poll paces the polling of unwatched directories; nil while every
 	// directory is watched.
 	poll  *time.Ticker
@@ -81,16 +81,21 @@ func (s *sources) stop() {
 
 // readEvents hands the event source's reads to the loop until the source
 // is closed or the loop has ended.
-func (d *Daemon) readEvents(out chan<- readResult) {
+func (d *Daemon) readEvents(out chan<- readResult) { readFrom(d.w, out, d.done) }
+
+// readFrom hands the reads of src to out until src is closed or done is.
+func readFrom(src interface {
+	Read([]byte) ([]watch.Event, error)
+}, out chan<- readResult, done <-chan struct{}) {
 	buf := make([]byte, watch.ReadBufferSize)
 	for {
-		evs, err := d.w.Read(buf)
+		evs, err := src.Read(buf)
 		if errors.Is(err, os.ErrClosed) {
 			return
 		}
 		select {
 		case out <- readResult{evs, err}:
-		case <-d.done:
+		case <-done:
 			return
 		}
 	}
@@ -109,6 +114,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 	}
 	s.stops = append(s.stops, func() { m.Close() })
 	s.inhibit = m.Changes()
+	s.inhibitDir = m.DirStatus()
 	s.inhibitors = m
 	d.setInhibitors(ctx, m.Held())
 }
@@ -116,7 +122,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 // followConfig starts watching the desired-state files. Without the watch
 // the daemon still runs: a reload (SIGHUP) applies changes.
 func (d *Daemon) followConfig(ctx context.Context, s *sources) {
-	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.Exclude.File)
+	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.Exclude.File, d.o.Settle)
 	d.cfg = cfg
 	s.stops = append(s.stops, cfg.Close)
 	if err != nil {
@@ -168,6 +174,24 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 	seen := map[int]bool{}
 	now := time.Now()
 	for _, dir := range polled {
+		// The entries judged by a file in dir though their own paths lie
+		// elsewhere: users and groups by /usr/lib/passwd (nss-altfiles),
+		// hard links by their targets.
+		for t, is := range d.ix.targets {
+			if path.Dir(t) != dir {
+				continue
+			}
+			d.obs.Forget()
+			if typ, mtime := d.obs.Stat(t); typ == ondisk.Regular && now.Sub(mtime) < d.o.Settle {
+				continue // maybe half written: the next poll (see below)
+			}
+			for _, i := range is {
+				if !seen[i] {
+					seen[i] = true
+					d.checkEntry(ctx, i)
+				}
+			}
+		}
 		d.ix.affected(dir, true, func(i int) {
 			e := &d.ix.entries[i]
 			if seen[i] || path.Dir(e.Path) != dir {
@@ -178,7 +202,7 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 			// regular file modified within the settle time may be half
 			// written, so it waits for the next poll (as a file that keeps
 			// being written waits for quiet under inotify).
-			if e.Type == desired.TypeRegular {
+			if e.Type == model.TypeRegular {
 				d.obs.Forget()
 				if typ, mtime := d.obs.Stat(e.Path); typ == ondisk.Regular && now.Sub(mtime) < d.o.Settle {
 					return

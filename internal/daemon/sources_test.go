@@ -1,9 +1,14 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 )
 
@@ -23,5 +28,38 @@ func TestInhibitorsUnwatched(t *testing.T) {
 		if m["MESSAGE_ID"] == journal.MsgCheckFailed || m["MESSAGE_ID"] == journal.MsgLoadFailed {
 			t.Errorf("a record of another type: %v", m)
 		}
+	}
+}
+
+// TestInhibitDirStatusJournaled: what happens to the inhibitor directory
+// is journaled once per change: followed anew, cannot be followed (once
+// for one cause), followed again.
+func TestInhibitDirStatusJournaled(t *testing.T) {
+	ctx := context.Background()
+	d, _, log := syntheticDaemon(t, Options{InhibitDir: "/run/x/inhibit.d"})
+	gone := errors.New("creating /run/x/inhibit.d: not a directory")
+	for _, st := range []inhibit.DirStatus{
+		{Replaced: 1, Why: "removed"},
+		{Replaced: 1, Why: "removed", Err: gone},
+		{Replaced: 1, Why: "removed", Err: gone},
+		{Replaced: 1, Why: "removed"},
+	} {
+		d.inhibitDirStatus(ctx, st)
+	}
+	var got []string
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, m := range log.got {
+		if id := m["MESSAGE_ID"]; id == journal.MsgInhibitorsRewatched || id == journal.MsgInhibitorsUnwatched {
+			got = append(got, m["MESSAGE"])
+		}
+	}
+	want := []string{
+		"The inhibitor directory /run/x/inhibit.d was removed: following the new one (inhibitors held in the old one no longer count)",
+		"cannot follow inhibitors in /run/x/inhibit.d: creating /run/x/inhibit.d: not a directory; trying again every 1s",
+		"Following inhibitors in /run/x/inhibit.d again",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
 	}
 }

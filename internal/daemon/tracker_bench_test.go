@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // benchDrifts is one missing-file drift for each of n entries, behind paths
@@ -19,7 +19,7 @@ func benchDrifts(n int) map[string][]drift.Drift {
 	for i := range n {
 		p := fmt.Sprintf("/etc/bench/%0180d/d%04d/f%06d.conf", 0, i/100, i)
 		id := "file:" + p
-		now[id] = []drift.Drift{{Kind: drift.Missing, Entry: desired.KindFile, Path: p, EntryID: id,
+		now[id] = []drift.Drift{{Kind: drift.Missing, Entry: model.KindFile, Path: p, EntryID: id,
 			Message: fmt.Sprintf("file %q does not exist", p)}}
 	}
 	return now

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
 )
 
 func dr(id, path string, k drift.Kind) drift.Drift {
-	return drift.Drift{EntryID: id, Path: path, Kind: k, Entry: desired.KindFile, Message: string(k) + " " + path}
+	return drift.Drift{EntryID: id, Path: path, Kind: k, Entry: model.KindFile, Message: string(k) + " " + path}
 }
 
 func keys(ds []drift.Drift) []string {
@@ -65,7 +65,7 @@ func TestTrackerReplaceResolvesWhatAFullCheckNoLongerFinds(t *testing.T) {
 func TestTrackerOrderCountsAndGeneration(t *testing.T) {
 	tr := newTracker()
 	b, a1, a2 := dr("file:/b", "/b", drift.Missing), dr("file:/a", "/a", drift.Content), dr("file:/a", "/a", drift.Mode)
-	unit := drift.Drift{EntryID: "enablement:x.service", Path: "/a", Unit: "x.service", Kind: drift.Enablement, Entry: desired.KindEnablement}
+	unit := drift.Drift{EntryID: "enablement:x.service", Path: "/a", Unit: "x.service", Kind: drift.Enablement, Entry: model.KindEnablement}
 	gen := tr.gen
 	step := func(name string, id string, now []drift.Drift, wantPaths []string, wantSubjects int, changes bool) {
 		t.Helper()

@@ -36,9 +36,10 @@ type Status struct {
 	State      string
 	StatusText string
 	// DriftCount is how many drifts the daemon knows; Drift lists the
-	// first of them (all, when ReadOptions.All and not Truncated).
+	// first of them (all, when ReadOptions.All and not Truncated), with
+	// their writers when ReadOptions.All (GetDriftEx).
 	DriftCount   uint32
-	Drift        []Drift
+	Drift        []DriftEx
 	Truncated    bool
 	Inhibitors   []Inhibitor
 	LastCheck    time.Time // zero: none yet
@@ -53,8 +54,9 @@ type Status struct {
 type ReadOptions struct {
 	// Address is the bus's address; "" is the system bus.
 	Address string
-	// All pages through every drift (GetDrift) when the properties hold
-	// only the first MaxDrift.
+	// All pages through every drift, with its writers (GetDriftEx; from a
+	// daemon without it, GetDrift when the properties hold only the first
+	// MaxDrift).
 	All bool
 	// CallTimeout bounds each call to the daemon (0: 25s, D-Bus's
 	// customary method-call timeout). A daemon in the middle of a long
@@ -112,40 +114,67 @@ func ReadStatus(ctx context.Context, o ReadOptions) (*Status, error) {
 	if last > 0 {
 		st.LastCheck = time.UnixMicro(int64(last)).UTC()
 	}
-	get("Drift", &st.Drift)
+	var head []Drift
+	get("Drift", &head)
+	if len(head) > 0 {
+		st.Drift = exOf(head)
+	}
 	if _, ok := props["DriftCount"]; ok {
 		get("DriftCount", &st.DriftCount)
 	} else {
 		st.DriftCount = uint32(len(st.Drift)) // a daemon from before DriftCount
 	}
-	if o.All && int(st.DriftCount) > len(st.Drift) {
-		paged, err := pageDrift(func(offset uint32) (uint64, uint32, []Drift, error) {
-			var gen uint64
-			var total uint32
-			var page []Drift
-			err := call(obj, Interface+".GetDrift", offset, uint32(0)).Store(&gen, &total, &page)
-			return gen, total, page, err
+	if o.All && st.DriftCount > 0 {
+		readAllDrift(st, func(method string, offset uint32, into ...any) error {
+			return call(obj, Interface+"."+method, offset, uint32(0)).Store(into...)
 		})
-		if err == nil {
-			st.Drift, st.DriftCount = paged, uint32(len(paged))
-		} else {
-			st.Warning = fmt.Sprintf("listing only the first %d of %d drifts: %v", len(st.Drift), st.DriftCount, err)
-		}
 	}
 	st.Truncated = o.All && len(st.Drift) < int(st.DriftCount)
 	get("Inhibitors", &st.Inhibitors)
 	return st, nil
 }
 
+// readAllDrift pages through every drift with GetDriftEx, or, from a
+// daemon without it, with GetDrift when the properties hold only the first
+// MaxDrift (call calls a paging method at an offset and stores its reply).
+func readAllDrift(st *Status, call func(method string, offset uint32, into ...any) error) {
+	paged, err := pageDrift(func(offset uint32) (gen uint64, total uint32, page []DriftEx, err error) {
+		var wire []driftExWire
+		err = call("GetDriftEx", offset, &gen, &total, &wire)
+		for _, w := range wire {
+			page = append(page, w.driftEx())
+		}
+		return gen, total, page, err
+	})
+	if errorName(err) == "org.freedesktop.DBus.Error.UnknownMethod" {
+		if int(st.DriftCount) <= len(st.Drift) {
+			return
+		}
+		paged, err = pageDrift(func(offset uint32) (gen uint64, total uint32, page []DriftEx, err error) {
+			var plain []Drift
+			err = call("GetDrift", offset, &gen, &total, &plain)
+			return gen, total, exOf(plain), err
+		})
+	}
+	switch {
+	case err != nil && int(st.DriftCount) > len(st.Drift):
+		st.Warning = fmt.Sprintf("listing only the first %d of %d drifts: %v", len(st.Drift), st.DriftCount, err)
+	case err != nil:
+		st.Warning = fmt.Sprintf("listing the drift without its writers: %v", err)
+	default:
+		st.Drift, st.DriftCount = paged, uint32(len(paged))
+	}
+}
+
 // errDriftChanging: the drift set changed between every two pages.
 var errDriftChanging = errors.New("the drift changed while it was read")
 
-// pageDrift reads every page from get (GetDrift at an offset): all of one
-// generation of the set, starting over when the generation changes, a few
-// times at most.
-func pageDrift(get func(offset uint32) (gen uint64, total uint32, page []Drift, err error)) ([]Drift, error) {
+// pageDrift reads every page from get (a paging method at an offset): all
+// of one generation of the set, starting over when the generation
+// changes, a few times at most.
+func pageDrift[T any](get func(offset uint32) (gen uint64, total uint32, page []T, err error)) ([]T, error) {
 	for range 3 {
-		var all []Drift
+		var all []T
 		var first uint64
 		for {
 			gen, total, page, err := get(uint32(len(all)))

@@ -6,6 +6,9 @@
 //	           Inhibit(who s, why s) → (fd h)        root only
 //	           GetDrift(offset u, limit u) → (generation t, total u,
 //	                    drift a(sssss))              anyone
+//	           GetDriftEx(offset u, limit u) → (generation t, total u,
+//	                    drift a(sssssa{sv}))         anyone (DriftEx: the
+//	                    writers, beside what GetDrift gives)
 //	           GetMetrics() → (text s)               anyone (Prometheus text)
 //	properties State s (StateStarting, StateClean, StateDrifted, StateInhibited,
 //	           StateError, StateChecking, StateUnconfigured: "starting", "clean",

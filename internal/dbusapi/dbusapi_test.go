@@ -314,6 +314,7 @@ func TestIntrospection(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<method name="GetDrift"><arg name="offset" type="u" direction="in"></arg><arg name="limit" type="u" direction="in"></arg><arg name="generation" type="t" direction="out"></arg><arg name="total" type="u" direction="out"></arg><arg name="drift" type="a(sssss)" direction="out"></arg></method>`,
+		`<method name="GetDriftEx"><arg name="offset" type="u" direction="in"></arg><arg name="limit" type="u" direction="in"></arg><arg name="generation" type="t" direction="out"></arg><arg name="total" type="u" direction="out"></arg><arg name="drift" type="a(sssssa{sv})" direction="out"></arg></method>`,
 		`<property name="DriftCount" type="u" access="read"><annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="true"></annotation></property>`,
 		`<property name="Version" type="s" access="read"><annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="const"></annotation></property>`,
 		`<arg name="fd" type="h" direction="out">`,

@@ -148,13 +148,17 @@ func fixIntrospection(n *introspect.Node) {
 				m.Args = nil
 			case "GetMetrics":
 				m.Args = []introspect.Arg{{Name: "text", Type: "s", Direction: "out"}}
-			case "GetDrift":
+			case "GetDrift", "GetDriftEx":
+				drift := "a(sssss)"
+				if m.Name == "GetDriftEx" {
+					drift = "a(sssssa{sv})"
+				}
 				m.Args = []introspect.Arg{
 					{Name: "offset", Type: "u", Direction: "in"},
 					{Name: "limit", Type: "u", Direction: "in"},
 					{Name: "generation", Type: "t", Direction: "out"},
 					{Name: "total", Type: "u", Direction: "out"},
-					{Name: "drift", Type: "a(sssss)", Direction: "out"},
+					{Name: "drift", Type: drift, Direction: "out"},
 				}
 			}
 		}

@@ -1,10 +1,10 @@
 package desired
 
 import (
-	"bytes"
 	"errors"
 	"io/fs"
-	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 )
 
 // RootAccounts reads a root's account databases: /etc/passwd and /etc/group,
@@ -43,10 +43,10 @@ func readAccountFiles(root Host) ([4][]byte, error) {
 	return raw, nil
 }
 
-// parseAccounts parses the contents of accountFiles, as ParseAccountDB
+// parseAccounts parses the contents of accountFiles, as accountdb.Parse
 // parses them.
 func parseAccounts(raw [4][]byte) *RootAccounts {
-	db := ParseAccountDB([accountFilesCount][]byte{raw[0], nil, raw[2], nil, raw[1], raw[3]})
+	db := accountdb.Parse([len(accountdb.Files)][]byte{raw[0], nil, raw[2], nil, raw[1], raw[3]})
 	a := &RootAccounts{users: make(map[string]User, len(db.Users)), groups: make(map[string]int, len(db.Groups))}
 	for name, u := range db.Users {
 		a.users[name] = User{Name: name, UID: u.UID, GID: u.GID, Home: u.Home}
@@ -55,19 +55,6 @@ func parseAccounts(raw [4][]byte) *RootAccounts {
 		a.groups[name] = g.GID
 	}
 	return a
-}
-
-// colonLines calls line with the fields of each line of data that is neither
-// empty nor a comment.
-func colonLines(data []byte, line func([]string)) {
-	for len(data) > 0 {
-		var t []byte
-		t, data, _ = bytes.Cut(data, []byte("\n"))
-		if len(t) == 0 || t[0] == '#' {
-			continue
-		}
-		line(strings.Split(string(t), ":"))
-	}
 }
 
 // LookupUser implements Accounts.

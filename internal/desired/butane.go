@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Butane configs as fragments (#21).
+// Butane configs as fragments.
 //
 // Ignition 2.27 takes a Butane config where it takes an Ignition one
 // (v2.27.0 config/config.go, Parse): Ignition JSON first, and only if that
@@ -194,6 +194,12 @@ func parseButane(file string, raw []byte, sup Supplies) (Fragment, error) {
 // Butane's report, at its line and column in raw, or Butane's own error.
 func butaneError(file string, raw []byte, rpt report.Report, err error) *LoadError {
 	le := reportError(file, raw, rpt, err, true)
+	if le.Line == 0 {
+		// A syntax error, or a value of the wrong type: Butane's report is
+		// empty, and go-yaml's message names a line (for a syntax error,
+		// one that may not be the error's).
+		yamlPosition(le, raw)
+	}
 	if le.Err.Error() == butanecommon.ErrNoFilesDir.Error() {
 		le.Err = errButaneFilesDir
 	}

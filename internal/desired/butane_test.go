@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // butaneFile is a Butane config of variant and version declaring one file,
@@ -97,9 +99,13 @@ func TestButaneErrors(t *testing.T) {
 		{"unknown version", "variant: fcos\nversion: 9.0.0\n",
 			"a.bu: Butane: No translator exists for variant fcos with version 9.0.0"},
 		{"no variant", "version: 1.7.0\nstorage: {}\n", "a.bu: Butane: error parsing variant; must be specified"},
-		{"bad YAML", "variant: fcos\nversion: 1.7.0\nstorage: [\n", "a.bu: Butane: Error unmarshaling yaml: yaml: line 3: did not find expected node content"},
+		{"bad YAML", "variant: fcos\nversion: 1.7.0\nstorage: [\n", "a.bu:3:1: Butane: invalid YAML: yaml: did not find expected node content"},
+		// go-yaml says "line 4", where the sequence starts; the error is
+		// on line 7.
+		{"bad YAML inside a sequence", "variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/a\n      mode: 420\n     - path: /etc/b\n",
+			"a.bu:7:6: Butane: invalid YAML: yaml: did not find expected '-' indicator"},
 		{"a wrong type", "variant: fcos\nversion: 1.7.0\nstorage:\n  files:\n    - path: /etc/x\n      mode: rw\n",
-			"a.bu: Butane: yaml: unmarshal errors:\n  line 6: cannot unmarshal !!str `rw` into int"},
+			"a.bu:6:7: Butane: invalid YAML: cannot unmarshal !!str `rw` into int"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse("a.bu", []byte(c.src))
@@ -124,7 +130,7 @@ func TestButaneErrors(t *testing.T) {
 // fragment, merged in its place by name.
 func TestButaneFragmentListed(t *testing.T) {
 	root := t.TempDir()
-	d := filepath.Join(root, AdminDir)
+	d := filepath.Join(root, model.AdminDir)
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}

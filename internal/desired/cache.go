@@ -13,16 +13,18 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Cache keeps derived states between loads, so that a load does not parse
-// and validate the whole config again (at 10,000 files that is 95% of a
-// check's time); package statecache keeps them on disk. Neither method
+// and validate the whole config again (most of a cold check's time:
+// docs/benchmarks.md, the cold load); package statecache keeps them on disk. Neither method
 // fails loudly: a cache is only a speed-up, and a load that cannot use it
 // parses.
 type Cache interface {
 	// Get returns the state derived under key, if the cache holds it.
-	Get(key StateKey) (State, bool)
+	Get(key StateKey) (model.State, bool)
 	// Put keeps *st as the state derived under key. A cache that serves
 	// declared contents from where it keeps them (Content.Stored, read
 	// through State.Store) may replace *st with the state as it serves
@@ -30,7 +32,7 @@ type Cache interface {
 	// did so and could not read the state back (*st is then empty, and
 	// the caller derives it again). The caller should hold nothing else of
 	// the derivation when it calls Put.
-	Put(key StateKey, st *State) bool
+	Put(key StateKey, st *model.State) bool
 }
 
 // StateKey names a derivation by everything it reads: a SHA-256 over the
@@ -53,7 +55,7 @@ const keyDomain = "drift-monitor derivation, chunked\n"
 // consumed (a pipe) are not cached at all. The SSH keys are then put where
 // root's layout puts them, decided at every load: it is the host's, not
 // the config's. A nil c caches nothing.
-func LoadCached(c Cache, root Host, explicit []string) (State, error) {
+func LoadCached(c Cache, root Host, explicit []string) (model.State, error) {
 	st, err := loadState(c, root, explicit)
 	if err != nil {
 		return st, err
@@ -61,15 +63,24 @@ func LoadCached(c Cache, root Host, explicit []string) (State, error) {
 	return st, applySSHLayout(root, &st)
 }
 
-func loadState(c Cache, root Host, explicit []string) (State, error) {
+func loadState(c Cache, root Host, explicit []string) (model.State, error) {
 	files, err := Fragments(root, explicit)
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
-	src := fragmentFiles{root, len(explicit) > 0}
+	return loadFiles(c, fragmentFiles{root, len(explicit) > 0}, files)
+}
+
+// loadFiles is loadState for the config files listed, read through src.
+// A config another user could have written is refused (writers.go).
+func loadFiles(c Cache, src fragmentFiles, files []string) (model.State, error) {
+	if err := checkWriters(src, files); err != nil {
+		return model.State{}, err
+	}
+	root := src.root
 	acct, err := readAccountFiles(root)
 	if err != nil {
-		return State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
+		return model.State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
 	}
 	if c != nil {
 		// The config files are hashed as they are read, without holding them
@@ -85,7 +96,7 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 	}
 	raws, err := readConfigs(src, files)
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
 	var key StateKey
 	ok := false
@@ -120,16 +131,32 @@ func loadState(c Cache, root Host, explicit []string) (State, error) {
 	st, err := deriveStateFrom(root.Dir(), files, raws, acct, reread)
 	raws = nil
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
 	if c != nil {
 		if ok && !c.Put(key, &st) {
 			// The state went into the cache, which lost it (an entry
 			// removed by hand in between): parse again.
-			return loadState(nil, root, explicit)
+			return loadFiles(nil, src, files)
 		}
 	}
 	return st, nil
+}
+
+// LoadInRoot is LoadState for the config files at these host paths, read
+// inside root as the default locations are (a link on the way resolved as
+// if root were /, never to the running host's file), merged in the order
+// given. Errors name the files inside root (Host.Join).
+func LoadInRoot(root Host, hostFiles []string) (model.State, error) {
+	files := make([]string, len(hostFiles))
+	for i, f := range hostFiles {
+		files[i] = root.Join(f)
+	}
+	st, err := loadFiles(nil, fragmentFiles{root, false}, files)
+	if err != nil {
+		return st, err
+	}
+	return st, applySSHLayout(root, &st)
 }
 
 // keyOf names the derivation of files (with contents raws, or as src reads

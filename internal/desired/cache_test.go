@@ -14,16 +14,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/test/harness"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // memCache is a Cache in memory that, like one on disk, hands out a copy of
 // what it keeps.
 type memCache struct {
-	states     map[StateKey]State
+	states     map[StateKey]model.State
 	hits, puts int
 }
 
-func (m *memCache) Get(k StateKey) (State, bool) {
+func (m *memCache) Get(k StateKey) (model.State, bool) {
 	st, ok := m.states[k]
 	if ok {
 		m.hits++
@@ -32,9 +34,9 @@ func (m *memCache) Get(k StateKey) (State, bool) {
 	return st, ok
 }
 
-func (m *memCache) Put(k StateKey, st *State) bool {
+func (m *memCache) Put(k StateKey, st *model.State) bool {
 	if m.states == nil {
-		m.states = map[StateKey]State{}
+		m.states = map[StateKey]model.State{}
 	}
 	m.puts++
 	kept := *st
@@ -47,11 +49,11 @@ func (m *memCache) Put(k StateKey, st *State) bool {
 // the state it is given and cannot serve it back.
 type losingCache struct{ puts int }
 
-func (l *losingCache) Get(StateKey) (State, bool) { return State{}, false }
+func (l *losingCache) Get(StateKey) (model.State, bool) { return model.State{}, false }
 
-func (l *losingCache) Put(_ StateKey, st *State) bool {
+func (l *losingCache) Put(_ StateKey, st *model.State) bool {
 	l.puts++
-	*st = State{}
+	*st = model.State{}
 	return false
 }
 

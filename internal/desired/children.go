@@ -4,15 +4,14 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"hash"
 	"net/url"
 	"strings"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/validate"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Child configs: ignition.config.merge and ignition.config.replace.
@@ -183,10 +182,10 @@ func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *Un
 		}
 		raw = local
 		ref += " (" + clean.String() + ", supplied by " + file + ")"
-	} else if raw, _, _, err = resource(res); err != nil { // decodes and decompresses, as the fetcher does
-		return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
-	}
-	if err := verifyChild(res.Verification, raw); err != nil {
+		if err := verifyHash(res.Verification, raw); err != nil {
+			return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
+		}
+	} else if raw, _, _, err = resource(res); err != nil { // decodes, decompresses and verifies, as the fetcher does
 		return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	cfg, rpt, err := parseIgnition(raw, configVersion(raw))
@@ -203,30 +202,6 @@ func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *Un
 		warn = append(warn, ref+": "+w)
 	}
 	return cfg, nil, warn, nil
-}
-
-// verifyChild checks a child's verification.hash as Ignition's
-// util.AssertValid does: on failure Ignition stops, so the config never
-// applied and is refused here.
-func verifyChild(v types.Verification, raw []byte) error {
-	if v.Hash == nil {
-		return nil
-	}
-	algo, sum, _ := strings.Cut(*v.Hash, "-")
-	var h hash.Hash
-	switch algo {
-	case "sha512":
-		h = sha512.New()
-	case "sha256":
-		h = sha256.New()
-	default:
-		return fmt.Errorf("verification.hash: unsupported algorithm %q", algo)
-	}
-	h.Write(raw)
-	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, sum) {
-		return errors.New("verification.hash does not match the child config (Ignition refuses it)")
-	}
-	return nil
 }
 
 // resolveChildren renders frag's children into frag.Config and validates the
@@ -254,12 +229,12 @@ func resolveChildren(frag *Fragment, sup Supplies) error {
 
 // unfetchedEntries are the notices' entries of a fragment's unfetched
 // children: kind config, checked against nothing on disk.
-func unfetchedEntries(hostFile string, un []Unfetched) []Entry {
-	var es []Entry
+func unfetchedEntries(hostFile string, un []Unfetched) []model.Entry {
+	var es []model.Entry
 	for _, u := range un {
-		es = append(es, Entry{Kind: KindConfig, Path: hostFile, Type: TypeNone,
+		es = append(es, model.Entry{Kind: model.KindConfig, Path: hostFile, Type: model.TypeNone,
 			Target:  u.Ref + " (" + u.Source + ")",
-			Content: &Content{Unverifiable: u.unverifiable()}})
+			Content: &model.Content{Unverifiable: u.unverifiable()}})
 	}
 	return es
 }

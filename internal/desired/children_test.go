@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // dataChild is a config reference to child, carried in a data URL.
@@ -100,9 +102,9 @@ func TestChildConfigs(t *testing.T) {
 			var notes []string
 			for _, e := range st.Entries {
 				switch e.Kind {
-				case KindFile:
+				case model.KindFile:
 					files[e.Path] = string(e.Content.Exact)
-				case KindConfig:
+				case model.KindConfig:
 					if e.Path != "/etc/drift-monitor/desired.d/10.ign" || e.Content == nil || e.Content.Unverifiable == "" {
 						t.Errorf("config entry %+v: want the referencing file's path and an unverifiable reason", e)
 					}
@@ -189,9 +191,9 @@ func TestSuppliedChild(t *testing.T) {
 			unfetched := 0
 			for _, e := range st.Entries {
 				switch e.Kind {
-				case KindFile:
+				case model.KindFile:
 					files = append(files, e.Path)
-				case KindConfig:
+				case model.KindConfig:
 					unfetched++
 				}
 			}

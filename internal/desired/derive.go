@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/vincent-petithory/dataurl"
 )
 
@@ -41,22 +42,24 @@ type User struct {
 
 // Derive turns a merged config into entries, sorted by path. It does not touch
 // the disk except through acct.
-func Derive(cfg types.Config, acct Accounts) (State, error) { return deriveReleasing(cfg, acct, false) }
+func Derive(cfg types.Config, acct Accounts) (model.State, error) {
+	return deriveReleasing(cfg, acct, false)
+}
 
 // deriveReleasing is Derive; with release, it zeroes each file of
 // cfg.Storage.Files once its entry is derived, so that its contents' source
 // (data URLs are most of a large config) can be collected while the decoded
 // contents accumulate: the caller must hold no other reference to them.
-func deriveReleasing(cfg types.Config, acct Accounts, release bool) (State, error) {
-	var st State
-	add := func(e Entry) { st.Entries = append(st.Entries, e) }
+func deriveReleasing(cfg types.Config, acct Accounts, release bool) (model.State, error) {
+	var st model.State
+	add := func(e model.Entry) { st.Entries = append(st.Entries, e) }
 
 	for _, d := range cfg.Storage.Directories {
 		// Without overwrite, an existing directory keeps its mode and owner
 		// (Ignition's dirEntry.create only sets what is declared).
 		fresh := d.Overwrite != nil && *d.Overwrite
-		e := node(KindDirectory, d.Node, acct, fresh)
-		e.Type = TypeDirectory
+		e := node(model.KindDirectory, d.Node, acct, fresh)
+		e.Type = model.TypeDirectory
 		e.Mode = mode(d.Mode, defaultDirMode, fresh)
 		add(e)
 	}
@@ -87,17 +90,17 @@ func deriveReleasing(cfg types.Config, acct Accounts, release bool) (State, erro
 		add(sshKeys(u, acct))
 	}
 	for _, a := range cfg.KernelArguments.ShouldExist {
-		add(Entry{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: string(a), ArgPresent: true})
+		add(model.Entry{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: string(a), ArgPresent: true})
 	}
 	for _, a := range cfg.KernelArguments.ShouldNotExist {
-		add(Entry{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: string(a), ArgPresent: false})
+		add(model.Entry{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: string(a), ArgPresent: false})
 	}
 	sort.SliceStable(st.Entries, func(i, j int) bool { return st.Entries[i].Path < st.Entries[j].Path })
 	return st, nil
 }
 
 // fileEntry is the entry of a declared file.
-func fileEntry(f types.File, acct Accounts) (Entry, error) {
+func fileEntry(f types.File, acct Accounts) (model.Entry, error) {
 	// Ignition writes a new inode (a renamed temporary file, mode 0644,
 	// owned by root) when it removes the old node (overwrite) or fetches a
 	// base (contents.source: an existing node then fails the stage). A
@@ -108,8 +111,8 @@ func fileEntry(f types.File, acct Accounts) (Entry, error) {
 	// "mode": "or the existing file's permissions if overwrite is false,
 	// contents is unspecified, and a file already exists at the path").
 	fresh := (f.Overwrite != nil && *f.Overwrite) || f.Contents.Source != nil
-	e := node(KindFile, f.Node, acct, fresh)
-	e.Type = TypeRegular
+	e := node(model.KindFile, f.Node, acct, fresh)
+	e.Type = model.TypeRegular
 	e.Mode = mode(f.Mode, defaultFileMode, fresh)
 	c, err := fileContent(f)
 	if err != nil {
@@ -120,14 +123,14 @@ func fileEntry(f types.File, acct Accounts) (Entry, error) {
 }
 
 // linkEntry is the entry of a declared link, symbolic or hard.
-func linkEntry(l types.Link, acct Accounts) Entry {
-	e := node(KindLink, l.Node, acct, true)
-	e.Type = TypeSymlink
+func linkEntry(l types.Link, acct Accounts) model.Entry {
+	e := node(model.KindLink, l.Node, acct, true)
+	e.Type = model.TypeSymlink
 	if l.Target != nil {
 		e.Target = *l.Target
 	}
 	if l.Hard != nil && *l.Hard {
-		e.Kind, e.Type = KindHardLink, TypeHardLink
+		e.Kind, e.Type = model.KindHardLink, model.TypeHardLink
 		e.Target = path.Clean(e.Target)
 		// A hard link's owner is its target's: Ignition warns when one is given.
 		e.UID, e.GID, e.OwnerProblem, e.GroupProblem = nil, nil, "", ""
@@ -142,8 +145,8 @@ func linkEntry(l types.Link, acct Accounts) Entry {
 // not declare one for is the node's own (util.SetPermissions): root for a node
 // it creates (fresh), and whatever was there for one it keeps — then no owner
 // is desired.
-func node(k Kind, n types.Node, acct Accounts, fresh bool) Entry {
-	e := Entry{Kind: k, Path: path.Clean(n.Path)}
+func node(k model.Kind, n types.Node, acct Accounts, fresh bool) model.Entry {
+	e := model.Entry{Kind: k, Path: path.Clean(n.Path)}
 	zero := 0
 	// An id of -1 reaches here only from a MachineConfig (Parse refuses a
 	// negative id elsewhere). The MCD chowns only when neither id is -1
@@ -205,8 +208,8 @@ func mode(m *int, def uint32, fresh bool) *uint32 {
 
 // fileContent works out what a declared file must hold, following Ignition's
 // file stage: contents (decoded, decompressed), then each append fragment.
-func fileContent(f types.File) (*Content, error) {
-	c := &Content{}
+func fileContent(f types.File) (*model.Content, error) {
+	c := &model.Content{}
 	base := f.Contents
 	switch {
 	case base.Source == nil:
@@ -237,7 +240,7 @@ func fileContent(f types.File) (*Content, error) {
 			return nil, fmt.Errorf("append %d: %w", i, err)
 		}
 		if why != "" || data == nil {
-			return &Content{Unverifiable: fmt.Sprintf("append %d: %s", i, orRemote(why))}, nil
+			return &model.Content{Unverifiable: fmt.Sprintf("append %d: %s", i, orRemote(why))}, nil
 		}
 		suffix = append(suffix, data...)
 	}
@@ -257,9 +260,10 @@ func orRemote(why string) string {
 }
 
 // resource decodes an Ignition resource. It returns the bytes of a data URL
-// (decompressed), or the verification hash of a remote source, or why the
-// source cannot be verified without fetching it (it is never fetched).
-func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, err error) {
+// (decompressed, and verified against its verification.hash), or the
+// verification hash of a remote source, or why the source cannot be
+// verified without fetching it (it is never fetched).
+func resource(r types.Resource) (data []byte, hash *model.Hash, unverifiable string, err error) {
 	if r.Source == nil || *r.Source == "" {
 		// Ignition fetches nothing for an empty source ("" parses as a URL
 		// without a scheme): the file it writes is empty.
@@ -268,6 +272,9 @@ func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, e
 	src := *r.Source
 	if data, ok := types.Base64DataURL(src); ok {
 		data, err := decompressed(data, r.Compression)
+		if err == nil {
+			err = verifyHash(r.Verification, data)
+		}
 		return data, nil, "", err
 	}
 	u, err := url.Parse(src)
@@ -284,13 +291,16 @@ func resource(r types.Resource) (data []byte, hash *Hash, unverifiable string, e
 		if !ok {
 			return nil, nil, "", fmt.Errorf("invalid verification.hash %q", *r.Verification.Hash)
 		}
-		return nil, &Hash{Algorithm: algo, Hex: strings.ToLower(sum)}, "", nil
+		return nil, &model.Hash{Algorithm: algo, Hex: strings.ToLower(sum)}, "", nil
 	}
 	du, err := dataurl.DecodeString(src)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("undecodable data URL: %w", err)
 	}
 	data, err = decompressed(du.Data, r.Compression)
+	if err == nil {
+		err = verifyHash(r.Verification, data)
+	}
 	return data, nil, "", err
 }
 
@@ -312,41 +322,41 @@ func decompressed(data []byte, compression *string) ([]byte, error) {
 	return data, nil
 }
 
-func deriveUnit(u types.Unit, add func(Entry)) {
+func deriveUnit(u types.Unit, add func(model.Entry)) {
 	unitPath := path.Join(unitDir, u.Name)
 	masked := u.Mask != nil && *u.Mask
 	root := 0
 	fileMode := uint32(unitFileMode)
 	switch {
 	case masked:
-		add(Entry{Kind: KindMask, Path: unitPath, Unit: u.Name, Type: TypeSymlink, Target: "/dev/null"})
+		add(model.Entry{Kind: model.KindMask, Path: unitPath, Unit: u.Name, Type: model.TypeSymlink, Target: "/dev/null"})
 	case u.Contents != nil && *u.Contents != "":
 		// Ignition writes no unit file for empty contents (writeSystemdUnit in
 		// internal/exec/stages/files/units.go: cutil.NilOrEmpty), while an
 		// empty drop-in is written (only a nil one is skipped).
-		add(Entry{Kind: KindUnit, Path: unitPath, Unit: u.Name, Type: TypeRegular,
-			Mode: &fileMode, UID: &root, GID: &root, Content: &Content{Exact: []byte(*u.Contents)}})
+		add(model.Entry{Kind: model.KindUnit, Path: unitPath, Unit: u.Name, Type: model.TypeRegular,
+			Mode: &fileMode, UID: &root, GID: &root, Content: &model.Content{Exact: []byte(*u.Contents)}})
 	case u.Mask != nil:
 		// mask: false — Ignition removes an existing mask.
-		add(Entry{Kind: KindUnmask, Path: unitPath, Unit: u.Name, Type: TypeNotMasked})
+		add(model.Entry{Kind: model.KindUnmask, Path: unitPath, Unit: u.Name, Type: model.TypeNotMasked})
 	}
 	for _, d := range u.Dropins {
 		if d.Contents == nil {
 			continue
 		}
-		add(Entry{Kind: KindDropin, Path: path.Join(unitDir, u.Name+".d", d.Name), Unit: u.Name, Type: TypeRegular,
-			Mode: &fileMode, UID: &root, GID: &root, Content: &Content{Exact: []byte(*d.Contents)}})
+		add(model.Entry{Kind: model.KindDropin, Path: path.Join(unitDir, u.Name+".d", d.Name), Unit: u.Name, Type: model.TypeRegular,
+			Mode: &fileMode, UID: &root, GID: &root, Content: &model.Content{Exact: []byte(*d.Contents)}})
 	}
 	if u.Enabled != nil && !masked {
 		en := *u.Enabled
-		add(Entry{Kind: KindEnablement, Path: unitPath, Unit: u.Name, Type: TypeNone, Enabled: &en})
+		add(model.Entry{Kind: model.KindEnablement, Path: unitPath, Unit: u.Name, Type: model.TypeNone, Enabled: &en})
 	}
 }
 
 // sshKeys is the fragment Ignition writes for a user's keys:
 // ~USER/.ssh/authorized_keys.d/ignition, the keys joined by newlines and
 // newline-terminated, mode 0600, owned by the user.
-func sshKeys(u types.PasswdUser, acct Accounts) Entry {
+func sshKeys(u types.PasswdUser, acct Accounts) model.Entry {
 	keys := make([]string, len(u.SSHAuthorizedKeys))
 	for i, k := range u.SSHAuthorizedKeys {
 		keys[i] = string(k)
@@ -356,7 +366,7 @@ func sshKeys(u types.PasswdUser, acct Accounts) Entry {
 		ks += "\n"
 	}
 	m := uint32(sshKeysFileMode)
-	e := Entry{Kind: KindSSHKeys, Type: TypeRegular, Mode: &m, User: u.Name, Content: &Content{Exact: []byte(ks)}}
+	e := model.Entry{Kind: model.KindSSHKeys, Type: model.TypeRegular, Mode: &m, User: u.Name, Content: &model.Content{Exact: []byte(ks)}}
 	home := ""
 	if u.HomeDir != nil && *u.HomeDir != "" {
 		home = *u.HomeDir

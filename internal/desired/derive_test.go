@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -15,7 +16,7 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 // cmpEntries compares entries, whatever unexported state Content keeps.
-var cmpEntries = cmpopts.IgnoreUnexported(Content{})
+var cmpEntries = cmpopts.IgnoreUnexported(model.Content{})
 
 type emptyAccounts struct{}
 
@@ -94,7 +95,7 @@ func config(body string) string {
 	return `{"ignition":{"version":"` + types.MaxVersion.String() + `"},` + body + `}`
 }
 
-func derive(t *testing.T, acct Accounts, raw string) []Entry {
+func derive(t *testing.T, acct Accounts, raw string) []model.Entry {
 	t.Helper()
 	frag, err := Parse("test.ign", []byte(raw))
 	if err != nil {
@@ -114,183 +115,183 @@ const (
 
 func TestDerive(t *testing.T) {
 	root, mode644, mode755 := ptr(0), ptr[uint32](0o644), ptr[uint32](0o755)
-	file := func(p string) Entry {
-		return Entry{Kind: KindFile, Path: p, Type: TypeRegular, Mode: mode644, UID: root, GID: root}
+	file := func(p string) model.Entry {
+		return model.Entry{Kind: model.KindFile, Path: p, Type: model.TypeRegular, Mode: mode644, UID: root, GID: root}
 	}
 	// kept is a file Ignition may find there: it keeps its mode and owner.
-	kept := func(p string) Entry { return Entry{Kind: KindFile, Path: p, Type: TypeRegular} }
-	withContent := func(e Entry, c *Content) Entry { e.Content = c; return e }
+	kept := func(p string) model.Entry { return model.Entry{Kind: model.KindFile, Path: p, Type: model.TypeRegular} }
+	withContent := func(e model.Entry, c *model.Content) model.Entry { e.Content = c; return e }
 	// user is the entry of a passwd.users item that declares nothing but
 	// its name (and keys): the account must exist.
-	user := func(name string) Entry {
-		return Entry{Kind: KindUser, Path: "/etc/passwd", User: name, Type: TypeNone, Account: &Account{Name: name}}
+	user := func(name string) model.Entry {
+		return model.Entry{Kind: model.KindUser, Path: "/etc/passwd", User: name, Type: model.TypeNone, Account: &model.Account{Name: name}}
 	}
 
 	tests := []struct {
 		name string
 		cfg  string
-		want []Entry
+		want []model.Entry
 	}{
 		{
 			// Ignition keeps an existing file: its mode and owner are not declared.
 			name: "file without a source or overwrite",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a"}]}`),
-			want: []Entry{kept("/etc/a")},
+			want: []model.Entry{kept("/etc/a")},
 		},
 		{
 			name: "file with a source: Ignition's defaults",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,"}}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte{}})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Exact: []byte{}})},
 		},
 		{
 			name: "append only: an existing file keeps its mode and owner",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","append":[{"source":"data:,x"}]}]}`),
-			want: []Entry{withContent(kept("/etc/a"), &Content{Suffix: []byte("x")})},
+			want: []model.Entry{withContent(kept("/etc/a"), &model.Content{Suffix: []byte("x")})},
 		},
 		{
 			name: "append only, owner declared: that owner, no mode",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"id":7},"append":[{"source":"data:,x"}]}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, UID: ptr(7), Content: &Content{Suffix: []byte("x")}}},
+			want: []model.Entry{{Kind: model.KindFile, Path: "/etc/a", Type: model.TypeRegular, UID: ptr(7), Content: &model.Content{Suffix: []byte("x")}}},
 		},
 		{
 			name: "directory without overwrite keeps an existing one's mode and owner",
 			cfg:  config(`"storage":{"directories":[{"path":"/var/lib/x"}]}`),
-			want: []Entry{{Kind: KindDirectory, Path: "/var/lib/x", Type: TypeDirectory}},
+			want: []model.Entry{{Kind: model.KindDirectory, Path: "/var/lib/x", Type: model.TypeDirectory}},
 		},
 		{
 			name: "directory with overwrite: Ignition's defaults",
 			cfg:  config(`"storage":{"directories":[{"path":"/var/lib/x","overwrite":true}]}`),
-			want: []Entry{{Kind: KindDirectory, Path: "/var/lib/x", Type: TypeDirectory, Mode: mode755, UID: root, GID: root}},
+			want: []model.Entry{{Kind: model.KindDirectory, Path: "/var/lib/x", Type: model.TypeDirectory, Mode: mode755, UID: root, GID: root}},
 		},
 		{
 			name: "modes with setuid, setgid and sticky",
 			cfg: config(`"storage":{"files":[{"path":"/usr/local/bin/su","mode":3565}],
 				"directories":[{"path":"/srv/shared","mode":1023},{"path":"/srv/group","mode":1533}]}`),
-			want: []Entry{
+			want: []model.Entry{
 				// Spec 3.6.0 applies them.
-				{Kind: KindDirectory, Path: "/srv/group", Type: TypeDirectory, Mode: ptr[uint32](0o2775)},
-				{Kind: KindDirectory, Path: "/srv/shared", Type: TypeDirectory, Mode: ptr[uint32](0o1777)},
-				{Kind: KindFile, Path: "/usr/local/bin/su", Type: TypeRegular, Mode: ptr[uint32](0o6755)},
+				{Kind: model.KindDirectory, Path: "/srv/group", Type: model.TypeDirectory, Mode: ptr[uint32](0o2775)},
+				{Kind: model.KindDirectory, Path: "/srv/shared", Type: model.TypeDirectory, Mode: ptr[uint32](0o1777)},
+				{Kind: model.KindFile, Path: "/usr/local/bin/su", Type: model.TypeRegular, Mode: ptr[uint32](0o6755)},
 			},
 		},
 		{
 			name: "owner and group by id",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"id":1234},"group":{"id":4321}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, UID: ptr(1234), GID: ptr(4321)}},
+			want: []model.Entry{{Kind: model.KindFile, Path: "/etc/a", Type: model.TypeRegular, UID: ptr(1234), GID: ptr(4321)}},
 		},
 		{
 			name: "owner and group by name in /etc",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"alice"},"group":{"name":"wheel"}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, UID: ptr(1000), GID: ptr(10)}},
+			want: []model.Entry{{Kind: model.KindFile, Path: "/etc/a", Type: model.TypeRegular, UID: ptr(1000), GID: ptr(10)}},
 		},
 		{
 			name: "owner and group by name in /usr/lib (nss-altfiles)",
 			cfg:  config(`"storage":{"directories":[{"path":"/var/home/core/x","user":{"name":"core"},"group":{"name":"adm"}}]}`),
-			want: []Entry{{Kind: KindDirectory, Path: "/var/home/core/x", Type: TypeDirectory, UID: ptr(1001), GID: ptr(4)}},
+			want: []model.Entry{{Kind: model.KindDirectory, Path: "/var/home/core/x", Type: model.TypeDirectory, UID: ptr(1001), GID: ptr(4)}},
 		},
 		{
 			name: "/etc/passwd wins over /usr/lib/passwd",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"shadowed"},"group":{"name":"shadowed"}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, UID: ptr(1500), GID: ptr(1500)}},
+			want: []model.Entry{{Kind: model.KindFile, Path: "/etc/a", Type: model.TypeRegular, UID: ptr(1500), GID: ptr(1500)}},
 		},
 		{
 			name: "unknown user",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"mallory"}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular,
+			want: []model.Entry{{Kind: model.KindFile, Path: "/etc/a", Type: model.TypeRegular,
 				OwnerProblem: `user "mallory" does not exist in the target's passwd`}},
 		},
 		{
 			name: "unknown user and group",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","user":{"name":"mallory"},"group":{"name":"evil"}}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular,
+			want: []model.Entry{{Kind: model.KindFile, Path: "/etc/a", Type: model.TypeRegular,
 				OwnerProblem: `user "mallory" does not exist in the target's passwd`,
 				GroupProblem: `group "evil" does not exist in the target's group file`}},
 		},
 		{
 			name: "data URL, plain",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,hello%20world%0A"}}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte("hello world\n")})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Exact: []byte("hello world\n")})},
 		},
 		{
 			name: "data URL, base64",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:text/plain;charset=utf-8;base64,aGVsbG8="}}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte("hello")})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Exact: []byte("hello")})},
 		},
 		{
 			name: "data URL, gzip",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"compression":"gzip","source":"data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA=="}}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte("hello gzip\n")})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Exact: []byte("hello gzip\n")})},
 		},
 		{
 			name: "empty data URL",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,"}}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte{}})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Exact: []byte{}})},
 		},
 		{
 			name: "contents and append fragments",
 			cfg: config(`"storage":{"files":[{"path":"/etc/a","overwrite":true,"contents":{"source":"data:,base%0A"},
 				"append":[{"source":"data:,one%0A"},{"source":"data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA==","compression":"gzip"}]}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte("base\none\nhello gzip\n")})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Exact: []byte("base\none\nhello gzip\n")})},
 		},
 		{
 			name: "append fragments to whatever is there",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","append":[{"source":"data:,one%0A"},{"source":"data:,two%0A"}]}]}`),
-			want: []Entry{withContent(kept("/etc/a"), &Content{Suffix: []byte("one\ntwo\n")})},
+			want: []model.Entry{withContent(kept("/etc/a"), &model.Content{Suffix: []byte("one\ntwo\n")})},
 		},
 		{
 			name: "no source and no overwrite declares no content",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","mode":384}]}`),
-			want: []Entry{{Kind: KindFile, Path: "/etc/a", Type: TypeRegular, Mode: ptr[uint32](0o600)}},
+			want: []model.Entry{{Kind: model.KindFile, Path: "/etc/a", Type: model.TypeRegular, Mode: ptr[uint32](0o600)}},
 		},
 		{
 			name: "empty source is an empty file",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","overwrite":true,"contents":{"source":""}}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Exact: []byte{}})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Exact: []byte{}})},
 		},
 		{
 			name: "remote source with a sha512 verification hash",
 			cfg: config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"https://example.com/a",
 				"verification":{"hash":"sha512-` + strings.ToUpper(sha512OfBase) + `"}}}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Hash: &Hash{Algorithm: "sha512", Hex: sha512OfBase}})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Hash: &model.Hash{Algorithm: "sha512", Hex: sha512OfBase}})},
 		},
 		{
 			name: "remote source with a sha256 hash, then an append",
 			cfg: config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"s3://bucket/a",
 				"verification":{"hash":"sha256-` + sha256OfBase + `"}},"append":[{"source":"data:,tail"}]}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Hash: &Hash{Algorithm: "sha256", Hex: sha256OfBase}, Suffix: []byte("tail")})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: sha256OfBase}, Suffix: []byte("tail")})},
 		},
 		{
 			name: "compressed remote source: the hash describes the decompressed file",
 			cfg: config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"https://example.com/a.gz","compression":"gzip",
 				"verification":{"hash":"sha256-` + sha256OfBase + `"}}}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Hash: &Hash{Algorithm: "sha256", Hex: sha256OfBase}})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: sha256OfBase}})},
 		},
 		{
 			name: "remote source without a hash",
 			cfg:  config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"https://example.com/a"}}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Unverifiable: "remote https source without verification.hash (never fetched)"})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Unverifiable: "remote https source without verification.hash (never fetched)"})},
 		},
 		{
 			name: "remote append after a data URL",
 			cfg: config(`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,x"},
 				"append":[{"source":"https://example.com/tail","verification":{"hash":"sha256-` + sha256OfBase + `"}}]}]}`),
-			want: []Entry{withContent(file("/etc/a"), &Content{Unverifiable: "append 0: remote source: its length is unknown, so the content after it cannot be located"})},
+			want: []model.Entry{withContent(file("/etc/a"), &model.Content{Unverifiable: "append 0: remote source: its length is unknown, so the content after it cannot be located"})},
 		},
 		{
 			name: "symbolic links: target as written, owner only when declared",
 			cfg: config(`"storage":{"links":[{"path":"/etc/rel","target":"../usr/share/x"},
 				{"path":"/etc/owned","target":"/x","user":{"id":5},"group":{"name":"wheel"}}]}`),
-			want: []Entry{
-				{Kind: KindLink, Path: "/etc/owned", Type: TypeSymlink, Target: "/x", UID: ptr(5), GID: ptr(10)},
-				{Kind: KindLink, Path: "/etc/rel", Type: TypeSymlink, Target: "../usr/share/x"},
+			want: []model.Entry{
+				{Kind: model.KindLink, Path: "/etc/owned", Type: model.TypeSymlink, Target: "/x", UID: ptr(5), GID: ptr(10)},
+				{Kind: model.KindLink, Path: "/etc/rel", Type: model.TypeSymlink, Target: "../usr/share/x"},
 			},
 		},
 		{
 			name: "hard link",
 			cfg: config(`"storage":{"files":[{"path":"/etc/target"}],
 				"links":[{"path":"/etc/hard","target":"/etc/target","hard":true}]}`),
-			want: []Entry{
-				{Kind: KindHardLink, Path: "/etc/hard", Type: TypeHardLink, Target: "/etc/target"},
+			want: []model.Entry{
+				{Kind: model.KindHardLink, Path: "/etc/hard", Type: model.TypeHardLink, Target: "/etc/target"},
 				kept("/etc/target"),
 			},
 		},
@@ -298,12 +299,12 @@ func TestDerive(t *testing.T) {
 			name: "unit with contents, drop-ins and enablement",
 			cfg: config(`"systemd":{"units":[{"name":"app.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n",
 				"dropins":[{"name":"10-env.conf","contents":"[Service]\nEnvironment=A=1\n"},{"name":"20-empty.conf"}]}]}`),
-			want: []Entry{
-				{Kind: KindUnit, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: TypeRegular,
-					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte("[Service]\nExecStart=/bin/true\n")}},
-				{Kind: KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: TypeNone, Enabled: ptr(true)},
-				{Kind: KindDropin, Path: "/etc/systemd/system/app.service.d/10-env.conf", Unit: "app.service", Type: TypeRegular,
-					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte("[Service]\nEnvironment=A=1\n")}},
+			want: []model.Entry{
+				{Kind: model.KindUnit, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: model.TypeRegular,
+					Mode: mode644, UID: root, GID: root, Content: &model.Content{Exact: []byte("[Service]\nExecStart=/bin/true\n")}},
+				{Kind: model.KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: model.TypeNone, Enabled: ptr(true)},
+				{Kind: model.KindDropin, Path: "/etc/systemd/system/app.service.d/10-env.conf", Unit: "app.service", Type: model.TypeRegular,
+					Mode: mode644, UID: root, GID: root, Content: &model.Content{Exact: []byte("[Service]\nEnvironment=A=1\n")}},
 			},
 		},
 		{
@@ -311,65 +312,65 @@ func TestDerive(t *testing.T) {
 			name: "unit with empty contents: no unit file",
 			cfg: config(`"systemd":{"units":[{"name":"e.service","contents":"","enabled":true,"mask":false,
 				"dropins":[{"name":"x.conf","contents":""}]}]}`),
-			want: []Entry{
-				{Kind: KindUnmask, Path: "/etc/systemd/system/e.service", Unit: "e.service", Type: TypeNotMasked},
-				{Kind: KindEnablement, Path: "/etc/systemd/system/e.service", Unit: "e.service", Type: TypeNone, Enabled: ptr(true)},
-				{Kind: KindDropin, Path: "/etc/systemd/system/e.service.d/x.conf", Unit: "e.service", Type: TypeRegular,
-					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte{}}},
+			want: []model.Entry{
+				{Kind: model.KindUnmask, Path: "/etc/systemd/system/e.service", Unit: "e.service", Type: model.TypeNotMasked},
+				{Kind: model.KindEnablement, Path: "/etc/systemd/system/e.service", Unit: "e.service", Type: model.TypeNone, Enabled: ptr(true)},
+				{Kind: model.KindDropin, Path: "/etc/systemd/system/e.service.d/x.conf", Unit: "e.service", Type: model.TypeRegular,
+					Mode: mode644, UID: root, GID: root, Content: &model.Content{Exact: []byte{}}},
 			},
 		},
 		{
 			name: "drop-in for a unit the config does not write",
 			cfg:  config(`"systemd":{"units":[{"name":"sshd.service","dropins":[{"name":"x.conf","contents":""}]}]}`),
-			want: []Entry{
-				{Kind: KindDropin, Path: "/etc/systemd/system/sshd.service.d/x.conf", Unit: "sshd.service", Type: TypeRegular,
-					Mode: mode644, UID: root, GID: root, Content: &Content{Exact: []byte{}}},
+			want: []model.Entry{
+				{Kind: model.KindDropin, Path: "/etc/systemd/system/sshd.service.d/x.conf", Unit: "sshd.service", Type: model.TypeRegular,
+					Mode: mode644, UID: root, GID: root, Content: &model.Content{Exact: []byte{}}},
 			},
 		},
 		{
 			name: "masked unit: no enablement",
 			cfg:  config(`"systemd":{"units":[{"name":"bad.service","mask":true,"enabled":false}]}`),
-			want: []Entry{{Kind: KindMask, Path: "/etc/systemd/system/bad.service", Unit: "bad.service", Type: TypeSymlink, Target: "/dev/null"}},
+			want: []model.Entry{{Kind: model.KindMask, Path: "/etc/systemd/system/bad.service", Unit: "bad.service", Type: model.TypeSymlink, Target: "/dev/null"}},
 		},
 		{
 			name: "mask false: unmasked, and disabled",
 			cfg:  config(`"systemd":{"units":[{"name":"x.service","mask":false,"enabled":false}]}`),
-			want: []Entry{
-				{Kind: KindUnmask, Path: "/etc/systemd/system/x.service", Unit: "x.service", Type: TypeNotMasked},
-				{Kind: KindEnablement, Path: "/etc/systemd/system/x.service", Unit: "x.service", Type: TypeNone, Enabled: ptr(false)},
+			want: []model.Entry{
+				{Kind: model.KindUnmask, Path: "/etc/systemd/system/x.service", Unit: "x.service", Type: model.TypeNotMasked},
+				{Kind: model.KindEnablement, Path: "/etc/systemd/system/x.service", Unit: "x.service", Type: model.TypeNone, Enabled: ptr(false)},
 			},
 		},
 		{
 			name: "enablement only",
 			cfg:  config(`"systemd":{"units":[{"name":"chronyd.service","enabled":true}]}`),
-			want: []Entry{{Kind: KindEnablement, Path: "/etc/systemd/system/chronyd.service", Unit: "chronyd.service", Type: TypeNone, Enabled: ptr(true)}},
+			want: []model.Entry{{Kind: model.KindEnablement, Path: "/etc/systemd/system/chronyd.service", Unit: "chronyd.service", Type: model.TypeNone, Enabled: ptr(true)}},
 		},
 		{
 			name: "SSH keys of a user in /etc/passwd",
 			cfg:  config(`"passwd":{"users":[{"name":"alice","sshAuthorizedKeys":["ssh-ed25519 AAAA one","ssh-rsa BBBB two"]},{"name":"nokeys"}]}`),
-			want: []Entry{user("alice"), user("nokeys"), {Kind: KindSSHKeys, Path: "/home/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: TypeRegular,
+			want: []model.Entry{user("alice"), user("nokeys"), {Kind: model.KindSSHKeys, Path: "/home/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: model.TypeRegular,
 				Mode: ptr[uint32](0o600), UID: ptr(1000), GID: ptr(1000),
-				Content: &Content{Exact: []byte("ssh-ed25519 AAAA one\nssh-rsa BBBB two\n")}}},
+				Content: &model.Content{Exact: []byte("ssh-ed25519 AAAA one\nssh-rsa BBBB two\n")}}},
 		},
 		{
 			name: "SSH keys of core from /usr/lib/passwd, already newline-terminated",
 			cfg:  config(`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA core\n"]}]}`),
-			want: []Entry{user("core"), {Kind: KindSSHKeys, Path: "/var/home/core/.ssh/authorized_keys.d/ignition", User: "core", Type: TypeRegular,
-				Mode: ptr[uint32](0o600), UID: ptr(1001), GID: ptr(1001), Content: &Content{Exact: []byte("ssh-ed25519 AAAA core\n")}}},
+			want: []model.Entry{user("core"), {Kind: model.KindSSHKeys, Path: "/var/home/core/.ssh/authorized_keys.d/ignition", User: "core", Type: model.TypeRegular,
+				Mode: ptr[uint32](0o600), UID: ptr(1001), GID: ptr(1001), Content: &model.Content{Exact: []byte("ssh-ed25519 AAAA core\n")}}},
 		},
 		{
 			name: "SSH keys with homeDir in the config",
 			cfg:  config(`"passwd":{"users":[{"name":"alice","homeDir":"/srv/alice","sshAuthorizedKeys":["k"]}]}`),
-			want: []Entry{{Kind: KindUser, Path: "/etc/passwd", User: "alice", Type: TypeNone, Account: &Account{Name: "alice", Home: ptr("/srv/alice")}},
-				{Kind: KindSSHKeys, Path: "/srv/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: TypeRegular,
-					Mode: ptr[uint32](0o600), UID: ptr(1000), GID: ptr(1000), Content: &Content{Exact: []byte("k\n")}}},
+			want: []model.Entry{{Kind: model.KindUser, Path: "/etc/passwd", User: "alice", Type: model.TypeNone, Account: &model.Account{Name: "alice", Home: ptr("/srv/alice")}},
+				{Kind: model.KindSSHKeys, Path: "/srv/alice/.ssh/authorized_keys.d/ignition", User: "alice", Type: model.TypeRegular,
+					Mode: ptr[uint32](0o600), UID: ptr(1000), GID: ptr(1000), Content: &model.Content{Exact: []byte("k\n")}}},
 		},
 		{
 			name: "SSH keys of a user the target does not know",
 			cfg:  config(`"passwd":{"users":[{"name":"bob","sshAuthorizedKeys":["k"]}]}`),
-			want: []Entry{user("bob"), {Kind: KindSSHKeys, Path: "/home/bob/.ssh/authorized_keys.d/ignition", User: "bob", Type: TypeRegular,
+			want: []model.Entry{user("bob"), {Kind: model.KindSSHKeys, Path: "/home/bob/.ssh/authorized_keys.d/ignition", User: "bob", Type: model.TypeRegular,
 				Mode: ptr[uint32](0o600), OwnerProblem: `user "bob" does not exist in the target's passwd`,
-				Content: &Content{Exact: []byte("k\n")}}},
+				Content: &model.Content{Exact: []byte("k\n")}}},
 		},
 		{
 			// internal/exec/util/passwd.go: empty strings are not passed
@@ -379,34 +380,34 @@ func TestDerive(t *testing.T) {
 			cfg: config(`"passwd":{"groups":[{"name":"docker","gid":990,"passwordHash":"$6$g"},{"name":"blank","passwordHash":""},{"name":"old","shouldExist":false,"gid":5}],
 				"users":[{"name":"core","uid":1000,"gecos":"Admin","homeDir":"/var/home/core","shell":"/bin/zsh","primaryGroup":"core","groups":["wheel","docker"],"passwordHash":"$6$u","noCreateHome":true,"system":true},
 				{"name":"nopw","passwordHash":"","gecos":""},{"name":"gone","shouldExist":false,"uid":7,"sshAuthorizedKeys":["k"]}]}`),
-			want: []Entry{
-				{Kind: KindGroup, Path: "/etc/group", Type: TypeNone, Account: &Account{Name: "docker", ID: ptr(990), PasswordHash: ptr("$6$g")}},
-				{Kind: KindGroup, Path: "/etc/group", Type: TypeNone, Account: &Account{Name: "blank"}},
-				{Kind: KindGroup, Path: "/etc/group", Type: TypeNone, Account: &Account{Name: "old", Absent: true}},
-				{Kind: KindUser, Path: "/etc/passwd", User: "core", Type: TypeNone, Account: &Account{Name: "core", ID: ptr(1000), Gecos: ptr("Admin"),
+			want: []model.Entry{
+				{Kind: model.KindGroup, Path: "/etc/group", Type: model.TypeNone, Account: &model.Account{Name: "docker", ID: ptr(990), PasswordHash: ptr("$6$g")}},
+				{Kind: model.KindGroup, Path: "/etc/group", Type: model.TypeNone, Account: &model.Account{Name: "blank"}},
+				{Kind: model.KindGroup, Path: "/etc/group", Type: model.TypeNone, Account: &model.Account{Name: "old", Absent: true}},
+				{Kind: model.KindUser, Path: "/etc/passwd", User: "core", Type: model.TypeNone, Account: &model.Account{Name: "core", ID: ptr(1000), Gecos: ptr("Admin"),
 					Home: ptr("/var/home/core"), Shell: ptr("/bin/zsh"), PrimaryGroup: ptr("core"), Groups: []string{"wheel", "docker"}, PasswordHash: ptr("$6$u"),
-					Creation: Creation{NoCreateHome: true, System: true}}},
-				{Kind: KindUser, Path: "/etc/passwd", User: "nopw", Type: TypeNone, Account: &Account{Name: "nopw", PasswordHash: ptr("*")}},
-				{Kind: KindUser, Path: "/etc/passwd", User: "gone", Type: TypeNone, Account: &Account{Name: "gone", Absent: true}},
+					Creation: model.Creation{NoCreateHome: true, System: true}}},
+				{Kind: model.KindUser, Path: "/etc/passwd", User: "nopw", Type: model.TypeNone, Account: &model.Account{Name: "nopw", PasswordHash: ptr("*")}},
+				{Kind: model.KindUser, Path: "/etc/passwd", User: "gone", Type: model.TypeNone, Account: &model.Account{Name: "gone", Absent: true}},
 			},
 		},
 		{
 			name: "kernel arguments",
 			cfg:  config(`"kernelArguments":{"shouldExist":["nosmt","foo=\"a b\""],"shouldNotExist":["quiet"]}`),
-			want: []Entry{
-				{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: "nosmt", ArgPresent: true},
-				{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: `foo="a b"`, ArgPresent: true},
-				{Kind: KindKernelArg, Path: "/proc/cmdline", Type: TypeNone, Arg: "quiet"},
+			want: []model.Entry{
+				{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: "nosmt", ArgPresent: true},
+				{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: `foo="a b"`, ArgPresent: true},
+				{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: "quiet"},
 			},
 		},
 		{
 			name: "entries sorted by path",
 			cfg: config(`"storage":{"files":[{"path":"/z"},{"path":"/a/b"}],"directories":[{"path":"/m"}]},
 				"systemd":{"units":[{"name":"a.service","enabled":true}]}`),
-			want: []Entry{
+			want: []model.Entry{
 				kept("/a/b"),
-				{Kind: KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service", Type: TypeNone, Enabled: ptr(true)},
-				{Kind: KindDirectory, Path: "/m", Type: TypeDirectory},
+				{Kind: model.KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service", Type: model.TypeNone, Enabled: ptr(true)},
+				{Kind: model.KindDirectory, Path: "/m", Type: model.TypeDirectory},
 				kept("/z"),
 			},
 		},
@@ -436,9 +437,9 @@ func TestDeriveOverwriteWithoutSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Entry{
-		{Kind: KindFile, Path: "/etc/appended", Type: TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0), Content: &Content{Exact: []byte("x")}},
-		{Kind: KindFile, Path: "/etc/empty", Type: TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0), Content: &Content{Exact: []byte{}}},
+	want := []model.Entry{
+		{Kind: model.KindFile, Path: "/etc/appended", Type: model.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0), Content: &model.Content{Exact: []byte("x")}},
+		{Kind: model.KindFile, Path: "/etc/empty", Type: model.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0), Content: &model.Content{Exact: []byte{}}},
 	}
 	if diff := cmp.Diff(want, st.Entries, cmpEntries); diff != "" {
 		t.Errorf("Derive (-want +got):\n%s", diff)
@@ -454,16 +455,16 @@ func TestEntryHelpers(t *testing.T) {
 		want bool
 	}{{nil, true}, {ptr[uint32](0o600), true}, {ptr[uint32](0o640), true}, {ptr[uint32](0o644), false}, {ptr[uint32](0o604), false}}
 	for _, s := range secret {
-		e := Entry{Mode: s.mode}
+		e := model.Entry{Mode: s.mode}
 		if got := e.Secret(); got != s.want {
 			t.Errorf("Secret() with mode %v = %v, want %v", s.mode, got, s.want)
 		}
 	}
-	ids := map[string]Entry{
-		"file:/etc/a":                {Kind: KindFile, Path: "/etc/a"},
-		"enablement:a.service":       {Kind: KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service"},
-		"kernel-argument:nosmt":      {Kind: KindKernelArg, Path: "/proc/cmdline", Arg: "nosmt"},
-		"unit:/etc/systemd/system/x": {Kind: KindUnit, Path: "/etc/systemd/system/x", Unit: "x"},
+	ids := map[string]model.Entry{
+		"file:/etc/a":                {Kind: model.KindFile, Path: "/etc/a"},
+		"enablement:a.service":       {Kind: model.KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service"},
+		"kernel-argument:nosmt":      {Kind: model.KindKernelArg, Path: "/proc/cmdline", Arg: "nosmt"},
+		"unit:/etc/systemd/system/x": {Kind: model.KindUnit, Path: "/etc/systemd/system/x", Unit: "x"},
 	}
 	for want, e := range ids {
 		if got := e.ID(); got != want {
@@ -471,16 +472,16 @@ func TestEntryHelpers(t *testing.T) {
 		}
 	}
 	for bits, want := range map[uint32]string{0o644: "0644", 0o4755: "4755", 0o1777: "1777", 0o7: "0007"} {
-		if got := FormatMode(bits); got != want {
+		if got := model.FormatMode(bits); got != want {
 			t.Errorf("FormatMode(%o) = %q, want %q", bits, got, want)
 		}
 	}
-	if got := FileMode(0o7755).String(); got != "ugtrwxr-xr-x" {
+	if got := model.FileMode(0o7755).String(); got != "ugtrwxr-xr-x" {
 		t.Errorf("FileMode(07755) = %q", got)
 	}
-	c := &Content{Exact: []byte("x")}
+	c := &model.Content{Exact: []byte("x")}
 	first, second := c.Digest(), c.Digest()
-	if first != second || first == (&Content{Exact: []byte("y")}).Digest() {
+	if first != second || first == (&model.Content{Exact: []byte("y")}).Digest() {
 		t.Error("Digest is not a stable digest of Exact")
 	}
 }
@@ -488,7 +489,7 @@ func TestEntryHelpers(t *testing.T) {
 // TestDigestConcurrent: entries are shared by concurrent checks; run with
 // -race.
 func TestDigestConcurrent(t *testing.T) {
-	c := &Content{Exact: []byte("shared by a full check and an event's re-check")}
+	c := &model.Content{Exact: []byte("shared by a full check and an event's re-check")}
 	want := c.Digest()
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {

@@ -8,8 +8,9 @@ import (
 // Host is a root's host paths as desired reads them (the config
 // directories, the account databases): each path resolved inside the root,
 // links followed only as if the root were /, so that an absolute link never
-// leads to the running host's file. *ondisk.Root is the implementation
-// (declared here: ondisk observes desired's entries and imports it).
+// leads to the running host's file. *ondisk.Root is the implementation;
+// the interface is declared here, by its consumer, so that loading a
+// config from a tree needs nothing of ondisk but these methods.
 type Host interface {
 	// Dir is the directory the root was opened from.
 	Dir() string
@@ -21,4 +22,7 @@ type Host interface {
 	ReadFile(hostPath string) ([]byte, error)
 	// ReadDir lists a directory, its links not followed.
 	ReadDir(hostDir string) ([]fs.DirEntry, error)
+	// StatDir describes a directory itself (links to it followed): its
+	// mode and owner, in a *syscall.Stat_t as Sys.
+	StatDir(hostDir string) (fs.FileInfo, error)
 }

@@ -61,3 +61,12 @@ func (d dirHost) ReadDir(p string) ([]fs.DirEntry, error) {
 	defer r.Close()
 	return fs.ReadDir(r.FS(), d.rel(p))
 }
+
+func (d dirHost) StatDir(p string) (fs.FileInfo, error) {
+	r, err := os.OpenRoot(string(d))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Stat(d.rel(p))
+}

@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Ignored is an entry of a desired-state directory that is not loaded: a
 // file the admin may believe declares something, and that declares nothing
-// (#21: a skipped file said nothing, and check called the host clean).
+// (a file skipped without a word would let check call the host clean).
 type Ignored struct {
 	// File names it as Fragments names the files it lists (inside the root
 	// for the default locations).
@@ -28,21 +30,26 @@ func (i Ignored) String() string { return i.File + ": not loaded: " + i.Why }
 // reads (DefaultDirs inside root, or the directories among explicit) that
 // it does not load. A file named explicitly is loaded whatever its name;
 // a file in /usr/lib masked by one of the same name in /etc is not listed
-// (the mask is deliberate). A directory that cannot be read is left to
-// Fragments, which reports it.
+// (the mask is deliberate), nor is one of drift-monitor's own files
+// (model.OwnFile: the first-boot record, which its reader uses, or refuses
+// saying why). A directory that cannot be read is left to Fragments, which
+// reports it.
 func IgnoredFiles(root Host, explicit []string) []Ignored {
 	var out []Ignored
-	add := func(dir func(name string) string, ents []fs.DirEntry) {
+	// add lists the entries of a directory that are not loaded; hostPath
+	// is where an entry lies as a host path inside root ("" for none).
+	add := func(dir, hostPath func(name string) string, ents []fs.DirEntry) {
 		for _, e := range ents {
-			if why := ignoredWhy(e); why != "" {
+			if why := ignoredWhy(e); why != "" && model.OwnFile(hostPath(e.Name())) == "" {
 				out = append(out, Ignored{File: dir(e.Name()), Why: why})
 			}
 		}
 	}
 	if len(explicit) == 0 {
-		for _, d := range DefaultDirs {
+		for _, d := range model.DefaultDirs {
 			if ents, err := root.ReadDir(d); err == nil {
-				add(func(n string) string { return root.Join(path.Join(d, n)) }, ents)
+				host := func(n string) string { return path.Join(d, n) }
+				add(func(n string) string { return root.Join(host(n)) }, host, ents)
 			}
 		}
 	} else {
@@ -50,8 +57,15 @@ func IgnoredFiles(root Host, explicit []string) []Ignored {
 			if st, err := os.Stat(p); err != nil || !st.IsDir() {
 				continue
 			}
+			// A directory named explicitly is the root's admin directory
+			// when it is named as check --config names it: its own files
+			// are the ones the commands read.
+			host := func(string) string { return "" }
+			if filepath.Clean(p) == filepath.Clean(root.Join(model.AdminDir)) {
+				host = func(n string) string { return path.Join(model.AdminDir, n) }
+			}
 			if ents, err := os.ReadDir(p); err == nil {
-				add(func(n string) string { return filepath.Join(p, n) }, ents)
+				add(func(n string) string { return filepath.Join(p, n) }, host, ents)
 			}
 		}
 	}
@@ -103,7 +117,7 @@ func NoConfigError(root Host, explicit []string) error {
 func NoConfigWhere(root Host, explicit []string) string {
 	where := explicit
 	if len(where) == 0 {
-		for _, d := range DefaultDirs {
+		for _, d := range model.DefaultDirs {
 			where = append(where, root.Join(d))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -17,22 +18,11 @@ import (
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
-
-// The desired-state locations: the vendor's (packages) and the admin's,
-// which masks it.
-const (
-	VendorDir = "/usr/lib/drift-monitor/desired.d"
-	AdminDir  = "/etc/drift-monitor/desired.d"
-)
-
-// DefaultDirs are the desired-state locations, in precedence order: a file in
-// a later directory masks the file of the same name in an earlier one (the
-// systemd convention: /etc overrides /usr/lib).
-var DefaultDirs = []string{VendorDir, AdminDir}
 
 // extensions a config fragment may have; other files in a directory are ignored.
 var extensions = []string{".ign", ".json", ".yaml", ".yml", butaneExt}
@@ -107,7 +97,7 @@ func (e *LoadError) Unwrap() error { return e.Err }
 func Fragments(root Host, explicit []string) ([]string, error) {
 	if len(explicit) == 0 {
 		byName := map[string]string{}
-		for _, d := range DefaultDirs {
+		for _, d := range model.DefaultDirs {
 			ents, err := root.ReadDir(d)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -295,7 +285,9 @@ func yamlToJSON(file string, raw []byte) ([]byte, error) {
 	}
 	j, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		return nil, &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+		le := &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+		yamlPosition(le, raw)
+		return nil, le
 	}
 	return j, nil
 }
@@ -369,9 +361,9 @@ func decodeIgnition(file string, raw []byte, version string, cache bool, reread 
 }
 
 // checkDecodable refuses what Ignition's validation lets through but Derive
-// cannot use (see undecodable and negativeIDs). under, if not empty, is where
-// cfg sits in the file (spec.config for a MachineConfig's): it replaces the
-// contexts' leading $.
+// cannot use (see undecodable and negativeIDs) or no tool can apply (see
+// accountFields). under, if not empty, is where cfg sits in the file
+// (spec.config for a MachineConfig's): it replaces the contexts' leading $.
 func checkDecodable(file string, cfg types.Config, under string, minID int) error {
 	at := func(ctx string) string {
 		if under == "" {
@@ -383,6 +375,9 @@ func checkDecodable(file string, cfg types.Config, under string, minID int) erro
 		return &LoadError{File: file, Context: at(ctx), Err: err}
 	}
 	if ctx, err := negativeIDs(cfg, minID); err != nil {
+		return &LoadError{File: file, Context: at(ctx), Err: err}
+	}
+	if ctx, err := accountFields(cfg.Passwd); err != nil {
 		return &LoadError{File: file, Context: at(ctx), Err: err}
 	}
 	return nil
@@ -463,7 +458,7 @@ func addKernelArguments(frag *Fragment, args []string) {
 	}
 	for _, s := range args {
 		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
-		for _, a := range SplitKernelArguments(s) {
+		for _, a := range model.SplitKernelArguments(s) {
 			if ka := types.KernelArgument(a); !seen[ka] {
 				seen[ka] = true
 				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
@@ -476,15 +471,17 @@ func addKernelArguments(frag *Fragment, args []string) {
 }
 
 // undecodable finds file contents that Ignition's validation accepts but that
-// cannot be decoded (a gzip data URL that is not gzip): Derive would fail on
-// them after merging, when the file that declared them is no longer known.
+// cannot be decoded (a gzip data URL that is not gzip) or whose declared
+// hash they do not have: Derive would fail on them after merging, when the
+// file that declared them is no longer known.
 //
 // Ignition's validation has decoded every data URL already; what it does not
-// try is decompressing, so only compressed files are decoded here (decoding
-// all of them was a tenth of a load).
+// try is decompressing or hashing, so only compressed files and those with a
+// verified data URL are decoded here (decoding all of them was a tenth of a
+// load).
 func undecodable(cfg types.Config) (context string, err error) {
 	for i, f := range cfg.Storage.Files {
-		if !compressed(f) {
+		if !compressed(f) && !verifiedDataURL(f) {
 			continue
 		}
 		if _, err := fileContent(f); err != nil {
@@ -531,46 +528,13 @@ func negativeIDs(cfg types.Config, min int) (context string, err error) {
 }
 
 func compressed(f types.File) bool {
-	gz := func(r types.Resource) bool { return r.Compression != nil && *r.Compression != "" }
-	if gz(f.Contents) {
-		return true
-	}
-	for _, a := range f.Append {
-		if gz(a) {
-			return true
-		}
-	}
-	return false
+	return anySource(f, func(r types.Resource) bool { return r.Compression != nil && *r.Compression != "" })
 }
 
-// SplitKernelArguments splits a kernel command line (/proc/cmdline, a boot
-// entry's options, a MachineConfig's kernelArguments entry) into arguments as
-// the kernel's next_arg (lib/cmdline.c) does: on white space (its isspace)
-// outside double quotes, which are kept, as in /proc/cmdline and Ignition's
-// kernelArguments. Bytes are kept as they are, valid UTF-8 or not.
-func SplitKernelArguments(s string) []string {
-	var args []string
-	start, quoted := -1, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !quoted && strings.IndexByte(" \t\n\v\f\r", c) >= 0 {
-			if start >= 0 {
-				args = append(args, s[start:i])
-				start = -1
-			}
-			continue
-		}
-		if c == '"' {
-			quoted = !quoted
-		}
-		if start < 0 {
-			start = i
-		}
-	}
-	if start >= 0 {
-		args = append(args, s[start:])
-	}
-	return args
+// anySource says whether is holds for the file's contents or one of its
+// append fragments.
+func anySource(f types.File, is func(types.Resource) bool) bool {
+	return is(f.Contents) || slices.ContainsFunc(f.Append, is)
 }
 
 // yamlDocuments counts the documents of a YAML stream that hold more than
@@ -867,25 +831,26 @@ func parseWithSupplies(files []string, raws [][]byte, reread func(file string) f
 // LoadState finds (see Fragments), parses and merges the configuration and
 // derives the entries, with owners resolved in root's account files. It is
 // LoadCached without a cache: it parses every time.
-func LoadState(root Host, explicit []string) (State, error) {
+func LoadState(root Host, explicit []string) (model.State, error) {
 	return LoadCached(nil, root, explicit)
 }
 
 // deriveState parses the config files' contents and derives the entries with
 // the accounts read from root's account files (whose contents acct holds).
-func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (State, error) {
+func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (model.State, error) {
 	return deriveStateFrom(root, files, raws, acct, nil)
 }
 
 // deriveStateFrom is deriveState; with reread (see parseWithSupplies) it
 // lets go of the config files' bytes as it parses them.
-func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte, reread func(file string) func() ([]byte, error)) (State, error) {
+func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte, reread func(file string) func() ([]byte, error)) (model.State, error) {
 	cfg, frags, sup, err := parseWithSupplies(files, raws, reread)
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
 	bits := mergedSpecialBits(frags)
 	mcPaths := machineConfigPaths(frags) // before their storage goes
+	certs := mcdCertificateFiles(frags)
 	// What the fragments declare in storage is in cfg, which nothing reads
 	// after deriving: deriveReleasing lets each file's source go once
 	// decoded.
@@ -894,11 +859,11 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	}
 	st, err := deriveReleasing(cfg, parseAccounts(acct), true)
 	if err != nil {
-		return State{}, err
+		return model.State{}, err
 	}
 	optionalSpecialBits(&st, bits)
 	emptyDropins(&st, frags)
-	mcdExemptions(&st, frags)
+	mcdExemptions(&st, certs)
 	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
 	mcdPasswords(&st, frags)
 	notRelabelled(&st, mcPaths)
@@ -938,7 +903,7 @@ func hostPath(root, file string) string {
 // the MCD deletes an empty drop-in instead of writing it
 // (machine-config-operator pkg/daemon/update.go, writeUnits: "Dropin for %s
 // has no content, skipping write"); Ignition writes it empty.
-func emptyDropins(st *State, frags []Fragment) {
+func emptyDropins(st *model.State, frags []Fragment) {
 	mcEmpty := map[string]bool{}
 	for _, f := range frags {
 		if !f.machineConfig {
@@ -954,7 +919,7 @@ func emptyDropins(st *State, frags []Fragment) {
 	}
 	for i := range st.Entries {
 		e := &st.Entries[i]
-		if e.Kind == KindDropin && mcEmpty[e.Path] && e.Content != nil && len(e.Content.Exact) == 0 {
+		if e.Kind == model.KindDropin && mcEmpty[e.Path] && e.Content != nil && len(e.Content.Exact) == 0 {
 			e.MayBeAbsent = true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -74,7 +75,8 @@ func TestParseErrors(t *testing.T) {
 			name: "unparsable YAML",
 			file: "bad.yaml",
 			raw:  "kind: MachineConfig\nspec: [1, 2\n",
-			want: []string{"invalid YAML", "line 2"},
+			want: []string{"invalid YAML", "did not find expected ',' or ']'"},
+			line: 2, column: 1,
 		},
 		{
 			name: "experimental spec",
@@ -423,12 +425,12 @@ func TestParseSpecVersions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantKinds := map[Kind]int{KindFile: 1, KindDirectory: 1, KindLink: 1, KindHardLink: 1, KindUnit: 1,
-				KindDropin: 1, KindEnablement: 1, KindMask: 1, KindSSHKeys: 1, KindUser: 1}
+			wantKinds := map[model.Kind]int{model.KindFile: 1, model.KindDirectory: 1, model.KindLink: 1, model.KindHardLink: 1, model.KindUnit: 1,
+				model.KindDropin: 1, model.KindEnablement: 1, model.KindMask: 1, model.KindSSHKeys: 1, model.KindUser: 1}
 			if v >= "3.3.0" {
-				wantKinds[KindKernelArg] = 2
+				wantKinds[model.KindKernelArg] = 2
 			}
-			gotKinds := map[Kind]int{}
+			gotKinds := map[model.Kind]int{}
 			for _, e := range st.Entries {
 				gotKinds[e.Kind]++
 			}
@@ -571,7 +573,7 @@ func TestSplitKernelArguments(t *testing.T) {
 		{"bad=\xff x", []string{"bad=\xff", "x"}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, SplitKernelArguments(tt.in)); diff != "" {
+		if diff := cmp.Diff(tt.want, model.SplitKernelArguments(tt.in)); diff != "" {
 			t.Errorf("SplitKernelArguments(%q) (-want +got):\n%s", tt.in, diff)
 		}
 	}
@@ -770,11 +772,11 @@ func TestLoadState(t *testing.T) {
 	if diff := cmp.Diff(wantFiles, st.Files); diff != "" {
 		t.Errorf("Files (-want +got):\n%s", diff)
 	}
-	want := []Entry{
+	want := []model.Entry{
 		// Neither node is created afresh: no mode (nor owner) is desired.
 		// The MachineConfig's is written by the MCD, which never relabels.
-		{Kind: KindDirectory, Path: "/etc/a", Type: TypeDirectory, NotRelabelled: true},
-		{Kind: KindFile, Path: "/etc/b", Type: TypeRegular, UID: ptr(1000), GID: ptr(50)},
+		{Kind: model.KindDirectory, Path: "/etc/a", Type: model.TypeDirectory, NotRelabelled: true},
+		{Kind: model.KindFile, Path: "/etc/b", Type: model.TypeRegular, UID: ptr(1000), GID: ptr(50)},
 	}
 	if diff := cmp.Diff(want, st.Entries, cmpEntries); diff != "" {
 		t.Errorf("Entries (-want +got):\n%s", diff)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -18,7 +19,7 @@ func TestMachineConfigRules(t *testing.T) {
 		}
 		var got []string
 		for _, e := range st.Entries {
-			if e.Kind != KindKernelArg || !e.ArgPresent {
+			if e.Kind != model.KindKernelArg || !e.ArgPresent {
 				t.Errorf("entry %+v: want present kernel arguments only", e)
 			}
 			got = append(got, e.Arg)
@@ -116,11 +117,11 @@ func TestMachineConfigRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var kinds []Kind
+		var kinds []model.Kind
 		for _, e := range st.Entries {
 			kinds = append(kinds, e.Kind)
 		}
-		if diff := cmp.Diff([]Kind{KindKernelArg, KindConfig}, kinds); diff != "" {
+		if diff := cmp.Diff([]model.Kind{model.KindKernelArg, model.KindConfig}, kinds); diff != "" {
 			t.Errorf("entries (-want +got):\n%s", diff)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // mcEntries derives the files (name → contents) and returns the entries
@@ -22,7 +24,7 @@ func mcEntries(t *testing.T, files ...[2]string) []string {
 	}
 	var got []string
 	for _, e := range st.Entries {
-		if IsMachineConfigField(e.Kind) {
+		if e.Kind.Means().Source == model.FromOS {
 			got = append(got, string(e.Kind)+"="+e.Arg+"@"+e.Path)
 		}
 	}
@@ -77,8 +79,8 @@ func TestMachineConfigFieldsRefused(t *testing.T) {
 }
 
 func TestExtensionEntriesHaveDistinctIDs(t *testing.T) {
-	a := Entry{Kind: KindExtension, Path: ExtensionPath, Arg: "usbguard"}
-	b := Entry{Kind: KindExtension, Path: ExtensionPath, Arg: "sysstat"}
+	a := model.Entry{Kind: model.KindExtension, Path: model.ExtensionPath, Arg: "usbguard"}
+	b := model.Entry{Kind: model.KindExtension, Path: model.ExtensionPath, Arg: "sysstat"}
 	if a.ID() == b.ID() {
 		t.Errorf("two extensions share the ID %q", a.ID())
 	}
@@ -91,42 +93,61 @@ func TestMCDCertificateExemptions(t *testing.T) {
 		`{"path":"/etc/kubernetes/kubeconfig","contents":{"source":"data:,k"}}]}`
 	mc := `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.4.0"},` + files + `}}}`
 	ign := `{"ignition":{"version":"3.4.0"},` + files + `}`
-	kinds := func(es []Entry) map[string][]Kind {
-		m := map[string][]Kind{}
+	// A MachineConfig that declares none of them.
+	mcOther := `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/other","contents":{"source":"data:,o"}}]}}}}`
+	kinds := func(es []model.Entry) map[string][]model.Kind {
+		m := map[string][]model.Kind{}
 		for _, e := range es {
 			m[e.Path] = append(m[e.Path], e.Kind)
 		}
 		return m
 	}
+	notChecked := map[string][]model.Kind{
+		"/etc/kubernetes/kubelet-ca.crt":              {model.KindNotChecked},
+		"/etc/mco/internal-registry-pull-secret.json": {model.KindNotChecked},
+		"/etc/kubernetes/kubeconfig":                  {model.KindFile},
+	}
+	checked := map[string][]model.Kind{
+		"/etc/kubernetes/kubelet-ca.crt":              {model.KindFile},
+		"/etc/mco/internal-registry-pull-secret.json": {model.KindFile},
+		"/etc/kubernetes/kubeconfig":                  {model.KindFile},
+	}
+	withOther := func(m map[string][]model.Kind) map[string][]model.Kind {
+		out := map[string][]model.Kind{"/etc/other": {model.KindFile}}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
 	for _, tt := range []struct {
-		name, file, raw string
-		exempt          bool
-		want            map[string][]Kind
+		name        string
+		files, raws []string
+		exempt      bool
+		want        map[string][]model.Kind
 	}{
-		{"a MachineConfig's certificate files are not checked", "mc.json", mc, true, map[string][]Kind{
-			"/etc/kubernetes/kubelet-ca.crt":              {KindNotChecked},
-			"/etc/mco/internal-registry-pull-secret.json": {KindNotChecked},
-			"/etc/kubernetes/kubeconfig":                  {KindFile},
-		}},
-		{"the rule turned off checks them", "mc.json", mc, false, map[string][]Kind{
-			"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
-			"/etc/mco/internal-registry-pull-secret.json": {KindFile},
-			"/etc/kubernetes/kubeconfig":                  {KindFile},
-		}},
-		{"an Ignition config's are checked: no MCD writes them", "10.ign", ign, true, map[string][]Kind{
-			"/etc/kubernetes/kubelet-ca.crt":              {KindFile},
-			"/etc/mco/internal-registry-pull-secret.json": {KindFile},
-			"/etc/kubernetes/kubeconfig":                  {KindFile},
-		}},
+		{"a MachineConfig's certificate files are not checked", []string{"mc.json"}, []string{mc}, true, notChecked},
+		{"the rule turned off checks them", []string{"mc.json"}, []string{mc}, false, checked},
+		{"an Ignition config's are checked: no MCD writes them", []string{"10.ign"}, []string{ign}, true, checked},
+		{"an Ignition config's are checked beside a MachineConfig that does not declare them",
+			[]string{"10.ign", "20-mc.json"}, []string{ign, mcOther}, true, withOther(checked)},
+		{"... whichever comes first", []string{"10-mc.json", "20.ign"}, []string{mcOther, ign}, true, withOther(checked)},
+		{"the last fragment to declare a path decides: a MachineConfig over an Ignition config",
+			[]string{"10.ign", "20-mc.json"}, []string{ign, mc}, true, notChecked},
+		{"the last fragment to declare a path decides: an Ignition config over a MachineConfig",
+			[]string{"10-mc.json", "20.ign"}, []string{mc, ign}, true, checked},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := deriveState("/", []string{tt.file}, [][]byte{[]byte(tt.raw)}, [4][]byte{})
+			var raws [][]byte
+			for _, r := range tt.raws {
+				raws = append(raws, []byte(r))
+			}
+			st, err := deriveState("/", tt.files, raws, [4][]byte{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			kept := ApplyMCDExemptions(st.Entries, tt.exempt)
 			for _, e := range kept {
-				if e.Kind == KindNotChecked && (e.Content == nil || e.Content.Unverifiable != mcdCertificateReason) {
+				if e.Kind == model.KindNotChecked && (e.Content == nil || e.Content.Unverifiable != mcdCertificateReason) {
 					t.Errorf("not-checked entry %s has no reason: %+v", e.Path, e.Content)
 				}
 			}

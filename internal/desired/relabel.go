@@ -1,6 +1,9 @@
 package desired
 
-import "path"
+import (
+	"github.com/drift-monitor/drift-monitor/internal/model"
+	"path"
+)
 
 // notRelabelled marks the entries a MachineConfig declares: the MCD writes
 // them through renameio and chmod/chown and never relabels them
@@ -11,7 +14,7 @@ import "path"
 // it needs labelled (templates/*/01-*-kubelet/_base/units/kubelet.service.yaml,
 // PR #4287). Ignition relabels what it writes (setfiles -F,
 // internal/exec/util/selinux.go).
-func notRelabelled(st *State, mc map[string]bool) {
+func notRelabelled(st *model.State, mc map[string]bool) {
 	for i := range st.Entries {
 		if e := &st.Entries[i]; mc[e.Path] {
 			e.NotRelabelled = true

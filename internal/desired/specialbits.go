@@ -6,6 +6,8 @@ import (
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/vcontext/report"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Setuid, setgid and sticky bits declared by a spec older than 3.6.0.
@@ -92,13 +94,13 @@ func mergedSpecialBits(frags []Fragment) map[string]uint32 {
 
 // optionalSpecialBits marks the bits of bits as optional in the file and
 // directory entries of st.
-func optionalSpecialBits(st *State, bits map[string]uint32) {
+func optionalSpecialBits(st *model.State, bits map[string]uint32) {
 	if len(bits) == 0 {
 		return
 	}
 	for i := range st.Entries {
 		e := &st.Entries[i]
-		if (e.Kind == KindFile || e.Kind == KindDirectory) && e.Mode != nil {
+		if (e.Kind == model.KindFile || e.Kind == model.KindDirectory) && e.Mode != nil {
 			if b := bits[e.Path]; b != 0 {
 				*e.Mode &^= b
 				e.ModeOptional = b

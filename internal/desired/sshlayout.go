@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // SSHKeysEnv overrides the SSH keys layout decided from the host:
@@ -155,10 +157,10 @@ func readOSRelease(r Host) map[string]string {
 // applySSHLayout moves st's SSH keys entries to ~/.ssh/authorized_keys when
 // root's layout says so. It is applied to a state whether parsed or cached:
 // the layout is the host's, not the config's.
-func applySSHLayout(root Host, st *State) error {
+func applySSHLayout(root Host, st *model.State) error {
 	var frags, keys []string
 	for i := range st.Entries {
-		if e := &st.Entries[i]; e.Kind == KindSSHKeys {
+		if e := &st.Entries[i]; e.Kind == model.KindSSHKeys {
 			frags = append(frags, e.Path)
 			keys = append(keys, authorizedKeysOf(e.Path))
 		}
@@ -188,7 +190,7 @@ func applySSHLayout(root Host, st *State) error {
 		return err
 	}
 	for i := range st.Entries {
-		if e := &st.Entries[i]; e.Kind == KindSSHKeys {
+		if e := &st.Entries[i]; e.Kind == model.KindSSHKeys {
 			e.Path = authorizedKeysOf(e.Path)
 		}
 	}

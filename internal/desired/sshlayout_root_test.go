@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // TestSSHLayoutInsideTheRoot: the layout is told from what the root holds,
@@ -35,7 +36,7 @@ func TestSSHLayoutInsideTheRoot(t *testing.T) {
 	}
 	var got []string
 	for _, e := range st.Entries {
-		if e.Kind == desired.KindSSHKeys {
+		if e.Kind == model.KindSSHKeys {
 			got = append(got, e.Path)
 		}
 	}

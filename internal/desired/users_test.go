@@ -2,6 +2,8 @@ package desired
 
 import (
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // TestMachineConfigPasswords: a user a MachineConfig declares gets the
@@ -16,7 +18,7 @@ func TestMachineConfigPasswords(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, e := range st.Entries {
-		if e.Kind == KindUser {
+		if e.Kind == model.KindUser {
 			got[e.User] = "undeclared"
 			if h := e.Account.PasswordHash; h != nil {
 				got[e.User] = *h

@@ -1,5 +1,5 @@
 // Package digestkey keeps the host's digest key: the secret that keys the
-// digests reports give for content that must not be shown (drift.Key), so
+// digests reports give for content that must not be shown (model.Key), so
 // that the daemon's records and a `check` run by root name the same content
 // with the same digest, and nobody without the key can tell what it is.
 //

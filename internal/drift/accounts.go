@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // The kinds of an account's drift: one per field Ignition sets, plus
@@ -30,12 +31,12 @@ var AccountKinds = []Kind{Present, UID, GID, Gecos, HomeDir, Shell, PrimaryGroup
 // CompareAccount compares a user or group entry with a root's accounts.
 // A password hash is a secret: its drift says that it differs, with keyed
 // digests of either hash at most (none with the zero Key), never a hash.
-func CompareAccount(e *desired.Entry, db *desired.AccountDB, key Key) []Drift {
+func CompareAccount(e *model.Entry, db *accountdb.DB, key model.Key) []Drift {
 	r := accountReport{e: e, noun: accountNoun(e), key: key}
-	if e.Kind == desired.KindGroup {
+	if e.Kind == model.KindGroup {
 		g, exists := db.Groups[e.Account.Name]
 		if !exists {
-			return r.existence(false, desired.GroupFile)
+			return r.existence(false, accountdb.GroupFile)
 		}
 		if e.Account.Absent {
 			return r.existence(true, g.Source)
@@ -44,7 +45,7 @@ func CompareAccount(e *desired.Entry, db *desired.AccountDB, key Key) []Drift {
 	}
 	u, exists := db.Users[e.Account.Name]
 	if !exists {
-		return r.existence(false, desired.PasswdFile)
+		return r.existence(false, accountdb.PasswdFile)
 	}
 	if e.Account.Absent {
 		return r.existence(true, u.Source)
@@ -54,9 +55,9 @@ func CompareAccount(e *desired.Entry, db *desired.AccountDB, key Key) []Drift {
 
 // accountReport makes one account entry's drift.
 type accountReport struct {
-	e    *desired.Entry
+	e    *model.Entry
 	noun string
-	key  Key
+	key  model.Key
 	ds   []Drift
 }
 
@@ -78,20 +79,20 @@ func (r *accountReport) existence(exists bool, source string) []Drift {
 }
 
 // group compares what groupadd and groupmod set: --gid, --password.
-func (r *accountReport) group(g *desired.Group, db *desired.AccountDB) []Drift {
+func (r *accountReport) group(g *accountdb.Group, db *accountdb.DB) []Drift {
 	a := r.e.Account
 	if a.ID != nil && g.GID != *a.ID {
 		r.add(GID, g.Source, fmt.Sprintf("gid is %d, want %d", g.GID, *a.ID), strconv.Itoa(*a.ID), strconv.Itoa(g.GID))
 	}
 	if a.PasswordHash != nil {
-		r.password(desired.GShadowFile, *a.PasswordHash, g.Hash, g.HasShadow, g.Source, db.GShadowErr)
+		r.password(hashFile(g.HashFile, accountdb.GShadowFile), *a.PasswordHash, g.Hash, g.HasShadow, g.Source, db.GShadowErr)
 	}
 	return r.ds
 }
 
 // user compares what useradd and usermod set: --uid, --comment, --home,
 // --shell, --gid, --groups, --password.
-func (r *accountReport) user(u *desired.Passwd, db *desired.AccountDB) []Drift {
+func (r *accountReport) user(u *accountdb.Passwd, db *accountdb.DB) []Drift {
 	a := r.e.Account
 	field := func(k Kind, name string, want *string, got string) {
 		if want != nil && *want != got {
@@ -117,13 +118,23 @@ func (r *accountReport) user(u *desired.Passwd, db *desired.AccountDB) []Drift {
 	}
 	if a.Groups != nil {
 		if d, ok := groupsDrift(a.Groups, db, u.Name); ok {
-			r.add(Groups, desired.GroupFile, d.msg, d.want, d.got)
+			r.add(Groups, accountdb.GroupFile, d.msg, d.want, d.got)
 		}
 	}
 	if a.PasswordHash != nil {
-		r.password(desired.ShadowFile, *a.PasswordHash, u.Hash, u.HasShadow, u.Source, db.ShadowErr)
+		r.password(hashFile(u.HashFile, accountdb.ShadowFile), *a.PasswordHash, u.Hash, u.HasShadow, u.Source, db.ShadowErr)
 	}
 	return r.ds
+}
+
+// hashFile is where an account's hash drift is: the file its hash was read
+// from (/etc/passwd on a root without /etc/shadow, where reconcile repairs
+// it too), else the shadow file, where its line is missing.
+func hashFile(from, shadow string) string {
+	if from != "" {
+		return from
+	}
+	return shadow
 }
 
 type groupsDiff struct{ msg, want, got string }
@@ -131,7 +142,7 @@ type groupsDiff struct{ msg, want, got string }
 // groupsDrift compares the supplementary groups usermod --groups set with
 // those of /etc/group that list the user now: a group missing and an extra
 // group are both drift (no --append: internal/exec/util/passwd.go).
-func groupsDrift(declared []string, db *desired.AccountDB, user string) (groupsDiff, bool) {
+func groupsDrift(declared []string, db *accountdb.DB, user string) (groupsDiff, bool) {
 	var want []string
 	wanted := map[string]bool{}
 	var unknown []string
@@ -190,7 +201,7 @@ func (r *accountReport) password(file, want, got string, hasShadow bool, source 
 		r.add(Unreadable, file, fmt.Sprintf("password hash not checked: %v", readErr), "", "")
 	case !hasShadow:
 		why := "has no line in " + file
-		if source != desired.PasswdFile && source != desired.GroupFile {
+		if source != accountdb.PasswdFile && source != accountdb.GroupFile {
 			why += " (it is in " + source + ")"
 		}
 		r.add(PasswordHash, file, "password hash differs: "+why, "", "")
@@ -202,15 +213,15 @@ func (r *accountReport) password(file, want, got string, hasShadow bool, source 
 }
 
 // accountNoun names an account in messages: user "core", group "wheel".
-func accountNoun(e *desired.Entry) string {
+func accountNoun(e *model.Entry) string {
 	if e.Account == nil {
 		return fmt.Sprintf("%s %q", e.Kind, e.User)
 	}
 	return fmt.Sprintf("%s %q", e.Kind, e.Account.Name)
 }
 
-func groupName(e *desired.Entry) string {
-	if e.Kind == desired.KindGroup {
+func groupName(e *model.Entry) string {
+	if e.Kind == model.KindGroup {
 		return e.Account.Name
 	}
 	return ""

@@ -10,40 +10,40 @@ import (
 	"unicode/utf8"
 
 	udiff "github.com/aymanbagabas/go-udiff"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // Compare lists how the observation differs from the entry; nil when it does
 // not. Type is decided first: once the type differs, nothing else is compared.
 // Digests of content that must not be shown are keyed with key (see Key).
-func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
+func Compare(e *model.Entry, ob *ondisk.Observation, key model.Key) []Drift {
 	d := newDrifts(e)
 	if ob.Err != nil {
 		d.add(Unreadable, fmt.Sprintf("cannot examine %s: %v", Noun(e), ob.Err), "", "")
 		return d.list
 	}
-	if dt := ob.Detour; dt != nil && e.Type != desired.TypeNone {
+	if dt := ob.Detour; dt != nil && e.Type != model.TypeNone {
 		compareDetour(e, dt, d)
 		return d.list
 	}
 	switch e.Type {
-	case desired.TypeNotMasked:
+	case model.TypeNotMasked:
 		if ob.Type == ondisk.Symlink && ob.Target == "/dev/null" {
 			d.add(Masked, fmt.Sprintf("%s is masked, want unmasked", Noun(e)), "unmasked", "masked")
 		}
 		return d.list
-	case desired.TypeNone:
+	case model.TypeNone:
 		return nil
 	}
-	if e.Kind == desired.KindMask {
+	if e.Kind == model.KindMask {
 		compareMask(e, ob, d)
 		return d.list
 	}
 	want := wantType(e.Type)
-	if e.Type == desired.TypeHardLink && ob.TargetErr == nil && ob.TargetType != ondisk.Absent && ob.TargetType != ondisk.Directory {
+	if e.Type == model.TypeHardLink && ob.TargetErr == nil && ob.TargetType != ondisk.Absent && ob.TargetType != ondisk.Directory {
 		// link(2) does not follow a symlink: a hard link to one is a symlink
 		// sharing its inode (Ignition's WriteLink calls os.Link; linkEntry.create
 		// compares an existing link with its target by os.Lstat and SameFile,
@@ -64,7 +64,7 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 	}
 	compareLink(e, ob, d)
 	compareAttributes(e, ob, d)
-	if e.Type == desired.TypeRegular && e.Content != nil {
+	if e.Type == model.TypeRegular && e.Content != nil {
 		compareContent(e, ob, d, key)
 	}
 	compareMeta(e, ob, d, key)
@@ -73,7 +73,7 @@ func Compare(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 
 // compareDetour reports a path that is not where it was declared: what is
 // there is not the declared file's business, and was not looked at.
-func compareDetour(e *desired.Entry, dt *ondisk.Detour, d *drifts) {
+func compareDetour(e *model.Entry, dt *ondisk.Detour, d *drifts) {
 	if dt.Want != "" {
 		want, got := fmt.Sprintf("symbolic link to %q", dt.Want), fmt.Sprintf("symbolic link to %q", dt.Target)
 		d.add(Type, fmt.Sprintf("type mismatch for %s: %q: want %s, got %s", Noun(e), dt.Path, want, got), want, got)
@@ -86,7 +86,7 @@ func compareDetour(e *desired.Entry, dt *ondisk.Detour, d *drifts) {
 // compareMask reports a mask that is not in place. A mask that is gone or
 // replaced lets the unit start: "unmasked". A mask symlink retargeted
 // elsewhere is reported like any link: "target".
-func compareMask(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
+func compareMask(e *model.Entry, ob *ondisk.Observation, d *drifts) {
 	switch {
 	case ob.Type == ondisk.Symlink && ob.Target != e.Target:
 		d.add(Target, fmt.Sprintf("%s is not masked: %q points to %q, want %q", Noun(e), e.Path, ob.Target, e.Target), e.Target, ob.Target)
@@ -98,13 +98,13 @@ func compareMask(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 
 // compareLink reports a symbolic link's target, and a hard link that does not
 // share its target's inode.
-func compareLink(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
+func compareLink(e *model.Entry, ob *ondisk.Observation, d *drifts) {
 	switch e.Type {
-	case desired.TypeSymlink:
+	case model.TypeSymlink:
 		if ob.Target != e.Target {
 			d.add(Target, fmt.Sprintf("target mismatch for %s: want %q, got %q", Noun(e), e.Target, ob.Target), e.Target, ob.Target)
 		}
-	case desired.TypeHardLink:
+	case model.TypeHardLink:
 		switch {
 		case ob.TargetErr != nil:
 			d.add(Unreadable, fmt.Sprintf("cannot examine the target %q of %s: %v", e.Target, Noun(e), ob.TargetErr), "", "")
@@ -117,12 +117,12 @@ func compareLink(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 }
 
 // compareAttributes reports mode, owner and group.
-func compareAttributes(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
+func compareAttributes(e *model.Entry, ob *ondisk.Observation, d *drifts) {
 	if e.Mode != nil && ob.Type != ondisk.Symlink && ob.Mode&^e.ModeOptional != *e.Mode {
-		w, g := desired.FormatMode(*e.Mode), desired.FormatMode(ob.Mode)
+		w, g := model.FormatMode(*e.Mode), model.FormatMode(ob.Mode)
 		also := ""
 		if e.ModeOptional != 0 {
-			also = fmt.Sprintf(" (or with bits %s, declared but not applied by the spec)", desired.FormatMode(e.ModeOptional))
+			also = fmt.Sprintf(" (or with bits %s, declared but not applied by the spec)", model.FormatMode(e.ModeOptional))
 		}
 		d.add(Mode, fmt.Sprintf("mode mismatch for %s: want %s%s, got %s%s", Noun(e), w, also, g, recorded(e, e.FirstBoot != nil && e.FirstBoot.Mode)), w, g)
 	}
@@ -142,7 +142,7 @@ func compareAttributes(e *desired.Entry, ob *ondisk.Observation, d *drifts) {
 
 // recorded says where a wanted value the config leaves to the node comes
 // from: the first-boot record (package firstboot), when it does.
-func recorded(e *desired.Entry, fromRecord bool) string {
+func recorded(e *model.Entry, fromRecord bool) string {
 	if !fromRecord {
 		return ""
 	}
@@ -159,22 +159,22 @@ func article(s string) string {
 	return "a " + s
 }
 
-func wantType(t desired.Type) ondisk.FileType {
+func wantType(t model.Type) ondisk.FileType {
 	switch t {
-	case desired.TypeDirectory:
+	case model.TypeDirectory:
 		return ondisk.Directory
-	case desired.TypeSymlink:
+	case model.TypeSymlink:
 		return ondisk.Symlink
 	}
 	return ondisk.Regular // regular files and hard links (to regular files)
 }
 
 type drifts struct {
-	e    *desired.Entry
+	e    *model.Entry
 	list []Drift
 }
 
-func newDrifts(e *desired.Entry) *drifts { return &drifts{e: e} }
+func newDrifts(e *model.Entry) *drifts { return &drifts{e: e} }
 
 func (d *drifts) add(k Kind, msg, want, got string) *Drift {
 	d.list = append(d.list, Drift{
@@ -184,7 +184,7 @@ func (d *drifts) add(k Kind, msg, want, got string) *Drift {
 	return &d.list[len(d.list)-1]
 }
 
-func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts, key Key) {
+func compareContent(e *model.Entry, ob *ondisk.Observation, d *drifts, key model.Key) {
 	c := &ob.Content
 	switch c.State {
 	case ondisk.ReadFailed:
@@ -231,7 +231,7 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts, key Key
 		// names the base as a keyed digest of the report would.
 		s := sha256.Sum256(w.Suffix)
 		want = fmt.Sprintf("the %d-byte base recorded at the first boot (%s:%s) followed by %s",
-			w.Base.Size, KeyedDigest, hex.EncodeToString(w.Base.Keyed[:]), g.describe(int64(len(w.Suffix)), s[:]))
+			w.Base.Size, model.KeyedDigest, hex.EncodeToString(w.Base.Keyed[:]), g.describe(int64(len(w.Suffix)), s[:]))
 	default:
 		s := sha256.Sum256(w.Suffix)
 		want = "ending with " + g.describe(int64(len(w.Suffix)), s[:])
@@ -249,7 +249,7 @@ func compareContent(e *desired.Entry, ob *ondisk.Observation, d *drifts, key Key
 // doc), both sides are exact bytes, and neither is larger than a file kept
 // for a diff. A caller that holds e's content as Stored reads the bytes back
 // only then, and compares an entry that holds them as Exact (check does).
-func Diffable(e *desired.Entry, ob *ondisk.Observation) bool {
+func Diffable(e *model.Entry, ob *ondisk.Observation) bool {
 	if e.Content == nil || ob.Content.State != ondisk.Differs || ob.Content.Got == nil {
 		return false
 	}
@@ -291,57 +291,26 @@ func isText(b []byte) bool {
 	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }
 
-// enabledStates satisfy `enabled: true`: what Ignition's enablement leaves,
-// or what it could not make any more enabled. Ignition (v2.27.0) enables a
-// unit by a preset line only ("enable NAME" in
-// /etc/systemd/system-preset/20-ignition.preset: createSystemdPresetFile in
-// internal/exec/stages/files/units.go, EnableUnit in
-// internal/exec/util/unit.go), which systemd applies at the first boot with
-// `preset-all` into the persistent configuration (systemd 252
-// src/core/manager.c, manager_preset_all → unit_file_preset_all with
-// runtime false: links in /etc/systemd/system, install.c). So:
-//
-//   - "enabled" (links in /etc) satisfies it, and "enabled-runtime" (links
-//     in /run only, install.c find_symlinks_in_scope) does not: the preset
-//     never makes runtime links, and counting them would hide a persistent
-//     `systemctl disable` until the next boot empties /run;
-//   - "linked" and "linked-runtime" (a unit file symlinked into the search
-//     path, without enablement links) do not: `systemctl is-enabled` exits
-//     non-zero for them (systemctl-is-enabled.c counts enabled, static,
-//     alias, indirect, generated and enabled-runtime), and the preset would
-//     have made the WantedBy=/RequiredBy= links of such a unit;
-//   - "static" (no [Install] to act on), "indirect" (enabled through Also=
-//     or another name), "alias", "generated" and "transient" (not the
-//     preset's to change) satisfy it;
-//   - so does "not-found": without a unit file anywhere the preset line is
-//     skipped.
-//
-// A template that cannot be enabled without an instance is "disabled" and
-// stays so: that is a notice (CannotEnableNotice), decided by the caller
-// from the unit's [Install], not from its state.
-var enabledStates = map[string]bool{
-	enablement.StateEnabled: true, enablement.StateStatic: true,
-	enablement.StateIndirect: true, enablement.StateGenerated: true, enablement.StateTransient: true,
-	enablement.StateAlias: true, enablement.StateNotFound: true,
-}
-
-// WantsEnabledButDisabled reports whether e declares its unit enabled and
-// state is "disabled": the one case where CannotEnableNotice can apply.
-func WantsEnabledButDisabled(e *desired.Entry, state string) bool {
-	return e.Enabled != nil && *e.Enabled && state == enablement.StateDisabled
-}
-
-// CannotEnableNotice is the notice for a unit declared enabled that is
-// disabled because nothing can enable it (why, from
-// enablement.Tree.CannotEnable, starts "cannot be enabled").
-func CannotEnableNotice(e *desired.Entry, why string) Drift {
+// CannotEnableNotice is the notice for a unit declared enabled that is in
+// state ("disabled", "linked", "enabled-runtime") because nothing can
+// enable it (why, from enablement.Tree.WantEnabled and the first-boot
+// record, starts "cannot be enabled").
+func CannotEnableNotice(e *model.Entry, state, why string) Drift {
 	return Drift{Kind: CannotEnable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, EntryID: e.ID(),
-		Message: fmt.Sprintf("%s %s", Noun(e), why), Want: "enabled", Got: enablement.StateDisabled}
+		Message: fmt.Sprintf("%s %s", Noun(e), why), Want: "enabled", Got: state}
+}
+
+// EnablementLost is the drift of a unit declared enabled that is in state,
+// and was enabled before: because says how it was and what holds it now.
+func EnablementLost(e *model.Entry, state, because string) []Drift {
+	d := newDrifts(e)
+	d.add(Enablement, fmt.Sprintf("%s is %s, want enabled: %s", Noun(e), state, because), "enabled", state)
+	return d.list
 }
 
 // CompareEnablement compares a unit's declared enablement with its unit file
 // state as systemd names it (`systemctl is-enabled`); err is a failure to ask.
-func CompareEnablement(e *desired.Entry, state string, err error) []Drift {
+func CompareEnablement(e *model.Entry, state string, err error) []Drift {
 	if e.Enabled == nil {
 		return nil
 	}
@@ -350,7 +319,10 @@ func CompareEnablement(e *desired.Entry, state string, err error) []Drift {
 		d.add(Unreadable, fmt.Sprintf("cannot determine whether %s is enabled: %v", Noun(e), err), "", "")
 		return d.list
 	}
-	want, ok := "enabled", enabledStates[state]
+	// What satisfies `enabled: true` by the state alone is
+	// enablement.SatisfiesEnabled's to say (with why); where enabling
+	// could do no more, the caller asks enablement.Tree.WantEnabled.
+	want, ok := "enabled", enablement.SatisfiesEnabled(state)
 	if !*e.Enabled {
 		want, ok = "disabled", state != enablement.StateEnabled && state != enablement.StateEnabledRuntime
 	}
@@ -362,7 +334,7 @@ func CompareEnablement(e *desired.Entry, state string, err error) []Drift {
 
 // CompareKernelArg checks a declared kernel argument against the running
 // kernel's command line, split into arguments.
-func CompareKernelArg(e *desired.Entry, args []string, err error) []Drift {
+func CompareKernelArg(e *model.Entry, args []string, err error) []Drift {
 	d := newDrifts(e)
 	if err != nil {
 		d.add(Unreadable, fmt.Sprintf("cannot read the kernel command line: %v", err), "", "")
@@ -386,7 +358,7 @@ func CompareKernelArg(e *desired.Entry, args []string, err error) []Drift {
 
 // CompareKernelArgNextBoot checks a declared kernel argument against the
 // next boot's command line, args, read from source (a boot loader entry).
-func CompareKernelArgNextBoot(e *desired.Entry, args []string, source string) []Drift {
+func CompareKernelArgNextBoot(e *model.Entry, args []string, source string) []Drift {
 	d := newDrifts(e)
 	present := slices.Contains(args, e.Arg)
 	switch {
@@ -401,7 +373,7 @@ func CompareKernelArgNextBoot(e *desired.Entry, args []string, source string) []
 // PendingReboot is the notice for a declared kernel argument that the next
 // boot's command line (next, from source) satisfies and the running
 // kernel's (running) does not: a reboot will apply it. nil otherwise.
-func PendingReboot(e *desired.Entry, running, next []string, source string) *Drift {
+func PendingReboot(e *model.Entry, running, next []string, source string) *Drift {
 	inNext, inRunning := slices.Contains(next, e.Arg), slices.Contains(running, e.Arg)
 	if inNext != e.ArgPresent || inRunning == e.ArgPresent {
 		return nil
@@ -416,16 +388,16 @@ func PendingReboot(e *desired.Entry, running, next []string, source string) *Dri
 
 // Notice returns the notice an entry carries whatever the disk holds: a
 // content that cannot be verified offline.
-func Notice(e *desired.Entry) *Drift {
+func Notice(e *model.Entry) *Drift {
 	if e.Content == nil || e.Content.Unverifiable == "" {
 		return nil
 	}
 	msg := fmt.Sprintf("content of %s is not verified: %s", Noun(e), e.Content.Unverifiable)
 	kind := Unverifiable
 	switch e.Kind {
-	case desired.KindConfig:
+	case model.KindConfig:
 		msg = fmt.Sprintf("%s is not checked: %s", Noun(e), e.Content.Unverifiable)
-	case desired.KindNotChecked:
+	case model.KindNotChecked:
 		msg = fmt.Sprintf("%s is not checked: %s", Noun(e), e.Content.Unverifiable)
 		kind = NotChecked
 	}

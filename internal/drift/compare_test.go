@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	chk "github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 	"github.com/drift-monitor/drift-monitor/test/harness"
@@ -100,7 +102,7 @@ func (f *fixture) chown(p string, uid, gid int) {
 }
 
 // check observes e in root and compares.
-func check(t *testing.T, root string, e desired.Entry) []drift.Drift {
+func check(t *testing.T, root string, e model.Entry) []drift.Drift {
 	t.Helper()
 	return observe(t, root, e.Path, func(_ *ondisk.Root, o *ondisk.Observer) []drift.Drift {
 		ob := o.Observe(&e)
@@ -111,7 +113,7 @@ func check(t *testing.T, root string, e desired.Entry) []drift.Drift {
 // checkStored checks st's one entry as check does, with its store: the
 // declared bytes of a Stored content are read back for a diff, and only
 // then.
-func checkStored(t *testing.T, root string, st desired.State) []drift.Drift {
+func checkStored(t *testing.T, root string, st model.State) []drift.Drift {
 	t.Helper()
 	return observe(t, root, st.Entries[0].Path, func(r *ondisk.Root, o *ondisk.Observer) []drift.Drift {
 		c := &chk.Checker{Root: r, Key: testKey, Store: st.Store, Declared: ondisk.Declare(st.Entries)}
@@ -134,6 +136,7 @@ func observe(t *testing.T, root, path string, fn func(*ondisk.Root, *ondisk.Obse
 	go func() { done <- fn(r, o) }()
 	select {
 	case d := <-done:
+		inRows(t, d)
 		return d
 	case <-time.After(10 * time.Second):
 		t.Fatalf("checking %s blocked", path)
@@ -141,8 +144,24 @@ func observe(t *testing.T, root, path string, fn func(*ondisk.Root, *ondisk.Obse
 	return nil
 }
 
+// inRows fails t for a drift whose kind its entry's row of model.Kinds
+// does not list: a state declaring the entry would export no series of
+// drift_monitor_drift_entries for it until it appears.
+func inRows(t *testing.T, ds []drift.Drift) {
+	t.Helper()
+	for _, d := range ds {
+		m := d.Entry.Means()
+		if !slices.Contains(m.Drift, string(d.Kind)) {
+			t.Errorf("a %s entry reported %s drift, which its row of model.Kinds does not list", d.Entry, d.Kind)
+		}
+		if m.ValueFiles != nil && !slices.Contains(m.ValueFiles, d.Path) {
+			t.Errorf("a %s entry reported %s drift at %s, which its row of model.Kinds does not list among its files", d.Entry, d.Kind, d.Path)
+		}
+	}
+}
+
 // expect builds the drift an entry is expected to produce.
-func expect(e desired.Entry, k drift.Kind, msg, want, got string) drift.Drift {
+func expect(e model.Entry, k drift.Kind, msg, want, got string) drift.Drift {
 	return drift.Drift{Kind: k, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User,
 		Message: msg, Want: want, Got: got, EntryID: e.ID()}
 }
@@ -158,7 +177,7 @@ func describe(s string) string { return fmt.Sprintf("%d bytes, sha256:%s", len(s
 // testKey is the host's digest key in these tests; keyed(s) describes a
 // content that must not be shown: its size and HMAC-SHA256 under testKey of
 // its SHA-256.
-var testKey = drift.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+var testKey = model.NewKey([]byte("0123456789abcdef0123456789abcdef"))
 
 func keyed(s string) string {
 	sum := sha256.Sum256([]byte(s))
@@ -167,45 +186,45 @@ func keyed(s string) string {
 	return fmt.Sprintf("%d bytes, hmac-sha256:%s", len(s), hex.EncodeToString(m.Sum(nil)))
 }
 
-func file(p string, mode uint32, content string) desired.Entry {
-	return desired.Entry{Kind: desired.KindFile, Path: p, Type: desired.TypeRegular, Mode: ptr(mode),
-		UID: ptr(0), GID: ptr(0), Content: &desired.Content{Exact: []byte(content)}}
+func file(p string, mode uint32, content string) model.Entry {
+	return model.Entry{Kind: model.KindFile, Path: p, Type: model.TypeRegular, Mode: ptr(mode),
+		UID: ptr(0), GID: ptr(0), Content: &model.Content{Exact: []byte(content)}}
 }
 
-func dir(p string, mode uint32) desired.Entry {
-	return desired.Entry{Kind: desired.KindDirectory, Path: p, Type: desired.TypeDirectory, Mode: ptr(mode), UID: ptr(0), GID: ptr(0)}
+func dir(p string, mode uint32) model.Entry {
+	return model.Entry{Kind: model.KindDirectory, Path: p, Type: model.TypeDirectory, Mode: ptr(mode), UID: ptr(0), GID: ptr(0)}
 }
 
-func symlink(p, target string) desired.Entry {
-	return desired.Entry{Kind: desired.KindLink, Path: p, Type: desired.TypeSymlink, Target: target}
+func symlink(p, target string) model.Entry {
+	return model.Entry{Kind: model.KindLink, Path: p, Type: model.TypeSymlink, Target: target}
 }
 
-func hardlink(p, target string) desired.Entry {
-	return desired.Entry{Kind: desired.KindHardLink, Path: p, Type: desired.TypeHardLink, Target: target}
+func hardlink(p, target string) model.Entry {
+	return model.Entry{Kind: model.KindHardLink, Path: p, Type: model.TypeHardLink, Target: target}
 }
 
-func mask(unit string) desired.Entry {
-	return desired.Entry{Kind: desired.KindMask, Path: "/etc/systemd/system/" + unit, Unit: unit, Type: desired.TypeSymlink, Target: "/dev/null"}
+func mask(unit string) model.Entry {
+	return model.Entry{Kind: model.KindMask, Path: "/etc/systemd/system/" + unit, Unit: unit, Type: model.TypeSymlink, Target: "/dev/null"}
 }
 
-func unmask(unit string) desired.Entry {
-	return desired.Entry{Kind: desired.KindUnmask, Path: "/etc/systemd/system/" + unit, Unit: unit, Type: desired.TypeNotMasked}
+func unmask(unit string) model.Entry {
+	return model.Entry{Kind: model.KindUnmask, Path: "/etc/systemd/system/" + unit, Unit: unit, Type: model.TypeNotMasked}
 }
 
-func withOwner(e desired.Entry, uid, gid int) desired.Entry { e.UID, e.GID = &uid, &gid; return e }
+func withOwner(e model.Entry, uid, gid int) model.Entry { e.UID, e.GID = &uid, &gid; return e }
 
 func TestCompareOnDisk(t *testing.T) {
 	chrony := file("/etc/chrony.conf", 0o644, "server a.example.com iburst\nmakestep 1.0 3\n")
 	secret := file("/etc/secret.key", 0o600, "MARKER-WANT-SECRET\n")
-	unit := desired.Entry{Kind: desired.KindUnit, Path: "/etc/systemd/system/app.service", Unit: "app.service",
-		Type: desired.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0),
-		Content: &desired.Content{Exact: []byte("[Service]\nExecStart=/usr/bin/app\n")}}
-	dropin := desired.Entry{Kind: desired.KindDropin, Path: "/etc/systemd/system/app.service.d/10-env.conf", Unit: "app.service",
-		Type: desired.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0),
-		Content: &desired.Content{Exact: []byte("[Service]\nEnvironment=A=1\n")}}
-	keys := desired.Entry{Kind: desired.KindSSHKeys, Path: "/var/home/core/.ssh/authorized_keys.d/ignition", User: "core",
-		Type: desired.TypeRegular, Mode: ptr[uint32](0o600), UID: ptr(0), GID: ptr(0),
-		Content: &desired.Content{Exact: []byte("ssh-ed25519 AAAA-MARKER-WANT-KEY core\n")}}
+	unit := model.Entry{Kind: model.KindUnit, Path: "/etc/systemd/system/app.service", Unit: "app.service",
+		Type: model.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0),
+		Content: &model.Content{Exact: []byte("[Service]\nExecStart=/usr/bin/app\n")}}
+	dropin := model.Entry{Kind: model.KindDropin, Path: "/etc/systemd/system/app.service.d/10-env.conf", Unit: "app.service",
+		Type: model.TypeRegular, Mode: ptr[uint32](0o644), UID: ptr(0), GID: ptr(0),
+		Content: &model.Content{Exact: []byte("[Service]\nEnvironment=A=1\n")}}
+	keys := model.Entry{Kind: model.KindSSHKeys, Path: "/var/home/core/.ssh/authorized_keys.d/ignition", User: "core",
+		Type: model.TypeRegular, Mode: ptr[uint32](0o600), UID: ptr(0), GID: ptr(0),
+		Content: &model.Content{Exact: []byte("ssh-ed25519 AAAA-MARKER-WANT-KEY core\n")}}
 	noOwnerProblem := file("/etc/owned", 0o644, "")
 	noOwnerProblem.UID, noOwnerProblem.OwnerProblem = nil, `user "mallory" does not exist in the target's passwd`
 	noGroupProblem := file("/etc/owned", 0o644, "")
@@ -214,19 +233,19 @@ func TestCompareOnDisk(t *testing.T) {
 	bigLast := big[:len(big)-1] + "X"
 	base := "fetched base\n"
 	h256, h512 := sha256.Sum256([]byte(base)), sha512.Sum512([]byte(base))
-	hashed := func(algo, hexSum, suffix string) desired.Entry {
+	hashed := func(algo, hexSum, suffix string) model.Entry {
 		e := file("/etc/hashed", 0o644, "")
-		e.Content = &desired.Content{Hash: &desired.Hash{Algorithm: algo, Hex: hexSum}, Suffix: []byte(suffix)}
+		e.Content = &model.Content{Hash: &model.Hash{Algorithm: algo, Hex: hexSum}, Suffix: []byte(suffix)}
 		return e
 	}
 	suffixOnly := file("/etc/hosts", 0o644, "")
-	suffixOnly.Content = &desired.Content{Suffix: []byte("10.0.0.1 db\n")}
+	suffixOnly.Content = &model.Content{Suffix: []byte("10.0.0.1 db\n")}
 	binary := file("/usr/lib/blob", 0o644, "\x00\x01\x02")
 
 	tests := []struct {
 		name  string
 		setup func(f *fixture)
-		entry desired.Entry
+		entry model.Entry
 		want  []drift.Drift
 	}{
 		// Regular files.
@@ -488,7 +507,7 @@ func TestCompareOnDisk(t *testing.T) {
 				f.file("/var/home/core/.ssh/authorized_keys.d/ignition", string(keys.Content.Exact), 0o600)
 				f.symlink("/home", "/var/home")
 			},
-			entry: func() desired.Entry { e := keys; e.Path = "/home/core/.ssh/authorized_keys.d/ignition"; return e }(),
+			entry: func() model.Entry { e := keys; e.Path = "/home/core/.ssh/authorized_keys.d/ignition"; return e }(),
 		},
 		{
 			name: "symlink climbing out with .. stays inside the root",
@@ -496,7 +515,7 @@ func TestCompareOnDisk(t *testing.T) {
 				f.file(chrony.Path, string(chrony.Content.Exact), 0o644)
 				f.symlink("/a/up", "../../../../../../../../../../..")
 			},
-			entry: func() desired.Entry { e := chrony; e.Path = "/a/up/etc/chrony.conf"; return e }(),
+			entry: func() model.Entry { e := chrony; e.Path = "/a/up/etc/chrony.conf"; return e }(),
 		},
 
 		// Hard links.
@@ -665,9 +684,9 @@ func TestCompareOnDisk(t *testing.T) {
 		{
 			name:  "unverifiable content: only type, mode and owner",
 			setup: func(f *fixture) { f.file("/etc/remote", "anything", 0o644) },
-			entry: func() desired.Entry {
+			entry: func() model.Entry {
 				e := file("/etc/remote", 0o644, "")
-				e.Content = &desired.Content{Unverifiable: "remote https source without verification.hash (never fetched)"}
+				e.Content = &model.Content{Unverifiable: "remote https source without verification.hash (never fetched)"}
 				return e
 			}(),
 		},
@@ -685,7 +704,7 @@ func TestCompareOnDisk(t *testing.T) {
 				// The same entry as the daemon holds it, its content Stored
 				// (size and digest; check reads the bytes back for a diff),
 				// must give the same drift.
-				lazy := desired.State{Entries: []desired.Entry{tt.entry}}
+				lazy := model.State{Entries: []model.Entry{tt.entry}}
 				if !cache.Put(desired.StateKey{byte(len(tt.name)), tt.name[0]}, &lazy) || lazy.Entries[0].Content.Stored == nil || lazy.Store == nil {
 					t.Fatal("the lazy cache kept the content in memory")
 				}
@@ -725,17 +744,17 @@ func TestCompareObservations(t *testing.T) {
 	h := sha512.Sum512([]byte("hunter2"))
 	hunter2sha512 := hex.EncodeToString(h[:])
 	remote := file("/etc/remote", 0o600, "")
-	remote.Content = &desired.Content{Hash: &desired.Hash{Algorithm: "sha512", Hex: hunter2sha512}, Suffix: []byte("\n")}
+	remote.Content = &model.Content{Hash: &model.Hash{Algorithm: "sha512", Hex: hunter2sha512}, Suffix: []byte("\n")}
 	remotePublic := remote
 	remotePublic.Mode = ptr[uint32](0o644)
 	appended := file("/etc/appended", 0o600, "")
-	appended.Content = &desired.Content{Suffix: []byte("token=hunter2\n")}
+	appended.Content = &model.Content{Suffix: []byte("token=hunter2\n")}
 	differs := func(got string) ondisk.ContentResult {
 		return ondisk.ContentResult{State: ondisk.Differs, Got: []byte(got), GotSize: int64(len(got)), GotDigest: digest(got)}
 	}
 	tests := []struct {
 		name  string
-		entry desired.Entry
+		entry model.Entry
 		ob    ondisk.Observation
 		want  []drift.Drift
 	}{
@@ -808,17 +827,17 @@ func TestCompareObservations(t *testing.T) {
 		},
 		{
 			name:  "mode of a symlink is never compared",
-			entry: func() desired.Entry { e := symlink("/etc/l", "x"); e.Mode = ptr[uint32](0o644); return e }(),
+			entry: func() model.Entry { e := symlink("/etc/l", "x"); e.Mode = ptr[uint32](0o644); return e }(),
 			ob:    ondisk.Observation{Type: ondisk.Symlink, Mode: 0o777, Target: "x"},
 		},
 		{
 			name:  "enablement and kernel arguments are not compared here",
-			entry: desired.Entry{Kind: desired.KindEnablement, Unit: "a.service", Type: desired.TypeNone, Enabled: ptr(true)},
+			entry: model.Entry{Kind: model.KindEnablement, Unit: "a.service", Type: model.TypeNone, Enabled: ptr(true)},
 			ob:    ondisk.Observation{Type: ondisk.Absent},
 		},
 		{
 			name: "an empty MachineConfig drop-in may be absent",
-			entry: func() desired.Entry {
+			entry: func() model.Entry {
 				e := file("/etc/systemd/system/a.service.d/x.conf", 0o644, "")
 				e.MayBeAbsent = true
 				return e
@@ -827,7 +846,7 @@ func TestCompareObservations(t *testing.T) {
 		},
 		{
 			name:  "but not a directory in its place",
-			entry: func() desired.Entry { e := file("/etc/a", 0o644, ""); e.MayBeAbsent = true; return e }(),
+			entry: func() model.Entry { e := file("/etc/a", 0o644, ""); e.MayBeAbsent = true; return e }(),
 			ob:    ondisk.Observation{Type: ondisk.Directory, Mode: 0o755},
 			want:  []drift.Drift{expect(file("/etc/a", 0o644, ""), drift.Type, `type mismatch for file "/etc/a": want regular file, got directory`, "regular file", "directory")},
 		},
@@ -841,6 +860,7 @@ func TestCompareObservations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := drift.Compare(&tt.entry, &tt.ob, testKey)
+			inRows(t, got)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Compare (-want +got):\n%s", diff)
 			}
@@ -856,7 +876,7 @@ func TestDigestsWithoutKey(t *testing.T) {
 	public := file("/etc/public", 0o644, "a\n")
 	tests := []struct {
 		name      string
-		entry     desired.Entry
+		entry     model.Entry
 		ob        ondisk.Observation
 		want, got string
 	}{
@@ -869,7 +889,7 @@ func TestDigestsWithoutKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ds := drift.Compare(&tt.entry, &tt.ob, drift.Key{})
+			ds := drift.Compare(&tt.entry, &tt.ob, model.Key{})
 			if len(ds) != 1 || ds[0].Want != tt.want || ds[0].Got != tt.got {
 				t.Errorf("Compare without a key = %+v, want want %q, got %q", ds, tt.want, tt.got)
 			}
@@ -878,11 +898,11 @@ func TestDigestsWithoutKey(t *testing.T) {
 }
 
 func TestCompareEnablement(t *testing.T) {
-	on := desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service", Type: desired.TypeNone, Enabled: ptr(true)}
+	on := model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/a.service", Unit: "a.service", Type: model.TypeNone, Enabled: ptr(true)}
 	off := on
 	off.Enabled = ptr(false)
 	tests := []struct {
-		entry desired.Entry
+		entry model.Entry
 		state string
 		err   error
 		want  []drift.Drift
@@ -911,10 +931,11 @@ func TestCompareEnablement(t *testing.T) {
 		{off, "enabled", nil, []drift.Drift{expect(off, drift.Enablement, `unit "a.service" is enabled, want disabled`, "disabled", "enabled")}},
 		{off, "enabled-runtime", nil, []drift.Drift{expect(off, drift.Enablement, `unit "a.service" is enabled-runtime, want disabled`, "disabled", "enabled-runtime")}},
 		{on, "", errors.New("no bus"), []drift.Drift{expect(on, drift.Unreadable, `cannot determine whether unit "a.service" is enabled: no bus`, "", "")}},
-		{desired.Entry{Kind: desired.KindEnablement, Unit: "a.service"}, "disabled", nil, nil},
+		{model.Entry{Kind: model.KindEnablement, Unit: "a.service"}, "disabled", nil, nil},
 	}
 	for _, tt := range tests {
 		got := drift.CompareEnablement(&tt.entry, tt.state, tt.err)
+		inRows(t, got)
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("CompareEnablement(enabled=%v, %q, %v) (-want +got):\n%s", tt.entry.Enabled, tt.state, tt.err, diff)
 		}
@@ -922,35 +943,26 @@ func TestCompareEnablement(t *testing.T) {
 }
 
 func TestCannotEnableNotice(t *testing.T) {
-	on := desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/w@.service", Unit: "w@.service", Type: desired.TypeNone, Enabled: ptr(true)}
-	off := on
-	off.Enabled = ptr(false)
-	for _, tc := range []struct {
-		e     desired.Entry
-		state string
-		want  bool
-	}{
-		{on, "disabled", true}, {on, "masked", false}, {on, "enabled", false}, {off, "disabled", false},
-		{desired.Entry{Kind: desired.KindEnablement, Unit: "w@.service"}, "disabled", false},
-	} {
-		if got := drift.WantsEnabledButDisabled(&tc.e, tc.state); got != tc.want {
-			t.Errorf("WantsEnabledButDisabled(enabled=%v, %q) = %v, want %v", tc.e.Enabled, tc.state, got, tc.want)
-		}
-	}
-	want := drift.Drift{Kind: drift.CannotEnable, Entry: desired.KindEnablement, Path: on.Path, Unit: "w@.service", EntryID: on.ID(),
-		Message: `unit "w@.service" cannot be enabled without an instance: why`, Want: "enabled", Got: "disabled"}
-	if diff := cmp.Diff(want, drift.CannotEnableNotice(&on, "cannot be enabled without an instance: why")); diff != "" {
+	on := model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/w@.service", Unit: "w@.service", Type: model.TypeNone, Enabled: ptr(true)}
+	want := drift.Drift{Kind: drift.CannotEnable, Entry: model.KindEnablement, Path: on.Path, Unit: "w@.service", EntryID: on.ID(),
+		Message: `unit "w@.service" cannot be enabled without an instance: why`, Want: "enabled", Got: "linked"}
+	if diff := cmp.Diff(want, drift.CannotEnableNotice(&on, "linked", "cannot be enabled without an instance: why")); diff != "" {
 		t.Errorf("CannotEnableNotice (-want +got):\n%s", diff)
+	}
+	lost := []drift.Drift{{Kind: drift.Enablement, Entry: model.KindEnablement, Path: on.Path, Unit: "w@.service", EntryID: on.ID(),
+		Message: `unit "w@.service" is disabled, want enabled: it was enabled`, Want: "enabled", Got: "disabled"}}
+	if diff := cmp.Diff(lost, drift.EnablementLost(&on, "disabled", "it was enabled")); diff != "" {
+		t.Errorf("EnablementLost (-want +got):\n%s", diff)
 	}
 }
 
 func TestCompareKernelArg(t *testing.T) {
-	karg := func(arg string, present bool) desired.Entry {
-		return desired.Entry{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Type: desired.TypeNone, Arg: arg, ArgPresent: present}
+	karg := func(arg string, present bool) model.Entry {
+		return model.Entry{Kind: model.KindKernelArg, Path: "/proc/cmdline", Type: model.TypeNone, Arg: arg, ArgPresent: present}
 	}
-	cmdline := desired.SplitKernelArguments("BOOT_IMAGE=/vmlinuz root=UUID=1 foo=\"a b\" nosmt quiet\n")
+	cmdline := model.SplitKernelArguments("BOOT_IMAGE=/vmlinuz root=UUID=1 foo=\"a b\" nosmt quiet\n")
 	tests := []struct {
-		entry desired.Entry
+		entry model.Entry
 		err   error
 		want  []drift.Drift
 	}{
@@ -968,6 +980,7 @@ func TestCompareKernelArg(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := drift.CompareKernelArg(&tt.entry, cmdline, tt.err)
+		inRows(t, got)
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("CompareKernelArg(%q, present=%v) (-want +got):\n%s", tt.entry.Arg, tt.entry.ArgPresent, diff)
 		}
@@ -976,20 +989,20 @@ func TestCompareKernelArg(t *testing.T) {
 
 func TestNotice(t *testing.T) {
 	e := file("/etc/remote", 0o644, "")
-	e.Content = &desired.Content{Unverifiable: "remote https source without verification.hash (never fetched)"}
-	want := &drift.Drift{Kind: drift.Unverifiable, Entry: desired.KindFile, Path: "/etc/remote", EntryID: "file:/etc/remote",
+	e.Content = &model.Content{Unverifiable: "remote https source without verification.hash (never fetched)"}
+	want := &drift.Drift{Kind: drift.Unverifiable, Entry: model.KindFile, Path: "/etc/remote", EntryID: "file:/etc/remote",
 		Message: `content of file "/etc/remote" is not verified: remote https source without verification.hash (never fetched)`}
 	if diff := cmp.Diff(want, drift.Notice(&e)); diff != "" {
 		t.Errorf("Notice (-want +got):\n%s", diff)
 	}
-	child := desired.Entry{Kind: desired.KindConfig, Type: desired.TypeNone, Path: "/etc/node.ign",
-		Target: "ignition.config.merge.0 (https://example.com/c\x1b.ign)", Content: &desired.Content{Unverifiable: "it is never fetched"}}
-	want = &drift.Drift{Kind: drift.Unverifiable, Entry: desired.KindConfig, Path: "/etc/node.ign", EntryID: child.ID(),
+	child := model.Entry{Kind: model.KindConfig, Type: model.TypeNone, Path: "/etc/node.ign",
+		Target: "ignition.config.merge.0 (https://example.com/c\x1b.ign)", Content: &model.Content{Unverifiable: "it is never fetched"}}
+	want = &drift.Drift{Kind: drift.Unverifiable, Entry: model.KindConfig, Path: "/etc/node.ign", EntryID: child.ID(),
 		Message: `ignition.config.merge.0 (https://example.com/c\x1b.ign) of config "/etc/node.ign" is not checked: it is never fetched`}
 	if diff := cmp.Diff(want, drift.Notice(&child)); diff != "" {
 		t.Errorf("Notice of a child config (-want +got):\n%s", diff)
 	}
-	for _, e := range []desired.Entry{file("/etc/a", 0o644, "x"), dir("/etc", 0o755)} {
+	for _, e := range []model.Entry{file("/etc/a", 0o644, "x"), dir("/etc", 0o755)} {
 		if n := drift.Notice(&e); n != nil {
 			t.Errorf("Notice(%s) = %+v, want nil", e.Path, n)
 		}
@@ -997,7 +1010,7 @@ func TestNotice(t *testing.T) {
 }
 
 func TestDriftNames(t *testing.T) {
-	en := desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/a\x1b.service", Unit: "a\x1b.service", Enabled: ptr(true)}
+	en := model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/a\x1b.service", Unit: "a\x1b.service", Enabled: ptr(true)}
 	d := drift.CompareEnablement(&en, "disabled", nil)[0]
 	if got := d.Key(); got != "enablement:a\x1b.service|enablement" {
 		t.Errorf("Key = %q", got)
@@ -1016,22 +1029,22 @@ func TestDriftNames(t *testing.T) {
 	if fd.Key() == drift.Compare(&f, &ondisk.Observation{Type: ondisk.Directory}, testKey)[0].Key() {
 		t.Error("a missing file and a type mismatch share a key")
 	}
-	k := desired.Entry{Kind: desired.KindKernelArg, Arg: "nosmt", ArgPresent: true}
+	k := model.Entry{Kind: model.KindKernelArg, Arg: "nosmt", ArgPresent: true}
 	kd := drift.CompareKernelArg(&k, nil, nil)[0]
 	if got := kd.Subject(); got != "kernel argument nosmt" {
 		t.Errorf("Subject = %q", got)
 	}
-	nouns := map[string]desired.Entry{
-		`file "/a"`:                      {Kind: desired.KindFile, Path: "/a"},
-		`directory "/a"`:                 {Kind: desired.KindDirectory, Path: "/a"},
-		`link "/a"`:                      {Kind: desired.KindLink, Path: "/a"},
-		`hard link "/a"`:                 {Kind: desired.KindHardLink, Path: "/a"},
-		`unit "u" ("/a")`:                {Kind: desired.KindUnit, Path: "/a", Unit: "u"},
-		`unit "u"`:                       {Kind: desired.KindMask, Path: "/a", Unit: "u"},
-		`drop-in "/a"`:                   {Kind: desired.KindDropin, Path: "/a", Unit: "u"},
-		`SSH keys of user "core" ("/a")`: {Kind: desired.KindSSHKeys, Path: "/a", User: "core"},
-		`kernel argument "x"`:            {Kind: desired.KindKernelArg, Arg: "x"},
-		`file "/\x1b[2J"`:                {Kind: desired.KindFile, Path: "/\x1b[2J"},
+	nouns := map[string]model.Entry{
+		`file "/a"`:                      {Kind: model.KindFile, Path: "/a"},
+		`directory "/a"`:                 {Kind: model.KindDirectory, Path: "/a"},
+		`link "/a"`:                      {Kind: model.KindLink, Path: "/a"},
+		`hard link "/a"`:                 {Kind: model.KindHardLink, Path: "/a"},
+		`unit "u" ("/a")`:                {Kind: model.KindUnit, Path: "/a", Unit: "u"},
+		`unit "u"`:                       {Kind: model.KindMask, Path: "/a", Unit: "u"},
+		`drop-in "/a"`:                   {Kind: model.KindDropin, Path: "/a", Unit: "u"},
+		`SSH keys of user "core" ("/a")`: {Kind: model.KindSSHKeys, Path: "/a", User: "core"},
+		`kernel argument "x"`:            {Kind: model.KindKernelArg, Arg: "x"},
+		`file "/\x1b[2J"`:                {Kind: model.KindFile, Path: "/\x1b[2J"},
 	}
 	for want, e := range nouns {
 		if got := drift.Noun(&e); got != want {
@@ -1040,7 +1053,7 @@ func TestDriftNames(t *testing.T) {
 	}
 }
 
-func optionalBits(e desired.Entry, bits uint32) desired.Entry {
+func optionalBits(e model.Entry, bits uint32) model.Entry {
 	e.ModeOptional = bits
 	return e
 }
@@ -1053,11 +1066,11 @@ func optionalBits(e desired.Entry, bits uint32) desired.Entry {
 func TestFirstBootMessages(t *testing.T) {
 	m, uid, gid := uint32(0o755), 0, 0
 	rec := "/etc/drift-monitor/desired.d/10-firstboot.record"
-	e := desired.Entry{Kind: desired.KindDirectory, Path: "/foo/bar", Type: desired.TypeDirectory, Mode: &m, UID: &uid, GID: &gid,
-		FirstBoot: &desired.FirstBoot{Record: rec, Mode: true, Group: true}}
+	e := model.Entry{Kind: model.KindDirectory, Path: "/foo/bar", Type: model.TypeDirectory, Mode: &m, UID: &uid, GID: &gid,
+		FirstBoot: &model.FirstBoot{Record: rec, Mode: true, Group: true}}
 	ob := ondisk.Observation{Type: ondisk.Directory, Mode: 0o700, UID: 1000, GID: 1000}
 	got := map[drift.Kind]string{}
-	for _, d := range drift.Compare(&e, &ob, drift.Key{}) {
+	for _, d := range drift.Compare(&e, &ob, model.Key{}) {
 		got[d.Kind] = d.Message
 	}
 	for k, fromRecord := range map[drift.Kind]bool{drift.Mode: true, drift.Owner: false, drift.Group: true} {
@@ -1070,12 +1083,12 @@ func TestFirstBootMessages(t *testing.T) {
 	sum := sha256.Sum256([]byte("secret base\n"))
 	h := hmac.New(sha256.New, key)
 	h.Write(sum[:])
-	b := &desired.Base{Size: 12, Key: key, Record: rec}
+	b := &model.Base{Size: 12, Key: model.NewKey(key), Record: rec}
 	copy(b.Keyed[:], h.Sum(nil))
-	f := desired.Entry{Kind: desired.KindFile, Path: "/etc/secret.conf", Type: desired.TypeRegular,
-		Content: &desired.Content{Suffix: []byte("frag\n"), Base: b}}
+	f := model.Entry{Kind: model.KindFile, Path: "/etc/secret.conf", Type: model.TypeRegular,
+		Content: &model.Content{Suffix: []byte("frag\n"), Base: b}}
 	fob := ondisk.Observation{Type: ondisk.Regular, Mode: 0o600, Content: ondisk.ContentResult{State: ondisk.Differs, GotSize: 3, Got: []byte("xx\n")}}
-	ds := drift.Compare(&f, &fob, drift.NewKey(key))
+	ds := drift.Compare(&f, &fob, model.NewKey(key))
 	if len(ds) != 1 || !strings.Contains(ds[0].Want, "12-byte base recorded at the first boot (hmac-sha256:"+hex.EncodeToString(b.Keyed[:])) ||
 		strings.Contains(ds[0].Want, hex.EncodeToString(sum[:])) {
 		t.Errorf("content drift of an append-only file with a recorded base: %+v", ds)

@@ -4,8 +4,8 @@
 //
 // Compare is pure: it never touches the disk, nor anything else; all it
 // looks at is its arguments. A declared content kept out of memory
-// (desired.Stored) is described by its size and digest: a diff of it needs
-// its bytes, which only the caller can read back (desired.State.Store) and
+// (model.Stored) is described by its size and digest: a diff of it needs
+// its bytes, which only the caller can read back (model.State.Store) and
 // then passes as the entry's Exact, when Diffable says a diff is shown.
 //
 // It promises that content is
@@ -25,8 +25,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Kind is what differs.
@@ -67,7 +67,7 @@ var Kinds = slices.Concat([]Kind{
 	Missing, Type, Content, Mode, Owner, Group, Target, HardLink, Unmasked, Masked,
 	Enablement, KernelArg, Unreadable, Unverifiable, RebootPending, CannotEnable,
 	ACL, Xattr, FileAttr, Label, KeptMetadata,
-}, MachineConfigKinds, AccountKinds)
+}, MachineConfigKinds, AccountKinds, ImageKinds)
 
 // Notices are the kinds that are counted and shown but are not drift: a
 // check that finds only these is clean, and ConfigDriftDetected (the
@@ -75,16 +75,16 @@ var Kinds = slices.Concat([]Kind{
 // TestNoticesAreTheRulesExclusions ties that rule's regex to this list.
 var Notices = []Kind{
 	Unverifiable, RebootPending, CannotEnable, KeptMetadata,
-	NotChecked, NotApplicable, SameImage, FinalizationFailed,
+	NotChecked, NotApplicable, SameImage, FinalizationFailed, Undeclared, MergeLoss,
 }
 
 // Drift is one difference between an entry and the disk.
 type Drift struct {
-	Kind  Kind         `json:"kind"`
-	Entry desired.Kind `json:"entry"`
-	Path  string       `json:"path"`
-	Unit  string       `json:"unit,omitempty"`
-	User  string       `json:"user,omitempty"`
+	Kind  Kind       `json:"kind"`
+	Entry model.Kind `json:"entry"`
+	Path  string     `json:"path"`
+	Unit  string     `json:"unit,omitempty"`
+	User  string     `json:"user,omitempty"`
 	// Group names the group of a group entry's drift.
 	Group   string `json:"group,omitempty"`
 	Message string `json:"message"`
@@ -97,7 +97,7 @@ type Drift struct {
 	// flags (immutable, append-only). Journald has it as the kind's own
 	// field (journal.Attribute).
 	Attribute string `json:"attribute,omitempty"`
-	// EntryID identifies the entry the drift belongs to (see desired.Entry.ID).
+	// EntryID identifies the entry the drift belongs to (see model.Entry.ID).
 	EntryID string `json:"-"`
 }
 
@@ -129,60 +129,60 @@ func Sort(ds []Drift) {
 // unit-level drift, else the escaped path.
 func (d *Drift) Subject() string {
 	switch d.Entry {
-	case desired.KindEnablement, desired.KindMask, desired.KindUnmask:
+	case model.KindEnablement, model.KindMask, model.KindUnmask:
 		return escape.Name(d.Unit)
-	case desired.KindKernelArg:
+	case model.KindKernelArg:
 		return "kernel argument " + escape.Name(d.Want)
-	case desired.KindOSImage:
+	case model.KindOSImage:
 		return "osImageURL"
-	case desired.KindKernelType:
+	case model.KindKernelType:
 		return "kernelType"
-	case desired.KindExtension:
-		return "extension " + escape.Name(strings.TrimPrefix(d.EntryID, string(desired.KindExtension)+":"))
-	case desired.KindFIPS:
+	case model.KindExtension:
+		return "extension " + escape.Name(strings.TrimPrefix(d.EntryID, string(model.KindExtension)+":"))
+	case model.KindFIPS:
 		return "fips"
-	case desired.KindUser:
+	case model.KindUser:
 		return "user " + escape.Name(d.User)
-	case desired.KindGroup:
+	case model.KindGroup:
 		return "group " + escape.Name(d.Group)
 	}
 	return escape.Name(d.Path)
 }
 
 // Noun names an entry in messages, in the seed's style: file "/etc/x".
-func Noun(e *desired.Entry) string {
+func Noun(e *model.Entry) string {
 	switch e.Kind {
-	case desired.KindFile:
+	case model.KindFile:
 		return fmt.Sprintf("file %q", e.Path)
-	case desired.KindDirectory:
+	case model.KindDirectory:
 		return fmt.Sprintf("directory %q", e.Path)
-	case desired.KindLink:
+	case model.KindLink:
 		return fmt.Sprintf("link %q", e.Path)
-	case desired.KindHardLink:
+	case model.KindHardLink:
 		return fmt.Sprintf("hard link %q", e.Path)
-	case desired.KindUnit:
+	case model.KindUnit:
 		return fmt.Sprintf("unit %q (%q)", e.Unit, e.Path)
-	case desired.KindMask, desired.KindUnmask, desired.KindEnablement:
+	case model.KindMask, model.KindUnmask, model.KindEnablement:
 		return fmt.Sprintf("unit %q", e.Unit)
-	case desired.KindDropin:
+	case model.KindDropin:
 		return fmt.Sprintf("drop-in %q", e.Path)
-	case desired.KindSSHKeys:
+	case model.KindSSHKeys:
 		return fmt.Sprintf("SSH keys of user %q (%q)", e.User, e.Path)
-	case desired.KindKernelArg:
+	case model.KindKernelArg:
 		return fmt.Sprintf("kernel argument %q", e.Arg)
-	case desired.KindConfig:
+	case model.KindConfig:
 		return fmt.Sprintf("%s of config %q", escape.Name(e.Target), e.Path)
-	case desired.KindOSImage:
+	case model.KindOSImage:
 		return fmt.Sprintf("osImageURL %q", e.Arg)
-	case desired.KindKernelType:
+	case model.KindKernelType:
 		return fmt.Sprintf("kernelType %q", e.Arg)
-	case desired.KindExtension:
+	case model.KindExtension:
 		return fmt.Sprintf("extension %q", e.Arg)
-	case desired.KindFIPS:
+	case model.KindFIPS:
 		return "fips: " + e.Arg
-	case desired.KindNotChecked:
+	case model.KindNotChecked:
 		return fmt.Sprintf("file %q", e.Path)
-	case desired.KindUser, desired.KindGroup:
+	case model.KindUser, model.KindGroup:
 		return accountNoun(e)
 	}
 	return fmt.Sprintf("%q", e.Path)

@@ -5,12 +5,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 )
 
-// The kinds of a MachineConfig's fields beyond Ignition (desired.KindOSImage
+// The kinds of a MachineConfig's fields beyond Ignition (model.KindOSImage
 // and the rest): drift, then notices.
 const (
 	OSImage    Kind = "os-image"
@@ -18,7 +18,7 @@ const (
 	Extension  Kind = "extension"
 	FIPS       Kind = "fips"
 	// NotChecked is a notice: a declared file deliberately left unchecked
-	// (desired.KindNotChecked), with the reason.
+	// (model.KindNotChecked), with the reason.
 	NotChecked Kind = "not-checked"
 	// NotApplicable is a notice: the host is not an ostree host, so the
 	// MachineConfig field does not apply (the MCD's "Not booted into a
@@ -35,7 +35,7 @@ const (
 // MachineConfigKinds lists the kinds above, for whoever counts kinds.
 var MachineConfigKinds = []Kind{OSImage, KernelType, Extension, FIPS, NotChecked, NotApplicable, SameImage, FinalizationFailed}
 
-func mcDrift(e *desired.Entry, k Kind, msg, want, got string) Drift {
+func mcDrift(e *model.Entry, k Kind, msg, want, got string) Drift {
 	return Drift{Kind: k, Entry: e.Kind, Path: e.Path, Message: msg, Want: want, Got: got, EntryID: e.ID()}
 }
 
@@ -49,7 +49,7 @@ type MachineConfigResult struct {
 // CompareMachineConfig checks a MachineConfig field entry against what was
 // read of the host; installed are the packages found in the rpm database
 // (nil with rpmErr when they could not be looked up).
-func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[string]bool, rpmErr error) MachineConfigResult {
+func CompareMachineConfig(e *model.Entry, s *osstate.State, installed map[string]bool, rpmErr error) MachineConfigResult {
 	var r MachineConfigResult
 	notice := func(k Kind, format string, args ...any) MachineConfigResult {
 		r.Notices = append(r.Notices, mcDrift(e, k, fmt.Sprintf(format, args...), "", ""))
@@ -59,9 +59,9 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 		return notice(NotApplicable, "%s does not apply: the host is not booted through ostree (no %s)", Noun(e), osstate.BootedFile)
 	}
 	switch e.Kind {
-	case desired.KindOSImage:
+	case model.KindOSImage:
 		return compareOSImage(e, s)
-	case desired.KindKernelType:
+	case model.KindKernelType:
 		if s.KernelErr != nil {
 			return notice(Unverifiable, "%s is not checked: %v", Noun(e), s.KernelErr)
 		}
@@ -75,11 +75,11 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 		}
 		r.Drift = append(r.Drift, mcDrift(e, KernelType, fmt.Sprintf("%s: the running kernel is %s%s", Noun(e), running, nextUnknown(s)), e.Arg, running))
 		return r
-	case desired.KindExtension:
+	case model.KindExtension:
 		if rpmErr != nil {
 			return notice(Unverifiable, "%s is not checked: %v", Noun(e), rpmErr)
 		}
-		sets := desired.ExtensionPackages(e.Arg)
+		sets := model.ExtensionPackages(e.Arg)
 		var missing []string
 		for i, set := range sets {
 			var m []string
@@ -104,7 +104,7 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 		r.Drift = append(r.Drift, mcDrift(e, Extension, fmt.Sprintf("%s is not installed: %s not in the rpm database%s",
 			Noun(e), strings.Join(missing, ", "), nextUnknown(s)), "installed", "missing "+strings.Join(missing, ", ")))
 		return r
-	case desired.KindFIPS:
+	case model.KindFIPS:
 		return compareFIPS(e, s)
 	}
 	return r
@@ -115,7 +115,7 @@ func CompareMachineConfig(e *desired.Entry, s *osstate.State, installed map[stri
 // string equality, no resolution of tags or mirrors. Where they differ and
 // osImageURL is pinned by digest, the booted commit's manifest digest
 // equal to it is the same image under another name: clean, with a notice.
-func compareOSImage(e *desired.Entry, s *osstate.State) MachineConfigResult {
+func compareOSImage(e *model.Entry, s *osstate.State) MachineConfigResult {
 	var r MachineConfigResult
 	if s.BootedErr != nil {
 		r.Notices = append(r.Notices, mcDrift(e, Unverifiable, fmt.Sprintf("%s is not checked: cannot identify the booted deployment: %v", Noun(e), s.BootedErr), "", ""))
@@ -160,7 +160,7 @@ func same(want string, d *osstate.Deployment) bool {
 // on the command line (RHCOS's rhcos-fips puts it there at first boot);
 // false wants fips_enabled 0 or absent, as the MCD's processFips reads it
 // (pkg/daemon/update.go, 7ff337a4).
-func compareFIPS(e *desired.Entry, s *osstate.State) MachineConfigResult {
+func compareFIPS(e *model.Entry, s *osstate.State) MachineConfigResult {
 	var r MachineConfigResult
 	if s.FIPSErr != nil || s.CmdlineErr != nil {
 		r.Notices = append(r.Notices, mcDrift(e, Unverifiable, fmt.Sprintf("%s is not checked: %v", Noun(e), firstErr(s.FIPSErr, s.CmdlineErr)), "", ""))
@@ -206,7 +206,7 @@ func firstErr(errs ...error) error {
 // previous boot (osstate.FinalizationFailure): the host did not boot the
 // deployment staged for it.
 func FinalizationNotice(text string) Drift {
-	return Drift{Kind: FinalizationFailed, Entry: desired.KindOSImage, Path: "/usr/lib/systemd/system/ostree-boot-complete.service",
+	return Drift{Kind: FinalizationFailed, Entry: model.KindOSImage, Path: "/usr/lib/systemd/system/ostree-boot-complete.service",
 		Unit: "ostree-boot-complete.service", EntryID: "os-image:finalization",
 		Message: "the previous boot's ostree finalization failed, so the deployment staged for this boot was not booted: " + escape.Text(text)}
 }

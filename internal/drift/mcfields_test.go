@@ -3,7 +3,7 @@ package drift
 import (
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
 )
 
@@ -12,11 +12,11 @@ import (
 func TestMachineConfigSubjects(t *testing.T) {
 	s := &osstate.State{Ostree: true, FIPSEnabled: "0"}
 	for _, tt := range []struct {
-		e    desired.Entry
+		e    model.Entry
 		want string
 	}{
-		{desired.Entry{Kind: desired.KindExtension, Path: desired.ExtensionPath, Arg: "kerberos"}, "extension kerberos"},
-		{desired.Entry{Kind: desired.KindFIPS, Path: desired.FIPSPath, Arg: "true", ArgPresent: true}, "fips"},
+		{model.Entry{Kind: model.KindExtension, Path: model.ExtensionPath, Arg: "kerberos"}, "extension kerberos"},
+		{model.Entry{Kind: model.KindFIPS, Path: model.FIPSPath, Arg: "true", ArgPresent: true}, "fips"},
 	} {
 		r := CompareMachineConfig(&tt.e, s, map[string]bool{}, nil)
 		if len(r.Drift) != 1 || r.Drift[0].Subject() != tt.want {

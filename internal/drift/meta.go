@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -50,33 +50,22 @@ var ignoredXattrs = map[string]bool{
 	"security.ima": true, "security.evm": true,
 }
 
-// keptNode: Ignition leaves the node it finds at the path, metadata and all:
-// a file declared without contents, or with appended contents only
-// (filesystemEntries.go, fileEntry.create: no contents, no rewrite).
-func keptNode(e *desired.Entry) bool {
-	if e.Kind != desired.KindFile {
-		return false
-	}
-	c := e.Content
-	return c == nil || (c.Exact == nil && c.Stored == nil && c.Hash == nil && c.Unverifiable == "")
-}
-
 // metaScope: the entries whose metadata is compared. A hard link's inode
 // is its target's, compared with the target's own entry.
-func metaScope(e *desired.Entry, ob *ondisk.Observation) bool {
-	if !ob.Meta.Observed || e.Kind == desired.KindConfig {
+func metaScope(e *model.Entry, ob *ondisk.Observation) bool {
+	if !ob.Meta.Observed || e.Kind.Means().Source != model.FromNode {
 		return false
 	}
 	switch e.Type {
-	case desired.TypeRegular, desired.TypeDirectory, desired.TypeSymlink:
+	case model.TypeRegular, model.TypeDirectory, model.TypeSymlink:
 		return true
 	}
 	return false
 }
 
 // compareMeta adds the metadata drift of a node Ignition (re)creates.
-func compareMeta(e *desired.Entry, ob *ondisk.Observation, d *drifts, key Key) {
-	if !metaScope(e, ob) || keptNode(e) {
+func compareMeta(e *model.Entry, ob *ondisk.Observation, d *drifts, key model.Key) {
+	if !metaScope(e, ob) || e.KeepsNode() {
 		return
 	}
 	m := &ob.Meta
@@ -103,8 +92,8 @@ func compareMeta(e *desired.Entry, ob *ondisk.Observation, d *drifts, key Key) {
 }
 
 // MetaNotices are the notices of a node Ignition keeps (see KeptMetadata).
-func MetaNotices(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
-	if !metaScope(e, ob) || !keptNode(e) || ob.Meta.Err != nil {
+func MetaNotices(e *model.Entry, ob *ondisk.Observation, key model.Key) []Drift {
+	if !metaScope(e, ob) || !e.KeepsNode() || ob.Meta.Err != nil {
 		return nil
 	}
 	m := &ob.Meta
@@ -131,7 +120,7 @@ func MetaNotices(e *desired.Entry, ob *ondisk.Observation, key Key) []Drift {
 // see trusted.* xattrs (ondisk.SeesTrusted): they are not checked, which is
 // not the same as none being there. Said once per check, on its first
 // entry with a node (e).
-func TrustedUnchecked(e *desired.Entry) Drift {
+func TrustedUnchecked(e *model.Entry) Drift {
 	return Drift{Kind: Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, EntryID: e.ID(),
 		Message: fmt.Sprintf("trusted.* extended attributes are not checked on %s nor on any other declared node: "+
 			"the kernel lists them only to a process with CAP_SYS_ADMIN, which this one lacks", Noun(e))}
@@ -239,7 +228,7 @@ func sameEntries(a, b []ondisk.ACLEntry) bool {
 // xattrDrift describes the xattrs outside ignoredXattrs: file capabilities
 // in words (as getcap prints them), any other value by its size and keyed
 // digest only — a user.* or trusted.* value may be anything, a secret too.
-func xattrDrift(m *ondisk.Meta, key Key) (got, names string) {
+func xattrDrift(m *ondisk.Meta, key model.Key) (got, names string) {
 	var out, xs []string
 	g := digester{key: key}
 	for _, x := range m.Xattrs {
@@ -339,10 +328,10 @@ const Label Kind = "label"
 // link's inode gets one path's default or another's). Type and MLS range
 // are compared, or the whole context with full (setfiles -F sets user and
 // role too). A node Ignition keeps is not its to label; an entry whose
-// writer does not relabel (desired.Entry.NotRelabelled: the MCD) differs as
+// writer does not relabel (model.Entry.NotRelabelled: the MCD) differs as
 // a notice, not drift. want empty: the policy expects no label (<<none>>).
-func CompareLabel(e *desired.Entry, ob *ondisk.Observation, want []string, full bool) (drifts, notices []Drift) {
-	if !metaScope(e, ob) || keptNode(e) || ob.Meta.Err != nil || len(want) == 0 {
+func CompareLabel(e *model.Entry, ob *ondisk.Observation, want []string, full bool) (drifts, notices []Drift) {
+	if !metaScope(e, ob) || e.KeepsNode() || ob.Meta.Err != nil || len(want) == 0 {
 		return nil, nil
 	}
 	v, ok := ob.Meta.Get(ondisk.XattrSELinux)

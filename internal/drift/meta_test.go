@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
@@ -73,15 +73,15 @@ func kinds(ds []drift.Drift) []string {
 // own kind on a node Ignition writes; the ACL a parent's default ACL gives
 // a new node is not; on a node Ignition keeps, it is a notice.
 func TestMetaDrift(t *testing.T) {
-	file := desired.Entry{Kind: desired.KindFile, Path: "/etc/app.conf", Type: desired.TypeRegular, Mode: ptr(uint32(0o644)),
-		Content: &desired.Content{Exact: []byte{}}}
-	dir := desired.Entry{Kind: desired.KindDirectory, Path: "/srv/d", Type: desired.TypeDirectory, Mode: ptr(uint32(0o644))}
-	kept := desired.Entry{Kind: desired.KindFile, Path: "/etc/kept", Type: desired.TypeRegular}
+	file := model.Entry{Kind: model.KindFile, Path: "/etc/app.conf", Type: model.TypeRegular, Mode: ptr(uint32(0o644)),
+		Content: &model.Content{Exact: []byte{}}}
+	dir := model.Entry{Kind: model.KindDirectory, Path: "/srv/d", Type: model.TypeDirectory, Mode: ptr(uint32(0o644))}
+	kept := model.Entry{Kind: model.KindFile, Path: "/etc/kept", Type: model.TypeRegular}
 	withNobody := append([]ondisk.ACLEntry{aclMask, nobody}, aclBase...)
-	key := drift.NewKey([]byte("host key"))
+	key := model.NewKey([]byte("host key"))
 	for _, c := range []struct {
 		name    string
-		e       desired.Entry
+		e       model.Entry
 		ob      *ondisk.Observation
 		want    []string
 		notices int
@@ -111,6 +111,8 @@ func TestMetaDrift(t *testing.T) {
 			ob := *c.ob
 			ob.Mode = 0o644
 			got := drift.Compare(&c.e, &ob, key)
+			inRows(t, got)
+			inRows(t, drift.MetaNotices(&c.e, &ob, key))
 			if diff := cmp.Diff(c.want, kinds(got)); diff != "" {
 				t.Errorf("drift (-want +got):\n%s\n%+v", diff, got)
 			}
@@ -125,9 +127,9 @@ func TestMetaDrift(t *testing.T) {
 // size and keyed digest, never its bytes, nor a plain digest of them.
 func TestXattrValueNeverShown(t *testing.T) {
 	const secret = "hunter2-SECRET-xattr"
-	e := desired.Entry{Kind: desired.KindFile, Path: "/etc/app.conf", Type: desired.TypeRegular, Content: &desired.Content{Exact: []byte{}}}
+	e := model.Entry{Kind: model.KindFile, Path: "/etc/app.conf", Type: model.TypeRegular, Content: &model.Content{Exact: []byte{}}}
 	ob := metaOb(ondisk.Regular, ondisk.Meta{Xattrs: []ondisk.Xattr{{Name: "trusted.t", Value: []byte(secret)}, {Name: "user.token", Value: []byte(secret)}}})
-	ds := drift.Compare(&e, ob, drift.NewKey([]byte("k")))
+	ds := drift.Compare(&e, ob, model.NewKey([]byte("k")))
 	if len(ds) != 1 || ds[0].Kind != drift.Xattr || ds[0].Attribute != "trusted.t,user.token" {
 		t.Fatalf("drift %+v, want one xattr drift naming both", ds)
 	}
@@ -144,17 +146,17 @@ func TestXattrValueNeverShown(t *testing.T) {
 // full); any of an inode's names' defaults will do; the MCD's files differ
 // as a notice; a kept node is not compared.
 func TestCompareLabel(t *testing.T) {
-	file := desired.Entry{Kind: desired.KindFile, Path: "/etc/app.conf", Type: desired.TypeRegular, Content: &desired.Content{Exact: []byte{}}}
+	file := model.Entry{Kind: model.KindFile, Path: "/etc/app.conf", Type: model.TypeRegular, Content: &model.Content{Exact: []byte{}}}
 	labelled := func(ctx string) *ondisk.Observation {
 		return metaOb(ondisk.Regular, ondisk.Meta{Xattrs: []ondisk.Xattr{{Name: ondisk.XattrSELinux, Value: []byte(ctx + "\x00")}}})
 	}
 	const etc = "system_u:object_r:etc_t:s0"
 	mc := file
 	mc.NotRelabelled = true
-	kept := desired.Entry{Kind: desired.KindFile, Path: "/etc/kept", Type: desired.TypeRegular}
+	kept := model.Entry{Kind: model.KindFile, Path: "/etc/kept", Type: model.TypeRegular}
 	for _, c := range []struct {
 		name          string
-		e             desired.Entry
+		e             model.Entry
 		ob            *ondisk.Observation
 		want          []string
 		full          bool
@@ -172,6 +174,8 @@ func TestCompareLabel(t *testing.T) {
 		{"kept", kept, labelled("system_u:object_r:bin_t:s0"), []string{etc}, false, 0, 0},
 	} {
 		d, n := drift.CompareLabel(&c.e, c.ob, c.want, c.full)
+		inRows(t, d)
+		inRows(t, n)
 		if len(d) != c.drift || len(n) != c.notice {
 			t.Errorf("%s: drift %+v, notices %+v; want %d and %d", c.name, d, n, c.drift, c.notice)
 		}

@@ -322,6 +322,27 @@ func systemctlStates(t *testing.T, root string, units []string) map[string]strin
 	return states
 }
 
+// shortSeeds are the seeds a -short run takes when -enablement.seeds is
+// left at its default: the RPM's %check runs the unit tests -short
+// (drift-monitor.spec), a check of the build that needs a sample of the
+// random trees, not all of them; the unit tier of `make test` runs them all.
+const shortSeeds = 2
+
+// diffSeedList is the seeds of a differential test (-enablement.seeds).
+func diffSeedList(t *testing.T) []uint64 {
+	t.Helper()
+	seeds, err := parseSeeds(*diffSeeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "enablement.seeds" })
+	if testing.Short() && !set && len(seeds) > shortSeeds {
+		seeds = seeds[:shortSeeds]
+	}
+	return seeds
+}
+
 // parseSeeds reads "1,5,10-20".
 func parseSeeds(s string) ([]uint64, error) {
 	var seeds []uint64
@@ -352,10 +373,7 @@ type disagreement struct {
 
 func TestStateAgainstSystemctl(t *testing.T) {
 	requireSystemctl(t)
-	seeds, err := parseSeeds(*diffSeeds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seeds := diffSeedList(t)
 	cases := 0
 	var bad []disagreement
 	for _, seed := range seeds {
@@ -424,23 +442,32 @@ func ignitionPreset(unit string) string {
 	return "enable " + tmpl + " " + nameInstanceOf(unit)
 }
 
-// TestCannotEnableAgainstPreset holds Tree.CannotEnable against what
-// Ignition's preset does, over the random trees of TestStateAgainstSystemctl:
-// for every unit the tree has disabled, `systemctl --root=DIR preset UNIT`
-// with Ignition's preset line over a vendor "disable *" must leave it
-// disabled whenever CannotEnable says why (a notice must never hide what
-// the preset would enable). The other way it may err, to drift as before:
-// where enabling changes the lookup itself (an alias link of a name on the
-// way) it does not decide; those are counted and logged with -v. A preset that reports an error (an
-// alias it refuses, a link in the way) still counts: it makes what it can,
-// as the first boot's preset-all does.
-func TestCannotEnableAgainstPreset(t *testing.T) {
+// TestEnabledTrueAgainstIgnition holds Tree.WantEnabled, what `enabled:
+// true` makes of a unit, against what Ignition leaves, over the random
+// trees of TestStateAgainstSystemctl. Ignition's enablement is its preset
+// line over the vendor's "disable *", applied by the first boot's preset
+// (`systemctl --root=DIR preset UNIT` here). For every unit whose state is
+// not enabled enough by itself (disabled, linked, linked-runtime,
+// enabled-runtime; a masked or bad unit cannot be enabled by any config,
+// and is drift):
+//
+//   - right after the preset, with or without a first-boot record made
+//     then, WantEnabled never says drift: Ignition could do no more;
+//   - before it (no record), a unit WantEnabled does not call drift is
+//     one the preset leaves as it is: a notice, or "linked" taken as
+//     enabled, must never hide what the preset would enable.
+//
+// Where the model of enabling (EnableLinks, in Enabling) makes a link that
+// the preset does not (odd trees: a masked instance, a link on the way),
+// the unit is left to drift, as before; those are counted and logged with
+// -v. A preset that reports an error (an alias it refuses, a link in the
+// way) still counts: it makes what it can, as the first boot's preset-all
+// does.
+func TestEnabledTrueAgainstIgnition(t *testing.T) {
 	requireSystemctl(t)
-	seeds, err := parseSeeds(*diffSeeds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, failed, cannot, missed := 0, 0, 0, 0
+	seeds := diffSeedList(t)
+	cases, failed, missed := 0, 0, 0
+	verdicts, kinds := map[string]int{}, map[string]int{}
 	var bad []string
 	for _, seed := range seeds {
 		r := rand.New(rand.NewPCG(seed, 0x27))
@@ -450,63 +477,71 @@ func TestCannotEnableAgainstPreset(t *testing.T) {
 			if err := g.write(root); err != nil {
 				t.Fatal(err)
 			}
-			why := map[string]string{}
-			func() {
-				tree, err := openTree(t, root)
+			before := systemctlStates(t, root, genNames)
+			tree, err := openTree(t, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range genNames {
+				switch before[u] {
+				case StateDisabled, StateLinked, StateLinkedRuntime, StateEnabledRuntime:
+				default:
+					continue
+				}
+				v0, en0, err := tree.WantEnabled(u, before[u], "")
 				if err != nil {
-					t.Fatal(err)
+					t.Fatalf("WantEnabled(%s): %v", u, err)
 				}
-				defer tree.Close()
-				for _, u := range genNames {
-					if st, _ := tree.State(u); st != StateDisabled {
-						continue
-					}
-					if why[u], err = tree.CannotEnable(u); err != nil {
-						t.Fatalf("CannotEnable(%s): %v", u, err)
-					}
-				}
-			}()
-			for u, w := range why {
-				preset := filepath.Join(t.TempDir(), "root")
-				if err := g.write(preset); err != nil {
-					t.Fatal(err)
-				}
-				for p, c := range map[string]string{
-					"/etc/systemd/system-preset/20-ignition.preset":    ignitionPreset(u) + "\n",
-					"/usr/lib/systemd/system-preset/99-default.preset": "disable *\n",
-				} {
-					mustMkdir(t, filepath.Dir(preset+p))
-					if err := os.WriteFile(preset+p, []byte(c), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
+				preset := presetRoot(t, g, u)
 				if _, errOut := runSystemctlEnv(t, []string{"SYSTEMCTL_SKIP_SYSV=1"}, preset, "preset", u); errOut != "" {
-					// Mostly an alias it refuses ("cannot alias"): it
-					// makes the other links, as the first boot's
-					// preset-all does, and that is what counts.
 					failed++
 				}
 				cases++
-				if w != "" {
-					cannot++
-				}
 				after := systemctlStates(t, preset, []string{u})[u]
-				switch {
-				case w != "" && after != StateDisabled:
-					bad = append(bad, fmt.Sprintf("seed %d tree %d: %s is %s after %q; CannotEnable = %q; the tree:\n%s",
-						seed, k, u, after, ignitionPreset(u), w, g.script()))
-				case w == "" && after == StateDisabled:
-					missed++
-					if testing.Verbose() {
-						t.Logf("seed %d tree %d: %s stays disabled after %q, and CannotEnable said nothing", seed, k, u, ignitionPreset(u))
+				ptree, err := openTree(t, preset)
+				if err != nil {
+					t.Fatal(err)
+				}
+				where := fmt.Sprintf("seed %d tree %d: %s, %s before %q, %s after it", seed, k, u, before[u], ignitionPreset(u), after)
+				for _, record := range []string{after, ""} {
+					v, en, err := ptree.WantEnabled(u, after, record)
+					if err != nil {
+						t.Fatalf("%s: WantEnabled: %v", where, err)
 					}
+					if record != "" {
+						verdicts[fmt.Sprintf("after the preset: %s, %s", after, verdictName(v))]++
+					}
+					switch {
+					case v != Drift || after == StateMasked || after == StateMaskedRuntime || after == StateBad:
+					case en.State == after && !en.Settled:
+						// The model of enabling (EnableLinks) made a
+						// link the preset did not: left to drift, as
+						// where it cannot decide.
+						missed++
+						if testing.Verbose() {
+							t.Logf("%s: Enabling %+v, WantEnabled (first-boot record %q) says drift", where, en, record)
+						}
+					default:
+						kinds[fmt.Sprintf("drift right after the preset: %s, was %s (record %q)", after, before[u], record)]++
+						bad = append(bad, fmt.Sprintf("%s: WantEnabled (first-boot record %q) says drift; Enabling %+v; the tree:\n%s", where, record, en, g.script()))
+					}
+				}
+				if v0 != Drift && after != before[u] {
+					kinds[fmt.Sprintf("%s before the preset, which makes it %s", verdictName(v0), after)]++
+					bad = append(bad, fmt.Sprintf("%s: WantEnabled said %s before it (Enabling %+v); the tree:\n%s", where, verdictName(v0), en0, g.script()))
 				}
 			}
 		}
 	}
-	t.Logf("%d disabled units preset (%d of them cannot be enabled; %d presets reported an error): "+
-		"%d notices of a unit the preset enables, %d units left to drift that the preset leaves disabled",
-		cases, cannot, failed, len(bad), missed)
+	t.Logf("%d units preset (%d presets reported an error), %d disagreements; "+
+		"%d verdicts of drift right after it where the model of enabling made a link the preset did not",
+		cases, failed, len(bad), missed)
+	for k, n := range verdicts {
+		t.Logf("%5d × %s", n, k)
+	}
+	for k, n := range kinds {
+		t.Logf("%5d × disagreement: %s", n, k)
+	}
 	for k, b := range bad {
 		if k == 5 {
 			t.Errorf("... and %d more", len(bad)-k)
@@ -514,4 +549,28 @@ func TestCannotEnableAgainstPreset(t *testing.T) {
 		}
 		t.Error(b)
 	}
+}
+
+func verdictName(v Verdict) string {
+	return map[Verdict]string{Satisfied: "satisfied", CannotEnable: "cannot-enable", Drift: "drift"}[v]
+}
+
+// presetRoot writes g into a new root with Ignition's preset line for unit
+// over a vendor "disable *".
+func presetRoot(t *testing.T, g genTree, unit string) string {
+	t.Helper()
+	preset := filepath.Join(t.TempDir(), "root")
+	if err := g.write(preset); err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range map[string]string{
+		"/etc/systemd/system-preset/20-ignition.preset":    ignitionPreset(unit) + "\n",
+		"/usr/lib/systemd/system-preset/99-default.preset": "disable *\n",
+	} {
+		mustMkdir(t, filepath.Dir(preset+p))
+		if err := os.WriteFile(preset+p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return preset
 }

@@ -13,6 +13,13 @@
 // compute a state (a malformed unit file or drop-in, an invalid alias symlink,
 // an alias whose target is missing, an unknown specifier...).
 //
+// Tree.Enabling says what `systemctl enable` (and so Ignition's preset)
+// would still do for a unit that is "disabled", "linked" or
+// "enabled-runtime", and Tree.WantEnabled judges a unit declared
+// `enabled: true` by it, as Ignition leaves the unit: satisfied, a
+// cannot-enable notice, or drift (told apart, where the unit files cannot
+// tell, by what the first-boot record kept of the unit's state).
+//
 // The unit search path is systemd's for the system scope, in its order:
 // /etc/systemd/system.control, /run/systemd/system.control,
 // /run/systemd/transient, /run/systemd/generator.early, /etc/systemd/system,

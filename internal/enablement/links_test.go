@@ -121,7 +121,7 @@ func TestEnableDisableLinksAsSystemctl(t *testing.T) {
 	}
 }
 
-// TestCannotEnableAsIgnitionsPreset: CannotEnable says why exactly for the
+// TestCannotEnableAsIgnitionsPreset: Enabling says why exactly for the
 // units that the first boot's `systemctl preset-all` leaves disabled when
 // Ignition declared them enabled (its preset line, as
 // createSystemdPresetFile of Ignition v2.27.0 writes it, over a vendor
@@ -173,12 +173,12 @@ func TestCannotEnableAsIgnitionsPreset(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			why, err := tree.CannotEnable(tc.unit)
+			en, err := tree.Enabling(tc.unit)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (why != "") != tc.cannot || (after == StateDisabled) != tc.cannot {
-				t.Errorf("after the preset %q: is-enabled %s = %q; CannotEnable = %q, want it empty: %v", tc.preset, tc.unit, after, why, !tc.cannot)
+			if (en.Why != "") != tc.cannot || (after == StateDisabled) != tc.cannot {
+				t.Errorf("after the preset %q: is-enabled %s = %q; Enabling = %+v, want Why empty: %v", tc.preset, tc.unit, after, en, !tc.cannot)
 			}
 		})
 	}

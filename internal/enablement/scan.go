@@ -71,21 +71,26 @@ func (t *Tree) scanDir(p string) *scan {
 }
 
 // with returns s with the links in it that it does not have yet, as
-// enabling would create them (see Tree.CannotEnable): links directly in
+// enabling would create them (see Tree.Enabling): links directly in
 // /etc/systemd/system, and in its .wants/ and .requires/ subdirectories.
-func (s *scan) with(links []Link) *scan {
+// With replace, a link directly in the directory takes the place of the
+// one that holds its name, as if that one were not there.
+func (s *scan) with(links []Link, replace bool) *scan {
 	more := &scan{err: s.err, top: slices.Clone(s.top), wants: slices.Clone(s.wants)}
-	have := map[string]bool{}
-	for _, l := range s.top {
-		have[l.name] = true
+	have := map[string]int{}
+	for k, l := range s.top {
+		have[l.name] = k
 	}
 	for _, l := range links {
 		dir, name := path.Split(l.Path)
 		dir = strings.TrimSuffix(dir, "/")
+		k, taken := have[name]
 		switch {
-		case dir == persistentConfig && !have[name]:
+		case dir == persistentConfig && taken && replace:
+			more.top[k] = link{name: name, dest: l.Target}
+		case dir == persistentConfig && !taken:
 			more.top = append(more.top, link{name: name, dest: l.Target})
-			have[name] = true
+			have[name] = len(more.top) - 1
 		case path.Dir(dir) == persistentConfig && (strings.HasSuffix(dir, ".wants") || strings.HasSuffix(dir, ".requires")):
 			more.wants = append(more.wants, name)
 		}
@@ -145,7 +150,7 @@ func (t *Tree) findInScope(i *installInfo, matchName bool) (state string, found 
 	for _, dir := range searchPath {
 		s := t.scanDir(dir)
 		if dir == persistentConfig && t.enabled != nil {
-			s = s.with(t.enabled)
+			s = s.with(t.enabled, t.replaceHeld)
 		}
 		f, same, err := s.findSymlinks(i, matchName, ignoreSameName)
 		if err != nil {

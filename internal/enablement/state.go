@@ -336,11 +336,13 @@ func (c *lookup) dropins(names []string) []string {
 		for _, dir := range searchPath {
 			d := path.Join(dir, name+".d")
 			ents, _, err := c.t.readDir(d)
-			if err != nil {
-				continue // systemd ignores directories it cannot open
+			var names []string
+			if err == nil { // systemd ignores directories it cannot open
+				for _, e := range ents {
+					names = append(names, e.name)
+				}
 			}
-			for _, e := range ents {
-				n := e.name
+			for _, n := range c.t.plannedDropins(d, names) {
 				if _, seen := byName[n]; !seen && strings.HasSuffix(n, ".conf") {
 					byName[n] = path.Join(d, n)
 				}
@@ -393,6 +395,9 @@ func (c *lookup) load(i *installInfo, p string) error {
 	if classifyName(i.name) != namePlain && !mayTemplate(unitType(i.name)) {
 		return fmt.Errorf("%w: %s: unit type %s cannot be templated", ErrBad, p, unitType(i.name))
 	}
+	if f, ok := c.t.planned[p]; ok {
+		return c.loadPlanned(i, p, f)
+	}
 	d, err := c.t.dir(path.Dir(p))
 	if err != nil {
 		return err
@@ -423,6 +428,12 @@ func (c *lookup) load(i *installInfo, p string) error {
 // loadDropin mirrors unit_file_load() for a drop-in: symlinks are followed
 // (inside the root), and an empty file or /dev/null adds nothing.
 func (c *lookup) loadDropin(i *installInfo, p string) error {
+	if f, ok := c.t.planned[p]; ok && !f.Removed {
+		if f.Masked {
+			return nil // a link to /dev/null: empty
+		}
+		return c.t.parseInstall(i, p, f.Content)
+	}
 	r, st, err := c.t.chase(p, true, true)
 	if err != nil {
 		return err

@@ -45,9 +45,14 @@ type Tree struct {
 	dirs   map[string]*dirRef // directory path inside the root, as asked → resolved
 	scans  map[string]*scan   // search directory → symlinks found in it
 	specs  map[byte]specValue // system specifiers (%m, %H, %o...) once computed
-	// enabled, while CannotEnable asks, are links taken as present in
-	// /etc/systemd/system on top of what it holds.
-	enabled []Link
+	// enabled, while Enabling asks, are links taken as present in
+	// /etc/systemd/system on top of what it holds: where their names are
+	// free, or, with replaceHeld, in place of the links of those names.
+	enabled     []Link
+	replaceHeld bool
+	// planned are unit files and drop-ins read as a repair will leave
+	// them (see Plan), by host path.
+	planned map[string]Planned
 }
 
 // dirRef is a directory resolved inside the root: an O_PATH descriptor that

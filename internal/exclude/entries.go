@@ -1,8 +1,8 @@
 package exclude
 
 import (
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // This file is the one place where the rulebook meets the desired-state
@@ -10,35 +10,28 @@ import (
 // entries and drift as the consumers hold them.
 
 // valueFiles are the files that hold an entry's declared values: the paths
-// its drift is reported at (drift.Drift.Path). drift.CompareAccount reports
-// a user's existence, uid, gecos, home, shell and primary group at the
-// account file its line is in (/etc/passwd, or /usr/lib/passwd through
-// nss-altfiles), its supplementary groups at /etc/group and its password
-// hash at /etc/shadow; a group's existence and gid at its line's file
-// (/etc/group or /usr/lib/group) and its hash at /etc/gshadow. Every other
-// entry's drift is reported at its own path.
-func valueFiles(e *desired.Entry) []string {
-	switch e.Kind {
-	case desired.KindUser:
-		return []string{desired.PasswdFile, desired.AltFilesPasswd, desired.GroupFile, desired.ShadowFile}
-	case desired.KindGroup:
-		return []string{desired.GroupFile, desired.AltFilesGroup, desired.GShadowFile}
+// its drift is reported at (drift.Drift.Path), which its kind's row of
+// model.Kinds names (a user's or group's account files); for every other
+// entry its own path.
+func valueFiles(e *model.Entry) []string {
+	if fs := e.Kind.Means().ValueFiles; fs != nil {
+		return fs
 	}
 	return []string{e.Path}
 }
 
 // LeavesEntryOf reports whether e is left alone entirely: every file that
 // holds one of its values is (LeavesEntry).
-func (r *Rules) LeavesEntryOf(e *desired.Entry) bool { return r.LeavesEntry(valueFiles(e)...) }
+func (r *Rules) LeavesEntryOf(e *model.Entry) bool { return r.LeavesEntry(valueFiles(e)...) }
 
 // Split divides entries into those that are checked and those left alone
 // entirely, each in entries' order. Without a pattern, kept is entries
 // itself.
-func (r *Rules) Split(entries []desired.Entry) (kept, left []desired.Entry) {
+func (r *Rules) Split(entries []model.Entry) (kept, left []model.Entry) {
 	if r.Empty() {
 		return entries, nil
 	}
-	kept = make([]desired.Entry, 0, len(entries))
+	kept = make([]model.Entry, 0, len(entries))
 	for i := range entries {
 		if r.LeavesEntryOf(&entries[i]) {
 			left = append(left, entries[i])
@@ -61,7 +54,7 @@ func (r *Rules) DriftFilter() func(*drift.Drift) bool {
 
 // LeftPaths counts the distinct paths of entries left alone (Split's left):
 // what the daemon's status line says is excluded.
-func LeftPaths(left []desired.Entry) int {
+func LeftPaths(left []model.Entry) int {
 	paths := map[string]bool{}
 	for i := range left {
 		paths[left[i].Path] = true
@@ -71,11 +64,11 @@ func LeftPaths(left []desired.Entry) int {
 
 // Left is an entry left alone entirely, as check and reconcile list it.
 type Left struct {
-	Entry desired.Kind `json:"entry"`
-	Path  string       `json:"path"`
-	Unit  string       `json:"unit,omitempty"`
-	User  string       `json:"user,omitempty"`
-	Group string       `json:"group,omitempty"`
+	Entry model.Kind `json:"entry"`
+	Path  string     `json:"path"`
+	Unit  string     `json:"unit,omitempty"`
+	User  string     `json:"user,omitempty"`
+	Group string     `json:"group,omitempty"`
 	// ExcludedBy is the pattern that leaves its path alone, and where it
 	// was read: "/etc/pki (/etc/drift-monitor/exclude.conf:3)".
 	ExcludedBy string `json:"excluded_by"`
@@ -88,12 +81,12 @@ func (l *Left) String() string { return l.noun + ": excluded by " + l.ExcludedBy
 
 // Report lists entries left alone (Split's left) with the pattern that
 // leaves each alone.
-func (r *Rules) Report(left []desired.Entry) []Left {
+func (r *Rules) Report(left []model.Entry) []Left {
 	out := make([]Left, 0, len(left))
 	for i := range left {
 		e := &left[i]
 		l := Left{Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, noun: drift.Noun(e)}
-		if e.Kind == desired.KindGroup && e.Account != nil {
+		if e.Kind == model.KindGroup && e.Account != nil {
 			l.Group = e.Account.Name
 		}
 		if p, ok := r.Leaves(e.Path); ok {

@@ -32,6 +32,14 @@
 //     are no secret, and a copy of them in a root-only file tells nobody
 //     anything new. A secret base is never copied: a copy outlives the
 //     rotation of the original, and lands in every backup of /etc.
+//   - the enablement state of each unit whose enablement the config
+//     declares, as `systemctl is-enabled` would have said right after the
+//     first boot's preset applied Ignition's (package enablement, offline).
+//     A unit declared enabled that is disabled now and cannot be enabled is
+//     either one that could not be enabled then (an alias link of its name
+//     was another unit's) or one an admin disabled since (by pointing that
+//     link elsewhere): the tree is the same, and only this tells them apart
+//     (enablement.Tree.WantEnabled).
 //   - on an rpm-ostree host (/run/ostree-booted), whether an /etc node
 //     existed before Ignition ran: the first deployment's /etc is a copy
 //     of its /usr/etc (ostree's src/libostree/ostree-sysroot-deploy.c,
@@ -46,8 +54,8 @@
 //
 // Check and reconcile use the record where there is one (Use.Apply): what
 // it says of a mode, owner or group is wanted where no config declares one,
-// and an append-only file must hold its recorded base followed by its
-// fragments. Without a record, modes and owners a config leaves to the node
+// an append-only file must hold its recorded base followed by its
+// fragments, and a unit's enablement is judged knowing its state then. Without a record, modes and owners a config leaves to the node
 // are not checked, and reconcile refuses to guess an append-only file's
 // base.
 //
@@ -66,10 +74,10 @@ package firstboot
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"io"
 	"path"
 	"strconv"
@@ -77,15 +85,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // DefaultPath is the record's host path: beside the fragment adopt writes
 // (adopt.DefaultDest), in the directory it makes 0700. Its name is no
-// config name (desired.IsConfigName): the loader leaves it alone.
-const DefaultPath = desired.AdminDir + "/10-firstboot.record"
+// config name (desired.IsConfigName) and one the loader knows
+// (model.OwnFile): it neither loads it nor names it as a file it leaves
+// alone.
+const DefaultPath = model.FirstBootRecord
 
 // Version is the record's format.
 const Version = 1
@@ -106,12 +116,24 @@ type Record struct {
 	Version int `json:"version"`
 	// Config is the host path of the adopted config the record is of.
 	Config string `json:"config"`
-	// KeyID names the digest key the bases are keyed with: "hmac-sha256:"
-	// and the key's HMAC of a fixed label; "" when none was.
+	// KeyID names the digest key the bases are keyed with: the key's
+	// digest (model.Key.Digest, "hmac-sha256:HEX") of a fixed label; ""
+	// when none was.
 	KeyID string `json:"key_id,omitempty"`
 	// OSTree: the host is an rpm-ostree (ostree) host.
 	OSTree bool   `json:"ostree"`
 	Nodes  []Node `json:"nodes"`
+	// Units are the declared units' enablement at the first boot; nil in
+	// a record made by a drift-monitor that did not record them (no
+	// "units"), which then says nothing of any unit.
+	Units []Unit `json:"units"`
+}
+
+// Unit is one declared unit's enablement at the first boot.
+type Unit struct {
+	Unit string `json:"unit"`
+	// State is as `systemctl is-enabled` names it (enablement.State).
+	State string `json:"state"`
 }
 
 // Node is what one declared node was at the first boot.
@@ -128,28 +150,10 @@ type Node struct {
 	// "ignition" when it has none (Ignition, or something else in the
 	// initramfs, created it).
 	Origin string `json:"origin,omitempty"`
-	// Base is the base of an append-only file.
-	Base *Base `json:"base,omitempty"`
+	// Base is the base of an append-only file: what it held before
+	// Ignition appended to it (Key and Record unset).
+	Base *model.Base `json:"base,omitempty"`
 }
-
-// Base is what an append-only file held before Ignition appended to it.
-type Base struct {
-	// Unknown, when set, says why the base is not recorded; the rest is
-	// then empty.
-	Unknown string `json:"unknown,omitempty"`
-	Size    int64  `json:"size"`
-	// Digest is "hmac-sha256:HEX": HMAC-SHA256, under the host's digest
-	// key, of the base's SHA-256.
-	Digest string `json:"digest,omitempty"`
-	// Bytes are the base, when any user could read it (see the package
-	// doc); base64 in JSON.
-	Bytes []byte `json:"bytes,omitempty"`
-	// Twin is the host path of a file that held the base too: an /etc
-	// file's /usr/etc twin on an rpm-ostree host.
-	Twin string `json:"twin,omitempty"`
-}
-
-const keyedPrefix = "hmac-sha256:"
 
 // keyIDLabel is what KeyID keys: a fixed text, so that the ID names the key
 // and nothing else.
@@ -160,21 +164,16 @@ func KeyID(key []byte) string {
 	if len(key) == 0 {
 		return ""
 	}
-	return keyedPrefix + hex.EncodeToString(keyed(key, sha256.Sum256([]byte(keyIDLabel))))
+	return model.NewKey(key).Digest(sha256.Sum256([]byte(keyIDLabel))).String()
 }
 
-func keyed(key []byte, sum [sha256.Size]byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(sum[:])
-	return m.Sum(nil)
-}
-
-// Recorded reports whether the record wants anything of an entry: a node
+// Recorded reports whether the record wants the node of an entry: a node
 // the config leaves its mode, owner or group to, or a file it only appends
 // to. Units, drop-ins, links and SSH keys have all three declared (or
-// Ignition's writer's): they are never in a record.
-func Recorded(e *desired.Entry) bool {
-	if e.Kind != desired.KindFile && e.Kind != desired.KindDirectory {
+// Ignition's writer's): their nodes are never in a record (a unit's
+// enablement is, in Units).
+func Recorded(e *model.Entry) bool {
+	if !e.Kind.Means().LeftToNode {
 		return false
 	}
 	return e.Mode == nil || (e.UID == nil && e.OwnerProblem == "") || (e.GID == nil && e.GroupProblem == "") || appendOnly(e)
@@ -183,9 +182,8 @@ func Recorded(e *desired.Entry) bool {
 // appendOnly: a file declared with append fragments and no contents (nor
 // overwrite): its content is its base, whatever that was, and the
 // fragments.
-func appendOnly(e *desired.Entry) bool {
-	c := e.Content
-	return e.Kind == desired.KindFile && c != nil && c.Exact == nil && c.Stored == nil && c.Hash == nil && c.Unverifiable == ""
+func appendOnly(e *model.Entry) bool {
+	return e.KeepsNode() && e.Content != nil
 }
 
 // Make observes the nodes of entries (a config's state) that Recorded
@@ -193,12 +191,13 @@ func appendOnly(e *desired.Entry) bool {
 // bases are recorded as unknown). config is the adopted config's host
 // path. A node that cannot be recorded (missing, of another type than
 // declared, unreadable) is left out, and a line in problems says why.
-func Make(root *ondisk.Root, entries []desired.Entry, config string, key []byte) (rec Record, problems []string) {
+func Make(root *ondisk.Root, entries []model.Entry, config string, key []byte) (rec Record, problems []string) {
 	rec = Record{Version: Version, Config: config, KeyID: KeyID(key), Nodes: []Node{}}
 	o := ondisk.NewObserver(root)
 	defer o.Close()
 	o.Declare(ondisk.Declare(entries))
 	rec.OSTree = o.TypeOf("/run/ostree-booted") != ondisk.Absent
+	rec.Units, problems = makeUnits(root, entries)
 	for i := range entries {
 		e := entries[i]
 		if !Recorded(&e) {
@@ -214,11 +213,42 @@ func Make(root *ondisk.Root, entries []desired.Entry, config string, key []byte)
 	return rec, problems
 }
 
-func makeNode(root *ondisk.Root, o *ondisk.Observer, e *desired.Entry, key []byte, ostree bool) (Node, error) {
+// makeUnits records the enablement state of every unit whose enablement
+// entries declare, read offline from the unit files under root as systemd
+// would answer `systemctl is-enabled` (at the first boot the manager has
+// just read the same files). A unit whose state cannot be computed is left
+// out, and a line in problems says why.
+func makeUnits(root *ondisk.Root, entries []model.Entry) (units []Unit, problems []string) {
+	units = []Unit{}
+	var tree *enablement.Tree
+	for i := range entries {
+		e := &entries[i]
+		if e.Kind != model.KindEnablement {
+			continue
+		}
+		if tree == nil {
+			t, err := enablement.New(root)
+			if err != nil {
+				return units, append(problems, fmt.Sprintf("unit enablement not recorded: %v", err))
+			}
+			tree = t
+			defer tree.Close()
+		}
+		st, err := tree.UnitFileState(e.Unit)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("unit %q: enablement not recorded: %v", e.Unit, err))
+			continue
+		}
+		units = append(units, Unit{Unit: e.Unit, State: st})
+	}
+	return units, problems
+}
+
+func makeNode(root *ondisk.Root, o *ondisk.Observer, e *model.Entry, key []byte, ostree bool) (Node, error) {
 	bare := *e
 	bare.Content = nil // the base is read below, once
 	ob := o.Observe(&bare)
-	want := map[desired.Type]ondisk.FileType{desired.TypeRegular: ondisk.Regular, desired.TypeDirectory: ondisk.Directory}[e.Type]
+	want := map[model.Type]ondisk.FileType{model.TypeRegular: ondisk.Regular, model.TypeDirectory: ondisk.Directory}[e.Type]
 	switch {
 	case ob.Err != nil:
 		return Node{}, ob.Err
@@ -230,7 +260,7 @@ func makeNode(root *ondisk.Root, o *ondisk.Observer, e *desired.Entry, key []byt
 		return Node{}, fmt.Errorf("it is a %s, declared a %s", ob.Type, want)
 	}
 	n := Node{Path: e.Path, Type: map[bool]string{true: "directory", false: "file"}[want == ondisk.Directory],
-		Mode: desired.FormatMode(ob.Mode), UID: ob.UID, GID: ob.GID}
+		Mode: model.FormatMode(ob.Mode), UID: ob.UID, GID: ob.GID}
 	twin := ""
 	if ostree && strings.HasPrefix(e.Path, "/etc/") {
 		twin = "/usr" + e.Path
@@ -247,20 +277,20 @@ func makeNode(root *ondisk.Root, o *ondisk.Observer, e *desired.Entry, key []byt
 
 // makeBase reads the file at e.Path and records what precedes its appended
 // fragments.
-func makeBase(root *ondisk.Root, e *desired.Entry, mode uint32, key []byte, twin string) *Base {
+func makeBase(root *ondisk.Root, e *model.Entry, mode uint32, key []byte, twin string) *model.Base {
 	if len(key) == 0 {
-		return &Base{Unknown: "no digest key to record it with"}
+		return &model.Base{Unknown: "no digest key to record it with"}
 	}
 	raw, err := readBounded(root, e.Path)
 	if err != nil {
-		return &Base{Unknown: fmt.Sprintf("reading it at the first boot: %v", err)}
+		return &model.Base{Unknown: fmt.Sprintf("reading it at the first boot: %v", err)}
 	}
 	suffix := e.Content.Suffix
 	if len(raw) < len(suffix) || string(raw[len(raw)-len(suffix):]) != string(suffix) {
-		return &Base{Unknown: "at the first boot it did not end with its appended fragments"}
+		return &model.Base{Unknown: "at the first boot it did not end with its appended fragments"}
 	}
 	base := raw[:len(raw)-len(suffix)]
-	b := &Base{Size: int64(len(base)), Digest: keyedPrefix + hex.EncodeToString(keyed(key, sha256.Sum256(base)))}
+	b := &model.Base{Size: int64(len(base)), Keyed: model.NewKey(key).Digest(sha256.Sum256(base))}
 	if mode&0o004 != 0 && len(base) <= MaxBytes {
 		if public, err := root.Public(e.Path); err == nil && public {
 			b.Bytes = append([]byte{}, base...)
@@ -326,10 +356,13 @@ func Parse(raw []byte) (*Record, error) {
 		if n.UID < 0 || n.GID < 0 {
 			return nil, fmt.Errorf("node %q: a negative owner", n.Path)
 		}
-		if b := n.Base; b != nil && b.Unknown == "" {
-			if _, err := parseDigest(b.Digest); err != nil || b.Size < 0 {
-				return nil, fmt.Errorf("node %q: base: size %d, digest %q", n.Path, b.Size, b.Digest)
-			}
+		if b := n.Base; b != nil && b.Unknown == "" && (b.Keyed == model.Digest{} || b.Size < 0) {
+			return nil, fmt.Errorf("node %q: base: size %d, digest %q", n.Path, b.Size, b.Keyed)
+		}
+	}
+	for _, u := range r.Units {
+		if u.Unit == "" || strings.ContainsAny(u.Unit, "/\x00") || !enablement.IsState(u.State) {
+			return nil, fmt.Errorf("unit %q: state %q: not a unit and its enablement state", u.Unit, u.State)
 		}
 	}
 	return &r, nil
@@ -341,17 +374,6 @@ func parseMode(s string) (uint32, error) {
 		return 0, fmt.Errorf("mode %q: not octal mode bits", s)
 	}
 	return uint32(m), nil
-}
-
-func parseDigest(s string) ([sha256.Size]byte, error) {
-	var out [sha256.Size]byte
-	h, ok := strings.CutPrefix(s, keyedPrefix)
-	b, err := hex.DecodeString(h)
-	if !ok || err != nil || len(b) != sha256.Size {
-		return out, fmt.Errorf("digest %q: not %sHEX", s, keyedPrefix)
-	}
-	copy(out[:], b)
-	return out, nil
 }
 
 // Use is how a command uses the record: its host path and the host's digest
@@ -401,7 +423,7 @@ func (u Use) Load(root *ondisk.Root) (*Record, error) {
 // declares them, and the base of an append-only file. It returns warnings:
 // a record that is not used, or whose bases are not, and why. Without a
 // record it changes nothing.
-func (u Use) Apply(root *ondisk.Root, st *desired.State) []string {
+func (u Use) Apply(root *ondisk.Root, st *model.State) []string {
 	if u.Path == "" {
 		return nil
 	}
@@ -415,7 +437,7 @@ func (u Use) Apply(root *ondisk.Root, st *desired.State) []string {
 	return rec.apply(st, u.Path, u.Key)
 }
 
-func (r *Record) apply(st *desired.State, recPath string, key []byte) []string {
+func (r *Record) apply(st *model.State, recPath string, key []byte) []string {
 	var warnings []string
 	bases := true
 	switch {
@@ -431,13 +453,23 @@ func (r *Record) apply(st *desired.State, recPath string, key []byte) []string {
 	for i := range r.Nodes {
 		nodes[r.Nodes[i].Path] = &r.Nodes[i]
 	}
+	units := make(map[string]string, len(r.Units))
+	for _, u := range r.Units {
+		units[u.Unit] = u.State
+	}
 	for i := range st.Entries {
 		e := &st.Entries[i]
-		n := nodes[e.Path]
-		if n == nil || !Recorded(e) || n.Type != map[bool]string{true: "directory", false: "file"}[e.Kind == desired.KindDirectory] {
+		if e.Kind == model.KindEnablement {
+			if s, ok := units[e.Unit]; ok {
+				e.FirstBoot = &model.FirstBoot{Record: recPath, Enablement: s}
+			}
 			continue
 		}
-		fb := &desired.FirstBoot{Record: recPath}
+		n := nodes[e.Path]
+		if n == nil || !Recorded(e) || n.Type != map[bool]string{true: "directory", false: "file"}[e.Kind == model.KindDirectory] {
+			continue
+		}
+		fb := &model.FirstBoot{Record: recPath}
 		if e.Mode == nil {
 			m, _ := parseMode(n.Mode) // checked by Parse
 			e.Mode, fb.Mode = &m, true
@@ -463,16 +495,15 @@ func (r *Record) apply(st *desired.State, recPath string, key []byte) []string {
 }
 
 // base is what the entry's Content.Base is made of n's record.
-func (r *Record) base(n *Node, recPath string, key []byte, usable bool) *desired.Base {
+func (r *Record) base(n *Node, recPath string, key []byte, usable bool) *model.Base {
 	b := n.Base
 	switch {
 	case b == nil:
-		return &desired.Base{Unknown: fmt.Sprintf("the first-boot record %s has no base for it", recPath), Record: recPath}
+		return &model.Base{Unknown: fmt.Sprintf("the first-boot record %s has no base for it", recPath), Record: recPath}
 	case b.Unknown != "":
-		return &desired.Base{Unknown: fmt.Sprintf("the first-boot record %s has none: %s", recPath, b.Unknown), Record: recPath}
+		return &model.Base{Unknown: fmt.Sprintf("the first-boot record %s has none: %s", recPath, b.Unknown), Record: recPath}
 	case !usable:
-		return &desired.Base{Unknown: fmt.Sprintf("the first-boot record %s keys it with another digest key than this host's", recPath), Record: recPath}
+		return &model.Base{Unknown: fmt.Sprintf("the first-boot record %s keys it with another digest key than this host's", recPath), Record: recPath}
 	}
-	sum, _ := parseDigest(b.Digest) // checked by Parse
-	return &desired.Base{Size: b.Size, Keyed: sum, Key: key, Bytes: b.Bytes, Twin: b.Twin, Record: recPath}
+	return &model.Base{Size: b.Size, Keyed: b.Keyed, Key: model.NewKey(key), Bytes: b.Bytes, Twin: b.Twin, Record: recPath}
 }

@@ -1,6 +1,7 @@
 package firstboot
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
@@ -71,7 +73,7 @@ func firstBootRoot(t *testing.T, ostree bool) (root string, cfg string) {
 	return root, cfg
 }
 
-func load(t *testing.T, root, cfg string) (*ondisk.Root, desired.State) {
+func load(t *testing.T, root, cfg string) (*ondisk.Root, model.State) {
 	t.Helper()
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
@@ -99,20 +101,23 @@ func TestMake(t *testing.T) {
 		t.Errorf("problems %q, want none", problems)
 	}
 	uid, gid := os.Getuid(), os.Getgid()
-	keyedOf := func(s string) string {
-		return keyedPrefix + hex.EncodeToString(keyed(testKey, sha256.Sum256([]byte(s))))
+	keyedOf := func(s string) model.Digest {
+		sum := sha256.Sum256([]byte(s))
+		m := hmac.New(sha256.New, testKey)
+		m.Write(sum[:])
+		return model.Digest(m.Sum(nil))
 	}
 	want := []Node{
 		{Path: "/etc/damaged", Type: "file", Mode: "0644", UID: uid, GID: gid, Origin: "ignition",
-			Base: &Base{Unknown: "at the first boot it did not end with its appended fragments"}},
+			Base: &model.Base{Unknown: "at the first boot it did not end with its appended fragments"}},
 		{Path: "/etc/issue", Type: "file", Mode: "0644", UID: uid, GID: gid, Origin: "ignition",
-			Base: &Base{Size: 7, Digest: keyedOf("banner\n"), Bytes: []byte("banner\n")}},
+			Base: &model.Base{Size: 7, Keyed: keyedOf("banner\n"), Bytes: []byte("banner\n")}},
 		{Path: "/etc/motd", Type: "file", Mode: "0644", UID: uid, GID: gid, Origin: "ignition",
-			Base: &Base{Size: 0, Digest: keyedOf(""), Bytes: []byte{}}},
+			Base: &model.Base{Size: 0, Keyed: keyedOf(""), Bytes: []byte{}}},
 		{Path: "/etc/os-motd", Type: "file", Mode: "0640", UID: uid, GID: gid, Origin: "image",
-			Base: &Base{Size: 15, Digest: keyedOf("from the image\n"), Twin: "/usr/etc/os-motd"}},
+			Base: &model.Base{Size: 15, Keyed: keyedOf("from the image\n"), Twin: "/usr/etc/os-motd"}},
 		{Path: "/etc/secret.conf", Type: "file", Mode: "0600", UID: uid, GID: gid, Origin: "ignition",
-			Base: &Base{Size: int64(len(secretBase)), Digest: keyedOf(secretBase)}},
+			Base: &model.Base{Size: int64(len(secretBase)), Keyed: keyedOf(secretBase)}},
 		{Path: "/foo/bar", Type: "directory", Mode: "0755", UID: uid, GID: gid},
 		// Its mode is declared, its owner is not: the record has both,
 		// and Apply takes only the owner.
@@ -168,8 +173,8 @@ func TestApply(t *testing.T) {
 	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	byPath := func(st desired.State) map[string]desired.Entry {
-		m := map[string]desired.Entry{}
+	byPath := func(st model.State) map[string]model.Entry {
+		m := map[string]model.Entry{}
 		for _, e := range st.Entries {
 			m[e.Path] = e
 		}
@@ -241,5 +246,97 @@ func TestApply(t *testing.T) {
 	_, st = load(t, root, cfg)
 	if w := (Use{Path: "/etc/none", Key: testKey}).Apply(r, &st); len(w) != 0 || byPath(st)["/foo/bar"].Mode != nil {
 		t.Errorf("without a record: warnings %q, /foo/bar %+v", w, byPath(st)["/foo/bar"])
+	}
+}
+
+// TestUnits: the record keeps each declared unit's enablement as the unit
+// files say right after the first boot's preset, Apply gives it to the
+// unit's enablement entry, and a record made before units were recorded
+// (no "units") says nothing of any unit.
+func TestUnits(t *testing.T) {
+	root := t.TempDir()
+	for p, c := range map[string]string{
+		"usr/lib/systemd/system/a.service": "[Service]\nExecStart=/bin/true\n[Install]\nAlias=b.service\n",
+		"usr/lib/systemd/system/c.service": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "etc/systemd/system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/lib/systemd/system/a.service", filepath.Join(root, "etc/systemd/system/b.service")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "config.ign")
+	units := `{"ignition": {"version": "3.3.0"}, "systemd": {"units": [
+	  {"name": "a.service", "enabled": true}, {"name": "c.service", "enabled": true},
+	  {"name": "gone.service", "enabled": false}, {"name": "d.service", "contents": "[Service]\nExecStart=/bin/true\n"}]}}`
+	if err := os.WriteFile(cfg, []byte(units), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, st := load(t, root, cfg)
+	rec, problems := Make(r, st.Entries, "/x.ign", testKey)
+	want := []Unit{{"a.service", "enabled"}, {"c.service", "disabled"}, {"gone.service", "not-found"}}
+	if diff := cmp.Diff(want, rec.Units); diff != "" || len(problems) != 0 {
+		t.Errorf("units (-want +got):\n%s\nproblems %q", diff, problems)
+	}
+	raw, err := rec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recFile := filepath.Join(root, "etc/record")
+	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	firstBoot := func() map[string]*model.FirstBoot {
+		_, st := load(t, root, cfg)
+		if w := (Use{Path: "/etc/record", Key: testKey}).Apply(r, &st); len(w) != 0 {
+			t.Errorf("warnings %q", w)
+		}
+		m := map[string]*model.FirstBoot{}
+		for _, e := range st.Entries {
+			if e.Kind == model.KindEnablement {
+				m[e.Unit] = e.FirstBoot
+			}
+		}
+		return m
+	}
+	got := firstBoot()
+	for unit, state := range map[string]string{"a.service": "enabled", "c.service": "disabled", "gone.service": "not-found"} {
+		if fb := got[unit]; fb == nil || fb.Enablement != state || fb.Record != "/etc/record" || fb.Mode || fb.Owner || fb.Group {
+			t.Errorf("%s after Apply: %+v, want enablement %s", unit, fb, state)
+		}
+	}
+
+	// A record of an older drift-monitor: no units.
+	legacy := rec
+	legacy.Units = nil
+	raw, _ = legacy.Marshal()
+	noUnits := strings.Replace(string(raw), ",\n  \"units\": null", "", 1)
+	if strings.Contains(noUnits, "units") {
+		t.Fatalf("the legacy record has units:\n%s", noUnits)
+	}
+	if err := os.WriteFile(recFile, []byte(noUnits), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for unit, fb := range firstBoot() {
+		if fb != nil {
+			t.Errorf("a record without units: %s has %+v", unit, fb)
+		}
+	}
+
+	for name, bad := range map[string]string{
+		"unknown state": `{"version": 1, "nodes": [], "units": [{"unit": "a.service", "state": "on"}]}`,
+		"no unit":       `{"version": 1, "nodes": [], "units": [{"unit": "", "state": "enabled"}]}`,
+		"a path":        `{"version": 1, "nodes": [], "units": [{"unit": "../a.service", "state": "enabled"}]}`,
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("%s: Parse(%s) took it", name, bad)
+		}
 	}
 }

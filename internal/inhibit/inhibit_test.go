@@ -208,3 +208,130 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// nextStatus waits (bounded) for the next DirStatus.
+func nextStatus(t *testing.T, m *Monitor, within time.Duration) DirStatus {
+	t.Helper()
+	select {
+	case st := <-m.DirStatus():
+		return st
+	case <-time.After(within):
+		t.Fatalf("no change in how the directory is followed within %s", within)
+		return DirStatus{}
+	}
+}
+
+// holdFromShell runs the shell protocol's holder in dir (who sh-holder)
+// and waits until the monitor names it with its pid.
+func holdFromShell(t *testing.T, m *Monitor, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `exec 9>"$1/sh-holder.lock"; flock 9; printf 'who=sh-holder why=test pid=%d\n' $$ >&9; exec sleep 60`, "sh", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case held := <-m.Changes():
+			if len(held) == 1 && held[0].Who == "sh-holder" && held[0].PID == cmd.Process.Pid {
+				return cmd
+			}
+		case <-deadline:
+			t.Fatalf("held = %+v, want sh-holder (pid %d) from the recreated directory", m.Held(), cmd.Process.Pid)
+		}
+	}
+}
+
+// The directory removed (rm -rf) under the monitor and made again by the
+// next holder: the new one is followed (and said to be), its lock is seen
+// without anyone calling Sync, and its holder's death releases within a
+// second.
+func TestDirectoryRemovedAndMadeAgain(t *testing.T) {
+	dir, m := newMonitor(t)
+	old, err := Take(dir, "before", "", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.CloseKeepingFile()
+	next(t, m, 5*time.Second)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{}, next(t, m, 5*time.Second)); diff != "" {
+		t.Fatalf("after the directory's removal (-want +got):\n%s", diff)
+	}
+	if st := nextStatus(t, m, 5*time.Second); st.Err != nil || st.Replaced != 1 || (st.Why != "removed" && st.Why != "removed and made again") {
+		t.Fatalf("DirStatus = %+v, want the directory followed anew once, removed", st)
+	}
+	cmd := holdFromShell(t, m, dir)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGKILL)
+	if diff := cmp.Diff([]string{}, next(t, m, time.Second)); diff != "" {
+		t.Fatalf("after SIGKILL (-want +got):\n%s", diff)
+	}
+	t.Logf("released %s after SIGKILL", time.Since(start))
+}
+
+// The directory renamed away and another made in its place before the
+// monitor looks: the one with the name counts, its locks are seen, those
+// of the old one no longer are.
+func TestDirectoryReplaced(t *testing.T) {
+	dir, m := newMonitor(t)
+	l, err := Take(dir, "in-the-old-one", "", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.CloseKeepingFile()
+	next(t, m, 5*time.Second)
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	st := nextStatus(t, m, 5*time.Second)
+	if st.Err != nil || st.Replaced != 1 {
+		t.Fatalf("DirStatus = %+v, want the directory followed anew once", st)
+	}
+	if got := m.Held(); len(got) != 0 {
+		t.Errorf("held %+v, want none: the old directory's lock no longer counts", got)
+	}
+	holdFromShell(t, m, dir)
+}
+
+// A directory that cannot be followed (a regular file has its name) is
+// said to be so, tried again, and followed once it can be.
+func TestDirectoryUnfollowableThenBack(t *testing.T) {
+	dir, m := newMonitor(t)
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	// Between the removal and the monitor's look, a file takes the name
+	// (or the monitor makes the directory first: then remove it again).
+	for {
+		if err := os.WriteFile(dir, nil, 0o600); err == nil {
+			break
+		}
+		os.Remove(dir)
+	}
+	var st DirStatus
+	for deadline := time.Now().Add(10 * time.Second); st.Err == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("no DirStatus with an error within 10s of a file taking the directory's name")
+		}
+		st = nextStatus(t, m, 10*time.Second)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	// A status of the file's time may still be waiting: the next without
+	// an error, within a few retries.
+	for deadline := time.Now().Add(5 * Retry); st.Err != nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("DirStatus = %+v after the file went, want the directory followed again", st)
+		}
+		st = nextStatus(t, m, 5*Retry)
+	}
+	holdFromShell(t, m, dir)
+}

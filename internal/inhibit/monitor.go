@@ -19,21 +19,70 @@ import (
 // descriptor per lock file and probes it with a non-blocking exclusive flock:
 // it never closes and reopens a file it is watching, because its own close
 // would be an inotify event and it would probe forever.
+//
+// It follows the directory by its name, not by its inode: when the
+// directory is removed, renamed away or replaced (rm -rf, then a new
+// `drift-monitor inhibit` making it again), the watch that stays on the old
+// inode would see none of the new one's locks, nor their holders' deaths.
+// So it watches the parent directory for that name too — the removed
+// directory's own IN_DELETE_SELF comes only once nothing holds a file of
+// it open, and a holder's lock does — and looks at the name again at every
+// Sync and Recheck. The monitor makes the directory again if it is gone,
+// watches the new one, rescans it, and says so (DirStatus); lock files of
+// the old one no longer count.
 type Monitor struct {
 	dir  string
 	file *os.File // the inotify instance
+	ifd  int
 	out  chan []Inhibitor
+	stat chan DirStatus
+	// kick wakes the loop: the held set or the directory's state changed
+	// outside it (Sync), and its timer may have to start.
+	kick chan struct{}
 
 	mu    sync.Mutex
 	fds   map[string]int // lock file name → our descriptor
 	held  []Inhibitor
 	close chan struct{}
 	done  chan struct{}
+	// The directory as it is watched: its watch descriptor (-1 while it
+	// cannot be watched) and identity; pwd is its parent's watch (-1:
+	// none).
+	wd, pwd  int
+	dev, ino uint64
+	status   DirStatus
+}
+
+// DirStatus says how the monitor follows its directory.
+type DirStatus struct {
+	// Replaced counts the times the directory was found removed, renamed
+	// away or replaced, and followed anew; Why says what happened the last
+	// time ("removed", "removed and made again", "replaced").
+	Replaced uint64
+	Why      string
+	// Err is why the directory cannot be followed now (tried again every
+	// Retry); nil while it is.
+	Err error
 }
 
 // Recheck is how often held locks are probed again without an event: a
-// holder that unlocks without closing (flock -u) makes no inotify event.
-const Recheck = 5 * time.Second
+// holder that unlocks without closing (flock -u) makes no inotify event,
+// and neither does a directory mounted over. It is what bounds a release
+// that no event tells of.
+const Recheck = time.Second
+
+// Retry is how often a directory that cannot be followed is tried again.
+const Retry = time.Second
+
+// parentMask is what the parent's watch asks for: the directory's name
+// coming and going.
+const parentMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ONLYDIR |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
+// watchMask is what the directory's watch asks for.
+const watchMask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CLOSE_NOWRITE |
+	unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_ATTRIB | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 
 // Watch starts following dir (creating it as root's private directory).
 func Watch(dir string) (*Monitor, error) {
@@ -44,27 +93,84 @@ func Watch(dir string) (*Monitor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inotify_init1: %w", err)
 	}
-	const mask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CLOSE_NOWRITE |
-		unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_ATTRIB | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
-	if _, err := unix.InotifyAddWatch(ifd, dir, mask); err != nil {
-		unix.Close(ifd)
-		return nil, fmt.Errorf("watching %s: %w", dir, err)
+	m := &Monitor{dir: dir, file: os.NewFile(uintptr(ifd), "inotify"), ifd: ifd, out: make(chan []Inhibitor, 1),
+		stat: make(chan DirStatus, 1), kick: make(chan struct{}, 1),
+		fds: map[string]int{}, close: make(chan struct{}), done: make(chan struct{}), wd: -1, pwd: -1}
+	m.mu.Lock()
+	err = m.watchDirLocked()
+	if err == nil {
+		m.held = m.heldLocked()
 	}
-	m := &Monitor{dir: dir, file: os.NewFile(uintptr(ifd), "inotify"), out: make(chan []Inhibitor, 1),
-		fds: map[string]int{}, close: make(chan struct{}), done: make(chan struct{})}
-	ents, err := os.ReadDir(dir)
+	m.mu.Unlock()
 	if err != nil {
 		m.file.Close()
 		return nil, err
 	}
-	m.mu.Lock()
-	for _, e := range ents {
-		m.probeLocked(e.Name())
-	}
-	m.held = m.heldLocked()
-	m.mu.Unlock()
 	go m.loop()
 	return m, nil
+}
+
+// watchDirLocked watches the directory at its name (making it if it is
+// gone) and probes everything in it.
+func (m *Monitor) watchDirLocked() error {
+	if m.wd >= 0 {
+		// The old inode's watch, if the kernel has not dropped it with the
+		// inode: its events would be the old directory's.
+		unix.InotifyRmWatch(m.ifd, uint32(m.wd))
+		m.wd = -1
+	}
+	if err := EnsureDir(m.dir); err != nil {
+		return err
+	}
+	// The parent's watch: the same descriptor while it is the same
+	// directory. Without it the directory is still followed at every Sync
+	// and Recheck.
+	if pwd, err := unix.InotifyAddWatch(m.ifd, filepath.Dir(m.dir), parentMask); err == nil {
+		m.pwd = pwd
+	}
+	wd, err := unix.InotifyAddWatch(m.ifd, m.dir, watchMask)
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", m.dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(m.dir, &st); err != nil {
+		unix.InotifyRmWatch(m.ifd, uint32(wd))
+		return fmt.Errorf("examining %s: %w", m.dir, err)
+	}
+	m.wd, m.dev, m.ino = wd, st.Dev, st.Ino
+	m.probeLocked("*")
+	return nil
+}
+
+// checkDirLocked follows the directory anew when the one at its name is
+// not the one watched (or none is, or removed says the watched one was
+// removed or renamed away: a new directory may have its inode number), and
+// reports whether the status changed.
+func (m *Monitor) checkDirLocked(removed bool) bool {
+	var st unix.Stat_t
+	err := unix.Lstat(m.dir, &st)
+	if !removed && m.wd >= 0 && err == nil && st.Dev == m.dev && st.Ino == m.ino {
+		return false
+	}
+	why := "replaced"
+	switch {
+	case err != nil:
+		why = "removed"
+	case removed:
+		why = "removed and made again"
+	}
+	if werr := m.watchDirLocked(); werr != nil {
+		changed := m.status.Err == nil || m.status.Err.Error() != werr.Error()
+		m.status.Err = werr
+		return changed
+	}
+	if m.status.Err == nil {
+		// Followed anew after a change (not only after a failure to).
+		m.status.Replaced++
+		m.status.Why = why
+	}
+	m.status.Err = nil
+	return true
 }
 
 // Held returns the inhibitors held now.
@@ -80,12 +186,16 @@ func (m *Monitor) Held() []Inhibitor {
 // it first: a holder locks before it writes, but the two instances' events
 // reach their readers in no order.
 func (m *Monitor) Sync() []Inhibitor {
-	m.update([]string{"*"})
+	m.update(nil, true)
 	return m.Held()
 }
 
 // Changes delivers the held set whenever it changes (the latest only).
 func (m *Monitor) Changes() <-chan []Inhibitor { return m.out }
+
+// DirStatus delivers how the directory is followed whenever that changes
+// (the latest only).
+func (m *Monitor) DirStatus() <-chan DirStatus { return m.stat }
 
 // Close stops the monitor.
 func (m *Monitor) Close() error {
@@ -103,17 +213,17 @@ func (m *Monitor) Close() error {
 
 func (m *Monitor) loop() {
 	defer close(m.done)
-	names := make(chan []string)
+	batches := make(chan []event)
 	go func() {
 		buf := make([]byte, 16<<10)
 		for {
 			n, err := m.file.Read(buf)
 			if err != nil {
-				close(names)
+				close(batches)
 				return
 			}
 			select {
-			case names <- parseNames(buf[:n]):
+			case batches <- parseEvents(buf[:n]):
 			case <-m.close:
 				return
 			}
@@ -121,16 +231,30 @@ func (m *Monitor) loop() {
 	}()
 	var tick *time.Ticker
 	var tickC <-chan time.Time
+	every := time.Duration(0)
 	for {
+		// Probed again without an event while something is held (a
+		// release no event tells of), tried again while the directory
+		// cannot be followed.
 		m.mu.Lock()
-		holding := len(m.held) > 0
+		want := time.Duration(0)
+		switch {
+		case m.wd < 0:
+			want = Retry
+		case len(m.held) > 0:
+			want = Recheck
+		}
 		m.mu.Unlock()
-		if holding && tick == nil {
-			tick = time.NewTicker(Recheck)
-			tickC = tick.C
-		} else if !holding && tick != nil {
-			tick.Stop()
-			tick, tickC = nil, nil
+		if want != every {
+			if tick != nil {
+				tick.Stop()
+				tick, tickC = nil, nil
+			}
+			if want > 0 {
+				tick = time.NewTicker(want)
+				tickC = tick.C
+			}
+			every = want
 		}
 		select {
 		case <-m.close:
@@ -138,31 +262,50 @@ func (m *Monitor) loop() {
 				tick.Stop()
 			}
 			return
-		case ns, ok := <-names:
+		case evs, ok := <-batches:
 			if !ok {
 				return
 			}
-			m.update(ns)
+			m.update(evs, false)
+		case <-m.kick:
 		case <-tickC:
-			m.mu.Lock()
-			var all []string
-			for n := range m.fds {
-				all = append(all, n)
-			}
-			m.mu.Unlock()
-			m.update(all)
+			m.update(nil, true)
 		}
 	}
 }
 
-func (m *Monitor) update(names []string) {
+// update probes what the events name (all: the directory, then every
+// lock file), and delivers what changed.
+func (m *Monitor) update(evs []event, all bool) {
 	m.mu.Lock()
-	for _, n := range names {
-		m.probeLocked(n)
+	dirChanged := false
+	for _, ev := range evs {
+		switch {
+		case ev.mask&unix.IN_Q_OVERFLOW != 0:
+			all = true
+		case ev.wd == m.pwd && ev.name == filepath.Base(m.dir):
+			// The name went, or came.
+			dirChanged = m.checkDirLocked(ev.mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0) || dirChanged
+		case ev.wd == m.pwd && ev.mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0:
+			// The parent went: the directory at the name is another.
+			dirChanged = m.checkDirLocked(false) || dirChanged
+		case ev.wd != m.wd:
+			// A watch dropped before (the old directory's, the old
+			// parent's): its last events say nothing of the new one.
+		case ev.mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED|unix.IN_UNMOUNT) != 0:
+			dirChanged = m.checkDirLocked(true) || dirChanged
+		default:
+			m.probeLocked(ev.name)
+		}
+	}
+	if all {
+		dirChanged = m.checkDirLocked(false) || dirChanged
+		m.probeLocked("*")
 	}
 	now := m.heldLocked()
 	changed := !slices.Equal(now, m.held)
 	m.held = now
+	status := m.status
 	m.mu.Unlock()
 	if changed {
 		select {
@@ -171,10 +314,30 @@ func (m *Monitor) update(names []string) {
 		}
 		m.out <- now
 	}
+	if dirChanged {
+		select {
+		case <-m.stat:
+		default:
+		}
+		m.stat <- status
+	}
+	if changed || dirChanged {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
-func parseNames(buf []byte) []string {
-	var names []string
+// event is one inotify event: its watch, mask and name.
+type event struct {
+	wd   int
+	mask uint32
+	name string
+}
+
+func parseEvents(buf []byte) []event {
+	var evs []event
 	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); {
 		raw := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 		nb := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(raw.Len)]
@@ -182,13 +345,9 @@ func parseNames(buf []byte) []string {
 		if i := bytes.IndexByte(nb, 0); i >= 0 {
 			nb = nb[:i]
 		}
-		if raw.Mask&unix.IN_Q_OVERFLOW != 0 {
-			names = append(names, "*")
-			continue
-		}
-		names = append(names, string(nb))
+		evs = append(evs, event{wd: int(raw.Wd), mask: raw.Mask, name: string(nb)})
 	}
-	return names
+	return evs
 }
 
 // probeLocked refreshes what is known of one name ("*": rescan everything).

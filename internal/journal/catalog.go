@@ -1,6 +1,10 @@
 package journal
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
+)
 
 // MESSAGE_IDs, one per record type. They were generated once with
 // `journalctl --new-id128` and must never change: admins filter on them
@@ -10,8 +14,6 @@ const (
 	MsgStarted = "8b0b39fbb9b249ac86ffc0286dff375a"
 	// MsgReady: the first full check is done (READY=1 was sent).
 	MsgReady = "e8dfcfc985ce42489b66712d946e4a75"
-	// MsgDriftDetected: one entry stopped matching its desired state.
-	MsgDriftDetected = "d9919dc81c6b4fe685c3babdbad8d8d9"
 	// MsgDriftResolved: an entry that drifted matches again.
 	MsgDriftResolved = "b18cc3fb8eed46159699a7acbb8c0764"
 	// MsgReloaded: the desired state was re-read (SIGHUP, systemctl reload,
@@ -20,6 +22,9 @@ const (
 	// MsgLoadFailed: the desired state or the exclusions could not be
 	// loaded; the last good one stays in force.
 	MsgLoadFailed = "caa901836f56409eaf593ca3c63f64e7"
+	// MsgLoadSlow: loading the desired state took long (it names the
+	// largest config file); the daemon kept checking meanwhile.
+	MsgLoadSlow = "80ed750a34534bdfb2c7c56102891828"
 	// MsgWatchesExhausted: inotify watches ran out; some paths are polled.
 	MsgWatchesExhausted = "e351ea282f9b47caac4ae2f832c85719"
 	// MsgWatchesRestored: every directory is watched again; polling stopped.
@@ -47,6 +52,10 @@ const (
 	// MsgInhibitorsUnwatched: the inhibitor lock files cannot be followed;
 	// update tools cannot inhibit monitoring.
 	MsgInhibitorsUnwatched = "66dfe467a72a46b79034c08b1e0a1e26"
+	// MsgInhibitorsRewatched: the inhibitor directory was removed or
+	// replaced and the daemon follows the new one; or it follows the
+	// directory again after it could not.
+	MsgInhibitorsRewatched = "1f2393e7ffa04a159bed229bae376beb"
 	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
 	// unverifiable, not-checked, not-applicable), or takes effect at the
 	// next boot (reboot-pending), or can never be done (cannot-enable); or a
@@ -73,6 +82,17 @@ const (
 	// MsgChangeDenied: an audited write to a declared path was denied
 	// (--attribution=audit): nothing changed, someone tried.
 	MsgChangeDenied = "5943f7f8e3b64a67a7dfc381cfa579f6"
+	// MsgUndeclared: a path of /etc differs from the OS image's /etc and
+	// no config declares it (DRIFT_KIND undeclared), a notice;
+	// MsgUndeclaredGone: it no longer does. Under --image=drift it is
+	// drift instead, with the drift records of model.KindUndeclared.
+	MsgUndeclared     = "5ea6c596359c4d5ab7c1abb524279e15"
+	MsgUndeclaredGone = "700af2fa3c1e453ea8870bfbbb232209"
+	// MsgImage: what the comparison with the OS image has to say of
+	// itself: the baseline found or unavailable, re-read after an OS
+	// update, an rpm transaction or a confext refresh, reports held while
+	// a transaction runs, directories it cannot watch.
+	MsgImage = "4237923fbbd34d5ba171981be3fc4509"
 )
 
 // Catalog header values shared by every entry.
@@ -84,14 +104,127 @@ const (
 
 // CatalogEntry describes one record type for journalctl -x.
 type CatalogEntry struct {
-	ID      string // the MESSAGE_ID
-	Name    string // the Go constant, for humans and tests
+	ID   string // the MESSAGE_ID
+	Name string // the Go constant (or the row of model.Kinds), for humans and tests
+	// Record is the record's type (FieldRecord): the same for the drift
+	// of every kind of entry, which has a MESSAGE_ID of its own.
+	Record  string
 	Subject string // one line; may use @FIELD@ of the record
 	Body    string // paragraphs separated by blank lines; may use @FIELD@
 }
 
-// Catalog lists every record type, in the order of the constants.
-var Catalog = []CatalogEntry{
+// The record types the daemon's drift records have (FieldRecord), each
+// the same for every kind of entry: what a consumer selects drift by.
+const (
+	RecordDriftDetected = "drift-detected"
+	RecordDriftResolved = "drift-resolved"
+	RecordNotice        = "notice"
+)
+
+// Catalog lists every record type: the constants' in their order, with,
+// after MsgReady, the drift of each kind of entry (model.Kinds).
+var Catalog = catalog(records)
+
+// DriftDetected is the MESSAGE_ID of the record of a drift of an entry of
+// kind k: one per kind, so that journalctl -x explains the kind at hand
+// (journalctl looks the catalog up by the record's MESSAGE_ID alone:
+// systemd's man/sd_journal_get_catalog.xml, "by using the MESSAGE_ID=
+// field of the current journal entry"). Consumers that want every drift
+// select it by FieldRecord.
+func DriftDetected(k model.Kind) string { return k.Means().MessageID }
+
+// recordOf maps every MESSAGE_ID of Catalog to its record type.
+var recordOf = func() map[string]string {
+	m := make(map[string]string, len(Catalog))
+	for _, e := range Catalog {
+		m[e.ID] = e.Record
+	}
+	return m
+}()
+
+// RecordOf is the record type of the MESSAGE_ID id ("" for none of
+// Catalog's).
+func RecordOf(id string) string { return recordOf[id] }
+
+// catalog completes the fixed records with their types and adds, after
+// MsgReady, one record per kind of entry that reports drift.
+func catalog(fixed []CatalogEntry) []CatalogEntry {
+	var out []CatalogEntry
+	for _, e := range fixed {
+		e.Record = recordName(strings.TrimPrefix(e.Name, "Msg"))
+		out = append(out, e)
+		if e.ID != MsgReady {
+			continue
+		}
+		for i := range model.Kinds {
+			if m := &model.Kinds[i]; m.MessageID != "" {
+				out = append(out, CatalogEntry{ID: m.MessageID, Name: "model.Kinds[" + string(m.Kind) + "]",
+					Record: RecordDriftDetected, Subject: m.Subject, Body: kindBody(m)})
+			}
+		}
+	}
+	return out
+}
+
+// recordName is a constant's name in lower case, words joined by "-",
+// an acronym one word: DriftResolved is drift-resolved, MCD is mcd.
+func recordName(name string) string {
+	upper := func(i int) bool { return i >= 0 && i < len(name) && name[i] >= 'A' && name[i] <= 'Z' }
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if upper(i) && i > 0 && (!upper(i-1) || i+1 < len(name) && !upper(i+1)) {
+			b.WriteByte('-')
+		}
+		b.WriteByte(strings.ToLower(name[i : i+1])[0])
+	}
+	return b.String()
+}
+
+// kindBody is the catalog text of a kind's drift: its row's, then what to
+// do, which its row says too, filled to lines of catalogWidth.
+func kindBody(m *model.Meaning) string {
+	do := `Find out what changed it (an admin, a package, a tool), then either restore the desired state ("drift-monitor reconcile @DRIFT_PATH@" ` +
+		m.Repair.String() + `) or change the desired configuration under /etc/drift-monitor/desired.d/ and run "systemctl reload drift-monitor".`
+	switch m.Repair {
+	case model.NoRepair:
+		do = `"drift-monitor reconcile" leaves it: ` + m.NotRepaired + `.`
+	case model.RepairNamed:
+		do = `Find out who changed it, then either declare it (a config under /etc/drift-monitor/desired.d/, and "systemctl reload drift-monitor") or put back the image's default ("drift-monitor reconcile --image @DRIFT_PATH@"; a plain reconcile never does).`
+	}
+	if m.Source == model.FromNode || m.Source == model.FromImage {
+		do += ` A kind of difference expected at some paths is excluded there with a KIND:PATTERN line in /etc/drift-monitor/exclude.conf.`
+	}
+	do += ` Update tools wrap planned changes in "drift-monitor inhibit", so that they are not reported.`
+	class := `Every drift record, whatever the kind of entry, has DRIFT_MONITOR_RECORD=drift-detected; it is logged once more when it is resolved (drift-resolved).`
+	return strings.TrimSpace(m.Body) + "\n\n" + fill(do) + "\n\n" + fill(class)
+}
+
+// catalogWidth is the width the catalog's composed paragraphs are filled to.
+const catalogWidth = 76
+
+// fill breaks a paragraph into lines of at most catalogWidth bytes (a
+// longer word stands alone).
+func fill(p string) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(p) {
+		switch {
+		case n == 0:
+		case n+1+len(w) > catalogWidth:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
+
+// records are the record types of the constants, in their order.
+var records = []CatalogEntry{
 	{
 		ID: MsgStarted, Name: "MsgStarted",
 		Subject: "drift-monitor started",
@@ -111,46 +244,6 @@ drift is logged once when it appears and once when it is resolved.
 
 The status line of "systemctl status drift-monitor" shows the current
 summary; "drift-monitor check" prints the full report.`,
-	},
-	{
-		ID: MsgDriftDetected, Name: "MsgDriftDetected",
-		Subject: "Configuration drift: @DRIFT_PATH@ (@DRIFT_KIND@)",
-		Body: `@DRIFT_PATH@ no longer matches the machine's desired configuration
-(what differs: @DRIFT_KIND@). The record's message says how it differs; for
-files that are world-readable in the desired configuration the diff is in
-the DRIFT_DIFF field (and, as much as fits, in the message), for other
-files only sizes and digests. For a user or a group (DRIFT_ENTRY=user or
-group, named by DRIFT_USER or DRIFT_GROUP) DRIFT_KIND is the field that
-differs (uid, gid, gecos, home-dir, shell, primary-group, groups,
-password-hash) or missing, or present for an account declared
-shouldExist false; a password hash is never shown, at most keyed digests.
-
-Something changed the machine outside its configuration management. Find out
-what (an admin, a package, a tool), then either restore the desired state
-("drift-monitor reconcile @DRIFT_PATH@" puts back what is declared, as
-Ignition would have written it) or change the desired configuration under
-/etc/drift-monitor/desired.d/ and run "systemctl reload drift-monitor". Update tools should wrap planned changes in
-"drift-monitor inhibit" so that they are not reported as drift.
-A MachineConfig's osImageURL, kernelType, extensions and fips (DRIFT_ENTRY
-os-image, kernel-type, extension, fips) are the machine-config daemon's to
-apply, through rpm-ostree and a reboot: reconcile does not change them.
-
-Metadata that Ignition never sets is drift of its own kind on the nodes
-Ignition writes: "acl" (ACL entries beyond what the parent directory's
-default ACL gives a new node; DRIFT_ACL names the xattrs), "xattr" (extended
-attributes, file capabilities in getcap's words, other values by size and
-keyed digest only; DRIFT_XATTR names them) and "fileattr" (the immutable or
-append-only flag, DRIFT_FILEATTR). "getfacl", "getfattr -d -m -", "getcap"
-and "lsattr" show them; "setfacl -b", "setfattr -x", "setcap -r", "chattr
--i -a" or "drift-monitor reconcile" remove them (clearing the flags needs
-CAP_LINUX_IMMUTABLE). "label" is an SELinux label other than the policy's
-default for the path, which Ignition's setfiles gives what it writes
-(DRIFT_LABEL); "restorecon -F @DRIFT_PATH@" or "drift-monitor reconcile" sets
-it. A kind that is expected at some paths is excluded there with a
-KIND:PATTERN line in /etc/drift-monitor/exclude.conf (label:PATTERN after a
-policy update that changed the defaults).
-
-The drift is logged once more when it is resolved.`,
 	},
 	{
 		ID: MsgDriftResolved, Name: "MsgDriftResolved",
@@ -177,14 +270,29 @@ No action is needed.`,
 		Body: `drift-monitor could not load its desired configuration, or its exclusion
 file (/etc/drift-monitor/exclude.conf). The record's message names the file,
 the line for a bad pattern, and what is wrong. The daemon keeps checking
-against the last configuration that loaded (none, if this happened at
-start); for a refused exclusion file, against the new configuration with
-the last good exclusions (at start, only those of --exclude: every other
-declared path is watched and reported).
+against the last configuration that loaded. When this happens at start (a
+restart with the bad file in place), that is the last configuration an
+earlier run loaded, which the state cache keeps; the record says so, or
+that there is none and nothing is checked. For a refused exclusion file,
+it checks against the new configuration with the last good exclusions (at
+start, only those of --exclude: every other declared path is watched and
+reported).
 
 Fix the named file ("drift-monitor check --config FILE" shows the same
-error, "drift-monitor check" the exclusion file's) and run "systemctl reload
-drift-monitor".`,
+error, "drift-monitor check" the exclusion file's); the daemon reloads when
+the file is written.`,
+	},
+	{
+		ID: MsgLoadSlow, Name: "MsgLoadSlow",
+		Subject: "Loading the desired configuration took long",
+		Body: `Reading, parsing and deriving the desired configuration took longer than
+a large configuration needs. The record names the largest configuration file
+and says whether the configuration was loaded or refused. A reload runs beside
+the daemon's checks, which go on against the configuration in force until it
+is done.
+
+If it happens at every reload, look at the file named: a configuration of
+very many entries, or one that is not what it should be.`,
 	},
 	{
 		ID: MsgWatchesExhausted, Name: "MsgWatchesExhausted",
@@ -303,11 +411,28 @@ limits, fs.inotify.max_user_instances or fs.inotify.max_user_watches).`,
 		Subject: "Inhibitors cannot be followed",
 		Body: `drift-monitor could not follow the inhibitor lock files in its --inhibit-dir
 (by default /run/drift-monitor/inhibit.d). The record's message names the
-directory and the error. Until the daemon is restarted, "drift-monitor
-inhibit" has no effect on it: a planned change made by an update tool is
-reported as drift.
+directory and the error. Meanwhile "drift-monitor inhibit" has no effect on
+it: a planned change made by an update tool is reported as drift. When the
+directory went wrong while the daemon ran (it was removed or replaced by
+something it cannot follow), the daemon tries again every second and says
+when it follows the directory again; when it went wrong at start, it tries
+no more.
 
-Fix the cause named in the message and restart drift-monitor.`,
+Fix the cause named in the message (and, if it was at start, restart
+drift-monitor).`,
+	},
+	{
+		ID: MsgInhibitorsRewatched, Name: "MsgInhibitorsRewatched",
+		Subject: "Inhibitor directory followed anew",
+		Body: `The directory of inhibitor lock files (--inhibit-dir, by default
+/run/drift-monitor/inhibit.d) was removed, renamed away or replaced while
+drift-monitor ran, and drift-monitor now follows the directory that has its
+name (making it again, root's and mode 0700, if it was gone); or it follows
+the directory again after it could not. Locks held in a directory that no
+longer has the name no longer count: their inhibitors are released.
+
+Nothing but root can remove or replace the directory. If no update tool or
+administrator did it on purpose, find out who did.`,
 	},
 	{
 		ID: MsgNotice, Name: "MsgNotice",
@@ -328,11 +453,14 @@ under another name (the same manifest digest); "finalization-failed" when
 the previous boot's ostree finalization failed, so the host did not boot the
 deployment staged for it (the record's message has ostree's error; see
 "journalctl -b -1 -u ostree-finalize-staged.service"); "cannot-enable" when
-a unit declared enabled is disabled and enabling it, as Ignition's preset
-does, would make no link that systemd counts (a template without
-DefaultInstance= or Alias= wanted by plain targets only, an instance of a
-template whose [Install] has only Alias=): it is disabled on a freshly
-provisioned host too; "kept-metadata" when a
+a unit declared enabled is disabled (or linked, or enabled in /run only)
+and enabling it, as Ignition's preset does, would make no link that systemd
+counts (a template without DefaultInstance= or Alias= wanted by plain
+targets only, an instance of a template whose [Install] has only Alias=, an
+Alias= name that is a link to another unit): it is so on a freshly
+provisioned host too (where the first-boot record says that the unit was
+enabled then, it is drift instead; without a record, the message says
+that it cannot tell); "kept-metadata" when a
 file declared without contents, which Ignition keeps as it finds it, carries
 ACLs, extended attributes or chattr flags that are not Ignition's to set,
 or when a file the machine-config daemon writes (it never relabels) has a
@@ -364,9 +492,11 @@ No action is needed. What it could not repair is still reported as drift.`,
 		Subject: "Metrics could not be written to @METRICS_FILE@",
 		Body: `drift-monitor was asked (--metrics-textfile) to write its Prometheus metrics
 to @METRICS_FILE@ for node_exporter's textfile collector, and writing failed;
-the record's message has the reason. Monitoring goes on; the file keeps its
-last content, and its modification time stops moving, which the shipped
-alert rules report as a stale textfile.
+the record's message has the reason. Monitoring goes on. The file it last
+wrote is removed, since it no longer says how the host is: its series are
+gone, which the shipped rule DriftMonitorDown reports. The record is written
+once per cause (the operation and the system's error), until a write
+succeeds again.
 
 Check that the directory exists and that the unit may write to it
 (ReadWritePaths=, see the drop-in shipped as an example in
@@ -438,6 +568,47 @@ unknown and why.
 
 When rules of drift-monitor are removed under it (auditctl -D), it adds
 them again and says so with this record.`,
+	},
+	{
+		ID: MsgUndeclared, Name: "MsgUndeclared",
+		Subject: "Undeclared change to the image's /etc: @DRIFT_PATH@",
+		Body: `@DRIFT_PATH@ differs from the OS image's /etc (DRIFT_UNDECLARED says
+how: the attributes that differ, or added, or removed) and no desired config
+declares it. The image's /etc is the booted deployment's /usr/etc on ostree
+hosts (Fedora CoreOS, RHEL CoreOS, OpenShift nodes, bootc), the image's own
+/etc on bootc's composefs backend, and the rpm database on hosts managed with
+dnf, compared as "ostree admin config-diff" and "rpm -V" compare. Paths the
+OS writes while it runs, what a merged confext provides, and what the first
+boot left (drift-monitor adopt --image) are not reported.
+
+By default this is a notice: the host is not "drifted". With
+--image=drift it is drift (and reported with the drift records too). A
+content is never shown: only what differs, and sizes.
+
+Find out who changed it. Then declare it (a config under
+/etc/drift-monitor/desired.d/), put back the image's default
+("drift-monitor reconcile --image @DRIFT_PATH@"), or quiet the path with a
+line "undeclared:@DRIFT_PATH@" in /etc/drift-monitor/exclude.conf. See
+drift-monitor(8), "THE IMAGE".`,
+	},
+	{
+		ID: MsgUndeclaredGone, Name: "MsgUndeclaredGone",
+		Subject: "No longer an undeclared change: @DRIFT_PATH@",
+		Body: `@DRIFT_PATH@ is again as the OS image has it, or a config now declares
+it, or it is excluded: the undeclared change reported earlier is gone.`,
+	},
+	{
+		ID: MsgImage, Name: "MsgImage",
+		Subject: "Comparison with the OS image's /etc",
+		Body: `What drift-monitor's comparison of /etc with the OS image has to say of
+itself: which baseline it found (or why there is none: bootc's composefs
+backend without the privilege to read the image's /etc, an rpm database
+rpm cannot read), that it read the baseline again after an OS update, an rpm
+transaction or a confext refresh, that it holds undeclared reports while an
+rpm transaction (rpm's lock) or an ostree transaction (the sysroot's lock,
+which rpm-ostree and bootc take) runs and compares everything at its end, or
+that directories of /etc cannot be watched (inotify watches exhausted: full
+checks find their changes). See drift-monitor(8), "THE IMAGE".`,
 	},
 	{
 		ID: MsgChangeDenied, Name: "MsgChangeDenied",

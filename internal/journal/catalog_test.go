@@ -9,9 +9,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 var id128 = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// msgFileDrift is a drift record's MESSAGE_ID, for tests of the handler.
+var msgFileDrift = DriftDetected(model.KindFile)
 
 func TestCatalogIDs(t *testing.T) {
 	// Every constant, by name: a new record type must be added here and to
@@ -19,10 +24,10 @@ func TestCatalogIDs(t *testing.T) {
 	consts := map[string]string{
 		"MsgStarted":             MsgStarted,
 		"MsgReady":               MsgReady,
-		"MsgDriftDetected":       MsgDriftDetected,
 		"MsgDriftResolved":       MsgDriftResolved,
 		"MsgReloaded":            MsgReloaded,
 		"MsgLoadFailed":          MsgLoadFailed,
+		"MsgLoadSlow":            MsgLoadSlow,
 		"MsgWatchesExhausted":    MsgWatchesExhausted,
 		"MsgWatchesRestored":     MsgWatchesRestored,
 		"MsgQueueOverflow":       MsgQueueOverflow,
@@ -35,6 +40,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgBusRestored":         MsgBusRestored,
 		"MsgConfigUnwatched":     MsgConfigUnwatched,
 		"MsgInhibitorsUnwatched": MsgInhibitorsUnwatched,
+		"MsgInhibitorsRewatched": MsgInhibitorsRewatched,
 		"MsgNotice":              MsgNotice,
 		"MsgReconciled":          MsgReconciled,
 		"MsgMetricsFailed":       MsgMetricsFailed,
@@ -43,6 +49,14 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgMCD":                 MsgMCD,
 		"MsgAttribution":         MsgAttribution,
 		"MsgChangeDenied":        MsgChangeDenied,
+		"MsgUndeclared":          MsgUndeclared,
+		"MsgUndeclaredGone":      MsgUndeclaredGone,
+		"MsgImage":               MsgImage,
+	}
+	for _, m := range model.Kinds {
+		if m.MessageID != "" {
+			consts["model.Kinds["+string(m.Kind)+"]"] = m.MessageID
+		}
 	}
 	got := map[string]string{}
 	seen := map[string]string{}
@@ -189,5 +203,29 @@ func TestCatalogJournalctl(t *testing.T) {
 		if diff := cmp.Diff(want, string(out)); diff != "" {
 			t.Errorf("%s as journalctl reads it (-want +got):\n%s", e.Name, diff)
 		}
+	}
+}
+
+// TestRecordTypes: every record's type is its catalog entry's, the drift
+// of every kind of entry sharing one; names read as words.
+func TestRecordTypes(t *testing.T) {
+	for id, want := range map[string]string{
+		MsgDriftResolved: RecordDriftResolved, MsgNotice: RecordNotice, MsgMCD: "mcd",
+		MsgNothingToWatch: "nothing-to-watch", MsgStarted: "started",
+		DriftDetected(model.KindFile): RecordDriftDetected, DriftDetected(model.KindUser): RecordDriftDetected,
+	} {
+		if got := RecordOf(id); got != want {
+			t.Errorf("RecordOf(%s) = %q, want %q", id, got, want)
+		}
+	}
+	types := map[string]string{}
+	for _, e := range Catalog {
+		if e.Record == "" || strings.ContainsAny(e.Record, " _") || strings.ToLower(e.Record) != e.Record {
+			t.Errorf("%s: record type %q", e.Name, e.Record)
+		}
+		if other, dup := types[e.Record]; dup && e.Record != RecordDriftDetected {
+			t.Errorf("%s and %s share the record type %q", e.Name, other, e.Record)
+		}
+		types[e.Record] = e.Name
 	}
 }

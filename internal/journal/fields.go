@@ -6,8 +6,12 @@ package journal
 // name them (TestCatalogFieldsKnown), and tools/gencatalog writes the man
 // page's list of them from Fields.
 const (
-	FieldMessageID  = "MESSAGE_ID"
-	FieldPriority   = "PRIORITY"
+	FieldMessageID = "MESSAGE_ID"
+	FieldPriority  = "PRIORITY"
+	// FieldRecord is every record's type: its catalog entry's, the same
+	// for the drift of every kind of entry (RecordDriftDetected), whose
+	// MESSAGE_IDs differ.
+	FieldRecord     = "DRIFT_MONITOR_RECORD"
 	FieldDriftKind  = "DRIFT_KIND"
 	FieldDriftPath  = "DRIFT_PATH"
 	FieldDriftUnit  = "DRIFT_UNIT"
@@ -34,6 +38,9 @@ const (
 	FieldDriftXattr    = "DRIFT_XATTR"
 	FieldDriftFileAttr = "DRIFT_FILEATTR"
 	FieldDriftLabel    = "DRIFT_LABEL"
+	// FieldDriftUndeclared is what an undeclared change is (attributes
+	// that differ, or added, or removed).
+	FieldDriftUndeclared = "DRIFT_UNDECLARED"
 	// FieldMetricsFile is the metrics textfile that could not be written.
 	FieldMetricsFile = "METRICS_FILE"
 	// FieldReconciledEntries counts the entries a reconcile repaired.
@@ -72,7 +79,22 @@ type FieldDoc struct {
 // order; MESSAGE_ID and PRIORITY, which every record has, come first.
 // TestFieldsDocumented fails on a Field constant missing from it.
 var Fields = []FieldDoc{
-	{[]string{FieldMessageID}, "The record's type, one of the ids listed below."},
+	{[]string{FieldMessageID}, `The record's type, one of the ids listed below: the drift of each kind
+of entry has an id of its own, so that
+.B journalctl \-x
+explains that kind.`},
+	{[]string{FieldRecord}, `The record's type by name, in every record:
+.B drift\-detected
+for the drift of every kind of entry (the ids of
+.BR "Configuration drift" " below),"
+.BR drift\-resolved ,
+.BR notice ,
+.BR started ,
+.BR ready ,
+and so on: the name of the id's constant in lower case, words joined by
+.BR \- .
+.B journalctl \-u drift\-monitor DRIFT_MONITOR_RECORD=drift\-detected
+lists every drift.`},
 	{[]string{FieldPriority}, "The record's syslog priority."},
 	{[]string{FieldDriftKind}, "What differs, for example\n.BR content ."},
 	{[]string{FieldDriftEntry}, "What was declared, for example\n.BR file ."},
@@ -85,6 +107,18 @@ var Fields = []FieldDoc{
 or SELinux label a drift of kind
 .BR acl ", " xattr ", " fileattr " or " label
 is about (an extended attribute's value only as its size and keyed digest).`},
+	{[]string{FieldDriftUndeclared}, `What an undeclared change to the image's
+.I /etc
+is: the attributes that differ
+.RB ( type ", " mode ", " owner ", " group ", " target ", " content ,
+and on rpm hosts
+.BR device ", " capabilities ),
+.BR added ,
+.BR removed ,
+or
+.B unreadable
+(see
+.BR "THE IMAGE" ).`},
 	{[]string{FieldDriftDiff}, `The unified diff
 .RI ( "\-want +got" )
 of a content drift, where it can be shown, at most 65536 bytes: a longer

@@ -46,8 +46,9 @@ import (
 // jsonThreshold: `journalctl -o json` (and whatever reads it, such as the
 // OpenTelemetry journald receiver) prints a field as null unless --all is
 // given when FIELD=value is this many bytes or more (JSON_THRESHOLD in
-// systemd's src/shared/logs-show.c; measured on systemd 252: MESSAGE is
-// kept up to 4087 bytes of value, DRIFT_DIFF up to 4084).
+// systemd's src/shared/logs-show.c, which compares the field's whole
+// FIELD=value with it: the longer a name, the shorter the value kept;
+// test/systemd's forward test reads the records back through it).
 const jsonThreshold = 4096
 
 // MaxMessage bounds MESSAGE in journald, so that no record loses its
@@ -68,6 +69,17 @@ const LevelNotice = slog.Level(2)
 
 // MessageID is the attr that gives a record its catalog id.
 func MessageID(id string) slog.Attr { return slog.String(FieldMessageID, id) }
+
+// Record is the attr naming the type of the record whose MESSAGE_ID is id
+// (FieldRecord): every record of the daemon carries both. An id that is
+// none of Catalog's has no type: no attr.
+func Record(id string) slog.Attr {
+	r := RecordOf(id)
+	if r == "" {
+		return slog.Attr{}
+	}
+	return slog.String(FieldRecord, r)
+}
 
 // Kind is the attr for the kind of a drift (content, mode, enabled…).
 func Kind(kind string) slog.Attr { return slog.String(FieldDriftKind, kind) }
@@ -94,10 +106,12 @@ func Want(v string) slog.Attr { return slog.String(FieldDriftWant, v) }
 func Got(v string) slog.Attr { return slog.String(FieldDriftGot, v) }
 
 // Attribute is the attr for what metadata a drift of kind is about
-// (DRIFT_ACL, DRIFT_XATTR, DRIFT_FILEATTR, DRIFT_LABEL); false for
+// (DRIFT_ACL, DRIFT_XATTR, DRIFT_FILEATTR, DRIFT_LABEL), or what an
+// undeclared change is (DRIFT_UNDECLARED); false for
 // another kind.
 func Attribute(kind, v string) (slog.Attr, bool) {
-	f, ok := map[string]string{"acl": FieldDriftACL, "xattr": FieldDriftXattr, "fileattr": FieldDriftFileAttr, "label": FieldDriftLabel}[kind]
+	f, ok := map[string]string{"acl": FieldDriftACL, "xattr": FieldDriftXattr, "fileattr": FieldDriftFileAttr, "label": FieldDriftLabel,
+		"undeclared": FieldDriftUndeclared}[kind]
 	return slog.String(f, v), ok
 }
 

@@ -36,7 +36,7 @@ func TestPlainGolden(t *testing.T) {
 	log, buf := plainLogger()
 	log.Info("Starting drift-monitor 1.0", MessageID(MsgStarted))
 	log.Warn("Drift: /etc/chrony.conf content differs",
-		MessageID(MsgDriftDetected), Kind("content"), Path("/etc/chrony.conf"), Entry("file:/etc/chrony.conf"))
+		MessageID(msgFileDrift), Kind("content"), Path("/etc/chrony.conf"), Entry("file:/etc/chrony.conf"))
 	log.Log(context.Background(), LevelNotice, "Resolved", Path("/etc/chrony.conf"))
 	log.Info("priority override", Priority(sysjournal.PriCrit), "PRIORITY", "notice")
 	log.Debug("debug", "count", 3, "ratio", 0.5, "ok", true, "took", 1500*time.Millisecond)
@@ -209,11 +209,11 @@ func TestNativeFields(t *testing.T) {
 			name: "drift detected",
 			log: func(l *slog.Logger) {
 				l.Warn("Drift: /etc/chrony.conf content differs\n-want\n+got",
-					MessageID(MsgDriftDetected), Kind("content"), Path("/etc/chrony.conf"), Entry("file:/etc/chrony.conf"))
+					MessageID(msgFileDrift), Kind("content"), Path("/etc/chrony.conf"), Entry("file:/etc/chrony.conf"))
 			},
 			want: sent{"Drift: /etc/chrony.conf content differs\n-want\n+got", sysjournal.PriWarning, map[string]string{
 				"SYSLOG_IDENTIFIER": "drift-monitor",
-				"MESSAGE_ID":        MsgDriftDetected,
+				"MESSAGE_ID":        msgFileDrift,
 				"DRIFT_KIND":        "content",
 				"DRIFT_PATH":        "/etc/chrony.conf",
 				"DRIFT_ENTRY":       "file:/etc/chrony.conf",

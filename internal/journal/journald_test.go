@@ -35,7 +35,7 @@ func TestJournaldRoundTrip(t *testing.T) {
 	var plain bytes.Buffer
 	l := slog.New(NewHandler(&plain, WithNative(true)))
 	l.Warn("Drift: /etc/a b content differs\n-want\n+got",
-		MessageID(MsgDriftDetected), Kind("content"), Path("/etc/a b"), "test-run", runID)
+		MessageID(msgFileDrift), Kind("content"), Path("/etc/a b"), "test-run", runID)
 	if plain.Len() != 0 {
 		t.Fatalf("the record fell back to plain output: %q", plain.String())
 	}
@@ -66,7 +66,7 @@ func TestJournaldRoundTrip(t *testing.T) {
 		"MESSAGE":           "Drift: /etc/a b content differs\n-want\n+got",
 		"PRIORITY":          "4",
 		"SYSLOG_IDENTIFIER": "drift-monitor",
-		"MESSAGE_ID":        MsgDriftDetected,
+		"MESSAGE_ID":        msgFileDrift,
 		"DRIFT_KIND":        "content",
 		"DRIFT_PATH":        "/etc/a b",
 		"TEST_RUN":          runID,

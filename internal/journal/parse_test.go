@@ -14,11 +14,11 @@ func TestParsePlainRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(NewHandler(&buf, WithNative(false)))
 	log.LogAttrs(context.Background(), slog.LevelWarn, `content mismatch for file "/etc/a b"`,
-		MessageID(MsgDriftDetected), Path("/etc/a b"), Kind("content"),
+		MessageID(msgFileDrift), Path("/etc/a b"), Kind("content"),
 		slog.String("DRIFT_WANT", `12 bytes, "quoted" \ and =`))
 	got := ParsePlain(string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
 	want := PlainRecord{Level: "WARN", Message: `content mismatch for file "/etc/a b"`, Fields: map[string]string{
-		FieldMessageID: MsgDriftDetected, FieldDriftPath: "/etc/a b", FieldDriftKind: "content",
+		FieldMessageID: msgFileDrift, FieldDriftPath: "/etc/a b", FieldDriftKind: "content",
 		"DRIFT_WANT": `12 bytes, "quoted" \ and =`,
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -65,10 +65,14 @@ var DefaultTimeouts = Timeouts{Update: 90 * time.Minute, Post: 15 * time.Minute,
 	Boot: 15 * time.Minute, Quiet: time.Minute, HoldDown: 10 * time.Second}
 
 // Note is something the machine has to say: a phase that timed out, a
-// rollback. Warn notes are warnings.
+// rollback. Warn notes are warnings. Key names what it is about the same
+// way in every run that replays the same journal (a phase's timeout is
+// keyed by its update's start line, never by when it was noticed): the
+// daemon journals each note of a boot once however often it restarts.
 type Note struct {
 	Warn bool
 	Text string
+	Key  string
 }
 
 // Machine follows the MCD's updates from its journal lines and the names
@@ -169,8 +173,21 @@ func (m *Machine) Notes() []Note {
 	return n
 }
 
-func (m *Machine) note(warn bool, format string, a ...any) {
-	m.notes = append(m.notes, Note{Warn: warn, Text: fmt.Sprintf(format, a...)})
+func (m *Machine) note(warn bool, key string, format string, a ...any) {
+	m.notes = append(m.notes, Note{Warn: warn, Text: fmt.Sprintf(format, a...), Key: key})
+}
+
+// timeoutKey names the timeout of the current phase: by the phase, the
+// pair and the update's first start line (a journal record's time, the same
+// in every replay), not by its deadline (some phases start when a run read
+// currentconfig, which a restart reads again later).
+func (m *Machine) timeoutKey() string {
+	return fmt.Sprintf("timeout %s %s %s %d", m.phase, m.from, m.to, m.started.Unix())
+}
+
+// eventKey names a note about something that happened at at.
+func eventKey(kind, from, to string, at time.Time) string {
+	return fmt.Sprintf("%s %s %s %d", kind, from, to, at.UnixNano())
 }
 
 func (m *Machine) enter(p Phase, at time.Time) {
@@ -187,17 +204,17 @@ func (m *Machine) Tick(now time.Time) {
 	}
 	switch m.phase {
 	case Updating:
-		m.note(true, "the machine-config daemon's update %s → %s did not reach its end within %s (a stuck or failed MCD?): reporting again, against currentconfig (%s); its retries of the same update are not held until currentconfig changes",
+		m.note(true, m.timeoutKey(), "the machine-config daemon's update %s → %s did not reach its end within %s (a stuck or failed MCD?): reporting again, against currentconfig (%s); its retries of the same update are not held until currentconfig changes",
 			m.from, m.to, m.T.Update, orUnknown(m.current))
 		m.expired, m.expiredAt = [2]string{m.from, m.to}, m.current
 	case Written:
-		m.note(true, "currentconfig names %s, but the machine-config daemon said neither that it reboots nor that it is done within %s: reporting again, against %s", m.to, m.T.Post, m.to)
+		m.note(true, m.timeoutKey(), "currentconfig names %s, but the machine-config daemon said neither that it reboots nor that it is done within %s: reporting again, against %s", m.to, m.T.Post, m.to)
 	case Rebooting:
-		m.note(true, "the machine-config daemon asked for a reboot into %s, but none came within %s: reporting again, against %s", m.to, m.T.Reboot, orUnknown(m.current))
+		m.note(true, m.timeoutKey(), "the machine-config daemon asked for a reboot into %s, but none came within %s: reporting again, against %s", m.to, m.T.Reboot, orUnknown(m.current))
 	case Settling:
-		m.note(true, "the machine-config daemon did not validate the disk within %s of the boot or of its restart: reporting again, against %s", m.T.Boot, orUnknown(m.current))
+		m.note(true, m.timeoutKey(), "the machine-config daemon did not validate the disk within %s of the boot or of its restart: reporting again, against %s", m.T.Boot, orUnknown(m.current))
 	case RollingBack:
-		m.note(false, "the machine-config daemon's rollback to %s is quiet: checking against it", m.to)
+		m.note(false, eventKey("quiet", m.from, m.to, dl), "the machine-config daemon's rollback to %s is quiet: checking against it", m.to)
 	}
 	m.idle()
 }
@@ -240,7 +257,7 @@ func (m *Machine) Line(l Line, at time.Time) {
 		}
 	case RebootFailed:
 		if m.phase == Rebooting {
-			m.note(true, "the machine-config daemon could not reboot into %s: reporting again, against %s", m.to, orUnknown(m.current))
+			m.note(true, eventKey("reboot-failed", m.from, m.to, at), "the machine-config daemon could not reboot into %s: reporting again, against %s", m.to, orUnknown(m.current))
 			m.idle()
 		}
 	case Rebootless, Done:
@@ -287,7 +304,7 @@ func (m *Machine) finish(at time.Time) {
 }
 
 func (m *Machine) rollback(to string, at time.Time) {
-	m.note(false, "currentconfig went back to %s during the update to %s: a rollback, held until quiet", to, m.to)
+	m.note(false, eventKey("rollback", to, m.to, at), "currentconfig went back to %s during the update to %s: a rollback, held until quiet", to, m.to)
 	m.from, m.to = "", to
 	m.enter(RollingBack, at)
 }
@@ -319,7 +336,7 @@ func (m *Machine) CurrentConfig(name string, rewritten bool, at time.Time) {
 	case Idle:
 		if changed {
 			// A change the journal did not announce.
-			m.note(false, "currentconfig changed from %s to %s without a start line of the machine-config daemon: held until quiet", prev, name)
+			m.note(false, eventKey("unannounced", prev, name, at), "currentconfig changed from %s to %s without a start line of the machine-config daemon: held until quiet", prev, name)
 			m.from, m.to = "", name
 			m.enter(RollingBack, at)
 		}

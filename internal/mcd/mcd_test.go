@@ -293,6 +293,37 @@ func TestReplay(t *testing.T) {
 	}
 }
 
+// TestNoteKeys: a phase's timeout has the same key in the live run that
+// saw it and in every replay that finds it again later, whenever it is
+// noticed and whatever currentconfig was read; another update's, another.
+func TestNoteKeys(t *testing.T) {
+	start, _ := Parse("machine-config-daemon[7]: Starting update from rendered-a to rendered-b: &{}")
+	timeout := func(m *Machine, now time.Time) string {
+		t.Helper()
+		m.Tick(now)
+		ns := m.Notes()
+		if len(ns) != 1 || !ns[0].Warn || ns[0].Key == "" {
+			t.Fatalf("notes %+v, want the timeout's, keyed", ns)
+		}
+		return ns[0].Key
+	}
+	live := &Machine{T: DefaultTimeouts}
+	live.CurrentConfig("rendered-a", false, t0)
+	live.Line(start, t0.Add(time.Second))
+	key := timeout(live, t0.Add(DefaultTimeouts.Update+2*time.Second))
+	replay := &Machine{T: DefaultTimeouts}
+	replay.Line(start, t0.Add(time.Second))
+	replay.CurrentConfig("rendered-a", false, t0.Add(3*time.Hour))
+	if got := timeout(replay, t0.Add(3*time.Hour)); got != key {
+		t.Errorf("the replay's timeout key %q, the live run's %q", got, key)
+	}
+	other := &Machine{T: DefaultTimeouts}
+	other.Line(start, t0.Add(time.Hour))
+	if got := timeout(other, t0.Add(3*time.Hour)); got == key {
+		t.Errorf("a later update of the same pair has the same key %q", got)
+	}
+}
+
 func TestParseRebootUnit(t *testing.T) {
 	unit := "# This is a transient unit file, created programmatically via the systemd API. Do not edit.\n[Unit]\nDescription=machine-config-daemon: Node will reboot into config rendered-worker-b\n\n[Service]\nExecStart=\n"
 	if l, ok := ParseRebootUnit([]byte(unit)); !ok || l != (Line{Kind: Reboot, Config: "rendered-worker-b"}) {

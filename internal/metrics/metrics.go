@@ -4,10 +4,13 @@
 //
 // It promises: every metric is a low-cardinality gauge or counter — no label
 // ever carries a path, a unit or a user, whatever the number of declared
-// paths; every state of drift_monitor_state and every kind of
-// drift_monitor_drift_entries is always present (0 or 1, or a count), so that
-// an alert on a series never sees it vanish; and no sample carries a
-// client-side timestamp (node_exporter refuses them in textfiles).
+// paths; every state of drift_monitor_state is always present (0 or 1), and
+// so is every kind of drift_monitor_drift_entries that an entry the desired
+// state declares can report (its kind's row of model.Kinds), so that an
+// alert on a series never sees it vanish while the desired state stays the
+// same; a kind no declared entry can report has no series (it would only
+// ever say 0), unless it is counted; and no sample carries a client-side
+// timestamp (node_exporter refuses them in textfiles).
 //
 // It does not decide when the state is true enough to publish: the daemon
 // writes nothing before its first full check, so that a restarted daemon on
@@ -26,6 +29,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Snapshot is the state the metrics show; the daemon fills it on its event
@@ -34,6 +38,9 @@ type Snapshot struct {
 	State string // one of dbusapi.States
 	// Drift counts the current drift entries by kind; kinds not in it are 0.
 	Drift map[drift.Kind]int
+	// Declared are the kinds of entry the desired state declares: the
+	// kinds of drift they can report have a series, 0 or not.
+	Declared []model.Kind
 	// LastCheck is when the last full check ended, LastChange when the set
 	// of drift last changed; zero: not yet (the metric is then left out).
 	LastCheck, LastChange time.Time
@@ -43,8 +50,13 @@ type Snapshot struct {
 	PolledDirs            int  // directories polled because inotify watches ran out
 	WatchesExhausted      bool // the inotify watch limit was reached
 	Inhibitors            int
-	LoadFailing           bool   // the last load of the desired state or the exclusions failed
-	LoadFailures          uint64 // loads that failed since the daemon started
+	// InternalInhibitors are those of Inhibitors that drift-monitor's own
+	// parts hold (the machine-config daemon's follower), each bounded by
+	// its timeouts: the alert on a tool's inhibitor held too long leaves
+	// them to an alert of their own.
+	InternalInhibitors int
+	LoadFailing        bool   // the last load of the desired state or the exclusions failed
+	LoadFailures       uint64 // loads that failed since the daemon started
 	// Attribution is the state of daemon --attribution=audit (one of
 	// AttributionStates); "" with attribution off: no metric.
 	Attribution string
@@ -64,7 +76,7 @@ var (
 	descState = prometheus.NewDesc(ns+"_state",
 		"1 for the monitor's current state, 0 for every other: "+strings.Join(dbusapi.States, ", ")+".", []string{"state"}, nil)
 	descDrift = prometheus.NewDesc(ns+"_drift_entries",
-		"Current drift entries by kind of difference; these kinds are notices, not drift: "+noticeKinds()+".", []string{"kind"}, nil)
+		"Current drift entries by kind of difference, for each kind an entry the desired state declares can report; these kinds are notices, not drift: "+noticeKinds()+".", []string{"kind"}, nil)
 	descLastCheck = prometheus.NewDesc(ns+"_last_full_check_timestamp_seconds",
 		"When the last full check of every declared entry ended, in seconds since the epoch.", nil, nil)
 	descLastChange = prometheus.NewDesc(ns+"_last_change_timestamp_seconds",
@@ -81,6 +93,8 @@ var (
 		"1 while the inotify watch limit (fs.inotify.max_user_watches) keeps some directories polled.", nil, nil)
 	descInhibitors = prometheus.NewDesc(ns+"_inhibitors",
 		"Inhibitors held: while any is, drift is not reported.", nil, nil)
+	descInternalInhibitors = prometheus.NewDesc(ns+"_internal_inhibitors",
+		"Of the inhibitors held, those drift-monitor holds itself (the machine-config daemon's follower, while an update of the MCD is under way), each bounded by its timeouts.", nil, nil)
 	descLoadFailing = prometheus.NewDesc(ns+"_desired_load_failing",
 		"1 while the last load of the desired state or of the exclusions failed (the last good one is kept).", nil, nil)
 	descAttribution = prometheus.NewDesc(ns+"_attribution_state",
@@ -105,7 +119,7 @@ type collector struct {
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuild, descState, descDrift, descLastCheck, descLastChange,
-		descWatched, descUnits, descExcluded, descPolled, descExhausted, descInhibitors, descLoadFailing, descLoadFailures, descAttribution} {
+		descWatched, descUnits, descExcluded, descPolled, descExhausted, descInhibitors, descInternalInhibitors, descLoadFailing, descLoadFailures, descAttribution} {
 		ch <- d
 	}
 }
@@ -119,7 +133,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range dbusapi.States {
 		gauge(descState, b2f(st == s.State), st)
 	}
-	for _, k := range drift.Kinds {
+	for _, k := range Series(s.Declared, s.Drift) {
 		gauge(descDrift, float64(s.Drift[k]), string(k))
 	}
 	if !s.LastCheck.IsZero() {
@@ -134,6 +148,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descPolled, float64(s.PolledDirs))
 	gauge(descExhausted, b2f(s.WatchesExhausted))
 	gauge(descInhibitors, float64(s.Inhibitors))
+	gauge(descInternalInhibitors, float64(s.InternalInhibitors))
 	gauge(descLoadFailing, b2f(s.LoadFailing))
 	ch <- prometheus.MustNewConstMetric(descLoadFailures, prometheus.CounterValue, float64(s.LoadFailures))
 	if s.Attribution != "" {
@@ -141,6 +156,25 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descAttribution, b2f(st == s.Attribution), st)
 		}
 	}
+}
+
+// Series are the kinds of drift_monitor_drift_entries a state that
+// declares entries of the kinds declared exports, in drift.Kinds' order:
+// those the rows of declared report (model.Kinds), and any counted.
+func Series(declared []model.Kind, counted map[drift.Kind]int) []drift.Kind {
+	reported := map[drift.Kind]bool{}
+	for _, k := range declared {
+		for _, d := range k.Means().Drift {
+			reported[drift.Kind(d)] = true
+		}
+	}
+	var out []drift.Kind
+	for _, k := range drift.Kinds {
+		if reported[k] || counted[k] > 0 {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func b2f(b bool) float64 {

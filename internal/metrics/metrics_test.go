@@ -14,6 +14,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	dm "github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 func TestWriteTextfile(t *testing.T) {
@@ -23,9 +24,10 @@ func TestWriteTextfile(t *testing.T) {
 	// unreadable to node_exporter.
 	old := syscall.Umask(0o077)
 	defer syscall.Umask(old)
-	s := Snapshot{State: "drifted", Drift: map[drift.Kind]int{drift.Content: 2, drift.Mode: 1},
+	s := Snapshot{State: "drifted", Drift: map[drift.Kind]int{drift.Content: 2, drift.Mode: 1, drift.UID: 1},
+		Declared:  []dm.Kind{dm.KindFile, dm.KindEnablement},
 		LastCheck: time.Unix(1700000000, 500000000), LastChange: time.Unix(1700000001, 0),
-		WatchedPaths: 42, Units: 6, ExcludedPaths: 2, PolledDirs: 3, WatchesExhausted: true, Inhibitors: 0,
+		WatchedPaths: 42, Units: 6, ExcludedPaths: 2, PolledDirs: 3, WatchesExhausted: true, Inhibitors: 3, InternalInhibitors: 1,
 		LoadFailing: true, LoadFailures: 2}
 	if err := WriteTextfile(p, s, "1.2.3"); err != nil {
 		t.Fatal(err)
@@ -81,21 +83,32 @@ func TestWriteTextfile(t *testing.T) {
 		"drift_monitor_excluded_paths":                    2,
 		"drift_monitor_polled_directories":                3,
 		"drift_monitor_inotify_watches_exhausted":         1,
-		"drift_monitor_inhibitors":                        0,
+		"drift_monitor_inhibitors":                        3,
+		"drift_monitor_internal_inhibitors":               1,
 		"drift_monitor_desired_load_failing":              1,
 		"drift_monitor_desired_load_failures_total":       2,
 	}
-	// Every state and every kind has its series, 0 but for the snapshot's:
-	// from where they are defined, so that one added there is shown.
+	// Every state has its series, 0 but for the snapshot's, and so has
+	// every kind of drift the declared kinds of entry report (their rows
+	// of the model's table), from where they are defined, so that one
+	// added there is shown; a kind counted has one too (uid: a user
+	// declared by no entry of the snapshot, 1); kinds neither declared nor
+	// counted have none (os-image, present...).
 	for _, st := range dbusapi.States {
 		want["drift_monitor_state{state="+st+"}"] = 0
 	}
 	want["drift_monitor_state{state=drifted}"] = 1
-	for _, k := range drift.Kinds {
-		want["drift_monitor_drift_entries{kind="+string(k)+"}"] = 0
+	for _, k := range append(dm.KindFile.Means().Drift, dm.KindEnablement.Means().Drift...) {
+		want["drift_monitor_drift_entries{kind="+k+"}"] = 0
 	}
 	want["drift_monitor_drift_entries{kind=content}"] = 2
 	want["drift_monitor_drift_entries{kind=mode}"] = 1
+	want["drift_monitor_drift_entries{kind=uid}"] = 1
+	for _, k := range []string{"os-image", "present", "kernel-argument", "hardlink"} {
+		if _, ok := want["drift_monitor_drift_entries{kind="+k+"}"]; ok {
+			t.Fatalf("the table says a file or an enablement entry reports %s: pick another kind for this test", k)
+		}
+	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)
 	}

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -53,8 +53,8 @@ func BenchmarkObserve(b *testing.B) {
 		data := benchBytes(size)
 		b.Run(fmt.Sprintf("exact/size=%d", size), func(b *testing.B) {
 			o := benchRoot(b, data)
-			e := &desired.Entry{Kind: desired.KindFile, Path: "/etc/bench/f", Type: desired.TypeRegular, Mode: &mode,
-				Content: &desired.Content{Exact: data}}
+			e := &model.Entry{Kind: model.KindFile, Path: "/etc/bench/f", Type: model.TypeRegular, Mode: &mode,
+				Content: &model.Content{Exact: data}}
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -67,8 +67,8 @@ func BenchmarkObserve(b *testing.B) {
 			o := benchRoot(b, data)
 			want := bytes.Clone(data)
 			want[0] ^= 0xff
-			e := &desired.Entry{Kind: desired.KindFile, Path: "/etc/bench/f", Type: desired.TypeRegular, Mode: &mode,
-				Content: &desired.Content{Exact: want}}
+			e := &model.Entry{Kind: model.KindFile, Path: "/etc/bench/f", Type: model.TypeRegular, Mode: &mode,
+				Content: &model.Content{Exact: want}}
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -81,11 +81,11 @@ func BenchmarkObserve(b *testing.B) {
 	// A remote source with a verification hash: the whole file is hashed.
 	data := benchBytes(64 << 20)
 	s256, s512 := sha256.Sum256(data), sha512.Sum512(data)
-	for _, h := range []desired.Hash{{Algorithm: "sha256", Hex: hex.EncodeToString(s256[:])}, {Algorithm: "sha512", Hex: hex.EncodeToString(s512[:])}} {
+	for _, h := range []model.Hash{{Algorithm: "sha256", Hex: hex.EncodeToString(s256[:])}, {Algorithm: "sha512", Hex: hex.EncodeToString(s512[:])}} {
 		b.Run(fmt.Sprintf("%s/size=%d", h.Algorithm, len(data)), func(b *testing.B) {
 			o := benchRoot(b, data)
-			e := &desired.Entry{Kind: desired.KindFile, Path: "/etc/bench/f", Type: desired.TypeRegular, Mode: &mode,
-				Content: &desired.Content{Hash: &h}}
+			e := &model.Entry{Kind: model.KindFile, Path: "/etc/bench/f", Type: model.TypeRegular, Mode: &mode,
+				Content: &model.Content{Hash: &h}}
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -103,8 +103,8 @@ func BenchmarkObserveFresh(b *testing.B) {
 	mode := uint32(0o644)
 	data := benchBytes(512)
 	o := benchRoot(b, data)
-	e := &desired.Entry{Kind: desired.KindFile, Path: "/etc/bench/f", Type: desired.TypeRegular, Mode: &mode,
-		Content: &desired.Content{Exact: data}}
+	e := &model.Entry{Kind: model.KindFile, Path: "/etc/bench/f", Type: model.TypeRegular, Mode: &mode,
+		Content: &model.Content{Exact: data}}
 	b.ReportAllocs()
 	for b.Loop() {
 		o.Forget()

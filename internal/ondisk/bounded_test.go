@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
@@ -52,7 +52,7 @@ func (f *fixture) sparse(p string, size int64, tail []byte) {
 // observeTimed observes e with o, failing the test if it takes more than a
 // bound far above what a stat and a few small reads cost (reading 2 GiB
 // takes seconds, 74 GiB minutes).
-func observeTimed(t *testing.T, o *ondisk.Observer, ctx context.Context, e *desired.Entry) ondisk.Observation {
+func observeTimed(t *testing.T, o *ondisk.Observer, ctx context.Context, e *model.Entry) ondisk.Observation {
 	t.Helper()
 	done := make(chan ondisk.Observation, 1)
 	go func() { done <- o.ObserveContext(ctx, e) }()
@@ -65,8 +65,8 @@ func observeTimed(t *testing.T, o *ondisk.Observer, ctx context.Context, e *desi
 	return ondisk.Observation{}
 }
 
-func stored(b []byte) *desired.Stored {
-	return &desired.Stored{Size: int64(len(b)), Sum: sha256.Sum256(b)}
+func stored(b []byte) *model.Stored {
+	return &model.Stored{Size: int64(len(b)), Sum: sha256.Sum256(b)}
 }
 
 // TestObserveSizeDiffersReadsNothing: a file of exact content whose size is
@@ -78,7 +78,7 @@ func TestObserveSizeDiffersReadsNothing(t *testing.T) {
 	const gib = 1 << 30
 	want := []byte("declared\n")
 	suffix := []byte("appended\n")
-	hash := &desired.Hash{Algorithm: "sha256", Hex: sha256Hex([]byte("base\n"))}
+	hash := &model.Hash{Algorithm: "sha256", Hex: sha256Hex([]byte("base\n"))}
 	type result struct {
 		State     ondisk.ContentState
 		GotSize   int64
@@ -89,17 +89,17 @@ func TestObserveSizeDiffersReadsNothing(t *testing.T) {
 	tests := []struct {
 		name    string
 		size    int64
-		content desired.Content
+		content model.Content
 		res     result
 	}{
-		{"exact, 2 GiB", 2 * gib, desired.Content{Exact: want}, result{State: ondisk.Differs, GotSize: 2 * gib}},
-		{"exact, 74 GiB", 74 * gib, desired.Content{Exact: want}, result{State: ondisk.Differs, GotSize: 74 * gib}},
-		{"stored, 74 GiB", 74 * gib, desired.Content{Stored: stored(want)}, result{State: ondisk.Differs, GotSize: 74 * gib}},
-		{"exact, one byte over DiffLimit", ondisk.DiffLimit + 1, desired.Content{Exact: want},
+		{"exact, 2 GiB", 2 * gib, model.Content{Exact: want}, result{State: ondisk.Differs, GotSize: 2 * gib}},
+		{"exact, 74 GiB", 74 * gib, model.Content{Exact: want}, result{State: ondisk.Differs, GotSize: 74 * gib}},
+		{"stored, 74 GiB", 74 * gib, model.Content{Stored: stored(want)}, result{State: ondisk.Differs, GotSize: 74 * gib}},
+		{"exact, one byte over DiffLimit", ondisk.DiffLimit + 1, model.Content{Exact: want},
 			result{State: ondisk.Differs, GotSize: ondisk.DiffLimit + 1}},
-		{"hash and suffix, 74 GiB of zeros: only the suffix is read", 74 * gib, desired.Content{Hash: hash, Suffix: suffix},
+		{"hash and suffix, 74 GiB of zeros: only the suffix is read", 74 * gib, model.Content{Hash: hash, Suffix: suffix},
 			result{State: ondisk.Differs, GotSize: 74 * gib, Read: int64(len(suffix))}},
-		{"suffix only, 74 GiB of zeros", 74 * gib, desired.Content{Suffix: suffix},
+		{"suffix only, 74 GiB of zeros", 74 * gib, model.Content{Suffix: suffix},
 			result{State: ondisk.Differs, GotSize: 74 * gib, Read: int64(len(suffix))}},
 	}
 	for _, tt := range tests {
@@ -108,7 +108,7 @@ func TestObserveSizeDiffersReadsNothing(t *testing.T) {
 			f.sparse("/etc/f", tt.size, nil)
 			o := observer(t, f.root, 0) // no read limit: the size alone decides
 			c := tt.content
-			ob := observeTimed(t, o, context.Background(), &desired.Entry{Path: "/etc/f", Type: desired.TypeRegular, Content: &c})
+			ob := observeTimed(t, o, context.Background(), &model.Entry{Path: "/etc/f", Type: model.TypeRegular, Content: &c})
 			got := result{State: ob.Content.State, GotSize: ob.Content.GotSize, Got: ob.Content.Got, GotDigest: ob.Content.GotDigest, Read: o.BytesRead()}
 			if diff := cmp.Diff(tt.res, got); diff != "" {
 				t.Errorf("content (-want +got):\n%s", diff)
@@ -121,7 +121,7 @@ func TestObserveSizeDiffersReadsNothing(t *testing.T) {
 		f := newFixture(t)
 		f.file("/etc/f", "other content\n", 0o644)
 		o := observer(t, f.root, 0)
-		ob := observeTimed(t, o, context.Background(), &desired.Entry{Path: "/etc/f", Type: desired.TypeRegular, Content: &desired.Content{Exact: want}})
+		ob := observeTimed(t, o, context.Background(), &model.Entry{Path: "/etc/f", Type: model.TypeRegular, Content: &model.Content{Exact: want}})
 		got := result{State: ob.Content.State, GotSize: ob.Content.GotSize, Got: ob.Content.Got, GotDigest: ob.Content.GotDigest, Read: o.BytesRead()}
 		disk := []byte("other content\n")
 		if diff := cmp.Diff(result{State: ondisk.Differs, GotSize: 14, Got: disk, GotDigest: sha256Hex(disk), Read: 14}, got); diff != "" {
@@ -143,25 +143,25 @@ func TestObserveReadLimit(t *testing.T) {
 	tests := []struct {
 		name    string
 		disk    []byte
-		content desired.Content
+		content model.Content
 		limited ondisk.ContentState
 		read    int64 // by the limited observer
 		full    ondisk.ContentState
 	}{
-		{"exact, over the limit", big, desired.Content{Exact: big}, ondisk.Deferred, 0, ondisk.Equal},
-		{"exact, over the limit, differs", other, desired.Content{Exact: big}, ondisk.Deferred, 0, ondisk.Differs},
-		{"stored, over the limit", big, desired.Content{Stored: stored(big)}, ondisk.Deferred, 0, ondisk.Equal},
-		{"hash, over the limit", big, desired.Content{Hash: &desired.Hash{Algorithm: "sha512", Hex: sha512Hex(big)}}, ondisk.Deferred, 0, ondisk.Equal},
+		{"exact, over the limit", big, model.Content{Exact: big}, ondisk.Deferred, 0, ondisk.Equal},
+		{"exact, over the limit, differs", other, model.Content{Exact: big}, ondisk.Deferred, 0, ondisk.Differs},
+		{"stored, over the limit", big, model.Content{Stored: stored(big)}, ondisk.Deferred, 0, ondisk.Equal},
+		{"hash, over the limit", big, model.Content{Hash: &model.Hash{Algorithm: "sha512", Hex: sha512Hex(big)}}, ondisk.Deferred, 0, ondisk.Equal},
 		{"hash and suffix: the suffix is read first", append(bytes.Clone(big), suffix...),
-			desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: sha256Hex(big)}, Suffix: suffix}, ondisk.Deferred, int64(len(suffix)), ondisk.Equal},
-		{"exact, at the limit: read", small, desired.Content{Exact: small}, ondisk.Equal, limit, ondisk.Equal},
+			model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: sha256Hex(big)}, Suffix: suffix}, ondisk.Deferred, int64(len(suffix)), ondisk.Equal},
+		{"exact, at the limit: read", small, model.Content{Exact: small}, ondisk.Equal, limit, ondisk.Equal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.fileBytes("/etc/f", tt.disk, 0o644)
 			c := tt.content
-			e := &desired.Entry{Path: "/etc/f", Type: desired.TypeRegular, Content: &c}
+			e := &model.Entry{Path: "/etc/f", Type: model.TypeRegular, Content: &c}
 			lo := observer(t, f.root, limit)
 			ob := observeTimed(t, lo, context.Background(), e)
 			if ob.Content.State != tt.limited || lo.BytesRead() != tt.read {
@@ -187,8 +187,8 @@ func TestObserveCanceled(t *testing.T) {
 	o := observer(t, f.root, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	ob := observeTimed(t, o, ctx, &desired.Entry{Path: "/etc/f", Type: desired.TypeRegular,
-		Content: &desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: sha256Hex(big)}}})
+	ob := observeTimed(t, o, ctx, &model.Entry{Path: "/etc/f", Type: model.TypeRegular,
+		Content: &model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: sha256Hex(big)}}})
 	if ob.Content.State != ondisk.ReadFailed || !errors.Is(ob.Content.Err, context.Canceled) || o.BytesRead() != 0 {
 		t.Errorf("content %v (%v) after %d bytes, want ReadFailed with context.Canceled after none", ob.Content.State, ob.Content.Err, o.BytesRead())
 	}
@@ -224,7 +224,7 @@ func TestObserveGrowingFile(t *testing.T) {
 	}()
 	defer func() { close(stop); wg.Wait() }()
 	o := observer(t, f.root, 0)
-	e := &desired.Entry{Path: "/etc/f", Type: desired.TypeRegular, Content: &desired.Content{Exact: []byte("x\n")}}
+	e := &model.Entry{Path: "/etc/f", Type: model.TypeRegular, Content: &model.Content{Exact: []byte("x\n")}}
 	for i := 0; i < 20; i++ {
 		before := o.BytesRead()
 		ob := observeTimed(t, o, context.Background(), e)
@@ -243,7 +243,7 @@ func TestStamp(t *testing.T) {
 	f := newFixture(t)
 	f.file("/etc/f", "a\n", 0o644)
 	o := observer(t, f.root, 0)
-	e := &desired.Entry{Path: "/etc/f", Type: desired.TypeRegular}
+	e := &model.Entry{Path: "/etc/f", Type: model.TypeRegular}
 	stamp := func() ondisk.Stamp { o.Forget(); return o.Observe(e).Stamp }
 	s0 := stamp()
 	if s1 := stamp(); s1 != s0 {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"path"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +19,7 @@ const (
 
 // HasMeta reports whether the entry declares a node whose metadata (xattrs,
 // ACLs, flags) is observed and compared.
-func HasMeta(e *desired.Entry) bool { return hasMeta(e) }
+func HasMeta(e *model.Entry) bool { return hasMeta(e) }
 
 // Flags returns the immutable and append-only flags of what stands at a host
 // path, located as Observe locates it (parents resolved inside the root, the

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,13 +44,13 @@ type Declared struct {
 }
 
 // Declare collects the links and directories among entries.
-func Declare(entries []desired.Entry) *Declared {
+func Declare(entries []model.Entry) *Declared {
 	d := &Declared{links: map[string]string{}, dirs: map[string]bool{}}
 	for i := range entries {
 		switch e := &entries[i]; e.Type {
-		case desired.TypeSymlink:
+		case model.TypeSymlink:
 			d.links[e.Path] = e.Target
-		case desired.TypeDirectory:
+		case model.TypeDirectory:
 			d.dirs[e.Path] = true
 		}
 	}
@@ -83,11 +83,19 @@ type Detour struct {
 // but a symbolic link on the way is followed only as the package doc says;
 // any other ends the resolution with a Detour (and no descriptor).
 func (r *Root) locateDir(hostDir string, decl *Declared) (int, *Detour, error) {
+	fd, _, detour, err := r.locate(hostDir, decl)
+	return fd, detour, err
+}
+
+// locate is locateDir, and the host path the directory resolved to: where
+// Ignition's JoinPath, which follows the same links, put what it wrote
+// there (hostDir itself when no link was on the way).
+func (r *Root) locate(hostDir string, decl *Declared) (int, string, *Detour, error) {
 	rel := relative(hostDir)
 	// Most paths have no link on the way: one system call says so.
 	fd, ok, err := r.openat2(rel, unix.RESOLVE_IN_ROOT|unix.RESOLVE_NO_MAGICLINKS|unix.RESOLVE_NO_SYMLINKS)
 	if ok && !errors.Is(err, unix.ELOOP) {
-		return fd, nil, err
+		return fd, hostDir, nil, err
 	}
 	return r.walk(rel, decl, true)
 }
@@ -109,10 +117,10 @@ const checkMark = "\x00"
 // judged as the package doc says before the walk goes on below it. One
 // system call per component or more: used where openat2 is unavailable or a
 // link is on the way.
-func (r *Root) walk(rel string, decl *Declared, judge bool) (int, *Detour, error) {
+func (r *Root) walk(rel string, decl *Declared, judge bool) (int, string, *Detour, error) {
 	fd, err := unix.Dup(r.fd)
 	if err != nil {
-		return -1, nil, err
+		return -1, "", nil, err
 	}
 	w := &walker{r: r, decl: decl, judge: judge, todo: strings.Split(rel, "/"), cur: level{fd, "/"}}
 	for len(w.todo) > 0 {
@@ -120,13 +128,13 @@ func (r *Root) walk(rel string, decl *Declared, judge bool) (int, *Detour, error
 		w.todo = w.todo[1:]
 		if detour, err := w.step(c); err != nil || detour != nil {
 			w.closeAll()
-			return -1, detour, err
+			return -1, "", detour, err
 		}
 	}
 	for _, l := range w.stack {
 		unix.Close(l.fd)
 	}
-	return w.cur.fd, nil, nil
+	return w.cur.fd, w.cur.path, nil, nil
 }
 
 // walker is the state of one walk.

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
@@ -28,14 +28,14 @@ func TestLocate(t *testing.T) {
 		got  = "MARKER-BEHIND-THE-LINK\n"
 	)
 	file := regular("/etc/bar/sub/file", want)
-	declLink := func(p, target string) desired.Entry {
-		return desired.Entry{Kind: desired.KindLink, Path: p, Type: desired.TypeSymlink, Target: target}
+	declLink := func(p, target string) model.Entry {
+		return model.Entry{Kind: model.KindLink, Path: p, Type: model.TypeSymlink, Target: target}
 	}
 	tests := []struct {
 		name     string
 		setup    func(f *fixture)
-		declared []desired.Entry
-		entry    desired.Entry
+		declared []model.Entry
+		entry    model.Entry
 		want     located
 	}{
 		{
@@ -102,7 +102,7 @@ func TestLocate(t *testing.T) {
 				f.mkdir("/etc/bar", 0o755)
 				f.symlink("/etc/bar/sub", "/var/elsewhere")
 			},
-			declared: []desired.Entry{{Kind: desired.KindDirectory, Path: "/etc/bar/sub", Type: desired.TypeDirectory}},
+			declared: []model.Entry{{Kind: model.KindDirectory, Path: "/etc/bar/sub", Type: model.TypeDirectory}},
 			entry:    file,
 			want:     located{Detour: &ondisk.Detour{Path: "/etc/bar/sub", Target: "/var/elsewhere"}},
 		},
@@ -114,7 +114,7 @@ func TestLocate(t *testing.T) {
 				f.mkdir("/etc/bar", 0o755)
 				f.symlink("/etc/bar/sub", "/root/private")
 			},
-			declared: []desired.Entry{declLink("/etc/bar/sub", "/root/private")},
+			declared: []model.Entry{declLink("/etc/bar/sub", "/root/private")},
 			entry:    file,
 			want:     located{Type: ondisk.Regular, Content: ondisk.Differs, Public: false},
 		},
@@ -125,7 +125,7 @@ func TestLocate(t *testing.T) {
 				f.mkdir("/etc/bar", 0o755)
 				f.symlink("/etc/bar/sub", "/var/other")
 			},
-			declared: []desired.Entry{declLink("/etc/bar/sub", "/var/declared")},
+			declared: []model.Entry{declLink("/etc/bar/sub", "/var/declared")},
 			entry:    file,
 			want:     located{Detour: &ondisk.Detour{Path: "/etc/bar/sub", Target: "/var/other", Want: "/var/declared"}},
 		},
@@ -150,7 +150,7 @@ func TestLocate(t *testing.T) {
 				f.mkdir("/etc/bar", 0o755)
 				f.symlink("/etc/bar/sub", "/var/priv")
 			},
-			declared: []desired.Entry{declLink("/etc/bar/sub", "/var/priv")},
+			declared: []model.Entry{declLink("/etc/bar/sub", "/var/priv")},
 			entry:    file,
 			want:     located{Detour: &ondisk.Detour{Path: "/var/priv", Target: "/root/private"}},
 		},
@@ -229,8 +229,8 @@ func BenchmarkObserveFreshThroughLink(b *testing.B) {
 	defer r.Close()
 	o := ondisk.NewObserver(r)
 	defer o.Close()
-	e := &desired.Entry{Kind: desired.KindFile, Path: "/home/core/.bashrc", Type: desired.TypeRegular,
-		Content: &desired.Content{Exact: data}}
+	e := &model.Entry{Kind: model.KindFile, Path: "/home/core/.bashrc", Type: model.TypeRegular,
+		Content: &model.Content{Exact: data}}
 	b.ReportAllocs()
 	for b.Loop() {
 		o.Forget()

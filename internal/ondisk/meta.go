@@ -203,7 +203,7 @@ var noXattrat atomic.Bool
 // Observer for the next node: the listing, the values as read, and where
 // each lies. A full check reads the xattrs of every declared node, and on
 // an SELinux host every node has one: allocating these per node was most
-// of the metadata's cost (#25). What a reading returns is copied out of
+// of the metadata's cost (BenchmarkMetaCost). What a reading returns is copied out of
 // them (readXattrsWith), so no Observation shares them.
 type xattrScratch struct {
 	list  []byte

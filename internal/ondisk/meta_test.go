@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"golang.org/x/sys/unix"
@@ -63,15 +63,15 @@ func TestObserveMeta(t *testing.T) {
 			defer r.Close()
 			o := ondisk.NewObserver(r)
 			defer o.Close()
-			observe := func(p string, typ desired.Type) ondisk.Observation {
-				e := desired.Entry{Kind: desired.KindFile, Path: p, Type: typ}
+			observe := func(p string, typ model.Type) ondisk.Observation {
+				e := model.Entry{Kind: model.KindFile, Path: p, Type: typ}
 				ob := o.Observe(&e)
 				if ob.Err != nil || ob.Meta.Err != nil || !ob.Meta.Observed {
 					t.Fatalf("%s: %v, %v, observed %v", p, ob.Err, ob.Meta.Err, ob.Meta.Observed)
 				}
 				return ob
 			}
-			f := observe("/etc/d/f", desired.TypeRegular)
+			f := observe("/etc/d/f", model.TypeRegular)
 			if !f.Meta.Immutable || f.Meta.Append {
 				t.Errorf("flags: immutable %v, append %v, want immutable only", f.Meta.Immutable, f.Meta.Append)
 			}
@@ -88,17 +88,17 @@ func TestObserveMeta(t *testing.T) {
 			if f.Meta.ParentDefaultACL == nil {
 				t.Errorf("the parent's default ACL was not read")
 			}
-			if p := observe("/etc/plain", desired.TypeRegular); len(p.Meta.Xattrs) != 0 || p.Meta.Immutable || p.Meta.ParentDefaultACL != nil {
+			if p := observe("/etc/plain", model.TypeRegular); len(p.Meta.Xattrs) != 0 || p.Meta.Immutable || p.Meta.ParentDefaultACL != nil {
 				t.Errorf("a plain file: %+v", p.Meta)
 			}
-			l := observe("/etc/link", desired.TypeSymlink)
+			l := observe("/etc/link", model.TypeSymlink)
 			if _, ok := l.Meta.Get("user.behind"); ok {
 				t.Errorf("the symlink was followed: %+v", l.Meta.Xattrs)
 			}
 			if _, ok := l.Meta.Get("trusted.own"); !ok {
 				t.Errorf("the symlink's own xattr is missing: %+v", l.Meta.Xattrs)
 			}
-			observe("/etc/fifo", desired.TypeRegular) // returns: not opened for reading
+			observe("/etc/fifo", model.TypeRegular) // returns: not opened for reading
 		})
 	}
 }
@@ -155,11 +155,11 @@ func TestObserveXattrsReuse(t *testing.T) {
 			defer o.Close()
 			observe := func(p string) ondisk.Meta {
 				t.Helper()
-				e := desired.Entry{Kind: desired.KindFile, Path: "/" + p, Type: desired.TypeRegular}
+				e := model.Entry{Kind: model.KindFile, Path: "/" + p, Type: model.TypeRegular}
 				if c.content {
 					// Read through /proc/self/fd were the descriptor not used
 					// (ForceProcXattrs): either way the values must match.
-					e.Content = &desired.Content{Exact: []byte("x")}
+					e.Content = &model.Content{Exact: []byte("x")}
 				}
 				ob := o.Observe(&e)
 				if ob.Err != nil || ob.Meta.Err != nil || !ob.Meta.Observed {
@@ -229,7 +229,7 @@ func TestObserveSameXattrsShared(t *testing.T) {
 		{"g", nil},
 		{"h", map[string]string{ondisk.XattrSELinux: "u:r:etc_t:s0"}},
 	}
-	var entries []desired.Entry
+	var entries []model.Entry
 	for _, n := range nodes {
 		p := filepath.Join(dir, n.name)
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
@@ -240,8 +240,8 @@ func TestObserveSameXattrsShared(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		entries = append(entries, desired.Entry{Kind: desired.KindFile, Path: "/" + n.name, Type: desired.TypeRegular,
-			Content: &desired.Content{Exact: []byte("x")}})
+		entries = append(entries, model.Entry{Kind: model.KindFile, Path: "/" + n.name, Type: model.TypeRegular,
+			Content: &model.Content{Exact: []byte("x")}})
 	}
 	r, err := ondisk.OpenRoot(dir)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -107,6 +107,12 @@ type Observation struct {
 	Ino    uint64
 	Stamp  Stamp
 	Target string // symlink target, as written
+	// Resolved is the host path the node was looked for at: the declared
+	// path with the links among its parents followed as Ignition's
+	// JoinPath followed them (v2.27.0 internal/exec/util/util.go), which is
+	// the path its setfiles labelled. The declared path itself when no link
+	// was on the way; "" when the parent could not be located.
+	Resolved string
 
 	Content ContentResult
 	// Public: any user may read the file — it grants others read, and every
@@ -178,15 +184,15 @@ func (o *Observer) Declare(d *Declared) {
 }
 
 // Observe examines the entry's path (and, for hard links, its target).
-func (o *Observer) Observe(e *desired.Entry) Observation {
+func (o *Observer) Observe(e *model.Entry) Observation {
 	return o.ObserveContext(context.Background(), e)
 }
 
 // ObserveContext is Observe, whose reads stop when ctx is done (the content
 // is then ReadFailed with ctx's error).
-func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observation {
+func (o *Observer) ObserveContext(ctx context.Context, e *model.Entry) Observation {
 	var ob Observation
-	if e.Type == desired.TypeNone {
+	if e.Type == model.TypeNone {
 		return ob
 	}
 	dir, base := path.Split(e.Path)
@@ -202,6 +208,10 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 		ob.Detour = detour
 		return ob
 	}
+	ob.Resolved = e.Path
+	if r := o.dirs.resolved; r != path.Clean(dir) {
+		ob.Resolved = path.Join(r, base)
+	}
 	var st unix.Stat_t
 	if err := o.stat(dfd, base, &st, &ob.Meta); err != nil {
 		if !errors.Is(err, unix.ENOENT) {
@@ -215,12 +225,12 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 	case Symlink:
 		ob.Target, ob.Err = readlinkat(dfd, base)
 	case Regular:
-		if e.Type == desired.TypeRegular && e.Content != nil && e.Content.Unverifiable == "" {
+		if e.Type == model.TypeRegular && e.Content != nil && e.Content.Unverifiable == "" {
 			// A file whose content is read has its xattrs read through the
-			// descriptor that reads it: flistxattr and fgetxattr cost 40%
-			// less than listxattrat and getxattrat by name (no name to copy
-			// in and look up; 320 against 550 ns on these machines), and
-			// they are the inode's whose content is compared.
+			// descriptor that reads it: flistxattr and fgetxattr cost less
+			// than listxattrat and getxattrat by name (no name to copy in
+			// and look up), and they are the inode's whose content is
+			// compared.
 			var onOpen func(fd int)
 			if meta {
 				onOpen = func(fd int) { o.xattrsOf(fd, dfd, &ob.Meta); meta = false }
@@ -235,7 +245,7 @@ func (o *Observer) ObserveContext(ctx context.Context, e *desired.Entry) Observa
 	if meta {
 		o.xattrs(dfd, base, &ob.Meta)
 	}
-	if e.Type == desired.TypeHardLink && e.Target != "" {
+	if e.Type == model.TypeHardLink && e.Target != "" {
 		o.observeTarget(e.Target, &ob)
 	}
 	return ob
@@ -256,9 +266,9 @@ func (o *Observer) stat(dfd int, name string, st *unix.Stat_t, m *Meta) error {
 }
 
 // hasMeta: the entry declares a node whose metadata is compared.
-func hasMeta(e *desired.Entry) bool {
+func hasMeta(e *model.Entry) bool {
 	switch e.Type {
-	case desired.TypeRegular, desired.TypeDirectory, desired.TypeSymlink, desired.TypeHardLink:
+	case model.TypeRegular, model.TypeDirectory, model.TypeSymlink, model.TypeHardLink:
 		return true
 	}
 	return false
@@ -435,7 +445,7 @@ func (o *Observer) openNamed(dfd int, name string) (int, error) {
 //
 // onOpen, when not nil, is given the descriptor the comparison opens (if it
 // opens one) before anything is read.
-func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64, want *desired.Content, onOpen func(fd int)) ContentResult {
+func (o *Observer) compare(ctx context.Context, dfd int, name string, size int64, want *model.Content, onOpen func(fd int)) ContentResult {
 	exactSize, exact := want.ExactSize()
 	switch {
 	case exact && size != exactSize:
@@ -539,7 +549,7 @@ func equalStream(r counted, want []byte, buf []byte) (bool, error) {
 
 // equalDigest reads the file (whose size was found equal by stat) and
 // compares its SHA-256 with the stored content's.
-func equalDigest(r io.Reader, want *desired.Stored, buf []byte) (bool, error) {
+func equalDigest(r io.Reader, want *model.Stored, buf []byte) (bool, error) {
 	sum, ok, err := sha256Of(r, want.Size, buf)
 	return ok && sum == want.Sum, err
 }
@@ -568,7 +578,7 @@ func newHash(algo string) (hash.Hash, error) {
 
 // hashBase reports whether the first n bytes of r have the verification
 // hash want (a remote source; the appended bytes after it were compared).
-func hashBase(r io.Reader, n int64, want *desired.Hash, buf []byte) (bool, error) {
+func hashBase(r io.Reader, n int64, want *model.Hash, buf []byte) (bool, error) {
 	h, err := newHash(want.Algorithm)
 	if err != nil {
 		return false, err
@@ -583,7 +593,7 @@ func hashBase(r io.Reader, n int64, want *desired.Hash, buf []byte) (bool, error
 // keyedBase reports whether the first bytes of r are the recorded base
 // (the appended bytes after it were compared, and the size was found
 // right by stat).
-func keyedBase(r io.Reader, want *desired.Base, buf []byte) (bool, error) {
+func keyedBase(r io.Reader, want *model.Base, buf []byte) (bool, error) {
 	sum, ok, err := sha256Of(r, want.Size, buf)
 	return ok && want.Matches(sum), err
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"github.com/google/go-cmp/cmp"
@@ -83,13 +83,13 @@ func (f *fixture) fifo(p string) {
 
 // observe examines e inside root, failing the test if that takes more than
 // a few seconds (a FIFO opened for reading would block forever).
-func observe(t *testing.T, root string, e desired.Entry) ondisk.Observation {
+func observe(t *testing.T, root string, e model.Entry) ondisk.Observation {
 	t.Helper()
 	return observeDeclared(t, root, nil, e)
 }
 
 // observeDeclared is observe for an entry of a state that declares decl.
-func observeDeclared(t *testing.T, root string, decl *ondisk.Declared, e desired.Entry) ondisk.Observation {
+func observeDeclared(t *testing.T, root string, decl *ondisk.Declared, e model.Entry) ondisk.Observation {
 	t.Helper()
 	o := openObserver(t, root, decl)
 	done := make(chan ondisk.Observation, 1)
@@ -130,8 +130,8 @@ func viewOf(ob ondisk.Observation) view {
 	return view{Type: ob.Type, Mode: ob.Mode, Target: ob.Target, Err: ob.Err, Content: ob.Content.State}
 }
 
-func regular(p string, content string) desired.Entry {
-	return desired.Entry{Kind: desired.KindFile, Path: p, Type: desired.TypeRegular, Content: &desired.Content{Exact: []byte(content)}}
+func regular(p string, content string) model.Entry {
+	return model.Entry{Kind: model.KindFile, Path: p, Type: model.TypeRegular, Content: &model.Content{Exact: []byte(content)}}
 }
 
 func TestObserveTypes(t *testing.T) {
@@ -142,7 +142,7 @@ func TestObserveTypes(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(f *fixture)
-		entry desired.Entry
+		entry model.Entry
 		want  view
 	}{
 		{
@@ -154,13 +154,13 @@ func TestObserveTypes(t *testing.T) {
 		{
 			name:  "regular file with setuid, setgid and sticky bits",
 			setup: func(f *fixture) { f.file("/usr/bin/x", "", 0o7755) },
-			entry: desired.Entry{Path: "/usr/bin/x", Type: desired.TypeRegular},
+			entry: model.Entry{Path: "/usr/bin/x", Type: model.TypeRegular},
 			want:  view{Type: ondisk.Regular, Mode: 0o7755},
 		},
 		{
 			name:  "directory",
 			setup: func(f *fixture) { f.mkdir("/var/lib/x", 0o1777) },
-			entry: desired.Entry{Path: "/var/lib/x", Type: desired.TypeDirectory},
+			entry: model.Entry{Path: "/var/lib/x", Type: model.TypeDirectory},
 			want:  view{Type: ondisk.Directory, Mode: 0o1777},
 		},
 		{
@@ -172,7 +172,7 @@ func TestObserveTypes(t *testing.T) {
 		{
 			name:  "dangling symbolic link",
 			setup: func(f *fixture) { f.symlink("/etc/x", "/nowhere") },
-			entry: desired.Entry{Path: "/etc/x", Type: desired.TypeSymlink, Target: "/nowhere"},
+			entry: model.Entry{Path: "/etc/x", Type: model.TypeSymlink, Target: "/nowhere"},
 			want:  view{Type: ondisk.Symlink, Mode: 0o777, Target: "/nowhere"},
 		},
 		{
@@ -238,19 +238,19 @@ func TestObserveTypes(t *testing.T) {
 		{
 			name:  "content declared unverifiable is not compared",
 			setup: func(f *fixture) { f.file("/etc/a", "whatever", 0o644) },
-			entry: desired.Entry{Path: "/etc/a", Type: desired.TypeRegular, Content: &desired.Content{Unverifiable: "remote"}},
+			entry: model.Entry{Path: "/etc/a", Type: model.TypeRegular, Content: &model.Content{Unverifiable: "remote"}},
 			want:  view{Type: ondisk.Regular, Mode: 0o644},
 		},
 		{
 			name:  "no content declared",
 			setup: func(f *fixture) { f.file("/etc/a", "whatever", 0o644) },
-			entry: desired.Entry{Path: "/etc/a", Type: desired.TypeRegular},
+			entry: model.Entry{Path: "/etc/a", Type: model.TypeRegular},
 			want:  view{Type: ondisk.Regular, Mode: 0o644},
 		},
 		{
 			name:  "entries checked elsewhere are not observed",
 			setup: func(f *fixture) {},
-			entry: desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/a.service", Type: desired.TypeNone},
+			entry: model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/a.service", Type: model.TypeNone},
 			want:  view{},
 		},
 	}
@@ -305,11 +305,11 @@ func TestObserveOwner(t *testing.T) {
 	if err := os.Lchown(f.path("/etc/l"), 42, 43); err != nil {
 		t.Fatal(err)
 	}
-	ob := observe(t, f.root, desired.Entry{Path: "/etc/a", Type: desired.TypeRegular})
+	ob := observe(t, f.root, model.Entry{Path: "/etc/a", Type: model.TypeRegular})
 	if ob.UID != 1234 || ob.GID != 5678 {
 		t.Errorf("owner of /etc/a = %d:%d, want 1234:5678", ob.UID, ob.GID)
 	}
-	ob = observe(t, f.root, desired.Entry{Path: "/etc/l", Type: desired.TypeSymlink})
+	ob = observe(t, f.root, model.Entry{Path: "/etc/l", Type: model.TypeSymlink})
 	if ob.UID != 42 || ob.GID != 43 {
 		t.Errorf("owner of the link /etc/l = %d:%d, want the link's own 42:43", ob.UID, ob.GID)
 	}
@@ -317,12 +317,12 @@ func TestObserveOwner(t *testing.T) {
 
 // recordedBase is b as the first-boot record keeps it: a length and a
 // digest keyed with a key.
-func recordedBase(b []byte) *desired.Base {
+func recordedBase(b []byte) *model.Base {
 	key := []byte("a digest key of the host's")
 	sum := sha256.Sum256(b)
 	m := hmac.New(sha256.New, key)
 	m.Write(sum[:])
-	out := &desired.Base{Size: int64(len(b)), Key: key}
+	out := &model.Base{Size: int64(len(b)), Key: model.NewKey(key)}
 	copy(out.Keyed[:], m.Sum(nil))
 	return out
 }
@@ -360,54 +360,54 @@ func TestObserveContent(t *testing.T) {
 	tests := []struct {
 		name string
 		disk []byte
-		want desired.Content
+		want model.Content
 		res  result
 	}{
-		{"equal", []byte("same\n"), desired.Content{Exact: []byte("same\n")}, result{State: ondisk.Equal}},
-		{"same size, differs", []byte("abcd"), desired.Content{Exact: []byte("abce")}, differs([]byte("abcd"), true)},
-		{"different size", []byte("longer text"), desired.Content{Exact: []byte("short")}, differs([]byte("longer text"), true)},
-		{"empty file, empty content", []byte{}, desired.Content{Exact: []byte{}}, result{State: ondisk.Equal}},
-		{"empty file, content wanted", []byte{}, desired.Content{Exact: []byte("x")}, differs([]byte{}, true)},
-		{"content, empty wanted", []byte("x"), desired.Content{Exact: []byte{}}, differs([]byte("x"), true)},
-		{"5 MiB equal", big, desired.Content{Exact: big}, result{State: ondisk.Equal}},
-		{"5 MiB differing in the last byte", bigLast, desired.Content{Exact: big}, differs(bigLast, false)},
-		{"DiffLimit bytes are kept for a diff", atLimit, desired.Content{Exact: atLimitOther}, differs(atLimit, true)},
-		{"beyond DiffLimit bytes are not kept", overLimit, desired.Content{Exact: atLimit}, differs(overLimit, false)},
-		{"sha256 equal", base, desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: sha256Hex(base)}}, result{State: ondisk.Equal}},
-		{"sha512 equal", base, desired.Content{Hash: &desired.Hash{Algorithm: "sha512", Hex: sha512Hex(base)}}, result{State: ondisk.Equal}},
-		{"sha512 differs", []byte("other"), desired.Content{Hash: &desired.Hash{Algorithm: "sha512", Hex: sha512Hex(base)}}, differs([]byte("other"), true)},
+		{"equal", []byte("same\n"), model.Content{Exact: []byte("same\n")}, result{State: ondisk.Equal}},
+		{"same size, differs", []byte("abcd"), model.Content{Exact: []byte("abce")}, differs([]byte("abcd"), true)},
+		{"different size", []byte("longer text"), model.Content{Exact: []byte("short")}, differs([]byte("longer text"), true)},
+		{"empty file, empty content", []byte{}, model.Content{Exact: []byte{}}, result{State: ondisk.Equal}},
+		{"empty file, content wanted", []byte{}, model.Content{Exact: []byte("x")}, differs([]byte{}, true)},
+		{"content, empty wanted", []byte("x"), model.Content{Exact: []byte{}}, differs([]byte("x"), true)},
+		{"5 MiB equal", big, model.Content{Exact: big}, result{State: ondisk.Equal}},
+		{"5 MiB differing in the last byte", bigLast, model.Content{Exact: big}, differs(bigLast, false)},
+		{"DiffLimit bytes are kept for a diff", atLimit, model.Content{Exact: atLimitOther}, differs(atLimit, true)},
+		{"beyond DiffLimit bytes are not kept", overLimit, model.Content{Exact: atLimit}, differs(overLimit, false)},
+		{"sha256 equal", base, model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: sha256Hex(base)}}, result{State: ondisk.Equal}},
+		{"sha512 equal", base, model.Content{Hash: &model.Hash{Algorithm: "sha512", Hex: sha512Hex(base)}}, result{State: ondisk.Equal}},
+		{"sha512 differs", []byte("other"), model.Content{Hash: &model.Hash{Algorithm: "sha512", Hex: sha512Hex(base)}}, differs([]byte("other"), true)},
 		{"sha256 and suffix equal", withSuffix,
-			desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: sha256Hex(base)}, Suffix: suffix}, result{State: ondisk.Equal}},
+			model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: sha256Hex(base)}, Suffix: suffix}, result{State: ondisk.Equal}},
 		{"sha512 and suffix equal", withSuffix,
-			desired.Content{Hash: &desired.Hash{Algorithm: "sha512", Hex: sha512Hex(base)}, Suffix: suffix}, result{State: ondisk.Equal}},
+			model.Content{Hash: &model.Hash{Algorithm: "sha512", Hex: sha512Hex(base)}, Suffix: suffix}, result{State: ondisk.Equal}},
 		{"hash right, suffix missing", base,
-			desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: sha256Hex(base)}, Suffix: suffix}, differs(base, true)},
+			model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: sha256Hex(base)}, Suffix: suffix}, differs(base, true)},
 		{"hash wrong, suffix right", append([]byte("x"), withSuffix...),
-			desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: sha256Hex(base)}, Suffix: suffix}, differs(append([]byte("x"), withSuffix...), true)},
+			model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: sha256Hex(base)}, Suffix: suffix}, differs(append([]byte("x"), withSuffix...), true)},
 		{"file shorter than the suffix", []byte("ab"),
-			desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: sha256Hex(nil)}, Suffix: suffix}, differs([]byte("ab"), true)},
-		{"suffix only, equal", withSuffix, desired.Content{Suffix: suffix}, result{State: ondisk.Equal}},
-		{"suffix only, the suffix alone", suffix, desired.Content{Suffix: suffix}, result{State: ondisk.Equal}},
-		{"suffix only, differs", base, desired.Content{Suffix: suffix}, differs(base, true)},
-		{"suffix only, file shorter than the suffix", []byte("x"), desired.Content{Suffix: suffix}, differs([]byte("x"), true)},
-		{"empty suffix only", []byte("anything"), desired.Content{Suffix: []byte{}}, result{State: ondisk.Equal}},
+			model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: sha256Hex(nil)}, Suffix: suffix}, differs([]byte("ab"), true)},
+		{"suffix only, equal", withSuffix, model.Content{Suffix: suffix}, result{State: ondisk.Equal}},
+		{"suffix only, the suffix alone", suffix, model.Content{Suffix: suffix}, result{State: ondisk.Equal}},
+		{"suffix only, differs", base, model.Content{Suffix: suffix}, differs(base, true)},
+		{"suffix only, file shorter than the suffix", []byte("x"), model.Content{Suffix: suffix}, differs([]byte("x"), true)},
+		{"empty suffix only", []byte("anything"), model.Content{Suffix: []byte{}}, result{State: ondisk.Equal}},
 		// A base recorded at the first boot (package firstboot).
-		{"recorded base and suffix equal", withSuffix, desired.Content{Suffix: suffix, Base: recordedBase(base)}, result{State: ondisk.Equal}},
-		{"recorded empty base, the suffix alone", suffix, desired.Content{Suffix: suffix, Base: recordedBase(nil)}, result{State: ondisk.Equal}},
+		{"recorded base and suffix equal", withSuffix, model.Content{Suffix: suffix, Base: recordedBase(base)}, result{State: ondisk.Equal}},
+		{"recorded empty base, the suffix alone", suffix, model.Content{Suffix: suffix, Base: recordedBase(nil)}, result{State: ondisk.Equal}},
 		{"recorded empty base, the first fragment twice", []byte("line 1\nline 1\nline 2\n"),
-			desired.Content{Suffix: []byte("line 1\nline 2\n"), Base: recordedBase(nil)}, differs([]byte("line 1\nline 1\nline 2\n"), true)},
+			model.Content{Suffix: []byte("line 1\nline 2\n"), Base: recordedBase(nil)}, differs([]byte("line 1\nline 1\nline 2\n"), true)},
 		{"recorded base, another of its size", append(bytes.Repeat([]byte("x"), len(base)), suffix...),
-			desired.Content{Suffix: suffix, Base: recordedBase(base)}, differs(append(bytes.Repeat([]byte("x"), len(base)), suffix...), true)},
-		{"recorded base, suffix missing", base, desired.Content{Suffix: suffix, Base: recordedBase(base)}, differs(base, true)},
+			model.Content{Suffix: suffix, Base: recordedBase(base)}, differs(append(bytes.Repeat([]byte("x"), len(base)), suffix...), true)},
+		{"recorded base, suffix missing", base, model.Content{Suffix: suffix, Base: recordedBase(base)}, differs(base, true)},
 		{"no recorded base: the suffix alone decides", append([]byte("anything\n"), suffix...),
-			desired.Content{Suffix: suffix, Base: &desired.Base{Unknown: "none recorded"}}, result{State: ondisk.Equal}},
+			model.Content{Suffix: suffix, Base: &model.Base{Unknown: "none recorded"}}, result{State: ondisk.Equal}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.fileBytes("/etc/f", tt.disk, 0o644)
 			c := tt.want
-			ob := observe(t, f.root, desired.Entry{Path: "/etc/f", Type: desired.TypeRegular, Content: &c})
+			ob := observe(t, f.root, model.Entry{Path: "/etc/f", Type: model.TypeRegular, Content: &c})
 			if ob.Err != nil || ob.Content.Err != nil {
 				t.Fatalf("Observe: %v, content: %v", ob.Err, ob.Content.Err)
 			}
@@ -422,8 +422,8 @@ func TestObserveContent(t *testing.T) {
 			}
 			// Kept as its size and digest (a daemon's state), the content
 			// compares the same.
-			stored := desired.Content{Stored: &desired.Stored{Size: int64(len(c.Exact)), Sum: sha256.Sum256(c.Exact)}}
-			ob = observe(t, f.root, desired.Entry{Path: "/etc/f", Type: desired.TypeRegular, Content: &stored})
+			stored := model.Content{Stored: &model.Stored{Size: int64(len(c.Exact)), Sum: sha256.Sum256(c.Exact)}}
+			ob = observe(t, f.root, model.Entry{Path: "/etc/f", Type: model.TypeRegular, Content: &stored})
 			got = result{State: ob.Content.State, Got: ob.Content.Got, GotSize: ob.Content.GotSize, GotDigest: ob.Content.GotDigest}
 			if diff := cmp.Diff(tt.res, got, cmp.Comparer(func(a, b []byte) bool {
 				return bytes.Equal(a, b) && (a == nil) == (b == nil)
@@ -437,8 +437,8 @@ func TestObserveContent(t *testing.T) {
 func TestObserveUnsupportedHash(t *testing.T) {
 	f := newFixture(t)
 	f.file("/etc/f", "x", 0o644)
-	ob := observe(t, f.root, desired.Entry{Path: "/etc/f", Type: desired.TypeRegular,
-		Content: &desired.Content{Hash: &desired.Hash{Algorithm: "md5", Hex: "00"}}})
+	ob := observe(t, f.root, model.Entry{Path: "/etc/f", Type: model.TypeRegular,
+		Content: &model.Content{Hash: &model.Hash{Algorithm: "md5", Hex: "00"}}})
 	if ob.Content.State != ondisk.ReadFailed || ob.Content.Err == nil || !strings.Contains(ob.Content.Err.Error(), "md5") {
 		t.Errorf("content = %+v, want ReadFailed naming md5", ob.Content)
 	}
@@ -468,8 +468,8 @@ func TestObserveHardLink(t *testing.T) {
 	}
 	f.file("/etc/copy", "t", 0o644)
 	f.symlink("/loop", "/loop")
-	link := func(p, target string) desired.Entry {
-		return desired.Entry{Kind: desired.KindHardLink, Path: p, Type: desired.TypeHardLink, Target: target}
+	link := func(p, target string) model.Entry {
+		return model.Entry{Kind: model.KindHardLink, Path: p, Type: model.TypeHardLink, Target: target}
 	}
 
 	ob := observe(t, f.root, link("/etc/shared", "/etc/target"))
@@ -531,7 +531,7 @@ func TestObserverParentCache(t *testing.T) {
 	o := ondisk.NewObserver(r)
 	defer o.Close()
 	for _, tt := range []struct {
-		e    desired.Entry
+		e    model.Entry
 		want ondisk.ContentState
 		typ  ondisk.FileType
 	}{

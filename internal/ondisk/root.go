@@ -127,7 +127,7 @@ const maxSymlinks = 40
 // resolveDir is openat2(RESOLVE_IN_ROOT) in user space (see walk), for
 // kernels and seccomp filters without openat2.
 func (r *Root) resolveDir(rel string) (int, error) {
-	fd, _, err := r.walk(rel, nil, false)
+	fd, _, _, err := r.walk(rel, nil, false)
 	return fd, err
 }
 
@@ -138,12 +138,14 @@ func (r *Root) OpenDir(hostDir string) (int, error) { return r.openDir(hostDir) 
 // dirCache keeps the last located parent directory: entries are checked in
 // path order, so consecutive entries mostly share their parent.
 type dirCache struct {
-	root   *Root
-	decl   *Declared
-	path   string
-	fd     int
-	detour *Detour
-	err    error
+	root *Root
+	decl *Declared
+	path string
+	// resolved is the host path path resolved to (see locate).
+	resolved string
+	fd       int
+	detour   *Detour
+	err      error
 }
 
 // get locates a host directory (see locateDir): a descriptor, or the link
@@ -154,7 +156,7 @@ func (c *dirCache) get(hostDir string) (int, *Detour, error) {
 	}
 	c.close()
 	c.path = hostDir
-	c.fd, c.detour, c.err = c.root.locateDir(hostDir, c.decl)
+	c.fd, c.resolved, c.detour, c.err = c.root.locate(hostDir, c.decl)
 	if c.err != nil || c.detour != nil {
 		c.fd = -1
 	}
@@ -165,5 +167,5 @@ func (c *dirCache) close() {
 	if c.fd >= 0 {
 		unix.Close(c.fd)
 	}
-	c.fd, c.detour, c.err, c.path = -1, nil, nil, ""
+	c.fd, c.detour, c.err, c.path, c.resolved = -1, nil, nil, "", ""
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"golang.org/x/sys/unix"
 )
@@ -45,8 +45,8 @@ func TestHelperObserveUnprivileged(t *testing.T) {
 	o := ondisk.NewObserver(r)
 	out := map[string]helperResult{}
 	for _, p := range []string{"/etc/secret", "/locked/file", "/etc/readable"} {
-		e := desired.Entry{Kind: desired.KindFile, Path: p, Type: desired.TypeRegular,
-			Content: &desired.Content{Exact: []byte("wanted")}}
+		e := model.Entry{Kind: model.KindFile, Path: p, Type: model.TypeRegular,
+			Content: &model.Content{Exact: []byte("wanted")}}
 		ob := o.Observe(&e)
 		res := helperResult{Type: ob.Type.String(), ContentState: ob.Content.State}
 		if ob.Err != nil {

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -94,7 +94,7 @@ func DefaultBootEntry(r *ondisk.Root) (options, source string, ok bool, err erro
 }
 
 func isOstree(options string) bool {
-	for _, a := range desired.SplitKernelArguments(options) {
+	for _, a := range model.SplitKernelArguments(options) {
 		if strings.HasPrefix(a, "ostree=") {
 			return true
 		}

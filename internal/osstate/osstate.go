@@ -23,7 +23,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"golang.org/x/sys/unix"
 )
@@ -84,13 +84,13 @@ func (d *Deployment) KernelType() string {
 		for _, p := range d.Requested {
 			switch p {
 			case "kernel-rt-core":
-				return desired.KernelRealtime
+				return model.KernelRealtime
 			case "kernel-64k-core":
-				return desired.Kernel64kPages
+				return model.Kernel64kPages
 			}
 		}
 	}
-	return desired.KernelDefault
+	return model.KernelDefault
 }
 
 // State is what was read.
@@ -351,7 +351,7 @@ func nextDeployment(r *ondisk.Root, deps []deploymentDir) (*deploymentDir, strin
 	if err != nil || !ok {
 		return nil, "", err
 	}
-	for _, a := range desired.SplitKernelArguments(options) {
+	for _, a := range model.SplitKernelArguments(options) {
 		link, ok := strings.CutPrefix(a, "ostree=")
 		if !ok {
 			continue
@@ -417,11 +417,11 @@ func (s *State) readKernel(r *ondisk.Root) {
 func (s *State) RunningKernelType() string {
 	switch {
 	case s.Realtime:
-		return desired.KernelRealtime
+		return model.KernelRealtime
 	case s.PageSize == 64<<10:
-		return desired.Kernel64kPages
+		return model.Kernel64kPages
 	}
-	return desired.KernelDefault
+	return model.KernelDefault
 }
 
 // readFIPS reads /proc/sys/crypto/fips_enabled, as the machine-config
@@ -438,5 +438,5 @@ func (s *State) readFIPS(r *ondisk.Root) {
 		s.FIPSErr = err
 	}
 	b, err = readFile(r, cmdline)
-	s.Cmdline, s.CmdlineErr = desired.SplitKernelArguments(string(bytes.TrimSpace(b))), err
+	s.Cmdline, s.CmdlineErr = model.SplitKernelArguments(string(bytes.TrimSpace(b))), err
 }

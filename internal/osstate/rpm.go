@@ -29,6 +29,21 @@ var rpmDBFiles = []string{"rpmdb.sqlite", "Packages.db", "Packages"}
 // looked up.
 var ErrNoRPM = errors.New("no rpm program to read the rpm database with")
 
+// RPMDB finds the root's rpm database: the host directory (the first of
+// rpmDBDirs that holds one of rpmDBFiles) and the database file in it;
+// "" and "" when there is none.
+func RPMDB(r *ondisk.Root) (dir, file string) {
+	for _, d := range rpmDBDirs {
+		for _, f := range rpmDBFiles {
+			if fi, err := openFile(r, path.Join(d, f)); err == nil {
+				fi.Close()
+				return d, path.Join(d, f)
+			}
+		}
+	}
+	return "", ""
+}
+
 // Installed looks up packages in the root's rpm database and returns
 // those installed. It runs `rpm --root ROOT --dbpath DIR -q`, as the
 // machine-config daemon verifies its extensions (pkg/daemon/update.go,
@@ -41,19 +56,7 @@ func Installed(ctx context.Context, r *ondisk.Root, pkgs []string) (map[string]b
 	if len(pkgs) == 0 {
 		return installed, nil
 	}
-	dbpath := ""
-	for _, d := range rpmDBDirs {
-		for _, f := range rpmDBFiles {
-			if fi, err := openFile(r, path.Join(d, f)); err == nil {
-				fi.Close()
-				dbpath = d
-				break
-			}
-		}
-		if dbpath != "" {
-			break
-		}
-	}
+	dbpath, _ := RPMDB(r)
 	if dbpath == "" {
 		return installed, nil
 	}

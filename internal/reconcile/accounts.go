@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -42,12 +44,31 @@ func (execCommands) Run(ctx context.Context, name string, args []string, stdin [
 
 // command is one tool run of an account's repair.
 type command struct {
-	name  string
+	name string
+	// args holds rootArg where the tool takes the root's directory: it is
+	// given when the command runs (the root's, or a dry run's scratch
+	// copy of its account files).
 	args  []string
 	stdin []byte // a password line: never shown
 	// writes are the host paths the tool may write (leave.go): the
 	// account files, a home directory.
 	writes []string
+}
+
+// rootArg stands for the directory --root names until the command runs. A
+// NUL is in no argument a process can be given.
+const rootArg = "\x00root"
+
+// withRoot is c's arguments with rootArg replaced by dir.
+func (c command) withRoot(dir string) []string {
+	args := make([]string, len(c.args))
+	for i, a := range c.args {
+		if a == rootArg {
+			a = dir
+		}
+		args[i] = a
+	}
+	return args
 }
 
 // String is the command as the admin would run it on the host the root
@@ -72,27 +93,34 @@ func (c command) String() string {
 // writes it: the same tools with --root, groups before users
 // (internal/exec/stages/files/passwd.go, createPasswd), and the fields that
 // drifted only. It reads the account files, and writes nothing.
-func (r *Reconciler) planAccount(e *desired.Entry, kinds []drift.Kind) ([]Step, error) {
+func (r *Reconciler) planAccount(e *model.Entry, kinds []drift.Kind) ([]Step, error) {
 	acct := e.Account
-	db, err := desired.ReadAccountDB(r.Root)
+	if field, err := desired.AccountProblem(acct); err != nil {
+		// The loader refuses such a config; a state from elsewhere is
+		// refused here, before any tool is handed the value.
+		return nil, refuse("its %s is refused: %v", field, err)
+	}
+	db, err := r.accountDB()
 	if err != nil {
 		return nil, refuse("the account files cannot be read: %v", err)
 	}
-	root := r.Root.Dir()
 	var cmds []command
-	if e.Kind == desired.KindGroup {
-		cmds, err = groupCommands(root, acct, kinds, db)
+	if e.Kind == model.KindGroup {
+		cmds, err = groupCommands(acct, kinds, db)
 	} else {
 		o := ondisk.NewObserver(r.Root)
 		defer o.Close()
 		homeExists := acct.Home != nil && o.TypeOf(*acct.Home) == ondisk.Directory
-		cmds, err = userCommands(root, acct, kinds, db, homeExists)
+		cmds, err = userCommands(acct, kinds, db, homeExists)
 	}
 	var steps []Step
 	for _, c := range cmds {
 		steps = append(steps, Step{Op: OpRun, Path: e.Path, Says: c.String(), Resolves: kinds, cmd: c, hash: acct.PasswordHash})
 	}
-	return steps, err
+	if err != nil {
+		return steps, err
+	}
+	return append(steps, r.planRelabel(e, cmds)...), nil
 }
 
 // run runs an account's tool; its message never shows the declared hash.
@@ -101,7 +129,7 @@ func (r *Reconciler) run(ctx context.Context, c command, hash *string) error {
 	if run == nil {
 		run = execCommands{}
 	}
-	if err := run.Run(ctx, c.name, c.args, c.stdin); err != nil {
+	if err := run.Run(ctx, c.name, c.withRoot(r.accountsDir()), c.stdin); err != nil {
 		return refuse("%s", withoutHash(err.Error(), hash))
 	}
 	return nil
@@ -124,25 +152,29 @@ func passwordLine(name, hash string) []byte { return []byte(name + ":" + hash + 
 // is a directory already: usermod --move-home refuses to move onto one
 // (shadow-utils src/usermod.c, move_home: "directory exists"), where
 // Ignition's usermod would have failed; the home is then only named.
-func userCommands(root string, acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB, homeExists bool) ([]command, error) {
+func userCommands(acct *model.Account, kinds []drift.Kind, db *accountdb.DB, homeExists bool) ([]command, error) {
 	u, exists := db.Users[acct.Name]
 	switch {
+	case acct.Absent && exists && u.Source != accountdb.PasswdFile:
+		// userdel edits /etc/passwd only, and fails on a user that is not
+		// there ("user 'NAME' does not exist"), as Ignition's would.
+		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): userdel removes users from %s only, so it cannot be removed", acct.Name, u.Source, accountdb.PasswdFile)
 	case acct.Absent:
 		// EnsureUser: userdel --remove --root.
-		c := command{name: "userdel", args: []string{"--remove", "--root", root, acct.Name}, writes: userFiles}
+		c := command{name: "userdel", args: []string{"--remove", "--root", rootArg, acct.Name}, writes: userFiles}
 		if exists {
 			c.writes = append(slices.Clone(userFiles), u.Home)
 		}
 		return []command{c}, nil
-	case exists && u.Source != desired.PasswdFile:
-		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): usermod changes %s only; copy its line there first", acct.Name, u.Source, desired.PasswdFile)
+	case exists && u.Source != accountdb.PasswdFile:
+		return nil, refuse("user %q is in %s (the image's, read through nss-altfiles): usermod changes %s only; copy its line there first", acct.Name, u.Source, accountdb.PasswdFile)
 	}
 	if acct.PrimaryGroup != nil && has(kinds, drift.PrimaryGroup) || !exists && acct.PrimaryGroup != nil {
 		if _, ok := db.GroupOf(*acct.PrimaryGroup); !ok {
 			return nil, refuse("its primary group %q does not exist", *acct.PrimaryGroup)
 		}
 	}
-	args := []string{"--root", root}
+	args := []string{"--root", rootArg}
 	var name string
 	if !exists {
 		// useradd with every declared field, as EnsureUser does for a user
@@ -198,7 +230,7 @@ func userCommands(root string, acct *desired.Account, kinds []drift.Kind, db *de
 	}
 	if acct.PasswordHash != nil && has(kinds, drift.PasswordHash) {
 		// What usermod --password writes (SetPasswordHash), through stdin.
-		cmds = append(cmds, command{name: "chpasswd", args: []string{"--encrypted", "--root", root}, stdin: passwordLine(acct.Name, *acct.PasswordHash), writes: chpasswdFiles})
+		cmds = append(cmds, command{name: "chpasswd", args: []string{"--encrypted", "--root", rootArg}, stdin: passwordLine(acct.Name, *acct.PasswordHash), writes: chpasswdFiles})
 	}
 	return cmds, nil
 }
@@ -207,7 +239,7 @@ func userCommands(root string, acct *desired.Account, kinds []drift.Kind, db *de
 // writes: the account files (leave.go) and the home directory useradd
 // --create-home makes, usermod --move-home moves, and usermod --uid or
 // --gid chowns the tree of (src/usermod.c: move_home, chown_tree).
-func userWrites(acct *desired.Account, u *desired.Passwd, args []string) []string {
+func userWrites(acct *model.Account, u *accountdb.Passwd, args []string) []string {
 	home := "/home/" + acct.Name // useradd's default HOME=/home (/etc/default/useradd)
 	if acct.Home != nil {
 		home = *acct.Home
@@ -231,15 +263,17 @@ func userWrites(acct *desired.Account, u *desired.Passwd, args []string) []strin
 	return w
 }
 
-func groupCommands(root string, acct *desired.Account, kinds []drift.Kind, db *desired.AccountDB) ([]command, error) {
+func groupCommands(acct *model.Account, kinds []drift.Kind, db *accountdb.DB) ([]command, error) {
 	g, exists := db.Groups[acct.Name]
 	switch {
+	case acct.Absent && exists && g.Source != accountdb.GroupFile:
+		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupdel removes groups from %s only, so it cannot be removed", acct.Name, g.Source, accountdb.GroupFile)
 	case acct.Absent:
-		return []command{{name: "groupdel", args: []string{"--root", root, acct.Name}, writes: groupFiles}}, nil
-	case exists && g.Source != desired.GroupFile:
-		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupmod changes %s only; copy its line there first", acct.Name, g.Source, desired.GroupFile)
+		return []command{{name: "groupdel", args: []string{"--root", rootArg, acct.Name}, writes: groupFiles}}, nil
+	case exists && g.Source != accountdb.GroupFile:
+		return nil, refuse("group %q is in %s (the image's, read through nss-altfiles): groupmod changes %s only; copy its line there first", acct.Name, g.Source, accountdb.GroupFile)
 	}
-	args := []string{"--root", root}
+	args := []string{"--root", rootArg}
 	name := "groupmod"
 	if !exists {
 		name = "groupadd"
@@ -261,7 +295,7 @@ func groupCommands(root string, acct *desired.Account, kinds []drift.Kind, db *d
 	}
 	if acct.PasswordHash != nil && has(kinds, drift.PasswordHash) {
 		// What groupadd/groupmod --password writes, through stdin.
-		cmds = append(cmds, command{name: "chgpasswd", args: []string{"--encrypted", "--root", root}, stdin: passwordLine(acct.Name, *acct.PasswordHash), writes: groupFiles})
+		cmds = append(cmds, command{name: "chgpasswd", args: []string{"--encrypted", "--root", rootArg}, stdin: passwordLine(acct.Name, *acct.PasswordHash), writes: groupFiles})
 	}
 	return cmds, nil
 }

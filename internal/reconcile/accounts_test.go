@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 )
@@ -53,54 +54,54 @@ func TestAccountRepairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	user := func(a desired.Account) *desired.Entry {
-		return &desired.Entry{Kind: desired.KindUser, Path: desired.PasswdFile, User: a.Name, Type: desired.TypeNone, Account: &a}
+	user := func(a model.Account) *model.Entry {
+		return &model.Entry{Kind: model.KindUser, Path: accountdb.PasswdFile, User: a.Name, Type: model.TypeNone, Account: &a}
 	}
-	group := func(a desired.Account) *desired.Entry {
-		return &desired.Entry{Kind: desired.KindGroup, Path: desired.GroupFile, Type: desired.TypeNone, Account: &a}
+	group := func(a model.Account) *model.Entry {
+		return &model.Entry{Kind: model.KindGroup, Path: accountdb.GroupFile, Type: model.TypeNone, Account: &a}
 	}
 	hash := secretHash
 	tests := []struct {
 		name    string
-		entry   *desired.Entry
+		entry   *model.Entry
 		kinds   []drift.Kind
 		runs    []string // ROOT for the root
 		done    []string
 		problem string
 	}{
-		{name: "only the fields that drifted", entry: user(desired.Account{Name: "core", Shell: ptr("/bin/sh"), Gecos: ptr("Admin"), Groups: []string{"wheel"}}),
+		{name: "only the fields that drifted", entry: user(model.Account{Name: "core", Shell: ptr("/bin/sh"), Gecos: ptr("Admin"), Groups: []string{"wheel"}}),
 			kinds: []drift.Kind{drift.Shell, drift.Groups},
 			runs:  []string{"usermod --root ROOT --groups wheel --shell /bin/sh core"},
 			done:  []string{"usermod --groups wheel --shell /bin/sh core"}},
-		{name: "a password through stdin", entry: user(desired.Account{Name: "core", PasswordHash: &hash}),
+		{name: "a password through stdin", entry: user(model.Account{Name: "core", PasswordHash: &hash}),
 			kinds: []drift.Kind{drift.PasswordHash},
 			runs:  []string{"chpasswd --encrypted --root ROOT"},
 			done:  []string{"chpasswd --encrypted (the declared password hash on its input)"}},
-		{name: "a home that exists is named, not moved onto", entry: user(desired.Account{Name: "core", Home: ptr("/home/core")}),
+		{name: "a home that exists is named, not moved onto", entry: user(model.Account{Name: "core", Home: ptr("/home/core")}),
 			kinds: []drift.Kind{drift.HomeDir},
 			runs:  []string{"usermod --root ROOT --home /home/core core"}},
-		{name: "a home that does not exist is moved to", entry: user(desired.Account{Name: "core", Home: ptr("/var/home/core")}),
+		{name: "a home that does not exist is moved to", entry: user(model.Account{Name: "core", Home: ptr("/var/home/core")}),
 			kinds: []drift.Kind{drift.HomeDir},
 			runs:  []string{"usermod --root ROOT --home /var/home/core --move-home core"}},
-		{name: "a missing user, created as Ignition creates it", entry: user(desired.Account{Name: "svc", ID: ptr(1600), PrimaryGroup: ptr("wheel"),
-			PasswordHash: &hash, Creation: desired.Creation{NoCreateHome: true, System: true}}),
+		{name: "a missing user, created as Ignition creates it", entry: user(model.Account{Name: "svc", ID: ptr(1600), PrimaryGroup: ptr("wheel"),
+			PasswordHash: &hash, Creation: model.Creation{NoCreateHome: true, System: true}}),
 			kinds: []drift.Kind{drift.Missing},
 			runs: []string{"useradd --root ROOT --no-create-home --system --password * --uid 1600 --gid wheel svc",
 				"chpasswd --encrypted --root ROOT"}},
-		{name: "a user that must not exist", entry: user(desired.Account{Name: "core", Absent: true}), kinds: []drift.Kind{drift.Present},
+		{name: "a user that must not exist", entry: user(model.Account{Name: "core", Absent: true}), kinds: []drift.Kind{drift.Present},
 			runs: []string{"userdel --remove --root ROOT core"}},
-		{name: "a user of the image's", entry: user(desired.Account{Name: "image", Shell: ptr("/bin/sh")}), kinds: []drift.Kind{drift.Shell},
+		{name: "a user of the image's", entry: user(model.Account{Name: "image", Shell: ptr("/bin/sh")}), kinds: []drift.Kind{drift.Shell},
 			problem: `user "image" is in /usr/lib/passwd`},
-		{name: "a primary group that does not exist", entry: user(desired.Account{Name: "core", PrimaryGroup: ptr("nosuch")}), kinds: []drift.Kind{drift.PrimaryGroup},
+		{name: "a primary group that does not exist", entry: user(model.Account{Name: "core", PrimaryGroup: ptr("nosuch")}), kinds: []drift.Kind{drift.PrimaryGroup},
 			problem: `its primary group "nosuch" does not exist`},
-		{name: "a group's gid and password", entry: group(desired.Account{Name: "wheel", ID: ptr(11), PasswordHash: &hash}),
+		{name: "a group's gid and password", entry: group(model.Account{Name: "wheel", ID: ptr(11), PasswordHash: &hash}),
 			kinds: []drift.Kind{drift.GID, drift.PasswordHash},
 			runs:  []string{"groupmod --root ROOT --gid 11 wheel", "chgpasswd --encrypted --root ROOT"}},
-		{name: "a missing group", entry: group(desired.Account{Name: "docker", Creation: desired.Creation{System: true}}), kinds: []drift.Kind{drift.Missing},
+		{name: "a missing group", entry: group(model.Account{Name: "docker", Creation: model.Creation{System: true}}), kinds: []drift.Kind{drift.Missing},
 			runs: []string{"groupadd --root ROOT --system docker"}},
-		{name: "a group that must not exist", entry: group(desired.Account{Name: "wheel", Absent: true}), kinds: []drift.Kind{drift.Present},
+		{name: "a group that must not exist", entry: group(model.Account{Name: "wheel", Absent: true}), kinds: []drift.Kind{drift.Present},
 			runs: []string{"groupdel --root ROOT wheel"}},
-		{name: "a group of the image's", entry: group(desired.Account{Name: "imagegrp", ID: ptr(5)}), kinds: []drift.Kind{drift.GID},
+		{name: "a group of the image's", entry: group(model.Account{Name: "imagegrp", ID: ptr(5)}), kinds: []drift.Kind{drift.GID},
 			problem: `group "imagegrp" is in /usr/lib/group`},
 	}
 	for _, tt := range tests {
@@ -108,7 +109,7 @@ func TestAccountRepairs(t *testing.T) {
 			for _, dry := range []bool{true, false} {
 				cmds := &recorded{}
 				rec := &Reconciler{Root: r, Commands: cmds, DryRun: dry}
-				res := rec.Repair(context.Background(), []*desired.Entry{tt.entry}, map[string][]drift.Kind{tt.entry.ID(): tt.kinds})
+				res := rec.Repair(context.Background(), []*model.Entry{tt.entry}, map[string][]drift.Kind{tt.entry.ID(): tt.kinds})
 				if tt.problem != "" {
 					if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, tt.problem) {
 						t.Fatalf("refused %+v, want a problem with %q", res.Refused, tt.problem)
@@ -170,8 +171,8 @@ func TestAccountRepairFailureShowsNoHash(t *testing.T) {
 	}
 	defer r.Close()
 	hash := secretHash
-	e := &desired.Entry{Kind: desired.KindUser, Path: desired.PasswdFile, User: "core", Account: &desired.Account{Name: "core", PasswordHash: &hash}}
-	res := (&Reconciler{Root: r, Commands: failing{}}).Repair(context.Background(), []*desired.Entry{e}, map[string][]drift.Kind{e.ID(): {drift.PasswordHash}})
+	e := &model.Entry{Kind: model.KindUser, Path: accountdb.PasswdFile, User: "core", Account: &model.Account{Name: "core", PasswordHash: &hash}}
+	res := (&Reconciler{Root: r, Commands: failing{}}).Repair(context.Background(), []*model.Entry{e}, map[string][]drift.Kind{e.ID(): {drift.PasswordHash}})
 	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, "chpasswd: exit status 1") || strings.Contains(res.Refused[0].Problem, "TheDeclaredSecretHash") {
 		t.Errorf("refused %+v: want chpasswd's failure without the hash", res.Refused)
 	}

@@ -35,12 +35,14 @@ func (r *Reconciler) applyStep(ctx context.Context, w *writer, s *Step) error {
 		return r.Units.DisableUnitFiles(ctx, []string{s.Unit})
 	case OpRun:
 		return r.run(ctx, s.cmd, s.hash)
+	case OpRelabel:
+		return r.relabel(w, s)
 	}
 	var dir int
 	var err error
 	switch s.Op {
 	case OpWrite, OpMkdir, OpSymlink, OpHardLink:
-		dir, err = w.ensureDir(dirOf(s), s.parent)
+		dir, err = w.ensureDir(dirOf(s), s.parent, s.labelAt)
 	default:
 		if dir, err = w.dir(dirOf(s)); err != nil {
 			err = opError("opening directory", dirOf(s), err)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"golang.org/x/sys/unix"
 )
@@ -74,10 +74,10 @@ func TestDryRunIsThePlanApplyRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries = append(entries,
-		desired.Entry{Kind: desired.KindFile, Path: "/etc/m.conf", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
-			Content: &desired.Content{Exact: []byte("same\n")}},
-		desired.Entry{Kind: desired.KindLink, Path: "/etc/l", Type: desired.TypeSymlink, Target: "/etc/a.conf"},
-		desired.Entry{Kind: desired.KindDirectory, Path: "/etc/new", Type: desired.TypeDirectory, Mode: ptr(uint32(0o750)), UID: &uid, GID: &gid})
+		model.Entry{Kind: model.KindFile, Path: "/etc/m.conf", Type: model.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+			Content: &model.Content{Exact: []byte("same\n")}},
+		model.Entry{Kind: model.KindLink, Path: "/etc/l", Type: model.TypeSymlink, Target: "/etc/a.conf"},
+		model.Entry{Kind: model.KindDirectory, Path: "/etc/new", Type: model.TypeDirectory, Mode: ptr(uint32(0o750)), UID: &uid, GID: &gid})
 
 	repair := func(dry bool) Result { return repairDry(t, root, entries, SysFS{}, dry) }
 	before := digest(t, root)
@@ -126,14 +126,14 @@ func TestApplyRefusesASwappedNode(t *testing.T) {
 	}
 	mode := uint32(0o644)
 	uid, gid := os.Getuid(), os.Getgid()
-	e := desired.Entry{Kind: desired.KindFile, Path: "/etc/f", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
-		Content: &desired.Content{Exact: []byte("x")}}
+	e := model.Entry{Kind: model.KindFile, Path: "/etc/f", Type: model.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+		Content: &model.Content{Exact: []byte("x")}}
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	rec := &Reconciler{Root: r, Declared: ondisk.Declare([]desired.Entry{e})}
+	rec := &Reconciler{Root: r, Declared: ondisk.Declare([]model.Entry{e})}
 	w := &writer{root: r, decl: rec.Declared, fs: SysFS{}}
 	steps, err := rec.plan(w, &e, []drift.Kind{drift.Mode})
 	if err != nil || len(steps) != 1 || steps[0].Op != OpChmod {

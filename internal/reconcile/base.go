@@ -6,8 +6,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -25,7 +25,7 @@ import (
 // or when none holds the base, the file is refused: what stands there now
 // is no base (a file that lost its last fragment would get its first one
 // twice), and a guess would be written as if Ignition had written it.
-func (r *Reconciler) appendBase(w *writer, e *desired.Entry, ob *ondisk.Observation) ([]byte, error) {
+func (r *Reconciler) appendBase(w *writer, e *model.Entry, ob *ondisk.Observation) ([]byte, error) {
 	const what = "it is declared with append fragments and no contents, so its content is what it held before Ignition appended to it"
 	b := e.Content.Base
 	switch {

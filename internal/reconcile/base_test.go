@@ -8,16 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // recordedBase is the first-boot record's base of b under key, as
 // firstboot.Use.Apply makes it.
-func recordedBase(key []byte, b string) *desired.Base {
+func recordedBase(key []byte, b string) *model.Base {
 	sum := sha256.Sum256([]byte(b))
 	m := hmac.New(sha256.New, key)
 	m.Write(sum[:])
-	out := &desired.Base{Size: int64(len(b)), Key: key, Record: "/etc/drift-monitor/desired.d/10-firstboot.record"}
+	out := &model.Base{Size: int64(len(b)), Key: model.NewKey(key), Record: "/etc/drift-monitor/desired.d/10-firstboot.record"}
 	copy(out.Keyed[:], m.Sum(nil))
 	return out
 }
@@ -37,34 +37,34 @@ func TestAppendBase(t *testing.T) {
 		now    string // the file's content; "" with absent
 		absent bool
 		twin   string // /usr/etc/motd, when not ""
-		base   func() *desired.Base
+		base   func() *model.Base
 		want   string // the file after the repair
 		refuse string // a part of the refusal, when refused
 	}{
-		{name: "no record", now: "line 1\n", base: func() *desired.Base { return nil },
+		{name: "no record", now: "line 1\n", base: func() *model.Base { return nil },
 			refuse: "no first-boot record"},
 		{name: "record without a base", now: "line 1\n",
-			base: func() *desired.Base {
-				return &desired.Base{Unknown: "the first-boot record R has none: it did not end with its fragments"}
+			base: func() *model.Base {
+				return &model.Base{Unknown: "the first-boot record R has none: it did not end with its fragments"}
 			},
 			refuse: "did not end with its fragments"},
 		{name: "empty base: the file lost its last fragment", now: "line 1\n",
-			base: func() *desired.Base { return recordedBase(key, "") }, want: frags},
+			base: func() *model.Base { return recordedBase(key, "") }, want: frags},
 		{name: "empty base: the file is gone", absent: true,
-			base: func() *desired.Base { return recordedBase(key, "") }, want: frags},
+			base: func() *model.Base { return recordedBase(key, "") }, want: frags},
 		{name: "base kept by the record", now: "vandalised\n",
-			base: func() *desired.Base { b := recordedBase(key, "banner\n"); b.Bytes = []byte("banner\n"); return b },
+			base: func() *model.Base { b := recordedBase(key, "banner\n"); b.Bytes = []byte("banner\n"); return b },
 			want: "banner\n" + frags},
 		{name: "base at the start of the file", now: "secret base\nline 1\n",
-			base: func() *desired.Base { return recordedBase(key, "secret base\n") }, want: "secret base\n" + frags},
+			base: func() *model.Base { return recordedBase(key, "secret base\n") }, want: "secret base\n" + frags},
 		{name: "base in the /usr/etc twin", now: "vandalised\n", twin: "image motd\n",
-			base: func() *desired.Base { b := recordedBase(key, "image motd\n"); b.Twin = "/usr/etc/motd"; return b },
+			base: func() *model.Base { b := recordedBase(key, "image motd\n"); b.Twin = "/usr/etc/motd"; return b },
 			want: "image motd\n" + frags},
 		{name: "twin changed since the first boot", now: "vandalised\n", twin: "newer image motd\n",
-			base:   func() *desired.Base { b := recordedBase(key, "image motd\n"); b.Twin = "/usr/etc/motd"; return b },
+			base:   func() *model.Base { b := recordedBase(key, "image motd\n"); b.Twin = "/usr/etc/motd"; return b },
 			refuse: "nor /usr/etc/motd holds them"},
 		{name: "record's bytes that are not the base", now: "vandalised\n",
-			base:   func() *desired.Base { b := recordedBase(key, "banner\n"); b.Bytes = []byte("forged\n"); return b },
+			base:   func() *model.Base { b := recordedBase(key, "banner\n"); b.Bytes = []byte("forged\n"); return b },
 			refuse: "does not guess"},
 	}
 	for _, tt := range tests {
@@ -88,8 +88,8 @@ func TestAppendBase(t *testing.T) {
 			}
 			mode := uint32(0o644)
 			uid, gid := os.Getuid(), os.Getgid()
-			entries := []desired.Entry{{Kind: desired.KindFile, Path: "/etc/motd", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
-				Content: &desired.Content{Suffix: []byte(frags), Base: tt.base()}}}
+			entries := []model.Entry{{Kind: model.KindFile, Path: "/etc/motd", Type: model.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+				Content: &model.Content{Suffix: []byte(frags), Base: tt.base()}}}
 			res := repairWith(t, root, entries, SysFS{})
 			got, err := os.ReadFile(motd)
 			if tt.absent && tt.refuse != "" {
@@ -133,8 +133,8 @@ func TestAppendBaseReadsOnlyTheBase(t *testing.T) {
 	}
 	mode := uint32(0o644)
 	uid, gid := os.Getuid(), os.Getgid()
-	entries := []desired.Entry{{Kind: desired.KindFile, Path: "/etc/motd", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
-		Content: &desired.Content{Suffix: []byte(frags), Base: recordedBase(key, "secret base\n")}}}
+	entries := []model.Entry{{Kind: model.KindFile, Path: "/etc/motd", Type: model.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+		Content: &model.Content{Suffix: []byte(frags), Base: recordedBase(key, "secret base\n")}}}
 	res := repairWith(t, root, entries, SysFS{})
 	got, err := os.ReadFile(motd)
 	if err != nil {

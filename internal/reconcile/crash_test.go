@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/fsx/fsxtest"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +38,7 @@ type version struct {
 // crashRoot writes a drifted root: a file with other content and mode, a
 // file whose directory is missing, a file that became an empty directory,
 // and a hard link that became a copy.
-func crashRoot(t *testing.T) (root string, entries []desired.Entry, versions map[string][]version) {
+func crashRoot(t *testing.T) (root string, entries []model.Entry, versions map[string][]version) {
 	t.Helper()
 	root = t.TempDir()
 	uid, gid := os.Getuid(), os.Getgid()
@@ -58,15 +58,15 @@ func crashRoot(t *testing.T) (root string, entries []desired.Entry, versions map
 	write("etc/a.conf", "old content, longer than the new one\n", 0o600)
 	write("etc/h", "new a\n", 0o644)
 	mode := uint32(0o644)
-	file := func(p, content string) desired.Entry {
-		return desired.Entry{Kind: desired.KindFile, Path: p, Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
-			Content: &desired.Content{Exact: []byte(content)}}
+	file := func(p, content string) model.Entry {
+		return model.Entry{Kind: model.KindFile, Path: p, Type: model.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+			Content: &model.Content{Exact: []byte(content)}}
 	}
-	entries = []desired.Entry{
+	entries = []model.Entry{
 		file("/etc/a.conf", "new a\n"),
 		file("/etc/new/b.conf", "new b\n"),
 		file("/etc/over", "was a directory\n"),
-		{Kind: desired.KindHardLink, Path: "/etc/h", Type: desired.TypeHardLink, Target: "/etc/a.conf"},
+		{Kind: model.KindHardLink, Path: "/etc/h", Type: model.TypeHardLink, Target: "/etc/a.conf"},
 	}
 	versions = map[string][]version{
 		"/etc/a.conf":     {{"old content, longer than the new one\n", 0o600}, {"new a\n", 0o644}},
@@ -94,13 +94,13 @@ func state(root, p string) (version, error) {
 	return version{string(b), st.Mode & 0o7777}, err
 }
 
-func repairWith(t *testing.T, root string, entries []desired.Entry, fs FS) Result {
+func repairWith(t *testing.T, root string, entries []model.Entry, fs FS) Result {
 	t.Helper()
 	return repairDry(t, root, entries, fs, false)
 }
 
 // repairDry checks root and repairs what differs, or with dry, plans it.
-func repairDry(t *testing.T, root string, entries []desired.Entry, fs FS, dry bool) Result {
+func repairDry(t *testing.T, root string, entries []model.Entry, fs FS, dry bool) Result {
 	t.Helper()
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
@@ -202,8 +202,8 @@ func TestRefusesNonEmptyDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	mode := uint32(0o644)
-	entries := []desired.Entry{{Kind: desired.KindFile, Path: "/etc/x.conf", Type: desired.TypeRegular, Mode: &mode,
-		Content: &desired.Content{Exact: []byte("x\n")}}}
+	entries := []model.Entry{{Kind: model.KindFile, Path: "/etc/x.conf", Type: model.TypeRegular, Mode: &mode,
+		Content: &model.Content{Exact: []byte("x\n")}}}
 	res := repairWith(t, root, entries, SysFS{})
 	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, "not empty") {
 		t.Fatalf("refused %+v, want /etc/x.conf refused as a directory that is not empty", res.Refused)

@@ -1,7 +1,7 @@
 package reconcile
 
 import (
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 )
 
@@ -62,21 +62,21 @@ func (r *Reconciler) writes(s *Step) []string {
 var (
 	// useradd and userdel add or remove the user's lines everywhere: its
 	// passwd and shadow lines, its user group and memberships.
-	userFiles = []string{desired.PasswdFile, desired.ShadowFile, desired.GroupFile, desired.GShadowFile}
+	userFiles = []string{accountdb.PasswdFile, accountdb.ShadowFile, accountdb.GroupFile, accountdb.GShadowFile}
 	// usermod rewrites passwd for --uid, --comment, --home, --gid and
 	// --shell; shadow only for --expiredate, --inactive, --password,
 	// --lock, --unlock and a rename, none of which a repair passes
 	// (src/usermod.c, usr_update); group and gshadow for --groups
 	// (grp_update).
-	usermodFiles       = []string{desired.PasswdFile}
-	usermodGroupsFiles = []string{desired.GroupFile, desired.GShadowFile}
+	usermodFiles       = []string{accountdb.PasswdFile}
+	usermodGroupsFiles = []string{accountdb.GroupFile, accountdb.GShadowFile}
 	// chpasswd -e writes the hash to the shadow line, and to passwd's own
 	// field when there is no shadow line or passwd holds a hash
 	// (src/chpasswd.c).
-	chpasswdFiles = []string{desired.ShadowFile, desired.PasswdFile}
+	chpasswdFiles = []string{accountdb.ShadowFile, accountdb.PasswdFile}
 	// groupadd, groupdel and chgpasswd: the group's lines; groupmod
 	// --gid reads gshadow only for --password, --new-name and --users
 	// (src/groupmod.c, grp_update): /etc/group only.
-	groupFiles    = []string{desired.GroupFile, desired.GShadowFile}
-	groupmodFiles = []string{desired.GroupFile}
+	groupFiles    = []string{accountdb.GroupFile, accountdb.GShadowFile}
+	groupmodFiles = []string{accountdb.GroupFile}
 )

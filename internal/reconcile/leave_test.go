@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -40,52 +41,52 @@ func TestLeaveWhatARepairWrites(t *testing.T) {
 	}
 	defer r.Close()
 	hash := secretHash
-	user := func(a desired.Account) *desired.Entry {
-		return &desired.Entry{Kind: desired.KindUser, Path: desired.PasswdFile, User: a.Name, Type: desired.TypeNone, Account: &a}
+	user := func(a model.Account) *model.Entry {
+		return &model.Entry{Kind: model.KindUser, Path: accountdb.PasswdFile, User: a.Name, Type: model.TypeNone, Account: &a}
 	}
 	tests := []struct {
 		name    string
 		leave   string
-		entry   *desired.Entry
+		entry   *model.Entry
 		kinds   []drift.Kind
 		problem string // "": repaired
 	}{
 		{"a missing user: useradd writes /etc/shadow", "/etc/shadow",
-			user(desired.Account{Name: "svc", Creation: desired.Creation{NoCreateHome: true}}), []drift.Kind{drift.Missing},
+			user(model.Account{Name: "svc", Creation: model.Creation{NoCreateHome: true}}), []drift.Kind{drift.Missing},
 			"it would write /etc/shadow, which is excluded"},
 		{"a missing user's home", "/var/home",
-			user(desired.Account{Name: "svc", Home: ptr("/var/home/svc")}), []drift.Kind{drift.Missing},
+			user(model.Account{Name: "svc", Home: ptr("/var/home/svc")}), []drift.Kind{drift.Missing},
 			"it would write /var/home/svc, which is excluded"},
 		{"a shell: usermod writes /etc/passwd only", "/etc/shadow",
-			user(desired.Account{Name: "core", Shell: ptr("/bin/sh")}), []drift.Kind{drift.Shell}, ""},
+			user(model.Account{Name: "core", Shell: ptr("/bin/sh")}), []drift.Kind{drift.Shell}, ""},
 		{"groups: usermod --groups writes /etc/gshadow", "/etc/gshadow",
-			user(desired.Account{Name: "core", Groups: []string{"wheel"}}), []drift.Kind{drift.Groups},
+			user(model.Account{Name: "core", Groups: []string{"wheel"}}), []drift.Kind{drift.Groups},
 			"it would write /etc/gshadow, which is excluded"},
 		{"a password: chpasswd writes /etc/shadow", "/etc/shadow",
-			user(desired.Account{Name: "core", PasswordHash: &hash}), []drift.Kind{drift.PasswordHash},
+			user(model.Account{Name: "core", PasswordHash: &hash}), []drift.Kind{drift.PasswordHash},
 			"it would write /etc/shadow, which is excluded"},
 		{"a uid: usermod chowns the home", "/home/core",
-			user(desired.Account{Name: "core", ID: ptr(1001)}), []drift.Kind{drift.UID},
+			user(model.Account{Name: "core", ID: ptr(1001)}), []drift.Kind{drift.UID},
 			"it would write /home/core, which is excluded"},
 		{"a group's gid: groupmod --gid writes /etc/group only", "/etc/gshadow",
-			&desired.Entry{Kind: desired.KindGroup, Path: desired.GroupFile, Type: desired.TypeNone, Account: &desired.Account{Name: "wheel", ID: ptr(11)}},
+			&model.Entry{Kind: model.KindGroup, Path: accountdb.GroupFile, Type: model.TypeNone, Account: &model.Account{Name: "wheel", ID: ptr(11)}},
 			[]drift.Kind{drift.GID}, ""},
 		{"a missing group: groupadd writes /etc/gshadow", "/etc/gshadow",
-			&desired.Entry{Kind: desired.KindGroup, Path: desired.GroupFile, Type: desired.TypeNone, Account: &desired.Account{Name: "docker"}},
+			&model.Entry{Kind: model.KindGroup, Path: accountdb.GroupFile, Type: model.TypeNone, Account: &model.Account{Name: "docker"}},
 			[]drift.Kind{drift.Missing}, "it would write /etc/gshadow, which is excluded"},
 		{"an enable writes the .wants link", "/etc/systemd/system/multi-user.target.wants",
-			&desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: desired.TypeNone, Enabled: ptr(true)},
+			&model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: model.TypeNone, Enabled: ptr(true)},
 			[]drift.Kind{drift.Enablement},
 			"it would write /etc/systemd/system/multi-user.target.wants/app.service, which is excluded"},
 		{"an enable elsewhere", "/etc/systemd/system/other.target.wants",
-			&desired.Entry{Kind: desired.KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: desired.TypeNone, Enabled: ptr(true)},
+			&model.Entry{Kind: model.KindEnablement, Path: "/etc/systemd/system/app.service", Unit: "app.service", Type: model.TypeNone, Enabled: ptr(true)},
 			[]drift.Kind{drift.Enablement}, ""},
 	}
 	for _, tt := range tests {
 		// An enable is planned offline (the links) and through systemd
 		// (a live host) alike.
 		lives := []bool{false}
-		if tt.entry.Kind == desired.KindEnablement {
+		if tt.entry.Kind == model.KindEnablement {
 			lives = append(lives, true)
 		}
 		for _, live := range lives {
@@ -96,7 +97,7 @@ func TestLeaveWhatARepairWrites(t *testing.T) {
 				if live {
 					rec.Units = noUnitFiles{}
 				}
-				res := rec.Repair(context.Background(), []*desired.Entry{tt.entry}, map[string][]drift.Kind{tt.entry.ID(): tt.kinds})
+				res := rec.Repair(context.Background(), []*model.Entry{tt.entry}, map[string][]drift.Kind{tt.entry.ID(): tt.kinds})
 				if tt.problem == "" {
 					if len(res.Repaired) != 1 || len(res.Refused) != 0 {
 						t.Errorf("refused %+v, want it repaired", res.Refused)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // TestMachineConfigFieldsRefused: a MachineConfig's FIPS (or OS image,
@@ -27,7 +27,7 @@ func TestMachineConfigFieldsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entries := []desired.Entry{{Kind: desired.KindFIPS, Path: desired.FIPSPath, Type: desired.TypeNone, Arg: "true", ArgPresent: true}}
+	entries := []model.Entry{{Kind: model.KindFIPS, Path: model.FIPSPath, Type: model.TypeNone, Arg: "true", ArgPresent: true}}
 	res := repairWith(t, root, entries, SysFS{})
 	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, "the machine-config daemon applies fips") {
 		t.Errorf("refused %+v: want the FIPS drift refused, left to the MCD", res.Refused)

@@ -5,9 +5,9 @@ import (
 	"path"
 	"strings"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 )
@@ -37,6 +37,7 @@ const (
 	OpEnable      Op = "enable"       // a unit, through systemd
 	OpDisable     Op = "disable"      // a unit, through systemd
 	OpRun         Op = "run"          // a shadow-utils tool (accounts)
+	OpRelabel     Op = "relabel"      // the account files and a home: the policy's labels
 )
 
 // Step is one thing a repair writes: where, what, and which drift it
@@ -57,12 +58,17 @@ type Step struct {
 	owned   bool   // OpSymlink: meta's owner is declared (else the writer's)
 	parent  meta   // the missing parents' owner and mode
 	target  string // OpSymlink, OpHardLink
+	// labelAt is the path whose label the node at Path wants (OpWrite,
+	// OpMkdir, OpSymlink): the directories made on the way to it get the
+	// labels of its parents.
+	labelAt string
 	overDir bool   // an empty directory stands there, replaced
 	replace bool   // OpMkdir: a non-directory stands there, replaced
 	name    string // OpRemoveXattr
 	label   string // OpLabel
 	cmd     command
 	hash    *string // OpRun: the declared password hash, kept out of messages
+	home    string  // OpRelabel: the user whose home is relabelled too
 	prune   bool    // OpRemove: then the .wants/.requires directories it emptied
 	// seen is the node planning observed at Path: apply writes nothing
 	// there once it is another (a swap since), nil when nothing stood there
@@ -108,50 +114,52 @@ type nodeFacts struct {
 	targetErr  error
 	// label looks up the policy's default label; nil: nothing is labelled.
 	label func(p string, t selinux.FileType) (string, bool)
+	// labelAt is the path whose label the node wants (ondisk.LabelPath).
+	labelAt string
 }
 
 // rewrites says whether the entry's node is replaced by a new one (rather
 // than kept, with its owner, mode and metadata mended).
-func rewrites(e *desired.Entry, ob *ondisk.Observation) bool {
+func rewrites(e *model.Entry, ob *ondisk.Observation) bool {
 	switch e.Type {
-	case desired.TypeRegular:
+	case model.TypeRegular:
 		return ob.Type != ondisk.Regular || ob.Content.State == ondisk.Differs || ob.Content.State == ondisk.ReadFailed
-	case desired.TypeDirectory:
+	case model.TypeDirectory:
 		return ob.Type != ondisk.Directory
-	case desired.TypeSymlink:
+	case model.TypeSymlink:
 		return ob.Type != ondisk.Symlink || ob.Target != e.Target
-	case desired.TypeHardLink:
+	case model.TypeHardLink:
 		return true
 	}
 	return false
 }
 
-var nodeTypes = map[desired.Type]ondisk.FileType{desired.TypeRegular: ondisk.Regular, desired.TypeDirectory: ondisk.Directory,
-	desired.TypeSymlink: ondisk.Symlink}
+var nodeTypes = map[model.Type]ondisk.FileType{model.TypeRegular: ondisk.Regular, model.TypeDirectory: ondisk.Directory,
+	model.TypeSymlink: ondisk.Symlink}
 
 // planNode is the repair of an entry of a path (file, directory, link,
 // unit, drop-in, mask, unmask, SSH keys) from what was observed there. It
 // writes nothing and reads nothing.
-func planNode(e *desired.Entry, kinds []drift.Kind, f *nodeFacts) ([]Step, error) {
+func planNode(e *model.Entry, kinds []drift.Kind, f *nodeFacts) ([]Step, error) {
 	ob := &f.ob
 	switch {
 	case ob.Err != nil:
 		return nil, refuse("it cannot be examined: %v", ob.Err)
 	case ob.Detour != nil:
 		return nil, &DetourError{Detour: *ob.Detour}
-	case e.Type == desired.TypeNotMasked:
+	case e.Type == model.TypeNotMasked:
 		// Ignition's UnmaskUnit removes the link to /dev/null
 		// (internal/exec/util/unit.go).
 		if ob.Type != ondisk.Symlink || ob.Target != "/dev/null" {
 			return nil, nil
 		}
 		return []Step{{Op: OpRemove, Path: e.Path, Says: "remove the link to /dev/null", Resolves: kinds, seen: seenOf(ob)}}, nil
-	case ob.Type == ondisk.Directory && e.Type != desired.TypeDirectory && !f.emptyDir:
+	case ob.Type == ondisk.Directory && e.Type != model.TypeDirectory && !f.emptyDir:
 		return nil, refuse("a directory that is not empty stands at %q: drift-monitor never removes what it holds (move it away, then run reconcile again)", e.Path)
 	}
 	rewrite := rewrites(e, ob)
 	defMode := uint32(defaultFileMode)
-	if e.Type == desired.TypeDirectory {
+	if e.Type == model.TypeDirectory {
 		defMode = defaultDirMode
 	}
 	m := wantMeta(e, ob, ob.Type == nodeTypes[e.Type], defMode)
@@ -175,25 +183,25 @@ func planNode(e *desired.Entry, kinds []drift.Kind, f *nodeFacts) ([]Step, error
 }
 
 // planWrite is the new node that replaces what stands at the path.
-func planWrite(e *desired.Entry, f *nodeFacts, m meta) (Step, error) {
+func planWrite(e *model.Entry, f *nodeFacts, m meta) (Step, error) {
 	ob := &f.ob
-	s := Step{meta: m, parent: parentMeta(e), overDir: ob.Type == ondisk.Directory, seen: seenOf(ob), target: e.Target}
+	s := Step{meta: m, parent: parentMeta(e), overDir: ob.Type == ondisk.Directory, seen: seenOf(ob), target: e.Target, labelAt: f.labelAt}
 	switch e.Type {
-	case desired.TypeRegular:
+	case model.TypeRegular:
 		if f.contentErr != nil {
 			return s, f.contentErr
 		}
 		s.Op, s.content = OpWrite, f.content
 		s.Says = fmt.Sprintf("write %s (%s)", contentSource(e), plural(len(f.content), "byte", "bytes"))
-	case desired.TypeDirectory:
+	case model.TypeDirectory:
 		s.Op, s.replace, s.overDir = OpMkdir, ob.Type != ondisk.Absent, false
 		s.Says = "create the directory"
-	case desired.TypeSymlink:
+	case model.TypeSymlink:
 		// Ignition lchowns a link it writes (WriteLink, SetPermissions);
 		// a mask it writes is root's (MaskUnit): the writer's.
 		s.Op, s.owned = OpSymlink, e.UID != nil || e.GID != nil
 		s.Says = fmt.Sprintf("link it to %q", e.Target)
-	case desired.TypeHardLink:
+	case model.TypeHardLink:
 		// Ignition links to the target resolved through the root's links
 		// (WriteLink: JoinPath, then os.Link, which follows no link at
 		// the end).
@@ -207,19 +215,19 @@ func planWrite(e *desired.Entry, f *nodeFacts, m meta) (Step, error) {
 		s.Says = fmt.Sprintf("hard-link it to %q", e.Target)
 	}
 	switch {
-	case ob.Type == ondisk.Symlink && e.Type == desired.TypeSymlink:
+	case ob.Type == ondisk.Symlink && e.Type == model.TypeSymlink:
 		s.Says += fmt.Sprintf(" (it links to %q)", ob.Target)
-	case ob.Type != ondisk.Absent && (e.Type != desired.TypeRegular || ob.Type != ondisk.Regular):
+	case ob.Type != ondisk.Absent && (e.Type != model.TypeRegular || ob.Type != ondisk.Regular):
 		s.Says = fmt.Sprintf("replace the %s with it: %s", ob.Type, s.Says)
 	}
-	if e.Type == desired.TypeRegular || e.Type == desired.TypeDirectory {
-		s.Says += fmt.Sprintf(", mode %s, owner %d:%d", desired.FormatMode(m.mode), m.uid, m.gid)
+	if e.Type == model.TypeRegular || e.Type == model.TypeDirectory {
+		s.Says += fmt.Sprintf(", mode %s, owner %d:%d", model.FormatMode(m.mode), m.uid, m.gid)
 	}
 	return s, nil
 }
 
 // contentSource says where a file's bytes come from, never what they are.
-func contentSource(e *desired.Entry) string {
+func contentSource(e *model.Entry) string {
 	switch c := e.Content; {
 	case c == nil:
 		return "an empty file (no content is declared)"
@@ -239,15 +247,15 @@ func plural(n int, one, many string) string {
 // planOwnerMode mends the owner and mode of the node that is kept (the same
 // inode: its hard links keep sharing it), in one step: the kernel clears
 // setuid and setgid on chown, and the mode is set after it.
-func planOwnerMode(e *desired.Entry, kinds []drift.Kind, ob *ondisk.Observation, m meta) []Step {
+func planOwnerMode(e *model.Entry, kinds []drift.Kind, ob *ondisk.Observation, m meta) []Step {
 	var what []string
 	op := OpChmod
 	if ob.UID != m.uid || ob.GID != m.gid {
 		op = OpChown
 		what = append(what, fmt.Sprintf("the owner from %d:%d to %d:%d", ob.UID, ob.GID, m.uid, m.gid))
 	}
-	if e.Type != desired.TypeSymlink && ob.Mode != m.mode {
-		what = append(what, fmt.Sprintf("the mode from %s to %s", desired.FormatMode(ob.Mode), desired.FormatMode(m.mode)))
+	if e.Type != model.TypeSymlink && ob.Mode != m.mode {
+		what = append(what, fmt.Sprintf("the mode from %s to %s", model.FormatMode(ob.Mode), model.FormatMode(m.mode)))
 	}
 	if len(what) == 0 {
 		return nil
@@ -270,7 +278,7 @@ func planFlags(kinds []drift.Kind, ob *ondisk.Observation) []Step {
 
 // planXattrs removes the ACLs and xattrs Ignition did not write from a node
 // that is kept (a node rewritten is a new inode without them).
-func planXattrs(e *desired.Entry, kinds []drift.Kind, ob *ondisk.Observation) []Step {
+func planXattrs(e *model.Entry, kinds []drift.Kind, ob *ondisk.Observation) []Step {
 	var steps []Step
 	add := func(k drift.Kind, names []string) {
 		for _, x := range names {
@@ -292,18 +300,15 @@ func planXattrs(e *desired.Entry, kinds []drift.Kind, ob *ondisk.Observation) []
 // rewritten always (a new inode carries what the kernel gave it), a node
 // kept when its label drifted. A hard link's inode is its target's,
 // labelled with it; a file whose content Ignition keeps is not relabelled.
-func planLabel(e *desired.Entry, kinds []drift.Kind, f *nodeFacts, rewrite bool) []Step {
-	if f.label == nil || e.Type == desired.TypeHardLink || e.Kind == desired.KindConfig || !rewrite && !has(kinds, drift.Label) {
-		return nil
-	}
-	if e.Kind == desired.KindFile && (e.Content == nil || e.Content.Exact == nil && e.Content.Stored == nil && e.Content.Hash == nil && e.Content.Unverifiable == "") {
+func planLabel(e *model.Entry, kinds []drift.Kind, f *nodeFacts, rewrite bool) []Step {
+	if f.label == nil || e.Type == model.TypeHardLink || e.KeepsNode() || !rewrite && !has(kinds, drift.Label) {
 		return nil
 	}
 	t, ok := labelTypes[nodeTypes[e.Type]]
 	if !ok {
 		return nil
 	}
-	want, ok := f.label(e.Path, t)
+	want, ok := f.label(f.labelAt, t)
 	if !ok {
 		return nil
 	}

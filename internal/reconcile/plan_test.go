@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
 )
@@ -33,20 +33,20 @@ func shown(s Step) string {
 // gives the same plan.
 func TestPlanNode(t *testing.T) {
 	mode := func(m uint32) *uint32 { return &m }
-	file := func(content string) desired.Entry {
-		return desired.Entry{Kind: desired.KindFile, Path: "/etc/f", Type: desired.TypeRegular, Mode: mode(0o644),
-			Content: &desired.Content{Exact: []byte(content)}}
+	file := func(content string) model.Entry {
+		return model.Entry{Kind: model.KindFile, Path: "/etc/f", Type: model.TypeRegular, Mode: mode(0o644),
+			Content: &model.Content{Exact: []byte(content)}}
 	}
 	regular := ondisk.Observation{Type: ondisk.Regular, Mode: 0o644, Dev: 1, Ino: 7}
 	with := func(ob ondisk.Observation, f func(*ondisk.Observation)) ondisk.Observation { f(&ob); return ob }
 	labels := func(string, selinux.FileType) (string, bool) { return "system_u:object_r:etc_t:s0", true }
-	dir := desired.Entry{Kind: desired.KindDirectory, Path: "/etc/d", Type: desired.TypeDirectory, Mode: mode(0o750)}
-	link := desired.Entry{Kind: desired.KindLink, Path: "/etc/l", Type: desired.TypeSymlink, Target: "/etc/f", UID: ptr(0), GID: ptr(0)}
-	hard := desired.Entry{Kind: desired.KindHardLink, Path: "/etc/h", Type: desired.TypeHardLink, Target: "/etc/f"}
-	unmask := desired.Entry{Kind: desired.KindUnmask, Path: "/etc/systemd/system/a.service", Unit: "a.service", Type: desired.TypeNotMasked}
+	dir := model.Entry{Kind: model.KindDirectory, Path: "/etc/d", Type: model.TypeDirectory, Mode: mode(0o750)}
+	link := model.Entry{Kind: model.KindLink, Path: "/etc/l", Type: model.TypeSymlink, Target: "/etc/f", UID: ptr(0), GID: ptr(0)}
+	hard := model.Entry{Kind: model.KindHardLink, Path: "/etc/h", Type: model.TypeHardLink, Target: "/etc/f"}
+	unmask := model.Entry{Kind: model.KindUnmask, Path: "/etc/systemd/system/a.service", Unit: "a.service", Type: model.TypeNotMasked}
 	tests := []struct {
 		name  string
-		e     desired.Entry
+		e     model.Entry
 		kinds []drift.Kind
 		f     nodeFacts
 		want  []string
@@ -73,7 +73,7 @@ func TestPlanNode(t *testing.T) {
 		{"owner and mode: one step, chown then chmod", withOwner(file("x"), 0), []drift.Kind{drift.Owner, drift.Mode},
 			nodeFacts{ob: with(regular, func(o *ondisk.Observation) { o.Mode, o.UID = 0o4755, 5 })},
 			[]string{"chown /etc/f: change the owner from 5:0 to 0:0, and the mode from 4755 to 0644 [owner,mode]"}, nil, ""},
-		{"the mode kept when none is declared", desired.Entry{Kind: desired.KindFile, Path: "/etc/f", Type: desired.TypeRegular, UID: ptr(3)},
+		{"the mode kept when none is declared", model.Entry{Kind: model.KindFile, Path: "/etc/f", Type: model.TypeRegular, UID: ptr(3)},
 			[]drift.Kind{drift.Owner}, nodeFacts{ob: with(regular, func(o *ondisk.Observation) { o.Mode = 0o600 })},
 			[]string{"chown /etc/f: change the owner from 0:0 to 3:0 [owner]"}, nil, ""},
 		{"an empty directory in the way", file("x"), []drift.Kind{drift.Type},
@@ -172,7 +172,7 @@ func TestPlanNode(t *testing.T) {
 	}
 }
 
-func withOwner(e desired.Entry, uid int) desired.Entry { e.UID = &uid; return e }
+func withOwner(e model.Entry, uid int) model.Entry { e.UID = &uid; return e }
 
 // aclWithUser is a system.posix_acl_access value with a named user entry
 // (user 1000 rw-): beyond the mode bits.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -28,10 +28,11 @@ func TestKernelArgCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := kernelArg(&desired.Entry{Kind: desired.KindKernelArg, Arg: tt.arg, ArgPresent: tt.present})
+			e := &model.Entry{Kind: model.KindKernelArg, Arg: tt.arg, ArgPresent: tt.present}
+			err := notRepaired(e, e.Kind.Means())
 			p, ok := err.(*problem)
 			if !ok {
-				t.Fatalf("kernelArg = %v, want a problem", err)
+				t.Fatalf("notRepaired = %v, want a problem", err)
 			}
 			if diff := cmp.Diff(tt.want, p.command); diff != "" {
 				t.Errorf("command (-want +got):\n%s", diff)
@@ -56,10 +57,10 @@ func TestNothingWrittenThroughLinks(t *testing.T) {
 	}
 	mode, dirMode := uint32(0o644), uint32(0o755)
 	uid, gid := os.Getuid(), os.Getgid()
-	entries := []desired.Entry{
-		{Kind: desired.KindDirectory, Path: "/etc/d", Type: desired.TypeDirectory, Mode: &dirMode, UID: &uid, GID: &gid},
-		{Kind: desired.KindFile, Path: "/etc/d/f", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
-			Content: &desired.Content{Exact: []byte("f\n")}},
+	entries := []model.Entry{
+		{Kind: model.KindDirectory, Path: "/etc/d", Type: model.TypeDirectory, Mode: &dirMode, UID: &uid, GID: &gid},
+		{Kind: model.KindFile, Path: "/etc/d/f", Type: model.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+			Content: &model.Content{Exact: []byte("f\n")}},
 	}
 	asRoot := os.Geteuid() == 0
 	if asRoot {
@@ -70,8 +71,8 @@ func TestNothingWrittenThroughLinks(t *testing.T) {
 		if err := os.Lchown(filepath.Join(root, "etc/other"), 1234, 1234); err != nil {
 			t.Fatal(err)
 		}
-		entries = append(entries, desired.Entry{Kind: desired.KindFile, Path: "/etc/other/g", Type: desired.TypeRegular,
-			Mode: &mode, Content: &desired.Content{Exact: []byte("g\n")}})
+		entries = append(entries, model.Entry{Kind: model.KindFile, Path: "/etc/other/g", Type: model.TypeRegular,
+			Mode: &mode, Content: &model.Content{Exact: []byte("g\n")}})
 	}
 	res := repairWith(t, root, entries, SysFS{})
 	if fi, err := os.Lstat(filepath.Join(root, "etc/d")); err != nil || !fi.IsDir() {
@@ -110,10 +111,10 @@ func TestLeaveKeepsHardLinks(t *testing.T) {
 			}
 			mode := uint32(0o644)
 			uid, gid := os.Getuid(), os.Getgid()
-			entries := []desired.Entry{
-				{Kind: desired.KindFile, Path: "/etc/a.conf", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
-					Content: &desired.Content{Exact: []byte("declared\n")}},
-				{Kind: desired.KindHardLink, Path: "/etc/h", Type: desired.TypeHardLink, Target: "/etc/a.conf", UID: &uid, GID: &gid},
+			entries := []model.Entry{
+				{Kind: model.KindFile, Path: "/etc/a.conf", Type: model.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+					Content: &model.Content{Exact: []byte("declared\n")}},
+				{Kind: model.KindHardLink, Path: "/etc/h", Type: model.TypeHardLink, Target: "/etc/a.conf", UID: &uid, GID: &gid},
 			}
 			r, err := ondisk.OpenRoot(root)
 			if err != nil {
@@ -175,8 +176,8 @@ func TestExchangedButOldNotRemoved(t *testing.T) {
 	}
 	mode := uint32(0o644)
 	uid, gid := os.Getuid(), os.Getgid()
-	entries := []desired.Entry{{Kind: desired.KindFile, Path: "/etc/a.conf", Type: desired.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
-		Content: &desired.Content{Exact: []byte("declared\n")}}}
+	entries := []model.Entry{{Kind: model.KindFile, Path: "/etc/a.conf", Type: model.TypeRegular, Mode: &mode, UID: &uid, GID: &gid,
+		Content: &model.Content{Exact: []byte("declared\n")}}}
 	fs := &removeFails{}
 	res := repairWith(t, root, entries, fs)
 	if b, err := os.ReadFile(filepath.Join(root, "etc/a.conf")); err != nil || string(b) != "declared\n" {

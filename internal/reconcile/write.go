@@ -8,6 +8,7 @@ import (
 	"path"
 
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/selinux"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,6 +33,9 @@ type writer struct {
 	root *ondisk.Root
 	decl *ondisk.Declared
 	fs   FS
+	// label, when set, is the policy's default label of a path: the
+	// directories ensureDir creates get theirs.
+	label func(p string, t selinux.FileType) (string, bool)
 }
 
 // opError is a failed write step, with the host path it was about (quoted:
@@ -44,14 +48,20 @@ func opError(op, p string, err error) error {
 // locate it. A link among its parents that a check would not follow is an
 // error, a *DetourError: nothing is written through it.
 func (w *writer) dir(hostDir string) (int, error) {
-	fd, detour, err := w.root.LocateDir(hostDir, w.decl)
+	fd, _, err := w.dirPath(hostDir)
+	return fd, err
+}
+
+// dirPath is dir, and the host path the directory resolved to.
+func (w *writer) dirPath(hostDir string) (int, string, error) {
+	fd, resolved, detour, err := w.root.LocateDirPath(hostDir, w.decl)
 	if err != nil {
-		return -1, err
+		return -1, "", err
 	}
 	if detour != nil {
-		return -1, &DetourError{Detour: *detour}
+		return -1, "", &DetourError{Detour: *detour}
 	}
-	return fd, nil
+	return fd, resolved, nil
 }
 
 // DetourError is a symbolic link among a declared path's parents that
@@ -67,28 +77,60 @@ func (e *DetourError) Error() string {
 }
 
 // ensureDir opens hostDir, creating it and its missing parents first, each
-// with m, as Ignition's MkdirForFile (os.MkdirAll) does.
-func (w *writer) ensureDir(hostDir string, m meta) (int, error) {
-	fd, err := w.dir(hostDir)
+// with m, as Ignition's MkdirForFile (os.MkdirAll) does. With a policy,
+// each directory it creates gets its default label, that of the path it
+// resolved to: Ignition relabels from the first component it found missing
+// (internal/exec/stages/files/filesystemEntries.go, relabelPath:
+// FindFirstMissingPathComponent, then setfiles, which labels all below).
+func (w *writer) ensureDir(hostDir string, m meta, node string) (int, error) {
+	fd, _, err := w.ensureDirPath(hostDir, m, path.Dir(node))
+	return fd, err
+}
+
+// ensureDirPath is ensureDir, and the host path the directory resolved to;
+// labelAt is the path whose label it wants, "" for where it resolves (the
+// node's path made this the parent's of the node's: ondisk.LabelPath).
+func (w *writer) ensureDirPath(hostDir string, m meta, labelAt string) (int, string, error) {
+	fd, resolved, err := w.dirPath(hostDir)
 	if !errors.Is(err, unix.ENOENT) || hostDir == "/" {
 		if err != nil {
-			return -1, opError("opening directory", hostDir, err)
+			return -1, "", opError("opening directory", hostDir, err)
 		}
-		return fd, nil
+		return fd, resolved, nil
 	}
-	parent, err := w.ensureDir(path.Dir(hostDir), m)
+	parent, above, err := w.ensureDirPath(path.Dir(hostDir), m, path.Dir(labelAt))
 	if err != nil {
-		return -1, err
+		return -1, "", err
 	}
 	defer unix.Close(parent)
 	if err := w.makeDir(parent, hostDir, m, false); err != nil {
-		return -1, err
+		return -1, "", err
+	}
+	resolved = path.Join(above, path.Base(hostDir))
+	if labelAt == "." || labelAt == "" {
+		labelAt = resolved
+	}
+	if err := w.labelNew(parent, hostDir, labelAt, selinux.Directory); err != nil {
+		return -1, "", err
 	}
 	fd, err = w.dir(hostDir)
 	if err != nil {
-		return -1, opError("opening directory", hostDir, err)
+		return -1, "", opError("opening directory", hostDir, err)
 	}
-	return fd, nil
+	return fd, resolved, nil
+}
+
+// labelNew gives the node dir/name (hostPath), which the writer just made,
+// the default label of the path labelAt when there is a policy.
+func (w *writer) labelNew(dir int, hostPath, labelAt string, t selinux.FileType) error {
+	if w.label == nil {
+		return nil
+	}
+	want, ok := w.label(labelAt, t)
+	if !ok {
+		return nil
+	}
+	return w.setLabel(dir, hostPath, want)
 }
 
 // makeDir makes the directory hostDir in dir with m. With replace, the

@@ -7,7 +7,7 @@ import "testing"
 // expression of Debian's policy, compiled here at once rather than as
 // lookups reach them.
 func TestEveryExpressionCompiles(t *testing.T) {
-	c := debianPolicy(t)
+	c := loadedDebianPolicy(t)
 	n := 0
 	for _, specs := range c.regexes {
 		for _, s := range specs {

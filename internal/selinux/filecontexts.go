@@ -134,10 +134,16 @@ func Load(read Reader, path string) (*Contexts, error) {
 	return c, nil
 }
 
+// maxLine bounds a line of a file_contexts file: libselinux reads them with
+// getline(), unbounded, but a spec is a path pattern and a context, and
+// the longest of a real policy is a few hundred bytes.
+const maxLine = 1 << 20
+
 func (c *Contexts) parse(file string, data []byte, order *int) error {
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	n := 1
+	for ; sc.Scan(); n++ {
 		fields := strings.FieldsFunc(sc.Text(), func(r rune) bool { return r < 0x80 && unicode.IsSpace(r) })
 		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
 			continue
@@ -174,7 +180,13 @@ func (c *Contexts) parse(file string, data []byte, order *int) error {
 		s.shape, s.lit = shapeOf(re)
 		c.regexes[s.stem] = append(c.regexes[s.stem], s)
 	}
-	return sc.Err()
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return fmt.Errorf("%s:%d: a line longer than %d bytes: not a file_contexts spec", file, n, maxLine)
+	}
+	if sc.Err() != nil {
+		return fmt.Errorf("%s:%d: %w", file, n, sc.Err())
+	}
+	return nil
 }
 
 // anchored is a spec's regular expression as lookup_all matches it: whole

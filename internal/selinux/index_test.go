@@ -103,7 +103,7 @@ func FuzzIndexedLookup(f *testing.F) {
 
 // FuzzIndexedLookupDebian: the same on Debian's whole policy.
 func FuzzIndexedLookupDebian(f *testing.F) {
-	c := debianPolicy(f)
+	c := loadedDebianPolicy(f)
 	for _, p := range []string{"/etc/bench/d0001/f000123.conf", "/etc/systemd/system/foo.service", "/usr/local/bin/tool", "/home/core/.ssh/authorized_keys.d/ignition",
 		"/var/lib/kubelet/config.json", "/etc/NetworkManager/system-connections/x.nmconnection", "/usr/lib/x86_64-linux-gnu/libfoo.so.1", "/etc/ppp/l2tp"} {
 		f.Add(p, uint8(1))
@@ -122,7 +122,7 @@ func FuzzIndexedLookupDebian(f *testing.F) {
 // on each spec's literal prefix and on paths just past it, of every type:
 // the paths where an index cut in the wrong place would show.
 func TestIndexedLookupEveryPrefix(t *testing.T) {
-	c := debianPolicy(t)
+	c := loadedDebianPolicy(t)
 	n, bad := 0, 0
 	for _, specs := range c.regexes {
 		for _, s := range specs {
@@ -147,8 +147,8 @@ func TestIndexedLookupEveryPrefix(t *testing.T) {
 	}
 }
 
-// debianPolicy loads Debian's selinux-policy-default.
-func debianPolicy(t testing.TB) *Contexts {
+// loadedDebianPolicy loads Debian's selinux-policy-default.
+func loadedDebianPolicy(t testing.TB) *Contexts {
 	const contexts = "/etc/selinux/default/contexts/files/file_contexts"
 	if _, err := os.Stat(contexts); err != nil {
 		harness.Unavailable(t, "Debian's policy (selinux-policy-default): %v", err)

@@ -3,7 +3,7 @@ package statecache
 import (
 	"encoding/binary"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // The fields of an account, after its flags: the name, then each field
@@ -23,7 +23,7 @@ const (
 	acctNoLogInit
 )
 
-func appendAccount(b []byte, a *desired.Account) []byte {
+func appendAccount(b []byte, a *model.Account) []byte {
 	var flags uint64
 	set := func(f uint64, on bool) {
 		if on {
@@ -61,9 +61,9 @@ func appendAccount(b []byte, a *desired.Account) []byte {
 	return b
 }
 
-func (r *reader) account() *desired.Account {
+func (r *reader) account() *model.Account {
 	flags := r.uvarint()
-	a := &desired.Account{Name: r.string(), Absent: flags&acctAbsent != 0, Creation: desired.Creation{
+	a := &model.Account{Name: r.string(), Absent: flags&acctAbsent != 0, Creation: model.Creation{
 		NoCreateHome: flags&acctNoCreateHome != 0, NoUserGroup: flags&acctNoUserGroup != 0,
 		System: flags&acctSystem != 0, NoLogInit: flags&acctNoLogInit != 0}}
 	if flags&acctID != 0 {

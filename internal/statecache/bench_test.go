@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // BenchmarkDecode is what a cached check spends bringing a state of 10,000
@@ -14,11 +14,11 @@ import (
 // metadata's decoding (paths, kinds, owners, modes and the contents' places).
 func BenchmarkDecode(b *testing.B) {
 	mode, uid := uint32(0o644), 0
-	st := desired.State{Files: []string{"/etc/drift-monitor/config.ign"}}
+	st := model.State{Files: []string{"/etc/drift-monitor/config.ign"}}
 	for i := range 10000 {
-		st.Entries = append(st.Entries, desired.Entry{Kind: desired.KindFile, Type: desired.TypeRegular,
+		st.Entries = append(st.Entries, model.Entry{Kind: model.KindFile, Type: model.TypeRegular,
 			Path: fmt.Sprintf("/var/lib/bench/d%03d/f%03d", i/100, i%100), Mode: &mode, UID: &uid, GID: &uid,
-			Content: &desired.Content{Exact: bytes.Repeat([]byte{byte(i)}, 512)}})
+			Content: &model.Content{Exact: bytes.Repeat([]byte{byte(i)}, 512)}})
 	}
 	var key [sha256.Size]byte
 	var buf bytes.Buffer

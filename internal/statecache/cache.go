@@ -12,7 +12,7 @@
 // again and the entry written anew. (A mapped entry's contents are checked
 // when a content that differs from its file is to be reported: ModeMap.) A flipped bit, on disk or in memory
 // before it got there, costs one parse, never a wrong state (a digest off by
-// one bit was lasting false drift, issue 10). The checksums guard against
+// one bit would be lasting false drift). The checksums guard against
 // damage, not against a writer: whoever can write the directory can write a
 // consistent entry, which is why only the caller's or root's are read.
 //
@@ -53,6 +53,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,8 +66,8 @@ const (
 	ModeRead Mode = iota
 	// ModeMap maps the entry into memory: for a process that loads once
 	// and exits (check), whose declared contents then stay in the page
-	// cache instead of being copied onto fresh heap pages (on these
-	// machines reading 13 MB cost 40 ms, mapping it 3 ms). The mapping is
+	// cache instead of being copied onto fresh heap pages (a mapping costs
+	// a fraction of a read). The mapping is
 	// never released, and an entry truncated while mapped would fault: the
 	// daemon, which lives long and reloads, does not map. The contents'
 	// checksum is checked when the state's user asks (VerifyContents, see
@@ -74,11 +75,10 @@ const (
 	// the start of every check.
 	ModeMap
 	// ModeLazy keeps declared contents out of memory: a state's exact
-	// contents become desired.Stored (size and SHA-256), read back from the
+	// contents become model.Stored (size and SHA-256), read back from the
 	// entry through State.Store only to show a diff; the files on disk are
 	// compared by digest. Put serves the entry it just stored. For the
-	// daemon, whose state at 100,000 files was 128 MB of contents in a
-	// 175 MB heap.
+	// daemon, whose state is otherwise mostly declared contents.
 	ModeLazy
 )
 
@@ -93,10 +93,15 @@ type Cache struct {
 	// Log receives a warning when an entry is damaged (and so ignored);
 	// nil discards it.
 	Log *slog.Logger
+
+	// The key of the state served last (lastgood.go, Served).
+	servedMu sync.Mutex
+	served   desired.StateKey
+	servedOK bool
 }
 
 // DefaultBytes bounds a cache directory's size unless the newest entry
-// alone is larger (a config of 100,000 files derives about 140 MB).
+// alone is larger (the entry of the largest configs make bench derives).
 const DefaultBytes = 256 << 20
 
 // cacheSuffix ends every entry's name; trim removes nothing else but the
@@ -140,37 +145,48 @@ func entryKey(k desired.StateKey) (key [sha256.Size]byte, ok bool) {
 
 // Get returns the state stored under k, if there is a trustworthy entry
 // of it (see desired.Cache).
-func (c *Cache) Get(k desired.StateKey) (desired.State, bool) {
+func (c *Cache) Get(k desired.StateKey) (model.State, bool) {
 	if c == nil {
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	key, ok := entryKey(k)
 	if !ok {
-		return desired.State{}, false
+		return model.State{}, false
 	}
-	return c.get(key)
+	st, ok := c.get(key)
+	if ok {
+		c.serve(k)
+	}
+	return st, ok
 }
 
 // Put stores *st under k. In ModeLazy it then replaces *st with the entry
 // read back lazily, after returning the memory of *st to the system; false
 // when that read back failed (see desired.Cache). A state that cannot be
 // stored stays as it is.
-func (c *Cache) Put(k desired.StateKey, st *desired.State) bool {
+func (c *Cache) Put(k desired.StateKey, st *model.State) bool {
 	if c == nil {
 		return true
 	}
 	key, ok := entryKey(k)
-	if !ok || !c.put(key, st) || c.Mode != ModeLazy {
+	if !ok || !c.put(key, st) {
+		return true
+	}
+	if c.Mode != ModeLazy {
+		c.serve(k)
 		return true
 	}
 	// The parse's garbage and the state just stored are most of the heap:
 	// return them first, so that the lazy state is laid out in few spans
 	// rather than among the freed ones, which the runtime cannot return
 	// while one object in them lives.
-	*st = desired.State{}
+	*st = model.State{}
 	debug.FreeOSMemory()
 	lazy, ok := c.get(key)
 	*st = lazy
+	if ok {
+		c.serve(k)
+	}
 	return ok
 }
 
@@ -268,20 +284,20 @@ func openTrusted(dfd int, name, path string) (*os.File, unix.Stat_t, bool) {
 
 // get reads the entry named key, if there is a trustworthy one, and marks
 // it used (its modification time: trim keeps the most recently used).
-func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
+func (c *Cache) get(key [sha256.Size]byte) (model.State, bool) {
 	dfd, ok := c.openDir(false)
 	if !ok {
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	defer unix.Close(dfd)
 	name := entryName(key)
 	f, st, ok := openTrusted(dfd, name, filepath.Join(c.Dir, name))
 	if !ok {
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	fd := int(f.Fd())
 	size := st.Size
-	var state desired.State
+	var state model.State
 	var err error
 	switch {
 	case c.Mode == ModeLazy:
@@ -311,7 +327,7 @@ func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
 			// secrets a name in the journal would let be guessed offline.
 			c.Log.Warn(fmt.Sprintf("ignoring a state cache entry in %s: %v; parsing the config again", c.Dir, err))
 		}
-		return desired.State{}, false
+		return model.State{}, false
 	}
 	unix.UtimesNanoAt(dfd, name, nil, unix.AT_SYMLINK_NOFOLLOW)
 	return state, true
@@ -320,7 +336,7 @@ func (c *Cache) get(key [sha256.Size]byte) (desired.State, bool) {
 // put writes st as the entry named key (a temporary file renamed into place,
 // so that a reader never sees half an entry) and trims the directory. Errors
 // are ignored: the cache is only a speed-up.
-func (c *Cache) put(key [sha256.Size]byte, st *desired.State) bool {
+func (c *Cache) put(key [sha256.Size]byte, st *model.State) bool {
 	dfd, ok := c.openDir(true)
 	if !ok {
 		return false
@@ -343,9 +359,10 @@ func (c *Cache) put(key [sha256.Size]byte, st *desired.State) bool {
 	return true
 }
 
-// trim removes the least recently used entries beyond MaxBytes; keep is
-// never removed.
+// trim removes the least recently used entries beyond MaxBytes; keep and
+// the last good state's entry (lastgood.go) are never removed.
 func (c *Cache) trim(dfd int, keep string) {
+	good := lastGoodEntry(dfd)
 	max := c.MaxBytes
 	if max == 0 {
 		max = DefaultBytes
@@ -374,7 +391,7 @@ func (c *Cache) trim(dfd int, keep string) {
 			st.Mode&unix.S_IFMT != unix.S_IFREG {
 			continue
 		}
-		if n == keep {
+		if n == keep || n == good {
 			total += st.Size
 			continue
 		}
@@ -403,7 +420,7 @@ type mapped struct {
 }
 
 // ReadStored: a mapped state keeps no Stored contents.
-func (m *mapped) ReadStored(*desired.Stored) ([]byte, error) {
+func (m *mapped) ReadStored(*model.Stored) ([]byte, error) {
 	return nil, errors.New("a mapped state cache entry keeps its contents in memory")
 }
 

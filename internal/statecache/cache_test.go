@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -39,21 +40,21 @@ type recorder struct {
 	gets, puts []desired.StateKey
 }
 
-func (r *recorder) Get(k desired.StateKey) (desired.State, bool) {
+func (r *recorder) Get(k desired.StateKey) (model.State, bool) {
 	r.gets = append(r.gets, k)
 	return r.c.Get(k)
 }
 
-func (r *recorder) Put(k desired.StateKey, st *desired.State) bool {
+func (r *recorder) Put(k desired.StateKey, st *model.State) bool {
 	r.puts = append(r.puts, k)
 	return r.c.Put(k, st)
 }
 
 // load loads root's default configs through c.
-func load(c *Cache, root string) (desired.State, error) {
+func load(c *Cache, root string) (model.State, error) {
 	r, err := ondisk.OpenRoot(root)
 	if err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	defer r.Close()
 	return desired.LoadCached(c, r, nil)
@@ -110,10 +111,10 @@ func fill(t *testing.T, v reflect.Value) {
 		}
 		v.SetBytes([]byte("bytes"))
 	case reflect.Pointer:
-		if v.Type() == reflect.TypeFor[*desired.Stored]() {
+		if v.Type() == reflect.TypeFor[*model.Stored]() {
 			return // what a lazy reading makes of Exact, never written
 		}
-		if v.Type() == reflect.TypeFor[*desired.FirstBoot]() || v.Type() == reflect.TypeFor[*desired.Base]() {
+		if v.Type() == reflect.TypeFor[*model.FirstBoot]() || v.Type() == reflect.TypeFor[*model.Base]() {
 			return // what the first-boot record adds after a load, never cached
 		}
 		v.Set(reflect.New(v.Type().Elem()))
@@ -127,7 +128,7 @@ func fill(t *testing.T, v reflect.Value) {
 	}
 }
 
-func roundTrip(t *testing.T, st desired.State) desired.State {
+func roundTrip(t *testing.T, st model.State) model.State {
 	t.Helper()
 	var key [sha256.Size]byte
 	key[0] = 1
@@ -147,20 +148,20 @@ func roundTrip(t *testing.T, st desired.State) desired.State {
 // or enabled=false, not "undeclared"; an empty exact content is not "no exact
 // content"). A field added to Entry without the wire form fails here.
 func TestCacheWireForm(t *testing.T) {
-	var full desired.Entry
+	var full model.Entry
 	fill(t, reflect.ValueOf(&full).Elem())
-	zero := desired.Entry{Kind: desired.KindFile, Path: "/etc/zero", Mode: ptr[uint32](0), UID: ptr(0), GID: ptr(0),
-		Enabled: ptr(false), Content: &desired.Content{Exact: []byte{}}}
-	hashed := desired.Entry{Kind: desired.KindFile, Path: "/etc/h", Content: &desired.Content{Hash: &desired.Hash{Algorithm: "sha512", Hex: "ab"}, Suffix: []byte("tail")}}
-	bare := desired.Entry{Kind: desired.KindKernelArg, Path: "/proc/cmdline", Arg: "quiet"}
+	zero := model.Entry{Kind: model.KindFile, Path: "/etc/zero", Mode: ptr[uint32](0), UID: ptr(0), GID: ptr(0),
+		Enabled: ptr(false), Content: &model.Content{Exact: []byte{}}}
+	hashed := model.Entry{Kind: model.KindFile, Path: "/etc/h", Content: &model.Content{Hash: &model.Hash{Algorithm: "sha512", Hex: "ab"}, Suffix: []byte("tail")}}
+	bare := model.Entry{Kind: model.KindKernelArg, Path: "/proc/cmdline", Arg: "quiet"}
 	// An account with nothing but a name, one declared absent, and one whose
 	// declared strings are empty ("" is declared, not absent).
-	accounts := []desired.Entry{
-		{Kind: desired.KindGroup, Path: "/etc/group", Account: &desired.Account{Name: "g"}},
-		{Kind: desired.KindUser, Path: "/etc/passwd", User: "gone", Account: &desired.Account{Name: "gone", Absent: true}},
-		{Kind: desired.KindUser, Path: "/etc/passwd", User: "e", Account: &desired.Account{Name: "e", ID: ptr(0), Shell: ptr(""), PasswordHash: ptr(""), Groups: []string{""}}},
+	accounts := []model.Entry{
+		{Kind: model.KindGroup, Path: "/etc/group", Account: &model.Account{Name: "g"}},
+		{Kind: model.KindUser, Path: "/etc/passwd", User: "gone", Account: &model.Account{Name: "gone", Absent: true}},
+		{Kind: model.KindUser, Path: "/etc/passwd", User: "e", Account: &model.Account{Name: "e", ID: ptr(0), Shell: ptr(""), PasswordHash: ptr(""), Groups: []string{""}}},
 	}
-	want := desired.State{Entries: append([]desired.Entry{full, zero, hashed, bare}, accounts...), Files: []string{"/a.ign", "/b.yaml"}, Warnings: []string{"/a.ign: unused key"}}
+	want := model.State{Entries: append([]model.Entry{full, zero, hashed, bare}, accounts...), Files: []string{"/a.ign", "/b.yaml"}, Warnings: []string{"/a.ign: unused key"}}
 	got := roundTrip(t, want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
@@ -174,14 +175,14 @@ func TestCacheWireForm(t *testing.T) {
 // worth, come back as they were (a field one entry omits must not take the
 // value of the entry before it).
 func TestCacheWireMany(t *testing.T) {
-	var want desired.State
+	var want model.State
 	for i := range 5000 {
-		e := desired.Entry{Kind: desired.KindFile, Path: fmt.Sprintf("/etc/f%d", i)}
+		e := model.Entry{Kind: model.KindFile, Path: fmt.Sprintf("/etc/f%d", i)}
 		switch i % 3 {
 		case 0:
-			e.Mode, e.UID, e.Content = ptr[uint32](0o640), ptr(i), &desired.Content{Exact: []byte(e.Path)}
+			e.Mode, e.UID, e.Content = ptr[uint32](0o640), ptr(i), &model.Content{Exact: []byte(e.Path)}
 		case 1:
-			e.Content = &desired.Content{Suffix: []byte("s")}
+			e.Content = &model.Content{Suffix: []byte("s")}
 		}
 		want.Entries = append(want.Entries, e)
 	}
@@ -194,14 +195,14 @@ func TestCacheWireMany(t *testing.T) {
 // digest, and reads the bytes back from the entry; a damaged or removed
 // entry fails the read back rather than give other bytes.
 func TestCacheLazy(t *testing.T) {
-	var want desired.State
+	var want model.State
 	for i := range 300 {
-		e := desired.Entry{Kind: desired.KindFile, Path: fmt.Sprintf("/etc/f%d", i), Mode: ptr[uint32](0o644)}
+		e := model.Entry{Kind: model.KindFile, Path: fmt.Sprintf("/etc/f%d", i), Mode: ptr[uint32](0o644)}
 		switch i % 3 {
 		case 0:
-			e.Content = &desired.Content{Exact: []byte(strings.Repeat(e.Path, i%7))}
+			e.Content = &model.Content{Exact: []byte(strings.Repeat(e.Path, i%7))}
 		case 1:
-			e.Content = &desired.Content{Hash: &desired.Hash{Algorithm: "sha256", Hex: "00"}, Suffix: []byte("s")}
+			e.Content = &model.Content{Hash: &model.Hash{Algorithm: "sha256", Hex: "00"}, Suffix: []byte("s")}
 		}
 		want.Entries = append(want.Entries, e)
 	}
@@ -215,7 +216,7 @@ func TestCacheLazy(t *testing.T) {
 	if !ok {
 		t.Fatal("no lazy reading of the entry just stored")
 	}
-	var stored []*desired.Stored
+	var stored []*model.Stored
 	for i := range got.Entries {
 		g, w := got.Entries[i].Content, want.Entries[i].Content
 		if w == nil || w.Exact == nil {
@@ -266,7 +267,7 @@ func TestCacheLazy(t *testing.T) {
 // daemon's entry, read at every restart, outlives the checks of other
 // roots).
 func TestCacheTrimKeepsRecentlyUsed(t *testing.T) {
-	st := desired.State{Entries: []desired.Entry{{Kind: desired.KindFile, Path: "/etc/a", Content: &desired.Content{Exact: bytes.Repeat([]byte("x"), 1000)}}}}
+	st := model.State{Entries: []model.Entry{{Kind: model.KindFile, Path: "/etc/a", Content: &model.Content{Exact: bytes.Repeat([]byte("x"), 1000)}}}}
 	c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
 	a, b, d := [sha256.Size]byte{1}, [sha256.Size]byte{2}, [sha256.Size]byte{3}
 	for _, k := range [][sha256.Size]byte{a, b} {
@@ -557,11 +558,11 @@ func TestStateCache(t *testing.T) {
 
 // damageState is an entry with every field and an exact content, so that
 // a damage test covers the metadata and the contents both.
-func damageState(t *testing.T) (desired.State, [sha256.Size]byte, []byte) {
+func damageState(t *testing.T) (model.State, [sha256.Size]byte, []byte) {
 	t.Helper()
-	var full desired.Entry
+	var full model.Entry
 	fill(t, reflect.ValueOf(&full).Elem())
-	st := desired.State{Entries: []desired.Entry{full, {Kind: desired.KindFile, Path: "/etc/z", UID: ptr(0), Content: &desired.Content{Exact: []byte("zz")}}},
+	st := model.State{Entries: []model.Entry{full, {Kind: model.KindFile, Path: "/etc/z", UID: ptr(0), Content: &model.Content{Exact: []byte("zz")}}},
 		Files: []string{"/a"}, Warnings: []string{"w"}}
 	var key [sha256.Size]byte
 	key[3] = 3
@@ -694,7 +695,7 @@ func mustRead(t *testing.T, p string) []byte {
 }
 
 // TestCacheDamagedEntryIsParsedAgain: with one bit of a stored digest
-// flipped (issue 10: the file it describes was drifted until the cache was
+// flipped (the file it describes would be drifted until the cache was
 // deleted), every kind of reader misses: the config is parsed again, the
 // reason is logged, and the entry written anew, so the next load is a hit.
 func TestCacheDamagedEntryIsParsedAgain(t *testing.T) {

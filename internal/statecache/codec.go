@@ -10,7 +10,7 @@ import (
 	"os"
 	"unsafe"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // cacheMagic starts every entry: the format's name and version. Format 3
@@ -21,11 +21,11 @@ const cacheMagic = "drift-monitor state cache 4\n"
 // castagnoli is CRC-32C, the entries' checksum. A CRC catches every single
 // flipped bit and every burst of up to 32, which is the damage a disk or a
 // copy does; a random change escapes it once in 2^32. It costs next to
-// nothing beside reading the entry: 23 GB/s on these machines (SSE 4.2 on
-// amd64, the CRC instructions on arm64), where SHA-256 gives 1.7 GB/s, 6 ms
-// against 80 ms for the 140 MB entry of 100,000 files that a check maps. A
-// cryptographic digest would buy nothing more: it is not keyed, and nobody
-// but the caller or root can write an entry that is read.
+// nothing beside reading the entry (the CPU computes it: SSE 4.2 on amd64,
+// the CRC instructions on arm64), far less than SHA-256 would. A
+// cryptographic digest
+// would buy nothing more: it is not keyed, and nobody but the caller or
+// root can write an entry that is read.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // crcLen is the size of a stored checksum.
@@ -57,7 +57,7 @@ const (
 )
 
 // encodeState writes the magic, the key and st.
-func encodeState(w io.Writer, key [sha256.Size]byte, st *desired.State) error {
+func encodeState(w io.Writer, key [sha256.Size]byte, st *model.State) error {
 	meta := make([]byte, 0, 64<<10)
 	meta = appendStrings(meta, st.Files)
 	meta = appendStrings(meta, st.Warnings)
@@ -107,7 +107,7 @@ func appendStrings(b []byte, ss []string) []byte {
 	return b
 }
 
-func appendEntry(b []byte, e *desired.Entry) []byte {
+func appendEntry(b []byte, e *model.Entry) []byte {
 	var flags uint64
 	set := func(f uint64, on bool) {
 		if on {
@@ -202,7 +202,7 @@ type reader struct {
 	modes    slab[uint32]
 	ids      slab[int]
 	bools    slab[bool]
-	contents slab[desired.Content]
+	contents slab[model.Content]
 }
 
 // slab hands out pointers to values allocated slabLen at a time: a state
@@ -280,7 +280,7 @@ func (r *reader) strings() []string {
 }
 
 // exact reads an exact content's length and digest and sets it in c.
-func (r *reader) exact(c *desired.Content) {
+func (r *reader) exact(c *model.Content) {
 	n := r.uvarint()
 	sum := r.take(sha256.Size)
 	if r.err != nil {
@@ -293,16 +293,16 @@ func (r *reader) exact(c *desired.Content) {
 	if r.blob != nil {
 		c.Exact = r.blob[r.next : r.next+int64(n) : r.next+int64(n)]
 	} else {
-		c.Stored = &desired.Stored{Size: int64(n), Sum: [sha256.Size]byte(sum), Offset: r.blobOff + r.next}
+		c.Stored = &model.Stored{Size: int64(n), Sum: [sha256.Size]byte(sum), Offset: r.blobOff + r.next}
 	}
 	r.next += int64(n)
 }
 
-func (r *reader) entry() desired.Entry {
+func (r *reader) entry() model.Entry {
 	flags := r.uvarint()
-	e := desired.Entry{Kind: desired.Kind(r.string()), Path: r.string(), Unit: r.string(), User: r.string(),
+	e := model.Entry{Kind: model.Kind(r.string()), Path: r.string(), Unit: r.string(), User: r.string(),
 		OwnerProblem: r.string(), GroupProblem: r.string(), Target: r.string(), Arg: r.string()}
-	e.Type = desired.Type(r.varint())
+	e.Type = model.Type(r.varint())
 	e.ArgPresent = flags&flagArgPresent != 0
 	e.MayBeAbsent = flags&flagMayBeAbsent != 0
 	e.NotRelabelled = flags&flagNotRelabelled != 0
@@ -322,12 +322,12 @@ func (r *reader) entry() desired.Entry {
 		e.Enabled = r.bools.new(flags&flagEnabledTrue != 0)
 	}
 	if flags&flagContent != 0 {
-		c := r.contents.new(desired.Content{})
+		c := r.contents.new(model.Content{})
 		if flags&flagExact != 0 {
 			r.exact(c)
 		}
 		if flags&flagHash != 0 {
-			c.Hash = &desired.Hash{Algorithm: r.string(), Hex: r.string()}
+			c.Hash = &model.Hash{Algorithm: r.string(), Hex: r.string()}
 		}
 		if s := r.bytes(); len(s) > 0 {
 			c.Suffix = s // capped: an append cannot reach the next field
@@ -360,15 +360,15 @@ func splitHead(head []byte, key [sha256.Size]byte) (metaLen uint64, metaOff int,
 const minEntryLen = 10
 
 // decodeMeta takes the metadata apart.
-func decodeMeta(r *reader) (desired.State, error) {
-	st := desired.State{Files: r.strings(), Warnings: r.strings()}
+func decodeMeta(r *reader) (model.State, error) {
+	st := model.State{Files: r.strings(), Warnings: r.strings()}
 	n := r.uvarint()
 	// An entry takes at least minEntryLen bytes: a damaged count must not
 	// make the decoder allocate many times the entry's size.
 	if n > uint64(len(r.b))/minEntryLen {
-		return desired.State{}, errCacheEntry
+		return model.State{}, errCacheEntry
 	}
-	st.Entries = make([]desired.Entry, 0, n)
+	st.Entries = make([]model.Entry, 0, n)
 	for range n {
 		st.Entries = append(st.Entries, r.entry())
 	}
@@ -376,7 +376,7 @@ func decodeMeta(r *reader) (desired.State, error) {
 		r.err = errCacheEntry
 	}
 	if r.err != nil {
-		return desired.State{}, r.err
+		return model.State{}, r.err
 	}
 	return st, nil
 }
@@ -384,10 +384,10 @@ func decodeMeta(r *reader) (desired.State, error) {
 // decodeState reads what encodeState wrote, whole in data, and checks that
 // it is the entry for key (not a file renamed over another name) and that
 // both its checksums match.
-func decodeState(data []byte, key [sha256.Size]byte) (desired.State, error) {
+func decodeState(data []byte, key [sha256.Size]byte) (model.State, error) {
 	meta, blob, blobOK, err := splitEntry(data, key)
 	if err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	// The contents' checksum is summed on another core while the metadata
 	// (whose checksum matched) is decoded: both are a walk over the entry.
@@ -396,17 +396,17 @@ func decodeState(data []byte, key [sha256.Size]byte) (desired.State, error) {
 	go func() { blobErr <- blobOK() }()
 	st, err := decodeBody(meta, blob)
 	if err := <-blobErr; err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	return st, err
 }
 
 // decodeMapped is decodeState but for the contents' checksum, which the
 // function it returns checks: for a mapped entry (ModeMap).
-func decodeMapped(data []byte, key [sha256.Size]byte) (desired.State, func() error, error) {
+func decodeMapped(data []byte, key [sha256.Size]byte) (model.State, func() error, error) {
 	meta, blob, blobOK, err := splitEntry(data, key)
 	if err != nil {
-		return desired.State{}, nil, err
+		return model.State{}, nil, err
 	}
 	st, err := decodeBody(meta, blob)
 	return st, blobOK, err
@@ -429,7 +429,7 @@ func splitEntry(data []byte, key [sha256.Size]byte) (meta, blob []byte, blobOK f
 
 // decodeBody decodes the metadata of an entry whose contents are blob. The
 // metadata is copied out of data, which may be a mapping (see reader).
-func decodeBody(meta, blob []byte) (desired.State, error) {
+func decodeBody(meta, blob []byte) (model.State, error) {
 	return decodeMeta(&reader{b: bytes.Clone(meta), blob: blob, blobLen: int64(len(blob))})
 }
 
@@ -437,38 +437,38 @@ func decodeBody(meta, blob []byte) (desired.State, error) {
 // checks both checksums, streaming the contents through the second without
 // keeping them: the exact contents become Stored, and the state's Store
 // reads them from f (checked against their SHA-256 then).
-func decodeLazy(f *os.File, size int64, key [sha256.Size]byte) (desired.State, error) {
+func decodeLazy(f *os.File, size int64, key [sha256.Size]byte) (model.State, error) {
 	head := make([]byte, min(size, int64(len(cacheMagic)+sha256.Size+binary.MaxVarintLen64)))
 	if _, err := f.ReadAt(head, 0); err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	metaLen, off, err := splitHead(head, key)
 	if err != nil || metaLen > uint64(size-int64(off)) || uint64(size-int64(off))-metaLen < 2*crcLen {
-		return desired.State{}, errCacheEntry
+		return model.State{}, errCacheEntry
 	}
 	meta := make([]byte, metaLen+crcLen)
 	if _, err := f.ReadAt(meta, int64(off)); err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	if err := checkCRC(meta[metaLen:], crc32.Update(crc32.Checksum(head[:off], castagnoli), castagnoli, meta[:metaLen])); err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	blobOff := int64(off) + int64(metaLen) + crcLen
 	blobLen := size - blobOff - crcLen
 	h := crc32.New(castagnoli)
 	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, blobOff, blobLen), make([]byte, 1<<20)); err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	var stored [crcLen]byte
 	if _, err := f.ReadAt(stored[:], blobOff+blobLen); err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	if err := checkCRC(stored[:], h.Sum32()); err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	st, err := decodeMeta(&reader{b: meta[:metaLen:metaLen], blobLen: blobLen, blobOff: blobOff}) // meta is its own
 	if err != nil {
-		return desired.State{}, err
+		return model.State{}, err
 	}
 	st.Store = entryFile{f}
 	return st, nil

@@ -64,7 +64,7 @@ func TestAccountsWatched(t *testing.T) {
 	m := d.mark()
 	start := time.Now()
 	f.replaceByRename("/etc/passwd", "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000::/home/core:/bin/sh\n")
-	r, _ := d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_ENTRY": "user", "DRIFT_KIND": "shell", "DRIFT_USER": "core", "DRIFT_PATH": "/etc/passwd"})
+	r, _ := d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_ENTRY": "user", "DRIFT_KIND": "shell", "DRIFT_USER": "core", "DRIFT_PATH": "/etc/passwd"})
 	t.Logf("a shell changed by rename: reported in %s", fmtDur(time.Since(start)))
 	if !strings.Contains(r["MESSAGE"], `user "core": shell is "/bin/sh", want "/bin/bash"`) {
 		t.Errorf("message %q", r["MESSAGE"])
@@ -77,8 +77,8 @@ func TestAccountsWatched(t *testing.T) {
 	f.replaceByRename("/etc/passwd", "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000::/home/core:/bin/sh\nmallory:x:0:0::/:/bin/bash\n")
 	f.replaceByRename("/etc/group", "root:x:0:\ncore:x:1000:\ndocker:x:1500:core,mallory\nwheel:x:10:mallory\n")
 	f.replaceByRename("/etc/shadow", "root:*:19000:0:99999:7:::\ncore:"+accountsGotHash+":19000:0:99999:7:::\nmallory::19000::::::\n")
-	_, at := d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_KIND": "password-hash", "DRIFT_USER": "core", "DRIFT_PATH": "/etc/shadow"})
-	if got := d.records(m, at, harness.MsgDriftDetected, nil); len(got) > 0 {
+	_, at := d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_KIND": "password-hash", "DRIFT_USER": "core", "DRIFT_PATH": "/etc/shadow"})
+	if got := d.records(m, at, harness.DriftDetected, nil); len(got) > 0 {
 		t.Errorf("a change to an undeclared user was reported: %v", got)
 	}
 	if line := d.line(at); !strings.Contains(line, "password hash differs") {
@@ -93,8 +93,8 @@ func TestAccountsWatched(t *testing.T) {
 	f.replaceByRename("/etc/passwd", "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000::/home/core:/bin/zsh\nmallory:x:0:0::/:/bin/bash\n")
 	// The sentinel's record comes after the daemon saw both changes.
 	os.Chmod(f.host("/etc/sentinel"), 0o600)
-	_, at = d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/sentinel", "DRIFT_KIND": "mode"})
-	if got := d.records(m, at, harness.MsgDriftDetected, map[string]string{"DRIFT_USER": "core"}); len(got) > 0 {
+	_, at = d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/sentinel", "DRIFT_KIND": "mode"})
+	if got := d.records(m, at, harness.DriftDetected, map[string]string{"DRIFT_USER": "core"}); len(got) > 0 {
 		t.Errorf("reported while the account files were locked: %v", got)
 	}
 	os.Chmod(f.host("/etc/sentinel"), 0o644)
@@ -102,7 +102,7 @@ func TestAccountsWatched(t *testing.T) {
 	if err := os.Remove(f.host("/etc/group.lock")); err != nil {
 		t.Fatal(err)
 	}
-	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_KIND": "groups", "DRIFT_USER": "core", "DRIFT_PATH": "/etc/group"})
+	d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_KIND": "groups", "DRIFT_USER": "core", "DRIFT_PATH": "/etc/group"})
 	t.Logf("a change under the lock: reported %s after it went", fmtDur(time.Since(start)))
 
 	// Put back: every drift resolved.
@@ -134,9 +134,9 @@ func TestAccountsWithShadowUtils(t *testing.T) {
 	if out, err := exec.Command("usermod", "--root", f.root, "--shell", "/bin/sh", "core").CombinedOutput(); err != nil {
 		t.Fatalf("usermod: %v\n%s", err, out)
 	}
-	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_KIND": "shell", "DRIFT_USER": "core"})
+	d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_KIND": "shell", "DRIFT_USER": "core"})
 	t.Logf("usermod --shell: reported in %s", fmtDur(time.Since(start)))
-	if got := d.records(m, d.mark(), harness.MsgDriftDetected, nil); len(got) != 1 {
+	if got := d.records(m, d.mark(), harness.DriftDetected, nil); len(got) != 1 {
 		t.Errorf("usermod --shell brought %d drift records, want 1: %v", len(got), got)
 	}
 }
@@ -152,7 +152,7 @@ func TestAccountsSecretsInEveryOutput(t *testing.T) {
 	d.waitStatus("No drift: watching 3 paths, 0 units")
 	m := d.mark()
 	f.replaceByRename("/etc/shadow", "root:*:19000:0:99999:7:::\ncore:"+accountsGotHash+":19000:0:99999:7:::\n")
-	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_KIND": "password-hash", "DRIFT_USER": "core"})
+	d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_KIND": "password-hash", "DRIFT_USER": "core"})
 	var outs []string
 	d.wait("status drifted over the bus", 10*time.Second, func() bool {
 		text, _, code := runCLI(t, bus, "status")

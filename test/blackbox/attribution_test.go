@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/test/harness"
+	"github.com/godbus/dbus/v5"
 )
 
 // The kernel's audit is not namespaced: these run the daemon on the host,
@@ -71,7 +72,7 @@ func parentDir(p string) string {
 // drifted waits for path's drift record and checks its writer's fields.
 func drifted(t *testing.T, d *daemonProc, from int, path string, want map[string]string) harness.Record {
 	t.Helper()
-	r, _ := d.waitRecord(from, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": path})
+	r, _ := d.waitRecord(from, harness.DriftDetected, map[string]string{"DRIFT_PATH": path})
 	for k, v := range want {
 		if r[k] != v {
 			t.Errorf("%s: %s = %q, want %q (record %s)", path, k, r[k], v, r)
@@ -94,10 +95,12 @@ func TestAttributionWriters(t *testing.T) {
 		"DRIFT_WRITER_AUID": "1000", "DRIFT_WRITER_UID": "65534", "DRIFT_WRITER_COMM": "sh",
 		"DRIFT_WRITER_PID": strconv.Itoa(cmd.Process.Pid),
 	})
+	shared := r
 	if !strings.Contains(r["MESSAGE"], "changed by alice (auid 1000, session ") || !strings.Contains(r["MESSAGE"], "as uid 65534) running sh (pid "+strconv.Itoa(cmd.Process.Pid)+")") {
 		t.Errorf("message does not say who in words: %q", r["MESSAGE"])
 	}
 
+	pids := map[string]int{}
 	for _, tc := range []struct {
 		path, comm string
 		cmd        []string
@@ -118,6 +121,7 @@ func TestAttributionWriters(t *testing.T) {
 			want["DRIFT_WRITER_PID"] = strconv.Itoa(c.Process.Pid)
 		}
 		drifted(t, d, m, tc.path, want)
+		pids[tc.path] = c.Process.Pid
 	}
 
 	// status says the same as the journal; check is unaffected.
@@ -133,14 +137,16 @@ func TestAttributionWriters(t *testing.T) {
 	if m := said["/etc/sed-me"]; !strings.Contains(m, " changed by uid ") || !strings.Contains(m, " running sed (pid ") {
 		t.Errorf("status json message for /etc/sed-me = %q, want its writer", m)
 	}
+	statusWritersAreFields(t, rep, shared, pids["/etc/sed-me"])
+	busWritersAreFields(t, bus, pids["/etc/sed-me"])
 	out, _, _ := runCLI(t, "", "check", "--root", f.root, "--format", "json")
 	if !strings.Contains(out, "/etc/sed-me") || strings.Contains(out, "changed by") {
 		t.Errorf("check does not report /etc/sed-me, or names writers:\n%s", out)
 	}
 
 	// A write no audit record covers: drift, and an honest unknown.
-	// (chattr +i, an ioctl, is the same once drift-monitor checks file
-	// attributes, #25.)
+	// (chattr +i, an ioctl, is the same now that drift-monitor checks
+	// file attributes.)
 	m = d.mark()
 	if _, err := early.WriteString("more\n"); err != nil {
 		t.Fatal(err)
@@ -192,7 +198,7 @@ func TestAttributionRulesRestoredAndDenied(t *testing.T) {
 	if !strings.HasPrefix(r["MESSAGE"], "Attempted change denied: /etc/mode") {
 		t.Errorf("message %q", r["MESSAGE"])
 	}
-	if got := d.records(m, at+1, harness.MsgDriftDetected, nil); len(got) > 0 {
+	if got := d.records(m, at+1, harness.DriftDetected, nil); len(got) > 0 {
 		t.Errorf("a denied write reported as drift: %s", got[0])
 	}
 
@@ -251,4 +257,86 @@ func TestAttributionPrivateNetwork(t *testing.T) {
 		t.Errorf("message %q", r["MESSAGE"])
 	}
 	d.waitStatus("Drift: 7 paths differ (/etc/immutable: missing; /etc/link: missing; /etc/locked: missing; …); writers unknown: attribution canary-failed")
+}
+
+// statusWritersAreFields: status --format json gives each drift's writers
+// as fields, the same as the journal record's DRIFT_WRITER_* (shared is
+// /etc/shared's record: a login user's write as another uid).
+func statusWritersAreFields(t *testing.T, rep harness.StatusReport, shared harness.Record, sedPID int) {
+	t.Helper()
+	items := map[string]harness.Item{}
+	for _, it := range rep.Drift {
+		items[it.Path] = it
+	}
+	it := items["/etc/shared"]
+	if len(it.Writers) == 0 {
+		t.Fatalf("status json: /etc/shared has no writers: %+v", it)
+	}
+	w := it.Writers[0]
+	str := func(p *uint32) string {
+		if p == nil {
+			return "(none)"
+		}
+		return strconv.FormatUint(uint64(*p), 10)
+	}
+	pid := "(none)"
+	if w.PID != nil {
+		pid = strconv.Itoa(*w.PID)
+	}
+	got := map[string]string{"DRIFT_WRITER_AUID": str(w.AUID), "DRIFT_WRITER_SES": str(w.Session), "DRIFT_WRITER_UID": str(w.UID),
+		"DRIFT_WRITER_PID": pid, "DRIFT_WRITER_COMM": w.Comm, "DRIFT_WRITER_EXE": w.Exe, "DRIFT_WRITER_SYSCALL": w.Syscall,
+		"DRIFT_WRITER_USER": w.LoginUser}
+	for k, v := range got {
+		if shared[k] != v {
+			t.Errorf("status json: /etc/shared's writer %s = %q, the journal's %q", k, v, shared[k])
+		}
+	}
+	if w.LoginUser != "alice" || w.AUID == nil || *w.AUID != 1000 || w.UID == nil || *w.UID != 65534 {
+		t.Errorf("status json: /etc/shared's writer %+v, want alice (auid 1000) as uid 65534", w)
+	}
+	if s := items["/etc/sed-me"].Writers; len(s) == 0 || s[0].Comm != "sed" || s[0].PID == nil || *s[0].PID != sedPID || s[0].Syscall == "" {
+		t.Errorf("status json: /etc/sed-me's writers %+v, want sed (pid %d) with its system call", s, sedPID)
+	}
+	if it := items["/etc/sed-me"]; it.WriterUnknown != "" {
+		t.Errorf("status json: /etc/sed-me writer_unknown %q beside its writers", it.WriterUnknown)
+	}
+}
+
+// busWritersAreFields: GetDriftEx gives the writers as typed fields, over
+// the daemon's real bus connection; GetDrift's (sssss) is what it was.
+func busWritersAreFields(t *testing.T, bus string, sedPID int) {
+	t.Helper()
+	c := harness.DialBus(t, bus)
+	obj := c.Object("org.driftmonitor.DriftMonitor1", "/org/driftmonitor/DriftMonitor1")
+	var gen uint64
+	var total uint32
+	var page []struct {
+		Kind, Entry, Path, Unit, Message string
+		Details                          map[string]dbus.Variant
+	}
+	if err := obj.Call("org.driftmonitor.DriftMonitor1.GetDriftEx", 0, uint32(0), uint32(0)).Store(&gen, &total, &page); err != nil {
+		t.Fatalf("GetDriftEx: %v", err)
+	}
+	var plain []struct{ Kind, Entry, Path, Unit, Message string }
+	if err := obj.Call("org.driftmonitor.DriftMonitor1.GetDrift", 0, uint32(0), uint32(0)).Store(&gen, &total, &plain); err != nil {
+		t.Fatalf("GetDrift: %v", err)
+	}
+	if len(plain) != len(page) {
+		t.Fatalf("GetDrift: %d drifts, GetDriftEx %d", len(plain), len(page))
+	}
+	for i, it := range page {
+		if p := plain[i]; p.Path != it.Path || p.Message != it.Message {
+			t.Errorf("item %d: GetDrift %+v, GetDriftEx %s %q", i, p, it.Path, it.Message)
+		}
+		if it.Path != "/etc/sed-me" {
+			continue
+		}
+		var ws []map[string]dbus.Variant
+		if err := it.Details["writers"].Store(&ws); err != nil || len(ws) == 0 {
+			t.Fatalf("GetDriftEx: /etc/sed-me's writers: %v (%v)", it.Details, err)
+		}
+		if ws[0]["comm"].Value() != "sed" || ws[0]["pid"].Value() != uint32(sedPID) {
+			t.Errorf("GetDriftEx: /etc/sed-me's writer %v, want sed (pid %d)", ws[0], sedPID)
+		}
+	}
 }

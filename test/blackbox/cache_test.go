@@ -42,8 +42,8 @@ func damageCacheEntry(t *testing.T, dir string, stored []byte) string {
 // TestDamagedCacheEntryIsNotDrift: one flipped bit in the state cache is
 // noticed by `check` and by the daemon, which warn, parse the config again
 // and find the clean tree clean. `check` compares files with the stored
-// bytes, the daemon with the stored digest (issue 10: one flipped bit in it
-// made the file drifted until the cache was deleted): each has the bit
+// bytes, the daemon with the stored digest (one flipped bit in it would
+// make the file drifted until the cache was deleted): each has the bit
 // flipped where it would have misled it.
 func TestDamagedCacheEntryIsNotDrift(t *testing.T) {
 	f := cleanTwoFiles(t)

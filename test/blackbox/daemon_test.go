@@ -33,8 +33,8 @@ func cleanTwoFiles(t *testing.T) *fixture {
 func noDriftBefore(t *testing.T, d *daemonProc, f *fixture, from int, path string) {
 	t.Helper()
 	os.Chmod(f.host("/etc/sentinel"), 0o600)
-	_, at := d.waitRecord(from, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/sentinel", "DRIFT_KIND": "mode"})
-	if got := d.records(from, at, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": path}); len(got) > 0 {
+	_, at := d.waitRecord(from, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/sentinel", "DRIFT_KIND": "mode"})
+	if got := d.records(from, at, harness.DriftDetected, map[string]string{"DRIFT_PATH": path}); len(got) > 0 {
 		t.Errorf("false drift reported for %s: %s", path, got[0])
 	}
 	m := d.mark()
@@ -49,7 +49,7 @@ func TestDetectAndResolve(t *testing.T) {
 
 	m := d.mark()
 	f.write("/etc/etc-file", "not-the-data", 0o644)
-	r, _ := d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content", "DRIFT_ENTRY": "file"})
+	r, _ := d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content", "DRIFT_ENTRY": "file"})
 	if !strings.HasPrefix(r["MESSAGE"], `content mismatch for file "/etc/etc-file" (-want +got):`) || !strings.Contains(r["MESSAGE"], `-hello world\n+not-the-data`) {
 		t.Errorf("drift record message = %q, want the seed's line and a -want +got diff", r["MESSAGE"])
 	}
@@ -63,7 +63,7 @@ func TestDetectAndResolve(t *testing.T) {
 	d.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
 	d.waitStatus("No drift: watching 3 paths, 0 units")
 	// Once when it appears, once when resolved: exactly one of each.
-	if n := len(d.records(0, d.mark(), harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})); n != 1 {
+	if n := len(d.records(0, d.mark(), harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})); n != 1 {
 		t.Errorf("%d drift records for /etc/etc-file, want 1", n)
 	}
 }
@@ -73,7 +73,7 @@ func TestSecretDriftWithoutContent(t *testing.T) {
 	d := startDaemon(t, f.root)
 	m := d.mark()
 	f.write("/etc/secret", "TOPSECRET-GOT\n", 0o600)
-	_, at := d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/secret", "DRIFT_KIND": "content"})
+	_, at := d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/secret", "DRIFT_KIND": "content"})
 	line := d.line(at)
 	if strings.Contains(d.log(), "TOPSECRET") {
 		t.Errorf("secret content reached the records: %s", line)
@@ -99,7 +99,7 @@ func TestWrongContentNeverClosedIsDrift(t *testing.T) {
 	defer fh.Close()
 	m := d.mark()
 	fh.WriteString("half-")
-	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
+	d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
 	fh.Truncate(0)
 	fh.WriteAt([]byte("hello world\n"), 0)
 	fh.Close()
@@ -124,7 +124,7 @@ func TestReloadKeepsLastGoodState(t *testing.T) {
 	// Still checking against the last good state.
 	m = d.mark()
 	f.write("/etc/etc-file", "drifted\n", 0o644)
-	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
+	d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
 
 	// Fixed, and reloaded through SIGHUP too.
 	m = d.mark()
@@ -172,7 +172,7 @@ func TestExclusions(t *testing.T) {
 	m = d.mark()
 	f.write("/etc/drift-monitor/exclude.conf", "# nothing excluded\n", 0o644)
 	d.cmd.Process.Signal(syscall.SIGHUP)
-	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
+	d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
 	d.waitStatus("Drift: 1 path differs (/etc/etc-file: content)")
 }
 
@@ -209,7 +209,7 @@ func TestExclusionsRefused(t *testing.T) {
 	metrics("drift_monitor_desired_load_failing 1", "drift_monitor_excluded_paths 0", "drift_monitor_watched_paths 3")
 	m := d.mark()
 	f.write("/etc/etc-file", "rotated\n", 0o644)
-	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
+	d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
 
 	// Fixed: the file is watched, and applies.
 	f.write(conf, "/etc/etc-file\n", 0o644)

@@ -254,7 +254,7 @@ func TestExclusionsOneRulebook(t *testing.T) {
 	}
 	var watched []string
 	for _, l := range strings.Split(out, "\n") {
-		if p, ok := strings.CutPrefix(l, "-w "+f.root); ok {
+		if p, ok := strings.CutPrefix(l, "-a always,exit -F path="+f.root); ok {
 			watched = append(watched, strings.Fields(p)[0])
 		}
 	}

@@ -24,9 +24,10 @@ import (
 // daemons on the machine rely on, is never touched.
 
 // fourDirs declares one file in each of four directories of /etc: with a
-// limit of five watches (one goes to the inhibitor directory, two to the
-// root and /etc on the way to the four), some are watched and the others
-// can only be polled.
+// limit of five watches (two go to the inhibitor directory and its parent,
+// which the inhibitor monitor watches for the directory's name, two to the
+// root and /etc on the way to the four), one is watched and the others can
+// only be polled.
 const fourDirs = `{"ignition":{"version":"3.2.0"},"storage":{"files":[
  {"path":"/etc/d1/f","mode":420,"contents":{"source":"data:,one%0A"}},
  {"path":"/etc/d2/f","mode":420,"contents":{"source":"data:,two%0A"}},
@@ -254,7 +255,7 @@ func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
 			m := d.mark()
 			start := time.Now()
 			f.write(p, "drifted\n", 0o644)
-			d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
+			d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
 			t.Logf("%s: drift seen after %v", p, time.Since(start).Round(time.Millisecond))
 			waitStatusPrefix(d, fmt.Sprintf("Drift: 1 path differs (%s: content)%s", p, polling))
 			m = d.mark()
@@ -275,7 +276,7 @@ func TestInotifyExhaustionFallsBackToPolling(t *testing.T) {
 		p := unwatched[0] + "/f"
 		m = d.mark()
 		f.write(p, "drifted\n", 0o644)
-		d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": p})
+		d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": p})
 	})
 
 	if got := readInt(t, "/proc/sys/fs/inotify/max_user_watches"); got != hostWatches {
@@ -295,9 +296,9 @@ func TestWatchesRestoredByReload(t *testing.T) {
 	for dir, content := range fourDirsContent {
 		f.write(dir+"/f", content, 0o644)
 	}
-	// Four: the inhibitor directory, the root and /etc on the way, and one
-	// of the four declared directories.
-	d := startDaemonWithWatchLimit(t, f.root, 4, "--poll-interval", "500ms", "--interval", "0")
+	// Five: the inhibitor directory and its parent, the root and /etc on
+	// the way, and one of the four declared directories.
+	d := startDaemonWithWatchLimit(t, f.root, 5, "--poll-interval", "500ms", "--interval", "0")
 	d.waitRecord(0, harness.MsgWatchesExhausted, nil)
 
 	// The desired-state directory may have no watch either (the daemon's
@@ -313,7 +314,7 @@ func TestWatchesRestoredByReload(t *testing.T) {
 
 	m := reload(`{"ignition":{"version":"3.2.0"},"storage":{"files":[
  {"path":"/etc/d1/f","mode":420,"contents":{"source":"data:,one%0A"}}]}}`)
-	// With a limit of 4, the desired-state locations still lack a watch:
+	// With a limit of 5, the desired-state locations still lack a watch:
 	// the line may say so after the restore.
 	waitStatusPrefix(d, "No drift: watching 1 path, 0 units")
 	d.waitRecord(m, harness.MsgWatchesRestored, nil)

@@ -60,7 +60,7 @@ func TestStatusCommand(t *testing.T) {
 
 	m := d.mark()
 	f.write("/etc/etc-file", "not-the-data", 0o644)
-	d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
+	d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
 	var rep harness.StatusReport
 	d.wait("status drifted over the bus", 10*time.Second, func() bool {
 		out, _, code := runCLI(t, bus, "status", "--format", "json")
@@ -178,7 +178,7 @@ exit 7`
 	}
 	_, at := d.waitRecord(m, harness.MsgResumed, nil)
 	reloaded, _ := d.waitRecord(at, harness.MsgReloaded, nil)
-	if got := d.records(m, d.mark(), harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"}); len(got) > 0 {
+	if got := d.records(m, d.mark(), harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"}); len(got) > 0 {
 		t.Errorf("the transition was reported as drift: %s", got[0])
 	}
 	if !strings.Contains(reloaded["MESSAGE"], "inhibitor was released") {
@@ -208,7 +208,7 @@ func TestSeveralHoldersAndSIGKILL(t *testing.T) {
 	syscall.Kill(-b.Process.Pid, syscall.SIGKILL)
 	// Released: the drift made while inhibited is found by the full check.
 	_, at := d.waitRecord(m, harness.MsgResumed, nil)
-	d.waitRecord(at, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
+	d.waitRecord(at, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
 }
 
 // Inhibitors are the holders' locks, not the daemon's: a daemon killed and
@@ -231,11 +231,11 @@ func TestInhibitorsSurviveRestart(t *testing.T) {
 	m := d2.mark()
 	h.Process.Signal(syscall.SIGTERM) // forwarded to sleep; then released
 	h.Wait()
-	if got := d2.records(0, m, harness.MsgDriftDetected, nil); len(got) > 0 {
+	if got := d2.records(0, m, harness.DriftDetected, nil); len(got) > 0 {
 		t.Errorf("drift reported while inhibited after the restart: %s", got[0])
 	}
 	d2.waitRecord(m, harness.MsgResumed, nil)
-	d2.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
+	d2.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file"})
 }
 
 func TestInhibitOverDBus(t *testing.T) {

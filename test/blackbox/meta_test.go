@@ -43,7 +43,7 @@ func TestMetadataLatency(t *testing.T) {
 		m := d.mark()
 		start := time.Now()
 		f.run(c.do[0], c.do[1:]...)
-		d.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": c.kind, c.field: c.value})
+		d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": c.kind, c.field: c.value})
 		t.Logf("%s seen after %v", c.kind, time.Since(start).Round(time.Millisecond))
 		m = d.mark()
 		f.run(c.undo[0], c.undo[1:]...)

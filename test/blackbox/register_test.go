@@ -75,7 +75,7 @@ type want struct {
 }
 
 // detected is the drift record of path, of the kind ("" for any).
-func detected(path, kind string) want { return drift(harness.MsgDriftDetected, path, kind) }
+func detected(path, kind string) want { return drift(harness.DriftDetected, path, kind) }
 
 // resolved is the record of path's drift resolved, of the kind ("" for any).
 func resolved(path, kind string) want { return drift(harness.MsgDriftResolved, path, kind) }

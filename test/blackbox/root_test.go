@@ -16,8 +16,8 @@ import (
 // the accounts inside R, as the host in R sees them. Each link's target is
 // an absolute path that exists both on this machine (with a config that
 // declares /host-file and an account with another uid) and inside R (with
-// R's): a lexical join of R and /etc/... (#12) read this machine's files
-// and reported /host-file missing.
+// R's): a lexical join of R and /etc/... would read this machine's files
+// and report /host-file missing.
 func TestCheckReadsInsideTheRoot(t *testing.T) {
 	cfg := func(path string) string {
 		return `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + path +

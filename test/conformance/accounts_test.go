@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/test/harness"
+	"github.com/google/go-cmp/cmp"
 )
 
 // Password hashes of the accounts config: secrets that no output may show.
@@ -173,16 +176,19 @@ var accountMutations = []accountMutation{
 }
 
 // TestAccounts: users and groups as real Ignition writes them (2.14 for
-// specs 3.0.0 to 3.3.0, the pinned 2.27 for 3.4.0 to 3.6.0) read as clean;
-// each field changed with the real shadow-utils is one drift naming the
-// account and the field, a change to an account the config does not
-// declare is none, no password hash appears in any output, and `reconcile
-// --root` puts every declared account back.
+// specs 3.0.0 to 3.3.0, the pinned 2.27 for 3.4.0 to 3.6.0, with Debian's
+// SELinux policy and setfiles) read as clean; each field changed with the
+// real shadow-utils is one drift naming the account and the field, a
+// change to an account the config does not declare is none, no password
+// hash appears in any output, and one `reconcile --root` puts every
+// declared account back: the account files then hold what Ignition wrote
+// (line for line, in any order, but the date of a password's last change)
+// with Ignition's labels, and so do the homes.
 func TestAccounts(t *testing.T) {
 	requireTier(t)
 	for _, version := range []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", "3.6.0"} {
 		t.Run(version, func(t *testing.T) {
-			prep := prepare{before: imageAccounts}
+			prep := prepare{before: imageAccounts, selinux: true}
 			if version >= "3.4.0" {
 				prep.ignition = harness.IgnitionBinary(t, harness.PinnedIgnition(t))
 			}
@@ -193,6 +199,9 @@ func TestAccounts(t *testing.T) {
 
 			if passwd := read(t, root, "/etc/passwd"); strings.Contains(passwd, "\neve:") != (version < "3.2.0") || !strings.Contains(passwd, "\nsvc:x:1600:") {
 				t.Fatalf("Ignition did not apply the accounts as declared:\n%s", passwd)
+			}
+			if labelOf(at(root, "/etc/passwd")) == "" {
+				t.Fatalf("Ignition left /etc/passwd unlabelled: the labels compared below mean nothing")
 			}
 			exit, rep := check(t, root, cfg)
 			wantClean(t, root, exit, rep)
@@ -231,6 +240,9 @@ func TestAccounts(t *testing.T) {
 					}
 					exit, rep = check(t, r, cfg)
 					wantClean(t, r, exit, rep)
+					if diff := cmp.Diff(accountState(t, root), accountState(t, r)); diff != "" {
+						t.Errorf("the accounts after reconcile differ from Ignition's (-Ignition +reconcile):\n%s", diff)
+					}
 				})
 			}
 		})
@@ -252,4 +264,35 @@ func scanOutputs(t *testing.T, root, cfg string) {
 		all.WriteString(r.stdout + r.stderr)
 	}
 	noSecrets(t, "check or reconcile --dry-run", all.String())
+}
+
+// accountState is what TestAccounts compares of a root's accounts: the
+// lines of the account files, sorted (a line a tool removed and another
+// added back is at the end), the date of the last password change left
+// out, and the labels of the account files and of the homes and all in
+// them.
+func accountState(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range []string{"passwd", "group", "shadow", "gshadow"} {
+		lines := strings.Split(strings.TrimSpace(read(t, root, "/etc/"+f)), "\n")
+		for i, l := range lines {
+			if fields := strings.Split(l, ":"); f == "shadow" && len(fields) > 2 {
+				fields[2] = "(last change)"
+				lines[i] = strings.Join(fields, ":")
+			}
+		}
+		slices.Sort(lines)
+		out["/etc/"+f] = strings.Join(lines, "\n")
+		out["/etc/"+f+" label"] = labelOf(at(root, "/etc/"+f))
+	}
+	for _, home := range []string{"/home", "/var/lib/svc"} {
+		filepath.WalkDir(at(root, home), func(p string, d fs.DirEntry, err error) error {
+			if err == nil {
+				out[strings.TrimPrefix(p, root)+" label"] = labelOf(p)
+			}
+			return nil
+		})
+	}
+	return out
 }

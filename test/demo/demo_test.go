@@ -142,7 +142,7 @@ func TestDemo(t *testing.T) {
 	d.print(out)
 
 	d.say("journalctl -x explains a record (the message catalog)")
-	out, _ = d.run("journalctl", "-u", service, "-x", "--no-pager", "-n", "4", "MESSAGE_ID="+harness.MsgDriftDetected)
+	out, _ = d.run("journalctl", "-u", service, "-x", "--no-pager", "-n", "4", "DRIFT_MONITOR_RECORD="+harness.DriftDetected)
 	if !strings.Contains(out, "Subject: Configuration drift: ") {
 		t.Errorf("journalctl -x does not explain the drift records from the catalog:\n%s", out)
 	}
@@ -161,8 +161,8 @@ func TestDemo(t *testing.T) {
 	inv := strings.TrimSpace(d.MustRun(t, "systemctl", "show", "-p", "InvocationID", "--value", service))
 	d.print(d.MustRun(t, "journalctl", "_SYSTEMD_INVOCATION_ID="+inv, "--no-pager", "-o", "short"))
 
-	d.say("one record in full: journalctl -u drift-monitor DRIFT_PATH=/etc/etc-file MESSAGE_ID=… -o verbose")
-	out = d.MustRun(t, "journalctl", "-u", service, "DRIFT_PATH=/etc/etc-file", "MESSAGE_ID="+harness.MsgDriftDetected, "--no-pager", "-o", "verbose", "-n", "1")
+	d.say("one record in full: journalctl -u drift-monitor DRIFT_PATH=/etc/etc-file DRIFT_MONITOR_RECORD=drift-detected -o verbose")
+	out = d.MustRun(t, "journalctl", "-u", service, "DRIFT_PATH=/etc/etc-file", "DRIFT_MONITOR_RECORD="+harness.DriftDetected, "--no-pager", "-o", "verbose", "-n", "1")
 	fields := regexp.MustCompile(`(?m)^ +(MESSAGE_ID|PRIORITY|DRIFT_[A-Z]+|MESSAGE)=.*$`).FindAllString(out, -1)
 	if len(fields) == 0 {
 		t.Errorf("no drift record of /etc/etc-file in the journal:\n%s", out)

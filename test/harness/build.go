@@ -45,7 +45,7 @@ func Run(m *testing.M) int {
 var build = sync.OnceValues(func() (string, error) { return goBuild("drift-monitor") })
 
 // goBuild builds ./cmd/drift-monitor into the harness's directory as name,
-// with the go build flags given.
+// as it is released (ReleaseFlags) and with the go build flags given.
 func goBuild(name string, flags ...string) (string, error) {
 	dir, err := work()
 	if err != nil {
@@ -55,8 +55,12 @@ func goBuild(name string, flags ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	release, err := ReleaseFlags(root)
+	if err != nil {
+		return "", err
+	}
 	bin := filepath.Join(dir, name)
-	args := append(append([]string{"build"}, flags...), "-o", bin, "./cmd/drift-monitor")
+	args := append(append(append([]string{"build"}, release...), flags...), "-o", bin, "./cmd/drift-monitor")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	if slices.Contains(flags, "-race") {
@@ -66,6 +70,24 @@ func goBuild(name string, flags ...string) (string, error) {
 		return "", fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), root, err, out)
 	}
 	return bin, nil
+}
+
+// ReleaseFlags are the go command flags of the release build of the tree
+// at root: what tools/release-goflags.sh prints (the one place that says
+// how drift-monitor is built as released; make build, the RPM and the
+// tiers all use it).
+func ReleaseFlags(root string) ([]string, error) {
+	cmd := exec.Command("./tools/release-goflags.sh")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return nil, fmt.Errorf("tools/release-goflags.sh in %s: %w", root, err)
+	}
+	return strings.Fields(string(out)), nil
 }
 
 // Binary returns the path of drift-monitor built from this tree, building it

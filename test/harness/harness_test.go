@@ -70,9 +70,9 @@ func TestCheckBusRefusesTheSystemBus(t *testing.T) {
 func TestSelect(t *testing.T) {
 	rs := []Record{
 		{"MESSAGE_ID": MsgReady},
-		{"MESSAGE_ID": MsgDriftDetected, "DRIFT_PATH": "/a", "DRIFT_KIND": "mode"},
+		{"MESSAGE_ID": DriftDetectedIDs["file"], "DRIFT_MONITOR_RECORD": DriftDetected, "DRIFT_PATH": "/a", "DRIFT_KIND": "mode"},
 		{"MESSAGE": "no id"},
-		{"MESSAGE_ID": MsgDriftDetected, "DRIFT_PATH": "/b", "DRIFT_KIND": "mode"},
+		{"MESSAGE_ID": DriftDetectedIDs["directory"], "DRIFT_MONITOR_RECORD": DriftDetected, "DRIFT_PATH": "/b", "DRIFT_KIND": "mode"},
 	}
 	for _, tc := range []struct {
 		name     string
@@ -81,10 +81,11 @@ func TestSelect(t *testing.T) {
 		fields   map[string]string
 		want     []Record
 	}{
-		{"by id", 0, 4, MsgDriftDetected, nil, []Record{rs[1], rs[3]}},
-		{"by field", 0, 4, MsgDriftDetected, map[string]string{"DRIFT_PATH": "/b"}, []Record{rs[3]}},
-		{"after from", 2, 4, MsgDriftDetected, nil, []Record{rs[3]}},
-		{"before to", 0, 2, MsgDriftDetected, nil, []Record{rs[1]}},
+		{"by id", 0, 4, DriftDetectedIDs["directory"], nil, []Record{rs[3]}},
+		{"by type", 0, 4, DriftDetected, nil, []Record{rs[1], rs[3]}},
+		{"by field", 0, 4, DriftDetected, map[string]string{"DRIFT_PATH": "/b"}, []Record{rs[3]}},
+		{"after from", 2, 4, DriftDetected, nil, []Record{rs[3]}},
+		{"before to", 0, 2, DriftDetected, nil, []Record{rs[1]}},
 		{"without an id", 0, 4, "", nil, []Record{rs[2]}},
 		{"beyond the end", 0, 9, MsgReady, nil, []Record{rs[0]}},
 		{"none", 0, 4, MsgReloaded, nil, nil},

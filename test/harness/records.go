@@ -39,9 +39,10 @@ func JournalRecord(e map[string]any) Record {
 }
 
 // Matches reports whether r has the MESSAGE_ID id ("" matches only a record
-// without one) and every field of fields with its value.
+// without one), or id is its type (DRIFT_MONITOR_RECORD: DriftDetected, the
+// drift of any kind of entry), and every field of fields with its value.
 func (r Record) Matches(id string, fields map[string]string) bool {
-	if r["MESSAGE_ID"] != id {
+	if r["MESSAGE_ID"] != id && (id == "" || r["DRIFT_MONITOR_RECORD"] != id) {
 		return false
 	}
 	for k, v := range fields {

@@ -164,10 +164,14 @@ func (h *Host) Boot(dep string) {
 
 // Stage says dep is staged for the next boot, as
 // /run/ostree/staged-deployment says it.
-func (h *Host) Stage(dep string) {
+func (h *Host) Stage(dep string) { h.StageIn(h.Root, dep) }
+
+// StageIn is Stage for a host whose / is root (a deployment's directory
+// taken for the booted host).
+func (h *Host) StageIn(root, dep string) {
 	target := Dict(Entry{"name", "s", append([]byte(dep), 0)}, Entry{"osname", "s", append([]byte(h.OS), 0)},
 		Entry{"bootcsum", "s", []byte("0\x00")})
-	write(h.t, filepath.Join(h.Root, "run/ostree/staged-deployment"), string(Dict(Entry{"target", "a{sv}", target})))
+	write(h.t, filepath.Join(root, "run/ostree/staged-deployment"), string(Dict(Entry{"target", "a{sv}", target})))
 }
 
 // WriteFile writes a file of the host (a /proc or /sys fixture).

@@ -112,7 +112,17 @@ func (m stubMethods) GetDrift(offset, limit uint32) (uint64, uint32, []dbusapi.D
 	m.s.count("GetDrift")
 	return 1, 0, []dbusapi.Drift{}, nil
 }
+func (m stubMethods) GetDriftEx(offset, limit uint32) (uint64, uint32, []stubDriftEx, *dbus.Error) {
+	m.s.count("GetDriftEx")
+	return 1, 0, []stubDriftEx{}, nil
+}
 func (m stubMethods) GetMetrics() (string, *dbus.Error) { m.s.count("GetMetrics"); return "", nil }
+
+// stubDriftEx is GetDriftEx's item: (sssssa{sv}).
+type stubDriftEx struct {
+	Kind, Entry, Path, Unit, Message string
+	Details                          map[string]dbus.Variant
+}
 
 // exportStub connects as root, exports the stub and takes the bus name.
 func exportStub(t *testing.T, addr string) (*dbus.Conn, *stubDaemon) {
@@ -164,6 +174,7 @@ func attempts(conn *dbus.Conn) map[string]string {
 	res["Reload"] = call(dbusapi.Interface + ".Reload")
 	res["Inhibit"] = call(dbusapi.Interface+".Inhibit", "who", "why")
 	res["GetDrift"] = call(dbusapi.Interface+".GetDrift", uint32(0), uint32(0))
+	res["GetDriftEx"] = call(dbusapi.Interface+".GetDriftEx", uint32(0), uint32(0))
 	res["GetMetrics"] = call(dbusapi.Interface + ".GetMetrics")
 	res["Properties.Get"] = call("org.freedesktop.DBus.Properties.Get", dbusapi.Interface, "State")
 	res["Properties.GetAll"] = call("org.freedesktop.DBus.Properties.GetAll", dbusapi.Interface)
@@ -252,6 +263,7 @@ func TestBusPolicy(t *testing.T) {
 			"Reload":                  outcomeOK,
 			"Inhibit":                 stubFailed, // the stub's own answer: the call got through
 			"GetDrift":                outcomeOK,
+			"GetDriftEx":              outcomeOK,
 			"GetMetrics":              outcomeOK,
 			"Properties.Get":          outcomeOK,
 			"Properties.GetAll":       outcomeOK,
@@ -332,6 +344,7 @@ func TestBusPolicy(t *testing.T) {
 				"Reload":                  accessDenied,
 				"Inhibit":                 accessDenied,
 				"GetDrift":                outcomeOK,
+				"GetDriftEx":              outcomeOK,
 				"GetMetrics":              outcomeOK, // drift-monitor-metrics.service is unprivileged
 				"Properties.Get":          outcomeOK,
 				"Properties.GetAll":       outcomeOK,

@@ -249,8 +249,8 @@ func TestRPMInSystemd(t *testing.T) {
 			t.Errorf("desired.d directories:\n%swant\n%s", modes, want)
 		}
 		// %post updated the journal's catalog database.
-		if cat := b.MustRun(t, "journalctl", "--list-catalog", harness.MsgDriftDetected); !strings.Contains(cat, "Configuration drift") {
-			t.Errorf("journalctl --list-catalog %s: %q", harness.MsgDriftDetected, cat)
+		if cat := b.MustRun(t, "journalctl", "--list-catalog", harness.DriftDetectedIDs["file"]); !strings.Contains(cat, "Configuration drift") {
+			t.Errorf("journalctl --list-catalog %s: %q", harness.DriftDetectedIDs["file"], cat)
 		}
 	})
 	if t.Failed() {
@@ -285,17 +285,17 @@ func TestRPMInSystemd(t *testing.T) {
 		from := b.mark()
 		b.write(samplePath, "tampered\n")
 		b.waitStatus("Drift: 1 path differs (/etc/sample.conf: content)")
-		rec := b.waitRecord(from, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": samplePath})
+		rec := b.waitRecord(from, harness.DriftDetected, map[string]string{"DRIFT_PATH": samplePath})
 		if rec["DRIFT_KIND"] != "content" {
 			t.Errorf("drift record: DRIFT_KIND %v, want content", rec["DRIFT_KIND"])
 		}
 		// journalctl -x explains the record from the installed catalog.
 		// (The only drift of this path so far: no need to select by time.)
 		explained := b.MustRun(t, append([]string{"journalctl", "-x", "--no-pager"},
-			journalMatches(harness.MsgDriftDetected, []string{"DRIFT_PATH=" + samplePath})...)...)
+			journalMatches(harness.DriftDetectedIDs["file"], []string{"DRIFT_PATH=" + samplePath})...)...)
 		t.Logf("journalctl -x:\n%s", explained)
 		for _, want := range []string{
-			"Subject: Configuration drift: /etc/sample.conf (content)",
+			"Subject: Configuration drift: file /etc/sample.conf (content)",
 			"Defined-By: drift-monitor",
 			"Documentation: man:drift-monitor(8)",
 			"/etc/sample.conf no longer matches the machine's desired configuration",
@@ -303,6 +303,13 @@ func TestRPMInSystemd(t *testing.T) {
 		} {
 			if !strings.Contains(explained, want) {
 				t.Errorf("journalctl -x does not explain the drift with %q", want)
+			}
+		}
+		// The kind's own text, not every kind's: a file's drift says
+		// nothing of units, accounts or a MachineConfig's OS image.
+		for _, other := range []string{"osImageURL", "DRIFT_USER", "DRIFT_UNIT", "hard link"} {
+			if strings.Contains(explained, other) {
+				t.Errorf("journalctl -x of a file's drift explains %q too", other)
 			}
 		}
 
@@ -385,7 +392,7 @@ func TestRPMInSystemd(t *testing.T) {
 				}
 			}
 		}
-		if got := b.records(from, harness.MsgDriftDetected, nil); len(got) != 0 {
+		if got := b.records(from, harness.DriftDetected, nil); len(got) != 0 {
 			t.Errorf("drift reported during the inhibited transition: %v", got)
 		}
 		if got := b.records(from, harness.MsgStarted, nil); len(got) != 1 {
@@ -398,7 +405,7 @@ func TestRPMInSystemd(t *testing.T) {
 		b.MustRun(t, "systemctl", "stop", "dm-holder-cli", "dm-holder-sh")
 		b.waitStatus("No drift")
 		b.waitRecord(from, harness.MsgResumed, nil)
-		if got := b.records(from, harness.MsgDriftDetected, nil); len(got) != 0 {
+		if got := b.records(from, harness.DriftDetected, nil); len(got) != 0 {
 			t.Errorf("drift reported after the transition: %v", got)
 		}
 	})
@@ -425,6 +432,8 @@ func TestRPMInSystemd(t *testing.T) {
   /etc/systemd/system/multi-user.target.wants/drift-monitor.service \
   /usr/lib/systemd/system/drift-monitor-adopt.service \
   /etc/systemd/system/multi-user.target.wants/drift-monitor-adopt.service \
+  /usr/lib/systemd/system/drift-monitor-adopt-image.service \
+  /etc/systemd/system/multi-user.target.wants/drift-monitor-adopt-image.service \
   /usr/share/dbus-1/system.d/org.driftmonitor.DriftMonitor1.conf \
   /usr/lib/systemd/catalog/drift-monitor.catalog /usr/lib/systemd/system-preset/50-drift-monitor.preset \
   /usr/share/man/man8/drift-monitor.8.gz /usr/lib/drift-monitor; do
@@ -437,8 +446,8 @@ done`)
 		if _, _, err := b.Run(ctx, "test", "-f", sampleConfig); err != nil {
 			t.Errorf("rpm -e removed the administrator's %s", sampleConfig)
 		}
-		if cat := b.value("journalctl", "--list-catalog", harness.MsgDriftDetected); strings.Contains(cat, "Configuration drift") {
-			t.Errorf("the catalog still explains %s after the erase", harness.MsgDriftDetected)
+		if cat := b.value("journalctl", "--list-catalog", harness.DriftDetectedIDs["file"]); strings.Contains(cat, "Configuration drift") {
+			t.Errorf("the catalog still explains %s after the erase", harness.DriftDetectedIDs["file"])
 		}
 	})
 	if t.Failed() {

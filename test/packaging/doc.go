@@ -2,7 +2,9 @@
 // how it behaves installed, from the outside.
 //
 //   - rpm_test.go: `make rpm` builds the SRPM and the binary RPM offline from
-//     a tarball with vendored modules; the RPM holds exactly the expected
+//     a tarball with vendored modules, and as root, with CI=true, its %check
+//     (the unit tests, in the build's own network namespace) passes; the
+//     RPM holds exactly the expected
 //     files with the expected modes, owners and flags, its scriptlets are the
 //     systemd ones, and rpmlint (with packaging/rpmlint.toml) reports no
 //     error and no warning the spec does not explain.

@@ -133,6 +133,7 @@ func TestManPageCoversJournalAndFiles(t *testing.T) {
 		"/etc/drift-monitor/exclude.conf", "/run/drift-monitor/inhibit.d/", "/var/lib/drift-monitor/digest.key",
 		"/usr/lib/systemd/system/drift-monitor.service", "/usr/lib/systemd/system-preset/50-drift-monitor.preset",
 		"/usr/lib/systemd/system/drift-monitor-adopt.service", "/run/ignition.json",
+		"/usr/lib/systemd/system/drift-monitor-adopt-image.service", "/var/lib/drift-monitor/image-firstboot.json",
 		"/etc/drift-monitor/desired.d/10-firstboot.record",
 		"/usr/lib/systemd/system/drift-monitor-metrics.socket", "/usr/lib/systemd/system/drift-monitor-metrics.service",
 		"/usr/share/dbus-1/system.d/org.driftmonitor.DriftMonitor1.conf",

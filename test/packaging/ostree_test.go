@@ -431,9 +431,9 @@ func TestRPMInOstreeDeployment(t *testing.T) {
 			})
 		}
 		run(t, "", "journalctl", "--root="+booted, "--update-catalog")
-		cat := run(t, "", "journalctl", "--root="+booted, "--list-catalog", harness.MsgDriftDetected)
+		cat := run(t, "", "journalctl", "--root="+booted, "--list-catalog", harness.DriftDetectedIDs["file"])
 		if !strings.Contains(cat, "Configuration drift") {
-			t.Errorf("the deployment's catalog does not explain %s: %q", harness.MsgDriftDetected, cat)
+			t.Errorf("the deployment's catalog does not explain %s: %q", harness.DriftDetectedIDs["file"], cat)
 		}
 	})
 	if t.Failed() {

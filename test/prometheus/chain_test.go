@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// chainTimeout bounds each wait on the chain. The chain itself takes ~10 s
-// from a drift to the webhook (1 s scrapes and evaluations, the rule's
+// chainTimeout bounds each wait on the chain. The chain itself takes
+// seconds from a drift to the webhook (1 s scrapes and evaluations, the rule's
 // shortened for:, Alertmanager's 1 s group_wait); the bound is for a loaded
 // two-core machine.
 const chainTimeout = 90 * time.Second

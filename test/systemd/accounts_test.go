@@ -36,7 +36,7 @@ func TestAccountsOnALiveHost(t *testing.T) {
 	m := h.mark()
 	start := time.Now()
 	h.MustRun(t, "usermod", "-s", "/bin/sh", "core")
-	r, _ := h.waitRecordWithin(within, m, harness.MsgDriftDetected, want)
+	r, _ := h.waitRecordWithin(within, m, harness.DriftDetected, want)
 	t.Logf("usermod -s reported after %v", time.Since(start).Round(time.Millisecond))
 	if !strings.Contains(r["MESSAGE"], `user "core": shell is "/bin/sh", want "/bin/bash"`) {
 		t.Errorf("MESSAGE = %q", r["MESSAGE"])
@@ -45,7 +45,7 @@ func TestAccountsOnALiveHost(t *testing.T) {
 
 	m = h.mark()
 	h.sh(`echo "core:$1" | chpasswd -e`, gotHash)
-	h.waitRecordWithin(within, m, harness.MsgDriftDetected, map[string]string{"DRIFT_USER": "core", "DRIFT_KIND": "password-hash", "DRIFT_PATH": "/etc/shadow"})
+	h.waitRecordWithin(within, m, harness.DriftDetected, map[string]string{"DRIFT_USER": "core", "DRIFT_KIND": "password-hash", "DRIFT_PATH": "/etc/shadow"})
 
 	// reconcile on the live host puts both back, with usermod and
 	// chpasswd -e (--root /), under its inhibitor.

@@ -28,7 +28,18 @@ const (
 // a cache (see drift-monitor(8), ADOPTION). It lists a remote child that
 // Ignition fetched and merged in (the file it declares): the daemon neither
 // fetches it nor reports it.
-const ignitionCache = `{"ignition":{"config":{"merge":[{"source":"https://configs.example.com/child.ign","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.7.0-experimental"},"kernelArguments":{},"passwd":{},"storage":{"directories":[{"group":{},"path":"` + keptDir + `","user":{}}],"files":[{"group":{},"path":"` + adoptedFile + `","user":{},"contents":{"source":"data:,provisioned%0A","verification":{}},"mode":420}]},"systemd":{}}`
+const ignitionCache = `{"ignition":{"config":{"merge":[{"source":"https://configs.example.com/child.ign","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}},"timeouts":{},"version":"3.7.0-experimental"},"kernelArguments":{},"passwd":{},"storage":{"directories":[{"group":{},"path":"` + keptDir + `","user":{}}],"files":[{"group":{},"path":"` + adoptedFile + `","user":{},"contents":{"source":"data:,provisioned%0A","verification":{}},"mode":420}]},"systemd":{"units":[{"dropins":null,"enabled":true,"name":"` + aliasedUnit + `"}]}}`
+
+// aliasedUnit is a unit the cache declares enabled, enabled by its Alias=
+// alone: the first boot's preset applies Ignition's preset line for it,
+// and otherUnit, the image's, has the same Alias= and is preset disabled.
+// Units of the image: in /usr/lib, with Ignition's preset file in /etc.
+const (
+	aliasedUnit = "dm-aliased.service"
+	otherUnit   = "dm-other.service"
+	aliasName   = "dm-alias.service"
+	aliasUnits  = "[Service]\nExecStart=/bin/sleep infinity\n[Install]\nAlias=" + aliasName + "\n"
+)
 
 // keptDir is a directory the cache declares without mode or owner, which
 // the host has (the package's /etc/drift-monitor): the first-boot record
@@ -60,12 +71,29 @@ func TestFirstBootAdoption(t *testing.T) {
 	if err := os.Mkdir(etcDM, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The unit files of the image, and the preset Ignition writes for a
+	// unit declared enabled (createSystemdPresetFile), which the first
+	// boot's preset-all applies, over the image's disabling otherUnit.
+	for name, content := range map[string]string{
+		aliasedUnit:          aliasUnits,
+		otherUnit:            aliasUnits,
+		"20-ignition.preset": "enable " + aliasedUnit + "\n",
+		"10-image.preset":    "disable " + otherUnit + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	boot := func(t *testing.T) *host {
 		m := nspawn.Boot(t, nspawn.Options{
 			BindRO: append(daemonBinds(t),
 				nspawn.Mount{Src: harness.Repo(t, "units/"+adoptService), Dst: "/usr/lib/systemd/system/" + adoptService},
 				nspawn.Mount{Src: harness.Repo(t, "packaging/"+presetName), Dst: "/usr/lib/systemd/system-preset/" + presetName},
 				nspawn.Mount{Src: cache, Dst: "/run/ignition.json"},
+				nspawn.Mount{Src: filepath.Join(dir, aliasedUnit), Dst: "/usr/lib/systemd/system/" + aliasedUnit},
+				nspawn.Mount{Src: filepath.Join(dir, otherUnit), Dst: "/usr/lib/systemd/system/" + otherUnit},
+				nspawn.Mount{Src: filepath.Join(dir, "20-ignition.preset"), Dst: "/etc/systemd/system-preset/20-ignition.preset"},
+				nspawn.Mount{Src: filepath.Join(dir, "10-image.preset"), Dst: "/usr/lib/systemd/system-preset/10-image.preset"},
 			),
 			Bind: []nspawn.Mount{{Src: etcDM, Dst: "/etc/drift-monitor"}},
 		})
@@ -118,10 +146,10 @@ func TestFirstBootAdoption(t *testing.T) {
 		t.Errorf("%s is not ordered after %s: After=%v", service, adoptService, after)
 	}
 	h.inv = h.prop("InvocationID")
-	h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
+	h.waitRecord(0, harness.DriftDetected, map[string]string{"DRIFT_PATH": adoptedFile})
 	h.waitStatus("Drift: 1 path differs (" + adoptedFile + ": missing)")
 	h.MustRun(t, "chmod", "0700", keptDir)
-	h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
+	h.waitRecord(0, harness.DriftDetected, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
 	h.MustRun(t, "chmod", "0755", keptDir)
 	h.waitRecord(0, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": keptDir, "DRIFT_KIND": "mode"})
 	if j := h.MustRun(t, "journalctl", "-u", service, "-o", "cat", "--no-pager"); strings.Contains(j, "first-boot record") {
@@ -135,6 +163,27 @@ func TestFirstBootAdoption(t *testing.T) {
 		t.Errorf("drift-monitor check on the host: %v (%v), drift %+v and notices %+v; want the one drift, no notice\nstderr:\n%s",
 			err, jerr, rep.Drift, rep.Notices, errOut)
 	}
+
+	// The first boot's preset enabled aliasedUnit through its alias, and
+	// the record says so. An admin enables otherUnit in its place, whose
+	// alias link then holds the name: aliasedUnit is disabled and cannot
+	// be enabled, as it would be had the link been otherUnit's when
+	// Ignition ran, but the record tells that it was enabled: drift, and
+	// resolved when the admin enables it again.
+	if got := h.sh(`systemctl is-enabled "$1"`, aliasedUnit); got != "enabled\n" {
+		t.Errorf("%s after the first boot: %q, want enabled", aliasedUnit, got)
+	}
+	if rec := h.sh(`cat "$1"`, recordPath); !strings.Contains(rec, `"unit": "`+aliasedUnit+`",
+      "state": "enabled"`) {
+		t.Errorf("%s does not record %s enabled:\n%s", recordPath, aliasedUnit, rec)
+	}
+	h.MustRun(t, "systemctl", "enable", "--force", otherUnit)
+	r, _ := h.waitRecord(0, harness.DriftDetected, map[string]string{"DRIFT_UNIT": aliasedUnit, "DRIFT_KIND": "enablement"})
+	if msg := r["MESSAGE"]; !strings.Contains(msg, "it was enabled at the first boot") || !strings.Contains(msg, "/etc/systemd/system/"+aliasName) {
+		t.Errorf("the drift of %s says %q, want its first-boot state and the alias link", aliasedUnit, msg)
+	}
+	h.MustRun(t, "systemctl", "enable", "--force", aliasedUnit)
+	h.waitRecord(0, harness.MsgDriftResolved, map[string]string{"DRIFT_UNIT": aliasedUnit, "DRIFT_KIND": "enablement"})
 
 	// The cache changes. A second start of the unit is no first boot any
 	// more (systemd-machine-id-commit has run): the condition fails. Run by

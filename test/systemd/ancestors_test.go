@@ -39,7 +39,7 @@ func TestAncestorMovedAway(t *testing.T) {
 		start := time.Now()
 		h.sh(`mv /etc/storm /etc/storm.gone`)
 		for _, p := range []string{f1, f2} {
-			h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "missing"})
+			h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "missing"})
 		}
 		t.Logf("the move reported after %v", time.Since(start).Round(time.Millisecond))
 		h.waitStatus("Drift: 2 paths differ (/etc/storm/d1/f: missing; /etc/storm/d2/f: missing)")
@@ -50,14 +50,14 @@ func TestAncestorMovedAway(t *testing.T) {
 		m := h.mark()
 		start := time.Now()
 		h.sh(`mkdir -p /etc/storm/d1 /etc/storm/d2 && printf 'tampered\n' >"$1" && printf 'two\n' >"$2"`, f1, f2)
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": f1, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": f1, "DRIFT_KIND": "content"})
 		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": f2, "DRIFT_KIND": "missing"})
 		t.Logf("the re-created tree reported after %v", time.Since(start).Round(time.Millisecond))
 		h.waitStatus("Drift: 1 path differs (/etc/storm/d1/f: content)")
 		// The watches are on the new tree: a later change there is seen.
 		m = h.mark()
 		h.sh(`printf 'edited\n' >"$1"`, f2)
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": f2, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": f2, "DRIFT_KIND": "content"})
 	})
 
 	t.Run("the old tree moved back", func(t *testing.T) {

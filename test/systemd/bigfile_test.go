@@ -53,8 +53,8 @@ func TestLargeFiles(t *testing.T) {
 		m := h.mark()
 		start := time.Now()
 		h.sh(`truncate -s 74G "$1" && printf 'tampered\n' >"$2"`, exact, other)
-		h.waitRecordWithin(promptly, m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
-		r, _ := h.waitRecordWithin(promptly, m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": exact, "DRIFT_KIND": "content"})
+		h.waitRecordWithin(promptly, m, harness.DriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
+		r, _ := h.waitRecordWithin(promptly, m, harness.DriftDetected, map[string]string{"DRIFT_PATH": exact, "DRIFT_KIND": "content"})
 		t.Logf("both drifts reported within %v", time.Since(start).Round(time.Millisecond))
 		if got, want := r["DRIFT_GOT"], fmt.Sprintf("%d bytes", int64(74)<<30); got != want {
 			t.Errorf("DRIFT_GOT=%q, want %q", got, want)
@@ -70,7 +70,7 @@ func TestLargeFiles(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`truncate -s 74G "$1" && printf 'tampered\n' >"$2"`, remote, other)
-		h.waitRecordWithin(promptly, m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
+		h.waitRecordWithin(promptly, m, harness.DriftDetected, map[string]string{"DRIFT_PATH": other, "DRIFT_KIND": "content"})
 		// Not judged yet: named as being verified (TestNotCleanWhileVerifying).
 		const reading = "Drift: 1 path differs (/etc/other.conf: content); verifying 1 large file (/etc/big/remote.bin)"
 		h.waitStatus(reading)
@@ -96,7 +96,7 @@ func TestLargeFiles(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`truncate -s 64M "$1"`, remote) // over what the loop reads itself
-		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": remote, "DRIFT_KIND": "content"})
+		r, _ := h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": remote, "DRIFT_KIND": "content"})
 		if got, want := r["DRIFT_GOT"], fmt.Sprintf("%d bytes", 64<<20); got != want {
 			t.Errorf("DRIFT_GOT=%q, want %q", got, want)
 		}
@@ -120,9 +120,9 @@ func TestLargeFiles(t *testing.T) {
 
 // TestNotCleanWhileVerifying proves, under the shipped unit, that a daemon
 // whose first check left a large file to the background reader does not
-// call the host clean before that file is judged (#22: after a restart,
-// `status` answered clean, exit 0, while a 16 GiB remote-source file with a
-// mismatching verification hash was still being hashed). From READY=1 until
+// call the host clean before that file is judged (after a restart,
+// `status` must not answer clean while a large remote-source file with a
+// mismatching verification hash is still being hashed). From READY=1 until
 // the drift is reported, every `drift-monitor status --format summary` (what
 // node-problem-detector runs) says "Starting: …", names the file being
 // verified and exits 4; none says clean; then it says drift and exits 1.
@@ -163,7 +163,7 @@ func TestNotCleanWhileVerifying(t *testing.T) {
 	if starting == 0 {
 		t.Errorf("no status poll saw the file being verified: hashing 16 GiB took less than one poll")
 	}
-	r, _ := h.waitRecord(0, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": big, "DRIFT_KIND": "content"})
+	r, _ := h.waitRecord(0, harness.DriftDetected, map[string]string{"DRIFT_PATH": big, "DRIFT_KIND": "content"})
 	t.Logf("drift record: %s", r["MESSAGE"])
 	// READY=1 came before the file was judged, and said so.
 	if r, _ := h.waitRecord(0, harness.MsgReady, nil); r["MESSAGE"] != "Started: "+verifying {

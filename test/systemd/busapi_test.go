@@ -415,7 +415,7 @@ func TestBusAPIOnTheSystemBus(t *testing.T) {
 		}
 		m := h.mark()
 		h.sh(`chmod 0600 /etc/sentinel`)
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel})
 		h.waitStatus("Drift: 1 path differs (/etc/sentinel: mode)")
 		for _, who := range []struct {
 			name   string

@@ -133,7 +133,7 @@ func TestBusRestart(t *testing.T) {
 		}
 		// Everything the loss caused came before the sentinel's record.
 		h.noDriftSince(m, "/etc/systemd/system/"+demoUnit)
-		if got := h.between(m, h.mark(), harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit}); len(got) > 0 {
+		if got := h.between(m, h.mark(), harness.DriftDetected, map[string]string{"DRIFT_UNIT": demoUnit}); len(got) > 0 {
 			t.Errorf("false drift of %s after the bus restart: %s", demoUnit, got[0])
 		}
 		// Back and idle: nothing left spinning on the old connection.
@@ -147,7 +147,7 @@ func TestBusRestart(t *testing.T) {
 		// Subscribed again: a disable through systemd is seen at once.
 		m = h.mark()
 		h.MustRun(t, "systemctl", "disable", "--quiet", demoUnit)
-		h.waitRecord(m, harness.MsgDriftDetected, unitDrift)
+		h.waitRecord(m, harness.DriftDetected, unitDrift)
 		h.waitStatus(disabled)
 		m = h.mark()
 		h.MustRun(t, "systemctl", "enable", "--quiet", demoUnit)
@@ -181,14 +181,14 @@ func TestBusRestart(t *testing.T) {
 		if cpu > idleCPUBound {
 			t.Errorf("the daemon used %v of CPU in %v without a bus, want at most %v: it must wait, not spin", cpu, idleWindow, idleCPUBound)
 		}
-		if got := h.between(m, h.mark(), harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit}); len(got) > 0 {
+		if got := h.between(m, h.mark(), harness.DriftDetected, map[string]string{"DRIFT_UNIT": demoUnit}); len(got) > 0 {
 			t.Errorf("drift of %s reported while systemd could not be asked: %s", demoUnit, got[0])
 		}
 
 		h.MustRun(t, "systemctl", "start", "dbus.socket", "dbus.service")
 		h.waitRecordWithin(reconnectTimeout, m, harness.MsgBusRestored, nil)
 		// The missed change: enablement is asked again once systemd is back.
-		h.waitRecordWithin(reconnectTimeout, m, harness.MsgDriftDetected, unitDrift)
+		h.waitRecordWithin(reconnectTimeout, m, harness.DriftDetected, unitDrift)
 		h.WaitFor(t, reconnectTimeout, "StatusText "+disabled, func() (bool, string) {
 			s, err := h.status()
 			return err == nil && s == disabled, fmt.Sprintf("StatusText %q (%v)", s, err)

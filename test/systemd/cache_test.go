@@ -10,7 +10,7 @@ import (
 
 // TestDamagedCacheEntryUnderSystemd: the service's state cache
 // (CacheDirectory=) with one bit of a stored digest flipped between two
-// runs (issue 10: the file it described was drifted until the cache was
+// runs (the file it describes would be drifted until the cache was
 // deleted) gives a run that warns in the journal, parses the config again
 // and finds the clean tree clean.
 func TestDamagedCacheEntryUnderSystemd(t *testing.T) {

@@ -64,7 +64,7 @@ func TestStatusAndJournal(t *testing.T) {
 
 	m := h.mark()
 	h.sh(`printf 'not-the-data' >/etc/etc-file`)
-	det, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+	det, _ := h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile})
 	h.waitStatus(drifted)
 	h.statusShows(drifted)
 
@@ -88,9 +88,10 @@ func TestStatusAndJournal(t *testing.T) {
 			name string
 			e    harness.Record
 			id   string
+			typ  string // DRIFT_MONITOR_RECORD
 			prio string // 4 warning, 5 notice
-		}{{"detected", det, harness.MsgDriftDetected, "4"}, {"resolved", res, harness.MsgDriftResolved, "5"}} {
-			want := map[string]string{"MESSAGE_ID": c.id, "PRIORITY": c.prio}
+		}{{"detected", det, harness.DriftDetectedIDs["file"], harness.DriftDetected, "4"}, {"resolved", res, harness.MsgDriftResolved, "drift-resolved", "5"}} {
+			want := map[string]string{"MESSAGE_ID": c.id, "DRIFT_MONITOR_RECORD": c.typ, "PRIORITY": c.prio}
 			for k, v := range common {
 				want[k] = v
 			}
@@ -116,7 +117,7 @@ func TestStatusAndJournal(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			id   string
-		}{{"detected", harness.MsgDriftDetected}, {"resolved", harness.MsgDriftResolved}} {
+		}{{"detected", harness.DriftDetected}, {"resolved", harness.MsgDriftResolved}} {
 			if got := h.between(0, all, c.id, map[string]string{"DRIFT_PATH": etcFile}); len(got) != 1 {
 				t.Errorf("%d %s records for %s in this run, want 1: %v", len(got), c.name, etcFile, got)
 			}
@@ -189,7 +190,7 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		rename(h, "edited\n")
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
 		h.waitStatus("Drift: 1 path differs (/etc/etc-file: content)")
 		m = h.mark()
 		rename(h, "hello world\n")
@@ -201,8 +202,8 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`rm -rf /etc/app`)
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": "/etc/app", "DRIFT_KIND": "missing", "DRIFT_ENTRY": "directory"})
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "missing"})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/app", "DRIFT_KIND": "missing", "DRIFT_ENTRY": "directory"})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "missing"})
 		h.waitStatus("Drift: 2 paths differ (/etc/app: missing; /etc/app/conf.d/a.conf: missing)")
 
 		m = h.mark()
@@ -215,7 +216,7 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		// /etc/app/conf.d is seen at once (the periodic check is an hour away).
 		m = h.mark()
 		h.sh(`printf 'b\n' >/etc/app/conf.d/a.conf`)
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "content"})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "content"})
 		m = h.mark()
 		h.sh(`printf 'a\n' >/etc/app/conf.d/a.conf`)
 		h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": appConf, "DRIFT_KIND": "content"})
@@ -226,7 +227,7 @@ func TestFileChangesUnderSystemd(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`printf '%s\n' "$1" >"$2"`, newMarker, secret)
-		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": secret, "DRIFT_KIND": "content", "DRIFT_ENTRY": "file"})
+		r, _ := h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": secret, "DRIFT_KIND": "content", "DRIFT_ENTRY": "file"})
 		// Sizes and keyed digests stand for the bytes.
 		for _, f := range []string{"DRIFT_WANT", "DRIFT_GOT"} {
 			if !strings.Contains(r[f], " bytes, hmac-sha256:") {
@@ -304,7 +305,7 @@ func TestEnablementSeenWithoutRescan(t *testing.T) {
 	m := h.mark()
 	start := time.Now()
 	h.MustRun(t, "systemctl", "disable", "--quiet", demoUnit)
-	r, _ := h.waitRecordWithin(within, m, harness.MsgDriftDetected, want)
+	r, _ := h.waitRecordWithin(within, m, harness.DriftDetected, want)
 	t.Logf("systemctl disable reported after %v: %s", time.Since(start).Round(time.Millisecond), r)
 	if !strings.Contains(r["MESSAGE"], `unit "dm-demo.service" is disabled, want enabled`) {
 		t.Errorf("enablement drift MESSAGE = %q", r["MESSAGE"])
@@ -322,7 +323,7 @@ func TestEnablementSeenWithoutRescan(t *testing.T) {
 	// boot forgets.
 	m = h.mark()
 	h.sh("systemctl disable --quiet " + demoUnit + " && systemctl enable --runtime --quiet " + demoUnit)
-	h.waitRecordWithin(within, m, harness.MsgDriftDetected, want)
+	h.waitRecordWithin(within, m, harness.DriftDetected, want)
 	h.waitStatus("Drift: 1 path differs (dm-demo.service: enablement)")
 	out, errOut, err := h.Run(h.ctx, "drift-monitor", "check", "--format", "json", "--no-cache")
 	var rep harness.Report
@@ -375,6 +376,13 @@ func TestReloadWithBrokenFragment(t *testing.T) {
 		return refused.MatchString(s), fmt.Sprintf("StatusText %q", s)
 	})
 
+	// The reload ends when the daemon sends READY=1 after its records and
+	// status line: until systemd reads it the unit is still "reloading".
+	h.WaitFor(t, recordTimeout, "the unit active again after the reload", func() (bool, string) {
+		out, _, err := h.Run(h.ctx, "systemctl", "show", "-p", "ActiveState", "-p", "SubState", service)
+		p := parseProps(out)
+		return err == nil && p["ActiveState"] == "active" && p["SubState"] == "running", strings.ReplaceAll(out, "\n", " ")
+	})
 	for prop, want := range map[string]string{"ActiveState": "active", "SubState": "running", "MainPID": pid, "NRestarts": "0"} {
 		if got := h.prop(prop); got != want {
 			t.Errorf("after a reload with a broken fragment: %s=%s, want %s", prop, got, want)
@@ -384,7 +392,7 @@ func TestReloadWithBrokenFragment(t *testing.T) {
 	// The last good state is still checked.
 	m = h.mark()
 	h.sh(`printf 'drifted\n' >/etc/etc-file`)
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
+	h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
 	h.WaitFor(t, recordTimeout, "a status line with the drift and the refusal", func() (bool, string) {
 		s, err := h.status()
 		if err != nil {
@@ -425,7 +433,7 @@ func TestKillAndStop(t *testing.T) {
 		// The new process watches as the old one did.
 		m := h.mark()
 		h.sh(`printf 'x\n' >/etc/etc-file`)
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile})
 	})
 
 	t.Run("a burst of kills: it keeps coming back", func(t *testing.T) {

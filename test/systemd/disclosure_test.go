@@ -110,7 +110,7 @@ func TestDisclosure(t *testing.T) {
 		forbid[privateMarker] = "the marker behind the link"
 		h.noneAnywhere(forbid)
 		// and it is a type drift of the directory that is a link now.
-		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": swapped, "DRIFT_KIND": "type"})
+		r, _ := h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": swapped, "DRIFT_KIND": "type"})
 		if msg := r["MESSAGE"]; !strings.Contains(msg, `"`+swappedDir+`": want directory, got symbolic link`) {
 			t.Errorf("type drift record MESSAGE = %q, want it to say %s: want directory, got symbolic link", msg, swappedDir)
 		}
@@ -135,7 +135,7 @@ func TestDisclosure(t *testing.T) {
 		// No symlink, no inotify event: the path is where it was declared,
 		// but what is there now only root may reach.
 		h.MustRun(t, "systemctl", "reload", service)
-		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": swapped, "DRIFT_KIND": "content"})
+		r, _ := h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": swapped, "DRIFT_KIND": "content"})
 		if got := r["DRIFT_GOT"]; !strings.HasPrefix(got, fmt.Sprintf("%d bytes, hmac-sha256:", len(privateMarker)+1)) {
 			t.Errorf("drift record DRIFT_GOT=%q, want the size and a keyed digest only", got)
 		}
@@ -148,7 +148,7 @@ func TestDisclosure(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.replace(layoutConf, "tampered\n", 0o644)
-		r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": layoutConf, "DRIFT_KIND": "content"})
+		r, _ := h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": layoutConf, "DRIFT_KIND": "content"})
 		if msg := r["MESSAGE"]; !strings.Contains(msg, "\n-layout\n") || !strings.Contains(msg, "\n+tampered\n") {
 			t.Errorf("drift record MESSAGE = %q, want a -want +got diff", msg)
 		}
@@ -165,8 +165,8 @@ func TestDisclosure(t *testing.T) {
 			m := h.mark()
 			h.replace(secretToken, tampered, 0o600)
 			h.replace(remoteToken, tampered, 0o600)
-			r, _ := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": secretToken, "DRIFT_KIND": "content"})
-			h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": remoteToken, "DRIFT_KIND": "content"})
+			r, _ := h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": secretToken, "DRIFT_KIND": "content"})
+			h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": remoteToken, "DRIFT_KIND": "content"})
 			if got := r["DRIFT_WANT"]; !keyed.MatchString(got) {
 				t.Errorf("secret drift record: DRIFT_WANT=%q, want the size and a keyed digest", got)
 			}

@@ -64,8 +64,8 @@ func TestJournalForwarding(t *testing.T) {
 	h.WriteFile(t, big+".new", []byte(got.String()), 0o644)
 	h.MustRun(t, "mv", big+".new", big)
 	h.MustRun(t, "chmod", "0600", sentinel)
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": big, "DRIFT_KIND": "content"})
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+	h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": big, "DRIFT_KIND": "content"})
+	h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 	h.MustRun(t, "chmod", "0644", sentinel)
 	h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": sentinel})
 	h.MustRun(t, "journalctl", "--sync")
@@ -75,7 +75,7 @@ func TestJournalForwarding(t *testing.T) {
 	}
 	var drifts []harness.Record
 	for _, r := range sent {
-		if id := r["MESSAGE_ID"]; id == harness.MsgDriftDetected || id == harness.MsgDriftResolved {
+		if r.Matches(harness.DriftDetected, nil) || r.Matches(harness.MsgDriftResolved, nil) {
 			drifts = append(drifts, r)
 		}
 	}
@@ -84,7 +84,7 @@ func TestJournalForwarding(t *testing.T) {
 	}
 	var bigDiff string
 	for _, r := range drifts {
-		if r["DRIFT_PATH"] == big && r["MESSAGE_ID"] == harness.MsgDriftDetected {
+		if r["DRIFT_PATH"] == big && r.Matches(harness.DriftDetected, nil) {
 			bigDiff = r["DRIFT_DIFF"]
 		}
 	}
@@ -187,10 +187,10 @@ func TestJournalForwarding(t *testing.T) {
 	}
 	// What a forwarded drift costs: the export format is what
 	// systemd-journal-upload sends (README, Fleets).
-	for _, c := range []struct{ name, path, id string }{
-		{"mode drift", sentinel, harness.MsgDriftDetected}, {"mode resolved", sentinel, harness.MsgDriftResolved}, {"400-line content drift", big, harness.MsgDriftDetected},
+	for _, c := range []struct{ name, path, typ string }{
+		{"mode drift", sentinel, harness.DriftDetected}, {"mode resolved", sentinel, "drift-resolved"}, {"400-line content drift", big, harness.DriftDetected},
 	} {
-		exp := h.MustRun(t, "journalctl", "-o", "export", "_SYSTEMD_INVOCATION_ID="+h.inv, "MESSAGE_ID="+c.id, "DRIFT_PATH="+c.path)
+		exp := h.MustRun(t, "journalctl", "-o", "export", "_SYSTEMD_INVOCATION_ID="+h.inv, "DRIFT_MONITOR_RECORD="+c.typ, "DRIFT_PATH="+c.path)
 		t.Logf("%s: %d bytes in journal export format", c.name, len(exp))
 	}
 }

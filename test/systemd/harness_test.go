@@ -271,8 +271,8 @@ var sentinelFile = file{sentinel, "s\n", 0o644}
 func (h *host) noDriftSince(from int, path string) {
 	h.t.Helper()
 	h.MustRun(h.t, "chmod", "0600", sentinel)
-	_, at := h.waitRecord(from, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
-	if got := h.between(from, at, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": path}); len(got) > 0 {
+	_, at := h.waitRecord(from, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+	if got := h.between(from, at, harness.DriftDetected, map[string]string{"DRIFT_PATH": path}); len(got) > 0 {
 		h.t.Errorf("false drift reported for %s: %s", path, got[0])
 	}
 	m := h.mark()
@@ -287,7 +287,7 @@ func (h *host) driftAndResolve(bad, clean string) {
 	h.t.Helper()
 	m := h.mark()
 	h.sh(`printf '%s' "$1" >/etc/etc-file`, bad)
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+	h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile})
 	m = h.mark()
 	h.sh(`printf 'hello world\n' >/etc/etc-file`)
 	h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": etcFile})

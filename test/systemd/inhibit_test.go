@@ -263,7 +263,7 @@ printf 'v2\n' >/etc/etc-file`
 		h := h.in(t)
 		// The release of alpha went through the event loop after the
 		// transition's writes: a drift they caused would be journaled by now.
-		if got := h.between(start, h.mark(), harness.MsgDriftDetected, nil); len(got) > 0 {
+		if got := h.between(start, h.mark(), harness.DriftDetected, nil); len(got) > 0 {
 			t.Errorf("drift reported while inhibited: %s", got[0])
 		}
 		if got := busProp[[]busDrift](t, c, "Drift"); len(got) != 0 {
@@ -304,7 +304,7 @@ printf 'v2\n' >/etc/etc-file`
 			path, kind string
 			want       int
 		}{{"/etc/new.conf", "missing", 1}, {sentinel, "mode", 1}, {etcFile, "", 0}} {
-			got := h.between(0, end, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": c.path})
+			got := h.between(0, end, harness.DriftDetected, map[string]string{"DRIFT_PATH": c.path})
 			if len(got) != c.want {
 				t.Errorf("%d drift records for %s in this run, want %d: %v", len(got), c.path, c.want, got)
 				continue
@@ -316,7 +316,7 @@ printf 'v2\n' >/etc/etc-file`
 				t.Errorf("drift record for %s: %s, want kind %s", c.path, got[0], c.kind)
 			}
 			// Between resumed and reloaded: the reload's full check.
-			if in := h.between(ir, irl, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": c.path}); len(in) != 1 {
+			if in := h.between(ir, irl, harness.DriftDetected, map[string]string{"DRIFT_PATH": c.path}); len(in) != 1 {
 				t.Errorf("the drift of %s was not reported by the release's full check (between resumed and reloaded)", c.path)
 			}
 		}
@@ -373,7 +373,7 @@ func TestInhibitorsSurviveRestart(t *testing.T) {
 			h.t.Errorf("StatusText after the restart = %q, want %q", got, inhibited)
 		}
 		h.statusShows(inhibited)
-		if got := h.between(0, h.mark(), harness.MsgDriftDetected, nil); len(got) > 0 {
+		if got := h.between(0, h.mark(), harness.DriftDetected, nil); len(got) > 0 {
 			h.t.Errorf("the new run reported drift while inhibited: %s", got[0])
 		}
 	}
@@ -417,8 +417,8 @@ func TestInhibitorsSurviveRestart(t *testing.T) {
 		m := h.mark()
 		h.MustRun(t, "systemctl", "stop", hd.unit)
 		_, ir := h.waitRecord(m, harness.MsgResumed, nil)
-		h.waitRecord(ir, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
-		h.waitRecord(ir, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+		h.waitRecord(ir, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
+		h.waitRecord(ir, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 		h.waitStatus("Drift: 2 paths differ (/etc/etc-file: content; /etc/sentinel: mode)")
 		// Over the three runs, each drift was reported once: by the last,
 		// after the release.
@@ -428,7 +428,7 @@ func TestInhibitorsSurviveRestart(t *testing.T) {
 				want = 2
 			}
 			hi := h.withInvocation(inv)
-			if got := hi.between(0, hi.mark(), harness.MsgDriftDetected, nil); len(got) != want {
+			if got := hi.between(0, hi.mark(), harness.DriftDetected, nil); len(got) != want {
 				t.Errorf("run %d of 3 (%s): %d drift records, want %d: %v", i+1, inv, len(got), want, got)
 			}
 		}
@@ -571,7 +571,7 @@ func TestReadmeUpdateToolExample(t *testing.T) {
 	h.waitRecord(ir, harness.MsgReloaded, nil)
 	h.waitStatus("No drift: watching 3 paths, 0 units")
 	h.noDriftSince(m, "/etc/motd.d/50-config")
-	if got := h.between(m, h.mark(), harness.MsgDriftDetected, nil); len(got) != 1 || got[0]["DRIFT_PATH"] != sentinel {
+	if got := h.between(m, h.mark(), harness.DriftDetected, nil); len(got) != 1 || got[0]["DRIFT_PATH"] != sentinel {
 		t.Errorf("drift records during the example (besides the sentinel's own check): %v", got)
 	}
 }
@@ -625,7 +625,7 @@ func TestOnDriftHook(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.sh(`printf 'not-the-data' >/etc/etc-file`)
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile})
 		es := waitRuns(h, 1)
 		t.Logf("%s: %s", alert, es[0]["MESSAGE"])
 		m = h.mark()
@@ -651,8 +651,8 @@ func TestOnDriftHook(t *testing.T) {
 		}
 		h.MustRun(t, "systemctl", "stop", hd2.unit, hd.unit)
 		resumed, ir := h.waitRecord(m, harness.MsgResumed, nil)
-		h.waitRecord(ir, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile})
-		h.waitRecord(ir, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel})
+		h.waitRecord(ir, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile})
+		h.waitRecord(ir, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel})
 		es := waitRuns(h, 2)
 		if realtime(es[1]) < realtime(resumed) {
 			t.Errorf("%s started at %d, before monitoring resumed at %d", alert, realtime(es[1]), realtime(resumed))

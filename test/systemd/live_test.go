@@ -95,7 +95,7 @@ func TestDaemonUnderTheRaceDetector(t *testing.T) {
 
 	m := h.mark()
 	h.MustRun(t, "systemctl", "disable", "--quiet", demoUnit)
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit})
+	h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_UNIT": demoUnit})
 	m = h.mark()
 	h.MustRun(t, "systemctl", "enable", "--quiet", demoUnit)
 	h.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_UNIT": demoUnit})

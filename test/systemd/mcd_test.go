@@ -123,7 +123,7 @@ func (h *host) released(from int, within time.Duration) int {
 	h.t.Helper()
 	h.waitRecordWithin(within, from, harness.MsgResumed, nil)
 	_, at := h.waitRecordWithin(within, from, harness.MsgReloaded, nil)
-	for _, r := range h.between(from, at+1, harness.MsgDriftDetected, nil) {
+	for _, r := range h.between(from, at+1, harness.DriftDetected, nil) {
 		h.t.Errorf("drift reported during the MCD's update: %s", r["MESSAGE"])
 	}
 	return at
@@ -168,11 +168,14 @@ func TestMCDUpdates(t *testing.T) {
 		// Still held: the drift of the writing would show by now.
 		h.mcd(1, `cc b rendered-b`)
 		h.waitMCDHeld(m, "currentconfig names rendered-b, waiting")
-		// Like any inhibitor: the metrics say inhibited (which the shipped
-		// DriftMonitorInhibitedTooLong alert watches) and count it.
+		// Like any inhibitor: the metrics say inhibited and count it, as
+		// an internal one: the shipped DriftMonitorInhibitedTooLong alert
+		// leaves it to DriftMonitorMCDUpdateTooLong (a drain may take an
+		// hour).
 		h.WaitFor(t, recordTimeout, "the metrics to say inhibited", func() (bool, string) {
 			out, _, _ := h.Run(h.ctx, "cat", mcdMetrics)
-			return strings.Contains(out, `drift_monitor_state{state="inhibited"} 1`+"\n") && strings.Contains(out, "drift_monitor_inhibitors 1\n"), out
+			return strings.Contains(out, `drift_monitor_state{state="inhibited"} 1`+"\n") && strings.Contains(out, "drift_monitor_inhibitors 1\n") &&
+				strings.Contains(out, "drift_monitor_internal_inhibitors 1\n"), out
 		})
 		h.mcd(1, `say "Performing post config change action: None for config rendered-b"; say "Node has Desired Config rendered-b, skipping reboot"`)
 		h.released(m, recordTimeout)
@@ -188,12 +191,12 @@ func TestMCDUpdates(t *testing.T) {
 		h.waitMCDHeld(m, "currentconfig names rendered-a2, waiting")
 		h.mcd(0, `say "Update completed for config rendered-a2 and node has been successfully uncordoned"`)
 		h.waitRecord(m, harness.MsgResumed, nil)
-		_, drifted := h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+		_, drifted := h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 		_, resumed := h.waitRecord(m, harness.MsgResumed, nil)
 		if drifted < resumed {
 			t.Errorf("the edit was reported (record %d) before the release (record %d)", drifted, resumed)
 		}
-		for _, r := range h.between(m, drifted, harness.MsgDriftDetected, nil) {
+		for _, r := range h.between(m, drifted, harness.DriftDetected, nil) {
 			t.Errorf("drift of the update reported: %s", r["MESSAGE"])
 		}
 		n := h.mark()
@@ -247,7 +250,7 @@ func TestMCDUpdates(t *testing.T) {
 		r.mcd(1, `cc b rendered-b4; say "Node has Desired Config rendered-b4, skipping reboot"`)
 		r.released(0, recordTimeout)
 		r.waitStatus("No drift: watching 3 paths, 0 units")
-		for _, rec := range r.between(0, r.mark(), harness.MsgDriftDetected, nil) {
+		for _, rec := range r.between(0, r.mark(), harness.DriftDetected, nil) {
 			t.Errorf("the restarted daemon reported the update: %s", rec["MESSAGE"])
 		}
 		h.inv = r.inv
@@ -271,6 +274,24 @@ func TestMCDUpdates(t *testing.T) {
 			t.Errorf("a retry of the expired update inhibited again: %s", got[0]["MESSAGE"])
 		}
 	})
+
+	t.Run("a timed-out update is journaled once in a boot, however often the daemon restarts", func(t *testing.T) {
+		h := h.in(t)
+		// The last subtest's timeout, which every restart finds again in
+		// this boot's journal.
+		for i := range 2 {
+			h.MustRun(t, "systemctl", "restart", service)
+			r := h.withInvocation(h.prop("InvocationID"))
+			r.waitRecord(0, harness.MsgReady, nil)
+			for _, rec := range r.between(0, r.mark(), msgMCD, nil) {
+				if strings.Contains(rec["MESSAGE"], "did not reach its end") {
+					t.Errorf("restart %d journaled the timeout again: %s", i+1, rec["MESSAGE"])
+				}
+			}
+			h.inv = r.inv
+		}
+		h.waitStatus("No drift: watching 3 paths, 0 units")
+	})
 }
 
 // TestMCDWithoutJournal: a daemon that cannot read the journal follows the
@@ -292,7 +313,7 @@ func TestMCDWithoutJournal(t *testing.T) {
 	n := h.mark()
 	start := time.Now()
 	h.MustRun(t, "chmod", "0600", sentinel)
-	h.waitRecord(n, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
+	h.waitRecord(n, harness.DriftDetected, map[string]string{"DRIFT_PATH": sentinel, "DRIFT_KIND": "mode"})
 	if d := time.Since(start); d < 3*time.Second {
 		t.Errorf("the drift was reported %s after the edit, before the 3s hold-down", d)
 	}
@@ -354,7 +375,7 @@ func TestMCDReboot(t *testing.T) {
 	// rebootCommand).
 	h.mcd(1, `say "Performing post config change action: Reboot for config rendered-b"; say "Rebooting node"; say "initiating reboot: Node will reboot into config rendered-b"`)
 	h.waitMCDHeld(m, "reboot pending")
-	for _, r := range h.between(m, h.mark(), harness.MsgDriftDetected, nil) {
+	for _, r := range h.between(m, h.mark(), harness.DriftDetected, nil) {
 		t.Errorf("drift reported before the reboot: %s", r["MESSAGE"])
 	}
 	h.mcd(1, `systemd-run --unit machine-config-daemon-reboot --description "machine-config-daemon: Node will reboot into config rendered-b" /bin/sh -c "systemctl reboot"; say "reboot successful"`)

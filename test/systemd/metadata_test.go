@@ -77,7 +77,7 @@ func TestMetadataSeenUnderSystemd(t *testing.T) {
 				m := h.mark()
 				start := time.Now()
 				h.MustRun(t, append(c.do, fs.path)...)
-				h.waitRecord(m, harness.MsgDriftDetected, want)
+				h.waitRecord(m, harness.DriftDetected, want)
 				seen := time.Since(start)
 				m = h.mark()
 				start = time.Now()

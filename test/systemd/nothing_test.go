@@ -33,5 +33,5 @@ func TestNothingToWatch(t *testing.T) {
 		etcFileOK.path+"\n      mode: 0644\n      contents:\n        inline: "+strconv.Quote(etcFileOK.content)+"\n"), 0o600)
 	h.waitStatus("No drift: watching 1 path, 0 units")
 	h.MustRun(t, "rm", etcFileOK.path)
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFileOK.path, "DRIFT_KIND": "missing"})
+	h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFileOK.path, "DRIFT_KIND": "missing"})
 }

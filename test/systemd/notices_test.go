@@ -32,7 +32,7 @@ func TestNoticeJournaledOnce(t *testing.T) {
 	if got := h.between(0, at, harness.MsgNotice, fields); len(got) != 1 {
 		t.Errorf("%d notice records for %s up to the reload, want 1: %v", len(got), remote, got)
 	}
-	if got := h.between(0, at, harness.MsgDriftDetected, nil); len(got) != 0 {
+	if got := h.between(0, at, harness.DriftDetected, nil); len(got) != 0 {
 		t.Errorf("a notice is not drift: %v", got)
 	}
 }

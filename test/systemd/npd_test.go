@@ -172,7 +172,7 @@ func TestNodeProblemDetectorPlugin(t *testing.T) {
 		h := h.in(t)
 		m := h.mark()
 		h.MustRun(t, "chmod", "0600", long)
-		h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": long})
+		h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": long})
 		// Cut at 80 bytes the message still says drift, how much, and starts naming the path.
 		expect(t, npdProblem, "Drift: 1 path differs (/etc/a-rather-long-directory-name/")
 		m = h.mark()

@@ -37,9 +37,9 @@ func TestReconcileUnitsThroughSystemd(t *testing.T) {
 	h.MustRun(t, "systemctl", "disable", "--quiet", demoUnit)
 	h.MustRun(t, "systemctl", "unmask", "--quiet", maskedUnit)
 	h.MustRun(t, "sh", "-c", "echo tampered >"+etcFile)
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": demoUnit, "DRIFT_KIND": "enablement"})
-	h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_UNIT": maskedUnit, "DRIFT_KIND": "unmasked"})
+	h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": etcFile, "DRIFT_KIND": "content"})
+	h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_UNIT": demoUnit, "DRIFT_KIND": "enablement"})
+	h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_UNIT": maskedUnit, "DRIFT_KIND": "unmasked"})
 
 	m = h.mark()
 	out, errOut, code := h.run("drift-monitor", "reconcile", "--format", "json")

@@ -38,7 +38,7 @@ func TestTemporaryDirectories(t *testing.T) {
 			h := h.in(t)
 			m := h.mark()
 			h.sh(`printf 'changed\n' >"$1"`, p)
-			h.waitRecord(m, harness.MsgDriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
+			h.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": p, "DRIFT_KIND": "content"})
 			h.waitStatus("Drift: 1 path differs (" + p + ": content)")
 			m = h.mark()
 			h.sh(`printf 'declared\n' >"$1"`, p)

@@ -6,8 +6,9 @@
 //     every MESSAGE_ID, exactly journal.CatalogText();
 //   - the list of MESSAGE_IDs in the man page packaging/drift-monitor.8, the
 //     lines between its "BEGIN MESSAGE_IDS" and "END MESSAGE_IDS" comments,
-//     and its list of journal fields, from internal/journal.Fields, between
-//     "BEGIN FIELDS" and "END FIELDS".
+//     its list of journal fields, from internal/journal.Fields, between
+//     "BEGIN FIELDS" and "END FIELDS", and its table of the kinds of entry,
+//     from internal/model.Kinds, between "BEGIN KINDS" and "END KINDS".
 //
 // Run it from the repository's top directory after changing the catalog:
 //
@@ -29,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Markers around the generated blocks in the man page.
@@ -37,6 +39,8 @@ const (
 	endMarker         = `.\" END MESSAGE_IDS`
 	beginFieldsMarker = `.\" BEGIN FIELDS`
 	endFieldsMarker   = `.\" END FIELDS`
+	beginKindsMarker  = `.\" BEGIN KINDS`
+	endKindsMarker    = `.\" END KINDS`
 )
 
 func main() {
@@ -69,6 +73,9 @@ func run(catalogPath, manPath string, check bool) ([]string, error) {
 	newPage, err := replaceBlock(page, beginMarker, endMarker, manBlock(journal.Catalog))
 	if err == nil {
 		newPage, err = replaceBlock(newPage, beginFieldsMarker, endFieldsMarker, fieldsBlock(journal.Fields))
+	}
+	if err == nil {
+		newPage, err = replaceBlock(newPage, beginKindsMarker, endKindsMarker, kindsBlock(model.Kinds))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", manPath, err)
@@ -133,6 +140,31 @@ func fieldsBlock(fields []journal.FieldDoc) string {
 		b.WriteString(".TP\n" + tag + "\n" + f.Man + "\n")
 	}
 	return b.String()
+}
+
+// kindsBlock renders the table of the kinds of entry as a roff list: the
+// kind in bold, then what its row says.
+func kindsBlock(kinds []model.Meaning) string {
+	var b strings.Builder
+	for _, m := range kinds {
+		repair := "drift\\-monitor reconcile " + roffText(m.Repair.String())
+		if m.Repair == model.NoRepair {
+			repair += ": " + roffText(m.NotRepaired)
+		}
+		drifts := make([]string, len(m.Drift))
+		for i, d := range m.Drift {
+			drifts[i] = roffText(d)
+		}
+		fmt.Fprintf(&b, ".TP\n.B %s\nFrom\n.IR \"%s\" ;\ncompared with %s;\nre\\-checked on %s;\naudited at %s;\n%s.\nReports\n.BR %s .\n",
+			roffText(string(m.Kind)), roffText(m.Field), roffText(m.Source.String()), roffText(m.Events.String()),
+			roffText(m.Audit.String()), repair, strings.Join(drifts, ` ", " `))
+	}
+	return b.String()
+}
+
+// roffText escapes text for a roff text line: backslashes and hyphens.
+func roffText(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\e`), "-", `\-`)
 }
 
 var placeholder = regexp.MustCompile(`@([A-Z0-9_]+)@`)

@@ -15,3 +15,11 @@ const (
 	X = iota
 	Y
 )
+
+type Level int
+
+// A typed iota is a number too.
+const (
+	Low Level = iota
+	High
+)

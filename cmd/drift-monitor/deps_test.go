@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/test/harness"
+)
+
+var update = flag.Bool("update", false, "rewrite depaware.txt from what the release build links")
+
+// pkg is what go list -json says of a package.
+type pkg struct {
+	ImportPath string
+	Standard   bool
+	Module     *struct{ Path string }
+}
+
+// deps lists the packages the packages pkgs link, with the go command
+// flags given (go list -deps), run in the module's root.
+func deps(t *testing.T, flags []string, pkgs ...string) []pkg {
+	t.Helper()
+	args := append(append([]string{"list", "-deps", "-json=ImportPath,Standard,Module"}, flags...), pkgs...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+	}
+	var ps []pkg
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("reading go list's output: %v", err)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		t.Fatalf("go %s listed nothing", strings.Join(args, " "))
+	}
+	return ps
+}
+
+// releaseFlags are the flags of the release build (tools/release-goflags.sh).
+func releaseFlags(t *testing.T) []string {
+	t.Helper()
+	flags, err := harness.ReleaseFlags(harness.Repo(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flags
+}
+
+const self = "github.com/drift-monitor/drift-monitor"
+
+// depaware renders the packages the binary links beyond the standard
+// library, as depaware.txt holds them: third-party first, then ours.
+func depaware(ps []pkg) string {
+	var third, ours []string
+	for _, p := range ps {
+		switch {
+		case p.Standard:
+		case strings.HasPrefix(p.ImportPath, self+"/") || p.ImportPath == self:
+			ours = append(ours, p.ImportPath)
+		default:
+			third = append(third, p.ImportPath)
+		}
+	}
+	slices.Sort(third)
+	slices.Sort(ours)
+	var b strings.Builder
+	b.WriteString("# What the release build of drift-monitor links beyond Go's standard library\n")
+	b.WriteString("# (go list -deps with tools/release-goflags.sh's flags). Generated: go test\n")
+	b.WriteString("# ./cmd/drift-monitor -run TestReleaseDeps -update. Review what a change adds.\n")
+	fmt.Fprintf(&b, "\n# third-party: %d packages\n", len(third))
+	for _, p := range third {
+		b.WriteString(p + "\n")
+	}
+	fmt.Fprintf(&b, "\n# drift-monitor: %d packages\n", len(ours))
+	for _, p := range ours {
+		b.WriteString(p + "\n")
+	}
+	return b.String()
+}
+
+// testHelpers are packages no production binary links: test frameworks
+// and the standard library's test support. Butane's module links them
+// into its translator (tools/release-goflags.sh says how the release build
+// leaves them out).
+var testHelpers = []string{"testing", "net/http/httptest", "github.com/stretchr/testify"}
+
+func isTestHelper(path string) bool {
+	for _, h := range testHelpers {
+		if path == h || strings.HasPrefix(path, h+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestReleaseDeps: the release binary links no test helper, and exactly
+// the packages depaware.txt lists (tailscale's depaware is the model): a
+// change that adds a dependency shows it in review.
+func TestReleaseDeps(t *testing.T) {
+	ps := deps(t, releaseFlags(t), "./cmd/drift-monitor")
+	for _, p := range ps {
+		if isTestHelper(p.ImportPath) {
+			t.Errorf("the release binary links %s", p.ImportPath)
+		}
+	}
+	got := depaware(ps)
+	if *update {
+		if err := os.WriteFile("depaware.txt", []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile("depaware.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("the release binary's dependencies differ from depaware.txt (-want +got); if that is meant, run go test ./cmd/drift-monitor -run TestReleaseDeps -update:\n%s", diff)
+	}
+}
+
+// TestHelpersOnlyOutOfRelease: without the release flags the binary does
+// link the test helpers (through Butane's translator): the release flags
+// are what keeps them out, and TestReleaseDeps would pass for nothing if
+// the tree no longer linked them at all. When Butane moves its helpers to
+// a _test.go file, this fails: drop tools/release-goflags.sh then.
+func TestHelpersOnlyOutOfRelease(t *testing.T) {
+	if _, err := os.Stat("../../vendor"); err == nil {
+		t.Skip("a vendored tree (the RPM's build): the release flags removed the helpers from vendor/ itself")
+	}
+	linked := slices.ContainsFunc(deps(t, nil, "./cmd/drift-monitor"), func(p pkg) bool { return isTestHelper(p.ImportPath) })
+	if !linked {
+		t.Errorf("the binary links no test helper without tools/release-goflags.sh: it is no longer needed")
+	}
+}
+
+// leaves are the packages that observe, compare, watch and report entries:
+// they must not link a loader of configs (package desired, Ignition,
+// Butane), so that what they need stays small and none of a loader's
+// process-wide settings reach them.
+var leaves = []string{
+	"./internal/model", "./internal/accountdb", "./internal/ondisk", "./internal/watch",
+	"./internal/enablement", "./internal/drift", "./internal/audit",
+}
+
+// loaders are the packages the leaves must not link.
+var loaders = []string{
+	"github.com/coreos/ignition/", "github.com/coreos/butane/",
+	self + "/internal/desired", self + "/internal/ignspec",
+}
+
+func TestLeavesLinkNoLoader(t *testing.T) {
+	for _, leaf := range leaves {
+		for _, p := range deps(t, nil, leaf) {
+			for _, l := range loaders {
+				if p.ImportPath == strings.TrimSuffix(l, "/") || strings.HasPrefix(p.ImportPath, l) {
+					t.Errorf("%s links %s", leaf, p.ImportPath)
+				}
+			}
+		}
+	}
+	// The model is the leaf of leaves: the standard library only.
+	for _, p := range deps(t, nil, "./internal/model") {
+		if !p.Standard && p.ImportPath != self+"/internal/model" {
+			t.Errorf("internal/model links %s", p.ImportPath)
+		}
+	}
+}

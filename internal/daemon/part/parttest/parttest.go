@@ -1,0 +1,154 @@
+// Package parttest is a fake part.Host for the unit tests of the daemon's
+// parts: it keeps the records, runs Do's functions one at a time (as the
+// event loop would) and counts HoldChanged. Tests only: no production code
+// imports it.
+package parttest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Record is one record a part journaled, its fields as strings.
+type Record struct {
+	Level  slog.Level
+	ID     string
+	Msg    string
+	Fields map[string]string
+}
+
+// Host is the fake. Its zero value is ready.
+type Host struct {
+	// loop serialises the "loop": Do's functions and OnLoop's.
+	loop sync.Mutex
+
+	mu      sync.Mutex
+	records []Record
+	holds   int
+	changed chan struct{} // closed and replaced on every record and HoldChanged
+}
+
+// Record keeps the record.
+func (h *Host) Record(_ context.Context, level slog.Level, id, msg string, attrs ...slog.Attr) {
+	r := Record{Level: level, ID: id, Msg: msg, Fields: map[string]string{}}
+	for _, a := range attrs {
+		r.Fields[a.Key] = a.Value.String()
+	}
+	h.mu.Lock()
+	h.records = append(h.records, r)
+	h.wakeLocked()
+	h.mu.Unlock()
+}
+
+// Log discards.
+func (h *Host) Log() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// Do runs f as the loop would: one at a time with OnLoop's.
+func (h *Host) Do(ctx context.Context, f func(context.Context)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	h.loop.Lock()
+	defer h.loop.Unlock()
+	f(ctx)
+	return nil
+}
+
+// HoldChanged counts.
+func (h *Host) HoldChanged(context.Context) {
+	h.mu.Lock()
+	h.holds++
+	h.wakeLocked()
+	h.mu.Unlock()
+}
+
+// OnLoop runs f as the loop would: what a test calls on a part that has
+// goroutines of its own goes through it.
+func (h *Host) OnLoop(f func()) {
+	h.loop.Lock()
+	defer h.loop.Unlock()
+	f()
+}
+
+// HoldChanges is how many times HoldChanged was called.
+func (h *Host) HoldChanges() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.holds
+}
+
+// Records returns the records kept so far.
+func (h *Host) Records() []Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Record(nil), h.records...)
+}
+
+// Find returns the records of type id.
+func (h *Host) Find(id string) []Record {
+	var out []Record
+	for _, r := range h.Records() {
+		if r.ID == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Wait waits, at most within, until cond holds, and fails the test if it
+// does not. cond runs as the loop would (OnLoop), first at once, then
+// after every record and every HoldChanged.
+func (h *Host) Wait(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		if h.changed == nil {
+			h.changed = make(chan struct{})
+		}
+		ch := h.changed
+		h.mu.Unlock()
+		var ok bool
+		h.OnLoop(func() { ok = cond() })
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("%s: not within %s; records:\n%s", what, within, dump(h.Records()))
+		}
+	}
+}
+
+// Has reports whether a record of type id whose message contains text was
+// kept.
+func (h *Host) Has(id, text string) bool {
+	for _, r := range h.Find(id) {
+		if strings.Contains(r.Msg, text) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Host) wakeLocked() {
+	if h.changed != nil {
+		close(h.changed)
+		h.changed = nil
+	}
+}
+
+func dump(rs []Record) string {
+	s := ""
+	for _, r := range rs {
+		s += fmt.Sprintf("  %s %s %q %v\n", r.Level, r.ID, r.Msg, r.Fields)
+	}
+	return s
+}

@@ -1,0 +1,549 @@
+package image
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drift-monitor/drift-monitor/internal/accountdb"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/osstate"
+)
+
+// The rpm header's file flags and verify flags, and its file states, as
+// rpm numbers them (rpm-software-management/rpm include/rpm/rpmfiles.h:
+// rpmfileAttrs_e, rpmVerifyAttrs_e, rpmfileState_e).
+const (
+	fileMissingOK = 1 << 3
+	fileGhost     = 1 << 6
+
+	verifyDigest = 1 << 0
+	verifySize   = 1 << 1
+	verifyLinkTo = 1 << 2
+	verifyUser   = 1 << 3
+	verifyGroup  = 1 << 4
+	verifyMtime  = 1 << 5
+	verifyMode   = 1 << 6
+	verifyRdev   = 1 << 7
+	verifyCaps   = 1 << 8
+
+	stateNormal       = 0
+	stateReplaced     = 1
+	stateNotInstalled = 2
+	stateNetShared    = 3
+	stateWrongColor   = 4
+)
+
+// rpmQueryFormat reads, per file of every installed package, what rpm -V
+// compares it with: the headers only, no file is touched. Fields are
+// separated by tabs, which rpmbuild refuses in file names (build/files.c:
+// "Illegal character (0x9) in filename").
+const rpmQueryFormat = `[%{FILENAMES}\t%{=NAME}\t%{=FILEDIGESTALGO}\t%{FILEDIGESTS}\t%{FILEMODES}\t%{FILEUSERNAME}\t%{FILEGROUPNAME}\t%{FILEFLAGS}\t%{FILEVERIFYFLAGS}\t%{FILELINKTOS}\t%{FILESTATES}\t%{FILESIZES}\t%{FILERDEVS}\t%{FILECAPS}\n]`
+
+const rpmQueryFields = 14
+
+// rpmFile is one package's record of a file.
+type rpmFile struct {
+	pkg         string
+	algo        int
+	digest      string
+	mode        uint32 // the whole st_mode
+	user, group string
+	flags       uint32
+	verify      uint32
+	linkTo      string
+	state       int
+	size        int64
+	rdev        uint64
+	caps        string
+}
+
+// RPM is the baseline of a host managed with rpm: what the rpm database
+// says of every packaged file under /etc, verified as `rpm -V` verifies
+// it (rpm lib/verify.cc, rpmfilesVerify and verifyHeader):
+//
+//   - files in state "not installed" or "net shared" are not verified; a
+//     "replaced" file only for being there; a "wrong color" file not for
+//     its content, size or device;
+//   - a %ghost file is not verified for its content, size or link target,
+//     nor its mode's type; a missing %ghost or %config(missingok) file is
+//     no difference;
+//   - a file's own %verify(not …) flags leave out what they name;
+//   - a link is not verified for its mode, anything else not for a link
+//     target, and only a regular file for its content, size and
+//     capabilities;
+//   - the mode is the whole st_mode, and a POSIX ACL beyond the mode
+//     counts as a mode difference; a user or group that does not resolve
+//     in the root's account files is root, and the set-id bit it carries
+//     is then not expected;
+//   - files that no package owns are never differences.
+//
+// The modification time is not compared (DESIGN: times are never drift):
+// the oracle is `rpm -Va --nomtime`. Neither is an SELinux label (rpm -V
+// compares none).
+type RPM struct {
+	// Files are the packaged paths under /etc, each with every package's
+	// record of it; Paths lists them sorted.
+	Files map[string][]rpmFile
+	Paths []string
+}
+
+// QueryRPM reads the rpm database of r at dbdir (a host path) with the
+// rpm program, read-only (`rpm -qa --qf`), keeping the files under /etc.
+func QueryRPM(ctx context.Context, r *ondisk.Root, dbdir string) (*RPM, error) {
+	prog, err := exec.LookPath("rpm")
+	if err != nil {
+		return nil, osstate.ErrNoRPM
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, "--root", r.Dir(), "--dbpath", dbdir, "-qa", "--qf", rpmQueryFormat)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("running rpm: %w", err)
+	}
+	b, perr := parseRPMQuery(out)
+	if perr != nil {
+		io.Copy(io.Discard, out)
+	}
+	werr := cmd.Wait()
+	if werr != nil {
+		return nil, fmt.Errorf("rpm --root %s --dbpath %s -qa: %v: %s", r.Dir(), dbdir, werr, strings.TrimSpace(stderr.String()))
+	}
+	if perr != nil {
+		return nil, fmt.Errorf("rpm --root %s --dbpath %s -qa: %w", r.Dir(), dbdir, perr)
+	}
+	return b, nil
+}
+
+// parseRPMQuery reads rpmQueryFormat's lines, keeping those of /etc.
+func parseRPMQuery(rd io.Reader) (*RPM, error) {
+	b := &RPM{Files: map[string][]rpmFile{}}
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if !strings.HasPrefix(line, EtcDir+"/") {
+			continue
+		}
+		p, f, err := parseRPMLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		b.Files[p] = append(b.Files[p], f)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	for p := range b.Files {
+		b.Paths = append(b.Paths, p)
+	}
+	sort.Strings(b.Paths)
+	return b, nil
+}
+
+func parseRPMLine(line string) (string, rpmFile, error) {
+	fs := strings.Split(line, "\t")
+	if len(fs) != rpmQueryFields {
+		return "", rpmFile{}, fmt.Errorf("%d fields, want %d", len(fs), rpmQueryFields)
+	}
+	var f rpmFile
+	var errs []error
+	num := func(s string, bits int) uint64 {
+		v, err := strconv.ParseUint(s, 10, bits)
+		errs = append(errs, err)
+		return v
+	}
+	f.pkg = fs[1]
+	f.algo = 1 // PGPHASHALGO_MD5: a header without FILEDIGESTALGO
+	if fs[2] != "(none)" {
+		f.algo = int(num(fs[2], 8))
+	}
+	f.digest = strings.ToLower(fs[3])
+	f.mode = uint32(num(fs[4], 32))
+	f.user, f.group = fs[5], fs[6]
+	f.flags = uint32(num(fs[7], 32))
+	f.verify = uint32(num(fs[8], 32))
+	f.linkTo = fs[9]
+	state, err := strconv.Atoi(fs[10])
+	errs = append(errs, err)
+	f.state = state
+	f.size = int64(num(fs[11], 63))
+	f.rdev = num(fs[12], 64)
+	if fs[13] != "(none)" {
+		f.caps = fs[13]
+	}
+	if err := errors.Join(errs...); err != nil {
+		return "", rpmFile{}, fmt.Errorf("%s: %w", fs[0], err)
+	}
+	return path.Clean(fs[0]), f, nil
+}
+
+// verifier verifies files inside a root, with the root's accounts.
+type verifier struct {
+	root *ondisk.Root
+	db   *accountdb.DB
+	buf  []byte
+}
+
+// Verify verifies every packaged path under /etc.
+func (b *RPM) Verify(ctx context.Context, r *ondisk.Root) ([]Change, error) {
+	return b.verifyPaths(ctx, r, b.Paths)
+}
+
+// VerifyAt verifies the packaged paths at host path p or under it (what
+// a change at p can have affected).
+func (b *RPM) VerifyAt(ctx context.Context, r *ondisk.Root, p string) ([]Change, error) {
+	i := sort.SearchStrings(b.Paths, p)
+	j := i
+	for j < len(b.Paths) && (b.Paths[j] == p || strings.HasPrefix(b.Paths[j], p+"/") || p == "/") {
+		j++
+	}
+	return b.verifyPaths(ctx, r, b.Paths[i:j])
+}
+
+func (b *RPM) verifyPaths(ctx context.Context, r *ondisk.Root, paths []string) ([]Change, error) {
+	db, err := accountdb.Read(r)
+	if err != nil {
+		return nil, err
+	}
+	v := &verifier{root: r, db: db}
+	var out []Change
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if c, ok := v.path(p, b.Files[p]); ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// path verifies a path against every package's record of it: it differs
+// where any of them says so (rpm -V lists it once per package).
+func (v *verifier) path(p string, fs []rpmFile) (Change, bool) {
+	var c Change
+	var owners []string
+	letters := []byte(".........")
+	for i := range fs {
+		res := v.file(p, &fs[i])
+		if !res.differs() {
+			continue
+		}
+		owners = append(owners, fs[i].pkg)
+		switch {
+		case res.missing:
+			if c.Op == 0 {
+				c = Change{Path: p, Op: Removed, Base: res.base}
+			}
+		default:
+			if c.Op == Removed {
+				c = Change{}
+			}
+			c.Path, c.Op = p, Modified
+			c.What |= res.what
+			c.Base, c.Live = res.base, res.live
+			if res.err != "" && c.Err == "" {
+				c.Err = res.err
+			}
+			for k := 0; k < len(res.letters) && k < len(letters); k++ {
+				if res.letters[k] != '.' {
+					letters[k] = res.letters[k]
+				}
+			}
+		}
+	}
+	if c.Op == 0 {
+		return Change{}, false
+	}
+	c.Owner = strings.Join(owners, ",")
+	if c.Op == Modified {
+		c.RPM = string(letters)
+	} else {
+		c.RPM = "missing"
+	}
+	return c, true
+}
+
+// verifyResult is rpmfilesVerify's answer for one package's file.
+type verifyResult struct {
+	missing    bool
+	what       What
+	letters    string
+	err        string
+	base, live *Node
+}
+
+func (r *verifyResult) differs() bool { return r.missing || r.what != 0 || r.err != "" }
+
+// file is rpmfilesVerify (rpm lib/verify.cc) for one record, minus the
+// modification time, and with verifyHeader's filtering of missing %ghost
+// and %config(missingok) files.
+func (v *verifier) file(p string, f *rpmFile) verifyResult {
+	flags := f.verify
+	switch f.state {
+	case stateNotInstalled, stateNetShared:
+		return verifyResult{}
+	case stateReplaced:
+		flags = 0
+	case stateWrongColor:
+		flags &^= verifyDigest | verifySize | verifyMtime | verifyRdev
+	}
+	flags &^= verifyMtime
+	want := v.expected(f)
+	dfd, name, err := v.parent(p)
+	if err != nil {
+		if isNotExist(err) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			return v.missing(f, &want)
+		}
+		return verifyResult{err: errText(err), base: &want}
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := fstatat(dfd, name, &st); err != nil {
+		if isNotExist(err) {
+			return v.missing(f, &want)
+		}
+		return verifyResult{err: errText(err), base: &want}
+	}
+	// A directory expected, a link to one found by a legitimate owner
+	// (root, or the directory's owner): follow it, as fsmVerify does.
+	if f.mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		var dst unix.Stat_t
+		if err := unix.Fstatat(dfd, name, &dst, 0); err == nil && dst.Mode&unix.S_IFMT == unix.S_IFDIR && (st.Uid == 0 || st.Uid == dst.Uid) {
+			st = dst
+		}
+	}
+	live := nodeOf(&st)
+	isLink := st.Mode&unix.S_IFMT == unix.S_IFLNK
+	if isLink {
+		flags &^= verifyMode
+		live.Target, _ = readlinkat(dfd, name)
+	} else {
+		flags &^= verifyLinkTo
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		flags &^= verifyDigest | verifySize | verifyMtime | verifyCaps
+	}
+	ghost := f.flags&fileGhost != 0
+	if ghost {
+		flags &^= verifyDigest | verifySize | verifyMtime | verifyLinkTo
+	}
+	res := verifyResult{base: &want, live: &live}
+	l := []byte(".........")
+	if flags&verifyDigest != 0 {
+		same, err := v.sameDigest(dfd, name, f)
+		switch {
+		case err != nil:
+			res.err = "reading: " + errText(err)
+			l[2] = '?'
+		case !same:
+			res.what |= WContent
+			l[2] = '5'
+		}
+	}
+	if flags&verifyLinkTo != 0 {
+		if t, err := readlinkat(dfd, name); err != nil {
+			res.err = "reading the link: " + errText(err)
+			l[4] = '?'
+			res.what |= WTarget
+		} else if t != f.linkTo {
+			res.what |= WTarget
+			l[4] = 'L'
+		}
+	}
+	if flags&verifySize != 0 && st.Size != want.Size {
+		res.what |= WContent
+		l[0] = 'S'
+	}
+	if flags&verifyMode != 0 {
+		meta, file := want.Fmt|want.Mode|typeBits(want.Type), uint32(st.Mode)
+		if ghost {
+			meta, file = meta&^unix.S_IFMT, file&^unix.S_IFMT
+		}
+		if meta != file || v.extendedACL(dfd, name) {
+			l[1] = 'M'
+			if !ghost && meta&unix.S_IFMT != file&unix.S_IFMT {
+				res.what |= WType
+			} else {
+				res.what |= WMode
+			}
+		}
+	}
+	if flags&verifyRdev != 0 {
+		wt, gt := f.mode&unix.S_IFMT, st.Mode&unix.S_IFMT
+		wdev, gdev := wt == unix.S_IFCHR || wt == unix.S_IFBLK, gt == unix.S_IFCHR || gt == unix.S_IFBLK
+		if (wt == unix.S_IFCHR) != (gt == unix.S_IFCHR) || (wt == unix.S_IFBLK) != (gt == unix.S_IFBLK) ||
+			wdev && gdev && f.rdev&0xffff != st.Rdev&0xffff {
+			res.what |= WDevice
+			l[3] = 'D'
+		}
+	}
+	if flags&verifyCaps != 0 && !v.sameCaps(dfd, name, f.caps) {
+		res.what |= WCaps
+		l[8] = 'P'
+	}
+	if flags&verifyUser != 0 && st.Uid != want.UID {
+		res.what |= WOwner
+		l[5] = 'U'
+	}
+	if flags&verifyGroup != 0 && st.Gid != want.GID {
+		res.what |= WGroup
+		l[6] = 'G'
+	}
+	res.letters = string(l)
+	return res
+}
+
+// missing is a record's file that is not there: no difference for a
+// %ghost or %config(missingok) file (verifyHeader filters them out).
+func (v *verifier) missing(f *rpmFile, want *Node) verifyResult {
+	if f.flags&(fileMissingOK|fileGhost) != 0 {
+		return verifyResult{}
+	}
+	return verifyResult{missing: true, base: want}
+}
+
+// expected is the node a record describes, its user and group resolved in
+// the root's accounts as rpmfilesStat resolves them (rpm lib/rpmfi.cc): a
+// name that does not resolve is root's, without its set-id bit.
+func (v *verifier) expected(f *rpmFile) Node {
+	st := unix.Stat_t{Mode: f.mode}
+	n := nodeOf(&st)
+	if n.Type == ondisk.Regular || n.Type == ondisk.Symlink {
+		n.Size = f.size
+	}
+	n.Target = f.linkTo
+	if uid, ok := v.uid(f.user); ok {
+		n.UID = uid
+	} else {
+		n.Mode &^= unix.S_ISUID
+	}
+	if gid, ok := v.gid(f.group); ok {
+		n.GID = gid
+	} else {
+		n.Mode &^= unix.S_ISGID
+	}
+	return n
+}
+
+// uid resolves a user name as rpmugUid does: root is 0 without a lookup.
+func (v *verifier) uid(name string) (uint32, bool) {
+	if name == "root" {
+		return 0, true
+	}
+	if u, ok := v.db.Users[name]; ok && u.UID >= 0 {
+		return uint32(u.UID), true
+	}
+	return 0, false
+}
+
+func (v *verifier) gid(name string) (uint32, bool) {
+	if name == "root" {
+		return 0, true
+	}
+	if g, ok := v.db.Groups[name]; ok && g.GID >= 0 {
+		return uint32(g.GID), true
+	}
+	return 0, false
+}
+
+func typeBits(t ondisk.FileType) uint32 {
+	switch t {
+	case ondisk.Regular:
+		return unix.S_IFREG
+	case ondisk.Directory:
+		return unix.S_IFDIR
+	case ondisk.Symlink:
+		return unix.S_IFLNK
+	}
+	return 0
+}
+
+// parent opens the directory of host path p inside the root (links on
+// the way resolved inside it, as rpm's own lstat through the chroot
+// resolves them) and returns p's last name.
+func (v *verifier) parent(p string) (int, string, error) {
+	dir, name := path.Split(p)
+	fd, err := v.root.OpenDir(path.Clean(dir))
+	return fd, name, err
+}
+
+// sameDigest hashes a regular file with the record's algorithm
+// (rpm's PGPHASHALGO numbers) and compares it with the record's digest;
+// a record without one never matches (verify.cc: no digest is a
+// difference).
+func (v *verifier) sameDigest(dfd int, name string, f *rpmFile) (bool, error) {
+	if f.digest == "" {
+		return false, nil
+	}
+	var h hash.Hash
+	switch f.algo {
+	case 1:
+		h = md5.New()
+	case 2:
+		h = sha1.New()
+	case 8:
+		h = sha256.New()
+	case 9:
+		h = sha512.New384()
+	case 10:
+		h = sha512.New()
+	case 11:
+		h = sha256.New224()
+	default:
+		return false, fmt.Errorf("digest algorithm %d unknown", f.algo)
+	}
+	fd, err := openRegular(dfd, name)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(fd)
+	if v.buf == nil {
+		v.buf = make([]byte, compareChunk)
+	}
+	if err := hashFile(fd, h, v.buf); err != nil {
+		return false, err
+	}
+	return hex.EncodeToString(h.Sum(nil)) == f.digest, nil
+}
+
+// extendedACL reports whether a node has an access ACL with entries beyond
+// its mode (libacl's acl_equiv_mode returning 1), which rpm -V counts as
+// a mode difference: rpm cannot have set it.
+func (v *verifier) extendedACL(dfd int, name string) bool {
+	b, err := getxattrAt(dfd, name, ondisk.XattrACLAccess)
+	if err != nil || len(b) == 0 {
+		return false
+	}
+	es, err := ondisk.ParseACL(b)
+	if err != nil {
+		return true
+	}
+	return len(es) > 3
+}

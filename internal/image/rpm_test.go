@@ -1,0 +1,142 @@
+package image
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+)
+
+func sha(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+
+// rpmLine is a line of rpmQueryFormat.
+func rpmLine(p, pkg, digest string, mode uint32, flags, verify uint32, link string, state int, size int64) string {
+	return strings.Join([]string{p, pkg, "8", digest, strconv.FormatInt(int64(mode), 10), "root", "root", strconv.FormatInt(int64(flags), 10), strconv.FormatInt(int64(verify), 10),
+		link, strconv.FormatInt(int64(state), 10), strconv.FormatInt(size, 10), "0", "(none)"}, "\t")
+}
+
+// TestRPMVerify: rpm -V's rules over a root without rpm: flags, states,
+// %ghost, %config(missingok), %verify(not …).
+func TestRPMVerify(t *testing.T) {
+	root := t.TempDir()
+	etc := filepath.Join(root, "etc")
+	write(t, etc+"/a.conf", "changed\n")            // content differs
+	write(t, etc+"/same", "same\n")                 // equal
+	write(t, etc+"/verify", "more than recorded\n") // %verify(not md5 size mtime)
+	write(t, etc+"/replaced", "whatever\n")         // state replaced
+	write(t, etc+"/notinstalled-but-there", "x\n")  // state not installed
+	write(t, etc+"/ghost", "anything\n")            // %ghost: content not verified
+	must(t, os.Chmod(etc+"/same", 0o600))           // mode differs too
+	must(t, os.Symlink("elsewhere", etc+"/link"))   // target differs
+	must(t, os.Mkdir(etc+"/dir", 0o700))            // directory mode
+	const all = 0xffffffff
+	q := strings.Join([]string{
+		rpmLine("/etc/a.conf", "p", sha("conf\n"), 0o100644, 1, all, "", 0, 5),
+		rpmLine("/etc/same", "p", sha("same\n"), 0o100644, 0, all, "", 0, 5),
+		rpmLine("/etc/verify", "setup", sha("v\n"), 0o100644, 1, all&^(verifyDigest|verifySize|verifyMtime), "", 0, 2),
+		rpmLine("/etc/replaced", "p", sha("orig\n"), 0o100644, 1, all, "", stateReplaced, 5),
+		rpmLine("/etc/notinstalled", "p", sha("x\n"), 0o100644, 0, all, "", stateNotInstalled, 2),
+		rpmLine("/etc/ghost", "p", "", 0o100644, fileGhost, all, "", 0, 0),
+		rpmLine("/etc/ghost-missing", "p", "", 0o100644, fileGhost, all, "", 0, 0),
+		rpmLine("/etc/missingok", "p", sha("m\n"), 0o100644, 1|fileMissingOK, all, "", 0, 2),
+		rpmLine("/etc/missing", "p", sha("m\n"), 0o100644, 1, all, "", 0, 2),
+		rpmLine("/etc/link", "p", "", 0o120777, 0, all, "target", 0, 6),
+		rpmLine("/etc/dir", "p", "", 0o40755, 0, all, "", 0, 0),
+		rpmLine("/usr/bin/tool", "p", sha("x"), 0o100755, 0, all, "", 0, 1),
+	}, "\n") + "\n"
+	b, err := parseRPMQuery(strings.NewReader(q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Files["/usr/bin/tool"]; ok {
+		t.Error("a file outside /etc was kept")
+	}
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cs, err := b.Verify(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.RPM+" "+c.Path)
+	}
+	want := []string{
+		"S.5...... /etc/a.conf",
+		".M....... /etc/dir",
+		"....L.... /etc/link",
+		"missing /etc/missing",
+		".M....... /etc/same",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verified (-want +got):\n%s", diff)
+	}
+	// VerifyAt: the path and what is under it.
+	cs, err = b.VerifyAt(context.Background(), r, "/etc/dir")
+	if err != nil || len(cs) != 1 || cs[0].Path != "/etc/dir" {
+		t.Errorf("VerifyAt(/etc/dir) = %v, %v", short(cs), err)
+	}
+}
+
+// TestRPMSharedPath: a path two packages own differs where either says
+// so, and names both when both do.
+func TestRPMSharedPath(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "etc/shared"), "x\n")
+	q := rpmLine("/etc/shared", "a", sha("x\n"), 0o100644, 0, 0xffffffff, "", 0, 2) + "\n" +
+		rpmLine("/etc/shared", "b", sha("x\n"), 0o100600, 0, 0xffffffff, "", 0, 2) + "\n"
+	b, err := parseRPMQuery(strings.NewReader(q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := ondisk.OpenRoot(root)
+	defer r.Close()
+	cs, err := b.Verify(context.Background(), r)
+	if err != nil || len(cs) != 1 || cs[0].Owner != "b" || cs[0].What != WMode {
+		t.Fatalf("Verify = %+v, %v; want one mode difference of b", cs, err)
+	}
+}
+
+func TestRPMQueryRefusesBadLines(t *testing.T) {
+	if _, err := parseRPMQuery(strings.NewReader("/etc/x\tonly three\tfields\n")); err == nil {
+		t.Error("a short line was taken")
+	}
+	if _, err := parseRPMQuery(strings.NewReader("/etc/x\tp\t8\t\tNaN\troot\troot\t0\t0\t\t0\t0\t0\t(none)\n")); err == nil {
+		t.Error("a mode that is no number was taken")
+	}
+}
+
+func TestCapText(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want capSet
+	}{
+		{"cap_net_raw=ep", capSet{eff: 1 << 13, perm: 1 << 13}},
+		{"cap_net_raw+ep", capSet{eff: 1 << 13, perm: 1 << 13}},
+		{"cap_net_admin,cap_net_raw=eip", capSet{eff: 3 << 12, perm: 3 << 12, inh: 3 << 12}},
+		{"cap_setuid=p cap_setgid+i", capSet{perm: 1 << 7, inh: 1 << 6}},
+		{"cap_chown=ep cap_chown-e", capSet{perm: 1}},
+	} {
+		got, err := parseCapText(tc.text)
+		if err != nil || got != tc.want {
+			t.Errorf("parseCapText(%q) = %+v, %v; want %+v", tc.text, got, err, tc.want)
+		}
+	}
+	// setcap cap_net_raw+ep: revision 2 with the effective flag.
+	raw, _ := hex.DecodeString("0100000200200000000000000000000000000000")
+	got, err := parseVFSCaps(raw)
+	if want := (capSet{eff: 1 << 13, perm: 1 << 13}); err != nil || got != want {
+		t.Errorf("parseVFSCaps = %+v, %v; want %+v", got, err, want)
+	}
+}
