@@ -66,8 +66,9 @@ func (r *report) fullVerdicts() []verdict {
 			})
 		}
 		if f.Files >= 10000 {
-			// Issue 40's: the cached check at the floor of what a check must
-			// do by its contract, as bare system calls.
+			// The cached check against the floor of what a check must do by
+			// its contract, as bare system calls, where the per-file work
+			// outweighs the process's start.
 			checkP := f.medWall("checkP")
 			vs = append(vs, verdict{
 				Target:   fmt.Sprintf("full check of %s ≤ 1.0× the floor of what a check must do (stat, read, xattrs; parallel)", f.Label),
