@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -170,7 +171,7 @@ func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte, dg 
 	if err != nil {
 		return key, false
 	}
-	sizes, sums, ok := fileDigests(src, files, raws, dg)
+	sizes, sums, ok := fileDigests(src.open, files, raws, dg)
 	if !ok {
 		return key, false
 	}
@@ -206,9 +207,9 @@ func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte, dg 
 }
 
 // fileDigests returns the size and FileDigest of each of files: of raws[i]
-// when raws is not nil, else of the file as src reads it now (see keyOf).
+// when raws is not nil, else of the file as open opens it now (see keyOf).
 // The memo is read at most once and written at most once.
-func fileDigests(src fragmentFiles, files []string, raws [][]byte, dg digests) (sizes []int64, sums []FileDigest, ok bool) {
+func fileDigests(open func(string) (*os.File, error), files []string, raws [][]byte, dg digests) (sizes []int64, sums []FileDigest, ok bool) {
 	sizes, sums = make([]int64, len(files)), make([]FileDigest, len(files))
 	if raws != nil {
 		for i, r := range raws {
@@ -231,7 +232,7 @@ func fileDigests(src fragmentFiles, files []string, raws [][]byte, dg digests) (
 	}
 	learned := map[FileStamp]FileDigest{}
 	for i, name := range files {
-		if sizes[i], sums[i], ok = hashFile(src, name, lookup, dg.now, learned); !ok {
+		if sizes[i], sums[i], ok = hashFile(open, name, lookup, dg.now, learned); !ok {
 			return nil, nil, false
 		}
 	}
@@ -248,15 +249,15 @@ func heldDigest(b []byte) FileDigest {
 	}))
 }
 
-// hashFile returns the size and the digest of the regular file name as src
-// reads it now; false when it is not one or cannot be read whole. Only
+// hashFile returns the size and the digest of the regular file name as open
+// opens it now; false when it is not one or cannot be read whole. Only
 // regular files are hashed (see fragmentFiles.open), the rest not cached.
 // A file whose trusted stamp lookup knows is not read. A file hashed is put
 // in learned when its stamp is trusted, was settled when taken (at now())
 // and is the same after the read.
-func hashFile(src fragmentFiles, name string, lookup func(FileStamp) (FileDigest, bool), now func() time.Time,
+func hashFile(open func(string) (*os.File, error), name string, lookup func(FileStamp) (FileDigest, bool), now func() time.Time,
 	learned map[FileStamp]FileDigest) (size int64, d FileDigest, ok bool) {
-	f, err := src.open(name)
+	f, err := open(name)
 	if err != nil {
 		return 0, d, false
 	}
