@@ -248,7 +248,12 @@ func TestApply(t *testing.T) {
 
 	// A directory on its path that any user may write (the rule of every
 	// file of settings, package writers): not used, saying which.
+	// WriteFile keeps an existing file's mode: the last of the cases above,
+	// in the map's random order, left its own.
 	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(recFile, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(filepath.Join(root, "etc"), 0o777); err != nil {
