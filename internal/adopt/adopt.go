@@ -52,6 +52,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -151,7 +152,7 @@ func readSource(root *ondisk.Root, src string) ([]byte, error) {
 	// Ignition writes its cache 0640, root's, in /run: one another user
 	// could have written is no config of Ignition's.
 	if err := desired.CheckWriters(root, src, f); err != nil {
-		var le *desired.LoadError
+		var le *configerr.LoadError
 		if errors.As(err, &le) {
 			return nil, &Error{"adopting", le.File, le.Err}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -25,9 +26,9 @@ func TestParseRefusesAccountFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.file, []byte(tt.raw))
-		var le *LoadError
+		var le *configerr.LoadError
 		if !errors.As(err, &le) || le.Context != tt.context || !errors.Is(err, model.ErrNotOneField) || le.File != tt.file {
-			t.Errorf("%s: error %v, want a LoadError at %s", tt.file, err, tt.context)
+			t.Errorf("%s: error %v, want a configerr.LoadError at %s", tt.file, err, tt.context)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	butane "github.com/coreos/ignition/v2/butane/config"
 	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
 	"github.com/coreos/vcontext/report"
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -173,7 +174,7 @@ func parseButane(file string, raw []byte, sup Supplies) (Fragment, error) {
 	if !bytes.HasPrefix(bytes.TrimSpace(out), []byte("{")) {
 		// openshift: a MachineConfig in YAML.
 		if out, err = yaml.YAMLToJSON(out); err != nil {
-			return Fragment{File: file}, &LoadError{File: file, Err: fmt.Errorf("reading Butane's MachineConfig: %w", err)}
+			return Fragment{File: file}, &configerr.LoadError{File: file, Err: fmt.Errorf("reading Butane's MachineConfig: %w", err)}
 		}
 	}
 	// Parsed as JSON under a name of its own, so that nothing of the file's
@@ -182,7 +183,7 @@ func parseButane(file string, raw []byte, sup Supplies) (Fragment, error) {
 	frag, err := parseFragment(file+".json", out, sup, false, nil)
 	frag.File = file
 	frag.Warnings = append(frag.Warnings, butaneWarnings(rpt)...)
-	if le := (*LoadError)(nil); errors.As(err, &le) {
+	if le := (*configerr.LoadError)(nil); errors.As(err, &le) {
 		le.File, le.Line, le.Column = file, 0, 0
 		le.Err = fmt.Errorf("in the config Butane translated it to: %w", le.Err)
 		return frag, le
@@ -192,13 +193,13 @@ func parseButane(file string, raw []byte, sup Supplies) (Fragment, error) {
 
 // butaneError is the LoadError for a failed translation: the first error of
 // Butane's report, at its line and column in raw, or Butane's own error.
-func butaneError(file string, raw []byte, rpt report.Report, err error) *LoadError {
+func butaneError(file string, raw []byte, rpt report.Report, err error) *configerr.LoadError {
 	le := reportError(file, raw, rpt, err, true)
 	if le.Line == 0 {
 		// A syntax error, or a value of the wrong type: Butane's report is
 		// empty, and go-yaml's message names a line (for a syntax error,
 		// one that may not be the error's).
-		yamlPosition(le, raw)
+		configerr.YAMLPosition(le, raw)
 	}
 	if le.Err.Error() == butanecommon.ErrNoFilesDir.Error() {
 		le.Err = errButaneFilesDir

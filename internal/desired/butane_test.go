@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -109,9 +110,9 @@ func TestButaneErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse("a.bu", []byte(c.src))
-			var le *LoadError
+			var le *configerr.LoadError
 			if !errors.As(err, &le) {
-				t.Fatalf("error %v (%T), want a LoadError", err, err)
+				t.Fatalf("error %v (%T), want a configerr.LoadError", err, err)
 			}
 			if err.Error() != c.want {
 				t.Errorf("error:\n got %q\nwant %q", err.Error(), c.want)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
@@ -44,9 +45,9 @@ func checkParse(t *testing.T, name string, raw []byte) {
 	t.Helper()
 	frag, err := Parse(name, raw)
 	if err != nil {
-		var le *LoadError
+		var le *configerr.LoadError
 		if !errors.As(err, &le) || le.File != name {
-			t.Fatalf("Parse error %v (%T) is not a LoadError for %s", err, err, name)
+			t.Fatalf("Parse error %v (%T) is not a configerr.LoadError for %s", err, err, name)
 		}
 		if !strings.HasPrefix(err.Error(), name+":") {
 			t.Fatalf("Parse error %q does not start with the file name", err)

@@ -17,6 +17,7 @@ import (
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"sigs.k8s.io/yaml"
@@ -58,32 +59,6 @@ func isFragment(name string) bool {
 // fragment when it lies in a config directory.
 func IsFragmentName(name string) bool { return isFragment(name) }
 
-// LoadError is a config that cannot be loaded: it names the file and, where
-// Ignition's report has them, the line, column and JSON path of the problem.
-type LoadError struct {
-	File    string
-	Line    int // 0 when unknown
-	Column  int
-	Context string // the config path, e.g. $.storage.files.0.path
-	Err     error
-}
-
-func (e *LoadError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
-	}
-	b.WriteString(": ")
-	if e.Context != "" && e.Context != "$" {
-		fmt.Fprintf(&b, "%s: ", e.Context)
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
-}
-
-func (e *LoadError) Unwrap() error { return e.Err }
-
 // Fragments lists the config files to load, in merge order.
 //
 // With no explicit paths, it reads DefaultDirs inside root, keeps only
@@ -103,7 +78,7 @@ func Fragments(root Host, explicit []string) ([]string, error) {
 				continue
 			}
 			if err != nil {
-				return nil, &LoadError{File: root.Join(d), Err: errpath.Strip(err)}
+				return nil, &configerr.LoadError{File: root.Join(d), Err: errpath.Strip(err)}
 			}
 			for _, n := range fragmentNames(ents) {
 				byName[n] = root.Join(path.Join(d, n))
@@ -124,7 +99,7 @@ func Fragments(root Host, explicit []string) ([]string, error) {
 	for _, p := range explicit {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, &LoadError{File: p, Err: errors.Unwrap(err)}
+			return nil, &configerr.LoadError{File: p, Err: errors.Unwrap(err)}
 		}
 		if !st.IsDir() {
 			files = append(files, p)
@@ -132,7 +107,7 @@ func Fragments(root Host, explicit []string) ([]string, error) {
 		}
 		ents, err := os.ReadDir(p)
 		if err != nil {
-			return nil, &LoadError{File: p, Err: errors.Unwrap(err)}
+			return nil, &configerr.LoadError{File: p, Err: errors.Unwrap(err)}
 		}
 		for _, n := range fragmentNames(ents) {
 			files = append(files, filepath.Join(p, n))
@@ -225,7 +200,7 @@ func readConfigs(src fragmentFiles, files []string) ([][]byte, error) {
 	for i, f := range files {
 		raw, err := src.read(f)
 		if err != nil {
-			return nil, &LoadError{File: f, Err: errpath.Strip(err)}
+			return nil, &configerr.LoadError{File: f, Err: errpath.Strip(err)}
 		}
 		raws[i] = raw
 	}
@@ -264,15 +239,15 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 	}
 	mc, isMC, version, err := asMachineConfig(raw)
 	if err != nil {
-		return Fragment{File: file}, &LoadError{File: file, Err: err}
+		return Fragment{File: file}, &configerr.LoadError{File: file, Err: err}
 	}
 	switch {
 	case isMC && cache:
-		return Fragment{File: file}, &LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
+		return Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
 	case isMC:
 		return parseMachineConfig(file, &mc, sup, reread)
 	case isYAML:
-		return Fragment{File: file}, &LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
+		return Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
 	}
 	return parseIgnitionFile(file, raw, version, sup, cache, reread)
 }
@@ -281,12 +256,12 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 func yamlToJSON(file string, raw []byte) ([]byte, error) {
 	if n := yamlDocuments(raw); n > 1 {
 		// YAMLToJSON would keep the first and drop the rest silently.
-		return nil, &LoadError{File: file, Err: fmt.Errorf("holds %d YAML documents; put one MachineConfig in each file", n)}
+		return nil, &configerr.LoadError{File: file, Err: fmt.Errorf("holds %d YAML documents; put one MachineConfig in each file", n)}
 	}
 	j, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		le := &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
-		yamlPosition(le, raw)
+		le := &configerr.LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
+		configerr.YAMLPosition(le, raw)
 		return nil, le
 	}
 	return j, nil
@@ -306,19 +281,19 @@ func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, ca
 	if warnsSpecialBits(rpt) {
 		if src != nil {
 			if raw, err = src.Bytes(); err != nil {
-				return frag, &LoadError{File: file, Err: err}
+				return frag, &configerr.LoadError{File: file, Err: err}
 			}
 		}
 		frag.specialBits = declaredSpecialBits(raw)
 	}
 	switch {
 	case cache && cfg.Ignition.Config.Replace.Source != nil:
-		return frag, &LoadError{File: file, Context: "$.ignition.config.replace", Err: errCacheReplace}
+		return frag, &configerr.LoadError{File: file, Context: "$.ignition.config.replace", Err: errCacheReplace}
 	case cache:
 		// Its children are merged in already (see CacheSuffix).
 	default:
 		if err := resolveChildren(&frag, sup); err != nil {
-			return frag, &LoadError{File: file, Err: err}
+			return frag, &configerr.LoadError{File: file, Err: err}
 		}
 	}
 	return frag, checkDecodable(file, frag.Config, "", 0)
@@ -342,10 +317,10 @@ func decodeIgnition(file string, raw []byte, version string, cache bool, reread 
 				raw, rerr = src.Bytes() // no read when the parse has read them again
 			}
 			if rerr != nil {
-				if le := (*LoadError)(nil); errors.As(rerr, &le) {
+				if le := (*configerr.LoadError)(nil); errors.As(rerr, &le) {
 					return cfg, rpt, src, nil, le // the read's own error names the file
 				}
-				return cfg, rpt, src, nil, &LoadError{File: file, Err: rerr}
+				return cfg, rpt, src, nil, &configerr.LoadError{File: file, Err: rerr}
 			}
 		}
 	}
@@ -372,13 +347,13 @@ func checkDecodable(file string, cfg types.Config, under string, minID int) erro
 		return under + strings.TrimPrefix(ctx, "$")
 	}
 	if ctx, err := undecodable(cfg); err != nil {
-		return &LoadError{File: file, Context: at(ctx), Err: err}
+		return &configerr.LoadError{File: file, Context: at(ctx), Err: err}
 	}
 	if ctx, err := negativeIDs(cfg, minID); err != nil {
-		return &LoadError{File: file, Context: at(ctx), Err: err}
+		return &configerr.LoadError{File: file, Context: at(ctx), Err: err}
 	}
 	if ctx, err := accountFields(cfg.Passwd); err != nil {
-		return &LoadError{File: file, Context: at(ctx), Err: err}
+		return &configerr.LoadError{File: file, Context: at(ctx), Err: err}
 	}
 	return nil
 }
@@ -437,7 +412,7 @@ func readSpecConfig(frag *Fragment, mc *machineConfig, version string, sup Suppl
 		frag.specialBits = declaredSpecialBits(mc.Spec.Config)
 	}
 	if err := resolveChildren(frag, sup); err != nil {
-		return &LoadError{File: frag.File, Context: "spec.config", Err: err}
+		return &configerr.LoadError{File: frag.File, Context: "spec.config", Err: err}
 	}
 	return checkDecodable(frag.File, frag.Config, "spec.config", -1)
 }
@@ -658,8 +633,8 @@ func probeMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string
 
 // reportError turns Ignition's report on raw into a LoadError; positions
 // says whether raw is the file itself, so that positions in it mean something.
-func reportError(file string, raw []byte, rpt report.Report, err error, positions bool) *LoadError {
-	le := &LoadError{File: file, Err: err}
+func reportError(file string, raw []byte, rpt report.Report, err error, positions bool) *configerr.LoadError {
+	le := &configerr.LoadError{File: file, Err: err}
 	for _, e := range rpt.Entries {
 		if !e.Kind.IsFatal() {
 			continue
@@ -765,7 +740,7 @@ func typeConflicts(frags []Fragment) error {
 			p = path.Clean(p)
 			prev, ok := seen[p]
 			if ok && prev.what != what && prev.file != f.File {
-				return &LoadError{File: f.File, Context: fmt.Sprintf("$.storage.%s.%d", list, i),
+				return &configerr.LoadError{File: f.File, Context: fmt.Sprintf("$.storage.%s.%d", list, i),
 					Err: fmt.Errorf("%q is declared as a %s here and as a %s in %s", p, what, prev.what, prev.file)}
 			}
 			seen[p] = decl{what, f.File}

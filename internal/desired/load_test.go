@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
@@ -321,9 +322,9 @@ func TestParseErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Parse(%q) = %+v, want an error", tt.file, frag.Config)
 			}
-			var le *LoadError
+			var le *configerr.LoadError
 			if !errors.As(err, &le) {
-				t.Fatalf("Parse error %v (%T) is not a *LoadError", err, err)
+				t.Fatalf("Parse error %v (%T) is not a *configerr.LoadError", err, err)
 			}
 			msg := err.Error()
 			if !strings.HasPrefix(msg, tt.file+":") {
@@ -354,9 +355,9 @@ func TestLoadFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.ign")
 	_, err := loadFile(missing)
-	var le *LoadError
+	var le *configerr.LoadError
 	if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("loadFile(missing) = %v, want a LoadError naming %s that is fs.ErrNotExist", err, missing)
+		t.Errorf("loadFile(missing) = %v, want a configerr.LoadError naming %s that is fs.ErrNotExist", err, missing)
 	}
 	if err != nil && !strings.HasPrefix(err.Error(), missing+": ") {
 		t.Errorf("message %q does not start with the file name", err)
@@ -621,9 +622,9 @@ func TestMerge(t *testing.T) {
 	for _, tt := range conflicts {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Merge(tt.frags)
-			var le *LoadError
+			var le *configerr.LoadError
 			if !errors.As(err, &le) {
-				t.Fatalf("Merge = %v, want a LoadError", err)
+				t.Fatalf("Merge = %v, want a configerr.LoadError", err)
 			}
 			if le.File != tt.file || le.Context != tt.ctxStr || !strings.Contains(err.Error(), tt.want) ||
 				!strings.HasPrefix(err.Error(), tt.file+": ") {
@@ -746,10 +747,10 @@ func TestFragments(t *testing.T) {
 	t.Run("missing explicit path", func(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "nope.ign")
 		_, err := Fragments(dirHost(root), []string{missing})
-		var le *LoadError
+		var le *configerr.LoadError
 		if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) ||
 			!strings.HasPrefix(err.Error(), missing+": ") {
-			t.Errorf("Fragments(missing) = %v, want a LoadError naming %s", err, missing)
+			t.Errorf("Fragments(missing) = %v, want a configerr.LoadError naming %s", err, missing)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coreos/vcontext/report"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
@@ -174,7 +175,7 @@ func parseSpecConfig(mc *machineConfig, version, file string, reread func() ([]b
 	}
 	b, rerr := src.Bytes() // no read when the parse has read them again
 	if rerr != nil {
-		if le := (*LoadError)(nil); errors.As(rerr, &le) {
+		if le := (*configerr.LoadError)(nil); errors.As(rerr, &le) {
 			rerr = le.Err // the caller names the file
 		}
 		return types.Config{}, report.Report{}, rerr

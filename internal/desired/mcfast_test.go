@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
@@ -231,8 +232,8 @@ func TestMachineConfigReread(t *testing.T) {
 	}
 	changed := []byte(strings.Replace(string(raw), "/usr/bin/x", "/usr/bin/y", 1))
 	_, err = deriveStateFrom("/", []string{file}, [][]byte{append([]byte(nil), raw...)}, [4][]byte{}, again(changed))
-	var le *LoadError
+	var le *configerr.LoadError
 	if !errors.As(err, &le) || le.File != file || !strings.Contains(err.Error(), "changed while it was being read") {
-		t.Errorf("a file changed before it was read again: %v, want a LoadError naming %s", err, file)
+		t.Errorf("a file changed before it was read again: %v, want a configerr.LoadError naming %s", err, file)
 	}
 }

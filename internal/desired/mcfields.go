@@ -2,9 +2,11 @@ package desired
 
 import (
 	"fmt"
-	"github.com/drift-monitor/drift-monitor/internal/model"
 	"slices"
 	"strconv"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // mcFields are a MachineConfig's fields beyond Ignition, as declared: nil
@@ -30,7 +32,7 @@ func (mc *machineConfig) fields(file string) (mcFields, error) {
 		switch *s.KernelType {
 		case "", model.KernelDefault, model.KernelRealtime, model.Kernel64kPages:
 		default:
-			return f, &LoadError{File: file, Context: "spec.kernelType", Err: fmt.Errorf("kernelType %q is not one the machine-config operator accepts (%s, %s, %s)",
+			return f, &configerr.LoadError{File: file, Context: "spec.kernelType", Err: fmt.Errorf("kernelType %q is not one the machine-config operator accepts (%s, %s, %s)",
 				*s.KernelType, model.KernelDefault, model.KernelRealtime, model.Kernel64kPages)}
 		}
 		k := *s.KernelType
@@ -38,7 +40,7 @@ func (mc *machineConfig) fields(file string) (mcFields, error) {
 	}
 	for i, e := range s.Extensions {
 		if model.ExtensionPackages(e) == nil {
-			return f, &LoadError{File: file, Context: fmt.Sprintf("spec.extensions.%d", i), Err: fmt.Errorf("extension %q is not one the machine-config operator supports (%v)", e, model.Extensions())}
+			return f, &configerr.LoadError{File: file, Context: fmt.Sprintf("spec.extensions.%d", i), Err: fmt.Errorf("extension %q is not one the machine-config operator supports (%v)", e, model.Extensions())}
 		}
 	}
 	return f, nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -70,9 +71,9 @@ func TestMachineConfigFieldsRefused(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := deriveState("/", []string{"mc.yaml"}, [][]byte{[]byte(tt.raw)}, [4][]byte{})
-			var le *LoadError
+			var le *configerr.LoadError
 			if !errors.As(err, &le) || le.File != "mc.yaml" || le.Context != tt.context {
-				t.Fatalf("err %v: want a LoadError of mc.yaml at %s", err, tt.context)
+				t.Fatalf("err %v: want a configerr.LoadError of mc.yaml at %s", err, tt.context)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,7 +64,7 @@ func writers(fi fs.FileInfo, trusted trust, stickyOK bool) string {
 
 // writersError is the LoadError of a node others may write.
 func writersError(name, why string) error {
-	return &LoadError{File: name, Err: fmt.Errorf("%s: %w; drift-monitor loads only configs that root alone may write (chown it to root, chmod go-w)", why, ErrOthersMayWrite)}
+	return &configerr.LoadError{File: name, Err: fmt.Errorf("%s: %w; drift-monitor loads only configs that root alone may write (chown it to root, chmod go-w)", why, ErrOthersMayWrite)}
 }
 
 // trust says which owners and groups may write a config.
@@ -97,7 +98,7 @@ func checkWriters(src fragmentFiles, files []string) error {
 		fi, err := f.Stat()
 		f.Close()
 		if err != nil {
-			return &LoadError{File: name, Err: err}
+			return &configerr.LoadError{File: name, Err: err}
 		}
 		if why := writers(fi, trusted, false); why != "" {
 			return writersError(name, why)
@@ -131,7 +132,7 @@ func checkDir(src fragmentFiles, dir string, trusted trust, stickyOK bool) error
 		fi, err = src.root.StatDir(path.Clean(hostPath(src.root.Dir(), dir)))
 	}
 	if err != nil {
-		return &LoadError{File: dir, Err: err}
+		return &configerr.LoadError{File: dir, Err: err}
 	}
 	if why := writers(fi, trusted, stickyOK); why != "" {
 		return writersError(dir, why)
@@ -147,7 +148,7 @@ func CheckWriters(root Host, p string, f *os.File) error {
 	trusted := trustedOwners(root)
 	fi, err := f.Stat()
 	if err != nil {
-		return &LoadError{File: root.Join(p), Err: err}
+		return &configerr.LoadError{File: root.Join(p), Err: err}
 	}
 	if why := writers(fi, trusted, false); why != "" {
 		return writersError(root.Join(p), why)

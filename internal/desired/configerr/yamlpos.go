@@ -1,4 +1,4 @@
-package desired
+package configerr
 
 import (
 	"bytes"
@@ -58,11 +58,11 @@ func yamlProblem(raw []byte) (problem string, failed bool) {
 // the value of the wrong type, which it has right.
 var yamlTypeLine = regexp.MustCompile(`(?m)^  line ([0-9]+): (.*)$`)
 
-// yamlPosition gives le, the error of a YAML file that does not decode, the
+// YAMLPosition gives le, the error of a YAML file that does not decode, the
 // line and column of the problem: of a syntax error as yamlSyntaxError
 // finds it, of a value of the wrong type as go-yaml says it (the first, when
 // it lists several).
-func yamlPosition(le *LoadError, raw []byte) {
+func YAMLPosition(le *LoadError, raw []byte) {
 	if line, col, problem, ok := yamlSyntaxError(raw); ok {
 		le.Line, le.Column, le.Err = line, col, fmt.Errorf("invalid YAML: %s", problem)
 		return
