@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
@@ -60,7 +61,7 @@ func CheckRecord(root *ondisk.Root, cfg, dst string) error {
 	if !path.IsAbs(cfg) || !path.IsAbs(dst) {
 		return &Error{"recording", cfg + " as " + dst, errors.New("want absolute host paths")}
 	}
-	if desired.IsConfigName(path.Clean(dst)) {
+	if discover.IsConfigName(path.Clean(dst)) {
 		// The loader would take it for a config, and refuse the state.
 		return &Error{"recording as", root.Join(path.Clean(dst)), errors.New("a config's name (.ign, .json, .yaml, .yml): the daemon would load it as one")}
 	}

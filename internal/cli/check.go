@@ -13,6 +13,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
@@ -170,7 +171,7 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	}
 	defer r.Close()
 	state, err := loadDesired(cache, r, configs, "check", warn)
-	if errors.Is(err, desired.ErrNoConfig) && img == imageList {
+	if errors.Is(err, discover.ErrNoConfig) && img == imageList {
 		// Listing the image's differences needs no config: without one,
 		// every difference is undeclared.
 		state, err = &model.State{}, nil
@@ -213,7 +214,7 @@ func openRoot(root string) (*ondisk.Root, error) {
 // A file of a desired-state directory that is not loaded is named in a
 // warning: one that the admin believes declares something would otherwise
 // be skipped without a word. No config file at all is an error
-// (desired.ErrNoConfig): nothing is declared, and a host checked against
+// (discover.ErrNoConfig): nothing is declared, and a host checked against
 // nothing is not clean.
 func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
 	return loadDesiredFrom(cache, root, root, configs, command, warn)
@@ -223,7 +224,7 @@ func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, comma
 // (a dry run of reconcile reads the account files as its account repairs
 // would leave them).
 func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
-	for _, ig := range desired.IgnoredFiles(root, configs) {
+	for _, ig := range discover.IgnoredFiles(root, configs) {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Name(ig.String()))
 	}
 	state, err := desired.LoadCached(cache, host, configs)
@@ -234,7 +235,7 @@ func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, 
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Text(w))
 	}
 	if len(state.Files) == 0 {
-		return nil, desired.NoConfigError(root, configs)
+		return nil, discover.NoConfigError(root, configs)
 	}
 	// What the configs leave to the node, as the first boot recorded it:
 	// the nodes are the root's whatever configs are checked.
@@ -286,7 +287,7 @@ func writeJSON(w io.Writer, root string, res *checkResult) error {
 	for _, f := range res.Files {
 		// The default locations are read under the root: say which host
 		// files they are, as every other path in the report does.
-		rep.Configs = append(rep.Configs, desired.HostPath(root, f))
+		rep.Configs = append(rep.Configs, discover.HostPath(root, f))
 	}
 	if rep.Drift == nil {
 		rep.Drift = []drift.Drift{}
@@ -362,7 +363,7 @@ func specsHelp() string {
 		"cache (/run/ignition.json, spec %s), which `drift-monitor adopt`\n"+
 		"saves at first boot.\n\n",
 		model.VendorDir, model.AdminDir, v[0], v[len(v)-1], strings.TrimPrefix(ignspec.VerifiedAgainst, "v"),
-		desired.CacheSuffix, ignspec.LatestExperimental())
+		discover.CacheSuffix, ignspec.LatestExperimental())
 }
 
 // labelCompareFlag is --label-compare: what of an SELinux label is compared

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
@@ -233,11 +234,11 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 }
 
 // noticeIgnored journals each file of the desired-state directories that is
-// not loaded, once when it appears (see desired.IgnoredFiles): what it
+// not loaded, once when it appears (see discover.IgnoredFiles): what it
 // declares is not watched, and the admin may believe it is.
 func (d *Daemon) noticeIgnored(ctx context.Context) {
 	now := map[string]bool{}
-	for _, ig := range desired.IgnoredFiles(d.root, d.o.Configs) {
+	for _, ig := range discover.IgnoredFiles(d.root, d.o.Configs) {
 		now[ig.File] = true
 		if !d.ignored[ig.File] {
 			d.record(ctx, journal.LevelNotice, journal.MsgConfigIgnored, escape.Name(ig.String()))
@@ -252,7 +253,7 @@ func (d *Daemon) noticeNothing(ctx context.Context) {
 	was := d.nothing
 	d.nothing = ""
 	if len(d.files) == 0 {
-		d.nothing = desired.NoConfigWhere(d.root, d.o.Configs)
+		d.nothing = discover.NoConfigWhere(d.root, d.o.Configs)
 	}
 	if d.nothing != "" && d.nothing != was {
 		d.record(ctx, slog.LevelWarn, journal.MsgNothingToWatch,

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/fsnotify/fsnotify"
@@ -100,7 +100,7 @@ func (c *configWatch) relevant(name string) bool {
 		if name == t || under(t, name) {
 			return true
 		}
-		if base := path.Base(name); path.Dir(name) == t && (desired.IsFragmentName(base) || !strings.HasPrefix(base, ".")) {
+		if base := path.Base(name); path.Dir(name) == t && (discover.IsFragmentName(base) || !strings.HasPrefix(base, ".")) {
 			return true
 		}
 	}

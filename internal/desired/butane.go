@@ -12,6 +12,7 @@ import (
 	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
 	"github.com/coreos/vcontext/report"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"sigs.k8s.io/yaml"
 )
 
@@ -40,7 +41,6 @@ import (
 //     and the error says so;
 //   - an error of Butane's names the file, and the line and column Butane
 //     gives (its report entries carry the YAML position).
-const butaneExt = ".bu"
 
 // butaneFields are the fields that say whether a YAML file is Butane.
 type butaneFields struct {
@@ -53,7 +53,7 @@ type butaneFields struct {
 // Butane config (see above).
 func isButane(file string, raw []byte) bool {
 	switch filepath.Ext(file) {
-	case butaneExt:
+	case discover.ButaneExt:
 		return !isIgnitionJSON(raw)
 	case ".yaml", ".yml":
 		if yamlDocuments(raw) > 1 {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -138,7 +139,7 @@ func TestButaneFragmentListed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(d, "50-site.bu"), []byte(butaneFile("fcos", "1.7.0")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if ig := IgnoredFiles(dirHost(root), nil); len(ig) != 0 {
+	if ig := discover.IgnoredFiles(dirHost(root), nil); len(ig) != 0 {
 		t.Errorf("a .bu file is reported not loaded: %v", ig)
 	}
 	st, err := LoadState(dirHost(root), nil)

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -63,20 +64,20 @@ func LoadCached(c Cache, root Host, explicit []string) (model.State, error) {
 }
 
 func loadState(c Cache, root Host, explicit []string) (model.State, error) {
-	files, err := Fragments(root, explicit)
+	files, err := discover.Fragments(root, explicit)
 	if err != nil {
 		return model.State{}, err
 	}
-	return loadFiles(c, fragmentFiles{root, len(explicit) > 0}, files)
+	return loadFiles(c, discover.Files{Root: root, Explicit: len(explicit) > 0}, files)
 }
 
 // loadFiles is loadState for the config files listed, read through src.
 // A config another user could have written is refused (writers.go).
-func loadFiles(c Cache, src fragmentFiles, files []string) (model.State, error) {
-	if err := checkWriters(src, files); err != nil {
+func loadFiles(c Cache, src discover.Files, files []string) (model.State, error) {
+	if err := src.CheckWriters(files); err != nil {
 		return model.State{}, err
 	}
-	root := src.root
+	root := src.Root
 	acct, err := readAccountFiles(root)
 	if err != nil {
 		return model.State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
@@ -93,7 +94,7 @@ func loadFiles(c Cache, src fragmentFiles, files []string) (model.State, error) 
 			return st, nil
 		}
 	}
-	raws, err := readConfigs(src, files)
+	raws, err := src.ReadAll(files)
 	if err != nil {
 		return model.State{}, err
 	}
@@ -106,15 +107,15 @@ func loadFiles(c Cache, src fragmentFiles, files []string) (model.State, error) 
 	// The parse lets go of the bytes (reading one again should its report
 	// need it), and nothing of it stays alive into Put (see Cache).
 	reread := func(file string) func() ([]byte, error) {
-		// Only a regular file can be read again (fragmentFiles.open
+		// Only a regular file can be read again (discover.Files.Open
 		// opens nothing else): a pipe's bytes are kept.
-		f, err := src.open(file)
+		f, err := src.Open(file)
 		if err != nil {
 			return nil
 		}
 		f.Close()
 		return func() ([]byte, error) {
-			r, err := readConfigs(src, []string{file})
+			r, err := src.ReadAll([]string{file})
 			if err != nil {
 				return nil, err
 			}
@@ -151,7 +152,7 @@ func LoadInRoot(root Host, hostFiles []string) (model.State, error) {
 	for i, f := range hostFiles {
 		files[i] = root.Join(f)
 	}
-	st, err := loadFiles(nil, fragmentFiles{root, false}, files)
+	st, err := loadFiles(nil, discover.Files{Root: root}, files)
 	if err != nil {
 		return st, err
 	}
@@ -163,8 +164,8 @@ func LoadInRoot(root Host, hostFiles []string) (model.State, error) {
 // is false when a file cannot be read whole. A file read from src whose
 // trusted stamp dg's memo knows is not read: its remembered digest names
 // it; those hashed with a settled stamp are remembered, at once.
-func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte, dg digests) (key StateKey, ok bool) {
-	abs, err := filepath.Abs(src.root.Dir())
+func keyOf(src discover.Files, files []string, acct [4][]byte, raws [][]byte, dg digests) (key StateKey, ok bool) {
+	abs, err := filepath.Abs(src.Root.Dir())
 	if err != nil {
 		return key, false
 	}
@@ -206,7 +207,7 @@ func keyOf(src fragmentFiles, files []string, acct [4][]byte, raws [][]byte, dg 
 // fileDigests returns the size and FileDigest of each of files: of raws[i]
 // when raws is not nil, else of the file as src reads it now (see keyOf).
 // The memo is read at most once and written at most once.
-func fileDigests(src fragmentFiles, files []string, raws [][]byte, dg digests) (sizes []int64, sums []FileDigest, ok bool) {
+func fileDigests(src discover.Files, files []string, raws [][]byte, dg digests) (sizes []int64, sums []FileDigest, ok bool) {
 	sizes, sums = make([]int64, len(files)), make([]FileDigest, len(files))
 	if raws != nil {
 		for i, r := range raws {
@@ -248,13 +249,13 @@ func heldDigest(b []byte) FileDigest {
 
 // hashFile returns the size and the digest of the regular file name as src
 // reads it now; false when it is not one or cannot be read whole. Only
-// regular files are hashed (see fragmentFiles.open), the rest not cached.
+// regular files are hashed (see discover.Files.Open), the rest not cached.
 // A file whose trusted stamp lookup knows is not read. A file hashed is put
 // in learned when its stamp is trusted, was settled when taken (at now())
 // and is the same after the read.
-func hashFile(src fragmentFiles, name string, lookup func(FileStamp) (FileDigest, bool), now func() time.Time,
+func hashFile(src discover.Files, name string, lookup func(FileStamp) (FileDigest, bool), now func() time.Time,
 	learned map[FileStamp]FileDigest) (size int64, d FileDigest, ok bool) {
-	f, err := src.open(name)
+	f, err := src.Open(name)
 	if err != nil {
 		return 0, d, false
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/test/harness"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -103,7 +104,7 @@ func TestKeyOfChunks(t *testing.T) {
 	for i := range raw {
 		raw[i] = byte(i * 7)
 	}
-	src := fragmentFiles{root: dirHost(dir), explicit: true}
+	src := discover.Files{Root: dirHost(dir), Explicit: true}
 	keyOfFile := func(b []byte) (StateKey, bool) {
 		t.Helper()
 		if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -191,7 +192,7 @@ func TestKeyOfMemo(t *testing.T) {
 	}
 	files := []string{p, q}
 	changed := time.Unix(0, max(trustedStamp(t, p).Ctime, trustedStamp(t, q).Ctime))
-	src := fragmentFiles{root: dirHost(dir), explicit: true}
+	src := discover.Files{Root: dirHost(dir), Explicit: true}
 	want, _ := keyOf(src, files, [4][]byte{}, nil, digests{})
 	memo := &recordingMemo{}
 	at := func(d time.Duration) digests {

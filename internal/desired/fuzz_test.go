@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
@@ -36,7 +37,7 @@ func FuzzParseCache(f *testing.F) {
 			`"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"/etc/x","user":{},"contents":{"source":"data:,x","verification":{}},"mode":420}]},"systemd":{}}`))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		checkParse(t, "/etc/drift-monitor/desired.d/10-firstboot"+CacheSuffix, raw)
+		checkParse(t, "/etc/drift-monitor/desired.d/10-firstboot"+discover.CacheSuffix, raw)
 	})
 }
 

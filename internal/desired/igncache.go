@@ -2,8 +2,6 @@ package desired
 
 import (
 	"errors"
-	"path/filepath"
-	"strings"
 )
 
 // Ignition's config cache as a desired config.
@@ -13,7 +11,7 @@ import (
 // json.Marshal of the config, then renameio.WriteFile), and every later
 // stage reads it back instead of fetching again. That file differs from a
 // config anyone writes in two ways, and a fragment named as a cache
-// (CacheSuffix; `drift-monitor adopt` names it so) is read with both in mind:
+// (discover.CacheSuffix; `drift-monitor adopt` names it so) is read with both in mind:
 //
 //   - Its children are merged in already. RenderConfig
 //     (internal/exec/config_fetcher.go) fetches every ignition.config.merge
@@ -34,17 +32,6 @@ import (
 // still refused as an unsupported version. A cache is Ignition's own
 // re-encoding of a config, almost always written in a stable spec, and its
 // name is how drift-monitor knows that its children are merged already.
-
-// CacheSuffix ends the name of a config fragment that is Ignition's config
-// cache (see above): `drift-monitor adopt` writes its fragment so.
-const CacheSuffix = ".ignition-cache.json"
-
-// IsCacheName reports whether a config file of this name is read as
-// Ignition's config cache.
-func IsCacheName(file string) bool {
-	base := filepath.Base(file)
-	return strings.HasSuffix(base, CacheSuffix) && len(base) > len(CacheSuffix)
-}
 
 // ParseCache parses raw as Ignition's config cache, whatever the name of
 // file, which appears in errors.

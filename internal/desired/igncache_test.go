@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 )
@@ -92,8 +93,8 @@ func TestCacheTakenAsStable(t *testing.T) {
 			// The same bytes under another name are a config someone wrote:
 			// its version is refused.
 			if _, err := Parse("/etc/drift-monitor/desired.d/10-copy.json", tc.raw); !errors.Is(err, ignerrors.ErrUnknownVersion) ||
-				!strings.Contains(err.Error(), CacheSuffix) {
-				t.Errorf("as a plain config: %v, want an unknown version that names %s", err, CacheSuffix)
+				!strings.Contains(err.Error(), discover.CacheSuffix) {
+				t.Errorf("as a plain config: %v, want an unknown version that names %s", err, discover.CacheSuffix)
 			}
 		})
 	}

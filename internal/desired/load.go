@@ -5,162 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
-	"syscall"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"sigs.k8s.io/yaml"
-
-	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
-
-// extensions a config fragment may have; other files in a directory are ignored.
-var extensions = []string{".ign", ".json", ".yaml", ".yml", butaneExt}
-
-// childExt names a file that supplies the bytes of a remote child config
-// (see Supplies): read with the fragments, never merged as one.
-const childExt = ".child"
-
-// IsConfigName reports whether a file of this name in a desired-state
-// directory is loaded as a config: not ignored, and not a child's copy.
-func IsConfigName(file string) bool {
-	base := filepath.Base(file)
-	return isFragment(base) && filepath.Ext(base) != childExt
-}
-
-func isFragment(name string) bool {
-	if strings.HasPrefix(name, ".") {
-		return false // editors' swap and backup files, atomic-write temporaries
-	}
-	ext := filepath.Ext(name)
-	if ext == childExt {
-		return true
-	}
-	for _, e := range extensions {
-		if ext == e {
-			return true
-		}
-	}
-	return false
-}
-
-// IsFragmentName reports whether a file with this base name is read as a config
-// fragment when it lies in a config directory.
-func IsFragmentName(name string) bool { return isFragment(name) }
-
-// Fragments lists the config files to load, in merge order.
-//
-// With no explicit paths, it reads DefaultDirs inside root, keeps only
-// fragment names, lets a later directory mask a name from an earlier one, and
-// orders them by file name; the files are named by their paths inside root
-// (root.Join). Explicit paths (files or directories) replace the defaults:
-// they are paths on the machine running the check, not host paths inside
-// root. Each directory contributes its fragments in lexical order, and the
-// paths are taken in the order given. A missing default directory is not an
-// error; a missing explicit path is.
-func Fragments(root Host, explicit []string) ([]string, error) {
-	if len(explicit) == 0 {
-		byName := map[string]string{}
-		for _, d := range model.DefaultDirs {
-			ents, err := root.ReadDir(d)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return nil, &configerr.LoadError{File: root.Join(d), Err: errpath.Strip(err)}
-			}
-			for _, n := range fragmentNames(ents) {
-				byName[n] = root.Join(path.Join(d, n))
-			}
-		}
-		names := make([]string, 0, len(byName))
-		for n := range byName {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		files := make([]string, len(names))
-		for i, n := range names {
-			files[i] = byName[n]
-		}
-		return files, nil
-	}
-	var files []string
-	for _, p := range explicit {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, &configerr.LoadError{File: p, Err: errors.Unwrap(err)}
-		}
-		if !st.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		ents, err := os.ReadDir(p)
-		if err != nil {
-			return nil, &configerr.LoadError{File: p, Err: errors.Unwrap(err)}
-		}
-		for _, n := range fragmentNames(ents) {
-			files = append(files, filepath.Join(p, n))
-		}
-	}
-	return files, nil
-}
-
-// fragmentNames are the names of the fragments among a directory's entries,
-// sorted.
-func fragmentNames(ents []fs.DirEntry) []string {
-	var names []string
-	for _, e := range ents {
-		if e.IsDir() || !isFragment(e.Name()) {
-			continue
-		}
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	return names
-}
-
-// fragmentFiles reads the files Fragments listed: inside root when they are
-// the default locations, at the paths given when explicit ones replaced
-// them.
-type fragmentFiles struct {
-	root     Host
-	explicit bool
-}
-
-// open opens a listed file for reading. Only a regular file is opened, and
-// without blocking: a pipe or a device has no size to trust, and opening one
-// (even without reading) could take what the parse needs from its writer.
-func (c fragmentFiles) open(name string) (*os.File, error) {
-	if !c.explicit {
-		return c.root.Open(hostPath(c.root.Dir(), name))
-	}
-	if fi, err := os.Stat(name); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
-	}
-	return os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-}
-
-// read reads a listed file whole. An explicit file is read as it is, even
-// a pipe (`--config /dev/stdin`).
-func (c fragmentFiles) read(name string) ([]byte, error) {
-	if !c.explicit {
-		return c.root.ReadFile(hostPath(c.root.Dir(), name))
-	}
-	return os.ReadFile(name)
-}
 
 // Fragment is one parsed config file.
 type Fragment struct {
@@ -187,24 +45,11 @@ type Fragment struct {
 // loadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
 // 3.6.0, translated to 3.6.0) or a MachineConfig in YAML or JSON.
 func loadFile(file string) (Fragment, error) {
-	raw, err := readConfigs(fragmentFiles{explicit: true}, []string{file})
+	raw, err := discover.Files{Explicit: true}.ReadAll([]string{file})
 	if err != nil {
 		return Fragment{}, err
 	}
 	return Parse(file, raw[0])
-}
-
-// readConfigs reads the config files; an error names the file.
-func readConfigs(src fragmentFiles, files []string) ([][]byte, error) {
-	raws := make([][]byte, len(files))
-	for i, f := range files {
-		raw, err := src.read(f)
-		if err != nil {
-			return nil, &configerr.LoadError{File: f, Err: errpath.Strip(err)}
-		}
-		raws[i] = raw
-	}
-	return raws, nil
 }
 
 // Parse parses the bytes of a config named file (the name picks YAML or JSON
@@ -213,11 +58,11 @@ func Parse(file string, raw []byte) (Fragment, error) { return parse(file, raw, 
 
 // parse is Parse with the local copies of remote children.
 func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
-	return parseFragment(file, raw, sup, IsCacheName(file), nil)
+	return parseFragment(file, raw, sup, discover.IsCacheName(file), nil)
 }
 
 // parseFragment is parse; cache says whether raw is Ignition's config cache
-// (see CacheSuffix). reread, if not nil, reads raw again: the parse may then
+// (see discover.CacheSuffix). reread, if not nil, reads raw again: the parse may then
 // let raw go once decoded (see ignspec.Bytes), and the caller should hold no
 // reference to it either.
 //
@@ -290,7 +135,7 @@ func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, ca
 	case cache && cfg.Ignition.Config.Replace.Source != nil:
 		return frag, &configerr.LoadError{File: file, Context: "$.ignition.config.replace", Err: errCacheReplace}
 	case cache:
-		// Its children are merged in already (see CacheSuffix).
+		// Its children are merged in already (see discover.CacheSuffix).
 	default:
 		if err := resolveChildren(&frag, sup); err != nil {
 			return frag, &configerr.LoadError{File: file, Err: err}
@@ -328,7 +173,7 @@ func decodeIgnition(file string, raw []byte, version string, cache bool, reread 
 		le := reportError(file, raw, rpt, err, true)
 		if !cache && strings.HasSuffix(version, types.ExperimentalSuffix) && errors.Is(err, ignerrors.ErrUnknownVersion) {
 			le.Err = fmt.Errorf("%w; Ignition's config cache (/run/ignition.json) in an experimental spec is read from a file named *%s",
-				le.Err, CacheSuffix)
+				le.Err, discover.CacheSuffix)
 		}
 		return cfg, rpt, src, raw, le
 	}
@@ -774,13 +619,13 @@ func typeConflicts(frags []Fragment) error {
 func parseWithSupplies(files []string, raws [][]byte, reread func(file string) func() ([]byte, error)) (types.Config, []Fragment, Supplies, error) {
 	sup := Supplies{}
 	for i, f := range files {
-		if filepath.Ext(f) == childExt {
+		if filepath.Ext(f) == discover.ChildExt {
 			sup.add(f, raws[i])
 		}
 	}
 	frags := make([]Fragment, 0, len(files))
 	for i, f := range files {
-		if filepath.Ext(f) == childExt {
+		if filepath.Ext(f) == discover.ChildExt {
 			continue
 		}
 		raw := raws[i]
@@ -793,7 +638,7 @@ func parseWithSupplies(files []string, raws [][]byte, reread func(file string) f
 			// may let them go, and reads them again should it need them.
 			raws[i] = nil
 		}
-		frag, err := parseFragment(f, raw, sup, IsCacheName(f), again)
+		frag, err := parseFragment(f, raw, sup, discover.IsCacheName(f), again)
 		if err != nil {
 			return types.Config{}, nil, Supplies{}, err
 		}
@@ -843,7 +688,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	mcdPasswords(&st, frags)
 	notRelabelled(&st, mcPaths)
 	for _, f := range frags {
-		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
+		st.Entries = append(st.Entries, unfetchedEntries(discover.HostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)
 		for _, w := range f.Warnings {
 			st.Warnings = append(st.Warnings, f.File+": "+w)
@@ -856,22 +701,6 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		}
 	}
 	return st, nil
-}
-
-// HostPath is a config file as the host under root sees it (file without
-// root), for output: every path drift-monitor prints is the host's.
-func HostPath(root, file string) string { return hostPath(root, file) }
-
-// hostPath is file as the host under root sees it: file without root.
-func hostPath(root, file string) string {
-	if rel, err := filepath.Rel(root, file); err == nil && root != "" && filepath.Clean(root) != "/" &&
-		rel != ".." && !strings.HasPrefix(rel, "../") {
-		return "/" + rel
-	}
-	if abs, err := filepath.Abs(file); err == nil {
-		return abs
-	}
-	return file
 }
 
 // emptyDropins lets a drop-in declared empty by a MachineConfig be absent:

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/coreos/vcontext/report"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -130,7 +131,7 @@ func quickSeeds(t testing.TB) map[string][]byte {
 	for _, dir := range []string{realConfigsCopy, sharedRealConfigs} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for _, f := range files {
-			if !isFragment(filepath.Base(f)) || filepath.Ext(f) == childExt {
+			if !discover.IsFragmentName(filepath.Base(f)) || filepath.Ext(f) == discover.ChildExt {
 				continue
 			}
 			b, err := os.ReadFile(f)

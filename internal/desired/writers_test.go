@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -79,7 +80,7 @@ func TestConfigWriters(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrOthersMayWrite) || !strings.Contains(err.Error(), tt.want) {
+			if !errors.Is(err, discover.ErrOthersMayWrite) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one saying %q", err, tt.want)
 			}
 		})

@@ -1,4 +1,4 @@
-package desired
+package discover
 
 import (
 	"os"

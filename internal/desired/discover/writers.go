@@ -1,4 +1,4 @@
-package desired
+package discover
 
 import (
 	"errors"
@@ -85,13 +85,13 @@ func trustedOwners(root Host) trust {
 	}
 }
 
-// checkWriters refuses the config files listed, as src reads them, when
+// CheckWriters refuses the config files listed, as src reads them, when
 // another user could have written one or the directory that holds it.
-func checkWriters(src fragmentFiles, files []string) error {
-	trusted := trustedOwners(src.root)
+func (src Files) CheckWriters(files []string) error {
+	trusted := trustedOwners(src.Root)
 	dirs := map[string]bool{}
 	for _, name := range files {
-		f, err := src.open(name)
+		f, err := src.Open(name)
 		if err != nil {
 			continue // the read says why, naming it
 		}
@@ -103,8 +103,8 @@ func checkWriters(src fragmentFiles, files []string) error {
 		if why := writers(fi, trusted, false); why != "" {
 			return writersError(name, why)
 		}
-		dir, stickyOK := filepath.Dir(name), src.explicit
-		if src.explicit {
+		dir, stickyOK := filepath.Dir(name), src.Explicit
+		if src.Explicit {
 			// Where the file is, its link followed (--config /dev/stdin
 			// is a link to what no path names: its own directory then).
 			if real, err := filepath.EvalSymlinks(name); err == nil {
@@ -123,13 +123,13 @@ func checkWriters(src fragmentFiles, files []string) error {
 }
 
 // checkDir refuses a directory of configs another user could write.
-func checkDir(src fragmentFiles, dir string, trusted trust, stickyOK bool) error {
+func checkDir(src Files, dir string, trusted trust, stickyOK bool) error {
 	var fi fs.FileInfo
 	var err error
-	if src.explicit {
+	if src.Explicit {
 		fi, err = os.Stat(dir)
 	} else {
-		fi, err = src.root.StatDir(path.Clean(hostPath(src.root.Dir(), dir)))
+		fi, err = src.Root.StatDir(path.Clean(HostPath(src.Root.Dir(), dir)))
 	}
 	if err != nil {
 		return &configerr.LoadError{File: dir, Err: err}
@@ -153,5 +153,5 @@ func CheckWriters(root Host, p string, f *os.File) error {
 	if why := writers(fi, trusted, false); why != "" {
 		return writersError(root.Join(p), why)
 	}
-	return checkDir(fragmentFiles{root: root}, root.Join(path.Dir(p)), trusted, false)
+	return checkDir(Files{Root: root}, root.Join(path.Dir(p)), trusted, false)
 }

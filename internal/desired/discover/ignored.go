@@ -1,4 +1,4 @@
-package desired
+package discover
 
 import (
 	"errors"
@@ -88,7 +88,7 @@ func ignoredWhy(e fs.DirEntry) string {
 	if isFragment(name) {
 		return ""
 	}
-	loaded := "only *" + strings.Join(extensions, ", *") + " are loaded (and *" + childExt + " supplies a remote child config)"
+	loaded := "only *" + strings.Join(extensions, ", *") + " are loaded (and *" + ChildExt + " supplies a remote child config)"
 	if strings.HasPrefix(name, ".") {
 		return "a hidden file (an editor's or an atomic writer's temporary); " + loaded
 	}
