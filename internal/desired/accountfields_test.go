@@ -28,7 +28,7 @@ func TestParseRefusesAccountFields(t *testing.T) {
 		_, err := Parse(tt.file, []byte(tt.raw))
 		var le *configerr.LoadError
 		if !errors.As(err, &le) || le.Context != tt.context || !errors.Is(err, model.ErrNotOneField) || le.File != tt.file {
-			t.Errorf("%s: error %v, want a configerr.LoadError at %s", tt.file, err, tt.context)
+			t.Errorf("%s: error %v, want a LoadError at %s", tt.file, err, tt.context)
 		}
 	}
 }

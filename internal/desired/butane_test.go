@@ -113,7 +113,7 @@ func TestButaneErrors(t *testing.T) {
 			_, err := Parse("a.bu", []byte(c.src))
 			var le *configerr.LoadError
 			if !errors.As(err, &le) {
-				t.Fatalf("error %v (%T), want a configerr.LoadError", err, err)
+				t.Fatalf("error %v (%T), want a LoadError", err, err)
 			}
 			if err.Error() != c.want {
 				t.Errorf("error:\n got %q\nwant %q", err.Error(), c.want)

@@ -48,7 +48,7 @@ func checkParse(t *testing.T, name string, raw []byte) {
 	if err != nil {
 		var le *configerr.LoadError
 		if !errors.As(err, &le) || le.File != name {
-			t.Fatalf("Parse error %v (%T) is not a configerr.LoadError for %s", err, err, name)
+			t.Fatalf("Parse error %v (%T) is not a LoadError for %s", err, err, name)
 		}
 		if !strings.HasPrefix(err.Error(), name+":") {
 			t.Fatalf("Parse error %q does not start with the file name", err)

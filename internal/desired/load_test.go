@@ -324,7 +324,7 @@ func TestParseErrors(t *testing.T) {
 			}
 			var le *configerr.LoadError
 			if !errors.As(err, &le) {
-				t.Fatalf("Parse error %v (%T) is not a *configerr.LoadError", err, err)
+				t.Fatalf("Parse error %v (%T) is not a *LoadError", err, err)
 			}
 			msg := err.Error()
 			if !strings.HasPrefix(msg, tt.file+":") {
@@ -357,7 +357,7 @@ func TestLoadFileErrors(t *testing.T) {
 	_, err := loadFile(missing)
 	var le *configerr.LoadError
 	if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("loadFile(missing) = %v, want a configerr.LoadError naming %s that is fs.ErrNotExist", err, missing)
+		t.Errorf("loadFile(missing) = %v, want a LoadError naming %s that is fs.ErrNotExist", err, missing)
 	}
 	if err != nil && !strings.HasPrefix(err.Error(), missing+": ") {
 		t.Errorf("message %q does not start with the file name", err)
@@ -624,7 +624,7 @@ func TestMerge(t *testing.T) {
 			_, err := Merge(tt.frags)
 			var le *configerr.LoadError
 			if !errors.As(err, &le) {
-				t.Fatalf("Merge = %v, want a configerr.LoadError", err)
+				t.Fatalf("Merge = %v, want a LoadError", err)
 			}
 			if le.File != tt.file || le.Context != tt.ctxStr || !strings.Contains(err.Error(), tt.want) ||
 				!strings.HasPrefix(err.Error(), tt.file+": ") {

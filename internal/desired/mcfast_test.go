@@ -234,6 +234,6 @@ func TestMachineConfigReread(t *testing.T) {
 	_, err = deriveStateFrom("/", []string{file}, [][]byte{append([]byte(nil), raw...)}, [4][]byte{}, again(changed))
 	var le *configerr.LoadError
 	if !errors.As(err, &le) || le.File != file || !strings.Contains(err.Error(), "changed while it was being read") {
-		t.Errorf("a file changed before it was read again: %v, want a configerr.LoadError naming %s", err, file)
+		t.Errorf("a file changed before it was read again: %v, want a LoadError naming %s", err, file)
 	}
 }

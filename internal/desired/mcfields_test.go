@@ -73,7 +73,7 @@ func TestMachineConfigFieldsRefused(t *testing.T) {
 			_, err := deriveState("/", []string{"mc.yaml"}, [][]byte{[]byte(tt.raw)}, [4][]byte{})
 			var le *configerr.LoadError
 			if !errors.As(err, &le) || le.File != "mc.yaml" || le.Context != tt.context {
-				t.Fatalf("err %v: want a configerr.LoadError of mc.yaml at %s", err, tt.context)
+				t.Fatalf("err %v: want a LoadError of mc.yaml at %s", err, tt.context)
 			}
 		})
 	}

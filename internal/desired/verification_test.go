@@ -54,7 +54,7 @@ func TestDataURLHashVerified(t *testing.T) {
 			}
 			var le *configerr.LoadError
 			if !errors.As(err, &le) || le.Context != "$.storage.files.1" || !errors.Is(err, ErrHashMismatch) {
-				t.Fatalf("error %v, want a configerr.LoadError at $.storage.files.1 wrapping ErrHashMismatch", err)
+				t.Fatalf("error %v, want a LoadError at $.storage.files.1 wrapping ErrHashMismatch", err)
 			}
 			if strings.Contains(err.Error(), hex.EncodeToString(s512[:])[:16]) || strings.Contains(err.Error(), strings.Repeat("0", 16)) {
 				t.Errorf("the error says a digest: %v", err)

@@ -100,7 +100,7 @@ func TestFragments(t *testing.T) {
 		var le *configerr.LoadError
 		if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) ||
 			!strings.HasPrefix(err.Error(), missing+": ") {
-			t.Errorf("Fragments(missing) = %v, want a configerr.LoadError naming %s", err, missing)
+			t.Errorf("Fragments(missing) = %v, want a LoadError naming %s", err, missing)
 		}
 	})
 }
