@@ -10,6 +10,7 @@ import (
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/validate"
+	"github.com/drift-monitor/drift-monitor/internal/desired/contents"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
@@ -182,10 +183,10 @@ func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *Un
 		}
 		raw = local
 		ref += " (" + clean.String() + ", supplied by " + file + ")"
-		if err := verifyHash(res.Verification, raw); err != nil {
+		if err := contents.VerifyHash(res.Verification, raw); err != nil {
 			return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
 		}
-	} else if raw, _, _, err = resource(res); err != nil { // decodes, decompresses and verifies, as the fetcher does
+	} else if raw, _, _, err = contents.Resource(res); err != nil { // decodes, decompresses and verifies, as the fetcher does
 		return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	cfg, rpt, err := parseIgnition(raw, configVersion(raw))

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/contents"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -301,10 +301,10 @@ func addKernelArguments(frag *Fragment, args []string) {
 // load).
 func undecodable(cfg types.Config) (context string, err error) {
 	for i, f := range cfg.Storage.Files {
-		if !compressed(f) && !verifiedDataURL(f) {
+		if !contents.Compressed(f) && !contents.VerifiedDataURL(f) {
 			continue
 		}
-		if _, err := fileContent(f); err != nil {
+		if _, err := contents.Of(f); err != nil {
 			return fmt.Sprintf("$.storage.files.%d", i), err
 		}
 	}
@@ -345,16 +345,6 @@ func negativeIDs(cfg types.Config, min int) (context string, err error) {
 		}
 	}
 	return "", nil
-}
-
-func compressed(f types.File) bool {
-	return anySource(f, func(r types.Resource) bool { return r.Compression != nil && *r.Compression != "" })
-}
-
-// anySource says whether is holds for the file's contents or one of its
-// append fragments.
-func anySource(f types.File, is func(types.Resource) bool) bool {
-	return is(f.Contents) || slices.ContainsFunc(f.Append, is)
 }
 
 // yamlDocuments counts the documents of a YAML stream that hold more than

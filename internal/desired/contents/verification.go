@@ -1,4 +1,4 @@
-package desired
+package contents
 
 import (
 	"crypto/sha256"
@@ -16,7 +16,7 @@ import (
 // have the digest its verification.hash declares.
 var ErrHashMismatch = errors.New("verification.hash does not match")
 
-// verifyHash checks the bytes read from a source (decoded, decompressed)
+// VerifyHash checks the bytes read from a source (decoded, decompressed)
 // against its declared verification.hash, as Ignition does for every
 // source it reads, a data URL included (v2.27.0 internal/exec/util/file.go,
 // newFetchOp: util.GetHasher, the expected sum; internal/resource/url.go,
@@ -25,7 +25,7 @@ var ErrHashMismatch = errors.New("verification.hash does not match")
 // verification failed") and writes nothing: such a config was never
 // applied, and is refused. Neither digest is said: the bytes may be a
 // secret.
-func verifyHash(v types.Verification, raw []byte) error {
+func VerifyHash(v types.Verification, raw []byte) error {
 	if v.Hash == nil {
 		return nil
 	}
@@ -46,10 +46,10 @@ func verifyHash(v types.Verification, raw []byte) error {
 	return nil
 }
 
-// verifiedDataURL says whether a file has a data URL with a declared
+// VerifiedDataURL says whether a file has a data URL with a declared
 // hash among its sources: its contents are decoded when the config is
 // loaded, so that a mismatch refuses the config that declares it.
-func verifiedDataURL(f types.File) bool {
+func VerifiedDataURL(f types.File) bool {
 	return anySource(f, func(r types.Resource) bool {
 		return r.Verification.Hash != nil && r.Source != nil && strings.HasPrefix(*r.Source, "data:")
 	})
