@@ -13,6 +13,7 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"sigs.k8s.io/yaml"
 )
 
@@ -166,15 +167,15 @@ var errButaneFilesDir = errors.New("local file contents (local:, trees) are not 
 // parseButane translates the Butane config raw with Ignition's module and
 // parses the result as the Ignition config or MachineConfig it is; errors
 // name file.
-func parseButane(file string, raw []byte, sup Supplies) (Fragment, error) {
+func parseButane(file string, raw []byte, sup Supplies) (parsed.Fragment, error) {
 	out, rpt, err := butane.TranslateBytes(raw, butanecommon.TranslateBytesOptions{})
 	if err != nil {
-		return Fragment{File: file}, butaneError(file, raw, rpt, err)
+		return parsed.Fragment{File: file}, butaneError(file, raw, rpt, err)
 	}
 	if !bytes.HasPrefix(bytes.TrimSpace(out), []byte("{")) {
 		// openshift: a MachineConfig in YAML.
 		if out, err = yaml.YAMLToJSON(out); err != nil {
-			return Fragment{File: file}, &configerr.LoadError{File: file, Err: fmt.Errorf("reading Butane's MachineConfig: %w", err)}
+			return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: fmt.Errorf("reading Butane's MachineConfig: %w", err)}
 		}
 	}
 	// Parsed as JSON under a name of its own, so that nothing of the file's

@@ -54,8 +54,8 @@ func TestButaneVariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if frag.File != c.file || frag.machineConfig != c.mc {
-				t.Errorf("fragment %q, MachineConfig %v; want %q, %v", frag.File, frag.machineConfig, c.file, c.mc)
+			if frag.File != c.file || frag.MachineConfig != c.mc {
+				t.Errorf("fragment %q, MachineConfig %v; want %q, %v", frag.File, frag.MachineConfig, c.file, c.mc)
 			}
 			fs := frag.Config.Storage.Files
 			if len(fs) != 1 || fs[0].Path != "/etc/from-butane" || fs[0].Mode == nil || *fs[0].Mode != 0o640 ||
@@ -75,8 +75,8 @@ func TestButaneNotButane(t *testing.T) {
 	}
 	// A MachineConfig that happens to have a version field somewhere.
 	mc := "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nvariant: x\nversion: 1\nspec:\n  config:\n    ignition: {version: 3.2.0}\n"
-	if frag, err := Parse("mc.yaml", []byte(mc)); err != nil || !frag.machineConfig {
-		t.Errorf("a MachineConfig with variant: and version: keys: %v, MachineConfig %v", err, frag.machineConfig)
+	if frag, err := Parse("mc.yaml", []byte(mc)); err != nil || !frag.MachineConfig {
+		t.Errorf("a MachineConfig with variant: and version: keys: %v, MachineConfig %v", err, frag.MachineConfig)
 	}
 	// YAML that is neither says what it may be.
 	_, err = Parse("x.yaml", []byte("foo: bar\n"))

@@ -11,6 +11,7 @@ import (
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/drift-monitor/drift-monitor/internal/desired/contents"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
@@ -76,40 +77,10 @@ func (s Supplies) files() []string { return s.order }
 // hostile config from costing more than a plain one of its size.
 const maxChildDepth = 16
 
-// Unfetched is a child config that needs the network: what it declares is
-// not known, so not checked.
-type Unfetched struct {
-	// Ref is where it is referenced: ignition.config.merge.N or
-	// ignition.config.replace, nested as "ignition.config.merge.0 >
-	// ignition.config.merge.1" for a data-URL child's own children.
-	Ref string
-	// Source is the URL without user information and query (either may
-	// carry a credential).
-	Source string
-	// Replace: the child replaces its parent, so nothing of the parent is
-	// checked either.
-	Replace bool
-	// Why, when set, is what the notice says instead of "never fetched".
-	Why string
-}
-
-// unverifiable is the text of its notice.
-func (u Unfetched) unverifiable() string {
-	if u.Why != "" {
-		return u.Why
-	}
-	if u.Replace {
-		return "it is never fetched (it needs the network) and replaces the config that references it: " +
-			"nothing that config declares is checked, and nothing the child declares is known"
-	}
-	return "it is never fetched (it needs the network): the files, directories, links, units, users and kernel arguments " +
-		"it declares are not checked, and where it overrides entries of the config that references it, those are checked as the parent declares them"
-}
-
 // renderChildren resolves cfg's child configs as Ignition does (see above).
 // It returns the rendered config, the children it could not fetch, and the
 // warnings of the children's parsing, prefixed with their reference.
-func renderChildren(cfg types.Config, ref string, depth int, sup Supplies) (types.Config, []Unfetched, []string, error) {
+func renderChildren(cfg types.Config, ref string, depth int, sup Supplies) (types.Config, []parsed.Unfetched, []string, error) {
 	refs := cfg.Ignition.Config
 	if refs.Replace.Source == nil && len(refs.Merge) == 0 {
 		return cfg, nil, nil, nil
@@ -125,7 +96,7 @@ func renderChildren(cfg types.Config, ref string, depth int, sup Supplies) (type
 			empty.Ignition.Version = types.MaxVersion.String()
 			if un != nil {
 				un.Replace = true
-				return empty, []Unfetched{*un}, nil, err
+				return empty, []parsed.Unfetched{*un}, nil, err
 			}
 			return empty, nil, nil, err
 		}
@@ -133,7 +104,7 @@ func renderChildren(cfg types.Config, ref string, depth int, sup Supplies) (type
 		return rendered, uns, append(warn, w...), err
 	}
 	merged := cfg
-	var unfetched []Unfetched
+	var unfetched []parsed.Unfetched
 	var warnings []string
 	for i, res := range refs.Merge {
 		r := join(ref, fmt.Sprintf("ignition.config.merge.%d", i))
@@ -165,7 +136,7 @@ func join(parent, ref string) string {
 
 // fetchChild parses a data-URL child or a remote one supplied locally, or
 // describes a remote one.
-func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *Unfetched, []string, error) {
+func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *parsed.Unfetched, []string, error) {
 	u, err := url.Parse(*res.Source)
 	if err != nil {
 		return types.Config{}, nil, nil, fmt.Errorf("%s: invalid source URL: %w", ref, err)
@@ -175,11 +146,11 @@ func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *Un
 		clean := *u
 		clean.User, clean.RawQuery, clean.ForceQuery, clean.Fragment, clean.RawFragment = nil, "", false, "", ""
 		if res.Verification.Hash == nil {
-			return types.Config{}, &Unfetched{Ref: ref, Source: clean.String()}, nil, nil
+			return types.Config{}, &parsed.Unfetched{Ref: ref, Source: clean.String()}, nil, nil
 		}
 		local, file, ok := sup.lookup(*res.Verification.Hash)
 		if !ok {
-			return types.Config{}, &Unfetched{Ref: ref, Source: clean.String()}, nil, nil
+			return types.Config{}, &parsed.Unfetched{Ref: ref, Source: clean.String()}, nil, nil
 		}
 		raw = local
 		ref += " (" + clean.String() + ", supplied by " + file + ")"
@@ -208,7 +179,7 @@ func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *Un
 // resolveChildren renders frag's children into frag.Config and validates the
 // result, as Ignition validates nothing after merging but the stages would
 // fail on a config that does not validate.
-func resolveChildren(frag *Fragment, sup Supplies) error {
+func resolveChildren(frag *parsed.Fragment, sup Supplies) error {
 	refs := frag.Config.Ignition.Config
 	if refs.Replace.Source == nil && len(refs.Merge) == 0 {
 		return nil
@@ -224,18 +195,18 @@ func resolveChildren(frag *Fragment, sup Supplies) error {
 	frag.Config = cfg
 	frag.Unfetched = un
 	frag.Warnings = append(frag.Warnings, warn...)
-	frag.validated = true
+	frag.Validated = true
 	return nil
 }
 
 // unfetchedEntries are the notices' entries of a fragment's unfetched
 // children: kind config, checked against nothing on disk.
-func unfetchedEntries(hostFile string, un []Unfetched) []model.Entry {
+func unfetchedEntries(hostFile string, un []parsed.Unfetched) []model.Entry {
 	var es []model.Entry
 	for _, u := range un {
 		es = append(es, model.Entry{Kind: model.KindConfig, Path: hostFile, Type: model.TypeNone,
 			Target:  u.Ref + " (" + u.Source + ")",
-			Content: &model.Content{Unverifiable: u.unverifiable()}})
+			Content: &model.Content{Unverifiable: u.Unverifiable()}})
 	}
 	return es
 }

@@ -2,6 +2,8 @@ package desired
 
 import (
 	"errors"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 )
 
 // Ignition's config cache as a desired config.
@@ -35,7 +37,7 @@ import (
 
 // ParseCache parses raw as Ignition's config cache, whatever the name of
 // file, which appears in errors.
-func ParseCache(file string, raw []byte) (Fragment, error) {
+func ParseCache(file string, raw []byte) (parsed.Fragment, error) {
 	return parseFragment(file, raw, Supplies{}, true, nil)
 }
 

@@ -87,7 +87,7 @@ func TestCacheTakenAsStable(t *testing.T) {
 			if len(frag.Unfetched) != 0 || len(frag.Warnings) != 0 {
 				t.Errorf("unfetched %+v, warnings %q: want none (the children are merged in)", frag.Unfetched, frag.Warnings)
 			}
-			if !frag.validated {
+			if !frag.Validated {
 				t.Error("not marked validated")
 			}
 			// The same bytes under another name are a config someone wrote:

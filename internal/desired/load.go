@@ -15,49 +15,28 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/desired/contents"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"sigs.k8s.io/yaml"
 )
 
-// Fragment is one parsed config file.
-type Fragment struct {
-	File   string
-	Config types.Config
-	// Warnings are Ignition's non-fatal findings (deprecations, unused keys).
-	Warnings []string
-	// Unfetched are the child configs (ignition.config.merge, replace) that
-	// need the network: Config lacks what they declare.
-	Unfetched []Unfetched
-	// machineConfig: the fragment is a MachineConfig, written by the MCD.
-	machineConfig bool
-	// mcFields: a MachineConfig's fields beyond Ignition (mcfields.go).
-	mcFields *mcFields
-	// specialBits are the optional special bits it declares, by path
-	// (declaredSpecialBits).
-	specialBits map[string]uint32
-	// validated: Config passed Ignition's validation with the newest spec's
-	// rules as it is (Parse of an Ignition config); Merge need not validate
-	// it again when it is the only fragment.
-	validated bool
-}
-
 // loadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
 // 3.6.0, translated to 3.6.0) or a MachineConfig in YAML or JSON.
-func loadFile(file string) (Fragment, error) {
+func loadFile(file string) (parsed.Fragment, error) {
 	raw, err := discover.Files{Explicit: true}.ReadAll([]string{file})
 	if err != nil {
-		return Fragment{}, err
+		return parsed.Fragment{}, err
 	}
 	return Parse(file, raw[0])
 }
 
 // Parse parses the bytes of a config named file (the name picks YAML or JSON
 // and appears in errors). Its remote child configs are never fetched.
-func Parse(file string, raw []byte) (Fragment, error) { return parse(file, raw, Supplies{}) }
+func Parse(file string, raw []byte) (parsed.Fragment, error) { return parse(file, raw, Supplies{}) }
 
 // parse is Parse with the local copies of remote children.
-func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
+func parse(file string, raw []byte, sup Supplies) (parsed.Fragment, error) {
 	return parseFragment(file, raw, sup, discover.IsCacheName(file), nil)
 }
 
@@ -69,7 +48,7 @@ func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
 // It only dispatches: a Butane config (butane.go), an Ignition config
 // (parseIgnitionFile) and a MachineConfig (parseMachineConfig) are three
 // readings of a file that share no step but the YAML decoding.
-func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread func() ([]byte, error)) (Fragment, error) {
+func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread func() ([]byte, error)) (parsed.Fragment, error) {
 	if !cache && isButane(file, raw) {
 		return parseButane(file, raw, sup) // butane.go
 	}
@@ -78,21 +57,21 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 	if isYAML {
 		j, err := yamlToJSON(file, raw)
 		if err != nil {
-			return Fragment{File: file}, err
+			return parsed.Fragment{File: file}, err
 		}
 		raw = j
 	}
 	mc, isMC, version, err := asMachineConfig(raw)
 	if err != nil {
-		return Fragment{File: file}, &configerr.LoadError{File: file, Err: err}
+		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: err}
 	}
 	switch {
 	case isMC && cache:
-		return Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
+		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
 	case isMC:
 		return parseMachineConfig(file, &mc, sup, reread)
 	case isYAML:
-		return Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
+		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
 	}
 	return parseIgnitionFile(file, raw, version, sup, cache, reread)
 }
@@ -114,22 +93,22 @@ func yamlToJSON(file string, raw []byte) ([]byte, error) {
 
 // parseIgnitionFile reads raw as an Ignition config of the given version (or
 // Ignition's config cache), with its children resolved unless it is the cache.
-func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, cache bool, reread func() ([]byte, error)) (Fragment, error) {
-	frag := Fragment{File: file}
+func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, cache bool, reread func() ([]byte, error)) (parsed.Fragment, error) {
+	frag := parsed.Fragment{File: file}
 	cfg, rpt, src, raw, err := decodeIgnition(file, raw, version, cache, reread)
 	if err != nil {
 		return frag, err
 	}
 	frag.Config = cfg
 	frag.Warnings = warnings(rpt)
-	frag.validated = true
+	frag.Validated = true
 	if warnsSpecialBits(rpt) {
 		if src != nil {
 			if raw, err = src.Bytes(); err != nil {
 				return frag, &configerr.LoadError{File: file, Err: err}
 			}
 		}
-		frag.specialBits = declaredSpecialBits(raw)
+		frag.SpecialBits = declaredSpecialBits(raw)
 	}
 	switch {
 	case cache && cfg.Ignition.Config.Replace.Source != nil:
@@ -206,13 +185,13 @@ func checkDecodable(file string, cfg types.Config, under string, minID int) erro
 // parseMachineConfig reads a MachineConfig: its spec.config as an Ignition
 // config, and its kernel arguments added to that config's. reread is
 // parseFragment's (see parseSpecConfig).
-func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread func() ([]byte, error)) (Fragment, error) {
-	frag := Fragment{File: file, machineConfig: true}
+func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread func() ([]byte, error)) (parsed.Fragment, error) {
+	frag := parsed.Fragment{File: file, MachineConfig: true}
 	fields, err := mc.fields(file)
 	if err != nil {
 		return frag, err
 	}
-	frag.mcFields = &fields
+	frag.MCFields = &fields
 	specVersion := specConfigVersion(mc.Spec.Config)
 	switch {
 	case strings.HasPrefix(specVersion, "2."):
@@ -220,7 +199,7 @@ func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread fun
 		// drift-monitor does not carry (nor does Ignition's config module):
 		// say so rather than refuse the node's kernel arguments too.
 		frag.Config.Ignition.Version = types.MaxVersion.String()
-		frag.Unfetched = []Unfetched{{Ref: "spec.config", Source: "Ignition spec " + specVersion,
+		frag.Unfetched = []parsed.Unfetched{{Ref: "spec.config", Source: "Ignition spec " + specVersion,
 			Why: "drift-monitor reads Ignition spec 3.x only (the machine-config operator translates 2.x with ign-converter): " +
 				"nothing spec.config declares is checked, only the kernel arguments"}}
 	case len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null":
@@ -236,7 +215,7 @@ func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread fun
 
 // readSpecConfig reads a MachineConfig's spec.config into frag (parsed by
 // parseSpecConfig, mcfast.go, which may let mc.Spec.Config go).
-func readSpecConfig(frag *Fragment, mc *machineConfig, version string, sup Supplies, reread func() ([]byte, error)) error {
+func readSpecConfig(frag *parsed.Fragment, mc *machineConfig, version string, sup Supplies, reread func() ([]byte, error)) error {
 	cfg, rpt, err := parseSpecConfig(mc, version, frag.File, reread)
 	if err != nil {
 		// Positions would point into the re-encoded spec.config, not into the
@@ -252,9 +231,9 @@ func readSpecConfig(frag *Fragment, mc *machineConfig, version string, sup Suppl
 	frag.Config = cfg
 	frag.Warnings = warnings(rpt)
 	// Validated as it is, until kernel arguments are added (addKernelArguments).
-	frag.validated = true
+	frag.Validated = true
 	if warnsSpecialBits(rpt) {
-		frag.specialBits = declaredSpecialBits(mc.Spec.Config)
+		frag.SpecialBits = declaredSpecialBits(mc.Spec.Config)
 	}
 	if err := resolveChildren(frag, sup); err != nil {
 		return &configerr.LoadError{File: frag.File, Context: "spec.config", Err: err}
@@ -271,7 +250,7 @@ func readSpecConfig(frag *Fragment, mc *machineConfig, version string, sup Suppl
 // pkg/daemon/daemon.go, validateKernelArguments), not Ignition's
 // shouldExist set, whose validation forbids duplicates. One entry per
 // distinct argument is that check.
-func addKernelArguments(frag *Fragment, args []string) {
+func addKernelArguments(frag *parsed.Fragment, args []string) {
 	seen := map[types.KernelArgument]bool{}
 	for _, a := range frag.Config.KernelArguments.ShouldExist {
 		seen[a] = true
@@ -284,7 +263,7 @@ func addKernelArguments(frag *Fragment, args []string) {
 				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
 				// Merge validates them with spec.config's (one may be
 				// in shouldNotExist).
-				frag.validated = false
+				frag.Validated = false
 			}
 		}
 	}
@@ -529,8 +508,8 @@ func warnings(rpt report.Report) []string {
 // fragment's entry replaces an earlier one with the same key) and validates
 // the result, so that entries from different fragments that conflict (one path
 // declared as a file and as a directory) are refused.
-func Merge(frags []Fragment) (types.Config, error) {
-	if len(frags) == 1 && frags[0].validated {
+func Merge(frags []parsed.Fragment) (types.Config, error) {
+	if len(frags) == 1 && frags[0].Validated {
 		// One fragment, validated when parsed: nothing to conflict with
 		// (validating again would cost as much as the parse's validation),
 		// and Ignition's merge onto an empty config gives it back as it is
@@ -567,7 +546,7 @@ func Merge(frags []Fragment) (types.Config, error) {
 // shares one key space for the three lists and would silently keep only the
 // later node: an admin's file would vanish from the checks because another
 // fragment happens to declare a directory there.
-func typeConflicts(frags []Fragment) error {
+func typeConflicts(frags []parsed.Fragment) error {
 	type decl struct{ what, file string }
 	seen := map[string]decl{}
 	for _, f := range frags {
@@ -606,14 +585,14 @@ func typeConflicts(frags []Fragment) error {
 // With reread, which gives how to read a file again (nil for a file that
 // cannot be: a pipe), it lets go of each such fragment's bytes as it parses
 // them (raws[i] is then nil; see ignspec.Bytes).
-func parseWithSupplies(files []string, raws [][]byte, reread func(file string) func() ([]byte, error)) (types.Config, []Fragment, Supplies, error) {
+func parseWithSupplies(files []string, raws [][]byte, reread func(file string) func() ([]byte, error)) (types.Config, []parsed.Fragment, Supplies, error) {
 	sup := Supplies{}
 	for i, f := range files {
 		if filepath.Ext(f) == discover.ChildExt {
 			sup.add(f, raws[i])
 		}
 	}
-	frags := make([]Fragment, 0, len(files))
+	frags := make([]parsed.Fragment, 0, len(files))
 	for i, f := range files {
 		if filepath.Ext(f) == discover.ChildExt {
 			continue
@@ -697,10 +676,10 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 // the MCD deletes an empty drop-in instead of writing it
 // (machine-config-operator pkg/daemon/update.go, writeUnits: "Dropin for %s
 // has no content, skipping write"); Ignition writes it empty.
-func emptyDropins(st *model.State, frags []Fragment) {
+func emptyDropins(st *model.State, frags []parsed.Fragment) {
 	mcEmpty := map[string]bool{}
 	for _, f := range frags {
-		if !f.machineConfig {
+		if !f.MachineConfig {
 			continue
 		}
 		for _, u := range f.Config.Systemd.Units {

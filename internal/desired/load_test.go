@@ -11,6 +11,7 @@ import (
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
@@ -590,7 +591,7 @@ func TestParseWarnings(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, file, raw string) Fragment {
+func mustParse(t *testing.T, file, raw string) parsed.Fragment {
 	t.Helper()
 	f, err := Parse(file, []byte(raw))
 	if err != nil {
@@ -607,16 +608,16 @@ func TestMerge(t *testing.T) {
 
 	conflicts := []struct {
 		name   string
-		frags  []Fragment
+		frags  []parsed.Fragment
 		file   string
 		want   string
 		ctxStr string
 	}{
-		{"file then directory", []Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", dir)},
+		{"file then directory", []parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", dir)},
 			"20-b.ign", `"/x" is declared as a directory here and as a file in 10-a.ign`, "$.storage.directories.0"},
-		{"directory then file", []Fragment{mustParse(t, "10-a.ign", dir), mustParse(t, "20-b.ign", file)},
+		{"directory then file", []parsed.Fragment{mustParse(t, "10-a.ign", dir), mustParse(t, "20-b.ign", file)},
 			"20-b.ign", `"/x" is declared as a file here and as a directory in 10-a.ign`, "$.storage.files.0"},
-		{"file then link", []Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", link)},
+		{"file then link", []parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", link)},
 			"20-b.ign", `"/x" is declared as a link here and as a file in 10-a.ign`, "$.storage.links.0"},
 	}
 	for _, tt := range conflicts {
@@ -635,7 +636,7 @@ func TestMerge(t *testing.T) {
 	}
 
 	t.Run("a later fragment replaces an entry of the same type", func(t *testing.T) {
-		cfg, err := Merge([]Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", later)})
+		cfg, err := Merge([]parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", later)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"sigs.k8s.io/yaml"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -96,7 +97,7 @@ func loadScales(t *testing.T, what, name string, inputs map[int][]byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := Merge([]Fragment{frag})
+		cfg, err := Merge([]parsed.Fragment{frag})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -50,12 +51,12 @@ func mcdExemptions(st *model.State, certs map[string]bool) {
 // MCD's certificate writer owns those it wrote from a MachineConfig; the
 // same path declared by an Ignition config is the admin's, checked like
 // any other. Call it before the fragments' storage is let go.
-func mcdCertificateFiles(frags []Fragment) map[string]bool {
+func mcdCertificateFiles(frags []parsed.Fragment) map[string]bool {
 	last := map[string]bool{} // path → whether its last declarer is a MachineConfig
 	for _, f := range frags {
 		for _, x := range f.Config.Storage.Files {
 			if p := path.Clean(x.Path); slices.Contains(MCDCertificatePaths, p) {
-				last[p] = f.machineConfig
+				last[p] = f.MachineConfig
 			}
 		}
 	}

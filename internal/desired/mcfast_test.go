@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
@@ -108,7 +109,7 @@ func sameMachineConfig(t *testing.T, name string, raw []byte) bool {
 	if errString(fastErr) != errString(slowErr) {
 		t.Errorf("%s: Parse error %q; without the fast path %q", name, errString(fastErr), errString(slowErr))
 	}
-	if diff := cmp.Diff(slowFrag, fastFrag, cmp.AllowUnexported(Fragment{}), cmpopts.EquateEmpty(), anyOrderWarnings); diff != "" {
+	if diff := cmp.Diff(slowFrag, fastFrag, cmp.AllowUnexported(parsed.Fragment{}), cmpopts.EquateEmpty(), anyOrderWarnings); diff != "" {
 		t.Errorf("%s: Parse (-without the fast path +with it):\n%s", name, diff)
 	}
 	return ok

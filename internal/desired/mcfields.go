@@ -6,25 +6,17 @@ import (
 	"strconv"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
-
-// mcFields are a MachineConfig's fields beyond Ignition, as declared: nil
-// or empty is not declared.
-type mcFields struct {
-	OSImageURL string
-	KernelType *string
-	Extensions []string
-	FIPS       *bool
-}
 
 // fields validates the MachineConfig's fields beyond Ignition as the
 // machine-config operator does before it renders a config
 // (pkg/controller/common/helpers.go, ValidateMachineConfig and
 // validateExtensions): an unknown kernel type or extension is refused.
-func (mc *machineConfig) fields(file string) (mcFields, error) {
+func (mc *machineConfig) fields(file string) (parsed.MCFields, error) {
 	s := &mc.Spec
-	f := mcFields{Extensions: s.Extensions, FIPS: s.FIPS}
+	f := parsed.MCFields{Extensions: s.Extensions, FIPS: s.FIPS}
 	if s.OSImageURL != nil {
 		f.OSImageURL = *s.OSImageURL
 	}
@@ -55,7 +47,7 @@ func (mc *machineConfig) fields(file string) (mcFields, error) {
 // non-empty osImageURL wins. A field no fragment declares has no entry:
 // nothing is checked for it (a rendered config, the MCD's currentconfig,
 // always declares fips, kernelType and osImageURL).
-func machineConfigEntries(frags []Fragment) []model.Entry {
+func machineConfigEntries(frags []parsed.Fragment) []model.Entry {
 	var (
 		image    string
 		kernel   *string
@@ -64,7 +56,7 @@ func machineConfigEntries(frags []Fragment) []model.Entry {
 		declared bool
 	)
 	for _, f := range frags {
-		m := f.mcFields
+		m := f.MCFields
 		if m == nil {
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coreos/vcontext/report"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -316,7 +317,7 @@ func TestMergeOneIsIgnitions(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		got, err := Merge([]Fragment{frag})
+		got, err := Merge([]parsed.Fragment{frag})
 		if err != nil {
 			t.Errorf("%s: Merge: %v", name, err)
 			continue

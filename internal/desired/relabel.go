@@ -1,8 +1,10 @@
 package desired
 
 import (
-	"github.com/drift-monitor/drift-monitor/internal/model"
 	"path"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // notRelabelled marks the entries a MachineConfig declares: the MCD writes
@@ -24,10 +26,10 @@ func notRelabelled(st *model.State, mc map[string]bool) {
 
 // machineConfigPaths are the host paths the MachineConfigs among frags
 // declare (nil without any).
-func machineConfigPaths(frags []Fragment) map[string]bool {
+func machineConfigPaths(frags []parsed.Fragment) map[string]bool {
 	var mc map[string]bool
 	for _, f := range frags {
-		if !f.machineConfig {
+		if !f.MachineConfig {
 			continue
 		}
 		if mc == nil {

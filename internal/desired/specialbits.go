@@ -7,6 +7,7 @@ import (
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/vcontext/report"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -68,10 +69,10 @@ func declaredSpecialBits(raw []byte) map[string]uint32 {
 // mergedSpecialBits are the optional special bits of the merged fragments,
 // by cleaned path: those of the last fragment that declares a mode for the
 // path, as Ignition's merge keeps the last mode (config/merge).
-func mergedSpecialBits(frags []Fragment) map[string]uint32 {
+func mergedSpecialBits(frags []parsed.Fragment) map[string]uint32 {
 	var bits map[string]uint32
 	for _, f := range frags {
-		if f.specialBits == nil && bits == nil {
+		if f.SpecialBits == nil && bits == nil {
 			continue
 		}
 		if bits == nil {
@@ -80,12 +81,12 @@ func mergedSpecialBits(frags []Fragment) map[string]uint32 {
 		s := &f.Config.Storage
 		for _, n := range s.Files {
 			if n.Mode != nil {
-				bits[path.Clean(n.Path)] = f.specialBits[path.Clean(n.Path)]
+				bits[path.Clean(n.Path)] = f.SpecialBits[path.Clean(n.Path)]
 			}
 		}
 		for _, n := range s.Directories {
 			if n.Mode != nil {
-				bits[path.Clean(n.Path)] = f.specialBits[path.Clean(n.Path)]
+				bits[path.Clean(n.Path)] = f.SpecialBits[path.Clean(n.Path)]
 			}
 		}
 	}

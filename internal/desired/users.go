@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 
 	"github.com/drift-monitor/drift-monitor/internal/accountdb"
@@ -50,10 +51,10 @@ func deriveAccounts(p types.Passwd, add func(model.Entry)) {
 // of them on every update, with "*" when no hash (or an empty one) is
 // declared (machine-config-operator pkg/daemon/update.go, SetPasswordHash:
 // pwhash := "*"), where Ignition leaves an undeclared hash alone.
-func mcdPasswords(st *model.State, frags []Fragment) {
+func mcdPasswords(st *model.State, frags []parsed.Fragment) {
 	mc := map[string]bool{}
 	for _, f := range frags {
-		if f.machineConfig {
+		if f.MachineConfig {
 			for _, u := range f.Config.Passwd.Users {
 				mc[u.Name] = true
 			}
