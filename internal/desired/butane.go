@@ -13,6 +13,7 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"sigs.k8s.io/yaml"
 )
@@ -167,7 +168,7 @@ var errButaneFilesDir = errors.New("local file contents (local:, trees) are not 
 // parseButane translates the Butane config raw with Ignition's module and
 // parses the result as the Ignition config or MachineConfig it is; errors
 // name file.
-func parseButane(file string, raw []byte, sup Supplies) (parsed.Fragment, error) {
+func parseButane(file string, raw []byte, sup ignition.Supplies) (parsed.Fragment, error) {
 	out, rpt, err := butane.TranslateBytes(raw, butanecommon.TranslateBytesOptions{})
 	if err != nil {
 		return parsed.Fragment{File: file}, butaneError(file, raw, rpt, err)
@@ -195,7 +196,7 @@ func parseButane(file string, raw []byte, sup Supplies) (parsed.Fragment, error)
 // butaneError is the LoadError for a failed translation: the first error of
 // Butane's report, at its line and column in raw, or Butane's own error.
 func butaneError(file string, raw []byte, rpt report.Report, err error) *configerr.LoadError {
-	le := reportError(file, raw, rpt, err, true)
+	le := ignition.ReportError(file, raw, rpt, err, true)
 	if le.Line == 0 {
 		// A syntax error, or a value of the wrong type: Butane's report is
 		// empty, and go-yaml's message names a line (for a syntax error,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/contents"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
@@ -265,4 +266,16 @@ func sshKeys(u types.PasswdUser, acct Accounts) model.Entry {
 	}
 	e.Path = path.Join(home, ".ssh", "authorized_keys.d", "ignition")
 	return e
+}
+
+// unfetchedEntries are the notices' entries of a fragment's unfetched
+// children: kind config, checked against nothing on disk.
+func unfetchedEntries(hostFile string, un []parsed.Unfetched) []model.Entry {
+	var es []model.Entry
+	for _, u := range un {
+		es = append(es, model.Entry{Kind: model.KindConfig, Path: hostFile, Type: model.TypeNone,
+			Target:  u.Ref + " (" + u.Source + ")",
+			Content: &model.Content{Unverifiable: u.Unverifiable()}})
+	}
+	return es
 }

@@ -77,7 +77,7 @@ func TestCacheTakenAsStable(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			want, _, err := parseIgnition(asStable(tc.raw, tc.exp, tc.stable), tc.stable)
+			want, _, err := types.ParseBytes(asStable(tc.raw, tc.exp, tc.stable), tc.stable)
 			if err != nil {
 				t.Fatalf("as %s: %v", tc.stable, err)
 			}

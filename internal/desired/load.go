@@ -11,10 +11,9 @@ import (
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/validate"
-	"github.com/coreos/vcontext/report"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
-	"github.com/drift-monitor/drift-monitor/internal/desired/contents"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -33,10 +32,12 @@ func loadFile(file string) (parsed.Fragment, error) {
 
 // Parse parses the bytes of a config named file (the name picks YAML or JSON
 // and appears in errors). Its remote child configs are never fetched.
-func Parse(file string, raw []byte) (parsed.Fragment, error) { return parse(file, raw, Supplies{}) }
+func Parse(file string, raw []byte) (parsed.Fragment, error) {
+	return parse(file, raw, ignition.Supplies{})
+}
 
 // parse is Parse with the local copies of remote children.
-func parse(file string, raw []byte, sup Supplies) (parsed.Fragment, error) {
+func parse(file string, raw []byte, sup ignition.Supplies) (parsed.Fragment, error) {
 	return parseFragment(file, raw, sup, discover.IsCacheName(file), nil)
 }
 
@@ -48,7 +49,7 @@ func parse(file string, raw []byte, sup Supplies) (parsed.Fragment, error) {
 // It only dispatches: a Butane config (butane.go), an Ignition config
 // (parseIgnitionFile) and a MachineConfig (parseMachineConfig) are three
 // readings of a file that share no step but the YAML decoding.
-func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread func() ([]byte, error)) (parsed.Fragment, error) {
+func parseFragment(file string, raw []byte, sup ignition.Supplies, cache bool, reread func() ([]byte, error)) (parsed.Fragment, error) {
 	if !cache && isButane(file, raw) {
 		return parseButane(file, raw, sup) // butane.go
 	}
@@ -73,7 +74,7 @@ func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread fun
 	case isYAML:
 		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
 	}
-	return parseIgnitionFile(file, raw, version, sup, cache, reread)
+	return ignition.ParseFile(file, raw, version, sup, cache, reread)
 }
 
 // yamlToJSON decodes the one YAML document of file.
@@ -91,101 +92,10 @@ func yamlToJSON(file string, raw []byte) ([]byte, error) {
 	return j, nil
 }
 
-// parseIgnitionFile reads raw as an Ignition config of the given version (or
-// Ignition's config cache), with its children resolved unless it is the cache.
-func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, cache bool, reread func() ([]byte, error)) (parsed.Fragment, error) {
-	frag := parsed.Fragment{File: file}
-	cfg, rpt, src, raw, err := decodeIgnition(file, raw, version, cache, reread)
-	if err != nil {
-		return frag, err
-	}
-	frag.Config = cfg
-	frag.Warnings = warnings(rpt)
-	frag.Validated = true
-	if warnsSpecialBits(rpt) {
-		if src != nil {
-			if raw, err = src.Bytes(); err != nil {
-				return frag, &configerr.LoadError{File: file, Err: err}
-			}
-		}
-		frag.SpecialBits = declaredSpecialBits(raw)
-	}
-	switch {
-	case cache && cfg.Ignition.Config.Replace.Source != nil:
-		return frag, &configerr.LoadError{File: file, Context: "$.ignition.config.replace", Err: errCacheReplace}
-	case cache:
-		// Its children are merged in already (see discover.CacheSuffix).
-	default:
-		if err := resolveChildren(&frag, sup); err != nil {
-			return frag, &configerr.LoadError{File: file, Err: err}
-		}
-	}
-	return frag, checkDecodable(file, frag.Config, "", 0)
-}
-
-// decodeIgnition parses and validates raw. Unless cache, it hands raw to a
-// types.Bytes (src) that may let it go; raw is then returned nil, and read
-// again from src only for a report that needs positions.
-func decodeIgnition(file string, raw []byte, version string, cache bool, reread func() ([]byte, error)) (cfg types.Config, rpt report.Report, src *types.Bytes, _ []byte, err error) {
-	if cache {
-		cfg, rpt, err = types.ParseCache(raw, version)
-	} else {
-		src = types.NewBytes(raw, reread)
-		raw = nil // src holds them, and may let them go
-		cfg, rpt, err = types.Parse(src, version)
-		if err != nil {
-			var rerr error
-			if re := (*types.RereadError)(nil); errors.As(err, &re) {
-				rerr = re.Err
-			} else {
-				raw, rerr = src.Bytes() // no read when the parse has read them again
-			}
-			if rerr != nil {
-				if le := (*configerr.LoadError)(nil); errors.As(rerr, &le) {
-					return cfg, rpt, src, nil, le // the read's own error names the file
-				}
-				return cfg, rpt, src, nil, &configerr.LoadError{File: file, Err: rerr}
-			}
-		}
-	}
-	if err != nil {
-		le := reportError(file, raw, rpt, err, true)
-		if !cache && strings.HasSuffix(version, types.ExperimentalSuffix) && errors.Is(err, ignerrors.ErrUnknownVersion) {
-			le.Err = fmt.Errorf("%w; Ignition's config cache (/run/ignition.json) in an experimental spec is read from a file named *%s",
-				le.Err, discover.CacheSuffix)
-		}
-		return cfg, rpt, src, raw, le
-	}
-	return cfg, rpt, src, raw, nil
-}
-
-// checkDecodable refuses what Ignition's validation lets through but Derive
-// cannot use (see undecodable and negativeIDs) or no tool can apply (see
-// accountFields). under, if not empty, is where cfg sits in the file
-// (spec.config for a MachineConfig's): it replaces the contexts' leading $.
-func checkDecodable(file string, cfg types.Config, under string, minID int) error {
-	at := func(ctx string) string {
-		if under == "" {
-			return ctx
-		}
-		return under + strings.TrimPrefix(ctx, "$")
-	}
-	if ctx, err := undecodable(cfg); err != nil {
-		return &configerr.LoadError{File: file, Context: at(ctx), Err: err}
-	}
-	if ctx, err := negativeIDs(cfg, minID); err != nil {
-		return &configerr.LoadError{File: file, Context: at(ctx), Err: err}
-	}
-	if ctx, err := accountFields(cfg.Passwd); err != nil {
-		return &configerr.LoadError{File: file, Context: at(ctx), Err: err}
-	}
-	return nil
-}
-
 // parseMachineConfig reads a MachineConfig: its spec.config as an Ignition
 // config, and its kernel arguments added to that config's. reread is
 // parseFragment's (see parseSpecConfig).
-func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread func() ([]byte, error)) (parsed.Fragment, error) {
+func parseMachineConfig(file string, mc *machineConfig, sup ignition.Supplies, reread func() ([]byte, error)) (parsed.Fragment, error) {
 	frag := parsed.Fragment{File: file, MachineConfig: true}
 	fields, err := mc.fields(file)
 	if err != nil {
@@ -215,12 +125,12 @@ func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread fun
 
 // readSpecConfig reads a MachineConfig's spec.config into frag (parsed by
 // parseSpecConfig, mcfast.go, which may let mc.Spec.Config go).
-func readSpecConfig(frag *parsed.Fragment, mc *machineConfig, version string, sup Supplies, reread func() ([]byte, error)) error {
+func readSpecConfig(frag *parsed.Fragment, mc *machineConfig, version string, sup ignition.Supplies, reread func() ([]byte, error)) error {
 	cfg, rpt, err := parseSpecConfig(mc, version, frag.File, reread)
 	if err != nil {
 		// Positions would point into the re-encoded spec.config, not into the
 		// file: report the config path only.
-		le := reportError(frag.File, mc.Spec.Config, rpt, err, false)
+		le := ignition.ReportError(frag.File, mc.Spec.Config, rpt, err, false)
 		if le.Context != "" {
 			le.Context = "spec.config" + strings.TrimPrefix(le.Context, "$")
 		} else {
@@ -229,16 +139,16 @@ func readSpecConfig(frag *parsed.Fragment, mc *machineConfig, version string, su
 		return le
 	}
 	frag.Config = cfg
-	frag.Warnings = warnings(rpt)
+	frag.Warnings = ignition.Warnings(rpt)
 	// Validated as it is, until kernel arguments are added (addKernelArguments).
 	frag.Validated = true
-	if warnsSpecialBits(rpt) {
-		frag.SpecialBits = declaredSpecialBits(mc.Spec.Config)
+	if ignition.WarnsSpecialBits(rpt) {
+		frag.SpecialBits = ignition.DeclaredSpecialBits(mc.Spec.Config)
 	}
-	if err := resolveChildren(frag, sup); err != nil {
+	if err := ignition.ResolveChildren(frag, sup); err != nil {
 		return &configerr.LoadError{File: frag.File, Context: "spec.config", Err: err}
 	}
-	return checkDecodable(frag.File, frag.Config, "spec.config", -1)
+	return ignition.CheckDecodable(frag.File, frag.Config, "spec.config", -1)
 }
 
 // addKernelArguments adds a MachineConfig's spec.kernelArguments to frag's
@@ -267,63 +177,6 @@ func addKernelArguments(frag *parsed.Fragment, args []string) {
 			}
 		}
 	}
-}
-
-// undecodable finds file contents that Ignition's validation accepts but that
-// cannot be decoded (a gzip data URL that is not gzip) or whose declared
-// hash they do not have: Derive would fail on them after merging, when the
-// file that declared them is no longer known.
-//
-// Ignition's validation has decoded every data URL already; what it does not
-// try is decompressing or hashing, so only compressed files and those with a
-// verified data URL are decoded here (decoding all of them was a tenth of a
-// load).
-func undecodable(cfg types.Config) (context string, err error) {
-	for i, f := range cfg.Storage.Files {
-		if !contents.Compressed(f) && !contents.VerifiedDataURL(f) {
-			continue
-		}
-		if _, err := contents.Of(f); err != nil {
-			return fmt.Sprintf("$.storage.files.%d", i), err
-		}
-	}
-	return "", nil
-}
-
-// negativeIDs refuses a user or group id below min. Ignition validates no
-// sign and hands the id to chown, where -1 means "unchanged" and other
-// negative values wrap to ids nobody declares: in an Ignition config (min 0)
-// any negative id is a mistake. The MCD writes MachineConfigs, whose -1
-// means "leave as created" (min -1; see node).
-func negativeIDs(cfg types.Config, min int) (context string, err error) {
-	check := func(list string, i int, n types.Node) (string, error) {
-		for _, id := range []struct {
-			what string
-			v    *int
-		}{{"user", n.User.ID}, {"group", n.Group.ID}} {
-			if id.v != nil && *id.v < min {
-				return fmt.Sprintf("$.storage.%s.%d.%s.id", list, i, id.what),
-					fmt.Errorf("%s id %d is negative: not an id", id.what, *id.v)
-			}
-		}
-		return "", nil
-	}
-	for i, f := range cfg.Storage.Files {
-		if ctx, err := check("files", i, f.Node); err != nil {
-			return ctx, err
-		}
-	}
-	for i, d := range cfg.Storage.Directories {
-		if ctx, err := check("directories", i, d.Node); err != nil {
-			return ctx, err
-		}
-	}
-	for i, l := range cfg.Storage.Links {
-		if ctx, err := check("links", i, l.Node); err != nil {
-			return ctx, err
-		}
-	}
-	return "", nil
 }
 
 // yamlDocuments counts the documents of a YAML stream that hold more than
@@ -362,14 +215,6 @@ func documentMarker(line []byte) (rest []byte, ok bool) {
 func hasContent(line []byte) bool {
 	t := bytes.TrimSpace(line)
 	return len(t) > 0 && t[0] != '#'
-}
-
-// parseIgnition parses an Ignition config of the stable specs this tool
-// supports, declaring version (the caller has read it), into the newest
-// (ignspec.Parse). Experimental specs are refused as unknown versions (but
-// see ParseCache).
-func parseIgnition(raw []byte, version string) (types.Config, report.Report, error) {
-	return types.ParseBytes(raw, version)
 }
 
 type machineConfig struct {
@@ -445,65 +290,6 @@ func probeMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string
 	return mc, true, "", nil
 }
 
-// reportError turns Ignition's report on raw into a LoadError; positions
-// says whether raw is the file itself, so that positions in it mean something.
-func reportError(file string, raw []byte, rpt report.Report, err error, positions bool) *configerr.LoadError {
-	le := &configerr.LoadError{File: file, Err: err}
-	for _, e := range rpt.Entries {
-		if !e.Kind.IsFatal() {
-			continue
-		}
-		le.Err = errors.New(e.Message)
-		if e.Context.Len() > 0 {
-			le.Context = e.Context.String()
-		}
-		if positions && e.Marker.StartP != nil {
-			p := e.Marker.StartP
-			le.Line, le.Column = int(p.Line), int(p.Column)
-			if le.Line == 0 && p.Index > 0 && p.Index <= int64(len(raw)) {
-				// Ignition cannot place a JSON syntax error on a line (it
-				// has no tree of a broken document) but keeps its offset.
-				le.Line, le.Column = lineColumn(raw, p.Index)
-			}
-		}
-		break
-	}
-	if errors.Is(err, ignerrors.ErrUnknownVersion) {
-		le.Err = fmt.Errorf("%w %q (supported: 3.0.0 to %s)", err, configVersion(raw), types.MaxVersion)
-	}
-	return le
-}
-
-// lineColumn converts the offset of a JSON syntax error (the bytes read up to
-// and including the offending one) into its 1-based line and column.
-func lineColumn(raw []byte, offset int64) (line, column int) {
-	before := raw[:offset-1]
-	line = 1 + bytes.Count(before, []byte("\n"))
-	column = len(before) - bytes.LastIndexByte(before, '\n')
-	return line, column
-}
-
-// configVersion is the ignition.version a config declares, for messages.
-func configVersion(raw []byte) string {
-	var stub struct {
-		Ignition struct {
-			Version string `json:"version"`
-		} `json:"ignition"`
-	}
-	_ = json.Unmarshal(raw, &stub) // only called once Ignition has read the version
-	return stub.Ignition.Version
-}
-
-func warnings(rpt report.Report) []string {
-	var w []string
-	for _, e := range rpt.Entries {
-		if !e.Kind.IsFatal() {
-			w = append(w, e.String())
-		}
-	}
-	return w
-}
-
 // Merge merges fragments in order with Ignition's merge semantics (a later
 // fragment's entry replaces an earlier one with the same key) and validates
 // the result, so that entries from different fragments that conflict (one path
@@ -534,7 +320,7 @@ func Merge(frags []parsed.Fragment) (types.Config, error) {
 		for i, f := range frags {
 			names[i] = f.File
 		}
-		le := reportError(strings.Join(names, ", "), nil, rpt, ignerrors.ErrInvalid, false)
+		le := ignition.ReportError(strings.Join(names, ", "), nil, rpt, ignerrors.ErrInvalid, false)
 		le.Err = fmt.Errorf("fragments conflict after merging: %w", le.Err)
 		return merged, le
 	}
@@ -585,11 +371,11 @@ func typeConflicts(frags []parsed.Fragment) error {
 // With reread, which gives how to read a file again (nil for a file that
 // cannot be: a pipe), it lets go of each such fragment's bytes as it parses
 // them (raws[i] is then nil; see ignspec.Bytes).
-func parseWithSupplies(files []string, raws [][]byte, reread func(file string) func() ([]byte, error)) (types.Config, []parsed.Fragment, Supplies, error) {
-	sup := Supplies{}
+func parseWithSupplies(files []string, raws [][]byte, reread func(file string) func() ([]byte, error)) (types.Config, []parsed.Fragment, ignition.Supplies, error) {
+	sup := ignition.Supplies{}
 	for i, f := range files {
 		if filepath.Ext(f) == discover.ChildExt {
-			sup.add(f, raws[i])
+			sup.Add(f, raws[i])
 		}
 	}
 	frags := make([]parsed.Fragment, 0, len(files))
@@ -609,7 +395,7 @@ func parseWithSupplies(files []string, raws [][]byte, reread func(file string) f
 		}
 		frag, err := parseFragment(f, raw, sup, discover.IsCacheName(f), again)
 		if err != nil {
-			return types.Config{}, nil, Supplies{}, err
+			return types.Config{}, nil, ignition.Supplies{}, err
 		}
 		frags = append(frags, frag)
 	}
@@ -637,7 +423,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	if err != nil {
 		return model.State{}, err
 	}
-	bits := mergedSpecialBits(frags)
+	bits := ignition.MergedSpecialBits(frags)
 	mcPaths := machineConfigPaths(frags) // before their storage goes
 	certs := mcdCertificateFiles(frags)
 	// What the fragments declare in storage is in cfg, which nothing reads
@@ -650,7 +436,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	if err != nil {
 		return model.State{}, err
 	}
-	optionalSpecialBits(&st, bits)
+	ignition.OptionalSpecialBits(&st, bits)
 	emptyDropins(&st, frags)
 	mcdExemptions(&st, certs)
 	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
@@ -663,9 +449,9 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 			st.Warnings = append(st.Warnings, f.File+": "+w)
 		}
 	}
-	for _, f := range sup.files() {
+	for _, f := range sup.Files() {
 		st.Files = append(st.Files, f)
-		if !sup.used[f] {
+		if !sup.Used(f) {
 			st.Warnings = append(st.Warnings, f+": supplies no child config: its digest is no remote child's verification.hash")
 		}
 	}
@@ -696,4 +482,10 @@ func emptyDropins(st *model.State, frags []parsed.Fragment) {
 			e.MayBeAbsent = true
 		}
 	}
+}
+
+// ParseCache parses raw as Ignition's config cache, whatever the name of
+// file, which appears in errors.
+func ParseCache(file string, raw []byte) (parsed.Fragment, error) {
+	return parseFragment(file, raw, ignition.Supplies{}, true, nil)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/coreos/vcontext/report"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
@@ -139,7 +140,7 @@ func specConfigVersion(raw []byte) string {
 	if v, ok := types.PlainIgnitionVersion(raw); ok && fastMachineConfig {
 		return v
 	}
-	return configVersion(raw)
+	return ignition.ConfigVersion(raw)
 }
 
 // parseSpecConfig is parseIgnition of mc's spec.config, declaring version.
@@ -155,7 +156,7 @@ func specConfigVersion(raw []byte) string {
 func parseSpecConfig(mc *machineConfig, version, file string, reread func() ([]byte, error)) (types.Config, report.Report, error) {
 	ext := filepath.Ext(file)
 	if reread == nil || !fastMachineConfig || ext == ".yaml" || ext == ".yml" {
-		return parseIgnition(mc.Spec.Config, version)
+		return types.ParseBytes(mc.Spec.Config, version)
 	}
 	src := types.NewBytes(mc.Spec.Config, func() ([]byte, error) {
 		raw, err := reread()

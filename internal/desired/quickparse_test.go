@@ -16,6 +16,7 @@ import (
 
 	"github.com/coreos/vcontext/report"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
@@ -51,7 +52,7 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 		return false
 	}
 	if isMC {
-		raw, version, positions = mc.Spec.Config, configVersion(mc.Spec.Config), false
+		raw, version, positions = mc.Spec.Config, ignition.ConfigVersion(mc.Spec.Config), false
 		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 			return false
 		}
@@ -69,14 +70,14 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 			t.Errorf("%s: error %v; Ignition's %v", how, err, wantErr)
 		}
 		if err != nil && wantErr != nil {
-			got := reportError(file, raw, rpt, err, positions).Error()
-			want := reportError(file, raw, wantRpt, wantErr, positions).Error()
+			got := ignition.ReportError(file, raw, rpt, err, positions).Error()
+			want := ignition.ReportError(file, raw, wantRpt, wantErr, positions).Error()
 			if got != want {
 				t.Errorf("%s: refused with %q; Ignition's path: %q", how, got, want)
 			}
 		}
 	}
-	cfg, rpt, err := parseIgnition(raw, version)
+	cfg, rpt, err := types.ParseBytes(raw, version)
 	compare("parseIgnition", cfg, rpt, err)
 	reread := 0
 	src := types.NewBytes(raw, func() ([]byte, error) { reread++; return bytes.Clone(raw), nil })
@@ -292,13 +293,13 @@ func TestPlainIgnitionVersion(t *testing.T) {
 			}
 			continue
 		}
-		_, rpt, err := parseIgnition(raw, v)
-		_, wantRpt, wantErr := parseIgnition(raw, want)
+		_, rpt, err := types.ParseBytes(raw, v)
+		_, wantRpt, wantErr := types.ParseBytes(raw, want)
 		if err == nil || wantErr == nil {
 			t.Errorf("%s: not JSON, yet parsed: %v, %v", name, err, wantErr)
 			continue
 		}
-		if got, want := reportError(name, raw, rpt, err, true).Error(), reportError(name, raw, wantRpt, wantErr, true).Error(); got != want {
+		if got, want := ignition.ReportError(name, raw, rpt, err, true).Error(), ignition.ReportError(name, raw, wantRpt, wantErr, true).Error(); got != want {
 			t.Errorf("%s: refused as %q with version %q; as %q with the probe's %q", name, got, v, want, want)
 		}
 	}
@@ -352,7 +353,7 @@ func TestConfigBytesChanged(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reads := 0
-			_, err := parseFragment("50-x.ign", bytes.Clone(raw), Supplies{}, false, func() ([]byte, error) { reads++; return tt.again, nil })
+			_, err := parseFragment("50-x.ign", bytes.Clone(raw), ignition.Supplies{}, false, func() ([]byte, error) { reads++; return tt.again, nil })
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("parse = %v, want %q", err, tt.want)
 			}

@@ -1,4 +1,4 @@
-package desired
+package ignition
 
 import (
 	"encoding/json"
@@ -20,14 +20,14 @@ import (
 // lacks them. But the Ignition releases that wrote today's hosts did not
 // agree: up to 2.14 Ignition chmod'ed with os.FileMode(mode), whose
 // permission bits drop them; 2.15 to 2.21 applied them (and lost setuid on
-// files to the chown that followed); 2.22 and later mask them. So a bit an
+// Files to the chown that followed); 2.22 and later mask them. So a bit an
 // older spec declares may be set or clear on disk (Entry.ModeOptional),
 // while a bit it does not declare is still drift. Spec 3.6.0 applies them:
 // there they are part of the mode.
 
-// warnsSpecialBits: Ignition's report of a config warns that its spec
+// WarnsSpecialBits: Ignition's report of a config warns that its spec
 // does not apply the special bits it declares.
-func warnsSpecialBits(rpt report.Report) bool {
+func WarnsSpecialBits(rpt report.Report) bool {
 	for _, e := range rpt.Entries {
 		if e.Kind == report.Warn && e.Message == ignerrors.ErrModeSpecialBits.Error() {
 			return true
@@ -36,12 +36,12 @@ func warnsSpecialBits(rpt report.Report) bool {
 	return false
 }
 
-// declaredSpecialBits are the special bits of the files and directories of
+// DeclaredSpecialBits are the special bits of the files and directories of
 // raw, a config of a spec older than 3.6.0 (see warnsSpecialBits), by
 // cleaned path. raw is decoded as Ignition decodes it (encoding/json,
 // config/util/parsingErrors.go), into the only two fields read: each path
 // and mode is the one Ignition read.
-func declaredSpecialBits(raw []byte) map[string]uint32 {
+func DeclaredSpecialBits(raw []byte) map[string]uint32 {
 	type node struct {
 		Path string `json:"path"`
 		Mode *int   `json:"mode"`
@@ -66,10 +66,10 @@ func declaredSpecialBits(raw []byte) map[string]uint32 {
 	return bits
 }
 
-// mergedSpecialBits are the optional special bits of the merged fragments,
+// MergedSpecialBits are the optional special bits of the merged fragments,
 // by cleaned path: those of the last fragment that declares a mode for the
 // path, as Ignition's merge keeps the last mode (config/merge).
-func mergedSpecialBits(frags []parsed.Fragment) map[string]uint32 {
+func MergedSpecialBits(frags []parsed.Fragment) map[string]uint32 {
 	var bits map[string]uint32
 	for _, f := range frags {
 		if f.SpecialBits == nil && bits == nil {
@@ -93,9 +93,9 @@ func mergedSpecialBits(frags []parsed.Fragment) map[string]uint32 {
 	return bits
 }
 
-// optionalSpecialBits marks the bits of bits as optional in the file and
+// OptionalSpecialBits marks the bits of bits as optional in the file and
 // directory entries of st.
-func optionalSpecialBits(st *model.State, bits map[string]uint32) {
+func OptionalSpecialBits(st *model.State, bits map[string]uint32) {
 	if len(bits) == 0 {
 		return
 	}

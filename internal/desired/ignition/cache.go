@@ -1,9 +1,7 @@
-package desired
+package ignition
 
 import (
 	"errors"
-
-	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 )
 
 // Ignition's config cache as a desired config.
@@ -35,12 +33,6 @@ import (
 // re-encoding of a config, almost always written in a stable spec, and its
 // name is how drift-monitor knows that its children are merged already.
 
-// ParseCache parses raw as Ignition's config cache, whatever the name of
-// file, which appears in errors.
-func ParseCache(file string, raw []byte) (parsed.Fragment, error) {
-	return parseFragment(file, raw, Supplies{}, true, nil)
-}
-
-// errCacheReplace: Ignition's cache never names a replace child.
-var errCacheReplace = errors.New("names a replace child, which Ignition resolves before it writes its cache " +
+// ErrCacheReplace: Ignition's cache never names a replace child.
+var ErrCacheReplace = errors.New("names a replace child, which Ignition resolves before it writes its cache " +
 	"(internal/exec/config_fetcher.go, RenderConfig): this is no Ignition config cache")

@@ -1,4 +1,4 @@
-package desired
+package ignition
 
 import (
 	"crypto/sha256"
@@ -13,7 +13,6 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/contents"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
-	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // Child configs: ignition.config.merge and ignition.config.replace.
@@ -48,7 +47,8 @@ type Supplies struct {
 	order  []string
 }
 
-func (s *Supplies) add(file string, raw []byte) {
+// Add offers raw, the bytes of file, as a remote child's.
+func (s *Supplies) Add(file string, raw []byte) {
 	if s.byHash == nil {
 		s.byHash, s.file, s.used = map[string][]byte{}, map[string]string{}, map[string]bool{}
 	}
@@ -70,7 +70,11 @@ func (s Supplies) lookup(hash string) ([]byte, string, bool) {
 	return raw, s.file[h], ok
 }
 
-func (s Supplies) files() []string { return s.order }
+// Files are the files that supply children, in the order added.
+func (s Supplies) Files() []string { return s.order }
+
+// Used reports whether a remote child's verification.hash matched file.
+func (s Supplies) Used(file string) bool { return s.used[file] }
 
 // maxChildDepth bounds the nesting of data-URL children. Each level is
 // strictly smaller than its parent, so nesting ends anyway; the bound keeps a
@@ -79,7 +83,7 @@ const maxChildDepth = 16
 
 // renderChildren resolves cfg's child configs as Ignition does (see above).
 // It returns the rendered config, the children it could not fetch, and the
-// warnings of the children's parsing, prefixed with their reference.
+// Warnings of the children's parsing, prefixed with their reference.
 func renderChildren(cfg types.Config, ref string, depth int, sup Supplies) (types.Config, []parsed.Unfetched, []string, error) {
 	refs := cfg.Ignition.Config
 	if refs.Replace.Source == nil && len(refs.Merge) == 0 {
@@ -160,9 +164,9 @@ func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *pa
 	} else if raw, _, _, err = contents.Resource(res); err != nil { // decodes, decompresses and verifies, as the fetcher does
 		return types.Config{}, nil, nil, fmt.Errorf("%s: %w", ref, err)
 	}
-	cfg, rpt, err := parseIgnition(raw, configVersion(raw))
+	cfg, rpt, err := parseIgnition(raw, ConfigVersion(raw))
 	if err != nil {
-		le := reportError("", raw, rpt, err, false)
+		le := ReportError("", raw, rpt, err, false)
 		msg := le.Err.Error()
 		if le.Context != "" && le.Context != "$" {
 			msg = le.Context + ": " + msg
@@ -170,16 +174,16 @@ func fetchChild(res types.Resource, ref string, sup Supplies) (types.Config, *pa
 		return types.Config{}, nil, nil, fmt.Errorf("%s: the child config is invalid: %s", ref, msg)
 	}
 	var warn []string
-	for _, w := range warnings(rpt) {
+	for _, w := range Warnings(rpt) {
 		warn = append(warn, ref+": "+w)
 	}
 	return cfg, nil, warn, nil
 }
 
-// resolveChildren renders frag's children into frag.Config and validates the
+// ResolveChildren renders frag's children into frag.Config and validates the
 // result, as Ignition validates nothing after merging but the stages would
 // fail on a config that does not validate.
-func resolveChildren(frag *parsed.Fragment, sup Supplies) error {
+func ResolveChildren(frag *parsed.Fragment, sup Supplies) error {
 	refs := frag.Config.Ignition.Config
 	if refs.Replace.Source == nil && len(refs.Merge) == 0 {
 		return nil
@@ -189,7 +193,7 @@ func resolveChildren(frag *parsed.Fragment, sup Supplies) error {
 		return err
 	}
 	if r := validate.ValidateWithContext(cfg, nil); r.IsFatal() {
-		le := reportError("", nil, r, ignerrors.ErrInvalid, false)
+		le := ReportError("", nil, r, ignerrors.ErrInvalid, false)
 		return fmt.Errorf("after merging its child configs: %s: %w", le.Context, le.Err)
 	}
 	frag.Config = cfg
@@ -197,16 +201,4 @@ func resolveChildren(frag *parsed.Fragment, sup Supplies) error {
 	frag.Warnings = append(frag.Warnings, warn...)
 	frag.Validated = true
 	return nil
-}
-
-// unfetchedEntries are the notices' entries of a fragment's unfetched
-// children: kind config, checked against nothing on disk.
-func unfetchedEntries(hostFile string, un []parsed.Unfetched) []model.Entry {
-	var es []model.Entry
-	for _, u := range un {
-		es = append(es, model.Entry{Kind: model.KindConfig, Path: hostFile, Type: model.TypeNone,
-			Target:  u.Ref + " (" + u.Source + ")",
-			Content: &model.Content{Unverifiable: u.Unverifiable()}})
-	}
-	return es
 }
