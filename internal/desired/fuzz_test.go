@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
@@ -63,7 +64,7 @@ func checkParse(t *testing.T, name string, raw []byte) {
 	if err != nil {
 		t.Fatalf("Merge of a parsed fragment: %v", err)
 	}
-	if _, err := Derive(cfg, emptyAccounts{}); err != nil {
+	if _, err := derive.Derive(cfg, emptyAccounts{}); err != nil {
 		t.Fatalf("Derive of a parsed fragment: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
@@ -432,7 +433,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	for i := range frags {
 		frags[i].Config.Storage = types.Storage{}
 	}
-	st, err := deriveReleasing(cfg, parseAccounts(acct), true)
+	st, err := derive.Releasing(cfg, derive.ParseAccounts(acct))
 	if err != nil {
 		return model.State{}, err
 	}
@@ -443,7 +444,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	mcdPasswords(&st, frags)
 	notRelabelled(&st, mcPaths)
 	for _, f := range frags {
-		st.Entries = append(st.Entries, unfetchedEntries(discover.HostPath(root, f.File), f.Unfetched)...)
+		st.Entries = append(st.Entries, derive.UnfetchedEntries(discover.HostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)
 		for _, w := range f.Warnings {
 			st.Warnings = append(st.Warnings, f.File+": "+w)
@@ -471,7 +472,7 @@ func emptyDropins(st *model.State, frags []parsed.Fragment) {
 		for _, u := range f.Config.Systemd.Units {
 			for _, d := range u.Dropins {
 				if d.Contents != nil && *d.Contents == "" {
-					mcEmpty[path.Join(unitDir, u.Name+".d", d.Name)] = true
+					mcEmpty[path.Join(derive.UnitDir, u.Name+".d", d.Name)] = true
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -423,7 +424,7 @@ func TestParseSpecVersions(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("translated config (-want +got):\n%s", diff)
 			}
-			st, err := Derive(c, emptyAccounts{})
+			st, err := derive.Derive(c, emptyAccounts{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -498,7 +499,7 @@ func TestParseMachineConfig(t *testing.T) {
 			if diff := cmp.Diff(wantArgs, c.KernelArguments.ShouldExist); diff != "" {
 				t.Errorf("kernel arguments (-want +got):\n%s", diff)
 			}
-			st, err := Derive(c, emptyAccounts{})
+			st, err := derive.Derive(c, emptyAccounts{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -640,7 +641,7 @@ func TestMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := Derive(cfg, emptyAccounts{})
+		st, err := derive.Derive(cfg, emptyAccounts{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package desired
 import (
 	"path"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
@@ -46,9 +47,9 @@ func machineConfigPaths(frags []parsed.Fragment) map[string]bool {
 			mc[x.Path] = true
 		}
 		for _, u := range f.Config.Systemd.Units {
-			mc[path.Join(unitDir, u.Name)] = true
+			mc[path.Join(derive.UnitDir, u.Name)] = true
 			for _, d := range u.Dropins {
-				mc[path.Join(unitDir, u.Name+".d", d.Name)] = true
+				mc[path.Join(derive.UnitDir, u.Name+".d", d.Name)] = true
 			}
 		}
 	}

@@ -1,4 +1,10 @@
-package desired
+// Package derive turns a merged Ignition config into the entries that must
+// hold on disk (model.State), as Ignition's stages would have written
+// them: modes and owners where Ignition creates a node, kept where it
+// keeps one, contents decoded (package contents), units, drop-ins and
+// masks, accounts and SSH keys, kernel arguments. It is pure: the target
+// root's account databases come in as Accounts, read by the caller.
+package derive
 
 import (
 	"fmt"
@@ -12,35 +18,29 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
+// UnitDir is where Ignition writes units and their drop-ins.
+const UnitDir = "/etc/systemd/system"
+
 // Ignition's defaults for nodes it creates without a declared mode
 // (internal/exec/util/file.go: DefaultFilePermissions, DefaultDirectoryPermissions).
 const (
 	defaultFileMode = 0o644
 	defaultDirMode  = 0o755
-	unitDir         = "/etc/systemd/system"
 	unitFileMode    = 0o644
 	sshKeysFileMode = 0o600
 )
-
-// Accounts resolves user and group names the way the target root would: from
-// its own /etc/passwd and /etc/group (not the host's NSS).
-type Accounts interface {
-	LookupUser(name string) (User, bool)
-	LookupGroup(name string) (gid int, ok bool)
-}
-
-// User is a passwd entry.
-type User struct {
-	Name string
-	UID  int
-	GID  int
-	Home string
-}
 
 // Derive turns a merged config into entries, sorted by path. It does not touch
 // the disk except through acct.
 func Derive(cfg types.Config, acct Accounts) (model.State, error) {
 	return deriveReleasing(cfg, acct, false)
+}
+
+// Releasing is Derive that lets each file's source go once its entry is
+// derived (see deriveReleasing): the caller holds no other reference to
+// cfg's files.
+func Releasing(cfg types.Config, acct Accounts) (model.State, error) {
+	return deriveReleasing(cfg, acct, true)
 }
 
 // deriveReleasing is Derive; with release, it zeroes each file of
@@ -204,7 +204,7 @@ func mode(m *int, def uint32, fresh bool) *uint32 {
 }
 
 func deriveUnit(u types.Unit, add func(model.Entry)) {
-	unitPath := path.Join(unitDir, u.Name)
+	unitPath := path.Join(UnitDir, u.Name)
 	masked := u.Mask != nil && *u.Mask
 	root := 0
 	fileMode := uint32(unitFileMode)
@@ -225,7 +225,7 @@ func deriveUnit(u types.Unit, add func(model.Entry)) {
 		if d.Contents == nil {
 			continue
 		}
-		add(model.Entry{Kind: model.KindDropin, Path: path.Join(unitDir, u.Name+".d", d.Name), Unit: u.Name, Type: model.TypeRegular,
+		add(model.Entry{Kind: model.KindDropin, Path: path.Join(UnitDir, u.Name+".d", d.Name), Unit: u.Name, Type: model.TypeRegular,
 			Mode: &fileMode, UID: &root, GID: &root, Content: &model.Content{Exact: []byte(*d.Contents)}})
 	}
 	if u.Enabled != nil && !masked {
@@ -268,9 +268,9 @@ func sshKeys(u types.PasswdUser, acct Accounts) model.Entry {
 	return e
 }
 
-// unfetchedEntries are the notices' entries of a fragment's unfetched
+// UnfetchedEntries are the notices' entries of a fragment's unfetched
 // children: kind config, checked against nothing on disk.
-func unfetchedEntries(hostFile string, un []parsed.Unfetched) []model.Entry {
+func UnfetchedEntries(hostFile string, un []parsed.Unfetched) []model.Entry {
 	var es []model.Entry
 	for _, u := range un {
 		es = append(es, model.Entry{Kind: model.KindConfig, Path: hostFile, Type: model.TypeNone,
