@@ -14,6 +14,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
@@ -96,7 +97,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 }
 
 // The flag that checks the files the machine-config daemon's certificate
-// writer owns (desired.MCDCertificatePaths), which a MachineConfig's
+// writer owns (machineconfig.MCDCertificatePaths), which a MachineConfig's
 // check otherwise lists as not checked.
 const (
 	checkMCDCertsFlag  = "check-mcd-certificates"
@@ -179,7 +180,7 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if err != nil {
 		return checkResult{}, err
 	}
-	state.Entries = desired.ApplyMCDExemptions(state.Entries, !checkCerts)
+	state.Entries = machineconfig.ApplyMCDExemptions(state.Entries, !checkCerts)
 	rules, left, err := applyExclusions(r, excl, state)
 	if err != nil {
 		return checkResult{}, err

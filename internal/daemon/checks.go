@@ -10,6 +10,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
@@ -42,7 +43,7 @@ func (d *Daemon) load(ctx context.Context) error {
 		d.log.Warn(w)
 	}
 	d.noticeIgnored(ctx)
-	d.ix = newIndex(d.applyExclusions(ctx, desired.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates)))
+	d.ix = newIndex(d.applyExclusions(ctx, machineconfig.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates)))
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
 	d.imageLoaded()

@@ -92,7 +92,7 @@ type Options struct {
 	Exclude exclude.Options
 	// CheckMCDCertificates checks a MachineConfig's files that the
 	// machine-config daemon's certificate writer owns
-	// (desired.MCDCertificatePaths) like any other; otherwise each is a
+	// (machineconfig.MCDCertificatePaths) like any other; otherwise each is a
 	// not-checked notice.
 	CheckMCDCertificates bool
 	// LabelFull compares whole SELinux contexts, not only type and range.

@@ -2,7 +2,6 @@ package desired
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -15,6 +14,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -63,7 +63,7 @@ func parseFragment(file string, raw []byte, sup ignition.Supplies, cache bool, r
 		}
 		raw = j
 	}
-	mc, isMC, version, err := asMachineConfig(raw)
+	mc, isMC, version, err := machineconfig.Detect(raw)
 	if err != nil {
 		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: err}
 	}
@@ -71,7 +71,7 @@ func parseFragment(file string, raw []byte, sup ignition.Supplies, cache bool, r
 	case isMC && cache:
 		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
 	case isMC:
-		return parseMachineConfig(file, &mc, sup, reread)
+		return machineconfig.Parse(file, &mc, sup, reread)
 	case isYAML:
 		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
 	}
@@ -91,93 +91,6 @@ func yamlToJSON(file string, raw []byte) ([]byte, error) {
 		return nil, le
 	}
 	return j, nil
-}
-
-// parseMachineConfig reads a MachineConfig: its spec.config as an Ignition
-// config, and its kernel arguments added to that config's. reread is
-// parseFragment's (see parseSpecConfig).
-func parseMachineConfig(file string, mc *machineConfig, sup ignition.Supplies, reread func() ([]byte, error)) (parsed.Fragment, error) {
-	frag := parsed.Fragment{File: file, MachineConfig: true}
-	fields, err := mc.fields(file)
-	if err != nil {
-		return frag, err
-	}
-	frag.MCFields = &fields
-	specVersion := specConfigVersion(mc.Spec.Config)
-	switch {
-	case strings.HasPrefix(specVersion, "2."):
-		// The MCO translates a spec 2.x config with ign-converter, which
-		// drift-monitor does not carry (nor does Ignition's config module):
-		// say so rather than refuse the node's kernel arguments too.
-		frag.Config.Ignition.Version = types.MaxVersion.String()
-		frag.Unfetched = []parsed.Unfetched{{Ref: "spec.config", Source: "Ignition spec " + specVersion,
-			Why: "drift-monitor reads Ignition spec 3.x only (the machine-config operator translates 2.x with ign-converter): " +
-				"nothing spec.config declares is checked, only the kernel arguments"}}
-	case len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null":
-		if err := readSpecConfig(&frag, mc, specVersion, sup, reread); err != nil {
-			return frag, err
-		}
-	default:
-		frag.Config.Ignition.Version = types.MaxVersion.String()
-	}
-	addKernelArguments(&frag, mc.Spec.KernelArguments)
-	return frag, nil
-}
-
-// readSpecConfig reads a MachineConfig's spec.config into frag (parsed by
-// parseSpecConfig, mcfast.go, which may let mc.Spec.Config go).
-func readSpecConfig(frag *parsed.Fragment, mc *machineConfig, version string, sup ignition.Supplies, reread func() ([]byte, error)) error {
-	cfg, rpt, err := parseSpecConfig(mc, version, frag.File, reread)
-	if err != nil {
-		// Positions would point into the re-encoded spec.config, not into the
-		// file: report the config path only.
-		le := ignition.ReportError(frag.File, mc.Spec.Config, rpt, err, false)
-		if le.Context != "" {
-			le.Context = "spec.config" + strings.TrimPrefix(le.Context, "$")
-		} else {
-			le.Context = "spec.config"
-		}
-		return le
-	}
-	frag.Config = cfg
-	frag.Warnings = ignition.Warnings(rpt)
-	// Validated as it is, until kernel arguments are added (addKernelArguments).
-	frag.Validated = true
-	if ignition.WarnsSpecialBits(rpt) {
-		frag.SpecialBits = ignition.DeclaredSpecialBits(mc.Spec.Config)
-	}
-	if err := ignition.ResolveChildren(frag, sup); err != nil {
-		return &configerr.LoadError{File: frag.File, Context: "spec.config", Err: err}
-	}
-	return ignition.CheckDecodable(frag.File, frag.Config, "spec.config", -1)
-}
-
-// addKernelArguments adds a MachineConfig's spec.kernelArguments to frag's
-// shouldExist.
-//
-// kernelArguments is a list in which repeats are normal (hugepagesz=1G
-// hugepages=4 hugepagesz=2M hugepages=4): the MCD checks that every
-// declared argument is on the command line (machine-config-operator
-// pkg/daemon/daemon.go, validateKernelArguments), not Ignition's
-// shouldExist set, whose validation forbids duplicates. One entry per
-// distinct argument is that check.
-func addKernelArguments(frag *parsed.Fragment, args []string) {
-	seen := map[types.KernelArgument]bool{}
-	for _, a := range frag.Config.KernelArguments.ShouldExist {
-		seen[a] = true
-	}
-	for _, s := range args {
-		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
-		for _, a := range model.SplitKernelArguments(s) {
-			if ka := types.KernelArgument(a); !seen[ka] {
-				seen[ka] = true
-				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
-				// Merge validates them with spec.config's (one may be
-				// in shouldNotExist).
-				frag.Validated = false
-			}
-		}
-	}
 }
 
 // yamlDocuments counts the documents of a YAML stream that hold more than
@@ -216,79 +129,6 @@ func documentMarker(line []byte) (rest []byte, ok bool) {
 func hasContent(line []byte) bool {
 	t := bytes.TrimSpace(line)
 	return len(t) > 0 && t[0] != '#'
-}
-
-type machineConfig struct {
-	Kind       string `json:"kind"`
-	APIVersion string `json:"apiVersion"`
-	Spec       struct {
-		Config          json.RawMessage `json:"config"`
-		KernelArguments []string        `json:"kernelArguments"`
-		// The fields beyond Ignition (see mcfields.go).
-		OSImageURL *string  `json:"osImageURL"`
-		KernelType *string  `json:"kernelType"`
-		Extensions []string `json:"extensions"`
-		FIPS       *bool    `json:"fips"`
-	} `json:"spec"`
-}
-
-// asMachineConfig decides whether raw JSON is a MachineConfig object rather
-// than an Ignition config, by its kind; it also returns the ignition.version
-// raw declares (for an Ignition config), from the same reading: each reading
-// of a large config scans all of it.
-func asMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
-	if v, ok := types.PlainIgnitionVersion(raw); ok {
-		// What the probe below would read: a config, its version v.
-		return machineConfig{}, false, v, nil
-	}
-	if mc, ok := plainMachineConfig(raw); ok {
-		return mc, true, "", nil // mcfast.go: spec.config not decoded here
-	}
-	if kind, ok := types.PlainKind(raw); ok && kind == "MachineConfig" {
-		// What the probe would find, when raw decodes as a MachineConfig:
-		// its kind, no ignition section, a spec that is an object. One
-		// decoding of a large MachineConfig instead of two.
-		if err := json.Unmarshal(raw, &mc); err == nil {
-			return mc, true, "", nil
-		}
-		mc = machineConfig{}
-	}
-	return probeMachineConfig(raw)
-}
-
-// probeMachineConfig is asMachineConfig, reading raw with encoding/json.
-func probeMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
-	var probe struct {
-		Kind     *string `json:"kind"`
-		Ignition *struct {
-			Version string `json:"version"`
-		} `json:"ignition"`
-		Spec *struct {
-			Config json.RawMessage `json:"config"`
-		} `json:"spec"`
-	}
-	err = json.Unmarshal(raw, &probe)
-	// The MCD's /etc/machine-config-daemon/currentconfig is a MachineConfig
-	// that lost its kind and apiVersion (a typed object from the informer's
-	// cache, marshalled: machine-config-operator pkg/daemon/daemon.go,
-	// storeCurrentConfigOnDisk). Its shape tells it: a spec holding a config,
-	// and no ignition section of its own.
-	currentConfig := err == nil && probe.Kind == nil && probe.Ignition == nil && probe.Spec != nil && len(probe.Spec.Config) > 0
-	if !currentConfig && (err != nil || probe.Kind == nil) {
-		// Not a MachineConfig; Ignition's parser reports syntax errors with
-		// positions.
-		if probe.Ignition != nil {
-			version = probe.Ignition.Version
-		}
-		return machineConfig{}, false, version, nil
-	}
-	if !currentConfig && *probe.Kind != "MachineConfig" {
-		return machineConfig{}, false, "", fmt.Errorf("unsupported object kind %q (want an Ignition config or kind: MachineConfig)", *probe.Kind)
-	}
-	if err := json.Unmarshal(raw, &mc); err != nil {
-		return mc, false, "", fmt.Errorf("invalid MachineConfig: %w", err)
-	}
-	return mc, true, "", nil
 }
 
 // Merge merges fragments in order with Ignition's merge semantics (a later
@@ -425,8 +265,8 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		return model.State{}, err
 	}
 	bits := ignition.MergedSpecialBits(frags)
-	mcPaths := machineConfigPaths(frags) // before their storage goes
-	certs := mcdCertificateFiles(frags)
+	mcPaths := machineconfig.Paths(frags) // before their storage goes
+	certs := machineconfig.CertificateFiles(frags)
 	// What the fragments declare in storage is in cfg, which nothing reads
 	// after deriving: deriveReleasing lets each file's source go once
 	// decoded.
@@ -438,11 +278,11 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		return model.State{}, err
 	}
 	ignition.OptionalSpecialBits(&st, bits)
-	emptyDropins(&st, frags)
-	mcdExemptions(&st, certs)
-	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
-	mcdPasswords(&st, frags)
-	notRelabelled(&st, mcPaths)
+	machineconfig.EmptyDropins(&st, frags)
+	machineconfig.Exemptions(&st, certs)
+	st.Entries = append(st.Entries, machineconfig.Entries(frags)...)
+	machineconfig.Passwords(&st, frags)
+	machineconfig.NotRelabelled(&st, mcPaths)
 	for _, f := range frags {
 		st.Entries = append(st.Entries, derive.UnfetchedEntries(discover.HostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)
@@ -457,32 +297,6 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		}
 	}
 	return st, nil
-}
-
-// emptyDropins lets a drop-in declared empty by a MachineConfig be absent:
-// the MCD deletes an empty drop-in instead of writing it
-// (machine-config-operator pkg/daemon/update.go, writeUnits: "Dropin for %s
-// has no content, skipping write"); Ignition writes it empty.
-func emptyDropins(st *model.State, frags []parsed.Fragment) {
-	mcEmpty := map[string]bool{}
-	for _, f := range frags {
-		if !f.MachineConfig {
-			continue
-		}
-		for _, u := range f.Config.Systemd.Units {
-			for _, d := range u.Dropins {
-				if d.Contents != nil && *d.Contents == "" {
-					mcEmpty[path.Join(derive.UnitDir, u.Name+".d", d.Name)] = true
-				}
-			}
-		}
-	}
-	for i := range st.Entries {
-		e := &st.Entries[i]
-		if e.Kind == model.KindDropin && mcEmpty[e.Path] && e.Content != nil && len(e.Content.Exact) == 0 {
-			e.MayBeAbsent = true
-		}
-	}
 }
 
 // ParseCache parses raw as Ignition's config cache, whatever the name of

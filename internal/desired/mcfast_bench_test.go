@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,7 +37,7 @@ func BenchmarkLoadStateMachineConfig(b *testing.B) {
 	b.Run("ign-3.2.0", func(b *testing.B) { benchLoad(b, benchConfig(b, "3.2.0", 10000), 10000) })
 	b.Run("mc-json/path=fast", func(b *testing.B) { benchLoad(b, benchMachineConfig(b, 10000), 10000) })
 	b.Run("mc-json/path=slow", func(b *testing.B) {
-		defer desired.SlowMachineConfig()()
+		defer machineconfig.SlowPath()()
 		benchLoad(b, benchMachineConfig(b, 10000), 10000)
 	})
 }
@@ -49,7 +49,7 @@ func BenchmarkLoadStateMachineConfigYAML(b *testing.B) {
 	for _, path := range []string{"fast", "slow"} {
 		b.Run("path="+path, func(b *testing.B) {
 			if path == "slow" {
-				defer desired.SlowMachineConfig()()
+				defer machineconfig.SlowPath()()
 			}
 			benchLoad(b, benchMachineConfigYAML(b, 10000), 10000)
 		})

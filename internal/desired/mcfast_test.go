@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -97,9 +98,9 @@ func sameMachineConfig(t *testing.T, name string, raw []byte) bool {
 			return false
 		}
 	}
-	fast, ok := plainMachineConfig(in)
-	restore := SlowMachineConfig()
-	mc, isMC, version, err := asMachineConfig(in)
+	fast, ok := machineconfig.Plain(in)
+	restore := machineconfig.SlowPath()
+	mc, isMC, version, err := machineconfig.Detect(in)
 	slowFrag, slowErr := Parse(name, raw)
 	restore()
 	if ok && (!isMC || err != nil || version != "" || !cmp.Equal(fast, mc)) {
@@ -190,7 +191,7 @@ func TestMachineConfigFastPathLoads(t *testing.T) {
 			if err := os.WriteFile(f, raw, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			restore := SlowMachineConfig()
+			restore := machineconfig.SlowPath()
 			want, wantErr := LoadState(dirHost(dir), []string{f})
 			restore()
 			got, err := LoadState(dirHost(dir), []string{f})

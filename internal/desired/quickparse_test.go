@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
@@ -47,7 +48,7 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 		}
 		raw = j
 	}
-	mc, isMC, version, err := asMachineConfig(raw)
+	mc, isMC, version, err := machineconfig.Detect(raw)
 	if err != nil {
 		return false
 	}
@@ -233,7 +234,7 @@ func TestQuickParseIsIgnitions(t *testing.T) {
 	for name, raw := range quickSeeds(t) {
 		t.Run(name, func(t *testing.T) {
 			if sameAsIgnition(t, name, raw) {
-				_, _, version, _ := asMachineConfig(raw)
+				_, _, version, _ := machineconfig.Detect(raw)
 				answered[version]++
 			}
 		})
@@ -286,9 +287,9 @@ func TestPlainIgnitionVersion(t *testing.T) {
 			continue
 		}
 		answered++
-		mc, isMC, want, err := probeMachineConfig(raw)
+		mc, isMC, want, err := machineconfig.Probe(raw)
 		if json.Valid(raw) {
-			if isMC || err != nil || v != want || !cmp.Equal(mc, machineConfig{}) {
+			if isMC || err != nil || v != want || !cmp.Equal(mc, machineconfig.Object{}) {
 				t.Errorf("%s: plainIgnitionVersion = %q; the probe: %v, %v, %q, %v", name, v, mc, isMC, want, err)
 			}
 			continue
@@ -427,8 +428,8 @@ func TestAsMachineConfigIsTheProbe(t *testing.T) {
 		if !json.Valid(raw) {
 			continue
 		}
-		gotMC, gotIs, gotV, gotErr := asMachineConfig(raw)
-		wantMC, wantIs, wantV, wantErr := probeMachineConfig(raw)
+		gotMC, gotIs, gotV, gotErr := machineconfig.Detect(raw)
+		wantMC, wantIs, wantV, wantErr := machineconfig.Probe(raw)
 		if !cmp.Equal(gotMC, wantMC) || gotIs != wantIs || gotV != wantV || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 			t.Errorf("%s: asMachineConfig = %+v, %v, %q, %v; the probe: %+v, %v, %q, %v", name, gotMC, gotIs, gotV, gotErr, wantMC, wantIs, wantV, wantErr)
 		}

@@ -1,4 +1,4 @@
-package desired
+package machineconfig
 
 import (
 	"encoding/json"
@@ -16,17 +16,17 @@ import (
 // The MachineConfig fast path: a MachineConfig of plain shape read without
 // decoding spec.config twice.
 //
-// asMachineConfig's reading (json.Unmarshal into machineConfig) scans and
-// copies the whole of spec.config, and configVersion scans it again, before
+// Detect's reading (json.Unmarshal into Object) scans and
+// copies the whole of spec.config, and ignition.ConfigVersion scans it again, before
 // the quick path (ignspec) decodes it: at 10,000 files two fifths of a cold
 // load, and a copy of the config alive through its validation.
-// plainMachineConfig finds the members with a key scanner instead, decodes
+// Plain finds the members with a key scanner instead, decodes
 // the small ones as encoding/json would, and hands spec.config on as raw's
 // own bytes. It answers only where the result is, by construction, the one
 // json.Unmarshal gives: every key it reads spelt exactly and once, every
 // value it skips checked by json.Valid. Anything else (a key of another
 // case, a repeated field, a syntax error, a value of the wrong type) is
-// not ok, and asMachineConfig decodes as before, with its errors.
+// not ok, and Detect decodes as before, with its errors.
 //
 // Repeated keys: our decoder, encoding/json, keeps the last; so does the
 // API server's, sigs.k8s.io/json, which also matches keys case-sensitively
@@ -34,24 +34,32 @@ import (
 // vendor/sigs.k8s.io/json/README.md, UnmarshalCaseSensitivePreserveInts and
 // UnmarshalStrict). The fast path leaves them to encoding/json.
 
-// fastMachineConfig: asMachineConfig and the MachineConfig branch of
-// parseFragment take the fast path; the tests turn it off to compare.
+// fastMachineConfig: Detect and the MachineConfig branch of
+// the loader's dispatch take the fast path; the tests turn it off to compare.
 var fastMachineConfig = true
 
-// machineConfigKeys are the keys of a MachineConfig asMachineConfig reads
-// (machineConfig's json names), by the object they are in.
+// SlowPath turns the fast path off until restore is called: for the tests
+// and benchmarks that compare the two.
+func SlowPath() (restore func()) {
+	fastMachineConfig = false
+	return func() { fastMachineConfig = true }
+}
+
+// machineConfigKeys are the keys of a MachineConfig Detect reads
+// (Object's json names), by the object they are in.
 var machineConfigKeys = map[string][]string{
 	"":     {"kind", "apiVersion", "spec", "ignition"}, // ignition: the probe's
 	"spec": {"config", "kernelArguments", "osImageURL", "kernelType", "extensions", "fips"},
 }
 
-// plainMachineConfig is asMachineConfig of raw when raw is a MachineConfig
+// Plain is Detect of raw when raw is a MachineConfig
 // (kind: MachineConfig, or the MCD's currentconfig: no kind, a spec holding
 // a config) of plain shape (see above): then ok, and mc is what
-// asMachineConfig returns, mc.Spec.Config sharing raw's bytes.
-func plainMachineConfig(raw []byte) (mc machineConfig, ok bool) {
+// Detect returns, mc.Spec.Config sharing raw's bytes. The tests hold it
+// to Detect's decoding.
+func Plain(raw []byte) (mc Object, ok bool) {
 	if !fastMachineConfig {
-		return machineConfig{}, false
+		return Object{}, false
 	}
 	var kind, spec, config bool
 	ok = plainObject(raw, "", func(name string, v []byte) bool {
@@ -67,22 +75,22 @@ func plainMachineConfig(raw []byte) (mc machineConfig, ok bool) {
 		}
 		return false // ignition: an Ignition config, or the probe decides
 	})
-	// The currentconfig's shape (probeMachineConfig): its spec holds a config.
+	// The currentconfig's shape (Probe): its spec holds a config.
 	if !ok || (!kind && !(spec && config)) {
-		return machineConfig{}, false
+		return Object{}, false
 	}
 	return mc, true
 }
 
 // plainSpec reads the members of a MachineConfig's spec into mc; config
 // says whether it holds one.
-func plainSpec(raw []byte, mc *machineConfig, config *bool) bool {
+func plainSpec(raw []byte, mc *Object, config *bool) bool {
 	s := &mc.Spec
 	return plainObject(raw, "spec", func(name string, v []byte) bool {
 		switch name {
 		case "config":
 			// The quick path decodes it; Valid first, so that a syntax
-			// error in it is reported as asMachineConfig reports it.
+			// error in it is reported as Detect reports it.
 			*config = true
 			s.Config = v
 			return json.Valid(v)
@@ -132,9 +140,9 @@ func knownKey(object string, key []byte) (string, bool) {
 	return "", false
 }
 
-// specConfigVersion is configVersion of a MachineConfig's spec.config,
+// specConfigVersion is ignition.ConfigVersion of a MachineConfig's spec.config,
 // which encoding/json has found valid: without a decoder when the key
-// scanner can tell (ignspec.PlainIgnitionVersion reads what configVersion's
+// scanner can tell (ignspec.PlainIgnitionVersion reads what ignition.ConfigVersion's
 // decoding reads, on valid JSON).
 func specConfigVersion(raw []byte) string {
 	if v, ok := types.PlainIgnitionVersion(raw); ok && fastMachineConfig {
@@ -143,17 +151,17 @@ func specConfigVersion(raw []byte) string {
 	return ignition.ConfigVersion(raw)
 }
 
-// parseSpecConfig is parseIgnition of mc's spec.config, declaring version.
-// With reread (see parseFragment), a JSON file's spec.config is parsed as
+// parseSpecConfig is ignspec.ParseBytes of mc's spec.config, declaring version.
+// With reread (the dispatch's), a JSON file's spec.config is parsed as
 // an Ignition config file is:
 // the parse may let the bytes go (ignspec.Bytes), and mc.Spec.Config is
 // then nil, which nothing reads when the parse has nothing to report: the
 // bytes and the config decoded from them are not both alive through its
 // validation, which at 10,000 files kept the load against its memory bound
-// (boundMemory) and cost a third more time. Where the parse reports
+// (the load's memory bound) and cost a third more time. Where the parse reports
 // something, mc.Spec.Config holds the bytes again (read again, found again
-// by asMachineConfig, and refused if they changed).
-func parseSpecConfig(mc *machineConfig, version, file string, reread func() ([]byte, error)) (types.Config, report.Report, error) {
+// by Detect, and refused if they changed).
+func parseSpecConfig(mc *Object, version, file string, reread func() ([]byte, error)) (types.Config, report.Report, error) {
 	ext := filepath.Ext(file)
 	if reread == nil || !fastMachineConfig || ext == ".yaml" || ext == ".yml" {
 		return types.ParseBytes(mc.Spec.Config, version)
@@ -163,7 +171,7 @@ func parseSpecConfig(mc *machineConfig, version, file string, reread func() ([]b
 		if err != nil {
 			return nil, err
 		}
-		again, isMC, _, err := asMachineConfig(raw)
+		again, isMC, _, err := Detect(raw)
 		if err != nil || !isMC {
 			return nil, errChanged
 		}

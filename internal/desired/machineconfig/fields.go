@@ -1,4 +1,4 @@
-package desired
+package machineconfig
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // machine-config operator does before it renders a config
 // (pkg/controller/common/helpers.go, ValidateMachineConfig and
 // validateExtensions): an unknown kernel type or extension is refused.
-func (mc *machineConfig) fields(file string) (parsed.MCFields, error) {
+func (mc *Object) fields(file string) (parsed.MCFields, error) {
 	s := &mc.Spec
 	f := parsed.MCFields{Extensions: s.Extensions, FIPS: s.FIPS}
 	if s.OSImageURL != nil {
@@ -38,7 +38,7 @@ func (mc *machineConfig) fields(file string) (parsed.MCFields, error) {
 	return f, nil
 }
 
-// machineConfigEntries are the entries of the fragments' MachineConfig
+// Entries are the entries of the fragments' MachineConfig
 // fields, merged as the machine-config operator renders a pool's
 // MachineConfigs into one (pkg/controller/common/helpers.go,
 // MergeMachineConfigs): FIPS is on if any fragment turns it on; a
@@ -47,7 +47,7 @@ func (mc *machineConfig) fields(file string) (parsed.MCFields, error) {
 // non-empty osImageURL wins. A field no fragment declares has no entry:
 // nothing is checked for it (a rendered config, the MCD's currentconfig,
 // always declares fips, kernelType and osImageURL).
-func machineConfigEntries(frags []parsed.Fragment) []model.Entry {
+func Entries(frags []parsed.Fragment) []model.Entry {
 	var (
 		image    string
 		kernel   *string
