@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/butane"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -95,9 +96,9 @@ func TestButaneErrors(t *testing.T) {
 		{"not absolute", "variant: fcos\nversion: 1.7.0\nstorage:\n  files:\n    - path: etc/x\n",
 			"a.bu:5:13: $.storage.files.0.path: Butane: path not absolute"},
 		{"local contents", "variant: fcos\nversion: 1.7.0\nstorage:\n  files:\n    - path: /etc/x\n      contents:\n        local: x.txt\n",
-			"a.bu:7:16: $.storage.files.0.contents.local: Butane: " + errButaneFilesDir.Error()},
+			"a.bu:7:16: $.storage.files.0.contents.local: Butane: " + butane.ErrFilesDir.Error()},
 		{"trees", "variant: fcos\nversion: 1.7.0\nstorage:\n  trees:\n    - local: tree\n      path: /etc/tree\n",
-			"a.bu:5:7: $.storage.trees.0: Butane: " + errButaneFilesDir.Error()},
+			"a.bu:5:7: $.storage.trees.0: Butane: " + butane.ErrFilesDir.Error()},
 		{"unknown version", "variant: fcos\nversion: 9.0.0\n",
 			"a.bu: Butane: No translator exists for variant fcos with version 9.0.0"},
 		{"no variant", "version: 1.7.0\nstorage: {}\n", "a.bu: Butane: error parsing variant; must be specified"},

@@ -1,8 +1,6 @@
 package desired
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -18,118 +16,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
-	"sigs.k8s.io/yaml"
 )
-
-// loadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
-// 3.6.0, translated to 3.6.0) or a MachineConfig in YAML or JSON.
-func loadFile(file string) (parsed.Fragment, error) {
-	raw, err := discover.Files{Explicit: true}.ReadAll([]string{file})
-	if err != nil {
-		return parsed.Fragment{}, err
-	}
-	return Parse(file, raw[0])
-}
-
-// Parse parses the bytes of a config named file (the name picks YAML or JSON
-// and appears in errors). Its remote child configs are never fetched.
-func Parse(file string, raw []byte) (parsed.Fragment, error) {
-	return parse(file, raw, ignition.Supplies{})
-}
-
-// parse is Parse with the local copies of remote children.
-func parse(file string, raw []byte, sup ignition.Supplies) (parsed.Fragment, error) {
-	return parseFragment(file, raw, sup, discover.IsCacheName(file), nil)
-}
-
-// parseFragment is parse; cache says whether raw is Ignition's config cache
-// (see discover.CacheSuffix). reread, if not nil, reads raw again: the parse may then
-// let raw go once decoded (see ignspec.Bytes), and the caller should hold no
-// reference to it either.
-//
-// It only dispatches: a Butane config (butane.go), an Ignition config
-// (parseIgnitionFile) and a MachineConfig (parseMachineConfig) are three
-// readings of a file that share no step but the YAML decoding.
-func parseFragment(file string, raw []byte, sup ignition.Supplies, cache bool, reread func() ([]byte, error)) (parsed.Fragment, error) {
-	if !cache && isButane(file, raw) {
-		return parseButane(file, raw, sup) // butane.go
-	}
-	ext := filepath.Ext(file)
-	isYAML := ext == ".yaml" || ext == ".yml"
-	if isYAML {
-		j, err := yamlToJSON(file, raw)
-		if err != nil {
-			return parsed.Fragment{File: file}, err
-		}
-		raw = j
-	}
-	mc, isMC, version, err := machineconfig.Detect(raw)
-	if err != nil {
-		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: err}
-	}
-	switch {
-	case isMC && cache:
-		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
-	case isMC:
-		return machineconfig.Parse(file, &mc, sup, reread)
-	case isYAML:
-		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
-	}
-	return ignition.ParseFile(file, raw, version, sup, cache, reread)
-}
-
-// yamlToJSON decodes the one YAML document of file.
-func yamlToJSON(file string, raw []byte) ([]byte, error) {
-	if n := yamlDocuments(raw); n > 1 {
-		// YAMLToJSON would keep the first and drop the rest silently.
-		return nil, &configerr.LoadError{File: file, Err: fmt.Errorf("holds %d YAML documents; put one MachineConfig in each file", n)}
-	}
-	j, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		le := &configerr.LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
-		configerr.YAMLPosition(le, raw)
-		return nil, le
-	}
-	return j, nil
-}
-
-// yamlDocuments counts the documents of a YAML stream that hold more than
-// comments, directives and white space. Document markers ("---", "...")
-// stand at the start of a line, where no scalar's content can.
-func yamlDocuments(raw []byte) int {
-	n, content := 0, false
-	for _, line := range bytes.Split(raw, []byte("\n")) {
-		if rest, ok := documentMarker(line); ok {
-			if content {
-				n++
-			}
-			content = hasContent(rest)
-			continue
-		}
-		if !bytes.HasPrefix(line, []byte("%")) && hasContent(line) {
-			content = true
-		}
-	}
-	if content {
-		n++
-	}
-	return n
-}
-
-func documentMarker(line []byte) (rest []byte, ok bool) {
-	for _, m := range []string{"---", "..."} {
-		if rest, found := bytes.CutPrefix(line, []byte(m)); found &&
-			(len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r') {
-			return rest, true
-		}
-	}
-	return nil, false
-}
-
-func hasContent(line []byte) bool {
-	t := bytes.TrimSpace(line)
-	return len(t) > 0 && t[0] != '#'
-}
 
 // Merge merges fragments in order with Ignition's merge semantics (a later
 // fragment's entry replaces an earlier one with the same key) and validates
@@ -297,10 +184,4 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		}
 	}
 	return st, nil
-}
-
-// ParseCache parses raw as Ignition's config cache, whatever the name of
-// file, which appears in errors.
-func ParseCache(file string, raw []byte) (parsed.Fragment, error) {
-	return parseFragment(file, raw, ignition.Supplies{}, true, nil)
 }
