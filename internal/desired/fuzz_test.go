@@ -8,6 +8,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
@@ -60,7 +61,7 @@ func checkParse(t *testing.T, name string, raw []byte) {
 	if frag.File != name || frag.Config.Ignition.Version != types.MaxVersion.String() {
 		t.Fatalf("Parse = file %q, version %q; want %q, %s", frag.File, frag.Config.Ignition.Version, name, types.MaxVersion)
 	}
-	cfg, err := Merge([]parsed.Fragment{frag})
+	cfg, err := merge.Fragments([]parsed.Fragment{frag})
 	if err != nil {
 		t.Fatalf("Merge of a parsed fragment: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
 	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
+	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -623,7 +624,7 @@ func TestMerge(t *testing.T) {
 	}
 	for _, tt := range conflicts {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Merge(tt.frags)
+			_, err := merge.Fragments(tt.frags)
 			var le *configerr.LoadError
 			if !errors.As(err, &le) {
 				t.Fatalf("Merge = %v, want a LoadError", err)
@@ -637,7 +638,7 @@ func TestMerge(t *testing.T) {
 	}
 
 	t.Run("a later fragment replaces an entry of the same type", func(t *testing.T) {
-		cfg, err := Merge([]parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", later)})
+		cfg, err := merge.Fragments([]parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", later)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -650,7 +651,7 @@ func TestMerge(t *testing.T) {
 		}
 	})
 	t.Run("no fragments", func(t *testing.T) {
-		cfg, err := Merge(nil)
+		cfg, err := merge.Fragments(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
+	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
@@ -98,7 +99,7 @@ func loadScales(t *testing.T, what, name string, inputs map[int][]byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := Merge([]parsed.Fragment{frag})
+		cfg, err := merge.Fragments([]parsed.Fragment{frag})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
 	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
+	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
@@ -319,7 +320,7 @@ func TestMergeOneIsIgnitions(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		got, err := Merge([]parsed.Fragment{frag})
+		got, err := merge.Fragments([]parsed.Fragment{frag})
 		if err != nil {
 			t.Errorf("%s: Merge: %v", name, err)
 			continue
