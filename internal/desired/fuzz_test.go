@@ -61,7 +61,7 @@ func checkParse(t *testing.T, name string, raw []byte) {
 	if frag.File != name || frag.Config.Ignition.Version != types.MaxVersion.String() {
 		t.Fatalf("Parse = file %q, version %q; want %q, %s", frag.File, frag.Config.Ignition.Version, name, types.MaxVersion)
 	}
-	cfg, err := merge.Fragments([]parsed.Fragment{frag})
+	cfg, err := merge.All([]parsed.Fragment{frag})
 	if err != nil {
 		t.Fatalf("Merge of a parsed fragment: %v", err)
 	}

@@ -46,7 +46,7 @@ func parseWithSupplies(files []string, raws [][]byte, reread func(file string) f
 		}
 		frags = append(frags, frag)
 	}
-	cfg, err := merge.Fragments(frags)
+	cfg, err := merge.All(frags)
 	return cfg, frags, sup, err
 }
 

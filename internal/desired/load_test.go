@@ -624,7 +624,7 @@ func TestMerge(t *testing.T) {
 	}
 	for _, tt := range conflicts {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := merge.Fragments(tt.frags)
+			_, err := merge.All(tt.frags)
 			var le *configerr.LoadError
 			if !errors.As(err, &le) {
 				t.Fatalf("Merge = %v, want a LoadError", err)
@@ -638,7 +638,7 @@ func TestMerge(t *testing.T) {
 	}
 
 	t.Run("a later fragment replaces an entry of the same type", func(t *testing.T) {
-		cfg, err := merge.Fragments([]parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", later)})
+		cfg, err := merge.All([]parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", later)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -651,7 +651,7 @@ func TestMerge(t *testing.T) {
 		}
 	})
 	t.Run("no fragments", func(t *testing.T) {
-		cfg, err := merge.Fragments(nil)
+		cfg, err := merge.All(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

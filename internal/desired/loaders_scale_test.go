@@ -99,7 +99,7 @@ func loadScales(t *testing.T, what, name string, inputs map[int][]byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := merge.Fragments([]parsed.Fragment{frag})
+		cfg, err := merge.All([]parsed.Fragment{frag})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -320,7 +320,7 @@ func TestMergeOneIsIgnitions(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		got, err := merge.Fragments([]parsed.Fragment{frag})
+		got, err := merge.All([]parsed.Fragment{frag})
 		if err != nil {
 			t.Errorf("%s: Merge: %v", name, err)
 			continue

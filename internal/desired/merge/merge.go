@@ -18,11 +18,11 @@ import (
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
-// Fragments merges fragments in order with Ignition's merge semantics (a later
+// All merges fragments in order with Ignition's merge semantics (a later
 // fragment's entry replaces an earlier one with the same key) and validates
 // the result, so that entries from different fragments that conflict (one path
 // declared as a file and as a directory) are refused.
-func Fragments(frags []parsed.Fragment) (types.Config, error) {
+func All(frags []parsed.Fragment) (types.Config, error) {
 	if len(frags) == 1 && frags[0].Validated {
 		// One fragment, validated when parsed: nothing to conflict with
 		// (validating again would cost as much as the parse's validation),
