@@ -1,7 +1,11 @@
 package desired
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"path/filepath"
+	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
@@ -12,6 +16,151 @@ import (
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
+
+// LoadCached is LoadState through c: a state that c holds under the key of
+// these inputs is served from it, and a state derived is given to it. Only
+// successful loads are kept: a bad config is parsed every time and
+// reported with its position. Configs that cannot be hashed without being
+// consumed (a pipe) are not cached at all. The SSH keys are then put where
+// root's layout puts them, decided at every load: it is the host's, not
+// the config's. A nil c caches nothing.
+func LoadCached(c Cache, root Host, explicit []string) (model.State, error) {
+	st, err := loadState(c, root, explicit)
+	if err != nil {
+		return st, err
+	}
+	return st, applySSHLayout(root, &st)
+}
+
+// LoadInRoot is LoadState for the config files at these host paths, read
+// inside root as the default locations are (a link on the way resolved as
+// if root were /, never to the running host's file), merged in the order
+// given. Errors name the files inside root (Host.Join).
+func LoadInRoot(root Host, hostFiles []string) (model.State, error) {
+	files := make([]string, len(hostFiles))
+	for i, f := range hostFiles {
+		files[i] = root.Join(f)
+	}
+	st, err := loadFiles(nil, discover.Files{Root: root}, files)
+	if err != nil {
+		return st, err
+	}
+	return st, applySSHLayout(root, &st)
+}
+
+// LoadState finds (see Fragments), parses and merges the configuration and
+// derives the entries, with owners resolved in root's account files. It is
+// LoadCached without a cache: it parses every time.
+func LoadState(root Host, explicit []string) (model.State, error) {
+	return LoadCached(nil, root, explicit)
+}
+
+func loadState(c Cache, root Host, explicit []string) (model.State, error) {
+	files, err := discover.Fragments(root, explicit)
+	if err != nil {
+		return model.State{}, err
+	}
+	return loadFiles(c, discover.Files{Root: root, Explicit: len(explicit) > 0}, files)
+}
+
+// loadFiles is loadState for the config files listed, read through src.
+// A config another user could have written is refused (writers.go).
+func loadFiles(c Cache, src discover.Files, files []string) (model.State, error) {
+	if err := src.CheckWriters(files); err != nil {
+		return model.State{}, err
+	}
+	root := src.Root
+	acct, err := readAccountFiles(root)
+	if err != nil {
+		return model.State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
+	}
+	if c != nil {
+		// The config files are hashed as they are read, without holding them
+		// (or named by their stamps, unread): on a hit their bytes are not
+		// needed.
+		memo, _ := c.(DigestMemo)
+		key, ok := keyOf(src, files, acct, nil, digests{memo, time.Now})
+		if !ok {
+			c = nil
+		} else if st, ok := c.Get(key); ok {
+			return st, nil
+		}
+	}
+	raws, err := src.ReadAll(files)
+	if err != nil {
+		return model.State{}, err
+	}
+	var key StateKey
+	ok := false
+	if c != nil {
+		// Named by the bytes parsed, which may differ from those hashed above.
+		key, ok = keyOf(src, files, acct, raws, digests{})
+	}
+	// The parse lets go of the bytes (reading one again should its report
+	// need it), and nothing of it stays alive into Put (see Cache).
+	reread := func(file string) func() ([]byte, error) {
+		// Only a regular file can be read again (discover.Files.Open
+		// opens nothing else): a pipe's bytes are kept.
+		f, err := src.Open(file)
+		if err != nil {
+			return nil
+		}
+		f.Close()
+		return func() ([]byte, error) {
+			r, err := src.ReadAll([]string{file})
+			if err != nil {
+				return nil, err
+			}
+			return r[0], nil
+		}
+	}
+	var size int64
+	for _, r := range raws {
+		size += int64(len(r))
+	}
+	lift := boundMemory(size) // until the state is stored, which copies its contents
+	defer lift()
+	st, err := deriveStateFrom(root.Dir(), files, raws, acct, reread)
+	raws = nil
+	if err != nil {
+		return model.State{}, err
+	}
+	if c != nil {
+		if ok && !c.Put(key, &st) {
+			// The state went into the cache, which lost it (an entry
+			// removed by hand in between): parse again.
+			return loadFiles(nil, src, files)
+		}
+	}
+	return st, nil
+}
+
+// accountFiles are the account databases readAccounts reads, in lookup order:
+// users from the first two, groups from the last two.
+var accountFiles = [4]string{"/etc/passwd", "/usr/lib/passwd", "/etc/group", "/usr/lib/group"}
+
+// readAccounts reads the account databases inside root. Missing files are
+// empty databases; an unreadable one is an error.
+func readAccounts(root Host) (*derive.RootAccounts, error) {
+	raw, err := readAccountFiles(root)
+	if err != nil {
+		return nil, err
+	}
+	return derive.ParseAccounts(raw), nil
+}
+
+// readAccountFiles reads accountFiles inside root; a missing file is nil.
+func readAccountFiles(root Host) ([4][]byte, error) {
+	var raw [4][]byte
+	for i, f := range accountFiles {
+		data, err := root.ReadFile(f)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return raw, err
+		}
+		raw[i] = data
+	}
+	return raw, nil
+}
 
 // parseWithSupplies parses the fragments among files, with the .child files
 // among them as the local copies of remote children; it also returns those.
@@ -48,13 +197,6 @@ func parseWithSupplies(files []string, raws [][]byte, reread func(file string) f
 	}
 	cfg, err := merge.All(frags)
 	return cfg, frags, sup, err
-}
-
-// LoadState finds (see Fragments), parses and merges the configuration and
-// derives the entries, with owners resolved in root's account files. It is
-// LoadCached without a cache: it parses every time.
-func LoadState(root Host, explicit []string) (model.State, error) {
-	return LoadCached(nil, root, explicit)
 }
 
 // deriveState parses the config files' contents and derives the entries with

@@ -4,9 +4,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"golang.org/x/sys/unix"
 )
 
@@ -157,4 +162,113 @@ func fileType(m os.FileMode) uint32 {
 		return unix.S_IFREG
 	}
 	return 0 // not a regular file: hashFile needs no more
+}
+
+// heldDigest is the FileDigest of contents in memory.
+func heldDigest(b []byte) FileDigest {
+	return sha256.Sum256(chunkDigests(int64(len(b)), func(_ []byte, off, end int64) ([]byte, error) {
+		return b[off:end], nil
+	}))
+}
+
+// hashFile returns the size and the digest of the regular file name as src
+// reads it now; false when it is not one or cannot be read whole. Only
+// regular files are hashed (see discover.Files.Open), the rest not cached.
+// A file whose trusted stamp lookup knows is not read. A file hashed is put
+// in learned when its stamp is trusted, was settled when taken (at now())
+// and is the same after the read.
+func hashFile(src discover.Files, name string, lookup func(FileStamp) (FileDigest, bool), now func() time.Time,
+	learned map[FileStamp]FileDigest) (size int64, d FileDigest, ok bool) {
+	f, err := src.Open(name)
+	if err != nil {
+		return 0, d, false
+	}
+	defer f.Close()
+	var taken time.Time
+	if now != nil {
+		taken = now() // before the stamp: git's racy rule measures from here
+	}
+	before, trusted, err := stampOf(f)
+	if err != nil || before.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, d, false
+	}
+	size = before.Size
+	if trusted {
+		if d, ok := lookup(before); ok {
+			return size, d, true
+		}
+	}
+	chunks := chunkDigests(size, func(buf []byte, off, end int64) ([]byte, error) {
+		n, err := f.ReadAt(buf[:end-off], off)
+		return buf[:n], err
+	})
+	if chunks == nil {
+		return 0, d, false
+	}
+	// The file must end where it ended when it was measured: a file that
+	// grew is not the one hashed.
+	var one [1]byte
+	if n, err := f.ReadAt(one[:], size); n != 0 || err != io.EOF {
+		return 0, d, false
+	}
+	d = sha256.Sum256(chunks)
+	if trusted && now != nil && before.Settled(taken) {
+		// Remembered only if nothing changed it while it was read.
+		if after, _, err := stampOf(f); err == nil && after == before {
+			learned[before] = d
+		}
+	}
+	return size, d, true
+}
+
+// hashChunk is the span of a config file that one SHA-256 covers. A key
+// hashes the SHA-256 of each span in turn rather than the bytes
+// themselves, so that the spans are hashed on every core: a cached check
+// hashes the whole config before it can compare anything, and with
+// thousands of declared files the config is megabytes.
+const hashChunk = 256 << 10
+
+// chunkDigests returns the SHA-256 of each hashChunk of size bytes,
+// concatenated; nil when one cannot be read. read returns the bytes from off
+// to end, in buf (a worker's, hashChunk long) or elsewhere. The chunks are
+// hashed in parallel. Changing a byte changes the digest of its chunk, and
+// so the key: the key is as collision-resistant as SHA-256 over the
+// concatenation, and the sizes hashed before it fix where chunks begin.
+func chunkDigests(size int64, read func(buf []byte, off, end int64) ([]byte, error)) []byte {
+	n := int((size + hashChunk - 1) / hashChunk)
+	out := make([]byte, n*sha256.Size)
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || failed.Load() {
+					return
+				}
+				if buf == nil {
+					buf = make([]byte, hashChunk)
+				}
+				off := i * hashChunk
+				end := min(off+hashChunk, size)
+				b, err := read(buf, off, end)
+				if err != nil || int64(len(b)) != end-off {
+					failed.Store(true)
+					return
+				}
+				sum := sha256.Sum256(b)
+				copy(out[i*sha256.Size:], sum[:])
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		return nil
+	}
+	return out
 }
