@@ -18,6 +18,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 	"github.com/drift-monitor/drift-monitor/test/floor"
@@ -276,7 +277,7 @@ func cmdPhases(args []string) error {
 	if *cacheDir != "" {
 		cache = &statecache.Cache{Dir: *cacheDir}
 	}
-	st, err := desired.LoadCached(cache, r, []string{*cfg})
+	st, err := desired.LoadCached(cache, r, []string{*cfg}, memlimit.ConfigLoad)
 	pprof.StopCPUProfile()
 	if *memprofile != "" {
 		if err := writeHeapProfile(*memprofile); err != nil {

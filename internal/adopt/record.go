@@ -20,7 +20,8 @@ import (
 // record is made right after Ignition, on the first boot, and only then is
 // the node as Ignition left it; a second first boot (one cut short) keeps
 // the first one's record. problems lists the nodes it could not record.
-func Record(root *ondisk.Root, cfg, dst string, key []byte) (res Result, problems []string, err error) {
+// The config is loaded under bound (desired.Bound).
+func Record(root *ondisk.Root, cfg, dst string, key []byte, bound desired.Bound) (res Result, problems []string, err error) {
 	if err := CheckRecord(root, cfg, dst); err != nil {
 		return 0, nil, err
 	}
@@ -40,7 +41,7 @@ func Record(root *ondisk.Root, cfg, dst string, key []byte) (res Result, problem
 	// The config as the daemon will read it, alone, inside the root as
 	// the daemon reads it there: what the record is of is what Ignition
 	// wrote from it.
-	state, err := desired.LoadInRoot(root, []string{cfg})
+	state, err := desired.LoadInRoot(root, []string{cfg}, bound)
 	if err != nil {
 		return 0, nil, &Error{"recording", root.Join(dst), err}
 	}

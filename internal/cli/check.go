@@ -21,6 +21,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
@@ -228,7 +229,7 @@ func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, 
 	for _, ig := range discover.IgnoredFiles(root, configs) {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Name(ig.String()))
 	}
-	state, err := desired.LoadCached(cache, host, configs)
+	state, err := desired.LoadCached(cache, host, configs, memlimit.ConfigLoad)
 	if err != nil {
 		return nil, err
 	}

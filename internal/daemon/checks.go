@@ -14,6 +14,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
@@ -28,7 +29,7 @@ func (d *Daemon) load(ctx context.Context) error {
 			d.log.Debug(fmt.Sprintf("state loaded; garbage collection now at a %d MiB memory limit", limit>>20))
 		}
 	}()
-	st, err := desired.LoadCached(d.o.Cache, d.root, d.o.Configs)
+	st, err := desired.LoadCached(d.o.Cache, d.root, d.o.Configs, memlimit.ConfigLoad)
 	if err != nil {
 		d.m.loadFailures++
 		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,

@@ -69,7 +69,7 @@ func TestLoadCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := &losingCache{}
-	got, err := LoadCached(lost, dirHost(root), nil)
+	got, err := LoadCached(lost, dirHost(root), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +77,14 @@ func TestLoadCached(t *testing.T) {
 		t.Errorf("after the cache lost the state (%d puts; want 1), (-want +got):\n%s", lost.puts, diff)
 	}
 	m := &memCache{}
-	if _, err := LoadCached(m, dirHost(root), nil); err != nil {
+	if _, err := LoadCached(m, dirHost(root), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for k, st := range m.states {
 		st.Warnings = []string{"served by the cache"}
 		m.states[k] = st
 	}
-	got, err = LoadCached(m, dirHost(root), nil)
+	got, err = LoadCached(m, dirHost(root), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

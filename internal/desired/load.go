@@ -17,15 +17,25 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
+// Bound is how the caller bounds the process's memory while a load parses
+// (package memlimit owns that setting: memlimit.ConfigLoad): called with
+// the size of the config files a load is about to parse, and never for a
+// state the cache serves, it returns what lifts the bound, which the load
+// calls once the state is derived (and stored). The loader changes no
+// process-wide setting itself: the command or the daemon that loads
+// decides, and a nil Bound leaves the settings in force alone.
+type Bound func(configBytes int64) (lift func())
+
 // LoadCached is LoadState through c: a state that c holds under the key of
 // these inputs is served from it, and a state derived is given to it. Only
 // successful loads are kept: a bad config is parsed every time and
 // reported with its position. Configs that cannot be hashed without being
 // consumed (a pipe) are not cached at all. The SSH keys are then put where
 // root's layout puts them, decided at every load: it is the host's, not
-// the config's. A nil c caches nothing.
-func LoadCached(c Cache, root Host, explicit []string) (model.State, error) {
-	st, err := loadState(c, root, explicit)
+// the config's. A nil c caches nothing; the parse runs under bound (see
+// Bound).
+func LoadCached(c Cache, root Host, explicit []string, bound Bound) (model.State, error) {
+	st, err := loadState(c, root, explicit, bound)
 	if err != nil {
 		return st, err
 	}
@@ -35,13 +45,14 @@ func LoadCached(c Cache, root Host, explicit []string) (model.State, error) {
 // LoadInRoot is LoadState for the config files at these host paths, read
 // inside root as the default locations are (a link on the way resolved as
 // if root were /, never to the running host's file), merged in the order
-// given. Errors name the files inside root (Host.Join).
-func LoadInRoot(root Host, hostFiles []string) (model.State, error) {
+// given, under bound (see Bound). Errors name the files inside root
+// (Host.Join).
+func LoadInRoot(root Host, hostFiles []string, bound Bound) (model.State, error) {
 	files := make([]string, len(hostFiles))
 	for i, f := range hostFiles {
 		files[i] = root.Join(f)
 	}
-	st, err := loadFiles(nil, discover.Files{Root: root}, files)
+	st, err := loadFiles(nil, discover.Files{Root: root}, files, bound)
 	if err != nil {
 		return st, err
 	}
@@ -50,22 +61,24 @@ func LoadInRoot(root Host, hostFiles []string) (model.State, error) {
 
 // LoadState finds (see Fragments), parses and merges the configuration and
 // derives the entries, with owners resolved in root's account files. It is
-// LoadCached without a cache: it parses every time.
+// LoadCached without a cache: it parses every time, and leaves the
+// process's memory settings alone (no Bound).
 func LoadState(root Host, explicit []string) (model.State, error) {
-	return LoadCached(nil, root, explicit)
+	return LoadCached(nil, root, explicit, nil)
 }
 
-func loadState(c Cache, root Host, explicit []string) (model.State, error) {
+func loadState(c Cache, root Host, explicit []string, bound Bound) (model.State, error) {
 	files, err := discover.Fragments(root, explicit)
 	if err != nil {
 		return model.State{}, err
 	}
-	return loadFiles(c, discover.Files{Root: root, Explicit: len(explicit) > 0}, files)
+	return loadFiles(c, discover.Files{Root: root, Explicit: len(explicit) > 0}, files, bound)
 }
 
 // loadFiles is loadState for the config files listed, read through src.
-// A config another user could have written is refused (writers.go).
-func loadFiles(c Cache, src discover.Files, files []string) (model.State, error) {
+// A config another user could have written is refused (discover's
+// CheckWriters).
+func loadFiles(c Cache, src discover.Files, files []string, bound Bound) (model.State, error) {
 	if err := src.CheckWriters(files); err != nil {
 		return model.State{}, err
 	}
@@ -114,12 +127,14 @@ func loadFiles(c Cache, src discover.Files, files []string) (model.State, error)
 			return r[0], nil
 		}
 	}
-	var size int64
-	for _, r := range raws {
-		size += int64(len(r))
+	if bound != nil {
+		var size int64
+		for _, r := range raws {
+			size += int64(len(r))
+		}
+		lift := bound(size) // until the state is stored, which copies its contents
+		defer lift()
 	}
-	lift := boundMemory(size) // until the state is stored, which copies its contents
-	defer lift()
 	st, err := deriveStateFrom(root.Dir(), files, raws, acct, reread)
 	raws = nil
 	if err != nil {
@@ -129,7 +144,7 @@ func loadFiles(c Cache, src discover.Files, files []string) (model.State, error)
 		if ok && !c.Put(key, &st) {
 			// The state went into the cache, which lost it (an entry
 			// removed by hand in between): parse again.
-			return loadFiles(nil, src, files)
+			return loadFiles(nil, src, files, bound)
 		}
 	}
 	return st, nil

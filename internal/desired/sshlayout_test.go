@@ -78,7 +78,7 @@ func TestLoadStateSSHLayout(t *testing.T) {
 			writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"), cfg)
 			for _, c := range []Cache{nil, &memCache{}} {
 				for range 2 { // the second through the cache, when there is one
-					st, err := LoadCached(c, dirHost(root), nil)
+					st, err := LoadCached(c, dirHost(root), nil, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

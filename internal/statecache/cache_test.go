@@ -57,7 +57,7 @@ func load(c *Cache, root string) (model.State, error) {
 		return model.State{}, err
 	}
 	defer r.Close()
-	return desired.LoadCached(c, r, nil)
+	return desired.LoadCached(c, r, nil, nil)
 }
 
 // host opens root as the root a load reads, closed at the test's end.
@@ -76,7 +76,7 @@ func host(t *testing.T, root string) *ondisk.Root {
 func keyNow(t *testing.T, c *Cache, root string) [sha256.Size]byte {
 	t.Helper()
 	r := &recorder{c: c}
-	if _, err := desired.LoadCached(r, host(t, root), nil); err != nil || len(r.gets) == 0 {
+	if _, err := desired.LoadCached(r, host(t, root), nil, nil); err != nil || len(r.gets) == 0 {
 		t.Fatalf("load: %v, %d lookups", err, len(r.gets))
 	}
 	key, ok := entryKey(r.gets[0])
@@ -315,7 +315,7 @@ func TestCacheConfigFromAPipe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- os.WriteFile(fifo, raw, 0o600) }()
 	c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
-	got, err := desired.LoadCached(c, host(t, root), []string{fifo})
+	got, err := desired.LoadCached(c, host(t, root), []string{fifo}, nil)
 	if err != nil {
 		t.Fatalf("LoadState(a pipe): %v", err)
 	}
@@ -409,7 +409,7 @@ func TestStateCache(t *testing.T) {
 		// the key stored, of the bytes parsed.
 		miss := &Cache{Dir: t.TempDir()}
 		r := &recorder{c: miss}
-		if _, err := desired.LoadCached(r, host(t, root), nil); err != nil {
+		if _, err := desired.LoadCached(r, host(t, root), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if len(r.gets) != 1 || len(r.puts) != 1 || r.gets[0] != r.puts[0] {

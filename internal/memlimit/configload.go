@@ -1,13 +1,13 @@
-package desired
+package memlimit
 
-import "github.com/drift-monitor/drift-monitor/internal/memlimit"
-
-// boundMemory bounds the memory of a load that parses configs of size bytes
-// in all, until the function it returns is called: the process's memory
-// limit is lowered to twice the size plus loadHeadroom, unless the limit in
-// force is lower or the administrator set GOGC or GOMEMLIMIT (theirs to
-// choose). memlimit owns the limit: loads at once share the largest bound,
-// and the daemon's settings between loads cannot undo it.
+// ConfigLoad bounds the memory of a load of the desired state that parses
+// configs of size bytes in all, until the function it returns is called:
+// the process's memory limit is lowered to twice the size plus
+// loadHeadroom (Load), unless the limit in force is lower or the
+// administrator set GOGC or GOMEMLIMIT (theirs to choose). The loader
+// (package desired) calls it through the Bound its caller, the command or
+// the daemon, hands it, once it knows what it is about to parse: the
+// caller decides that a load is bounded, and this package how.
 //
 // Why: a cold load must hold the config's bytes and the strings decoded
 // from them at once (encoding/json copies every string) and, later, the
@@ -21,8 +21,8 @@ import "github.com/drift-monitor/drift-monitor/internal/memlimit"
 // decompress to much more than their config) goes on, the runtime bounding
 // the CPU it then gives the collector (runtime/debug.SetMemoryLimit: about
 // half), never failing or stopping the load.
-func boundMemory(size int64) (lift func()) {
-	return memlimit.Load(2*size + loadHeadroom)
+func ConfigLoad(size int64) (end func()) {
+	return Load(2*size + loadHeadroom)
 }
 
 // loadHeadroom is what a load may use above twice its config's size: the
