@@ -228,8 +228,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		return model.State{}, err
 	}
 	bits := ignition.MergedSpecialBits(frags)
-	mcPaths := machineconfig.Paths(frags) // before their storage goes
-	certs := machineconfig.CertificateFiles(frags)
+	mcd := machineconfig.Note(frags) // before their storage goes
 	// What the fragments declare in storage is in cfg, which nothing reads
 	// after deriving: deriveReleasing lets each file's source go once
 	// decoded.
@@ -241,11 +240,7 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 		return model.State{}, err
 	}
 	ignition.OptionalSpecialBits(&st, bits)
-	machineconfig.EmptyDropins(&st, frags)
-	machineconfig.Exemptions(&st, certs)
-	st.Entries = append(st.Entries, machineconfig.Entries(frags)...)
-	machineconfig.Passwords(&st, frags)
-	machineconfig.NotRelabelled(&st, mcPaths)
+	mcd.Apply(&st, frags)
 	for _, f := range frags {
 		st.Entries = append(st.Entries, derive.UnfetchedEntries(discover.HostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)

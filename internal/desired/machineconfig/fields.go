@@ -38,7 +38,7 @@ func (mc *Object) fields(file string) (parsed.MCFields, error) {
 	return f, nil
 }
 
-// Entries are the entries of the fragments' MachineConfig
+// machineConfigEntries are the entries of the fragments' MachineConfig
 // fields, merged as the machine-config operator renders a pool's
 // MachineConfigs into one (pkg/controller/common/helpers.go,
 // MergeMachineConfigs): FIPS is on if any fragment turns it on; a
@@ -47,7 +47,7 @@ func (mc *Object) fields(file string) (parsed.MCFields, error) {
 // non-empty osImageURL wins. A field no fragment declares has no entry:
 // nothing is checked for it (a rendered config, the MCD's currentconfig,
 // always declares fips, kernelType and osImageURL).
-func Entries(frags []parsed.Fragment) []model.Entry {
+func machineConfigEntries(frags []parsed.Fragment) []model.Entry {
 	var (
 		image    string
 		kernel   *string

@@ -27,12 +27,12 @@ var MCDCertificatePaths = []string{
 const mcdCertificateReason = "the machine-config daemon's certificate writer owns it and rewrites it from the cluster " +
 	"(the MCD skips it too: on_disk_validation.go, getFilesToIgnore); --check-mcd-certificates checks it"
 
-// Exemptions adds, for the files at MCDCertificatePaths that a
+// mcdExemptions adds, for the files at MCDCertificatePaths that a
 // MachineConfig declares (certs: CertificateFiles), a not-checked entry
 // beside the file's own. The state keeps both, whatever the admin chose:
 // ApplyMCDExemptions decides which one is checked, so that a cached state
 // serves either choice.
-func Exemptions(st *model.State, certs map[string]bool) {
+func mcdExemptions(st *model.State, certs map[string]bool) {
 	if len(certs) == 0 {
 		return
 	}
@@ -45,13 +45,13 @@ func Exemptions(st *model.State, certs map[string]bool) {
 	}
 }
 
-// CertificateFiles are the paths of MCDCertificatePaths whose file the
+// mcdCertificateFiles are the paths of MCDCertificatePaths whose file the
 // merged config has from a MachineConfig: the last fragment to declare
 // the path (merged in order, a later one over an earlier) is one. The
 // MCD's certificate writer owns those it wrote from a MachineConfig; the
 // same path declared by an Ignition config is the admin's, checked like
 // any other. Call it before the fragments' storage is let go.
-func CertificateFiles(frags []parsed.Fragment) map[string]bool {
+func mcdCertificateFiles(frags []parsed.Fragment) map[string]bool {
 	last := map[string]bool{} // path → whether its last declarer is a MachineConfig
 	for _, f := range frags {
 		for _, x := range f.Config.Storage.Files {

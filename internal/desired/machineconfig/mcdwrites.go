@@ -8,11 +8,38 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
-// EmptyDropins lets a drop-in declared empty by a MachineConfig be absent:
+// Writes is what the machine-config daemon writes differently from
+// Ignition, for the MachineConfigs among a load's fragments: what is
+// noted of them before the load lets their storage go (Note), applied to
+// the entries derived from the merged config (Apply).
+type Writes struct {
+	paths map[string]bool // machineConfigPaths
+	certs map[string]bool // mcdCertificateFiles
+}
+
+// Note notes what Apply needs of frags' storage.
+func Note(frags []parsed.Fragment) Writes {
+	return Writes{paths: machineConfigPaths(frags), certs: mcdCertificateFiles(frags)}
+}
+
+// Apply makes st, derived from frags merged, what the MCD writes: an empty
+// drop-in may be absent, the certificate writer's files are not checked
+// unless asked (ApplyMCDExemptions), the MachineConfig fields beyond
+// Ignition are entries, a user's password is the MCD's, and nothing it
+// writes is relabelled.
+func (w Writes) Apply(st *model.State, frags []parsed.Fragment) {
+	emptyDropins(st, frags)
+	mcdExemptions(st, w.certs)
+	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
+	mcdPasswords(st, frags)
+	notRelabelled(st, w.paths)
+}
+
+// emptyDropins lets a drop-in declared empty by a MachineConfig be absent:
 // the MCD deletes an empty drop-in instead of writing it
 // (machine-config-operator pkg/daemon/update.go, writeUnits: "Dropin for %s
 // has no content, skipping write"); Ignition writes it empty.
-func EmptyDropins(st *model.State, frags []parsed.Fragment) {
+func emptyDropins(st *model.State, frags []parsed.Fragment) {
 	mcEmpty := map[string]bool{}
 	for _, f := range frags {
 		if !f.MachineConfig {
@@ -34,12 +61,12 @@ func EmptyDropins(st *model.State, frags []parsed.Fragment) {
 	}
 }
 
-// Passwords gives the users a MachineConfig declares the password the
+// mcdPasswords gives the users a MachineConfig declares the password the
 // machine-config daemon sets them: it runs `usermod -p HASH USER` for each
 // of them on every update, with "*" when no hash (or an empty one) is
 // declared (machine-config-operator pkg/daemon/update.go, SetPasswordHash:
 // pwhash := "*"), where Ignition leaves an undeclared hash alone.
-func Passwords(st *model.State, frags []parsed.Fragment) {
+func mcdPasswords(st *model.State, frags []parsed.Fragment) {
 	mc := map[string]bool{}
 	for _, f := range frags {
 		if f.MachineConfig {

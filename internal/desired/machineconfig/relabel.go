@@ -8,7 +8,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
-// NotRelabelled marks the entries a MachineConfig declares: the MCD writes
+// notRelabelled marks the entries a MachineConfig declares: the MCD writes
 // them through renameio and chmod/chown and never relabels them
 // (machine-config-operator pkg/daemon/file_writers.go,
 // writeFileAtomically; no restorecon or setfiles anywhere in pkg/daemon),
@@ -17,7 +17,7 @@ import (
 // it needs labelled (templates/*/01-*-kubelet/_base/units/kubelet.service.yaml,
 // PR #4287). Ignition relabels what it writes (setfiles -F,
 // internal/exec/util/selinux.go).
-func NotRelabelled(st *model.State, mc map[string]bool) {
+func notRelabelled(st *model.State, mc map[string]bool) {
 	for i := range st.Entries {
 		if e := &st.Entries[i]; mc[e.Path] {
 			e.NotRelabelled = true
@@ -25,9 +25,9 @@ func NotRelabelled(st *model.State, mc map[string]bool) {
 	}
 }
 
-// Paths are the host paths the MachineConfigs among frags
+// machineConfigPaths are the host paths the MachineConfigs among frags
 // declare (nil without any).
-func Paths(frags []parsed.Fragment) map[string]bool {
+func machineConfigPaths(frags []parsed.Fragment) map[string]bool {
 	var mc map[string]bool
 	for _, f := range frags {
 		if !f.MachineConfig {
