@@ -59,7 +59,7 @@ func LoadInRoot(root Host, hostFiles []string, bound Bound) (model.State, error)
 	return st, applySSHLayout(root, &st)
 }
 
-// LoadState finds (see Fragments), parses and merges the configuration and
+// LoadState finds (see discover.Fragments), parses and merges the configuration and
 // derives the entries, with owners resolved in root's account files. It is
 // LoadCached without a cache: it parses every time, and leaves the
 // process's memory settings alone (no Bound).

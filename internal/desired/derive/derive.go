@@ -191,7 +191,7 @@ func node(k model.Kind, n types.Node, acct Accounts, fresh bool) model.Entry {
 // masked already, as Ignition masks them when it translates one to 3.6.0
 // (v2.27.0 config/v3_6/translate/translate.go, "& ^07000"; the older
 // spec's validation warns of them). The loader marks those optional
-// (specialbits.go).
+// (the Ignition reader's specialbits.go).
 func mode(m *int, def uint32, fresh bool) *uint32 {
 	if m == nil && !fresh {
 		return nil

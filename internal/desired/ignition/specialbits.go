@@ -37,7 +37,7 @@ func WarnsSpecialBits(rpt report.Report) bool {
 }
 
 // DeclaredSpecialBits are the special bits of the files and directories of
-// raw, a config of a spec older than 3.6.0 (see warnsSpecialBits), by
+// raw, a config of a spec older than 3.6.0 (see WarnsSpecialBits), by
 // cleaned path. raw is decoded as Ignition decodes it (encoding/json,
 // config/util/parsingErrors.go), into the only two fields read: each path
 // and mode is the one Ignition read.

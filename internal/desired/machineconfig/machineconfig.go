@@ -100,7 +100,7 @@ func addKernelArguments(frag *parsed.Fragment, args []string) {
 			if ka := types.KernelArgument(a); !seen[ka] {
 				seen[ka] = true
 				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
-				// Merge validates them with spec.config's (one may be
+				// merge.All validates them with spec.config's (one may be
 				// in shouldNotExist).
 				frag.Validated = false
 			}

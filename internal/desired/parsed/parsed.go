@@ -24,7 +24,7 @@ type Fragment struct {
 	// (the Ignition reader's specialbits.go).
 	SpecialBits map[string]uint32
 	// Validated: Config passed Ignition's validation with the newest spec's
-	// rules as it is (Parse of an Ignition config); Merge need not validate
+	// rules as it is (Parse of an Ignition config); merge.All need not validate
 	// it again when it is the only fragment.
 	Validated bool
 }
