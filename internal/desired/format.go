@@ -52,9 +52,9 @@ func parse(file string, raw []byte, sup ignition.Supplies) (parsed.Fragment, err
 }
 
 // parseFragment is parse; cache says whether raw is Ignition's config cache
-// (see discover.CacheSuffix). reread, if not nil, reads raw again: the parse may then
-// let raw go once decoded (see ignspec.Bytes), and the caller should hold no
-// reference to it either.
+// (the Ignition reader's cache.go). reread, if not nil, reads raw again: the
+// parse may then let raw go once decoded (see ignspec.Bytes), and the
+// caller should hold no reference to it either.
 //
 // It only dispatches: a Butane config (package butane), an Ignition config
 // (ignition.ParseFile) and a MachineConfig (machineconfig.Parse) are three

@@ -46,7 +46,7 @@ func ParseFile(file string, raw []byte, version string, sup Supplies, cache bool
 	case cache && cfg.Ignition.Config.Replace.Source != nil:
 		return frag, &configerr.LoadError{File: file, Context: "$.ignition.config.replace", Err: ErrCacheReplace}
 	case cache:
-		// Its children are merged in already (see discover.CacheSuffix).
+		// Its children are merged in already (see cache.go).
 	default:
 		if err := ResolveChildren(&frag, sup); err != nil {
 			return frag, &configerr.LoadError{File: file, Err: err}
