@@ -46,6 +46,12 @@ func Parse(file string, raw []byte) (parsed.Fragment, error) {
 	return parse(file, raw, ignition.Supplies{})
 }
 
+// ParseCache parses raw as Ignition's config cache, whatever the name of
+// file, which appears in errors.
+func ParseCache(file string, raw []byte) (parsed.Fragment, error) {
+	return parseFragment(file, raw, ignition.Supplies{}, true, nil)
+}
+
 // parse is Parse with the local copies of remote children.
 func parse(file string, raw []byte, sup ignition.Supplies) (parsed.Fragment, error) {
 	return parseFragment(file, raw, sup, discover.IsCacheName(file), nil)
@@ -140,12 +146,6 @@ func documentMarker(line []byte) (rest []byte, ok bool) {
 func hasContent(line []byte) bool {
 	t := bytes.TrimSpace(line)
 	return len(t) > 0 && t[0] != '#'
-}
-
-// ParseCache parses raw as Ignition's config cache, whatever the name of
-// file, which appears in errors.
-func ParseCache(file string, raw []byte) (parsed.Fragment, error) {
-	return parseFragment(file, raw, ignition.Supplies{}, true, nil)
 }
 
 // butaneFields are the fields that say whether a YAML file is Butane.
