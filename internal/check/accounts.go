@@ -10,8 +10,8 @@ import (
 
 // account checks a user or group entry against the account files.
 func (c *Checker) account(e *model.Entry, a *ondisk.Accounts) Outcome {
-	if c.WaitForAccountLocks && a.Locked != "" {
-		return Outcome{Unknown: true}
+	if c.WaitForAccountLocks && a.Lock != nil {
+		return Outcome{Unknown: true, Lock: a.Lock}
 	}
 	if a.Err != nil {
 		return Outcome{Drift: []drift.Drift{{Kind: drift.Unreadable, Entry: e.Kind, Path: e.Path, User: e.User,

@@ -92,7 +92,7 @@ type Checker struct {
 	Commands osstate.Commands
 	// WaitForAccountLocks makes an account entry's state unknown while a
 	// live shadow-utils writer holds the account files' locks (see
-	// ondisk.Accounts.Locked): the daemon re-checks it when the lock goes,
+	// ondisk.Accounts.Lock): the daemon re-checks it when the lock goes,
 	// rather than report the half-way state of one useradd. A one-shot
 	// check reads the files as they are.
 	WaitForAccountLocks bool
@@ -136,6 +136,9 @@ type Result struct {
 	// Deferred lists the entries whose content was not compared (ReadLimit):
 	// Drift holds everything else found of them.
 	Deferred []Deferred
+	// AccountLock is the lock on the account files that left the user and
+	// group entries unknown (WaitForAccountLocks); nil when none did.
+	AccountLock *ondisk.AccountLock
 }
 
 // Deferred is an entry whose content comparison was deferred, and the
@@ -154,8 +157,10 @@ type Outcome struct {
 	Deferred bool
 	Stamp    ondisk.Stamp
 	// Unknown: the state could not be determined now (see UnitStates);
-	// Drift is then empty, and means nothing.
+	// Drift is then empty, and means nothing. Lock, for a user or group
+	// entry, is the lock it waits for (WaitForAccountLocks).
 	Unknown bool
+	Lock    *ondisk.AccountLock
 	// Notices are the entry's notices that depend on what is on disk (a
 	// kept node's metadata: drift.MetaNotices; a unit declared enabled that
 	// cannot be: drift.CannotEnableNotice).
@@ -263,6 +268,9 @@ func (c *Checker) observeAll(ctx context.Context, entries []model.Entry, k *karg
 // what was observed of it.
 func (c *Checker) summarise(ctx context.Context, entries []model.Entry, k *kargs, p *passOutcomes) Result {
 	res := Result{Checked: len(entries), Deferred: p.deferred}
+	if c.WaitForAccountLocks {
+		res.AccountLock = k.accounts.Lock
+	}
 	trusted := ondisk.SeesTrusted()
 	if n := c.Labels.notice(entries); n != nil {
 		res.Notices = append(res.Notices, *n)

@@ -8,40 +8,28 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
-	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
 )
 
-// load reads the desired state and makes it current; on failure the last good
-// state stays.
+// load reads the desired state and makes it current; on failure the last
+// good state stays (loader.go: the work of a load is obtain, which may run
+// off the loop, and apply, which runs on it).
 func (d *Daemon) load(ctx context.Context) error {
-	d.gc.loading()
-	defer func() {
-		if limit := d.gc.loaded(); limit > 0 {
-			d.log.Debug(fmt.Sprintf("state loaded; garbage collection now at a %d MiB memory limit", limit>>20))
-		}
-	}()
-	st, err := desired.LoadCached(d.o.Cache, d.root, d.o.Configs, memlimit.ConfigLoad)
-	if err != nil {
-		d.m.loadFailures++
-		d.record(ctx, slog.LevelError, journal.MsgLoadFailed,
-			fmt.Sprintf("Refusing the desired state, keeping the last good one: %v", err),
-			journal.ConfigError(err.Error()))
-		return err
-	}
+	return d.apply(ctx, d.obtain())
+}
+
+// install makes st, a desired state just loaded (or the last good one,
+// kept from an earlier run), the one checked against.
+func (d *Daemon) install(ctx context.Context, st model.State) error {
 	for _, w := range st.Warnings {
 		d.log.Warn("config warning: " + w)
-	}
-	for _, w := range d.o.FirstBoot.Apply(d.root, &st) {
-		d.log.Warn(w)
 	}
 	d.noticeIgnored(ctx)
 	d.ix = newIndex(d.applyExclusions(ctx, machineconfig.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates)))
@@ -52,6 +40,7 @@ func (d *Daemon) load(ctx context.Context) error {
 	d.checker.Store = st.Store
 	d.files = st.Files
 	d.loadErr = nil
+	d.good = goodState{have: true}
 	d.noticeNothing(ctx)
 	d.writes.reset()
 	if err := d.w.Watch(d.ix.dirs); err != nil {
@@ -61,11 +50,14 @@ func (d *Daemon) load(ctx context.Context) error {
 	return nil
 }
 
-func (d *Daemon) reload(ctx context.Context, why string) {
-	if d.o.Notify != nil {
-		d.o.Notify.Reloading()
-	}
-	if err := d.load(ctx); err != nil {
+// reload re-reads the desired state off the event loop (loader.go) and,
+// once it is applied, checks everything against what is then in force.
+func (d *Daemon) reload(ctx context.Context, why string) { d.reloadThen(ctx, why, nil) }
+
+// reloaded checks everything once a reload was applied (err: refused), and
+// says so.
+func (d *Daemon) reloaded(ctx context.Context, why string, err error) {
+	if err != nil {
 		d.loadErr = err
 		// Checked against the last good state, which the status line says
 		// is kept: a reload follows events the loop dropped (all of them
@@ -103,6 +95,9 @@ func (d *Daemon) affectedBy(evs []watch.Event) (is []int, overflow bool) {
 		if ev.Op&watch.Overflow != 0 {
 			return nil, true
 		}
+		if d.accountFileWrite(ev.Path, ev.Op, ev.IsDir) {
+			continue // checked once its writer is done (accountlock.go)
+		}
 		dirEvent := ev.IsDir || ev.Op&watch.Rewatched != 0
 		d.ix.affected(ev.Path, dirEvent, func(i int) {
 			e := &d.ix.entries[i]
@@ -121,6 +116,11 @@ func (d *Daemon) affectedBy(evs []watch.Event) (is []int, overflow bool) {
 				toCheck[i] = true
 			}
 		}
+	}
+	// A write completed in the batch and begun again after it (the same
+	// file rewritten, a loop of cp): checked when the last one completes.
+	for p := range d.writes.pending {
+		d.ix.affected(p, false, func(i int) { delete(toCheck, i) })
 	}
 	for i := range toCheck {
 		is = append(is, i)
@@ -171,6 +171,7 @@ func (d *Daemon) checkEntryWith(ctx context.Context, i int, read *check.ContentR
 func (d *Daemon) checkEntryIn(ctx context.Context, b *check.Batch, i int, read *check.ContentRead) {
 	e := &d.ix.entries[i]
 	out := d.checker.OutcomeIn(b, d.obs, e, read)
+	d.noteAccountOutcome(i, out.Lock)
 	if out.Unknown {
 		return
 	}
@@ -202,6 +203,7 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	d.refreshLabels()
 	res := d.checker.All(ctx, d.ix.entries)
 	d.lastCheck = time.Now()
+	d.noteAccountLock(res.AccountLock)
 	now := map[string][]drift.Drift{}
 	for _, dr := range res.Drift {
 		now[dr.EntryID] = append(now[dr.EntryID], dr)

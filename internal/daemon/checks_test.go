@@ -102,6 +102,21 @@ func loadedDaemon(t *testing.T, o Options) (*Daemon, *fakeSource, *records) {
 	return d, src, log
 }
 
+// reloadApplied does what the loop does for a daemon a test drives
+// without it: waits for the reload under way (off the loop) and applies it.
+func reloadApplied(t *testing.T, d *Daemon) {
+	t.Helper()
+	if !d.loads.running {
+		t.Fatal("no reload under way")
+	}
+	select {
+	case r := <-d.loads.done:
+		d.reloadDone(context.Background(), r)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reload did not end within 20s")
+	}
+}
+
 // TestAffectedBy: which entries a batch of events makes the loop check.
 func TestAffectedBy(t *testing.T) {
 	const (

@@ -154,8 +154,14 @@ type Daemon struct {
 	ix      *index
 	files   []string // config files of the current state
 	// loadErr is why the last load was refused (nil when it was not): the
-	// state in force is then the last good one.
+	// state in force is then the last good one, if there is one (good).
 	loadErr error
+	good    goodState
+	// loads is the reload under way off the loop (loader.go).
+	loads loads
+	// acct is the lock on the account files the user and group entries
+	// wait for (accountlock.go).
+	acct accountWait
 	// excl is what the exclusions leave alone (exclusions.go).
 	excl exclusions
 	// nothing says where no config file was found when the state in force
@@ -278,6 +284,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 		track: newTracker(), writes: newWrites(o.Settle, done),
 		done: done, ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
+	d.loads.done, d.loads.slow = make(chan loaded, 1), loadSlow
 	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey, WaitForAccountLocks: true}
 	d.obs.ReadLimit = inlineReadLimit
 	d.reads = newContentReads(d.checker)
@@ -298,6 +305,8 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 
 // Close releases the daemon's root, watches and descriptors.
 func (d *Daemon) Close() {
+	d.loads.wg.Wait() // a reload under way reads the root
+	d.noteAccountLock(nil)
 	d.gc.close()
 	d.obs.Close()
 	d.w.Close()

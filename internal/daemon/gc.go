@@ -4,7 +4,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,59 +93,16 @@ func (g *gcTuner) loaded() int64 {
 	return limit
 }
 
-// memStats is what the tuner reads of the runtime, from runtime/metrics.
-type memStats struct {
-	// Mapped is what counts against a memory limit (the runtime's
-	// mappedReady): /memory/classes/total:bytes less
-	// /memory/classes/heap/released:bytes.
-	Mapped uint64
-	// Free is heap memory free and not yet returned to the kernel
-	// (/memory/classes/heap/free:bytes): the allocator takes from it first,
-	// and it is what the runtime returns to the kernel to meet a limit.
-	Free uint64
-	// Objects are the heap's objects, live and dead but not yet swept
-	// (/memory/classes/heap/objects:bytes).
-	Objects uint64
-	// Live is what the last collection marked (/gc/heap/live:bytes).
-	Live uint64
-}
+// memStats is what the tuner reads of the runtime (memlimit.Heap).
+type memStats = memlimit.Heap
 
-var memMetrics = [...]string{
-	"/memory/classes/total:bytes",
-	"/memory/classes/heap/released:bytes",
-	"/memory/classes/heap/free:bytes",
-	"/memory/classes/heap/objects:bytes",
-	"/gc/heap/live:bytes",
-}
-
-func readMemStats() memStats {
-	var s [len(memMetrics)]metrics.Sample
-	for i, name := range memMetrics {
-		s[i].Name = name
-	}
-	metrics.Read(s[:])
-	return memStats{Mapped: s[0].Value.Uint64() - s[1].Value.Uint64(), Free: s[2].Value.Uint64(),
-		Objects: s[3].Value.Uint64(), Live: s[4].Value.Uint64()}
-}
-
-// nonHeap is the mapped memory that holds no heap object and is not free
-// heap: stacks, the runtime's metadata, fragmentation in spans in use. It is
-// the runtime's own "non-heap overheads" term when it turns a memory limit
-// into a heap goal (memoryLimitHeapGoal in $GOROOT/src/runtime/mgcpacer.go).
-func (m memStats) nonHeap() uint64 {
-	// The counters are read one after the other: a partial update can
-	// make them disagree for a moment.
-	if m.Free+m.Objects > m.Mapped {
-		return 0
-	}
-	return m.Mapped - m.Free - m.Objects
-}
+func readMemStats() memStats { return memlimit.ReadHeap() }
 
 // quietLimit is the memory limit between loads: what the live heap and the
 // runtime's structures need, plus the headroom.
 //
 // Neither free heap nor dead objects count: the runtime itself does not
-// count free heap against the limit's heap goal (mgcpacer.go, see nonHeap),
+// count free heap against the limit's heap goal (mgcpacer.go, see memlimit.Heap.NonHeap),
 // so a limit that included it let the heap grow into it and past it by the
 // headroom at every collection under load, and the limit with it: a
 // ratchet, storm after storm (docs/benchmarks.md, storms).
@@ -155,18 +111,8 @@ func (m memStats) nonHeap() uint64 {
 // scavenger.
 func quietLimit(m memStats) int64 {
 	live := int64(min(m.Live, math.MaxInt64/4))
-	limit := int64(min(m.nonHeap(), math.MaxInt64/4)) + live + max(live/2, minHeadroom)
+	limit := int64(min(m.NonHeap(), math.MaxInt64/4)) + live + max(live/2, minHeadroom)
 	return limit
-}
-
-// reclaimable is the memory a collection and a return to the kernel would
-// give back now: free heap, and the objects allocated since the last
-// collection (dead or not: only a collection tells).
-func (m memStats) reclaimable() uint64 {
-	if m.Objects < m.Live {
-		return m.Free
-	}
-	return m.Free + m.Objects - m.Live
 }
 
 // afterEachGC sets the quiet limit from the heap as it is now after every
@@ -190,7 +136,7 @@ func (g *gcTuner) afterEachGC() {
 // quiet for idleAfter. It arms nothing otherwise, so that an idle daemon
 // wakes for nothing.
 func (g *gcTuner) active() {
-	if g.off || g.closed.Load() || readMemStats().reclaimable() < minReturn {
+	if g.off || g.closed.Load() || readMemStats().Reclaimable() < minReturn {
 		return
 	}
 	g.idleMu.Lock()
@@ -209,7 +155,7 @@ func (g *gcTuner) returnIdle() {
 	if g.closed.Load() {
 		return
 	}
-	if memlimit.IsQuiet() && readMemStats().reclaimable() >= minReturn {
+	if memlimit.IsQuiet() && readMemStats().Reclaimable() >= minReturn {
 		debug.FreeOSMemory()
 	}
 }

@@ -137,7 +137,7 @@ func (h *heapModel) allocate(n uint64, limitOf func(memStats) int64) {
 	for ; n > 0; n -= chunk {
 		m := h.stats()
 		overage := max(int64(m.Mapped)-h.limit, 0)
-		goal := h.limit - int64(m.nonHeap()) - overage
+		goal := h.limit - int64(m.NonHeap()) - overage
 		goal -= goal / 20
 		if int64(h.objects) >= goal {
 			h.free += h.objects - h.live
@@ -204,7 +204,7 @@ func TestReclaimable(t *testing.T) {
 		{"counters caught mid-update", memStats{Free: 30, Objects: 40, Live: 50}, 30},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.m.reclaimable(); got != tt.want {
+			if got := tt.m.Reclaimable(); got != tt.want {
 				t.Errorf("reclaimable(%+v) = %d, want %d", tt.m, got, tt.want)
 			}
 		})
@@ -234,7 +234,7 @@ func TestGCTunerReturnsWhenQuiet(t *testing.T) {
 	armed := g.idle != nil
 	g.idleMu.Unlock()
 	if armed {
-		t.Errorf("right after a load (%d bytes reclaimable) the tuner armed a return", readMemStats().reclaimable())
+		t.Errorf("right after a load (%d bytes reclaimable) the tuner armed a return", readMemStats().Reclaimable())
 	}
 
 	// A burst: 32 MiB allocated and dropped, under the limit's headroom,
@@ -246,9 +246,9 @@ func TestGCTunerReturnsWhenQuiet(t *testing.T) {
 	before := forcedGCs()
 	g.active()
 	deadline := time.Now().Add(30 * time.Second)
-	for readMemStats().reclaimable() >= minReturn || forcedGCs() == before {
+	for readMemStats().Reclaimable() >= minReturn || forcedGCs() == before {
 		if time.Now().After(deadline) {
-			t.Fatalf("30 s after the work, %d bytes reclaimable (%d forced collections since)", readMemStats().reclaimable(), forcedGCs()-before)
+			t.Fatalf("30 s after the work, %d bytes reclaimable (%d forced collections since)", readMemStats().Reclaimable(), forcedGCs()-before)
 		}
 		time.Sleep(10 * time.Millisecond) // polling, bounded by the deadline
 	}

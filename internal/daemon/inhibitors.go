@@ -69,8 +69,7 @@ func (d *Daemon) setInhibitors(ctx context.Context, locks []inhibit.Inhibitor) {
 	d.reconcilers = nil
 	if d.ready {
 		before := maps.Clone(d.track.byEntry)
-		d.reload(ctx, "the last inhibitor was released")
-		d.reconciled(ctx, by, before)
+		d.reloadThen(ctx, "the last inhibitor was released", func(ctx context.Context) { d.reconciled(ctx, by, before) })
 	}
 }
 

@@ -36,8 +36,9 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 	d.followInhibitors(ctx, s)
 	d.startParts(ctx, s)
 	d.removeStaleMetrics(ctx)
-	if d.loadErr = d.load(ctx); d.loadErr != nil {
-		// The parts are told the entries in force at start, none.
+	if err := d.load(ctx); err != nil && !d.good.have {
+		// Refused, and no last good state to check against (loader.go):
+		// the parts are told the entries in force at start, none.
 		d.partsLoaded(ctx)
 	}
 	// Until the first check is done, the status line and the bus say so:
@@ -148,6 +149,12 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		}
 	case r := <-d.reads.done:
 		d.contentRead(ctx, r)
+	case r := <-d.loads.done:
+		d.reloadDone(ctx, r)
+	case <-d.acct.C():
+		if active {
+			d.recheckAccounts(ctx)
+		}
 	case req := <-d.requests:
 		req(ctx)
 	case r := <-d.img.eventsC():

@@ -75,20 +75,13 @@ func (d *Daemon) startMetrics(ctx context.Context) {
 	go func() {
 		t := time.NewTicker(refresh)
 		defer t.Stop()
-		var failed string // the last failure journaled, said once
+		var failed metricsFailure // the last failure journaled, said once
 		for {
 			var s metrics.Snapshot
 			if err := d.do(ctx, func(context.Context) error { s = d.metricsSnapshot(); return nil }); err != nil {
 				return // stopping
 			}
-			err := metrics.WriteTextfile(d.o.MetricsTextfile, s, d.o.Version)
-			switch {
-			case err != nil && err.Error() != failed:
-				failed = err.Error()
-				d.record(ctx, slog.LevelError, journal.MsgMetricsFailed, escape.Name(failed), journal.MetricsFile(escape.Name(d.o.MetricsTextfile)))
-			case err == nil:
-				failed = ""
-			}
+			failed = d.metricsWritten(ctx, metrics.WriteTextfile(d.o.MetricsTextfile, s, d.o.Version), failed)
 			wrote := time.Now()
 			select {
 			case <-ctx.Done():

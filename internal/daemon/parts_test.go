@@ -76,6 +76,7 @@ func TestPartHoldBesideLockFiles(t *testing.T) {
 	if d.inhibited() {
 		t.Fatalf("still inhibited: %v", d.inhibitors)
 	}
+	reloadApplied(t, d)
 	log.wait(t, m, journal.MsgReloaded, nil)
 	if f.changed != 0 {
 		t.Errorf("ConfigChanged called %d times without a change of the desired-state files", f.changed)

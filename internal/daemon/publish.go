@@ -32,7 +32,7 @@ func (d *Daemon) snapshotState() string {
 		return dbusapi.StateInhibited
 	case d.track.count() > 0:
 		return dbusapi.StateDrifted
-	case d.loadErr != nil && len(d.files) == 0:
+	case d.loadErr != nil && !d.good.have:
 		return dbusapi.StateError
 	case d.nothing != "":
 		return dbusapi.StateUnconfigured
@@ -40,7 +40,7 @@ func (d *Daemon) snapshotState() string {
 		// READY=1 came after the first check, but a large file it left
 		// to the background reader is not judged yet.
 		return dbusapi.StateStarting
-	case d.reads.pendingCount() > 0:
+	case d.reads.pendingCount() > 0, d.acct.lock != nil:
 		return dbusapi.StateChecking
 	default:
 		return dbusapi.StateClean

@@ -31,6 +31,7 @@ func TestReleaseWithABadConfigStillChecks(t *testing.T) {
 	writeFile(t, d.o.Configs[0], []byte(`{"ignition":{"version":"3.4.0"},`))
 	m := log.mark()
 	d.setInhibitors(ctx, nil)
+	reloadApplied(t, d)
 	log.wait(t, m, journal.MsgLoadFailed, nil)
 	log.wait(t, m, journal.RecordDriftDetected, map[string]string{"DRIFT_PATH": "/etc/a.conf", "DRIFT_KIND": "content"})
 	if got := d.snapshotState(); got != "drifted" {

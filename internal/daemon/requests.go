@@ -44,20 +44,43 @@ func (d *Daemon) CheckNow(ctx context.Context) (clean bool, n int, err error) {
 		}
 		d.fullCheck(lctx, "check requested over D-Bus")
 		n, pending = d.track.count(), d.reads.pendingCount()
+		if d.acct.lock != nil {
+			pending++ // the user and group entries are not judged
+		}
 		return nil
 	})
 	return err == nil && n == 0 && pending == 0, n, err
 }
 
-// ReloadNow re-reads the desired state (for the bus's Reload method).
+// ReloadNow re-reads the desired state (for the bus's Reload method) and
+// returns once it is applied and checked: the load runs off the loop
+// (loader.go), and the reply waits for it here.
 func (d *Daemon) ReloadNow(ctx context.Context) error {
-	return d.do(ctx, func(lctx context.Context) error {
+	applied := make(chan error, 1)
+	err := d.do(ctx, func(lctx context.Context) error {
 		if d.inhibited() {
 			return fmt.Errorf("%w by %s: the release reloads", errInhibited, d.inhibitorNames())
 		}
-		d.reload(lctx, "reload requested over D-Bus")
-		return d.loadErr
+		d.reloadThen(lctx, "reload requested over D-Bus", func(context.Context) {
+			if d.inhibited() {
+				applied <- fmt.Errorf("%w by %s: the release reloads", errInhibited, d.inhibitorNames())
+				return
+			}
+			applied <- d.loadErr
+		})
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-applied:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.done:
+		return errors.New("the daemon is stopping")
+	}
 }
 
 // DriftPage returns at most limit drifts from offset on (for the bus's

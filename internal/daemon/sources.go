@@ -122,7 +122,7 @@ func (d *Daemon) followInhibitors(ctx context.Context, s *sources) {
 // followConfig starts watching the desired-state files. Without the watch
 // the daemon still runs: a reload (SIGHUP) applies changes.
 func (d *Daemon) followConfig(ctx context.Context, s *sources) {
-	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.Exclude.File)
+	cfg, err := newConfigWatch(d.root, d.o.Configs, d.o.Exclude.File, d.o.Settle)
 	d.cfg = cfg
 	s.stops = append(s.stops, cfg.Close)
 	if err != nil {
@@ -174,6 +174,24 @@ func (d *Daemon) pollUnwatched(ctx context.Context) {
 	seen := map[int]bool{}
 	now := time.Now()
 	for _, dir := range polled {
+		// The entries judged by a file in dir though their own paths lie
+		// elsewhere: users and groups by /usr/lib/passwd (nss-altfiles),
+		// hard links by their targets.
+		for t, is := range d.ix.targets {
+			if path.Dir(t) != dir {
+				continue
+			}
+			d.obs.Forget()
+			if typ, mtime := d.obs.Stat(t); typ == ondisk.Regular && now.Sub(mtime) < d.o.Settle {
+				continue // maybe half written: the next poll (see below)
+			}
+			for _, i := range is {
+				if !seen[i] {
+					seen[i] = true
+					d.checkEntry(ctx, i)
+				}
+			}
+		}
 		d.ix.affected(dir, true, func(i int) {
 			e := &d.ix.entries[i]
 			if seen[i] || path.Dir(e.Path) != dir {

@@ -25,7 +25,10 @@ func (d *Daemon) status() string {
 	}
 	if d.loadErr != nil {
 		in.loadFailed = escape.Name(d.loadErr.Error())
+		in.noState, in.restored = !d.good.have, d.good.restored
 	}
+	in.loading = d.loads.running
+	in.accountLock = d.accountLockStatus()
 	in.configBlind = d.cfg.Blind()
 	in.excluded = d.excl.paths
 	if d.excl.refused != nil {
@@ -67,6 +70,16 @@ type statusInput struct {
 	units      int
 	polled     int
 	loadFailed string // why the last reload was refused ("" when it was not)
+	// noState: with loadFailed, no state is in force (none was ever
+	// loaded, and there is no last good one): nothing is checked.
+	// restored: the state in force is an earlier run's last good one.
+	noState, restored bool
+	// loading: a reload is under way (the state in force is checked
+	// meanwhile).
+	loading bool
+	// accountLock names the lock on the account files that the user and
+	// group entries wait for ("": none).
+	accountLock string
 	// nothing says where no config file was found: nothing to watch ("" when
 	// the state has a config file).
 	nothing string
@@ -124,12 +137,15 @@ func writeState(b *strings.Builder, in statusInput) {
 		fmt.Fprintf(b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.inhibitors) > 0:
 		fmt.Fprintf(b, "Inhibited by %s", strings.Join(in.inhibitors, "; "))
+	case in.loadFailed != "" && in.noState:
+		// Not "No drift": nothing is known, and nothing is checked.
+		fmt.Fprintf(b, "Not checking: config refused (%s), and no earlier config to check against", in.loadFailed)
 	case in.nothing != "" && len(in.drift) == 0:
 		fmt.Fprintf(b, "Nothing to watch: %s", in.nothing)
 	case len(in.drift) == 0 && in.pending > 0 && in.firstCheck:
 		// Ready, but not done: no drift known is not no drift.
 		fmt.Fprintf(b, "Starting: first check of %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
-	case len(in.drift) == 0 && in.pending > 0:
+	case len(in.drift) == 0 && (in.pending > 0 || in.accountLock != ""):
 		fmt.Fprintf(b, "Checking: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
 	case len(in.drift) == 0:
 		fmt.Fprintf(b, "No drift: watching %s, %s", plural(in.paths, "path"), plural(in.units, "unit"))
@@ -189,6 +205,9 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 		// is known of them holds meanwhile.
 		fmt.Fprintf(b, "; reading %s", plural(in.reading, "large file"))
 	}
+	if in.accountLock != "" {
+		fmt.Fprintf(b, "; users and groups wait for their writer's lock %s", in.accountLock)
+	}
 	if in.polled > 0 {
 		fmt.Fprintf(b, "; polling %s: inotify watches exhausted", plural(in.polled, "directory"))
 	}
@@ -204,8 +223,16 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 	if in.imageHeld != "" {
 		b.WriteString("; undeclared changes held while " + in.imageHeld + " runs")
 	}
-	if in.loadFailed != "" {
+	switch {
+	case in.loadFailed != "" && in.noState:
+		// Said where the line starts.
+	case in.loadFailed != "" && in.restored:
+		fmt.Fprintf(b, "; config refused (%s), checking against the last good one, from an earlier run", in.loadFailed)
+	case in.loadFailed != "":
 		fmt.Fprintf(b, "; new config refused (%s), checking against the last good one", in.loadFailed)
+	}
+	if in.loading {
+		b.WriteString("; reading the desired state again")
 	}
 	if in.excluded > 0 {
 		fmt.Fprintf(b, "; %s excluded", plural(in.excluded, "declared path"))

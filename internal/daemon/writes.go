@@ -50,12 +50,15 @@ func (w *writes) completes(p string, op watch.Op, regular func(p string) bool) b
 }
 
 // arm starts, or restarts, the quiet time of a write to p.
-func (w *writes) arm(p string) {
+func (w *writes) arm(p string) { w.armFor(p, w.settle) }
+
+// armFor is arm with a quiet time of d.
+func (w *writes) armFor(p string, d time.Duration) {
 	if t, ok := w.pending[p]; ok {
-		t.Reset(w.settle)
+		t.Reset(d)
 		return
 	}
-	w.pending[p] = time.AfterFunc(w.settle, func() {
+	w.pending[p] = time.AfterFunc(d, func() {
 		select {
 		case w.settled <- p:
 		case <-w.done:

@@ -138,7 +138,10 @@ func BenchmarkLoadStateSpec(b *testing.B) {
 	}
 }
 
-func benchLoad(b *testing.B, cfg string, n int) {
+func benchLoad(b *testing.B, cfg string, n int) { benchLoadOf(b, cfg, n, false) }
+
+// benchLoadOf is benchLoad of a config that must be refused when refused.
+func benchLoadOf(b *testing.B, cfg string, n int, refused bool) {
 	root := openRoot(b, b.TempDir())
 	b.ReportAllocs()
 	var peak, live uint64
@@ -150,10 +153,12 @@ func benchLoad(b *testing.B, cfg string, n int) {
 		st, err := desired.LoadCached(nil, root, []string{cfg}, memlimit.ConfigLoad)
 		cpu += cpuTime() - c0
 		peak = max(peak, h.end())
-		if err != nil {
+		switch {
+		case refused && err == nil:
+			b.Fatal("a config of duplicate entries was loaded")
+		case !refused && err != nil:
 			b.Fatal(err)
-		}
-		if len(st.Entries) != n {
+		case !refused && len(st.Entries) != n:
 			b.Fatalf("%d entries, want %d", len(st.Entries), n)
 		}
 		runtime.GC()
@@ -206,3 +211,49 @@ func BenchmarkLoadStateCached(b *testing.B) {
 }
 
 var benchSpecs = types.Versions()
+
+// BenchmarkLoadRefused: a config refused (n copies of one file entry:
+// "duplicate entry defined" n-1 times) beside a valid config of the same
+// shape and size (n distinct files), in the newest spec and an older one
+// (whose refusal is validated with its own spec's rules). Refusing must cost
+// no more than loading: a daemon given the bad config keeps its last good
+// state, and the time spent refusing is time it is not checking.
+func BenchmarkLoadRefused(b *testing.B) {
+	for _, v := range []string{types.MaxVersion.String(), "3.4.0"} {
+		for _, n := range []int{10000, 50000} {
+			for _, refused := range []bool{false, true} {
+				name := fmt.Sprintf("spec=%s/files=%d/config=valid", v, n)
+				if refused {
+					name = fmt.Sprintf("spec=%s/files=%d/config=refused", v, n)
+				}
+				b.Run(name, func(b *testing.B) {
+					benchLoadOf(b, shapeConfig(b, v, n, refused), n, refused)
+				})
+			}
+		}
+	}
+}
+
+// shapeConfig writes a config of n small file entries, all of one path when
+// duplicate.
+func shapeConfig(b *testing.B, version string, n int, duplicate bool) string {
+	b.Helper()
+	var buf bytes.Buffer
+	buf.WriteString(`{"ignition":{"version":"` + version + `"},"storage":{"files":[`)
+	for i := range n {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		p := i
+		if duplicate {
+			p = 0
+		}
+		fmt.Fprintf(&buf, `{"path":"/etc/shape/f%06d.conf","mode":420,"contents":{"source":"data:,x"}}`, p)
+	}
+	buf.WriteString("]}}\n")
+	f := filepath.Join(b.TempDir(), "config.ign")
+	if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return f
+}

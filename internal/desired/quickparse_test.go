@@ -65,7 +65,7 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 		if diff := cmp.Diff(wantCfg, cfg); diff != "" {
 			t.Errorf("%s: config (-Ignition +ours):\n%s", how, diff)
 		}
-		if got, want := reportLines(rpt), reportLines(wantRpt); got != want {
+		if got, want := reportShown(rpt), reportShown(wantRpt); got != want {
 			t.Errorf("%s: report:\n%s\nIgnition's:\n%s", how, got, want)
 		}
 		if (err == nil) != (wantErr == nil) || (err != nil && !errors.Is(err, wantErr)) {
@@ -89,6 +89,31 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 		t.Errorf("the bytes were read again %d times", reread)
 	}
 	return types.Quick(raw, version)
+}
+
+// reportShown is what is shown of a report: of a refused config (a fatal
+// entry) its fatal entries in order, the first with its line and column
+// (the LoadError's), the others with their config paths (ignspec's
+// refusal path places only the first, and gathers no warnings); of any
+// other, every entry with its position (reportLines).
+func reportShown(r report.Report) string {
+	if !r.IsFatal() {
+		return reportLines(r)
+	}
+	var b strings.Builder
+	first := true
+	for _, e := range r.Entries {
+		if !e.Kind.IsFatal() {
+			continue
+		}
+		if first {
+			b.WriteString(e.String() + "\n")
+			first = false
+			continue
+		}
+		fmt.Fprintf(&b, "%s at %s: %s\n", e.Kind, e.Context, e.Message)
+	}
+	return b.String()
 }
 
 // reportLines is a report's entries, one a line, sorted: Ignition reports

@@ -22,19 +22,34 @@ import (
 //   - any other version: ParseCompatibleVersion, which refuses it.
 //
 // A config Ignition has nothing to say on (no error, no warning) is decoded
-// on the quick path (quick.go), without Ignition's position tree; anything
-// else by Ignition's own functions (IgnitionParse), which report it with its
-// line and column. An error reading the bytes again is a *RereadError.
+// on the quick path (quick.go), without Ignition's position tree; a config
+// Ignition's validation refuses is refused on the refusal path (refuse.go),
+// also without it, its first fatal entry placed where Ignition places it;
+// anything else by Ignition's own functions (IgnitionParse), which report it
+// with its line and column. An error reading the bytes again is a
+// *RereadError.
 func Parse(src *Bytes, version string) (Config, report.Report, error) {
 	s := lookup(version)
+	var quick report.Report
 	if s != nil {
-		if cfg, ok := s.quick(src); ok {
+		cfg, rpt, ok := s.quick(src)
+		if ok {
 			return cfg, report.Report{}, nil
 		}
+		quick = rpt
 	}
 	raw, err := src.Bytes()
 	if err != nil {
 		return Config{}, report.Report{}, &RereadError{err}
+	}
+	if quick.IsFatal() {
+		placeFirstFatal(&quick, raw)
+		return Config{}, quick, ignerrors.ErrInvalid
+	}
+	if s != nil {
+		if rpt, ok := s.refuse(raw); ok {
+			return Config{}, rpt, ignerrors.ErrInvalid
+		}
 	}
 	return IgnitionParse(raw, version)
 }
@@ -75,8 +90,8 @@ func Quick(raw []byte, version string) bool {
 	if s == nil {
 		return false
 	}
-	_, ok := s.quick(&Bytes{b: raw})
-	return ok
+	_, rpt, ok := s.quick(&Bytes{b: raw})
+	return ok || rpt.IsFatal()
 }
 
 // IgnitionParse is Parse without the quick path, made of Ignition's

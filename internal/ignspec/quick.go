@@ -38,12 +38,21 @@ import (
 // nothing at all on them: then the result is the same config (ok). Once the
 // bytes are decoded and hold nothing to report on their keys, quickDecode
 // lets src drop them (see Bytes).
-func quickDecode(src *Bytes, version string) (Config, bool) {
+//
+// When the validation has something to say, it returns its report: for a
+// config of the newest spec that is the report of Ignition's validation
+// but for the positions and unused keys (it refuses the config when an
+// entry is fatal: see refuse.go), since the keys are exact and the
+// placeholder below is accepted as the source it stands for.
+func quickDecode(src *Bytes, version string) (Config, report.Report, bool) {
 	c, ok := decodeExact[Config](src, version, reflect.TypeFor[Config]())
-	if !ok || !validQuick(&c) {
-		return Config{}, false
+	if !ok {
+		return Config{}, report.Report{}, false
 	}
-	return c, true
+	if r := quickReport(&c); len(r.Entries) > 0 {
+		return Config{}, r, false
+	}
+	return c, report.Report{}, true
 }
 
 // validQuick: Ignition's validation without the position tree
@@ -58,7 +67,10 @@ func quickDecode(src *Bytes, version string) (Config, bool) {
 // succeed where Base64DataURL does; the other rules on a source see the
 // same scheme and a source that is set), and restored after. Contents are
 // one resource per file, in no list: ValidateDups does not see them.
-func validQuick(cfg *Config) bool {
+func validQuick(cfg *Config) bool { return len(quickReport(cfg).Entries) == 0 }
+
+// quickReport is the report of validQuick's validation.
+func quickReport(cfg *Config) report.Report {
 	var swapped []int
 	var saved []*string
 	var scratch []byte
@@ -74,11 +86,11 @@ func validQuick(cfg *Config) bool {
 			cfg.Storage.Files[i].Contents.Source = &placeholder
 		}
 	}
-	clean := len(validateNoTree(*cfg).Entries) == 0
+	r := validateNoTree(*cfg)
 	for k, i := range swapped {
 		cfg.Storage.Files[i].Contents.Source = saved[k]
 	}
-	return clean
+	return r
 }
 
 // direct lists what a config of an older spec must not hold for quickOlder
@@ -127,40 +139,74 @@ type direct struct {
 //   - the newest spec's validation has nothing to say: then neither has the
 //     older spec's, whose rules on these sections are the same code but for
 //     those guarded.
-func quickOlder[C any](src *Bytes, version string, d direct) (Config, bool) {
+func quickOlder[C any](src *Bytes, version string, d direct) (Config, report.Report, bool) {
 	cfg, ok := decodeExact[Config](src, version, reflect.TypeFor[C]())
 	if !ok {
-		return Config{}, false
+		return Config{}, report.Report{}, false
 	}
 	s := &cfg.Storage
 	if len(s.Disks) > 0 || len(s.Raid) > 0 || len(s.Filesystems) > 0 || len(s.Luks) > 0 {
-		return Config{}, false
+		return Config{}, report.Report{}, false
 	}
 	for _, f := range s.Files {
 		if f.Mode != nil && *f.Mode&0o7000 != 0 {
-			return Config{}, false
+			return Config{}, report.Report{}, false
 		}
 	}
 	for _, dir := range s.Directories {
 		if dir.Mode != nil && *dir.Mode&0o7000 != 0 {
-			return Config{}, false
+			return Config{}, report.Report{}, false
 		}
 	}
 	if d.versionOnly {
 		ign := cfg.Ignition
 		ign.Version = ""
 		if !reflect.DeepEqual(ign, Config{}.Ignition) {
-			return Config{}, false
+			return Config{}, report.Report{}, false
 		}
 	}
 	if (d.noARN || d.noGS) && !sourcesAllowed(cfg, d) {
-		return Config{}, false
+		return Config{}, report.Report{}, false
 	}
 	cfg.Ignition.Version = MaxVersion.String()
-	if !validQuick(&cfg) {
-		return Config{}, false
+	if duplicateNodes(&cfg) || !validQuick(&cfg) {
+		return Config{}, report.Report{}, false
 	}
-	return cfg, true
+	return cfg, report.Report{}, true
+}
+
+// duplicateNodes reports whether two of the storage nodes (files,
+// directories, links) have one path: Ignition's ValidateDups refuses them
+// (config/vX_Y/types/storage.go: MergedKeys puts the three lists in one key
+// space, Node's Key is its path, in every spec), so the quick path would
+// walk the whole config for nothing. It only saves that walk: the refusal
+// path (refuse.go) decides what is reported, and were it wrong, Ignition's.
+func duplicateNodes(cfg *Config) bool {
+	s := &cfg.Storage
+	seen := make(map[string]struct{}, len(s.Files)+len(s.Directories)+len(s.Links))
+	dup := func(p string) bool {
+		if _, ok := seen[p]; ok {
+			return true
+		}
+		seen[p] = struct{}{}
+		return false
+	}
+	for i := range s.Files {
+		if dup(s.Files[i].Path) {
+			return true
+		}
+	}
+	for i := range s.Directories {
+		if dup(s.Directories[i].Path) {
+			return true
+		}
+	}
+	for i := range s.Links {
+		if dup(s.Links[i].Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // sourcesAllowed: no URL of the config has a scheme d excludes (url.Parse
@@ -657,10 +703,15 @@ func (s *keyScan) skip() bool {
 		_, ok := s.str()
 		return ok
 	default:
-		start := s.i
-		for s.i < len(s.b) && strings.IndexByte(",}] \t\n\r", s.b[s.i]) < 0 {
-			s.i++
-		}
-		return s.i > start
+		return s.literal()
 	}
+}
+
+// literal scans a number, true, false or null.
+func (s *keyScan) literal() bool {
+	start := s.i
+	for s.i < len(s.b) && strings.IndexByte(",}] \t\n\r", s.b[s.i]) < 0 {
+		s.i++
+	}
+	return s.i > start
 }

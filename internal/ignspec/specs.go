@@ -65,8 +65,11 @@ type Spec struct {
 	// declares, a key the types lack being an error (cache.go), then
 	// translates it up.
 	strict func([]byte) (Config, report.Report, error)
-	// quick is the quick path (quick.go).
-	quick func(*Bytes) (Config, bool)
+	// quick is the quick path (quick.go): the config when ok; a fatal
+	// report when the spec is the newest and its validation refuses it.
+	quick func(*Bytes) (Config, report.Report, bool)
+	// refuse is the refusal path (refuse.go).
+	refuse func([]byte) (report.Report, bool)
 }
 
 // spec is a Spec whose configs decode into C; up translates one to the
@@ -79,7 +82,8 @@ type spec[C any] struct {
 func newest(version string) *spec[Config] {
 	s := &spec[Config]{Spec: &Spec{Version: version, config: reflect.TypeFor[Config]()}, up: func(c Config) Config { return c }}
 	s.strict = translated(strictDecoder[Config](version), s.up)
-	s.quick = func(src *Bytes) (Config, bool) { return quickDecode(src, version) }
+	s.quick = func(src *Bytes) (Config, report.Report, bool) { return quickDecode(src, version) }
+	s.refuse = refuser(version, s.up)
 	return s
 }
 
@@ -87,7 +91,8 @@ func older[C, N any](version string, translate func(C) N, next *spec[N], d direc
 	up := func(c C) Config { return next.up(translate(c)) }
 	s := &spec[C]{Spec: &Spec{Version: version, config: reflect.TypeFor[C]()}, up: up}
 	s.strict = translated(strictDecoder[C](version), up)
-	s.quick = func(src *Bytes) (Config, bool) { return quickOlder[C](src, version, d) }
+	s.quick = func(src *Bytes) (Config, report.Report, bool) { return quickOlder[C](src, version, d) }
+	s.refuse = refuser(version, up)
 	return s
 }
 

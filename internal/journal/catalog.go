@@ -22,6 +22,9 @@ const (
 	// MsgLoadFailed: the desired state or the exclusions could not be
 	// loaded; the last good one stays in force.
 	MsgLoadFailed = "caa901836f56409eaf593ca3c63f64e7"
+	// MsgLoadSlow: loading the desired state took long (it names the
+	// largest config file); the daemon kept checking meanwhile.
+	MsgLoadSlow = "80ed750a34534bdfb2c7c56102891828"
 	// MsgWatchesExhausted: inotify watches ran out; some paths are polled.
 	MsgWatchesExhausted = "e351ea282f9b47caac4ae2f832c85719"
 	// MsgWatchesRestored: every directory is watched again; polling stopped.
@@ -267,14 +270,29 @@ No action is needed.`,
 		Body: `drift-monitor could not load its desired configuration, or its exclusion
 file (/etc/drift-monitor/exclude.conf). The record's message names the file,
 the line for a bad pattern, and what is wrong. The daemon keeps checking
-against the last configuration that loaded (none, if this happened at
-start); for a refused exclusion file, against the new configuration with
-the last good exclusions (at start, only those of --exclude: every other
-declared path is watched and reported).
+against the last configuration that loaded. When this happens at start (a
+restart with the bad file in place), that is the last configuration an
+earlier run loaded, which the state cache keeps; the record says so, or
+that there is none and nothing is checked. For a refused exclusion file,
+it checks against the new configuration with the last good exclusions (at
+start, only those of --exclude: every other declared path is watched and
+reported).
 
 Fix the named file ("drift-monitor check --config FILE" shows the same
-error, "drift-monitor check" the exclusion file's) and run "systemctl reload
-drift-monitor".`,
+error, "drift-monitor check" the exclusion file's); the daemon reloads when
+the file is written.`,
+	},
+	{
+		ID: MsgLoadSlow, Name: "MsgLoadSlow",
+		Subject: "Loading the desired configuration took long",
+		Body: `Reading, parsing and deriving the desired configuration took longer than
+a large configuration needs. The record names the largest configuration file
+and says whether the configuration was loaded or refused. A reload runs beside
+the daemon's checks, which go on against the configuration in force until it
+is done.
+
+If it happens at every reload, look at the file named: a configuration of
+very many entries, or one that is not what it should be.`,
 	},
 	{
 		ID: MsgWatchesExhausted, Name: "MsgWatchesExhausted",
@@ -474,9 +492,11 @@ No action is needed. What it could not repair is still reported as drift.`,
 		Subject: "Metrics could not be written to @METRICS_FILE@",
 		Body: `drift-monitor was asked (--metrics-textfile) to write its Prometheus metrics
 to @METRICS_FILE@ for node_exporter's textfile collector, and writing failed;
-the record's message has the reason. Monitoring goes on; the file keeps its
-last content, and its modification time stops moving, which the shipped
-alert rules report as a stale textfile.
+the record's message has the reason. Monitoring goes on. The file it last
+wrote is removed, since it no longer says how the host is: its series are
+gone, which the shipped rule DriftMonitorDown reports. The record is written
+once per cause (the operation and the system's error), until a write
+succeeds again.
 
 Check that the directory exists and that the unit may write to it
 (ReadWritePaths=, see the drop-in shipped as an example in

@@ -27,6 +27,7 @@ func TestCatalogIDs(t *testing.T) {
 		"MsgDriftResolved":       MsgDriftResolved,
 		"MsgReloaded":            MsgReloaded,
 		"MsgLoadFailed":          MsgLoadFailed,
+		"MsgLoadSlow":            MsgLoadSlow,
 		"MsgWatchesExhausted":    MsgWatchesExhausted,
 		"MsgWatchesRestored":     MsgWatchesRestored,
 		"MsgQueueOverflow":       MsgQueueOverflow,

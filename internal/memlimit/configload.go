@@ -17,10 +17,13 @@ package memlimit
 // collection. Under the limit it collects as often as needed to stay near
 // the live heap.
 //
-// The limit is soft: a load whose live heap exceeds it (contents that
-// decompress to much more than their config) goes on, the runtime bounding
-// the CPU it then gives the collector (runtime/debug.SetMemoryLimit: about
-// half), never failing or stopping the load.
+// The limit is soft: a load whose live heap outgrows it (contents that
+// decompress to much more than their config, a config of many small
+// entries) goes on, never failing or stopping, and memlimit raises the
+// limit above that heap after each collection (followLoads): held at the
+// live heap, the collector would run again every few allocations, each
+// time marking all of it, for a time that grows with the square of the
+// config.
 func ConfigLoad(size int64) (end func()) {
 	return Load(2*size + loadHeadroom)
 }

@@ -2,13 +2,14 @@
 // runtime's soft memory limit and GOGC (runtime/debug.SetMemoryLimit and
 // SetGCPercent). Two regimes want them: a load of the desired state (Load:
 // the start-up settings, with the limit lowered to a bound its configs'
-// size gives, internal/desired) and the quiet time between loads (Quiet: no
-// GOGC, a limit that follows the live heap, internal/daemon's gcTuner).
-// Each tells this package what it wants, and the settings in force are
-// worked out here from all of it under one lock, so that neither regime can
-// undo the other: a load runs with its bound whatever the quiet regime
-// does meanwhile, and when the last load ends the quiet regime's latest
-// limit is back, not one saved before the load.
+// size gives, internal/desired, but never below what its live heap needs)
+// and the quiet time between loads (Quiet: no GOGC, a limit that follows
+// the live heap, internal/daemon's gcTuner). Each tells this package what
+// it wants, and the settings in force are worked out here from all of it
+// under one lock, so that neither regime can undo the other: a load runs
+// with its bound whatever the quiet regime does meanwhile, and when the
+// last load ends the quiet regime's latest limit is back, not one saved
+// before the load.
 //
 // It promises that an administrator's GOGC or GOMEMLIMIT (in the
 // environment) is never overridden: every call is then a no-op. It does not
@@ -17,7 +18,9 @@
 package memlimit
 
 import (
+	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 )
@@ -31,8 +34,13 @@ var state struct {
 	percent      int   // GOGC as last set here
 	loads        int   // loads in progress
 	bound        int64 // the largest of their bounds
-	quiet        bool
-	quietLimit   int64
+	// floor is the least limit the loads run with: what the live heap
+	// of the last collection during them needs (loadFloor); following
+	// says a collection will set it again.
+	floor      int64
+	following  bool
+	quiet      bool
+	quietLimit int64
 }
 
 // Managed reports whether the settings are this package's to set: false
@@ -54,10 +62,14 @@ func Load(bound int64) (end func()) {
 	defer state.mu.Unlock()
 	takeCharge()
 	if state.loads == 0 {
-		state.bound = 0
+		state.bound, state.floor = 0, 0
 	}
 	state.loads++
 	state.bound = max(state.bound, bound)
+	if !state.following {
+		state.following = true
+		followLoads()
+	}
 	apply()
 	var once sync.Once
 	return func() {
@@ -68,6 +80,38 @@ func Load(bound int64) (end func()) {
 			apply()
 		})
 	}
+}
+
+// followLoads raises the loads' floor after every collection while a load
+// runs: a cleanup on an object nothing references runs once a cycle has
+// found it unreachable, and registers the next. The bound a load is given is
+// a guess from its configs' size; a config of many small entries decodes to
+// a live heap several times that size, and a limit at the live heap makes
+// the collector run again after every few allocations, each time marking
+// all of it: time that grew with the square of the config. Above the live
+// heap by a quarter of it, each collection is paid for by as many bytes
+// allocated as a quarter of what it marks.
+func followLoads() {
+	sentinel := new([16]byte)
+	runtime.AddCleanup(sentinel, func(struct{}) {
+		state.mu.Lock()
+		defer state.mu.Unlock()
+		if state.loads == 0 {
+			state.following = false
+			return
+		}
+		state.floor = loadFloor(ReadHeap())
+		apply()
+		followLoads()
+	}, struct{}{})
+}
+
+// loadFloor is the least limit for a load whose heap is m: what the live
+// heap and the runtime's own structures need, and a quarter of the live heap
+// to allocate in before the next collection.
+func loadFloor(m Heap) int64 {
+	live := int64(min(m.Live, math.MaxInt64/4))
+	return int64(min(m.NonHeap(), math.MaxInt64/4)) + live + live/4
 }
 
 // Quiet enters (or stays in) the regime between loads: no GOGC (so no
@@ -141,8 +185,8 @@ func apply() {
 	percent, limit := state.startPercent, state.startLimit
 	switch {
 	case state.loads > 0:
-		if state.bound > 0 && state.bound < limit {
-			limit = state.bound
+		if b := max(state.bound, state.floor); state.bound > 0 && b < limit {
+			limit = b
 		}
 	case state.quiet:
 		percent, limit = -1, state.quietLimit

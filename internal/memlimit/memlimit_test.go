@@ -2,8 +2,10 @@ package memlimit
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func settings() (percent int, limit int64) {
@@ -110,4 +112,38 @@ func TestAdministratorsSettings(t *testing.T) {
 	Load(100)()
 	Quiet(500)
 	want(t, "with GOGC set", 100, math.MaxInt64)
+}
+
+// TestLoadFollowsLiveHeap: a load whose live heap outgrows its bound runs
+// with a limit above that heap after the next collection (a limit at the
+// live heap makes every few allocations collect), and the bound is back
+// for the next load.
+func TestLoadFollowsLiveHeap(t *testing.T) {
+	startup(t)
+	const live = 64 << 20
+	held := make([]byte, live)
+	for i := range held {
+		held[i] = 1
+	}
+	end := Load(1 << 20)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		runtime.GC()
+		if _, l := settings(); l >= live+live/4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, l := settings()
+			t.Fatalf("20 s into a load holding %d MiB, the limit is %d MiB", live>>20, l>>20)
+		}
+		time.Sleep(10 * time.Millisecond) // the cleanup runs on its own goroutine after the cycle
+	}
+	runtime.KeepAlive(held)
+	end()
+	want(t, "after the load", 100, math.MaxInt64)
+	end = Load(1 << 20)
+	if _, l := settings(); l >= live {
+		t.Errorf("the next load starts at a limit of %d MiB: the last load's floor was kept", l>>20)
+	}
+	end()
 }

@@ -10,8 +10,10 @@ import (
 )
 
 // TestAccountLock: a lock is held while the pid it holds lives and it is
-// younger than StaleAccountLock; a dead writer's, a garbled one and an old
-// one are stale.
+// younger than StaleAccountLock, read as shadow-utils writes and reads it
+// (the pid and its NUL: vipw's "138\0" was taken for garbage, and vipw's
+// lock ignored); a dead writer's, one shadow-utils would not read as a pid,
+// and an old one are stale.
 func TestAccountLock(t *testing.T) {
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -23,9 +25,16 @@ func TestAccountLock(t *testing.T) {
 		age     time.Duration
 		held    bool
 	}{
-		{"a live writer", strconv.Itoa(os.Getpid()), 0, true},
-		{"a dead writer", strconv.Itoa(dead.Process.Pid), 0, false},
+		{"a live writer, as shadow-utils writes it", strconv.Itoa(os.Getpid()) + "\x00", 0, true},
+		{"a live writer, without the NUL", strconv.Itoa(os.Getpid()), 0, true},
+		{"a live writer, what follows the NUL unread", strconv.Itoa(os.Getpid()) + "\x00garbage", 0, true},
+		{"a dead writer", strconv.Itoa(dead.Process.Pid) + "\x00", 0, false},
 		{"not a pid", "garbage", 0, false},
+		{"a pid and a new line, which shadow-utils refuses", strconv.Itoa(os.Getpid()) + "\n", 0, false},
+		{"a signed pid", "+" + strconv.Itoa(os.Getpid()), 0, false},
+		{"pid 0", "0\x00", 0, false},
+		{"beyond pid_t", "99999999999\x00", 0, false},
+		{"empty", "", 0, false},
 		{"a live pid, but too old to be its writer's", strconv.Itoa(os.Getpid()), 2 * StaleAccountLock, false},
 	}
 	for _, tt := range tests {
@@ -49,9 +58,12 @@ func TestAccountLock(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			got := r.ObserveAccounts().Locked
-			if (got != "") != tt.held {
-				t.Errorf("Locked = %q, want held %v", got, tt.held)
+			got := r.ObserveAccounts().Lock
+			if (got != nil) != tt.held {
+				t.Errorf("Lock = %+v, want held %v", got, tt.held)
+			}
+			if got != nil && (got.File != "/etc/group.lock" || got.PID != os.Getpid()) {
+				t.Errorf("Lock = %+v, want /etc/group.lock held by %d", got, os.Getpid())
 			}
 		})
 	}

@@ -88,6 +88,11 @@ type Cache struct {
 	// Log receives a warning when an entry is damaged (and so ignored);
 	// nil discards it.
 	Log *slog.Logger
+
+	// The key of the state served last (lastgood.go, Served).
+	servedMu sync.Mutex
+	served   desired.StateKey
+	servedOK bool
 }
 
 // DefaultBytes bounds a cache directory's size unless the newest entry
@@ -142,7 +147,11 @@ func (c *Cache) Get(k desired.StateKey) (model.State, bool) {
 	if !ok {
 		return model.State{}, false
 	}
-	return c.get(key)
+	st, ok := c.get(key)
+	if ok {
+		c.serve(k)
+	}
+	return st, ok
 }
 
 // Put stores *st under k. In ModeLazy it then replaces *st with the entry
@@ -154,7 +163,11 @@ func (c *Cache) Put(k desired.StateKey, st *model.State) bool {
 		return true
 	}
 	key, ok := entryKey(k)
-	if !ok || !c.put(key, st) || c.Mode != ModeLazy {
+	if !ok || !c.put(key, st) {
+		return true
+	}
+	if c.Mode != ModeLazy {
+		c.serve(k)
 		return true
 	}
 	// The parse's garbage and the state just stored are most of the heap:
@@ -165,6 +178,9 @@ func (c *Cache) Put(k desired.StateKey, st *model.State) bool {
 	debug.FreeOSMemory()
 	lazy, ok := c.get(key)
 	*st = lazy
+	if ok {
+		c.serve(k)
+	}
 	return ok
 }
 
@@ -321,9 +337,10 @@ func (c *Cache) put(key [sha256.Size]byte, st *model.State) bool {
 	return true
 }
 
-// trim removes the least recently used entries beyond MaxBytes; keep is
-// never removed.
+// trim removes the least recently used entries beyond MaxBytes; keep and
+// the last good state's entry (lastgood.go) are never removed.
 func (c *Cache) trim(dfd int, keep string) {
+	good := lastGoodEntry(dfd)
 	max := c.MaxBytes
 	if max == 0 {
 		max = DefaultBytes
@@ -351,7 +368,7 @@ func (c *Cache) trim(dfd int, keep string) {
 			st.Mode&unix.S_IFMT != unix.S_IFREG {
 			continue
 		}
-		if n == keep {
+		if n == keep || n == good {
 			total += st.Size
 			continue
 		}

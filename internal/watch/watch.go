@@ -439,7 +439,21 @@ func (w *Watcher) parse(buf []byte) ([]Event, error) {
 			continue
 		}
 		if name == "" {
-			continue // an event on the directory itself: its attributes are seen from its parent
+			// An event on the directory itself. Its attributes are seen
+			// from its parent, but not when it is a mount point: the
+			// kernel tells a mount's root's changes to its own watches
+			// only (fsnotify_parent stops at the root of a mount). So a
+			// wanted directory's own attribute change is delivered too
+			// (twice, where its parent's watch has it as well: a check
+			// is idempotent).
+			if mask&unix.IN_ATTRIB != 0 {
+				for _, n := range nodes {
+					if n.wanted && n.wd == raw.Wd {
+						evs = append(evs, Event{Path: n.path, Op: Attrib, IsDir: true})
+					}
+				}
+			}
+			continue
 		}
 		isDir := mask&unix.IN_ISDIR != 0
 		for _, n := range nodes {

@@ -202,3 +202,24 @@ func TestDirectoryCreatedWhileMovingTheWatch(t *testing.T) {
 	os.WriteFile(h.host("/etc/app/x.conf"), []byte("x"), 0o644)
 	h.expect("/etc/app/x.conf", Write)
 }
+
+// TestWantedDirectoryOwnAttributes: a change to a watched directory's own
+// attributes is delivered on its path, from its own watch: where it is a
+// mount point, its parent's watch never hears of it (fsnotify_parent stops
+// at a mount's root), and a declared directory that is one (a package's
+// /etc/drift-monitor, bound in) had its chmod go unseen.
+func TestWantedDirectoryOwnAttributes(t *testing.T) {
+	h := newHarness(t)
+	if err := os.MkdirAll(h.host("/etc/d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.w.Watch([]string{"/etc/d"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(h.host("/etc/d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if e := h.expect("/etc/d", Attrib); !e.IsDir {
+		t.Errorf("event %+v: want a directory's", e)
+	}
+}

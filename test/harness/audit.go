@@ -3,7 +3,6 @@ package harness
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -21,8 +20,10 @@ func AuditHost(t testing.TB, key string) {
 	RequireRoot(t, "changing the kernel's audit rules")
 	RequireTools(t, "auditctl")
 	// The kernel's audit state is one per host, and go test runs
-	// packages in parallel: one test at a time changes it.
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "drift-monitor-audit-tests.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	// packages in parallel (and rpmbuild's %check may run beside the
+	// tiers): one test at a time changes it. The lock's place is fixed,
+	// not under TMPDIR, which each runner may set differently.
+	lock, err := os.OpenFile(auditLock, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +48,53 @@ func AuditHost(t testing.TB, key string) {
 		AuditCommand(t, "-D", "-k", key)
 		AuditCommand(t, "-e", enabled)
 		after, _ := exec.Command("auditctl", "-l").CombinedOutput()
-		if strings.TrimSpace(string(after)) != strings.TrimSpace(string(rules)) {
-			t.Errorf("the host's audit rules changed across the test:\nbefore:\n%s\nafter:\n%s", rules, after)
+		if lost, left := RulesChanged(string(rules), string(after), key); len(lost) > 0 || len(left) > 0 {
+			t.Errorf("the host's audit rules changed across the test: lost %q, left behind %q\nbefore:\n%s\nafter:\n%s", lost, left, rules, after)
 		}
 	})
 	AuditCommand(t, "-e", "1")
+}
+
+// auditLock serialises the tests that change the kernel's audit state,
+// whichever process runs them. They run as root, so /run is writable.
+const auditLock = "/run/drift-monitor-audit-tests.lock"
+
+// RulesChanged compares two listings of auditctl -l around a test that
+// owns the rules of key: lost are the host's other rules that went, left
+// the rules of key that stayed. A rule of another key added meanwhile is
+// someone else's (the host's auditd, augenrules) and no change by the test.
+func RulesChanged(before, after, key string) (lost, left []string) {
+	set := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.TrimSpace(l); l != "" && l != "No rules" {
+				m[l] = true
+			}
+		}
+		return m
+	}
+	b, a := set(before), set(after)
+	for l := range b {
+		if !a[l] && !hasKey(l, key) {
+			lost = append(lost, l)
+		}
+	}
+	for l := range a {
+		if hasKey(l, key) {
+			left = append(left, l)
+		}
+	}
+	return lost, left
+}
+
+// hasKey: an auditctl -l line carries -k key (or -F key=key).
+func hasKey(line, key string) bool {
+	for _, f := range strings.Fields(line) {
+		if f == "key="+key {
+			return true
+		}
+	}
+	return strings.HasSuffix(line, " -k "+key) || strings.Contains(line, " -k "+key+" ")
 }
 
 // AuditCommand runs auditctl with args; a failure fails the test, except

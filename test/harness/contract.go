@@ -28,6 +28,8 @@ const (
 	MsgUndeclared          = "5ea6c596359c4d5ab7c1abb524279e15"
 	MsgUndeclaredGone      = "700af2fa3c1e453ea8870bfbbb232209"
 	MsgImage               = "4237923fbbd34d5ba171981be3fc4509"
+	MsgMetricsFailed       = "0cca72b05fee42498754884e4b671551"
+	MsgLoadSlow            = "80ed750a34534bdfb2c7c56102891828"
 )
 
 // DriftDetected is the type (DRIFT_MONITOR_RECORD) of the record of a

@@ -23,6 +23,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"ConfigIgnored": journal.MsgConfigIgnored, "NothingToWatch": journal.MsgNothingToWatch,
 		"InhibitorsRewatched": journal.MsgInhibitorsRewatched,
 		"Undeclared":          journal.MsgUndeclared, "UndeclaredGone": journal.MsgUndeclaredGone, "Image": journal.MsgImage,
+		"MetricsFailed": journal.MsgMetricsFailed, "LoadSlow": journal.MsgLoadSlow,
 	}
 	got := map[string]string{
 		"Started": MsgStarted, "Ready": MsgReady,
@@ -36,6 +37,7 @@ func TestMessageIDsAreTheCatalogs(t *testing.T) {
 		"ConfigIgnored": MsgConfigIgnored, "NothingToWatch": MsgNothingToWatch,
 		"InhibitorsRewatched": MsgInhibitorsRewatched,
 		"Undeclared":          MsgUndeclared, "UndeclaredGone": MsgUndeclaredGone, "Image": MsgImage,
+		"MetricsFailed": MsgMetricsFailed, "LoadSlow": MsgLoadSlow,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("MESSAGE_IDs (-want internal/journal +got harness):\n%s", diff)

@@ -133,3 +133,64 @@ func TestMetricsTextfileDropIn(t *testing.T) {
 		t.Errorf("the textfile does not say drifted:\n%s", out)
 	}
 }
+
+// TestMetricsTextfileOnAFullFilesystem: under the shipped drop-in, a
+// textfile that cannot be written (its file system full) is removed, so
+// that node_exporter stops exporting what it last said (clean, while the
+// host drifted), and the failure is journaled once however often the write
+// is retried (each attempt's error named another random temporary file,
+// and the record came every 30 s); with room again, the file says how the
+// host is.
+func TestMetricsTextfileOnAFullFilesystem(t *testing.T) {
+	t.Parallel()
+	dropIn, err := os.ReadFile("../../packaging/prometheus/metrics-textfile.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const dir = "/var/lib/node_exporter/textfile_collector"
+	const prom = dir + "/drift-monitor.prom"
+	h := bootDaemon(t, setup{
+		config:   etcFileAndSentinel,
+		files:    []file{etcFileOK, sentinelFile},
+		commands: []string{"mkdir -p " + dir, "mount -t tmpfs -o size=256k tmpfs " + dir},
+		dropIn:   string(dropIn),
+	})
+	says := func(what, state string) {
+		t.Helper()
+		h.WaitFor(t, recordTimeout, what, func() (bool, string) {
+			out, _, code := h.run("cat", prom)
+			return code == 0 && strings.Contains(out, `drift_monitor_state{state="`+state+`"} 1`+"\n"), out
+		})
+	}
+	says("the textfile, clean", "clean")
+
+	m := h.mark()
+	// Changes for the writer to write, and fail to: drift, its repair,
+	// drift again, each a write (at most one a second). Before each, the
+	// file system filled up again (the removal of the textfile frees its
+	// room), and an empty file in the textfile's place (it needs none): an
+	// attempt that fails removes it, which is how the test sees it.
+	for _, content := range []string{"tampered\n", etcFileOK.content, "tampered again\n"} {
+		h.sh(`dd if=/dev/zero of="$1/.fill" bs=1k oflag=append conv=notrunc 2>/dev/null; touch "$1/drift-monitor.prom"`, dir)
+		from := h.mark()
+		h.WriteFile(t, etcFile, []byte(content), 0o644)
+		id := harness.DriftDetected
+		if content == etcFileOK.content {
+			id = harness.MsgDriftResolved
+		}
+		h.waitRecord(from, id, map[string]string{"DRIFT_PATH": etcFile})
+		h.WaitFor(t, recordTimeout, "a failed write, which removes the file in the textfile's place", func() (bool, string) {
+			_, _, code := h.run("test", "-e", prom)
+			return code != 0, "still there"
+		})
+	}
+	h.waitStatus("Drift: 1 path differs (/etc/etc-file: content)")
+	if got := h.between(m, h.mark(), harness.MsgMetricsFailed, nil); len(got) != 1 {
+		t.Errorf("%d records of failed writes of one cause, want 1: %v", len(got), got)
+	} else if !strings.Contains(got[0]["MESSAGE"], "no space left on device") || got[0]["METRICS_FILE"] != prom {
+		t.Errorf("the record does not say why, or of which file: %s", got[0])
+	}
+
+	h.MustRun(t, "rm", dir+"/.fill")
+	says("the textfile again, drifted", "drifted")
+}

@@ -1,0 +1,255 @@
+package ignspec
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+
+	"github.com/coreos/vcontext/path"
+	"github.com/coreos/vcontext/report"
+	"github.com/coreos/vcontext/tree"
+)
+
+// The refusal path: a config that decodes but that Ignition's validation
+// refuses, refused without Ignition's position tree.
+//
+// Ignition's Parse of a spec (config/vX_Y/config.go) decodes the config
+// with encoding/json (config/util/parsingErrors.go, HandleParseErrors),
+// checks its version, then validates it with ValidateWithContext and the raw
+// bytes (config/validate/validate.go), which builds a tree of every JSON
+// value with its position (vcontext's json.UnmarshalToContext) to look for
+// unused keys and to place each report entry (Report.Correlate). That tree
+// costs tens of times the config's size: refusing a config of many entries
+// (fifty thousand copies of one file: one "duplicate entry defined" each)
+// held a live heap far above a load's memory bound, and the collector ran
+// without a break. Yet a refused config's report is read for one thing:
+// its first fatal entry, with the line and column where it is
+// (internal/desired's LoadError).
+//
+// So, where Ignition's path would refuse a config in validation, refuse
+// reaches the same verdict with the same functions, minus the tree: the
+// same decoding, the same version check, ValidateWithContext without raw
+// bytes (vcontext's Validate and ValidateDups, whose fatal entries are the
+// tree's, in the same order: the tree only adds unused-key warnings and
+// positions), and for a config of an older spec the translation and the
+// newest spec's validation that Parse adds (parse.go, validated). The
+// first fatal entry is then placed where Correlate would place it (place),
+// by one scan of the bytes. What it leaves out: the unused-key warnings of a
+// refused config, and the positions of its other entries, which nothing
+// shows. Anything else (bytes encoding/json refuses, another version, a
+// config Ignition accepts, with or without warnings) goes Ignition's path.
+
+// refuser is the refusal path of spec version, whose configs decode into C
+// and which up translates to the newest spec: the report and true when
+// Ignition's path would refuse raw with ErrInvalid in validation (see
+// above), false when Ignition's path must decide.
+func refuser[C any](version string, up func(C) Config) func(raw []byte) (report.Report, bool) {
+	return func(raw []byte) (report.Report, bool) {
+		var c C
+		if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
+			return report.Report{}, false
+		}
+		// Parse compares the decoded version with its spec's as a semver;
+		// the exact string of that version is equal to it.
+		if reflect.ValueOf(c).FieldByName("Ignition").FieldByName("Version").String() != version {
+			return report.Report{}, false
+		}
+		if r := validateNoTree(c); r.IsFatal() {
+			placeFirstFatal(&r, raw)
+			return r, true
+		}
+		if version == MaxVersion.String() {
+			return report.Report{}, false
+		}
+		// Accepted by its own spec: Parse validates the translation with
+		// the newest spec's rules, without positions (validated).
+		if r := validateNoTree(up(c)); r.IsFatal() {
+			return r, true
+		}
+		return report.Report{}, false
+	}
+}
+
+// placeFirstFatal gives r's first fatal entry the marker Correlate gives it
+// with the tree of raw: the start of the deepest JSON value on its context.
+func placeFirstFatal(r *report.Report, raw []byte) {
+	for i := range r.Entries {
+		if !r.Entries[i].Kind.IsFatal() {
+			continue
+		}
+		at := place(raw, r.Entries[i].Context)
+		line, column := lineColumnAt(raw, at)
+		r.Entries[i].Marker = tree.Marker{StartP: &tree.Pos{Index: int64(at), Line: line, Column: column}}
+		return
+	}
+}
+
+// place returns the index vcontext's tree of raw (JSON that encoding/json
+// accepted) gives as the start of the deepest node on c, as Report.Correlate
+// finds it (getDeepestNode: the longest prefix of c that Get resolves). The
+// tree (vcontext json/json.go, fromJsonNode, over coreos/go-json's Node)
+// starts an object or an array one byte after its opening brace, a literal
+// at its first byte, and an object's key (a path element tree.Key) at its
+// opening quote; a repeated key is its last occurrence (go-json decodes
+// members into a map). A string element is a member's decoded name, an int
+// an array's index; anything else, or an element that does not resolve,
+// ends the path. TestPlaceIsCorrelates holds it to the tree itself.
+func place(raw []byte, c path.ContextPath) int {
+	s := keyScan{b: raw}
+	s.space()
+	at := s.i
+	mark := nodeMark(raw, at)
+	for _, el := range c.Path {
+		if at >= len(raw) {
+			return mark
+		}
+		switch el := el.(type) {
+		case string:
+			v, _, ok := member(raw, at, el)
+			if !ok {
+				return mark
+			}
+			at, mark = v, nodeMark(raw, v)
+		case tree.Key:
+			_, k, ok := member(raw, at, string(el))
+			if !ok {
+				return mark
+			}
+			return k // a leaf: nothing resolves below it
+		case int:
+			v, ok := element(raw, at, el)
+			if !ok {
+				return mark
+			}
+			at, mark = v, nodeMark(raw, v)
+		default:
+			return mark
+		}
+	}
+	return mark
+}
+
+// nodeMark is where the tree starts the value at i (see place).
+func nodeMark(raw []byte, i int) int {
+	if i < len(raw) && (raw[i] == '{' || raw[i] == '[') {
+		return i + 1
+	}
+	return i
+}
+
+// member finds the last member named name of the object at i: the index of
+// its value and of its key's opening quote; false when i is no object or it
+// has no such member.
+func member(raw []byte, i int, name string) (value, key int, ok bool) {
+	if raw[i] != '{' {
+		return 0, 0, false
+	}
+	s := keyScan{b: raw, i: i}
+	if s.open('}') {
+		return 0, 0, false
+	}
+	for {
+		s.space()
+		k := s.i
+		quoted, found := s.str()
+		if !found {
+			return value, key, ok
+		}
+		s.space()
+		if s.i >= len(raw) || raw[s.i] != ':' {
+			return value, key, ok
+		}
+		s.i++
+		s.space()
+		if keyIs(quoted, name) {
+			value, key, ok = s.i, k, true
+		}
+		if !skipValue(&s) {
+			return value, key, ok
+		}
+		if more, _ := s.after('}'); !more {
+			return value, key, ok
+		}
+	}
+}
+
+// keyIs: the key whose bytes between the quotes are quoted decodes to name.
+func keyIs(quoted []byte, name string) bool {
+	if bytes.IndexByte(quoted, '\\') < 0 && printableASCII(quoted) {
+		return string(quoted) == name
+	}
+	var s string
+	raw := make([]byte, 0, len(quoted)+2)
+	raw = append(append(append(raw, '"'), quoted...), '"')
+	return json.Unmarshal(raw, &s) == nil && s == name
+}
+
+// element finds the index of the n-th element of the array at i; false when
+// i is no array or it is shorter.
+func element(raw []byte, i, n int) (int, bool) {
+	if raw[i] != '[' || n < 0 {
+		return 0, false
+	}
+	s := keyScan{b: raw, i: i}
+	if s.open(']') {
+		return 0, false
+	}
+	for k := 0; ; k++ {
+		s.space()
+		if k == n {
+			return s.i, true
+		}
+		if !skipValue(&s) {
+			return 0, false
+		}
+		if more, _ := s.after(']'); !more {
+			return 0, false
+		}
+	}
+}
+
+// skipValue steps over one value of any kind, without recursion (the
+// nesting may be as deep as encoding/json allows).
+func skipValue(s *keyScan) bool {
+	s.space()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i] {
+	case '"':
+		_, ok := s.str()
+		return ok
+	case '{', '[':
+		depth := 0
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '"':
+				if _, ok := s.str(); !ok {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return true
+				}
+			}
+			s.i++
+		}
+		return false
+	default:
+		return s.literal()
+	}
+}
+
+// lineColumnAt is the 1-based line and column (in bytes) of raw[i], as
+// vcontext's tree.FixLineColumn counts them.
+func lineColumnAt(raw []byte, i int) (line, column int64) {
+	before := raw[:min(i, len(raw))]
+	line = 1 + int64(bytes.Count(before, []byte("\n")))
+	column = int64(len(before) - bytes.LastIndexByte(before, '\n'))
+	return line, column
+}
