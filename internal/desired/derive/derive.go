@@ -18,9 +18,6 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
-// UnitDir is where Ignition writes units and their drop-ins.
-const UnitDir = "/etc/systemd/system"
-
 // Ignition's defaults for nodes it creates without a declared mode
 // (internal/exec/util/file.go: DefaultFilePermissions, DefaultDirectoryPermissions).
 const (
@@ -204,7 +201,7 @@ func mode(m *int, def uint32, fresh bool) *uint32 {
 }
 
 func deriveUnit(u types.Unit, add func(model.Entry)) {
-	unitPath := path.Join(UnitDir, u.Name)
+	unitPath := path.Join(parsed.UnitDir, u.Name)
 	masked := u.Mask != nil && *u.Mask
 	root := 0
 	fileMode := uint32(unitFileMode)
@@ -225,7 +222,7 @@ func deriveUnit(u types.Unit, add func(model.Entry)) {
 		if d.Contents == nil {
 			continue
 		}
-		add(model.Entry{Kind: model.KindDropin, Path: path.Join(UnitDir, u.Name+".d", d.Name), Unit: u.Name, Type: model.TypeRegular,
+		add(model.Entry{Kind: model.KindDropin, Path: path.Join(parsed.UnitDir, u.Name+".d", d.Name), Unit: u.Name, Type: model.TypeRegular,
 			Mode: &fileMode, UID: &root, GID: &root, Content: &model.Content{Exact: []byte(*d.Contents)}})
 	}
 	if u.Enabled != nil && !masked {

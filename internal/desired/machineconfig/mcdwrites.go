@@ -3,7 +3,6 @@ package machineconfig
 import (
 	"path"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
@@ -48,7 +47,7 @@ func emptyDropins(st *model.State, frags []parsed.Fragment) {
 		for _, u := range f.Config.Systemd.Units {
 			for _, d := range u.Dropins {
 				if d.Contents != nil && *d.Contents == "" {
-					mcEmpty[path.Join(derive.UnitDir, u.Name+".d", d.Name)] = true
+					mcEmpty[path.Join(parsed.UnitDir, u.Name+".d", d.Name)] = true
 				}
 			}
 		}

@@ -3,7 +3,6 @@ package machineconfig
 import (
 	"path"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
@@ -47,9 +46,9 @@ func machineConfigPaths(frags []parsed.Fragment) map[string]bool {
 			mc[x.Path] = true
 		}
 		for _, u := range f.Config.Systemd.Units {
-			mc[path.Join(derive.UnitDir, u.Name)] = true
+			mc[path.Join(parsed.UnitDir, u.Name)] = true
 			for _, d := range u.Dropins {
-				mc[path.Join(derive.UnitDir, u.Name+".d", d.Name)] = true
+				mc[path.Join(parsed.UnitDir, u.Name+".d", d.Name)] = true
 			}
 		}
 	}

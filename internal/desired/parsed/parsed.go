@@ -7,6 +7,14 @@ package parsed
 
 import types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 
+// UnitDir is where Ignition writes the units a config declares and their
+// drop-ins (Ignition's internal/exec/util/unit.go, FileFromSystemdUnit:
+// distro.SystemdUnitsPath). It is what a fragment's systemd section means
+// on disk, for the derivation and for the MachineConfig reader, which says
+// what the MCD writes there otherwise: here, so that neither stage imports
+// the other.
+const UnitDir = "/etc/systemd/system"
+
 // Fragment is one parsed config file.
 type Fragment struct {
 	File   string
