@@ -17,6 +17,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -273,7 +274,7 @@ func cmdPhases(args []string) error {
 		return err
 	}
 	start := time.Now()
-	var cache desired.Cache
+	var cache statekey.Cache
 	if *cacheDir != "" {
 		cache = &statecache.Cache{Dir: *cacheDir}
 	}

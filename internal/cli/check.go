@@ -15,6 +15,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
@@ -67,7 +68,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor check: --label-compare %q: want type or full\n", escape.Text(*labels))
 		return ExitFailed
 	}
-	var cache desired.Cache
+	var cache statekey.Cache
 	if c := statecache.Default(); c != nil && !*noCache {
 		c.Mode = statecache.ModeMap
 		c.Log = slog.New(warnLines{std.Err})
@@ -166,7 +167,7 @@ func firstBoot() firstboot.Use {
 // SELinux contexts; checkCerts checks the files the machine-config daemon's
 // certificate writer owns too; excl says what is left alone; img what to
 // make of the OS image's /etc.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageMode) (checkResult, error) {
+func runFullCheck(ctx context.Context, cache statekey.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageMode) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
@@ -218,14 +219,14 @@ func openRoot(root string) (*ondisk.Root, error) {
 // be skipped without a word. No config file at all is an error
 // (discover.ErrNoConfig): nothing is declared, and a host checked against
 // nothing is not clean.
-func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
+func loadDesired(cache statekey.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
 	return loadDesiredFrom(cache, root, root, configs, command, warn)
 }
 
 // loadDesiredFrom is loadDesired, with the root's files read through host
 // (a dry run of reconcile reads the account files as its account repairs
 // would leave them).
-func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
+func loadDesiredFrom(cache statekey.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
 	for _, ig := range discover.IgnoredFiles(root, configs) {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Name(ig.String()))
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/daemon/attribution"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
@@ -74,7 +74,7 @@ type Options struct {
 	Configs []string
 	// Cache keeps derived states across loads and runs (statecache); nil
 	// parses every time.
-	Cache desired.Cache
+	Cache statekey.Cache
 	// Interval between periodic full checks (the safety net); 0 disables.
 	Interval time.Duration
 	// FileattrInterval paces the sweep of the immutable and append-only

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/memlimit"
@@ -44,11 +45,11 @@ const loadSlow = 5 * time.Second
 type lastGoodStore interface {
 	// Served returns (and forgets) the key of the state the cache served
 	// last: after a load, that of the state it gave.
-	Served() (desired.StateKey, bool)
+	Served() (statekey.Key, bool)
 	// MarkGood remembers the state of the key as the last good one.
-	MarkGood(desired.StateKey)
+	MarkGood(statekey.Key)
 	// LastGood returns the key MarkGood remembered.
-	LastGood() (desired.StateKey, bool)
+	LastGood() (statekey.Key, bool)
 }
 
 // goodState says what the state in force is.
@@ -65,7 +66,7 @@ type loaded struct {
 	st  model.State
 	err error
 	// key names st in the state cache, when keyed.
-	key   desired.StateKey
+	key   statekey.Key
 	keyed bool
 	took  time.Duration
 	// largest is the largest config file and its size, for the record of

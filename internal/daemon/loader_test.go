@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -41,7 +41,7 @@ func (g *gatedCache) open() {
 	}
 }
 
-func (g *gatedCache) Get(desired.StateKey) (model.State, bool) {
+func (g *gatedCache) Get(statekey.Key) (model.State, bool) {
 	g.mu.Lock()
 	gate, reached := g.gate, g.reached
 	g.mu.Unlock()
@@ -52,7 +52,7 @@ func (g *gatedCache) Get(desired.StateKey) (model.State, bool) {
 	return model.State{}, false
 }
 
-func (g *gatedCache) Put(desired.StateKey, *model.State) bool { return true }
+func (g *gatedCache) Put(statekey.Key, *model.State) bool { return true }
 
 // TestReloadOffTheLoop: while a reload's load takes its time, the event
 // loop goes on: the watchdog is fed, the bus is answered, and the status

@@ -17,8 +17,8 @@
 // Ignition's merge semantics; every entry carries a host path (never prefixed
 // by a --root). It does not promise anything about the disk: deriving is pure,
 // except for the target root's account databases, read by the load. It keeps
-// nothing between loads itself: LoadCached goes through the Cache its caller
-// passes (package statecache keeps states on disk), named by a StateKey of
+// nothing between loads itself: LoadCached goes through the statekey.Cache its
+// caller passes (package statecache keeps states on disk), named by a statekey.Key of
 // the inputs. It sets no process-wide setting: the memory limit a parse runs
 // under is the caller's (Bound).
 package desired

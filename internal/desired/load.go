@@ -13,6 +13,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
@@ -34,7 +35,7 @@ type Bound func(configBytes int64) (lift func())
 // root's layout puts them, decided at every load: it is the host's, not
 // the config's. A nil c caches nothing; the parse runs under bound (see
 // Bound).
-func LoadCached(c Cache, root Host, explicit []string, bound Bound) (model.State, error) {
+func LoadCached(c statekey.Cache, root Host, explicit []string, bound Bound) (model.State, error) {
 	st, err := loadState(c, root, explicit, bound)
 	if err != nil {
 		return st, err
@@ -67,7 +68,7 @@ func LoadState(root Host, explicit []string) (model.State, error) {
 	return LoadCached(nil, root, explicit, nil)
 }
 
-func loadState(c Cache, root Host, explicit []string, bound Bound) (model.State, error) {
+func loadState(c statekey.Cache, root Host, explicit []string, bound Bound) (model.State, error) {
 	files, err := discover.Fragments(root, explicit)
 	if err != nil {
 		return model.State{}, err
@@ -78,7 +79,7 @@ func loadState(c Cache, root Host, explicit []string, bound Bound) (model.State,
 // loadFiles is loadState for the config files listed, read through src.
 // A config another user could have written is refused (discover's
 // CheckWriters).
-func loadFiles(c Cache, src discover.Files, files []string, bound Bound) (model.State, error) {
+func loadFiles(c statekey.Cache, src discover.Files, files []string, bound Bound) (model.State, error) {
 	if err := src.CheckWriters(files); err != nil {
 		return model.State{}, err
 	}
@@ -91,8 +92,8 @@ func loadFiles(c Cache, src discover.Files, files []string, bound Bound) (model.
 		// The config files are hashed as they are read, without holding them
 		// (or named by their stamps, unread): on a hit their bytes are not
 		// needed.
-		memo, _ := c.(DigestMemo)
-		key, ok := keyOf(src, files, acct, nil, digests{memo, time.Now})
+		memo, _ := c.(statekey.DigestMemo)
+		key, ok := statekey.Of(src, files, acct, nil, statekey.Digests{Memo: memo, Now: time.Now})
 		if !ok {
 			c = nil
 		} else if st, ok := c.Get(key); ok {
@@ -103,14 +104,14 @@ func loadFiles(c Cache, src discover.Files, files []string, bound Bound) (model.
 	if err != nil {
 		return model.State{}, err
 	}
-	var key StateKey
+	var key statekey.Key
 	ok := false
 	if c != nil {
 		// Named by the bytes parsed, which may differ from those hashed above.
-		key, ok = keyOf(src, files, acct, raws, digests{})
+		key, ok = statekey.Of(src, files, acct, raws, statekey.Digests{})
 	}
 	// The parse lets go of the bytes (reading one again should its report
-	// need it), and nothing of it stays alive into Put (see Cache).
+	// need it), and nothing of it stays alive into Put (see statekey.Cache).
 	reread := func(file string) func() ([]byte, error) {
 		// Only a regular file can be read again (discover.Files.Open
 		// opens nothing else): a pipe's bytes are kept.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
@@ -37,15 +38,15 @@ func writeFile(t *testing.T, name, content string) {
 // asked for.
 type recorder struct {
 	c          *Cache
-	gets, puts []desired.StateKey
+	gets, puts []statekey.Key
 }
 
-func (r *recorder) Get(k desired.StateKey) (model.State, bool) {
+func (r *recorder) Get(k statekey.Key) (model.State, bool) {
 	r.gets = append(r.gets, k)
 	return r.c.Get(k)
 }
 
-func (r *recorder) Put(k desired.StateKey, st *model.State) bool {
+func (r *recorder) Put(k statekey.Key, st *model.State) bool {
 	r.puts = append(r.puts, k)
 	return r.c.Put(k, st)
 }
@@ -739,7 +740,7 @@ func TestNilCache(t *testing.T) {
 			t.Errorf("through a nil cache (-parsed +got):\n%s", diff)
 		}
 	}
-	if _, ok := c.Get(desired.StateKey{}); ok {
+	if _, ok := c.Get(statekey.Key{}); ok {
 		t.Error("a nil cache served a state")
 	}
 }

@@ -1,4 +1,4 @@
-package desired
+package statekey
 
 import (
 	"crypto/sha256"
@@ -47,7 +47,7 @@ type FileStamp struct {
 	Mode                uint32
 }
 
-// FileDigest is the digest of one config file's contents as keyOf hashes
+// FileDigest is the digest of one config file's contents as Of hashes
 // them (SHA-256 over the SHA-256 of each hashChunk).
 type FileDigest [sha256.Size]byte
 
@@ -69,11 +69,12 @@ type DigestMemo interface {
 	Remember(map[FileStamp]FileDigest)
 }
 
-// digests is where keyOf finds config files' digests without reading them:
-// memo (nil: nowhere), with the time now tells deciding what is settled.
-type digests struct {
-	memo DigestMemo
-	now  func() time.Time
+// Digests is where Of finds config files' digests without reading them:
+// Memo (nil: nowhere), with the time Now tells deciding what is settled
+// (nil: nothing is remembered).
+type Digests struct {
+	Memo DigestMemo
+	Now  func() time.Time
 }
 
 // racyMargin is how old a file's times must be, when its stamp is taken,

@@ -1,4 +1,12 @@
-package desired
+// Package statekey names a derived state by everything it is derived from
+// (Key: the root, the config files' names and bytes, the root's account
+// files), and says what a store of derived states offers the loader
+// (Cache). It exists apart from the load so that the state cache
+// (package statecache), which the daemon keeps, and the daemon's record of
+// its last good state name states without linking any config reader:
+// naming a state reads bytes and file stamps (FileStamp, DigestMemo), never
+// what they mean.
+package statekey
 
 import (
 	"crypto/sha256"
@@ -16,7 +24,7 @@ import (
 // parses.
 type Cache interface {
 	// Get returns the state derived under key, if the cache holds it.
-	Get(key StateKey) (model.State, bool)
+	Get(key Key) (model.State, bool)
 	// Put keeps *st as the state derived under key. A cache that serves
 	// declared contents from where it keeps them (Content.Stored, read
 	// through State.Store) may replace *st with the state as it serves
@@ -24,28 +32,28 @@ type Cache interface {
 	// did so and could not read the state back (*st is then empty, and
 	// the caller derives it again). The caller should hold nothing else of
 	// the derivation when it calls Put.
-	Put(key StateKey, st *model.State) bool
+	Put(key Key, st *model.State) bool
 }
 
-// StateKey names a derivation by everything it reads: a SHA-256 over the
+// Key names a derivation by everything it reads: a SHA-256 over the
 // root, the config files' names and contents and the root's account
 // files. A changed byte in any of them is another key, so a state kept
 // under a key is never stale. (A config file's digest may come from a
 // DigestMemo, by a stamp that stands for those bytes: see FileStamp.) It
 // does not name the code that derives: a cache that outlives the process
 // adds that itself.
-type StateKey [sha256.Size]byte
+type Key [sha256.Size]byte
 
 // keyDomain starts every key's hash, so that no other hash of this
 // program's collides with one.
 const keyDomain = "drift-monitor derivation, chunked\n"
 
-// keyOf names the derivation of files (with contents raws, or as src reads
+// Of names the derivation of files (with contents raws, or as src reads
 // them now if raws is nil) and the account files acct under src's root. ok
 // is false when a file cannot be read whole. A file read from src whose
 // trusted stamp dg's memo knows is not read: its remembered digest names
 // it; those hashed with a settled stamp are remembered, at once.
-func keyOf(src discover.Files, files []string, acct [4][]byte, raws [][]byte, dg digests) (key StateKey, ok bool) {
+func Of(src discover.Files, files []string, acct [4][]byte, raws [][]byte, dg Digests) (key Key, ok bool) {
 	abs, err := filepath.Abs(src.Root.Dir())
 	if err != nil {
 		return key, false
@@ -86,9 +94,9 @@ func keyOf(src discover.Files, files []string, acct [4][]byte, raws [][]byte, dg
 }
 
 // fileDigests returns the size and FileDigest of each of files: of raws[i]
-// when raws is not nil, else of the file as src reads it now (see keyOf).
+// when raws is not nil, else of the file as src reads it now (see Of).
 // The memo is read at most once and written at most once.
-func fileDigests(src discover.Files, files []string, raws [][]byte, dg digests) (sizes []int64, sums []FileDigest, ok bool) {
+func fileDigests(src discover.Files, files []string, raws [][]byte, dg Digests) (sizes []int64, sums []FileDigest, ok bool) {
 	sizes, sums = make([]int64, len(files)), make([]FileDigest, len(files))
 	if raws != nil {
 		for i, r := range raws {
@@ -98,11 +106,11 @@ func fileDigests(src discover.Files, files []string, raws [][]byte, dg digests) 
 	}
 	var known map[FileStamp]FileDigest
 	lookup := func(s FileStamp) (FileDigest, bool) {
-		if dg.memo == nil {
+		if dg.Memo == nil {
 			return FileDigest{}, false
 		}
 		if known == nil {
-			if known = dg.memo.Digests(); known == nil {
+			if known = dg.Memo.Digests(); known == nil {
 				known = map[FileStamp]FileDigest{}
 			}
 		}
@@ -111,12 +119,12 @@ func fileDigests(src discover.Files, files []string, raws [][]byte, dg digests) 
 	}
 	learned := map[FileStamp]FileDigest{}
 	for i, name := range files {
-		if sizes[i], sums[i], ok = hashFile(src, name, lookup, dg.now, learned); !ok {
+		if sizes[i], sums[i], ok = hashFile(src, name, lookup, dg.Now, learned); !ok {
 			return nil, nil, false
 		}
 	}
-	if len(learned) > 0 && dg.memo != nil {
-		dg.memo.Remember(learned)
+	if len(learned) > 0 && dg.Memo != nil {
+		dg.Memo.Remember(learned)
 	}
 	return sizes, sums, true
 }
