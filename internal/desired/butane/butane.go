@@ -1,5 +1,11 @@
 // Package butane reads Butane configs as fragments.
 //
+// It is a stage of its own because Butane's translator is the largest
+// module the binary links, and takes test helpers with it (see
+// tools/release-goflags.sh): only this stage and the load above it link it
+// (cmd/drift-monitor's TestLoaderStages), so that no other stage, and
+// nothing that observes, compares or caches, carries it.
+//
 // Ignition 2.27 takes a Butane config where it takes an Ignition one
 // (v2.27.0 config/config.go, Parse): Ignition JSON first, and only if that
 // fails butane/config.TranslateBytes with zero TranslateBytesOptions (no

@@ -4,7 +4,9 @@
 // append fragment. A remote source is described (its hash, or why it
 // cannot be verified), never fetched. Both the readers (a config whose
 // contents do not decode is refused where it is declared) and the
-// derivation of entries read contents through it.
+// derivation of entries read contents through it: a leaf of its own so
+// that the readers, which run before the merge, need not import the
+// derivation, which runs after it.
 package contents
 
 import (

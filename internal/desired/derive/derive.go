@@ -3,7 +3,10 @@
 // them: modes and owners where Ignition creates a node, kept where it
 // keeps one, contents decoded (package contents), units, drop-ins and
 // masks, accounts and SSH keys, kernel arguments. It is pure: the target
-// root's account databases come in as Accounts, read by the caller.
+// root's account databases come in as Accounts, read by the caller. It is
+// apart from the readers so that what Ignition writes for a config is
+// decided in one place whatever the config was written in, and can be
+// tested without files.
 package derive
 
 import (

@@ -4,7 +4,10 @@
 // configs (Fragments, IsConfigName) and which are not, with why
 // (IgnoredFiles), in which order they merge, and that nobody but root
 // could have written them (CheckWriters). It reads bytes; what they say is
-// the readers' (Ignition, Butane, MachineConfig) to tell.
+// the readers' (Ignition, Butane, MachineConfig) to tell. It is apart from
+// the readers so that what needs only the files (the daemon's watch on the
+// config directories and its notices, reconcile's preview host, the state
+// key) links no parser of configs.
 package discover
 
 import (

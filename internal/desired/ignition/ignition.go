@@ -6,7 +6,9 @@
 // values that are not one field). It reads Ignition's config cache too,
 // and the special mode bits an older spec declares, and turns Ignition's
 // reports into LoadErrors with their positions. The MachineConfig and
-// Butane readers read the Ignition config they carry through it.
+// Butane readers read the Ignition config they carry through it: it is the
+// one reading of an Ignition config, below both, so that a config reads
+// the same whatever carries it.
 package ignition
 
 import (

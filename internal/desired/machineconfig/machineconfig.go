@@ -6,6 +6,10 @@
 // daemon writes a host differently from Ignition (an empty drop-in
 // deleted, passwords set, nothing relabelled, the certificate writer's
 // files), so that what is desired is what the MCD would have written.
+// What the operator and the MCD do is theirs, not Ignition's, and changes
+// with their releases: a package of its own keeps it out of the Ignition
+// reader, and lets the daemon and `check` ask it (ApplyMCDExemptions)
+// without the rest of the load.
 package machineconfig
 
 import (

@@ -2,7 +2,9 @@
 // merge semantics (config/merge: a later fragment's entry replaces an
 // earlier one with the same key), and refuses what would conflict: the
 // merged config must validate, and no path may be declared as one type of
-// node in a fragment and as another in a later one.
+// node in a fragment and as another in a later one. It is the one place
+// where fragments meet: the readers see one file each, and the derivation
+// sees the merged config only.
 package merge
 
 import (

@@ -2,7 +2,9 @@
 // MachineConfig) gives it to the merge and the derivation: the Ignition
 // config it declares, in the newest spec, and what the reading found
 // beside it. It is the loader's leaf, as Ignition's config/vX_Y/types is
-// Ignition's: data, and no step of a load.
+// Ignition's: data, and no step of a load. It exists so that the readers,
+// the merge and the derivation hand each other one type without importing
+// one another: each stage imports only those below it.
 package parsed
 
 import types "github.com/drift-monitor/drift-monitor/internal/ignspec"
