@@ -90,6 +90,12 @@ type loads struct {
 	slow time.Duration
 }
 
+// loadBound bounds the memory of the daemon's loads: the loader leaves
+// that to its caller (desired.Bound), and the daemon takes memlimit's
+// bound for a load of the desired state. A test replaces it to see it
+// used.
+var loadBound desired.Bound = memlimit.ConfigLoad
+
 // obtain loads the desired state: the part of a load that touches nothing
 // of the daemon's but the root and the cache, so that it may run off the
 // event loop.
@@ -100,7 +106,7 @@ func (d *Daemon) obtain() loaded {
 	if store != nil {
 		store.Served() // a state served before this load is not this load's
 	}
-	st, err := desired.LoadCached(d.o.Cache, d.root, d.o.Configs, memlimit.ConfigLoad)
+	st, err := desired.LoadCached(d.o.Cache, d.root, d.o.Configs, loadBound)
 	r := loaded{st: st, err: err}
 	if err == nil {
 		for _, w := range d.o.FirstBoot.Apply(d.root, &r.st) {

@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -192,5 +194,44 @@ func TestRestartWithARefusedConfig(t *testing.T) {
 				t.Errorf("the edit of /etc/a.conf reported: %v, want %v", got, c.reportsTheEdit)
 			}
 		})
+	}
+}
+
+// TestLoadsBounded: the daemon bounds the memory of each load it runs, at
+// start and on a reload, with the size of the configs it parses (the
+// loader sets no limit of its own: the daemon is the caller that must), and
+// lifts the bound before the load is applied.
+func TestLoadsBounded(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int64
+	lifted := 0
+	was := loadBound
+	loadBound = func(size int64) func() {
+		mu.Lock()
+		defer mu.Unlock()
+		sizes = append(sizes, size)
+		return func() {
+			mu.Lock()
+			defer mu.Unlock()
+			lifted++
+		}
+	}
+	t.Cleanup(func() { loadBound = was })
+	root := t.TempDir()
+	cfg := syntheticConfig(t, root)
+	raw, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &fakeNotifier{ready: make(chan struct{}, 1)}
+	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}}, n)
+	if err := d.ReloadNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []int64{int64(len(raw)), int64(len(raw))}
+	if !slices.Equal(sizes, want) || lifted != len(want) {
+		t.Errorf("bounds asked for %v, %d lifted; want %v, all lifted", sizes, lifted, want)
 	}
 }
