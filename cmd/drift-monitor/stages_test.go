@@ -54,6 +54,9 @@ var stages = []stage{
 	// The name of a derivation (read bytes, never their meaning), and the
 	// Ignition reader, through ignspec (Ignition's validation and its
 	// reports are not a spec version's, so taken from Ignition itself).
+	// Format detection: which reader reads a file, from its name and its
+	// syntax.
+	{pkg: "format", layer: 2, may: []string{"sigs.k8s.io/yaml"}},
 	{pkg: "statekey", layer: 2, may: []string{"internal/model", "golang.org/x/sys/unix"}},
 	{pkg: "ignition", layer: 2, may: []string{
 		"internal/ignspec", "internal/model",
@@ -65,8 +68,8 @@ var stages = []stage{
 	// The fragments merged, then the entries derived from the merge.
 	{pkg: "merge", layer: 4, may: []string{"internal/ignspec", ignitionMod + "config/shared/errors", ignitionMod + "config/validate"}},
 	{pkg: "derive", layer: 5, may: []string{"internal/ignspec", "internal/model", "internal/accountdb"}},
-	// The load, and format detection, which hands each file to its reader.
-	{pkg: ".", layer: 6, may: []string{"internal/ignspec", "internal/model", "sigs.k8s.io/yaml"}},
+	// The load, which runs the stages and hands each file to its reader.
+	{pkg: ".", layer: 6, may: []string{"internal/ignspec", "internal/model"}},
 }
 
 // loadRunners are the packages that run a whole load (or, the binary, link
@@ -150,7 +153,7 @@ func isStd(path string) bool {
 	return !strings.Contains(first, ".")
 }
 
-func isButane(path string) bool {
+func linksButane(path string) bool {
 	return strings.HasPrefix(path, butaneMod) || strings.HasPrefix(path, butaneOwnMod)
 }
 
@@ -181,7 +184,7 @@ func TestLoaderStages(t *testing.T) {
 		}
 		if s.pkg != "butane" && s.pkg != "." {
 			for _, d := range p.Deps {
-				if isButane(d) {
+				if linksButane(d) {
 					t.Errorf("%s links %s: Butane's translator is linked by its stage (internal/desired/butane) and the load alone", p.ImportPath, d)
 					break
 				}
@@ -205,7 +208,7 @@ func TestButaneOnlyWhereLoadsRun(t *testing.T) {
 		rel := strings.TrimPrefix(p.ImportPath, self+"/")
 		if !slices.Contains(loadRunners, rel) {
 			for _, d := range p.Deps {
-				if isButane(d) {
+				if linksButane(d) {
 					t.Errorf("%s links %s: only what runs a load may (loadRunners)", p.ImportPath, d)
 					break
 				}

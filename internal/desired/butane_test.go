@@ -4,11 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/butane"
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
@@ -169,94 +166,4 @@ func TestButaneWarnings(t *testing.T) {
 	if len(frag.Warnings) != 1 || frag.Warnings[0] != "line 3 column 1: Butane: unused key bogus" {
 		t.Errorf("warnings %q; want Butane's unused key, at line 3 column 1", frag.Warnings)
 	}
-}
-
-// slowIsButane is isButane's decision for YAML by the full decoding alone,
-// as it was before blockRootKeys.
-func slowIsButane(raw []byte) bool {
-	var f butaneFields
-	if yamlDocuments(raw) > 1 || yaml.Unmarshal(raw, &f) != nil {
-		return false
-	}
-	return f.Variant != "" && f.Version != "" && f.Kind != "MachineConfig"
-}
-
-// butaneProbeSeeds are YAML shapes around blockRootKeys' rule: the root's
-// keys, or a variant hidden from a line scan in every way YAML allows.
-var butaneProbeSeeds = []string{
-	"apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n      version: 3.2.0\n",
-	butaneFile("fcos", "1.6.0"),
-	"# comment\n---\nvariant: fcos\nversion: 1.6.0\n",
-	"Variant: fcos\nversion: 1.6.0\n",
-	"VARIANT: fcos\nVERSION: 1.6.0\n",
-	"\"variant\": fcos\nversion: 1.6.0\n",
-	"'variant': fcos\nversion: 1.6.0\n",
-	"\"v\\x61riant\": fcos\nversion: 1.6.0\n",
-	"? variant\n: fcos\nversion: 1.6.0\n",
-	"{variant: fcos, version: 1.6.0}\n",
-	"--- {variant: fcos, version: 1.6.0}\n",
-	"  variant: fcos\n  version: 1.6.0\n",
-	"&a variant: fcos\nversion: 1.6.0\n",
-	"base: &b {variant: fcos}\n<<: *b\nversion: 1.6.0\n",
-	"!!binary dmFyaWFudA==: fcos\nversion: 1.6.0\n",
-	"%YAML 1.1\n---\nvariant: fcos\nversion: 1.6.0\n",
-	"\ufeffvariant: fcos\nversion: 1.6.0\n",
-	"variant : fcos\nversion: 1.6.0\n",
-	"variant:\tfcos\nversion: 1.6.0\n",
-	"kind: \"a\nvariant: x\"\nversion: 1.6.0\n",
-	"version: 1.6.0\r\nvariant: fcos\r\n",
-	"version: 1.6.0\rvariant: fcos\n",
-	"version: 1.6.0\u0085variant: fcos\n",
-	"version: 1.6.0\u2028variant: fcos\n",
-	"version: 1.6.0\u2029variant: fcos\n",
-	"kind: x\n#c\rvariant: fcos\nversion: 1.6.0\n",
-	"kind: x\n  y\rvariant: fcos\nversion: 1.6.0\n",
-	"version: 1.6.0\nkind: x\r",
-	"version: 1.6.0\nspec:\n- a\nvariant: fcos\n",
-	"version: 1.6.0\nnote: |\n  variant: in a block scalar\n",
-	"version: 1.6.0\n\tvariant: fcos\n",
-	"- variant: fcos\n",
-	"",
-	"# only a comment\n",
-}
-
-// TestButaneProbe: for every seed, isButane decides as the full decoding
-// does, and blockRootKeys answers only for the shapes its rule covers.
-func TestButaneProbe(t *testing.T) {
-	for _, s := range butaneProbeSeeds {
-		if got, want := isButane("x.yaml", []byte(s)), slowIsButane([]byte(s)); got != want {
-			t.Errorf("isButane(%q) = %v, the full decoding says %v", s, got, want)
-		}
-	}
-	for s, want := range map[string][]string{
-		"apiVersion: v1\nkind: MachineConfig\nspec:\n  variant: x\n": {"apiVersion", "kind", "spec"},
-		"# c\n---\nkind: X\n\nspec: {}\n...\n":                       {"kind", "spec"},
-	} {
-		keys, ok := blockRootKeys([]byte(s))
-		var got []string
-		for _, k := range keys {
-			got = append(got, string(k))
-		}
-		if !ok || !slices.Equal(got, want) {
-			t.Errorf("blockRootKeys(%q) = %q, %v; want %q", s, got, ok, want)
-		}
-	}
-	for _, s := range []string{"  kind: X\n", "{kind: X}\n", "\"kind\": X\n", "kind: X\n- a\n", "", "\ufeffkind: X\n", "kind: X\rspec: {}\n", "kind: X\u2028spec: {}\n"} {
-		if keys, ok := blockRootKeys([]byte(s)); ok {
-			t.Errorf("blockRootKeys(%q) = %q, ok; want not ok", s, keys)
-		}
-	}
-}
-
-// FuzzButaneProbe: whatever the bytes, isButane on a YAML file decides as
-// the full decoding does.
-func FuzzButaneProbe(f *testing.F) {
-	for _, s := range butaneProbeSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if got, want := isButane("x.yaml", raw), slowIsButane(raw); got != want {
-			t.Fatalf("isButane(%q) = %v, the full decoding says %v", raw, got, want)
-		}
-	})
 }

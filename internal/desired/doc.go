@@ -5,12 +5,12 @@
 // It is the load, stage by stage, each stage a package of its own with one
 // job (load.go runs them in this order): discover lists the config files and
 // refuses one another user could have written; statekey names the state
-// they would derive, which a cache may hold; format.go tells each file's
-// format and hands it to its reader (ignition, butane, machineconfig), which
-// gives a parsed.Fragment or a configerr.LoadError; merge merges the
-// fragments; derive turns the merged config into entries, and the
-// MachineConfig reader says where the machine-config daemon writes them
-// otherwise; the host's SSH layout is applied last (sshlayout.go). A stage
+// they would derive, which a cache may hold; format tells each file's
+// format, and parse.go hands it to its reader (ignition, butane,
+// machineconfig), which gives a parsed.Fragment or a configerr.LoadError;
+// merge merges the fragments; derive turns the merged config into entries,
+// and the MachineConfig reader says where the machine-config daemon writes
+// them otherwise; the host's SSH layout is applied last (sshlayout.go). A stage
 // imports only the stages below it (cmd/drift-monitor's TestLoaderStages
 // holds each to its layer and to what its job needs): so a reader cannot
 // reach the merge or the derivation, and what needs only the files (the

@@ -526,31 +526,6 @@ func TestParseMachineConfig(t *testing.T) {
 	})
 }
 
-func TestYAMLDocuments(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int
-	}{
-		{"", 0},
-		{"# only a comment\n", 0},
-		{"kind: MachineConfig\n", 1},
-		{"---\nkind: MachineConfig\n", 1},
-		{"%YAML 1.2\n---\nkind: MachineConfig\n...\n", 1},
-		{"---\n# header\n---\nkind: MachineConfig\n---\n", 1},
-		{"a: 1\n---\nb: 2\n", 2},
-		{"a: 1\n...\nb: 2\n", 2},
-		{"--- {a: 1}\n--- {b: 2}\n", 2},
-		{"a: 1\r\n---\r\nb: 2\r\n", 2},
-		{"a: |\n  ---\n  not a marker\nb: ----\n", 1},
-		{"a: 1\n----\n", 1}, // not a marker: part of the document
-	}
-	for _, tt := range tests {
-		if got := yamlDocuments([]byte(tt.in)); got != tt.want {
-			t.Errorf("yamlDocuments(%q) = %d, want %d", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestSplitKernelArguments(t *testing.T) {
 	tests := []struct {
 		in   string

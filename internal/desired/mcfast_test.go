@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/format"
 	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/google/go-cmp/cmp"
@@ -90,7 +91,7 @@ func sameMachineConfig(t *testing.T, name string, raw []byte) bool {
 	t.Helper()
 	in := raw
 	if ext := filepath.Ext(name); ext == ".yaml" || ext == ".yml" {
-		if yamlDocuments(raw) > 1 {
+		if format.Documents(raw) > 1 {
 			return false
 		}
 		var err error

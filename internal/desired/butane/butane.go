@@ -14,7 +14,7 @@
 // that a host is checked against what Ignition applied:
 //
 //   - which files are Butane is the loader's format detection's to say
-//     (desired's format.go), as Parse would try Ignition JSON first;
+//     (package format), as Parse would try Ignition JSON first;
 //   - every variant Butane knows is translated (fcos, flatcar, r4e, fiot,
 //     openshift). For openshift, TranslateBytes without Raw yields a
 //     MachineConfig (butane/config/openshift/v4_N/translate.go,

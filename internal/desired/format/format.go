@@ -1,104 +1,46 @@
-package desired
-
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"path/filepath"
-	"slices"
-
-	"github.com/drift-monitor/drift-monitor/internal/desired/butane"
-	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
-	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
-	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
-	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
-	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
-	"sigs.k8s.io/yaml"
-)
-
-// Format detection: which reader reads a config file.
-//
-// A file named as Ignition's config cache (discover.IsCacheName) is read
-// as one; otherwise, as Ignition 2.27 takes a Butane config where it takes
-// an Ignition one (Ignition JSON first):
+// Package format tells which reader reads a config file, from its name
+// and its first bytes, without reading what it declares. A file named as
+// Ignition's config cache (discover.IsCacheName) is read as one;
+// otherwise, as Ignition 2.27 takes a Butane config where it takes an
+// Ignition one (Ignition JSON first):
 //   - a *.bu file is Butane unless it is Ignition JSON (then it is read as
 //     one, as Ignition's Parse would);
 //   - a *.yaml or *.yml file is Butane when it carries `variant:` and
 //     `version:` and is not a MachineConfig (`kind: MachineConfig`), else
-//     it must be a MachineConfig;
+//     it must be a MachineConfig, one YAML document (YAMLToJSON);
 //   - JSON is a MachineConfig by its kind (or the MCD's currentconfig's
-//     shape: machineconfig.Detect), else an Ignition config.
-
-// loadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
-// 3.6.0, translated to 3.6.0) or a MachineConfig in YAML or JSON.
-func loadFile(file string) (parsed.Fragment, error) {
-	raw, err := discover.Files{Explicit: true}.ReadAll([]string{file})
-	if err != nil {
-		return parsed.Fragment{}, err
-	}
-	return Parse(file, raw[0])
-}
-
-// Parse parses the bytes of a config named file (the name picks YAML or JSON
-// and appears in errors). Its remote child configs are never fetched.
-func Parse(file string, raw []byte) (parsed.Fragment, error) {
-	return parse(file, raw, ignition.Supplies{})
-}
-
-// ParseCache parses raw as Ignition's config cache, whatever the name of
-// file, which appears in errors.
-func ParseCache(file string, raw []byte) (parsed.Fragment, error) {
-	return parseFragment(file, raw, ignition.Supplies{}, true, nil)
-}
-
-// parse is Parse with the local copies of remote children.
-func parse(file string, raw []byte, sup ignition.Supplies) (parsed.Fragment, error) {
-	return parseFragment(file, raw, sup, discover.IsCacheName(file), nil)
-}
-
-// parseFragment is parse; cache says whether raw is Ignition's config cache
-// (the Ignition reader's cache.go). reread, if not nil, reads raw again: the
-// parse may then let raw go once decoded (see ignspec.Bytes), and the
-// caller should hold no reference to it either.
+//     shape), else an Ignition config: the MachineConfig reader's to tell
+//     (machineconfig.Detect), as it keeps what it decoded to tell it.
 //
-// It only dispatches: a Butane config (package butane), an Ignition config
-// (ignition.ParseFile) and a MachineConfig (machineconfig.Parse) are three
-// readings of a file that share no step but the YAML decoding.
-func parseFragment(file string, raw []byte, sup ignition.Supplies, cache bool, reread func() ([]byte, error)) (parsed.Fragment, error) {
-	if !cache && isButane(file, raw) {
-		return butane.Parse(file, raw, func(file string, raw []byte) (parsed.Fragment, error) {
-			return parseFragment(file, raw, sup, false, nil)
-		})
-	}
+// It is a stage of its own, below every reader, so that deciding a
+// file's format links no reader (Butane's translator least of all), and
+// the decision's shortcuts (blockRootKeys) are tested against the full
+// decoding in one place.
+package format
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+)
+
+// IsYAML: the file's name says it is YAML (a MachineConfig or Butane).
+func IsYAML(file string) bool {
 	ext := filepath.Ext(file)
-	isYAML := ext == ".yaml" || ext == ".yml"
-	if isYAML {
-		j, err := yamlToJSON(file, raw)
-		if err != nil {
-			return parsed.Fragment{File: file}, err
-		}
-		raw = j
-	}
-	mc, isMC, version, err := machineconfig.Detect(raw)
-	if err != nil {
-		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: err}
-	}
-	switch {
-	case isMC && cache:
-		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
-	case isMC:
-		return machineconfig.Parse(file, &mc, sup, reread)
-	case isYAML:
-		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
-	}
-	return ignition.ParseFile(file, raw, version, sup, cache, reread)
+	return ext == ".yaml" || ext == ".yml"
 }
 
-// yamlToJSON decodes the one YAML document of file.
-func yamlToJSON(file string, raw []byte) ([]byte, error) {
-	if n := yamlDocuments(raw); n > 1 {
-		// YAMLToJSON would keep the first and drop the rest silently.
+// YAMLToJSON decodes the one YAML document of file.
+func YAMLToJSON(file string, raw []byte) ([]byte, error) {
+	if n := Documents(raw); n > 1 {
+		// yaml.YAMLToJSON would keep the first and drop the rest silently.
 		return nil, &configerr.LoadError{File: file, Err: fmt.Errorf("holds %d YAML documents; put one MachineConfig in each file", n)}
 	}
 	j, err := yaml.YAMLToJSON(raw)
@@ -110,10 +52,10 @@ func yamlToJSON(file string, raw []byte) ([]byte, error) {
 	return j, nil
 }
 
-// yamlDocuments counts the documents of a YAML stream that hold more than
+// Documents counts the documents of a YAML stream that hold more than
 // comments, directives and white space. Document markers ("---", "...")
 // stand at the start of a line, where no scalar's content can.
-func yamlDocuments(raw []byte) int {
+func Documents(raw []byte) int {
 	n, content := 0, false
 	for _, line := range bytes.Split(raw, []byte("\n")) {
 		if rest, ok := documentMarker(line); ok {
@@ -155,14 +97,14 @@ type butaneFields struct {
 	Kind    string `json:"kind"`
 }
 
-// isButane says whether the fragment named file, with bytes raw, is a
-// Butane config (see above).
-func isButane(file string, raw []byte) bool {
+// IsButane says whether the fragment named file, with bytes raw, is a
+// Butane config (see the package's doc).
+func IsButane(file string, raw []byte) bool {
 	switch filepath.Ext(file) {
 	case discover.ButaneExt:
 		return !isIgnitionJSON(raw)
 	case ".yaml", ".yml":
-		if yamlDocuments(raw) > 1 {
+		if Documents(raw) > 1 {
 			return false // refused as it is, with the count
 		}
 		if keys, ok := blockRootKeys(raw); ok && !slices.ContainsFunc(keys, func(k []byte) bool { return bytes.EqualFold(k, []byte("variant")) }) {
