@@ -9,10 +9,11 @@ STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
 all: build
 
-# build: the release binary (tools/release-goflags.sh says why it has flags
-# of its own; cmd/drift-monitor/depaware.txt lists what it links).
+# build: the release binary (tools/release-goenv.sh says why it is built in
+# an environment of its own; cmd/drift-monitor/depaware.txt lists what it
+# links).
 build:
-	flags=$$(./tools/release-goflags.sh) && $(GO) build $$flags -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drift-monitor
+	goenv=$$(./tools/release-goenv.sh) && env $$goenv $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drift-monitor
 
 # test: formatting, vet, staticcheck, module verification, then every tier:
 # unit tests (-race), the blackbox tier (built binary, private D-Bus), the

@@ -60,7 +60,11 @@ func cmdAuditOverhead(args []string) error {
 	}
 	sync := func(ps []string) func() error {
 		return func() error {
-			_, _, err := rules.Sync(audit.PlanWatches(ps, key, nil))
+			plan, err := audit.PlanWatches(ps, key, nil)
+			if err != nil {
+				return err
+			}
+			_, _, err = rules.Sync(plan)
 			return err
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 )
 
 // binaryResult is what the measured binary is: its size, and the packages
@@ -19,28 +21,35 @@ type binaryResult struct {
 	// library: other modules', and drift-monitor's.
 	ThirdParty, Own int
 	// TestHelpers are test support packages the build links (none in a
-	// release build: tools/release-goflags.sh).
+	// release build: tools/release-goenv.sh).
 	TestHelpers []string
+	// Env is how long tools/release-goenv.sh takes when its workspace is
+	// there already, and Build a whole make build then (the script, and a
+	// go build whose packages are all in the build cache): what the
+	// release environment adds to every build.
+	Env, Build time.Duration
 }
 
 // measureBinary measures the binary at bin and lists what the release build
-// of the module at dir links (go list -deps with tools/release-goflags.sh's
-// flags, as make build builds bin).
+// of the module at dir links (go list -deps in tools/release-goenv.sh's
+// environment, as make build builds bin).
 func measureBinary(bin, dir string) (*binaryResult, error) {
 	st, err := os.Stat(bin)
 	if err != nil {
 		return nil, err
 	}
 	r := &binaryResult{Size: st.Size()}
-	cmd := exec.Command("./tools/release-goflags.sh")
-	cmd.Dir = dir
-	flags, err := cmd.Output()
+	env, err := releaseEnv(dir)
 	if err != nil {
-		return nil, fmt.Errorf("tools/release-goflags.sh: %w", err)
+		return nil, err
 	}
-	args := append(append([]string{"list", "-deps", "-json=ImportPath,Standard"}, strings.Fields(string(flags))...), "./cmd/drift-monitor")
-	cmd = exec.Command("go", args...)
+	if r.Env, r.Build, err = timeBuild(dir); err != nil {
+		return nil, err
+	}
+	args := []string{"list", "-deps", "-json=ImportPath,Standard", "./cmd/drift-monitor"}
+	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("go %s: %w", strings.Join(args, " "), err)
@@ -71,6 +80,48 @@ func measureBinary(bin, dir string) (*binaryResult, error) {
 	return r, nil
 }
 
+// releaseEnv runs tools/release-goenv.sh in dir: the go command's
+// environment of the release build.
+func releaseEnv(dir string) ([]string, error) {
+	cmd := exec.Command("./tools/release-goenv.sh")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("tools/release-goenv.sh: %w", err)
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// timeBuild times tools/release-goenv.sh and a whole release build (the
+// script, then go build as make build runs it) in dir, once each has run
+// before: the cost of every build with warm caches.
+func timeBuild(dir string) (env, build time.Duration, err error) {
+	out, err := os.MkdirTemp("", "drift-bench-build-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(out)
+	run := func() (time.Duration, time.Duration, error) {
+		start := time.Now()
+		e, err := releaseEnv(dir)
+		if err != nil {
+			return 0, 0, err
+		}
+		envTook := time.Since(start)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(out, "drift-monitor"), "./cmd/drift-monitor")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), e...)
+		if o, err := cmd.CombinedOutput(); err != nil {
+			return 0, 0, fmt.Errorf("go build: %w\n%s", err, o)
+		}
+		return envTook, time.Since(start), nil
+	}
+	if _, _, err := run(); err != nil {
+		return 0, 0, err
+	}
+	return run()
+}
+
 // binaryVerdicts: the release binary links no test helper.
 func (r *report) binaryVerdicts() []verdict {
 	if r.Binary == nil {
@@ -87,8 +138,10 @@ func (r *report) binaryVerdicts() []verdict {
 func (r *report) mdBinary(p printf) {
 	b := r.Binary
 	p("## 7. The binary\n\n")
-	p("The binary measured (`make build`: tools/release-goflags.sh's release build) and what it links beyond Go's standard library ")
-	p("(`go list -deps`; cmd/drift-monitor/depaware.txt lists the packages, and its test fails when they change).\n\n")
-	p("| size | third-party packages | drift-monitor packages |\n| --- | --- | --- |\n")
-	p("| %.1f MB | %d | %d |\n\n", float64(b.Size)/1e6, b.ThirdParty, b.Own)
+	p("The binary measured (`make build`: tools/release-goenv.sh's release build) and what it links beyond Go's standard library ")
+	p("(`go list -deps`; cmd/drift-monitor/depaware.txt lists the packages, and its test fails when they change), ")
+	p("and what a build costs with warm caches: tools/release-goenv.sh alone, and the whole of `make build` ")
+	p("(the script, then a go build whose packages are all cached).\n\n")
+	p("| size | third-party packages | drift-monitor packages | release-goenv.sh | make build, warm |\n| --- | --- | --- | --- | --- |\n")
+	p("| %.1f MB | %d | %d | %.2f s | %.2f s |\n\n", float64(b.Size)/1e6, b.ThirdParty, b.Own, b.Env.Seconds(), b.Build.Seconds())
 }

@@ -27,13 +27,15 @@ type pkg struct {
 	Module     *struct{ Path string }
 }
 
-// deps lists the packages the packages pkgs link, with the go command
-// flags given (go list -deps), run in the module's root.
-func deps(t *testing.T, flags []string, pkgs ...string) []pkg {
+// deps lists the packages the packages pkgs link, with the go command's
+// environment given added to this process's (go list -deps), run in the
+// module's root.
+func deps(t *testing.T, env []string, pkgs ...string) []pkg {
 	t.Helper()
-	args := append(append([]string{"list", "-deps", "-json=ImportPath,Standard,Module"}, flags...), pkgs...)
+	args := append([]string{"list", "-deps", "-json=ImportPath,Standard,Module"}, pkgs...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
@@ -58,14 +60,15 @@ func deps(t *testing.T, flags []string, pkgs ...string) []pkg {
 	return ps
 }
 
-// releaseFlags are the flags of the release build (tools/release-goflags.sh).
-func releaseFlags(t *testing.T) []string {
+// releaseEnv is the go command's environment in the release build
+// (tools/release-goenv.sh).
+func releaseEnv(t *testing.T) []string {
 	t.Helper()
-	flags, err := harness.ReleaseFlags(harness.Repo(t, ""))
+	env, err := harness.ReleaseEnv(harness.Repo(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return flags
+	return env
 }
 
 const self = "github.com/drift-monitor/drift-monitor"
@@ -87,7 +90,7 @@ func depaware(ps []pkg) string {
 	slices.Sort(ours)
 	var b strings.Builder
 	b.WriteString("# What the release build of drift-monitor links beyond Go's standard library\n")
-	b.WriteString("# (go list -deps with tools/release-goflags.sh's flags). Generated: go test\n")
+	b.WriteString("# (go list -deps in tools/release-goenv.sh's environment). Generated: go test\n")
 	b.WriteString("# ./cmd/drift-monitor -run TestReleaseDeps -update. Review what a change adds.\n")
 	fmt.Fprintf(&b, "\n# third-party: %d packages\n", len(third))
 	for _, p := range third {
@@ -102,7 +105,7 @@ func depaware(ps []pkg) string {
 
 // testHelpers are packages no production binary links: test frameworks
 // and the standard library's test support. Butane's module links them
-// into its translator (tools/release-goflags.sh says how the release build
+// into its translator (tools/release-goenv.sh says how the release build
 // leaves them out).
 var testHelpers = []string{"testing", "net/http/httptest", "github.com/stretchr/testify"}
 
@@ -119,7 +122,7 @@ func isTestHelper(path string) bool {
 // the packages depaware.txt lists (tailscale's depaware is the model): a
 // change that adds a dependency shows it in review.
 func TestReleaseDeps(t *testing.T) {
-	ps := deps(t, releaseFlags(t), "./cmd/drift-monitor")
+	ps := deps(t, releaseEnv(t), "./cmd/drift-monitor")
 	for _, p := range ps {
 		if isTestHelper(p.ImportPath) {
 			t.Errorf("the release binary links %s", p.ImportPath)
@@ -141,18 +144,18 @@ func TestReleaseDeps(t *testing.T) {
 	}
 }
 
-// TestHelpersOnlyOutOfRelease: without the release flags the binary does
-// link the test helpers (through Butane's translator): the release flags
-// are what keeps them out, and TestReleaseDeps would pass for nothing if
-// the tree no longer linked them at all. When Butane moves its helpers to
-// a _test.go file, this fails: drop tools/release-goflags.sh then.
+// TestHelpersOnlyOutOfRelease: outside the release environment the binary
+// does link the test helpers (through Butane's translator): the release
+// environment is what keeps them out, and TestReleaseDeps would pass for
+// nothing if the tree no longer linked them at all. When Butane moves its
+// helpers to a _test.go file, this fails: drop tools/release-goenv.sh then.
 func TestHelpersOnlyOutOfRelease(t *testing.T) {
 	if _, err := os.Stat("../../vendor"); err == nil {
 		t.Skip("a vendored tree (the RPM's build): the release flags removed the helpers from vendor/ itself")
 	}
-	linked := slices.ContainsFunc(deps(t, nil, "./cmd/drift-monitor"), func(p pkg) bool { return isTestHelper(p.ImportPath) })
+	linked := slices.ContainsFunc(deps(t, []string{"GOWORK=off"}, "./cmd/drift-monitor"), func(p pkg) bool { return isTestHelper(p.ImportPath) })
 	if !linked {
-		t.Errorf("the binary links no test helper without tools/release-goflags.sh: it is no longer needed")
+		t.Errorf("the binary links no test helper without tools/release-goenv.sh: it is no longer needed")
 	}
 }
 

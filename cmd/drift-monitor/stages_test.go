@@ -48,9 +48,10 @@ var stages = []stage{
 	{pkg: "configerr", layer: 0, may: []string{"gopkg.in/yaml.v3"}},
 	{pkg: "parsed", layer: 0, may: []string{"internal/ignspec"}},
 	{pkg: "contents", layer: 0, may: []string{"internal/ignspec", "internal/model", "github.com/vincent-petithory/dataurl"}},
-	{pkg: "desiredtest", layer: 0, testOnly: true},
-	// Discovery: which files are configs and whether they can be trusted.
-	{pkg: "discover", layer: 1, may: []string{"internal/model", "internal/errpath", "golang.org/x/sys/unix"}},
+	{pkg: "desiredtest", layer: 0, may: []string{"internal/ondisk"}, testOnly: true},
+	// Discovery: which files are configs and whether they can be trusted
+	// (package writers' rule, the one every file of settings is held to).
+	{pkg: "discover", layer: 1, may: []string{"internal/model", "internal/errpath", "internal/writers"}},
 	// The name of a derivation (read bytes, never their meaning), and the
 	// Ignition reader, through ignspec (Ignition's validation and its
 	// reports are not a spec version's, so taken from Ignition itself).
@@ -136,15 +137,18 @@ func stageOf(path string) (stage, bool) {
 	return stage{pkg: rel, layer: -1}, true
 }
 
-// mayImport: path, not a stage, is in may (our packages relative to the
-// module).
-func mayImport(may []string, path string) bool {
+// mayImport returns the entry of may that allows path, not a stage (our
+// packages named relative to the module).
+func mayImport(may []string, path string) (string, bool) {
 	if rel, ok := strings.CutPrefix(path, self+"/"); ok {
 		path = rel
 	}
-	return slices.ContainsFunc(may, func(m string) bool {
-		return path == m || strings.HasSuffix(m, "/") && strings.HasPrefix(path, m)
-	})
+	for _, m := range may {
+		if path == m || strings.HasSuffix(m, "/") && strings.HasPrefix(path, m) {
+			return m, true
+		}
+	}
+	return "", false
 }
 
 // isStd: a standard library package (no dot in its first element).
@@ -159,9 +163,10 @@ func linksButane(path string) bool {
 
 // TestLoaderStages: every package of the loader has its row, imports only
 // stages of lower layers and, beyond the standard library, only what its
-// row allows; no stage but Butane's links Butane.
+// row allows, and its row allows nothing it does not import; no stage but
+// Butane's links Butane.
 func TestLoaderStages(t *testing.T) {
-	seen := map[string]bool{}
+	seen, used := map[string]bool{}, map[string]bool{}
 	for _, p := range list(t, "./internal/desired/...") {
 		s, _ := stageOf(p.ImportPath)
 		seen[s.pkg] = true
@@ -178,7 +183,12 @@ func TestLoaderStages(t *testing.T) {
 				}
 				continue
 			}
-			if !isStd(imp) && !mayImport(s.may, imp) {
+			if isStd(imp) {
+				continue
+			}
+			if m, ok := mayImport(s.may, imp); ok {
+				used[s.pkg+" "+m] = true
+			} else {
 				t.Errorf("%s imports %s, which its job does not need (its row in stages says what it may import)", p.ImportPath, imp)
 			}
 		}
@@ -194,6 +204,12 @@ func TestLoaderStages(t *testing.T) {
 	for _, s := range stages {
 		if !seen[s.pkg] {
 			t.Errorf("stages lists internal/desired/%s, which go list does not: remove its row", s.pkg)
+			continue
+		}
+		for _, m := range s.may {
+			if !used[s.pkg+" "+m] {
+				t.Errorf("stages lets internal/desired/%s import %s, which it does not: remove it, so that the row says what the stage needs", s.pkg, m)
+			}
 		}
 	}
 }

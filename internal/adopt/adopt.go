@@ -113,18 +113,14 @@ func Adopt(root *ondisk.Root, src, dst string) (Result, error) {
 		// the host would look adopted and be watched against nothing.
 		return 0, &Error{"adopting as", root.Join(dst), errors.New("not a name the daemon loads a config from (.ign, .json, .yaml or .yml, not hidden)")}
 	}
-	dir, base := path.Split(dst)
-	dir = path.Clean(dir)
-	dirfd, err := mkdirs(root, dir, 0o700)
-	if err != nil {
+	// Everything is checked before anything is written: a fragment
+	// already there, then the cache (who could have written it, whether
+	// the daemon can load it); only then is the directory made.
+	switch kept, err := present(root, dst); {
+	case err != nil:
 		return 0, err
-	}
-	defer unix.Close(dirfd)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+	case kept:
 		return Kept, nil
-	} else if !errors.Is(err, unix.ENOENT) {
-		return 0, &Error{"checking", root.Join(dst), err}
 	}
 	raw, err := readSource(root, src)
 	if err != nil {
@@ -140,7 +136,31 @@ func Adopt(root *ondisk.Root, src, dst string) (Result, error) {
 	if _, err := parse(root.Join(dst), raw); err != nil {
 		return 0, &Error{"adopting", root.Join(src), fmt.Errorf("%w: %v", ErrNotLoadable, err)}
 	}
+	dirfd, err := mkdirs(root, path.Dir(dst), 0o700)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(dirfd)
 	return install(root, dirfd, raw, dst)
+}
+
+// present reports whether something stands at host path dst inside root
+// (whatever it is: a config, a link, a directory), without making
+// anything: a missing directory on the way holds nothing, and one that
+// cannot be opened is left to mkdirs to name.
+func present(root *ondisk.Root, dst string) (bool, error) {
+	dirfd, err := root.OpenDir(path.Dir(dst))
+	if err != nil {
+		return false, nil
+	}
+	defer unix.Close(dirfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, path.Base(dst), &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		return true, nil
+	} else if !errors.Is(err, unix.ENOENT) {
+		return false, &Error{"checking", root.Join(dst), err}
+	}
+	return false, nil
 }
 
 func readSource(root *ondisk.Root, src string) ([]byte, error) {

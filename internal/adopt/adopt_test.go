@@ -62,6 +62,11 @@ func TestAdoptWritesTheCacheOnce(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	src, dst := paths(t, []byte(cache))
+	// t.TempDir makes the root 0777 less the umask: any user could
+	// replace its run/, and the cache would be refused as theirs.
+	if err := os.Chmod(roots[src], 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	res, err := adoptAt(t, src, dst)
 	if err != nil || res != Adopted {
@@ -159,7 +164,9 @@ func TestAdoptNeverOverwrites(t *testing.T) {
 }
 
 // TestAdoptErrorsNameTheFile: every failure says which file, and nothing is
-// left under the fragment's name.
+// left under the fragment's name; a cache refused leaves nothing at all
+// (not even the fragment's directory): everything is checked before
+// anything is written.
 func TestAdoptErrorsNameTheFile(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -178,6 +185,15 @@ func TestAdoptErrorsNameTheFile(t *testing.T) {
 			// Ignition 2.24's spec, with a key 3.6.0 lacks (discover.CacheSuffix).
 			name: "experimental spec, a key 3.6.0 lacks", content: []byte(strings.Replace(strings.Replace(cache, `"3.4.0"`, `"3.6.0-experimental"`, 1), `"mode"`, `"mdoe"`, 1)),
 			path: func(src, _ string) string { return src }, is: ErrNotLoadable,
+		},
+		{
+			name: "a cache others may write", content: []byte(cache),
+			setup: func(t *testing.T, src, _ string) {
+				if err := os.Chmod(src, 0o666); err != nil {
+					t.Fatal(err)
+				}
+			},
+			path: func(src, _ string) string { return src }, is: discover.ErrOthersMayWrite,
 		},
 		{
 			name: "cache is a directory", content: nil,
@@ -222,6 +238,11 @@ func TestAdoptErrorsNameTheFile(t *testing.T) {
 			}
 			if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 				t.Errorf("after a failure, %s: %v; want it absent", dst, err)
+			}
+			if etc := filepath.Join(roots[src], "etc"); tc.path(src, dst) == src {
+				if _, err := os.Lstat(etc); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the cache refused, %s was made: %v", etc, err)
+				}
 			}
 		})
 	}

@@ -26,17 +26,11 @@ func Record(root *ondisk.Root, cfg, dst string, key []byte, bound desired.Bound)
 		return 0, nil, err
 	}
 	dst = path.Clean(dst)
-	dir, base := path.Split(dst)
-	dirfd, err := mkdirs(root, path.Clean(dir), 0o700)
-	if err != nil {
+	switch kept, err := present(root, dst); {
+	case err != nil:
 		return 0, nil, err
-	}
-	defer unix.Close(dirfd)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+	case kept:
 		return Kept, nil, nil
-	} else if !errors.Is(err, unix.ENOENT) {
-		return 0, nil, &Error{"checking", root.Join(dst), err}
 	}
 	// The config as the daemon will read it, alone, inside the root as
 	// the daemon reads it there: what the record is of is what Ignition
@@ -50,6 +44,11 @@ func Record(root *ondisk.Root, cfg, dst string, key []byte, bound desired.Bound)
 	if err != nil {
 		return 0, problems, &Error{"recording", root.Join(dst), err}
 	}
+	dirfd, err := mkdirs(root, path.Dir(dst), 0o700)
+	if err != nil {
+		return 0, problems, err
+	}
+	defer unix.Close(dirfd)
 	res, err = install(root, dirfd, raw, dst)
 	return res, problems, err
 }

@@ -231,7 +231,10 @@ func TestRulesSync(t *testing.T) {
 	key := testKey(t)
 	rules := Rules{Conn: dial(t), Key: key}
 	dir := t.TempDir()
-	want := PlanWatches([]string{filepath.Join(dir, "a"), filepath.Join(dir, "x/y"), dir}, key, nil)
+	want, err := PlanWatches([]string{filepath.Join(dir, "a"), filepath.Join(dir, "x/y"), dir}, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	added, removed, err := rules.Sync(want)
 	if err != nil || len(added) != 3 || len(removed) != 0 {
 		t.Fatalf("first sync: added %v removed %v: %v", added, removed, err)
@@ -267,8 +270,8 @@ func TestRuleFileLoadsAsPlanned(t *testing.T) {
 	key := testKey(t)
 	c := dial(t)
 	dir := t.TempDir()
-	want := PlanWatches([]string{dir}, key, nil)
-	if len(want) != 1 {
+	want, err := PlanWatches([]string{dir}, key, nil)
+	if err != nil || len(want) != 1 {
 		t.Fatalf("planned %v", want)
 	}
 	file := filepath.Join(t.TempDir(), "70-drift-monitor.rules")

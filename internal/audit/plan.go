@@ -29,7 +29,14 @@ import (
 //
 // The kernel refuses a watch whose parent is missing (ENOENT), so the
 // rules are planned again when the tree changes (Rules.Sync).
-func PlanWatches(paths []string, key string, lstat func(string) (fs.FileInfo, error)) []Rule {
+//
+// A path that is not absolute is an error, never skipped: the kernel would
+// resolve it from whatever directory auditctl or the daemon runs in, and
+// a plan without it would leave that path unattributed without a word
+// (the root joined is made absolute by every command: cli's absRoot). "/"
+// itself gets no rule: a watch lives on the parent of its node, and "/"
+// has none.
+func PlanWatches(paths []string, key string, lstat func(string) (fs.FileInfo, error)) ([]Rule, error) {
 	if lstat == nil {
 		lstat = os.Lstat
 	}
@@ -42,8 +49,11 @@ func PlanWatches(paths []string, key string, lstat func(string) (fs.FileInfo, er
 		}
 	}
 	for _, p := range paths {
+		if !path.IsAbs(p) {
+			return nil, fmt.Errorf("planning audit rules: %q is not an absolute path", p)
+		}
 		p = path.Clean(p)
-		if !path.IsAbs(p) || p == "/" {
+		if p == "/" {
 			continue
 		}
 		_, err := lstat(p)
@@ -66,7 +76,7 @@ func PlanWatches(paths []string, key string, lstat func(string) (fs.FileInfo, er
 		add(p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out
+	return out, nil
 }
 
 // Rules keeps the kernel's rules with one key equal to a wanted set.

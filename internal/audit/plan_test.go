@@ -3,6 +3,7 @@ package audit
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,22 +13,26 @@ import (
 
 // TestPlanWatches: one rule per node, each a watch of that node (never a
 // tree, whatever the node is), missing paths covered from the nearest
-// existing ancestor.
+// existing ancestor; "/" none. A path that is not absolute is refused,
+// never skipped.
 func TestPlanWatches(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "etc/ssh"), 0o755)
 	os.WriteFile(filepath.Join(root, "etc/motd"), nil, 0o644)
 	os.Symlink("motd", filepath.Join(root, "etc/link"))
 	j := func(p string) string { return filepath.Join(root, p) }
-	got := PlanWatches([]string{
+	got, err := PlanWatches([]string{
 		j("etc/motd"), j("etc/motd"), // once
 		j("etc/link"),   // the link itself, not its target
 		j("etc/ssh"),    // a directory: its own node, never the tree
 		j("etc/notyet"), // missing, parent there
 		j("etc/a/b/c"),  // missing down to etc/a
 		j("etc/a/b/d"),  // the same cover
-		"relative", "/", // never
+		"/",             // never
 	}, Key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var lines []string
 	for _, r := range got {
 		lines = append(lines, r.String())
@@ -45,6 +50,11 @@ func TestPlanWatches(t *testing.T) {
 	for _, r := range got {
 		if _, dir, _, _ := r.Watch(); dir {
 			t.Errorf("%s: a tree watch (AUDIT_DIR)", r)
+		}
+	}
+	for _, rel := range []string{"relative", "etc/motd", "./x", ""} {
+		if got, err := PlanWatches([]string{j("etc/motd"), rel}, Key, nil); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+			t.Errorf("PlanWatches with %q: %v, %v; want it refused", rel, got, err)
 		}
 	}
 }

@@ -50,8 +50,13 @@ func runAuditRules(_ context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor audit-rules: %s\n", escape.Text(err.Error()))
 		return ExitFailed
 	}
+	plan, err := audit.PlanWatches(audit.DeclaredPaths(r.Dir(), state.Entries, rules.Forbids), audit.Key, nil)
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor audit-rules: %s\n", escape.Text(err.Error()))
+		return ExitFailed
+	}
 	fmt.Fprintf(std.Out, "## drift-monitor: attribution of drift to its writers (drift-monitor audit-rules)\n")
-	for _, rule := range audit.PlanWatches(audit.DeclaredPaths(r.Dir(), state.Entries, rules.Forbids), audit.Key, nil) {
+	for _, rule := range plan {
 		p, _, _, _ := rule.Watch()
 		if escape.Text(p) != p || containsSpace(p) {
 			// auditctl's rule files are split on white space and

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
@@ -84,7 +85,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		return ExitFailed
 	}
 	if format == "json" {
-		err = writeJSON(std.Out, *root, &res)
+		err = writeJSON(std.Out, res.Root, &res)
 	} else {
 		err = writeText(std.Out, &res)
 	}
@@ -127,6 +128,8 @@ func (h warnLines) WithGroup(string) slog.Handler { return h }
 // the declared entries the exclusions left alone.
 type checkResult struct {
 	check.Result
+	// Root is the directory checked, absolute (openRoot).
+	Root  string
 	Files []string
 	Left  []exclude.Left
 	// Image is what was found of the OS image's /etc; nil with --image=off.
@@ -191,7 +194,7 @@ func runFullCheck(ctx context.Context, cache statekey.Cache, root string, config
 	if err != nil {
 		return checkResult{}, err
 	}
-	out := checkResult{Result: res, Files: state.Files, Left: rules.Report(left)}
+	out := checkResult{Result: res, Root: r.Dir(), Files: state.Files, Left: rules.Report(left)}
 	if err := checkImage(ctx, r, state, img, rules, &out, warn); err != nil {
 		return checkResult{}, err
 	}
@@ -199,16 +202,35 @@ func runFullCheck(ctx context.Context, cache statekey.Cache, root string, config
 }
 
 // openRoot opens the root a command reads, once: the configs, the accounts
-// and every observation are resolved inside it.
+// and every observation are resolved inside it. The root is made absolute
+// first (absRoot), for every command.
 func openRoot(root string) (*ondisk.Root, error) {
-	st, err := os.Stat(root)
+	dir, err := absRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("root %s: not a directory", root)
+		return nil, fmt.Errorf("root %s: not a directory", dir)
 	}
-	return ondisk.OpenRoot(root)
+	return ondisk.OpenRoot(dir)
+}
+
+// absRoot is --root made absolute: what is derived from the root's path —
+// the audit rules' paths, the account tools' --root, the report's root,
+// the daemon's watches — is then the same whatever the working directory,
+// never a relative path that a consumer skips or resolves from elsewhere.
+// Every command's root goes through it (openRoot; the daemon, which opens
+// its root itself).
+func absRoot(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("root %s: %w", root, err)
+	}
+	return abs, nil
 }
 
 // loadDesired loads the desired state for root, printing its warnings as

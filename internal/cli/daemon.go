@@ -147,6 +147,12 @@ func (f *daemonFlagValues) check(fs *flag.FlagSet, o *daemon.Options, std Stdio)
 	}
 	o.Image = string(f.image.mode)
 	o.Configs = f.configs
+	root, err := absRoot(o.Root)
+	if err != nil {
+		fmt.Fprintf(std.Err, "drift-monitor daemon: %s\n", escape.Text(err.Error()))
+		return false
+	}
+	o.Root = root
 	if o.Attribution == "audit" {
 		// systemd's StateDirectory= (the unit's /var/lib/drift-monitor).
 		if dir := os.Getenv("STATE_DIRECTORY"); dir != "" {

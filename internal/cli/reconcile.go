@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -46,14 +45,6 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if os.Geteuid() != 0 {
 		return fail("only root can reconcile: it writes declared files with their owners")
 	}
-	// Made absolute once, for every step: the configs and nodes are read
-	// and written through the opened root, and the account tools are
-	// handed its path (shadow-utils refuses a relative --root).
-	abs, err := filepath.Abs(o.root)
-	if err != nil {
-		return fail("root %s: %v", o.root, err)
-	}
-	o.root = abs
 	key, err := hostKey()
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor reconcile: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
@@ -283,7 +274,7 @@ func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileRe
 	more := j.rec.Repair(ctx, nodes, j.kinds)
 	done.Repaired = append(done.Repaired, more.Repaired...)
 	done.Refused = append(done.Refused, more.Refused...)
-	rep := &reconcileReport{Root: j.o.root, DryRun: j.o.dryRun, Repaired: done.Repaired,
+	rep := &reconcileReport{Root: j.root.Dir(), DryRun: j.o.dryRun, Repaired: done.Repaired,
 		Refused: append(j.res.Refused, done.Refused...), Remaining: j.before, LeftAlone: j.left}
 	if j.o.dryRun {
 		return rep, nil

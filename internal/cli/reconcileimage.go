@@ -80,7 +80,7 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 		return nil, err
 	}
 	excluded := imageExclusions(rules)
-	rep := &reconcileReport{Root: o.root, DryRun: o.dryRun}
+	rep := &reconcileReport{Root: r.Dir(), DryRun: o.dryRun}
 	labels, lerr := selinux.ForRoot(r.ReadFile)
 	for _, name := range o.names {
 		p := path.Clean(name)

@@ -11,10 +11,11 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
-// TestConfigWriters: a config file, or the directory that holds it, that a
-// user other than root (or whoever runs this) could write is refused,
-// naming it, its mode and its owner; the directory of a config named on
-// the command line may be sticky (/tmp), a desired-state directory may not.
+// TestConfigWriters: a config file, or the directory that holds it, or one
+// above that (package writers: every node of its path), that a user other
+// than root (or whoever runs this) could write is refused, naming it, its
+// mode and its owner; the directory of a config named on the command line
+// may be sticky (/tmp), a desired-state directory may not.
 func TestConfigWriters(t *testing.T) {
 	const cfg = `{"ignition":{"version":"3.4.0"}}`
 	type node struct {
@@ -24,6 +25,7 @@ func TestConfigWriters(t *testing.T) {
 	tests := []struct {
 		name      string
 		file, dir node
+		up        *node // /etc/drift-monitor, above the directory
 		explicit  bool
 		want      string // "" loads; else the refused node's name and words
 		rootOnly  bool
@@ -36,6 +38,10 @@ func TestConfigWriters(t *testing.T) {
 		{name: "a sticky directory of a config named", file: node{0o600, -1, -1}, dir: node{0o777 | os.ModeSticky, -1, -1}, explicit: true},
 		{name: "a world-writable directory of a config named", file: node{0o600, -1, -1}, dir: node{0o777, -1, -1}, explicit: true,
 			want: "desired.d: mode 0777"},
+		{name: "a world-writable directory above", file: node{0o600, -1, -1}, dir: node{0o755, -1, -1}, up: &node{0o777, -1, -1},
+			want: "through directory ROOT/etc/drift-monitor: mode 0777"},
+		{name: "a world-writable directory above a config named", file: node{0o600, -1, -1}, dir: node{0o755, -1, -1}, up: &node{0o777, -1, -1},
+			explicit: true, want: "through directory ROOT/etc/drift-monitor: mode 0777"},
 		{name: "a file of another user's", file: node{0o600, 1000, 0}, dir: node{0o755, 0, 0}, rootOnly: true, want: "a.ign: owned by uid 1000"},
 		{name: "a directory of another user's", file: node{0o600, 0, 0}, dir: node{0o755, 1000, 0}, rootOnly: true, want: "desired.d: owned by uid 1000"},
 		{name: "group-writable, root's group", file: node{0o660, 0, 0}, dir: node{0o775, 0, 0}, rootOnly: true},
@@ -56,10 +62,17 @@ func TestConfigWriters(t *testing.T) {
 			if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			for _, n := range []struct {
+			nodes := []struct {
 				p string
 				n node
-			}{{file, tt.file}, {dir, tt.dir}} {
+			}{{file, tt.file}, {dir, tt.dir}}
+			if tt.up != nil {
+				nodes = append(nodes, struct {
+					p string
+					n node
+				}{filepath.Dir(dir), *tt.up})
+			}
+			for _, n := range nodes {
 				if err := os.Chmod(n.p, n.n.mode); err != nil {
 					t.Fatal(err)
 				}
@@ -80,8 +93,8 @@ func TestConfigWriters(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, discover.ErrOthersMayWrite) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %v, want one saying %q", err, tt.want)
+			if want := strings.ReplaceAll(tt.want, "ROOT", root); !errors.Is(err, discover.ErrOthersMayWrite) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %v, want one saying %q", err, want)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/writers"
 )
 
 // DefaultFile is the admin's exclusion file, read inside the root by every
@@ -121,8 +122,9 @@ func (o Options) Flags() *Rules { return New(o.Patterns...) }
 // ReadFile reads and parses the exclusion file at host path file inside
 // root ("" is none). A missing DefaultFile is empty: the admin has nothing
 // to exclude. Every other file that cannot be read — missing although
-// --exclude-from names it, unreadable, a directory, too large — is an
-// error, never an empty rulebook.
+// --exclude-from names it, unreadable, a directory, too large, one that a
+// user other than root could have written (package writers: it, or a
+// directory or link on its path) — is an error, never an empty rulebook.
 func ReadFile(root *ondisk.Root, file string) ([]Pattern, error) {
 	if file == "" {
 		return nil, nil
@@ -135,6 +137,15 @@ func ReadFile(root *ondisk.Root, file string) ([]Pattern, error) {
 		return nil, fmt.Errorf("reading %s: %w", file, errpath.Strip(err))
 	}
 	defer f.Close()
+	// What it leaves alone no command reports: a file that a user other
+	// than root could have written (or a node on its path) would let that
+	// user hide drift. Named as the host's paths, as the file is.
+	if err := writers.Check(root, file, f, writers.Options{Name: func(p string) string { return p }}); err != nil {
+		if errors.Is(err, writers.ErrOthersMayWrite) {
+			err = fmt.Errorf("%w; drift-monitor reads only exclusions that root alone may write (chown it to root, chmod go-w)", err)
+		}
+		return nil, fmt.Errorf("%s: %w", file, errpath.Strip(err))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", file, errpath.Strip(err))

@@ -116,6 +116,44 @@ func TestUnreadableIsAnError(t *testing.T) {
 	}
 }
 
+// TestOthersMayWrite: the exclusion file (the default one, or one
+// --exclude-from names), that a user other than root could have written —
+// itself, its directory or one above — is refused, naming it as the host's
+// path, the node, its mode and its owner: what it leaves alone no command
+// reports.
+func TestOthersMayWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, chmod string
+		mode              os.FileMode
+		want              string
+	}{
+		{"the default file, world-writable", DefaultFile, DefaultFile, 0o666, DefaultFile + ": mode 0666, owned by uid %d: writable by every user"},
+		{"its directory, world-writable", DefaultFile, "/etc/drift-monitor", 0o777, DefaultFile + ": through directory /etc/drift-monitor: mode 0777, owned by uid %d"},
+		{"a file named, a directory above it world-writable", "/srv/x/excl.conf", "/srv", 0o777, "/srv/x/excl.conf: through directory /srv: mode 0777, owned by uid %d"},
+		{"a file named, in a sticky directory", "/srv/x/excl.conf", "/srv/x", 0o777 | os.ModeSticky, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.Chmod(dir, 0o755)
+			writeFile(t, filepath.Join(dir, tc.file), "/etc/a\n")
+			if err := os.Chmod(filepath.Join(dir, tc.chmod), tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Options{File: tc.file}.Load(openRoot(t, dir))
+			want := tc.want
+			if want != "" {
+				want = fmt.Sprintf(want, os.Geteuid())
+			}
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case want != "" && (err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "a user other than root could have written it")):
+				t.Errorf("%v; want an error starting %q", err, want)
+			}
+		})
+	}
+}
+
 // TestFileReadInsideTheRoot: with the root's /etc an absolute link, a
 // lexical join would read the running host's file at the link's target;
 // the file is resolved inside the root.

@@ -62,8 +62,9 @@
 // It promises: the record is written once, atomically, mode 0600, root's,
 // beside the adopted config (DefaultPath; package adopt writes it); it
 // holds no byte of a file others could not read and no unkeyed digest; a
-// record that others may write, that is not root's (or the root tree's
-// owner's), or that does not parse is not used, and Apply says why. A
+// record that others may read, that a user other than root (or the root
+// tree's owner) could have written — it, or a node on its path (package
+// writers) —, or that does not parse is not used, and Apply says why. A
 // record made with another digest key has its bases left out (their
 // digests cannot be checked), not taken for a mismatch.
 //
@@ -72,6 +73,7 @@
 package firstboot
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
@@ -88,6 +90,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/writers"
 )
 
 // DefaultPath is the record's host path: beside the fragment adopt writes
@@ -332,13 +335,18 @@ func (r *Record) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Parse reads a record.
+// Parse reads a record: one JSON object, and nothing after it but white
+// space. A record followed by anything (a second record appended, a
+// damaged tail) is refused: which nodes it speaks for cannot be told.
 func Parse(raw []byte) (*Record, error) {
 	var r Record
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
 		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("data after the record, at byte %d", dec.InputOffset())
 	}
 	if r.Version != Version {
 		return nil, fmt.Errorf("version %d, this drift-monitor reads version %d", r.Version, Version)
@@ -398,11 +406,13 @@ func (u Use) Load(root *ondisk.Root) (*Record, error) {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, fmt.Errorf("first-boot record %s: %w: not used", root.Join(u.Path), err)
 	}
-	switch {
-	case st.Uid != 0 && int(st.Uid) != root.Owner():
-		return nil, fmt.Errorf("first-boot record %s: owned by uid %d, not root: not used", root.Join(u.Path), st.Uid)
-	case st.Mode&0o077 != 0:
+	if st.Mode&0o077 != 0 {
 		return nil, fmt.Errorf("first-boot record %s: mode %04o lets others at it: not used (it is root's alone, 0600)", root.Join(u.Path), st.Mode&0o7777)
+	}
+	// Who could have written it, or a node on its path: the rule every
+	// file of settings is held to.
+	if err := writers.Check(root, u.Path, f, writers.Options{}); err != nil {
+		return nil, fmt.Errorf("first-boot record %s: %w: not used", root.Join(u.Path), err)
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
 	if err != nil {

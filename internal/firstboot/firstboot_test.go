@@ -223,6 +223,10 @@ func TestApply(t *testing.T) {
 		"not JSON":       {"{", 0o600, "not used"},
 		"other version":  {`{"version": 2, "nodes": []}`, 0o600, "version 2"},
 		"relative path":  {`{"version": 1, "nodes": [{"path": "etc/x", "type": "file", "mode": "0644"}]}`, 0o600, "not a clean absolute path"},
+		// Two records in one file (an append instead of a replace): which
+		// one is meant cannot be told, so neither is used.
+		"two records":   {string(raw) + string(raw), 0o600, "after the record"},
+		"trailing data": {string(raw) + "x", 0o600, "after the record"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := os.WriteFile(recFile, []byte(bad.raw), bad.mode); err != nil {
@@ -240,6 +244,23 @@ func TestApply(t *testing.T) {
 				t.Errorf("an unusable record was used: %+v", e)
 			}
 		})
+	}
+
+	// A directory on its path that any user may write (the rule of every
+	// file of settings, package writers): not used, saying which.
+	if err := os.WriteFile(recFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "etc"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, st = load(t, root, cfg)
+	w = (Use{Path: "/etc/record", Key: testKey}).Apply(r, &st)
+	if want := "through directory " + filepath.Join(root, "etc") + ": mode 0777"; len(w) != 1 || !strings.Contains(w[0], want) || byPath(st)["/foo/bar"].Mode != nil {
+		t.Errorf("a record in a world-writable directory: warnings %q, want one saying %q", w, want)
+	}
+	if err := os.Chmod(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 
 	// No record: nothing changes, nothing is said.

@@ -19,6 +19,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
+	"github.com/drift-monitor/drift-monitor/internal/writers"
 )
 
 // The first boot's record of /etc: what the host's /etc differed in from
@@ -195,8 +196,10 @@ func (rc *Recorder) digest(p string) (string, error) {
 }
 
 // LoadRecord reads the record at host path p inside r; nil, and no
-// error, when there is none. A record others may write, or not root's (the
-// root tree's owner's), is refused: it decides what is not reported.
+// error, when there is none. A record that a user other than root (or the
+// root tree's owner) could have written, it or a node on its path, is
+// refused (package writers): it decides what is not reported. Nothing but
+// white space may follow the record (json.Unmarshal's rule).
 func LoadRecord(r *ondisk.Root, p string) (*Record, error) {
 	f, err := r.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -206,15 +209,8 @@ func LoadRecord(r *ondisk.Root, p string) (*Record, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&0o022 != 0 {
-		return nil, fmt.Errorf("%s: others may write it (mode %s): not used", p, model.FormatMode(st.Mode&0o7777))
-	}
-	if ruid, _ := rootOwner(r); st.Uid != 0 && st.Uid != ruid {
-		return nil, fmt.Errorf("%s: owned by uid %d, not root: not used", p, st.Uid)
+	if err := writers.Check(r, p, f, writers.Options{}); err != nil {
+		return nil, fmt.Errorf("%s: %w: not used", p, err)
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
 	if err != nil {
@@ -236,20 +232,6 @@ func LoadRecord(r *ondisk.Root, p string) (*Record, error) {
 		}
 	}
 	return &rec, nil
-}
-
-// rootOwner is the owner of the root directory itself.
-func rootOwner(r *ondisk.Root) (uint32, error) {
-	fd, err := r.OpenDir("/")
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return 0, err
-	}
-	return st.Uid, nil
 }
 
 // SaveRecord writes rec at host path p inside r, atomically, mode 0600,

@@ -2,7 +2,6 @@ package ondisk
 
 import (
 	"io/fs"
-	"path"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,21 +25,4 @@ func (r *Root) DirIdentity(hostDir string) (dev, ino uint64, err error) {
 		return 0, 0, &fs.PathError{Op: "stat", Path: r.Join(hostDir), Err: err}
 	}
 	return st.Dev, st.Ino, nil
-}
-
-// StatDir describes a host directory inside the root, links on the way
-// (and at its end) followed as Open follows them: the directory itself,
-// its mode and owner. An error is an *fs.PathError naming the path inside
-// the root (Join).
-func (r *Root) StatDir(hostDir string) (fs.FileInfo, error) {
-	fd, err := r.openDir(hostDir)
-	if err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: r.Join(hostDir), Err: err}
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: r.Join(hostDir), Err: err}
-	}
-	return statInfo{name: path.Base(hostDir), st: st}, nil
 }

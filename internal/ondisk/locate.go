@@ -118,11 +118,16 @@ const checkMark = "\x00"
 // system call per component or more: used where openat2 is unavailable or a
 // link is on the way.
 func (r *Root) walk(rel string, decl *Declared, judge bool) (int, string, *Detour, error) {
+	return r.walkWith(&walker{decl: decl, judge: judge}, rel)
+}
+
+// walkWith is walk with the walker w (its judgement, its visit).
+func (r *Root) walkWith(w *walker, rel string) (int, string, *Detour, error) {
 	fd, err := unix.Dup(r.fd)
 	if err != nil {
 		return -1, "", nil, err
 	}
-	w := &walker{r: r, decl: decl, judge: judge, todo: strings.Split(rel, "/"), cur: level{fd, "/"}}
+	w.r, w.todo, w.cur = r, strings.Split(rel, "/"), level{fd, "/"}
 	for len(w.todo) > 0 {
 		c := w.todo[0]
 		w.todo = w.todo[1:]
@@ -146,6 +151,9 @@ type walker struct {
 	cur   level    // fd -1 once closed
 	stack []level  // the directories above cur, for ".."
 	links []Detour // the links whose targets are being resolved
+	// visit, when set, is told of every directory entered and every link
+	// followed (Walk); its error ends the walk.
+	visit func(Step) error
 }
 
 func (w *walker) closeAll() {
@@ -193,9 +201,12 @@ func (w *walker) step(c string) (*Detour, error) {
 	case unix.S_IFDIR:
 		w.stack = append(w.stack, w.cur)
 		w.cur = level{fd, path.Join(w.cur.path, c)}
-		return nil, nil
+		return nil, w.tell(StepDir, w.cur.path, &st)
 	case unix.S_IFLNK:
 		unix.Close(fd)
+		if err := w.tell(StepLink, path.Join(w.cur.path, c), &st); err != nil {
+			return nil, err
+		}
 		return w.follow(c, int(st.Uid))
 	default:
 		unix.Close(fd)

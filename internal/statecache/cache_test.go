@@ -622,6 +622,39 @@ func TestCacheEntryDamage(t *testing.T) {
 	}
 }
 
+// TestCacheEntryTrailingData: an entry followed by anything — a second
+// entry appended, a stray byte — is refused by every reader, even with
+// checksums that fit the longer file: nothing after an entry is read as
+// part of it.
+func TestCacheEntryTrailingData(t *testing.T) {
+	_, key, data := damageState(t)
+	for name, d := range map[string][]byte{
+		"two entries": append(bytes.Clone(data), data...),
+		"a byte more": append(bytes.Clone(data), 'x'),
+	} {
+		for _, sealed := range []bool{false, true} {
+			if sealed {
+				reseal(d, key)
+			}
+			if got, err := decodeState(d, key); err == nil {
+				t.Errorf("%s (checksums resealed: %v): read as a state (%d entries)", name, sealed, len(got.Entries))
+			}
+			file := filepath.Join(t.TempDir(), "entry")
+			if err := os.WriteFile(file, d, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := decodeLazy(f, int64(len(d)), key); err == nil {
+				t.Errorf("%s (checksums resealed: %v): read lazily as a state", name, sealed)
+			}
+			f.Close()
+		}
+	}
+}
+
 // reseal writes the checksums that fit the (changed) metadata length of d,
 // if it can still be found: the decoder then sees the damage itself.
 func reseal(d []byte, key [sha256.Size]byte) {

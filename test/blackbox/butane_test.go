@@ -62,7 +62,7 @@ storage:
 }
 
 // TestReleaseBinaryTranslatesEveryVariant: the binary the tiers run is the
-// release build (tools/release-goflags.sh: Butane's module without its test
+// release build (tools/release-goenv.sh: Butane's module without its test
 // helpers), and it still translates every variant Butane knows, as
 // internal/desired's TestButaneVariants does with the library: a root that
 // holds what each declares checks clean.

@@ -176,6 +176,32 @@ func TestExclusions(t *testing.T) {
 	d.waitStatus("Drift: 1 path differs (/etc/etc-file: content)")
 }
 
+// TestExclusionsOthersMayWriteAtStart: an exclusion file that any user
+// could have written is refused from the start, like a malformed one: a
+// record naming the file, its mode and its owner, the status saying that
+// only --exclude applies, the path it meant to leave alone reported; made
+// root's alone, it applies at once.
+func TestExclusionsOthersMayWriteAtStart(t *testing.T) {
+	f := cleanTwoFiles(t)
+	const conf = "/etc/drift-monitor/exclude.conf"
+	f.write(conf, "/etc/etc-file\n", 0o666)
+	d := startDaemon(t, f.root)
+	r, _ := d.waitRecord(0, harness.MsgLoadFailed, nil)
+	why := fmt.Sprintf("%s: mode 0666, owned by uid %d: writable by every user: a user other than root could have written it", conf, os.Geteuid())
+	if !strings.Contains(r["MESSAGE"], why) || !strings.Contains(r["MESSAGE"], "none of the file's patterns apply") {
+		t.Errorf("the record of the refused file: %q, want it to say %q, and what applies", r["MESSAGE"], why)
+	}
+	d.wait("the status saying the exclusions are refused", 20*time.Second, func() bool {
+		s := d.status()
+		return strings.HasPrefix(s, "No drift: watching 3 paths, 0 units; exclusions refused ("+why) && strings.HasSuffix(s, "): only --exclude applies")
+	})
+	m := d.mark()
+	f.write("/etc/etc-file", "rotated\n", 0o644)
+	d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/etc-file", "DRIFT_KIND": "content"})
+	os.Chmod(f.host(conf), 0o644)
+	d.waitStatus("No drift: watching 2 paths, 0 units; 1 declared path excluded")
+}
+
 // TestExclusionsRefused: a bad exclusion file never blinds the daemon. At
 // start it is refused with a record naming the file and line, the status
 // says so, and every declared path is watched (the one it meant to exclude

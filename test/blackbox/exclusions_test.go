@@ -287,6 +287,114 @@ func TestExclusionsOneRulebook(t *testing.T) {
 	if t.Failed() {
 		t.Logf("the answers: %q", answers)
 	}
+	exclusionsOthersMayWrite(t, f, bus, d, sorted(answers["daemon"]))
+}
+
+// exclusionsOthersMayWrite: an exclusion file that a user other than root
+// could have written — itself (any user's to write, or another user's), or
+// a directory on its path (behind a link: one any user may write, one a
+// group other than root's may write) — is refused alike by check,
+// reconcile --dry-run and audit-rules (exit 2, naming the file, the node,
+// its mode and its owner) and by the daemon, which keeps its last good
+// rules, says so in its status line, and reports the same drift as
+// before; put right, the file applies again.
+func exclusionsOthersMayWrite(t *testing.T, f *fixture, bus string, d *daemonProc, before []string) {
+	const conf = "/etc/drift-monitor/exclude.conf"
+	if err := os.MkdirAll(f.host("/srv/excl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.write("/srv/excl/exclude.conf", exclConf, 0o644)
+	// linkIn puts a link to the file under /srv in conf's place, renamed
+	// into place: the daemon sees its file replaced.
+	linkIn := func() {
+		if err := os.Symlink("/srv/excl/exclude.conf", f.host(conf+".new")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(f.host(conf+".new"), f.host(conf)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putBack := func() { f.write(conf+".new", exclConf, 0o644); os.Rename(f.host(conf+".new"), f.host(conf)) }
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const others = ": a user other than root could have written it"
+	uid := os.Geteuid()
+	type spoilt struct {
+		name       string
+		spoil, fix func()
+		want       string
+	}
+	cases := []spoilt{{
+		name:  "a world-writable exclude.conf",
+		spoil: func() { must(os.Chmod(f.host(conf), 0o666)) },
+		fix:   func() { must(os.Chmod(f.host(conf), 0o644)) },
+		want:  fmt.Sprintf("%s: mode 0666, owned by uid %d: writable by every user%s", conf, uid, others),
+	}, {
+		name:  "a world-writable directory behind a link on its path",
+		spoil: func() { must(os.Chmod(f.host("/srv"), 0o777)); linkIn() },
+		fix:   func() { must(os.Chmod(f.host("/srv"), 0o755)); putBack() },
+		want:  fmt.Sprintf("%s: through directory /srv: mode 0777, owned by uid %d: writable by every user%s", conf, uid, others),
+	}}
+	if uid == 0 {
+		cases = append(cases, spoilt{
+			name:  "an exclude.conf of another user's",
+			spoil: func() { must(os.Chown(f.host(conf), 1000, 1000)) },
+			fix:   func() { must(os.Chown(f.host(conf), 0, 0)) },
+			want:  conf + ": owned by uid 1000 (mode 0644)" + others,
+		}, spoilt{
+			name: "a directory on its path that another group may write",
+			spoil: func() {
+				must(os.Chown(f.host("/srv/excl"), 0, 1000))
+				must(os.Chmod(f.host("/srv/excl"), 0o775))
+				linkIn()
+			},
+			fix: func() {
+				must(os.Chmod(f.host("/srv/excl"), 0o755))
+				must(os.Chown(f.host("/srv/excl"), 0, 0))
+				putBack()
+			},
+			want: conf + ": through directory /srv/excl: mode 0775, owned by uid 0 and group 1000: writable by that group" + others,
+		})
+	}
+	for _, tc := range cases {
+		tc.spoil()
+		for _, args := range [][]string{
+			{"check", "--root", f.root},
+			{"reconcile", "--root", f.root, "--dry-run"},
+			{"audit-rules", "--root", f.root},
+		} {
+			out, errOut, code := runCLI(t, bus, args...)
+			if code != 2 || !strings.Contains(errOut, tc.want) {
+				t.Errorf("%s: %s: exit %d, stderr %q, stdout %q; want 2 saying %q", tc.name, args[0], code, errOut, out, tc.want)
+			}
+		}
+		d.wait(tc.name+": the daemon keeping its last good rules", 20*time.Second, func() bool {
+			s := d.status()
+			return strings.Contains(s, "exclusions refused ("+tc.want) && strings.Contains(s, "), keeping the last good ones") &&
+				strings.Contains(s, fmt.Sprintf("; %d declared paths excluded", len(exclWantLeft)))
+		})
+		out, errOut, code := runCLI(t, bus, "status", "--format", "json")
+		var st harness.StatusReport
+		if err := json.Unmarshal([]byte(out), &st); err != nil || code != 1 {
+			t.Fatalf("%s: status --format json: exit %d, %v, stderr %q:\n%s", tc.name, code, err, errOut, out)
+		}
+		var now []string
+		for _, it := range st.Drift {
+			account := ""
+			if m := accountNoun.FindStringSubmatch(it.Message); m != nil {
+				account = m[1]
+			}
+			now = append(now, reported(it.Entry, it.Path, it.Unit, account, it.Kind))
+		}
+		if diff := cmp.Diff(before, sorted(now)); diff != "" {
+			t.Errorf("%s: the daemon reports other drift than with its last good rules (-before +now):\n%s", tc.name, diff)
+		}
+		tc.fix()
+		d.wait(tc.name+": put right", 20*time.Second, func() bool { return !strings.Contains(d.status(), "exclusions refused") })
+	}
 }
 
 func leftPaths(ls []harness.Left) []string {

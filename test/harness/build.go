@@ -45,7 +45,7 @@ func Run(m *testing.M) int {
 var build = sync.OnceValues(func() (string, error) { return goBuild("drift-monitor") })
 
 // goBuild builds ./cmd/drift-monitor into the harness's directory as name,
-// as it is released (ReleaseFlags) and with the go build flags given.
+// as it is released (ReleaseEnv) and with the go build flags given.
 func goBuild(name string, flags ...string) (string, error) {
 	dir, err := work()
 	if err != nil {
@@ -55,16 +55,20 @@ func goBuild(name string, flags ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	release, err := ReleaseFlags(root)
+	release, err := ReleaseEnv(root)
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, name)
-	args := append(append(append([]string{"build"}, release...), flags...), "-o", bin, "./cmd/drift-monitor")
+	// -trimpath as make build: the binary's file names are the release's,
+	// and the packages compiled do not depend on where the release
+	// environment's workspace is (a new one for new imports).
+	args := append(append([]string{"build", "-trimpath"}, flags...), "-o", bin, "./cmd/drift-monitor")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), release...)
 	if slices.Contains(flags, "-race") {
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=1")
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), root, err, out)
@@ -72,12 +76,12 @@ func goBuild(name string, flags ...string) (string, error) {
 	return bin, nil
 }
 
-// ReleaseFlags are the go command flags of the release build of the tree
-// at root: what tools/release-goflags.sh prints (the one place that says
-// how drift-monitor is built as released; make build, the RPM and the
-// tiers all use it).
-func ReleaseFlags(root string) ([]string, error) {
-	cmd := exec.Command("./tools/release-goflags.sh")
+// ReleaseEnv is the environment (NAME=VALUE, added to the process's) of
+// the go command in the release build of the tree at root: what
+// tools/release-goenv.sh prints (the one place that says how drift-monitor
+// is built as released; make build, the RPM and the tiers all use it).
+func ReleaseEnv(root string) ([]string, error) {
+	cmd := exec.Command("./tools/release-goenv.sh")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
@@ -85,9 +89,15 @@ func ReleaseFlags(root string) ([]string, error) {
 		if errors.As(err, &ee) {
 			err = fmt.Errorf("%w: %s", err, ee.Stderr)
 		}
-		return nil, fmt.Errorf("tools/release-goflags.sh in %s: %w", root, err)
+		return nil, fmt.Errorf("tools/release-goenv.sh in %s: %w", root, err)
 	}
-	return strings.Fields(string(out)), nil
+	env := strings.Fields(string(out))
+	for _, v := range env {
+		if !strings.Contains(v, "=") {
+			return nil, fmt.Errorf("tools/release-goenv.sh in %s printed %q: not NAME=VALUE", root, v)
+		}
+	}
+	return env, nil
 }
 
 // Binary returns the path of drift-monitor built from this tree, building it

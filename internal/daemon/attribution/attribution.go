@@ -335,7 +335,14 @@ func (a *Attributor) syncRules(ctx context.Context) {
 	if a.canary != "" {
 		paths = append(slices.Clip(paths), a.canary)
 	}
-	a.want = audit.PlanWatches(paths, a.key, nil)
+	want, err := audit.PlanWatches(paths, a.key, nil)
+	if err != nil {
+		// Never with the daemon's absolute root: said, not skipped.
+		a.setState(StateRulesMissing, err.Error())
+		a.journalState(ctx)
+		return
+	}
+	a.want = want
 	st, err := a.conn.Status()
 	switch {
 	case err != nil:

@@ -2,7 +2,7 @@
 //
 // It is a stage of its own because Butane's translator is the largest
 // module the binary links, and takes test helpers with it (see
-// tools/release-goflags.sh): only this stage and the load above it link it
+// tools/release-goenv.sh): only this stage and the load above it link it
 // (cmd/drift-monitor's TestLoaderStages), so that no other stage, and
 // nothing that observes, compares or caches, carries it.
 //

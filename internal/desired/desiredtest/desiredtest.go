@@ -12,12 +12,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
-// DirHost is a Host over a directory for the loader's own tests, which
-// cannot import ondisk (it imports the loader): Go's os.Root, which refuses a link
-// out of the directory rather than resolve it inside as ondisk.Root does
-// (root_test.go tests that, through ondisk).
+// DirHost is a Host over a directory for the loader's own tests: Go's
+// os.Root, which refuses a link out of the directory rather than resolve
+// it inside as ondisk.Root does (root_test.go tests that, through ondisk);
+// the walk of a path, for the check of who could have written a config,
+// is ondisk.Root's.
 type DirHost string
 
 func (d DirHost) Dir() string { return string(d) }
@@ -66,13 +69,21 @@ func (d DirHost) ReadDir(p string) ([]fs.DirEntry, error) {
 	return fs.ReadDir(r.FS(), d.rel(p))
 }
 
-func (d DirHost) StatDir(p string) (fs.FileInfo, error) {
-	r, err := os.OpenRoot(string(d))
+func (d DirHost) Owner() int {
+	fi, err := os.Stat(string(d))
 	if err != nil {
-		return nil, err
+		return -1
+	}
+	return int(fi.Sys().(*syscall.Stat_t).Uid)
+}
+
+func (d DirHost) Walk(p string, visit func(ondisk.Step) error) error {
+	r, err := ondisk.OpenRoot(string(d))
+	if err != nil {
+		return err
 	}
 	defer r.Close()
-	return r.Stat(d.rel(p))
+	return r.Walk(p, visit)
 }
 
 // WriteFile writes a fixture file, making its directories.

@@ -3,6 +3,8 @@ package discover
 import (
 	"io/fs"
 	"os"
+
+	"github.com/drift-monitor/drift-monitor/internal/writers"
 )
 
 // Host is a root's host paths as the loader reads them (the config
@@ -14,15 +16,13 @@ import (
 type Host interface {
 	// Dir is the directory the root was opened from.
 	Dir() string
-	// Join names a host path inside the root, for messages.
-	Join(hostPath string) string
 	// Open opens a regular file for reading; the error is an *fs.PathError.
 	Open(hostPath string) (*os.File, error)
 	// ReadFile reads a regular file whole.
 	ReadFile(hostPath string) ([]byte, error)
 	// ReadDir lists a directory, its links not followed.
 	ReadDir(hostDir string) ([]fs.DirEntry, error)
-	// StatDir describes a directory itself (links to it followed): its
-	// mode and owner, in a *syscall.Stat_t as Sys.
-	StatDir(hostDir string) (fs.FileInfo, error)
+	// Root names a host path inside the root (Join), and walks its
+	// resolution for the check of who could have written a config.
+	writers.Root
 }
