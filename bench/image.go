@@ -313,7 +313,7 @@ func (b *bench) imageDaemon(ctx context.Context, res *imageResult, dep string, e
 					m.stop()
 					return err
 				}
-				at, err := m.waitRecord(journal.MsgUndeclared, strings.TrimPrefix(p, dep), time.Minute)
+				at, err := m.waitRecord(journal.RecordOf(journal.MsgUndeclared), strings.TrimPrefix(p, dep), time.Minute)
 				if err != nil {
 					m.stop()
 					return err
@@ -324,7 +324,7 @@ func (b *bench) imageDaemon(ctx context.Context, res *imageResult, dep string, e
 					err = os.WriteFile(p, image, 0o644)
 				}
 				if err == nil {
-					_, err = m.waitRecord(journal.MsgUndeclaredGone, strings.TrimPrefix(p, dep), time.Minute)
+					_, err = m.waitRecord(journal.RecordOf(journal.MsgUndeclaredGone), strings.TrimPrefix(p, dep), time.Minute)
 				}
 				if err != nil {
 					m.stop()

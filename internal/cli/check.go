@@ -42,7 +42,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	labels := labelCompareFlag(fs)
 	excl := exclude.DefaultOptions()
 	excl.Register(fs)
-	img := imageFlag{mode: imageNotice}
+	var img imageFlag
 	fs.Var(&img, "image", imageUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(std.Err, "usage: drift-monitor check [--config PATH]... [--root DIR] [--format text|json] [--no-cache] [--check-mcd-certificates] [--label-compare type|full]\n"+
@@ -79,7 +79,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: warning: %s: secret contents get no digests\n", escape.Text(err.Error()))
 	}
-	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, excl, img.mode)
+	res, err := runFullCheck(ctx, cache, *root, configs, key, *labels == "full", std.Err, *checkCerts, excl, img)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor check: %s\n", escape.Text(err.Error()))
 		return ExitFailed
@@ -170,14 +170,14 @@ func firstBoot() firstboot.Use {
 // SELinux contexts; checkCerts checks the files the machine-config daemon's
 // certificate writer owns too; excl says what is left alone; img what to
 // make of the OS image's /etc.
-func runFullCheck(ctx context.Context, cache statekey.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageMode) (checkResult, error) {
+func runFullCheck(ctx context.Context, cache statekey.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageFlag) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
 	}
 	defer r.Close()
 	state, err := loadDesired(cache, r, configs, "check", warn)
-	if errors.Is(err, discover.ErrNoConfig) && img == imageList {
+	if errors.Is(err, discover.ErrNoConfig) && img.list {
 		// Listing the image's differences needs no config: without one,
 		// every difference is undeclared.
 		state, err = &model.State{}, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
+	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/mcd"
@@ -124,8 +125,7 @@ func daemonFlags(fs *flag.FlagSet, o *daemon.Options) *daemonFlagValues {
 	// A usage error exits ExitUsage, not check's 2: the unit restarts the
 	// daemon after every exit but ExitUsage and ExitConfig (see cli.go).
 	f.labels = labelCompareFlag(fs)
-	f.image.mode = imageNotice
-	fs.Var(&f.image, "image", "the OS image's /etc: --image=notice (default: undeclared changes are notices), =drift (they are drift) or =off")
+	fs.Var(&f.image, "image", "the OS image's /etc: --image=notice (undeclared changes are notices), =drift (they are drift) or =off; default: "+image.SettingsFile+"'s mode, read at every load (notice without one)")
 	return f
 }
 
@@ -141,11 +141,11 @@ func (f *daemonFlagValues) check(fs *flag.FlagSet, o *daemon.Options, std Stdio)
 		return false
 	}
 	o.LabelFull = *f.labels == "full"
-	if f.image.mode == imageList {
+	if f.image.list {
 		fmt.Fprintf(std.Err, "drift-monitor daemon: --image: want notice, drift or off (listing is check --image)\n")
 		return false
 	}
-	o.Image = string(f.image.mode)
+	o.Image = f.image.mode
 	o.Configs = f.configs
 	root, err := absRoot(o.Root)
 	if err != nil {

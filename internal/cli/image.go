@@ -4,68 +4,90 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
-	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
-// imageMode is what check (and the daemon) make of the differences from
-// the OS image's /etc (package image): --image=notice (the default)
-// reports the undeclared ones as notices, --image=drift as drift,
-// --image=off not at all, and a bare --image lists every difference with
-// its class.
-type imageMode string
+// imageFlag is check's and the daemon's --image[=notice|drift|off]: a
+// mode for this run, over the settings file's (image.SettingsFile, which
+// the daemon, check and reconcile read alike); a bare --image lists every
+// difference with its class (check only), in the settings file's mode.
+type imageFlag struct {
+	mode image.Mode // "" : the settings file's
+	list bool
+}
 
-const (
-	imageNotice imageMode = "notice"
-	imageDrift  imageMode = "drift"
-	imageOff    imageMode = "off"
-	imageList   imageMode = "list"
-)
+func (f *imageFlag) String() string {
+	if f.list {
+		return "true"
+	}
+	return string(f.mode)
+}
 
-// imageFlag is --image[=notice|drift|off].
-type imageFlag struct{ mode imageMode }
-
-func (f *imageFlag) String() string   { return string(f.mode) }
 func (f *imageFlag) IsBoolFlag() bool { return true }
+
 func (f *imageFlag) Set(v string) error {
-	switch imageMode(v) {
-	case "true":
-		f.mode = imageList
-	case imageNotice, imageDrift, imageOff:
-		f.mode = imageMode(v)
-	default:
+	if v == "true" {
+		f.list = true
+		return nil
+	}
+	m, err := image.ParseMode(v)
+	if err != nil {
 		return fmt.Errorf("want notice, drift or off (or --image alone, to list every difference)")
 	}
+	f.mode = m
 	return nil
 }
 
-const imageUsage = "the OS image's /etc: =notice (default) reports undeclared changes as notices, =drift as drift, =off not at all; --image alone lists every difference with its class"
+const imageUsage = "the OS image's /etc, for this run: =notice (the default) reports undeclared changes as notices, =drift as drift, =off not at all (default: " +
+	image.SettingsFile + "'s mode); --image alone lists every difference with its class"
+
+// trustSettings refuses a settings file another user could have written,
+// as a config is refused (discover.CheckWriters).
+func trustSettings(r *ondisk.Root) func(string, *os.File) error {
+	return func(p string, f *os.File) error { return discover.CheckWriters(r, p, f) }
+}
+
+// imageModeOf is the mode a command runs in: the flag's, else the settings
+// file's inside r.
+func imageModeOf(r *ondisk.Root, flag image.Mode) (image.Mode, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	return image.LoadMode(r, trustSettings(r))
+}
 
 // imageResult is what a check found of the image.
 type imageResult struct {
-	Mode        imageMode
+	Mode        image.Mode
+	List        bool
 	Kind        image.HostKind
 	Source      string
 	Unavailable string
 	Differences []image.Difference
-	// Excluded marks the differences an exclusion leaves unreported.
-	Excluded   []bool
-	Undeclared int
+	// Undeclared counts the undeclared differences reported, Excluded
+	// those the exclusions leave unreported.
+	Undeclared, Excluded int
 }
 
 // checkImage compares the root's /etc with its image and adds what it
 // found to res: the undeclared differences as notices or drift (by mode),
-// or, listing, every difference.
-func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, mode imageMode, rules *exclude.Rules, res *checkResult, warn io.Writer) error {
-	if mode == imageOff {
+// and, listing, every difference.
+func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, f imageFlag, rules *exclude.Rules, res *checkResult, warn io.Writer) error {
+	mode, err := imageModeOf(r, f.mode)
+	if err != nil {
+		return err
+	}
+	if mode == image.ModeOff && !f.list {
 		return nil
 	}
 	b, err := image.Find(ctx, r)
@@ -73,11 +95,12 @@ func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, mode image
 		return err
 	}
 	defer b.Close()
-	if b.Kind == image.KindNone && mode == imageNotice {
-		// Not an image host: nothing to say unless asked.
+	if b.Kind == image.KindNone && mode == image.ModeNotice && !f.list {
+		// Not an image host: nothing to say unless asked (the daemon
+		// says the same).
 		return nil
 	}
-	ir := &imageResult{Mode: mode, Kind: b.Kind, Source: b.Source, Unavailable: b.Unavailable}
+	ir := &imageResult{Mode: mode, List: f.list, Kind: b.Kind, Source: b.Source, Unavailable: b.Unavailable}
 	res.Image = ir
 	if !b.Available() {
 		res.Notices = append(res.Notices, drift.Drift{Kind: drift.NotChecked, Entry: model.KindUndeclared, Path: image.EtcDir,
@@ -95,32 +118,28 @@ func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, mode image
 	if u := b.Extensions.Unknown(); u != "" {
 		fmt.Fprintf(warn, "drift-monitor check: warning: %s\n", escape.Text(u))
 	}
-	cl := image.NewClassifier(st.Entries)
-	cl.Extensions = b.Extensions
-	key, _ := hostKeyBytes()
-	cl.Recorder = &image.Recorder{Root: r, Key: key, KeyID: firstboot.KeyID(key)}
-	if cl.Record, err = image.LoadRecord(r, image.RecordPath); err != nil {
-		fmt.Fprintf(warn, "drift-monitor check: warning: the first boot's record of /etc is not used: %s\n", escape.Text(err.Error()))
+	key, _ := hostKey()
+	cl, err := image.NewClassifierFor(r, b, st.Entries, key, imageExclusions(rules))
+	if err != nil {
+		fmt.Fprintf(warn, "drift-monitor check: warning: %s\n", escape.Text(err.Error()))
 	}
-	excluded := imageExclusions(rules)
 	ir.Differences = cl.Classify(ctx, cs)
-	ir.Excluded = make([]bool, len(ir.Differences))
 	for i := range ir.Differences {
 		d := &ir.Differences[i]
-		if d.Class != image.ClassUndeclared {
+		switch {
+		case d.Class != image.ClassUndeclared:
 			continue
-		}
-		dr := d.Drift(b.Source)
-		if excluded(&dr) {
-			ir.Excluded[i] = true
+		case d.Excluded:
+			ir.Excluded++
 			continue
 		}
 		ir.Undeclared++
-		switch mode {
-		case imageNotice:
-			res.Notices = append(res.Notices, dr)
-		case imageDrift:
-			res.Drift = append(res.Drift, dr)
+		switch {
+		case mode == image.ModeDrift:
+			res.Drift = append(res.Drift, d.Drift(b.Source))
+		case mode == image.ModeNotice && !f.list:
+			// Listed, they are no notices of their own.
+			res.Notices = append(res.Notices, d.Drift(b.Source))
 		}
 	}
 	drift.Sort(res.Notices)
@@ -132,17 +151,18 @@ func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, mode image
 // unreported, as they leave any drift (package exclude: the daemon's
 // rules, so that check and the daemon agree).
 func imageExclusions(rules *exclude.Rules) func(*drift.Drift) bool {
-	f := rules.DriftFilter()
-	return func(d *drift.Drift) bool { return f != nil && f(d) }
+	return rules.DriftFilter()
 }
 
 // imageJSON is the report's "image" object.
 type imageJSON struct {
-	Mode        imageMode        `json:"mode"`
+	Mode        image.Mode       `json:"mode"`
+	List        bool             `json:"list,omitempty"`
 	Baseline    image.HostKind   `json:"baseline"`
 	Source      string           `json:"source,omitempty"`
 	Unavailable string           `json:"unavailable,omitempty"`
 	Undeclared  int              `json:"undeclared"`
+	Excluded    int              `json:"excluded"`
 	Differences []differenceJSON `json:"differences,omitempty"`
 }
 
@@ -163,24 +183,24 @@ func (ir *imageResult) json() *imageJSON {
 	if ir == nil {
 		return nil
 	}
-	j := &imageJSON{Mode: ir.Mode, Baseline: ir.Kind, Source: ir.Source, Unavailable: ir.Unavailable, Undeclared: ir.Undeclared}
-	if ir.Mode != imageList {
+	j := &imageJSON{Mode: ir.Mode, List: ir.List, Baseline: ir.Kind, Source: ir.Source, Unavailable: ir.Unavailable, Undeclared: ir.Undeclared, Excluded: ir.Excluded}
+	if !ir.List {
 		return j
 	}
 	j.Differences = []differenceJSON{}
 	for i := range ir.Differences {
 		d := &ir.Differences[i]
 		j.Differences = append(j.Differences, differenceJSON{Path: d.Path, Change: d.Op.String(), What: d.What.Names(),
-			Class: string(d.Class), Why: d.Why, Excluded: ir.Excluded[i], Package: d.Owner, RPM: d.RPM, Error: d.Err,
+			Class: string(d.Class), Why: d.Why, Excluded: d.Excluded, Package: d.Owner, RPM: d.RPM, Error: d.Err,
 			Message: d.Describe()})
 	}
 	return j
 }
 
 // writeImageList prints every difference with its class, one a line,
-// then a summary line.
+// then a summary line that counts the excluded undeclared ones apart.
 func writeImageList(ew *errWriter, ir *imageResult) {
-	if ir == nil || ir.Mode != imageList {
+	if ir == nil || !ir.List {
 		return
 	}
 	if ir.Unavailable != "" {
@@ -192,10 +212,11 @@ func writeImageList(ew *errWriter, ir *imageResult) {
 	for i := range ir.Differences {
 		d := &ir.Differences[i]
 		class := string(d.Class)
-		if ir.Excluded[i] {
+		if d.Excluded {
 			class += " (excluded)"
+		} else {
+			counts[d.Class]++
 		}
-		counts[d.Class]++
 		line := fmt.Sprintf("  %-23s %c  %s  %s", class, d.Op, escape.Name(d.Path), escape.Text(d.Describe()))
 		if d.Why != "" && d.Class != image.ClassUndeclared {
 			line += "  [" + escape.Name(d.Why) + "]"
@@ -205,6 +226,9 @@ func writeImageList(ew *errWriter, ir *imageResult) {
 	var parts []string
 	for _, c := range image.Classes {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[c], c))
+	}
+	if ir.Excluded > 0 {
+		parts = append(parts, fmt.Sprintf("%d excluded", ir.Excluded))
 	}
 	ew.printf("Image: %s: %s.\n", count(len(ir.Differences), "difference", "differences"), strings.Join(parts, ", "))
 }
@@ -224,15 +248,15 @@ func adoptImage(r *ondisk.Root, std Stdio) int {
 		fmt.Fprintf(std.Out, "nothing recorded: %s\n", escape.Text(b.Unavailable))
 		return 0
 	}
-	key, err := hostKeyBytes()
-	if err != nil || key == nil {
+	key, err := hostKey()
+	if err != nil || !key.Valid() {
 		why := "no digest key"
 		if err != nil {
 			why = err.Error()
 		}
 		fmt.Fprintf(std.Err, "drift-monitor adopt: warning: %s: the contents of files are not recorded (a file found later is undeclared)\n", escape.Text(why))
 	}
-	rc := &image.Recorder{Root: r, Key: key, KeyID: firstboot.KeyID(key)}
+	rc := &image.Recorder{Root: r, Key: key}
 	n, err := image.RecordNow(ctx, r, b, rc, image.RecordPath)
 	if err != nil {
 		fmt.Fprintf(std.Err, "drift-monitor adopt: recording %s: %s\n", escape.Text(r.Join(image.RecordPath)), escape.Text(err.Error()))

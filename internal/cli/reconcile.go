@@ -66,6 +66,13 @@ func runReconcile(ctx context.Context, args []string, std Stdio) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	if len(o.names) == 0 {
+		more, err := imageRefusals(ctx, r, job.state, job.rules)
+		if err != nil {
+			return fail("%v", err)
+		}
+		rep.Refused = append(rep.Refused, more...)
+	}
 	return rep.finish(o, std, fail)
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
-	"github.com/drift-monitor/drift-monitor/internal/firstboot"
+	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -68,20 +68,31 @@ func reconcileImage(ctx context.Context, o *reconcileOptions, std Stdio) int {
 }
 
 // restoreNamed plans and (unless it is a dry run) does the restoration of
-// each named path, then compares them again.
+// each named path, then compares them again. Every named path is judged
+// before anything is written, so that a run and its dry run judge alike,
+// in this order: under /etc; not excluded (the exclusions come first, as
+// everywhere: an excluded path is never written, whatever it is); a
+// difference from the image, and not within a larger one (unless that one
+// is named too: it is restored with it); undeclared. Every other is
+// refused with why.
 func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state *model.State, o *reconcileOptions) (*reconcileReport, error) {
-	cl := image.NewClassifier(state.Entries)
-	cl.Extensions = b.Extensions
-	key, _ := hostKeyBytes()
-	cl.Recorder = &image.Recorder{Root: r, Key: key, KeyID: firstboot.KeyID(key)}
-	cl.Record, _ = image.LoadRecord(r, image.RecordPath)
 	rules, err := o.exclude.Load(r)
 	if err != nil {
 		return nil, err
 	}
 	excluded := imageExclusions(rules)
+	key, _ := hostKey()
+	cl, _ := image.NewClassifierFor(r, b, state.Entries, key, excluded)
 	rep := &reconcileReport{Root: r.Dir(), DryRun: o.dryRun}
-	labels, lerr := selinux.ForRoot(r.ReadFile)
+	named := map[string]bool{}
+	for _, name := range o.names {
+		named[path.Clean(name)] = true
+	}
+	type planned struct {
+		act reconcile.Action
+		c   image.Change
+	}
+	var plan []planned
 	for _, name := range o.names {
 		p := path.Clean(name)
 		act := reconcile.Action{Entry: model.KindUndeclared, Path: p, Drift: []drift.Kind{drift.Undeclared}}
@@ -91,6 +102,10 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 		}
 		if !strings.HasPrefix(p, image.EtcDir+"/") {
 			refuse("not a path under /etc: the image declares /etc only", "")
+			continue
+		}
+		if excluded != nil && excluded(&drift.Drift{Kind: drift.Undeclared, Entry: model.KindUndeclared, Path: p}) {
+			refuse("excluded (the exclusions leave it alone, as the daemon does): left alone", "")
 			continue
 		}
 		scope, cs, err := b.DiffAt(ctx, r, p)
@@ -104,12 +119,15 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 			}
 		}
 		switch {
+		case scope != p && len(cs) > 0 && named[scope]:
+			// Restored with the named change that covers it, among whose
+			// steps it is.
+			continue
 		case scope != p && len(cs) > 0:
 			refuse(fmt.Sprintf("%s is the change that covers it: name that", scope), "")
 			continue
 		case c == nil:
-			act.Done = []string{"nothing to write: as the image has it"}
-			rep.Repaired = append(rep.Repaired, act)
+			refuse("not a difference from the image: it is as the image has it, nothing to restore", "")
 			continue
 		}
 		d := cl.Classify(ctx, []image.Change{*c})[0]
@@ -120,12 +138,20 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 				image.ClassExtension: "the confext " + d.Why + " provides it",
 				image.ClassFirstBoot: "it is as the first boot left it (" + image.RecordPath + ")",
 			}[d.Class]
+			if d.Why == image.WhyAccountLines {
+				why = image.WhyAccountLines + ": plain reconcile puts the accounts back as declared"
+			}
 			refuse("not an undeclared change: "+why, "")
 			continue
 		}
-		if dr := d.Drift(b.Source); excluded(&dr) {
-			refuse("excluded (the exclusions leave it alone, as the daemon does): left alone", "")
-			continue
+		plan = append(plan, planned{act, *c})
+	}
+	labels, lerr := selinux.ForRoot(r.ReadFile)
+	for i := range plan {
+		act, c, p := plan[i].act, &plan[i].c, plan[i].act.Path
+		refuse := func(why, command string) {
+			act.Problem, act.Command = why, command
+			rep.Refused = append(rep.Refused, act)
 		}
 		rs := b.Restore(ctx, r, c)
 		if rs.Refused != "" {
@@ -153,17 +179,58 @@ func restoreNamed(ctx context.Context, r *ondisk.Root, b *image.Baseline, state 
 	}
 	for _, name := range o.names {
 		p := path.Clean(name)
+		if !strings.HasPrefix(p, image.EtcDir+"/") {
+			continue
+		}
 		_, cs, err := b.DiffAt(ctx, r, p)
 		if err != nil {
 			return nil, fmt.Errorf("comparing again after the restoration: %w", err)
 		}
 		for _, d := range cl.Classify(ctx, cs) {
-			if d.Path == p && d.Class == image.ClassUndeclared {
+			if d.Path == p && d.Class == image.ClassUndeclared && !d.Excluded {
 				rep.Remaining = append(rep.Remaining, d.Drift(b.Source))
 			}
 		}
 	}
 	return rep, nil
+}
+
+// imageRefusals are, when the image's mode is drift (the settings file's,
+// as the daemon and check read it), the undeclared differences from the
+// image: drift that plain reconcile never writes — an undeclared change is
+// put back only when named (reconcile --image PATH) —, so listed as not
+// repaired: reconcile, check and status then agree that the host is not
+// clean. Nothing in the other modes, or where the image's /etc cannot be
+// compared (check's notice says why).
+func imageRefusals(ctx context.Context, r *ondisk.Root, state *model.State, rules *exclude.Rules) ([]reconcile.Action, error) {
+	mode, err := imageModeOf(r, "")
+	if err != nil || mode != image.ModeDrift {
+		return nil, err
+	}
+	b, err := image.Find(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	if !b.Available() {
+		return nil, nil
+	}
+	cs, err := b.Diff(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("comparing %s with the image: %w", image.EtcDir, err)
+	}
+	key, _ := hostKey()
+	cl, _ := image.NewClassifierFor(r, b, state.Entries, key, imageExclusions(rules))
+	var out []reconcile.Action
+	for _, d := range cl.Classify(ctx, cs) {
+		if d.Class != image.ClassUndeclared || d.Excluded {
+			continue
+		}
+		out = append(out, reconcile.Action{Entry: model.KindUndeclared, Path: d.Path, Drift: []drift.Kind{drift.Undeclared},
+			Problem: "an undeclared change from the OS image (" + image.SettingsFile + ": mode drift): put back only when named",
+			Command: "drift-monitor reconcile --image " + escape.Name(d.Path)})
+	}
+	return out, nil
 }
 
 // writeImageNodes writes the image's nodes through package reconcile, as

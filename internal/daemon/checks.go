@@ -35,7 +35,6 @@ func (d *Daemon) install(ctx context.Context, st model.State) error {
 	d.ix = newIndex(d.applyExclusions(ctx, machineconfig.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates)))
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
-	d.imageLoaded()
 	d.refreshLabels()
 	d.checker.Store = st.Store
 	d.files = st.Files
@@ -230,7 +229,7 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	for _, id := range res.Unknown {
 		keep(id)
 	}
-	d.imageFull(ctx, now, &res.Notices)
+	d.partsFullCheck(ctx, now, &res.Notices)
 	appeared, resolved := d.track.replace(now)
 	d.report(ctx, appeared, resolved)
 	d.reportNotices(ctx, res.Notices)

@@ -33,6 +33,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
+	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -117,9 +118,9 @@ type Options struct {
 	// (package firstboot); the zero Use reads none.
 	FirstBoot firstboot.Use
 	// Image is what to make of the differences of /etc from the OS
-	// image (image.go): ImageNotice ("", the default), ImageDrift or
-	// ImageOff.
-	Image string
+	// image (the part imagewatch): image.ModeNotice, ModeDrift or
+	// ModeOff; "" follows the settings file (image.SettingsFile).
+	Image image.Mode
 
 	// Attribution is how drift is attributed to its writers: "audit"
 	// (the part attribution) or "off" (""). AuditKey is the key of its audit
@@ -232,12 +233,9 @@ type Daemon struct {
 	// (noteWriters), for the bus.
 	said map[string]part.Writers
 
-	// parts are the optional features (parts.go): attribution, the MCD's
-	// follower.
+	// parts are the optional features (parts.go): the MCD's follower,
+	// attribution, the image's comparison.
 	parts parts
-
-	// img compares /etc with the OS image (image.go); nil when off.
-	img *imagePart
 }
 
 // unitFileReader is a source of unit enablement that reads the unit files

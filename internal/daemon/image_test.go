@@ -13,9 +13,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/firstboot"
+	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/metrics"
 	"github.com/drift-monitor/drift-monitor/internal/model"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // imageRoot is a root booted through ostree whose /etc is its /usr/etc
@@ -116,7 +119,7 @@ func TestImageDrift(t *testing.T) {
 	writeFile(t, filepath.Join(root, "etc/motd"), []byte("edited before the start\n"))
 	log := &records{}
 	n := &fakeNotifier{ready: make(chan struct{}, 1)}
-	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(log), Image: ImageDrift}, n)
+	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(log), Image: image.ModeDrift}, n)
 	// The drift record of the undeclared kind (its row of model.Kinds).
 	log.wait(t, 0, journal.DriftDetected(model.KindUndeclared), map[string]string{"DRIFT_PATH": "/etc/motd", "DRIFT_KIND": "undeclared",
 		journal.FieldRecord: journal.RecordDriftDetected})
@@ -136,10 +139,10 @@ func TestImageDrift(t *testing.T) {
 // nothing differs; with --image=off, none.
 func TestImageSeries(t *testing.T) {
 	for _, c := range []struct {
-		mode string
+		mode image.Mode
 		want bool
-	}{{ImageNotice, true}, {ImageDrift, true}, {ImageOff, false}} {
-		t.Run(c.mode, func(t *testing.T) {
+	}{{image.ModeNotice, true}, {image.ModeDrift, true}, {image.ModeOff, false}} {
+		t.Run(string(c.mode), func(t *testing.T) {
 			root, cfg := imageRoot(t)
 			n := &fakeNotifier{ready: make(chan struct{}, 1)}
 			d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(&records{}), Image: c.mode}, n)
@@ -214,4 +217,111 @@ func TestImageStagedDeployment(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // a poll interval inside a bounded wait
 	}
+}
+
+// waitStatusOf waits (bounded) until the status line satisfies ok.
+func waitStatusOf(t *testing.T, d *Daemon, what string, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := statusOf(t, d)
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %q: not %s within 20s", s, what)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval inside a bounded wait
+	}
+}
+
+// undeclaredMetric is what the metrics count of the undeclared kind.
+func undeclaredMetric(t *testing.T, d *Daemon) int {
+	t.Helper()
+	var n int
+	must(t, d.do(context.Background(), func(context.Context) error {
+		n = d.metricsSnapshot().Drift[drift.Undeclared]
+		return nil
+	}))
+	return n
+}
+
+// TestImageFollowsFirstBootRecord: drift-monitor-adopt-image.service runs
+// after multi-user.target, once the daemon is up: the record it writes is
+// followed, so that the first boot's leftovers stop being undeclared in
+// the status line and the metrics (as check says) without a reload, and a
+// later edit of a recorded path is undeclared again.
+func TestImageFollowsFirstBootRecord(t *testing.T) {
+	root, cfg := imageRoot(t)
+	writeFile(t, filepath.Join(root, "etc/hostname"), []byte("node-1\n"))
+	writeFile(t, filepath.Join(root, "etc/motd"), []byte("first boot\n"))
+	keyBytes := []byte("0123456789abcdef0123456789abcdef")
+	key := model.NewKey(keyBytes)
+	log := &records{}
+	n := &fakeNotifier{ready: make(chan struct{}, 1)}
+	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(log), DigestKey: key,
+		FirstBoot: firstboot.Use{Key: keyBytes}}, n)
+	waitStatusOf(t, d, "counting the first boot's 2 changes", func(s string) bool { return strings.Contains(s, "2 undeclared changes to the image's /etc") })
+
+	from := log.mark()
+	r, err := ondisk.OpenRoot(root)
+	must(t, err)
+	defer r.Close()
+	b, err := image.Find(context.Background(), r)
+	must(t, err)
+	defer b.Close()
+	// hostname, motd, and declared.conf (the config's, Ignition's at the
+	// first boot: recorded, though a declared path is classed declared).
+	if added, err := image.RecordNow(context.Background(), r, b, &image.Recorder{Root: r, Key: key}, image.RecordPath); err != nil || added != 3 {
+		t.Fatalf("RecordNow = %d, %v; want 3 paths", added, err)
+	}
+	log.wait(t, from, journal.MsgUndeclaredGone, map[string]string{"DRIFT_PATH": "/etc/hostname"})
+	log.wait(t, from, journal.MsgUndeclaredGone, map[string]string{"DRIFT_PATH": "/etc/motd"})
+	if s := statusOf(t, d); s != "No drift: watching 1 path, 0 units" {
+		t.Errorf("status %q after the record, want no undeclared change", s)
+	}
+	if got := undeclaredMetric(t, d); got != 0 {
+		t.Errorf("metrics count %d undeclared, want 0", got)
+	}
+	from = log.mark()
+	writeFile(t, filepath.Join(root, "etc/motd"), []byte("edited later\n"))
+	log.wait(t, from, journal.MsgUndeclared, map[string]string{"DRIFT_PATH": "/etc/motd"})
+}
+
+// TestImageUnavailableSaid: an image host whose baseline cannot be read
+// (an ostree host without /usr/etc here; bootc's composefs backend
+// without CAP_SYS_ADMIN on a real one) is said as a not-checked notice and
+// in the status line: the image's /etc is never clean for lack of a look.
+func TestImageUnavailableSaid(t *testing.T) {
+	root, cfg := imageRoot(t)
+	must(t, os.RemoveAll(filepath.Join(root, "usr/etc")))
+	log := &records{}
+	n := &fakeNotifier{ready: make(chan struct{}, 1)}
+	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(log)}, n)
+	log.wait(t, 0, journal.MsgNotice, map[string]string{"DRIFT_PATH": "/etc", "DRIFT_KIND": "not-checked", "DRIFT_ENTRY": "undeclared"})
+	if s := statusOf(t, d); !strings.Contains(s, "the image's /etc not compared") {
+		t.Errorf("status %q does not say the image's /etc is not compared", s)
+	}
+}
+
+// TestImageSettingsFile: the mode is the settings file's, which check and
+// reconcile read too: drift there makes the daemon's undeclared changes
+// drift without a flag, and a change of the file is followed.
+func TestImageSettingsFile(t *testing.T) {
+	root, cfg := imageRoot(t)
+	writeFile(t, filepath.Join(root, "etc/motd"), []byte("edited\n"))
+	writeFile(t, filepath.Join(root, "etc/drift-monitor/image.conf"), []byte("mode = drift\n"))
+	log := &records{}
+	n := &fakeNotifier{ready: make(chan struct{}, 1)}
+	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}, Log: slog.New(log)}, n)
+	if s := statusOf(t, d); !strings.HasPrefix(s, "Drift: 1 path differs (/etc/motd: undeclared)") {
+		t.Errorf("status %q, want the undeclared change as drift", s)
+	}
+	from := log.mark()
+	writeFile(t, filepath.Join(root, "etc/drift-monitor/image.conf"), []byte("mode = notice\n"))
+	log.wait(t, from, journal.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/motd", "DRIFT_KIND": "undeclared"})
+	log.wait(t, from, journal.MsgUndeclared, map[string]string{"DRIFT_PATH": "/etc/motd"})
+	waitStatusOf(t, d, "clean with a notice", func(s string) bool {
+		return s == "No drift: watching 1 path, 0 units; 1 undeclared change to the image's /etc"
+	})
 }

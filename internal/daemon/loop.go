@@ -49,7 +49,6 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 	s.events = make(chan readResult, 16)
 	go d.readEvents(s.events)
 	d.followConfig(ctx, s)
-	d.startImage(ctx, s)
 	// Before the first check, which may defer reads: a large file is
 	// read while the daemon is already ready and watching.
 	d.reads.start(ctx)
@@ -157,10 +156,6 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		}
 	case req := <-d.requests:
 		req(ctx)
-	case r := <-d.img.eventsC():
-		d.imageEvents(ctx, r, active)
-	case <-d.img.holdC():
-		d.imageHoldTick(ctx, active)
 	case reply := <-s.pings:
 		close(reply)
 	}

@@ -139,7 +139,7 @@ func (d *Daemon) metricsChanged() {
 
 func (d *Daemon) metricsKey() metricsKey {
 	return metricsKey{ix: d.ix, state: d.snapshotState(), gen: d.track.gen, notices: d.noticeGen, paths: d.ix.paths, units: d.ix.units,
-		excluded: d.excl.paths, polled: len(d.w.Polled()), inhibitors: len(d.inhibitors), internalInhibitors: d.internalInhibitors(), exhausted: d.exhausted,
+		excluded: d.excl.paths, polled: len(d.polled()), inhibitors: len(d.inhibitors), internalInhibitors: d.internalInhibitors(), exhausted: d.exhausted,
 		loadFailing: d.loadFailing(), loadFailures: d.m.loadFailures, lastCheck: d.lastCheck, attribution: d.attributionMetric()}
 }
 
@@ -158,10 +158,10 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 		for k, n := range d.noticeKinds {
 			d.m.kinds[k] += n
 		}
-		d.imageCount(d.m.kinds)
+		d.partsCount(d.m.kinds)
 	}
-	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, Declared: d.imageDeclares(d.ix.kinds), LastCheck: d.lastCheck, LastChange: d.m.lastChange,
-		WatchedPaths: d.ix.paths, Units: d.ix.units, ExcludedPaths: d.excl.paths, PolledDirs: len(d.w.Polled()), WatchesExhausted: d.exhausted,
+	return metrics.Snapshot{State: d.snapshotState(), Drift: d.m.kinds, Declared: d.partsKinds(d.ix.kinds), LastCheck: d.lastCheck, LastChange: d.m.lastChange,
+		WatchedPaths: d.ix.paths, Units: d.ix.units, ExcludedPaths: d.excl.paths, PolledDirs: len(d.polled()), WatchesExhausted: d.exhausted,
 		Inhibitors: len(d.inhibitors), InternalInhibitors: d.internalInhibitors(), LoadFailing: d.loadFailing(), LoadFailures: d.m.loadFailures, Attribution: d.attributionMetric()}
 }
 

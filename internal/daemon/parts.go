@@ -3,16 +3,21 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon/attribution"
+	"github.com/drift-monitor/drift-monitor/internal/daemon/imagewatch"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/mcdfollow"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
+	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/mcd"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // The daemon's optional features are parts (package part): each made by its
@@ -41,6 +46,15 @@ var partTable = []struct {
 		leave := func(p string) bool { return d.excl.rules != nil && d.excl.rules.Forbids(p) }
 		return attribution.New(attribution.Options{Root: d.root, Key: o.AuditKey, Canary: o.AuditCanary, Sessions: o.Sessions, Leave: leave})
 	}},
+	{"image", func(o Options, d *Daemon) part.Part {
+		if o.Image == image.ModeOff {
+			return nil
+		}
+		// The settings file is held to the rule configs are: root's
+		// alone may say what is reported.
+		trust := func(p string, f *os.File) error { return discover.CheckWriters(d.root, p, f) }
+		return imagewatch.New(imagewatch.Options{Root: d.root, Mode: o.Image, Key: o.DigestKey, Trust: trust})
+	}},
 }
 
 // Attribution modes (--attribution).
@@ -66,10 +80,14 @@ type MCDOptions struct {
 
 // parts are the daemon's parts and the hooks they implement.
 type parts struct {
-	all     []part.Part
-	holders []part.Holder
-	loaders []part.Loader
-	caveats []part.Caveat
+	all        []part.Part
+	holders    []part.Holder
+	loaders    []part.Loader
+	caveats    []part.Caveat
+	checkers   []part.Checker
+	counters   []part.Counter
+	explainers []part.Explainer
+	pollers    []part.Poller
 	// attr names the writers of drift; nil without attribution.
 	attr part.Attributor
 }
@@ -96,6 +114,18 @@ func (ps *parts) add(p part.Part) {
 	}
 	if c, ok := p.(part.Caveat); ok {
 		ps.caveats = append(ps.caveats, c)
+	}
+	if c, ok := p.(part.Checker); ok {
+		ps.checkers = append(ps.checkers, c)
+	}
+	if c, ok := p.(part.Counter); ok {
+		ps.counters = append(ps.counters, c)
+	}
+	if e, ok := p.(part.Explainer); ok {
+		ps.explainers = append(ps.explainers, e)
+	}
+	if pl, ok := p.(part.Poller); ok {
+		ps.pollers = append(ps.pollers, pl)
 	}
 	if a, ok := p.(part.Attributor); ok && ps.attr == nil {
 		ps.attr = a
@@ -124,6 +154,10 @@ func (h partHost) Record(ctx context.Context, level slog.Level, id, msg string, 
 	h.d.record(ctx, level, id, msg, attrs...)
 }
 
+func (h partHost) RecordDrift(ctx context.Context, level slog.Level, id, msg string, dr *drift.Drift) {
+	h.d.record(ctx, level, id, msg, driftAttrs(dr)...)
+}
+
 func (h partHost) Log() *slog.Logger { return h.d.log }
 
 func (h partHost) Do(ctx context.Context, f func(context.Context)) error {
@@ -131,6 +165,100 @@ func (h partHost) Do(ctx context.Context, f func(context.Context)) error {
 }
 
 func (h partHost) HoldChanged(ctx context.Context) { h.d.setInhibitors(ctx, h.d.locks) }
+
+func (h partHost) Active() bool { return !h.d.inhibited() }
+
+func (h partHost) Report(ctx context.Context, id string, ds []drift.Drift) {
+	if len(ds) > 0 && h.d.holdDrift(ctx, id) {
+		return // held: the release's full check reports it if it persists
+	}
+	appeared, resolved := h.d.track.update(id, ds)
+	h.d.report(ctx, appeared, resolved)
+}
+
+func (h partHost) FullCheck(ctx context.Context, why string) { h.d.fullCheck(ctx, why) }
+
+func (h partHost) Excluded(dr *drift.Drift) bool {
+	return h.d.checker.Exclude != nil && h.d.checker.Exclude(dr)
+}
+
+func (h partHost) CountsChanged() { h.d.noticeGen++ }
+
+// partsFullCheck adds the Checkers' drift to now, a full check's drift by
+// entry, and their notices to notices.
+func (d *Daemon) partsFullCheck(ctx context.Context, now map[string][]drift.Drift, notices *[]drift.Drift) {
+	for _, c := range d.parts.checkers {
+		ds, ns := c.FullCheck(ctx)
+		for _, dr := range ds {
+			now[dr.EntryID] = append(now[dr.EntryID], dr)
+		}
+		*notices = append(*notices, ns...)
+	}
+	drift.Sort(*notices)
+}
+
+// partsCount adds the Counters' own reports to the metrics' counts by
+// kind.
+func (d *Daemon) partsCount(kinds map[drift.Kind]int) {
+	for _, c := range d.parts.counters {
+		c.Count(kinds)
+	}
+}
+
+// partsKinds is declared, the kinds of entry the desired state declares,
+// with those the Counters check: each has its series.
+func (d *Daemon) partsKinds(declared []model.Kind) []model.Kind {
+	out := declared
+	for _, c := range d.parts.counters {
+		for _, k := range c.Kinds() {
+			if !slices.Contains(out, k) {
+				out = append(slices.Clip(out), k)
+			}
+		}
+	}
+	return out
+}
+
+// explain adds to a drift's message what the Explainers say of it (its
+// journal record's message, not the drift check finds).
+func (d *Daemon) explain(dr *drift.Drift) {
+	if len(d.parts.explainers) == 0 {
+		return
+	}
+	var e *model.Entry
+	d.ix.affected(dr.Path, false, func(i int) {
+		if d.ix.entries[i].ID() == dr.EntryID {
+			e = &d.ix.entries[i]
+		}
+	})
+	if e == nil {
+		return
+	}
+	for _, x := range d.parts.explainers {
+		if why := x.Explain(d.checker, d.obs, e, dr); why != "" {
+			dr.Message += " (" + why + ")"
+		}
+	}
+}
+
+// polled lists every directory that could not be watched: the declared
+// paths' and the Pollers'.
+func (d *Daemon) polled() []string {
+	out := d.w.Polled()
+	for _, p := range d.parts.pollers {
+		out = append(slices.Clip(out), p.Polled()...)
+	}
+	return out
+}
+
+// pollParts has the Pollers look at their unwatched directories.
+func (d *Daemon) pollParts(ctx context.Context) {
+	for _, p := range d.parts.pollers {
+		if len(p.Polled()) > 0 {
+			p.Poll(ctx)
+		}
+	}
+}
 
 // withHolds is the held set: the lock files' (held) and the holds of the
 // parts that hold reports.

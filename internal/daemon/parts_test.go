@@ -8,6 +8,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/daemon/mcdfollow"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
+	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -143,8 +144,13 @@ func TestPartTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	if len(d.parts.all) != 0 {
-		t.Errorf("default options made parts: %v", d.parts.all)
+	// The image's comparison is on by default (its mode is the settings
+	// file's); every other part is asked for.
+	if len(d.parts.all) != 1 || d.parts.all[0].Name() != "image" {
+		t.Errorf("default options made parts: %v, want the image's alone", d.parts.all)
+	}
+	if ps := newParts(Options{Root: root, Image: image.ModeOff}, d); len(ps.all) != 0 {
+		t.Errorf("--image=off made parts: %v", ps.all)
 	}
 	on := Options{Root: root, Attribution: AttributionAudit, Configs: []string{mcdfollow.CurrentConfig}}
 	ps := newParts(on, d)
@@ -159,7 +165,10 @@ func TestPartTable(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("parts %v, want every row of the table: %v", names, want)
 	}
-	if ps.attr == nil || len(ps.holders) != 1 || len(ps.loaders) != 1 || len(ps.caveats) != 2 {
-		t.Errorf("hooks: attributor %v, %d holders, %d loaders, %d caveats; want one, 1, 1, 2", ps.attr != nil, len(ps.holders), len(ps.loaders), len(ps.caveats))
+	if ps.attr == nil || len(ps.holders) != 1 || len(ps.loaders) != 2 || len(ps.caveats) != 3 {
+		t.Errorf("hooks: attributor %v, %d holders, %d loaders, %d caveats; want one, 1, 2, 3", ps.attr != nil, len(ps.holders), len(ps.loaders), len(ps.caveats))
+	}
+	if len(ps.checkers) != 1 || len(ps.counters) != 1 || len(ps.explainers) != 1 || len(ps.pollers) != 1 {
+		t.Errorf("hooks: %d checkers, %d counters, %d explainers, %d pollers; want the image's, 1 each", len(ps.checkers), len(ps.counters), len(ps.explainers), len(ps.pollers))
 	}
 }

@@ -28,10 +28,10 @@ func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 		dr := &appeared[i]
 		// The journal's record only: the tracker's drift is what check
 		// finds, the same with or without attribution.
-		// An OS update's /etc merge explains a declared file's drift
-		// (image.go); the message, not the drift check finds, says so.
+		// A part may explain it (the image's: an OS update's /etc merge
+		// did it); the message, not the drift check finds, says so.
 		explained := *dr
-		d.imageExplain(&explained)
+		d.explain(&explained)
 		msg, attrs := explained.Message, driftAttrs(dr)
 		if ws != nil {
 			msg += ws[i].Suffix

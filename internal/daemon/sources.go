@@ -131,15 +131,22 @@ func (d *Daemon) followConfig(ctx context.Context, s *sources) {
 }
 
 // pacePolling keeps a polling ticker while some directories could not be
-// watched, and says when every directory is watched again.
+// watched (the declared paths' or a part's), says when they first are, and
+// says when every directory is watched again.
 func (d *Daemon) pacePolling(ctx context.Context, s *sources) {
-	if n := len(d.w.Polled()); n > 0 && s.poll == nil {
+	n := len(d.polled())
+	if n > 0 && s.poll == nil {
 		s.poll = time.NewTicker(d.o.PollInterval)
 	} else if n == 0 && s.poll != nil {
 		s.poll.Stop()
 		s.poll = nil
 	}
-	if d.exhausted && len(d.w.Polled()) == 0 {
+	if n > 0 && !d.exhausted {
+		// A part's watch ran out (the declared paths' says so at once,
+		// watchError).
+		d.noteExhausted(ctx, fmt.Errorf("watching the image's directories: %w", watch.ErrExhausted))
+	}
+	if d.exhausted && n == 0 {
 		// Every wanted directory has a watch again, whether a poll's
 		// retry placed it or a reload or a vanished directory freed
 		// watches: say so, so that running out again is said again.
@@ -153,19 +160,27 @@ func (d *Daemon) pacePolling(ctx context.Context, s *sources) {
 // watches is said once, until every directory is watched again.
 func (d *Daemon) watchError(ctx context.Context, err error) {
 	if errors.Is(err, watch.ErrExhausted) {
-		if !d.exhausted {
-			d.exhausted = true
-			d.record(ctx, slog.LevelWarn, journal.MsgWatchesExhausted,
-				fmt.Sprintf("%v: polling %d directories every %s instead; raise fs.inotify.max_user_watches", err, len(d.w.Polled()), d.o.PollInterval))
-		}
+		d.noteExhausted(ctx, err)
 		return
 	}
 	d.record(ctx, slog.LevelError, journal.MsgCheckFailed, fmt.Sprintf("inotify: %v", err))
 }
 
+// noteExhausted says, once until every directory is watched again, that
+// inotify watches ran out and what is polled instead.
+func (d *Daemon) noteExhausted(ctx context.Context, err error) {
+	if d.exhausted {
+		return
+	}
+	d.exhausted = true
+	d.record(ctx, slog.LevelWarn, journal.MsgWatchesExhausted,
+		fmt.Sprintf("%v: polling %d directories every %s instead; raise fs.inotify.max_user_watches", err, len(d.polled()), d.o.PollInterval))
+}
+
 // pollUnwatched checks the entries in directories that could not be watched,
-// and tries to watch them again.
+// and tries to watch them again; the parts look at theirs.
 func (d *Daemon) pollUnwatched(ctx context.Context) {
+	d.pollParts(ctx)
 	polled := d.w.Polled()
 	_ = d.w.Retry() // ErrExhausted while some still cannot be watched: they stay polled, and the loop says when none is left
 	if d.cfg.Blind() {

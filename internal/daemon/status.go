@@ -12,7 +12,7 @@ import (
 // status is the status line of the daemon as it is now.
 func (d *Daemon) status() string {
 	in := statusInput{drift: d.track.head(3), subjects: len(d.track.subjects),
-		paths: d.ix.paths, units: d.ix.units, polled: len(d.w.Polled()),
+		paths: d.ix.paths, units: d.ix.units, polled: len(d.polled()),
 		starting: !d.ready, unitsDown: d.unitsDown, apiDown: d.apiDown, reading: d.reads.underWay()}
 	if in.pending = d.reads.pendingCount(); in.pending > 0 {
 		in.firstCheck = !d.judged
@@ -36,7 +36,6 @@ func (d *Daemon) status() string {
 	}
 	in.nothing = escape.Name(d.nothing)
 	in.parts = d.partCaveats()
-	in.undeclared, in.imageHeld = d.imageStatus()
 	return statusLine(in)
 }
 
@@ -109,10 +108,6 @@ type statusInput struct {
 	unitsDown, apiDown bool
 	// parts: what the parts add (part.Caveat; "" : nothing).
 	parts string
-	// undeclared counts the undeclared changes to the image's /etc shown
-	// as notices; imageHeld names a transaction they are held for.
-	undeclared int
-	imageHeld  string
 }
 
 // statusLine renders systemctl status's STATUS= line:
@@ -216,12 +211,6 @@ func writeCaveats(b *strings.Builder, in statusInput) {
 	}
 	if in.parts != "" {
 		b.WriteString("; " + in.parts)
-	}
-	if in.undeclared > 0 {
-		fmt.Fprintf(b, "; %s to the image's /etc", plural(in.undeclared, "undeclared change"))
-	}
-	if in.imageHeld != "" {
-		b.WriteString("; undeclared changes held while " + in.imageHeld + " runs")
 	}
 	switch {
 	case in.loadFailed != "" && in.noState:

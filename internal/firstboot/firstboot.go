@@ -163,11 +163,15 @@ type Node struct {
 const keyIDLabel = "drift-monitor first-boot record"
 
 // KeyID names key in a record ("" for no key).
-func KeyID(key []byte) string {
-	if len(key) == 0 {
+func KeyID(key []byte) string { return KeyIDOf(model.NewKey(key)) }
+
+// KeyIDOf is KeyID of a Key: the name the first boot's records (this one,
+// and the image's /etc record of package image) give the host's key.
+func KeyIDOf(k model.Key) string {
+	if !k.Valid() {
 		return ""
 	}
-	return model.NewKey(key).Digest(sha256.Sum256([]byte(keyIDLabel))).String()
+	return k.Digest(sha256.Sum256([]byte(keyIDLabel))).String()
 }
 
 // Recorded reports whether the record wants the node of an entry: a node

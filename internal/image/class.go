@@ -30,6 +30,10 @@ const (
 	ClassUndeclared Class = "undeclared"
 )
 
+// WhyAccountLines is the Why of an account file that differs only in the
+// lines of declared accounts (declaredAccountLines).
+const WhyAccountLines = "only the lines of declared accounts differ"
+
 // Classes lists them, in the order of precedence Classify gives them.
 var Classes = []Class{ClassDeclared, ClassExtension, ClassRuntime, ClassFirstBoot, ClassUndeclared}
 
@@ -40,6 +44,10 @@ type Difference struct {
 	// Why names what classed it: the declared entry's kind, the extension,
 	// the runtime list's pattern; "" for undeclared.
 	Why string
+	// Excluded: an undeclared difference the exclusions leave unreported
+	// (Classifier.Exclude). It keeps its class: `check --image` lists it
+	// as excluded, nothing reports it.
+	Excluded bool
 }
 
 // Classifier classes the changes of one baseline against one desired
@@ -52,26 +60,67 @@ type Classifier struct {
 	// their links in .wants/, .requires/ and .upholds/ directories of
 	// /etc/systemd/system are that entry's to report.
 	wanted map[string]bool
+	// users and groups are the declared accounts' names: their lines of
+	// the account files are theirs to report (declaredAccountLines).
+	users, groups map[string]bool
+	// base reads the image's version of a host path of /etc; nil where
+	// the baseline has no tree.
+	base func(p string) ([]byte, error)
 
 	Runtime    *Runtime
 	Record     *Record
 	Recorder   *Recorder
 	Extensions *Extensions
+	// Exclude says whether the exclusions leave an undeclared difference
+	// unreported (exclude.Rules.DriftFilter, asked of its drift); nil:
+	// nothing is excluded.
+	Exclude func(*drift.Drift) bool
+}
+
+// NewClassifierFor is the classifier of b's differences that every command
+// and the daemon use alike: the declared nodes of entries (the entries in
+// force, those the exclusions leave alone entirely taken out), b's merged
+// confexts, the shipped runtime list, the first boot's record at
+// RecordPath inside r matched with the host's digest key, and the
+// exclusions (nil: none). The error says why the record is not used; the
+// classifier is made without it.
+func NewClassifierFor(r *ondisk.Root, b *Baseline, entries []model.Entry, key model.Key, exclude func(*drift.Drift) bool) (*Classifier, error) {
+	c := NewClassifier(entries)
+	c.Extensions = b.Extensions
+	c.Exclude = exclude
+	c.Recorder = &Recorder{Root: r, Key: key}
+	if t := b.Tree; t != nil {
+		c.base = t.readBase
+	}
+	rec, err := LoadRecord(r, RecordPath)
+	c.Record = rec
+	if err != nil {
+		return c, fmt.Errorf("the first boot's record of /etc is not used: %w", err)
+	}
+	return c, nil
 }
 
 // NewClassifier indexes the declared nodes of entries, as their rows of
 // model.Kinds say what they are compared with. An entry compared with the
 // node at its path (a file, directory, link, unit file, drop-in, mask,
 // unmask) declares its path; one compared with systemd's enablement of its
-// unit declares that unit's links; an account declares an account, not its
-// file, and a kernel argument nothing under /etc.
+// unit declares that unit's links; an account declares its lines of the
+// account files, not the files, and a kernel argument nothing under /etc.
 func NewClassifier(entries []model.Entry) *Classifier {
-	c := &Classifier{declared: map[string]model.Kind{}, ancestors: map[string]bool{}, wanted: map[string]bool{}, Runtime: ShippedRuntime()}
+	c := &Classifier{declared: map[string]model.Kind{}, ancestors: map[string]bool{}, wanted: map[string]bool{},
+		users: map[string]bool{}, groups: map[string]bool{}, Runtime: ShippedRuntime()}
 	for i := range entries {
 		e := &entries[i]
 		switch e.Kind.Means().Source {
 		case model.FromUnitState:
 			c.wanted[e.Unit] = true
+			continue
+		case model.FromAccounts:
+			if e.Account != nil && e.Kind == model.KindUser {
+				c.users[e.Account.Name] = true
+			} else if e.Account != nil {
+				c.groups[e.Account.Name] = true
+			}
 			continue
 		case model.FromNode:
 		default:
@@ -102,6 +151,14 @@ func (c *Classifier) Classify(ctx context.Context, cs []Change) []Difference {
 }
 
 func (c *Classifier) classify(ctx context.Context, ch *Change) Difference {
+	d := c.class(ctx, ch)
+	if d.Class == ClassUndeclared && c.Exclude != nil {
+		d.Excluded = c.Exclude(&drift.Drift{Kind: drift.Undeclared, Entry: model.KindUndeclared, Path: ch.Path})
+	}
+	return d
+}
+
+func (c *Classifier) class(ctx context.Context, ch *Change) Difference {
 	d := Difference{Change: *ch, Class: ClassUndeclared}
 	if k, ok := c.declared[ch.Path]; ok {
 		d.Class, d.Why = ClassDeclared, string(k)
@@ -132,6 +189,10 @@ func (c *Classifier) classify(ctx context.Context, ch *Change) Difference {
 	}
 	if c.Recorder != nil && c.Recorder.Matches(c.Record, ch) {
 		d.Class, d.Why = ClassFirstBoot, RecordPath
+		return d
+	}
+	if c.declaredAccountLines(ch) {
+		d.Class, d.Why = ClassDeclared, WhyAccountLines
 	}
 	return d
 }

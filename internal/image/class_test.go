@@ -126,7 +126,7 @@ func TestFirstBootRecord(t *testing.T) {
 	defer r.Close()
 	ctx := context.Background()
 	b := &Baseline{Kind: KindOstree, Tree: &Tree{Root: r, Base: UsrEtcDir, Live: EtcDir}}
-	rc := &Recorder{Root: r, Key: []byte("0123456789abcdef0123456789abcdef"), KeyID: "k1"}
+	rc := &Recorder{Root: r, Key: model.NewKey([]byte("0123456789abcdef0123456789abcdef"))}
 	const recPath = "/var/lib/drift-monitor/image-firstboot.json"
 	n, err := RecordNow(ctx, r, b, rc, recPath)
 	if err != nil || n != 2 {
@@ -168,7 +168,7 @@ func TestFirstBootRecord(t *testing.T) {
 	if got := classes(rc); got["/etc/motd"] != ClassUndeclared || got["/etc/added-later"] != ClassFirstBoot {
 		t.Errorf("after extending: %v", got)
 	}
-	other := &Recorder{Root: r, Key: []byte("another key, another host......."), KeyID: "k2"}
+	other := &Recorder{Root: r, Key: model.NewKey([]byte("another key, another host......."))}
 	if got := classes(other); got["/etc/hostname"] != ClassUndeclared {
 		t.Errorf("another key: %v", got)
 	}

@@ -111,3 +111,7 @@ func locked(r *ondisk.Root, p string) bool {
 	lk := unix.Flock_t{Type: unix.F_RDLCK}
 	return unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk) == nil && lk.Type != unix.F_UNLCK
 }
+
+// StagedStamp names the version of the file that names the deployment
+// staged for the next boot (osstate.StagedFile), "-" while there is none.
+func StagedStamp(r *ondisk.Root) string { return identity(r, osstate.StagedFile) }

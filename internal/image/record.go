@@ -2,9 +2,7 @@ package image
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -50,8 +49,9 @@ const maxRecord = 64 << 20
 // Record is the first boot's record of /etc.
 type Record struct {
 	Version int `json:"version"`
-	// KeyID names the digest key the digests are keyed with (see
-	// firstboot.KeyID); "" when there was none (no content is recorded).
+	// KeyID names the digest key the digests are keyed with
+	// (firstboot.KeyIDOf); "" when there was none (no content is
+	// recorded).
 	KeyID    string     `json:"key_id,omitempty"`
 	Baseline HostKind   `json:"baseline"`
 	Paths    []Recorded `json:"paths"`
@@ -71,13 +71,16 @@ type Recorded struct {
 	GID    uint32 `json:"gid"`
 	Target string `json:"target,omitempty"`
 	Size   int64  `json:"size,omitempty"`
-	// Digest is "hmac-sha256:HEX", HMAC-SHA256 under the host's digest key
-	// of the content's SHA-256; "" for anything but a regular file, or
+	// Digest is the content's keyed digest (model.Key.Digest, as text
+	// "hmac-sha256:HEX"); none for anything but a regular file, or
 	// without a key.
-	Digest string `json:"digest,omitempty"`
+	Digest model.Digest `json:"digest,omitzero"`
+	// Lines are an account file's lines by account name (accountLines),
+	// keyed with the same key: the other lines than a declared account's
+	// are then compared with the first boot's whatever the declared ones
+	// became (useradd appends a user put back at the file's end).
+	Lines map[string]AccountLine `json:"lines,omitempty"`
 }
-
-const keyedDigest = "hmac-sha256:"
 
 func typeName(t ondisk.FileType) string {
 	switch t {
@@ -94,16 +97,20 @@ func typeName(t ondisk.FileType) string {
 // Recorder records and matches nodes with one digest key.
 type Recorder struct {
 	Root *ondisk.Root
-	// Key is the host's digest key; KeyID names it (firstboot.KeyID).
-	Key   []byte
-	KeyID string
+	// Key is the host's digest key (the zero Key: none, and no content is
+	// recorded or matched).
+	Key model.Key
 }
+
+// keyID names the recorder's key in a record (firstboot.KeyIDOf: the
+// first boot's two records name a key alike).
+func (rc *Recorder) keyID() string { return firstboot.KeyIDOf(rc.Key) }
 
 // Extend adds to rec (nil: a new record) the changes it has no path of;
 // it returns how many it added.
 func (rc *Recorder) Extend(rec *Record, kind HostKind, cs []Change) (*Record, int, error) {
 	if rec == nil {
-		rec = &Record{Version: RecordVersion, KeyID: rc.KeyID, Baseline: kind}
+		rec = &Record{Version: RecordVersion, KeyID: rc.keyID(), Baseline: kind}
 	}
 	rec.reindex()
 	added := 0
@@ -122,6 +129,11 @@ func (rc *Recorder) Extend(rec *Record, kind HostKind, cs []Change) (*Record, in
 					continue // changed or gone since: not what the boot left
 				}
 				n.Digest = d
+				if f, ok := accountFiles[c.Path]; ok {
+					if raw, err := rc.Root.ReadFile(c.Path); err == nil {
+						n.Lines = accountLines(f, raw, digester(rc.Key))
+					}
+				}
 			}
 		}
 		rec.Paths = append(rec.Paths, n)
@@ -138,6 +150,17 @@ func (rec *Record) reindex() {
 	for i := range rec.Paths {
 		rec.index[rec.Paths[i].Path] = &rec.Paths[i]
 	}
+}
+
+// lookup is the record's node of host path p; nil without one.
+func (rec *Record) lookup(p string) *Recorded {
+	if rec == nil {
+		return nil
+	}
+	if rec.index == nil {
+		rec.reindex()
+	}
+	return rec.index[p]
 }
 
 // Matches reports whether a change leaves its path as the record has it.
@@ -163,36 +186,35 @@ func (rc *Recorder) Matches(rec *Record, c *Change) bool {
 	if l.Type != ondisk.Regular {
 		return true
 	}
-	if n.Size != l.Size || n.Digest == "" || rec.KeyID != rc.KeyID {
+	if n.Size != l.Size || n.Digest == (model.Digest{}) || rec.KeyID != rc.keyID() {
 		return false
 	}
 	d, err := rc.digest(c.Path)
-	return err == nil && hmac.Equal([]byte(d), []byte(n.Digest))
+	return err == nil && d.Equal(n.Digest)
 }
 
 // digest is the keyed digest of the regular file at host path p.
-func (rc *Recorder) digest(p string) (string, error) {
-	if len(rc.Key) == 0 {
-		return "", errors.New("no digest key")
+func (rc *Recorder) digest(p string) (model.Digest, error) {
+	var none model.Digest
+	if !rc.Key.Valid() {
+		return none, errors.New("no digest key")
 	}
 	dir, name := path.Split(p)
 	dfd, err := rc.Root.OpenDir(path.Clean(dir))
 	if err != nil {
-		return "", err
+		return none, err
 	}
 	defer unix.Close(dfd)
 	fd, err := openRegular(dfd, name)
 	if err != nil {
-		return "", err
+		return none, err
 	}
 	defer unix.Close(fd)
 	h := sha256.New()
 	if err := hashFile(fd, h, make([]byte, compareChunk)); err != nil {
-		return "", err
+		return none, err
 	}
-	m := hmac.New(sha256.New, rc.Key)
-	m.Write(h.Sum(nil))
-	return keyedDigest + hex.EncodeToString(m.Sum(nil)), nil
+	return rc.Key.Digest([sha256.Size]byte(h.Sum(nil))), nil
 }
 
 // LoadRecord reads the record at host path p inside r; nil, and no
@@ -282,3 +304,7 @@ func RecordNow(ctx context.Context, r *ondisk.Root, b *Baseline, rc *Recorder, p
 	}
 	return added, SaveRecord(r, p, rec)
 }
+
+// RecordStamp names the version of the record at RecordPath inside r, as
+// the root has it now: another adopt --image gives another.
+func RecordStamp(r *ondisk.Root) string { return identity(r, RecordPath) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -334,4 +335,129 @@ func TestWatchesRestoredByReload(t *testing.T) {
 func waitStatusPrefix(d *daemonProc, want string) {
 	d.t.Helper()
 	d.wait("STATUS="+want+"…", 20*time.Second, func() bool { return strings.HasPrefix(d.status(), want) })
+}
+
+// polledTargets declares a user that lives in /usr/lib/passwd (the image's
+// users, through nss-altfiles) and a hard link in /etc/hl whose target is
+// in /usr/lib: both are judged by a file of /usr/lib though their own
+// paths lie elsewhere.
+const polledTargets = `{"ignition":{"version":"3.4.0"},
+ "storage":{"files":[{"path":"/usr/lib/hl-target","mode":420,"contents":{"source":"data:,target%0A"}}],
+  "links":[{"path":"/etc/hl/link","target":"/usr/lib/hl-target","hard":true}]},
+ "passwd":{"users":[{"name":"svc","shell":"/bin/sh"}]}}`
+
+// TestPollingJudgesByFilesInPolledDir: with /usr/lib polled (no watch
+// left for it), a declared user's shell changed in /usr/lib/passwd and a
+// hard link's target replaced in /usr/lib are found by the poll, though
+// neither entry's own path is in /usr/lib: polling checks every entry a
+// file of the polled directory judges, not only those whose paths are in
+// it.
+func TestPollingJudgesByFilesInPolledDir(t *testing.T) {
+	f := newFixture(t, polledTargets)
+	f.write("/etc/passwd", "root:x:0:0:root:/root:/bin/bash\n", 0o644)
+	f.write("/etc/group", "root:x:0:\n", 0o644)
+	f.write("/usr/lib/passwd", "svc:x:900:900::/:/bin/sh\n", 0o644)
+	f.write("/usr/lib/group", "svc:x:900:\n", 0o644)
+	f.write("/usr/lib/hl-target", "target\n", 0o644)
+	if err := os.MkdirAll(f.host("/etc/hl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(f.host("/usr/lib/hl-target"), f.host("/etc/hl/link")); err != nil {
+		t.Fatal(err)
+	}
+	// Six: the inhibitor directory and its parent, then, depth first, /,
+	// /etc (the account files), /etc/hl and /usr: /usr/lib is left to
+	// polling.
+	d := startDaemonWithWatchLimit(t, f.root, 6, "--poll-interval", "500ms", "--interval", "0", "--settle", "1s")
+	waitStatusPrefix(d, "No drift: watching 3 paths, 0 units; polling 1 directory: inotify watches exhausted")
+	if _, un, _ := watchedDirs(t, d, f, []string{"/etc", "/etc/hl", "/usr/lib"}); len(un) != 1 || un[0] != "/usr/lib" {
+		t.Fatalf("unwatched %v, want [/usr/lib] alone", un)
+	}
+
+	t.Run("a user of /usr/lib/passwd", func(t *testing.T) {
+		m := d.mark()
+		f.replaceByRename("/usr/lib/passwd", "svc:x:900:900::/:/bin/bash\n")
+		d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_USER": "svc", "DRIFT_KIND": "shell"})
+		m = d.mark()
+		f.replaceByRename("/usr/lib/passwd", "svc:x:900:900::/:/bin/sh\n")
+		d.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_USER": "svc", "DRIFT_KIND": "shell"})
+	})
+	t.Run("a hard link's target in /usr/lib", func(t *testing.T) {
+		m := d.mark()
+		// A new inode at the target's path: the link no longer shares it.
+		f.replaceByRename("/usr/lib/hl-target", "target\n")
+		d.waitRecord(m, harness.DriftDetected, map[string]string{"DRIFT_PATH": "/etc/hl/link"})
+		m = d.mark()
+		if err := os.Remove(f.host("/etc/hl/link")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(f.host("/usr/lib/hl-target"), f.host("/etc/hl/link")); err != nil {
+			t.Fatal(err)
+		}
+		d.waitRecord(m, harness.MsgDriftResolved, map[string]string{"DRIFT_PATH": "/etc/hl/link"})
+	})
+}
+
+// TestImageWatchesExhausted: the image's comparison watches every
+// directory of /etc with an inotify instance of its own; when the watches
+// run out there, its directories are polled like the declared ones: the
+// status line, the exhausted record and the metrics count them, and an
+// undeclared edit in one of them is found by the poll (the periodic full
+// check is off). Raising the limit watches them again.
+func TestImageWatchesExhausted(t *testing.T) {
+	f := newFixture(t, `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/declared.conf","mode":420,"contents":{"source":"data:,declared%0A"}}]}}`)
+	f.write("/run/ostree-booted", "", 0o644)
+	var dirs []string
+	for i := 1; i <= 6; i++ {
+		dirs = append(dirs, fmt.Sprintf("/etc/d%d", i))
+		for _, top := range []string{"/usr", ""} {
+			f.write(fmt.Sprintf("%s/etc/d%d/f", top, i), "image\n", 0o644)
+		}
+	}
+	f.write("/etc/declared.conf", "declared\n", 0o644)
+	prom := filepath.Join(t.TempDir(), "drift-monitor.prom")
+	// Six: the inhibitor directory and its parent, then the image's
+	// watcher (it starts first), depth first: /, /etc, /etc/d1, /etc/d2.
+	// The rest of /etc, and the declared paths' own, are polled.
+	d := startDaemonWithWatchLimit(t, f.root, 6, "--poll-interval", "500ms", "--interval", "0", "--settle", "1s", "--metrics-textfile", prom)
+	pid := d.cmd.Process.Pid
+	d.waitRecord(0, harness.MsgImage, map[string]string{"MESSAGE": "Comparing /etc with the booted deployment's /usr/etc"})
+	_, unwatched, _ := watchedDirs(t, d, f, dirs)
+	if len(unwatched) < 2 {
+		t.Fatalf("unwatched %v: want some of /etc's directories left to polling", unwatched)
+	}
+	d.wait("a status line polling the image's directories", 20*time.Second, func() bool {
+		rest, ok := strings.CutPrefix(d.status(), "No drift: watching 1 path, 0 units; polling ")
+		var n int
+		_, err := fmt.Sscanf(rest, "%d directories", &n)
+		return ok && err == nil && n > len(unwatched)
+	})
+	d.waitRecord(0, harness.MsgWatchesExhausted, nil)
+	d.wait("the metrics saying so", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(prom)
+		return strings.Contains(string(b), "\ndrift_monitor_inotify_watches_exhausted 1\n") &&
+			!strings.Contains(string(b), "\ndrift_monitor_polled_directories 0\n") && !strings.Contains(string(b), "\ndrift_monitor_polled_directories 1\n")
+	})
+
+	p := unwatched[len(unwatched)-1] + "/f"
+	m := d.mark()
+	start := time.Now()
+	f.write(p, "edited\n", 0o644)
+	d.waitRecord(m, harness.MsgUndeclared, map[string]string{"DRIFT_PATH": p})
+	t.Logf("%s, in a polled directory: noticed after %v", p, time.Since(start).Round(time.Millisecond))
+	m = d.mark()
+	f.write(p, "image\n", 0o644)
+	d.waitRecord(m, harness.MsgUndeclaredGone, map[string]string{"DRIFT_PATH": p})
+
+	m = d.mark()
+	inUserNamespace(t, pid, "echo 128 >/proc/sys/user/max_inotify_watches")
+	d.waitRecord(m, harness.MsgWatchesRestored, nil)
+	d.waitStatus("No drift: watching 1 path, 0 units")
+	if _, un, _ := watchedDirs(t, d, f, dirs); len(un) > 0 {
+		t.Errorf("after the restore, %v still have no watch", un)
+	}
+	p = unwatched[0] + "/f"
+	m = d.mark()
+	f.write(p, "edited\n", 0o644)
+	d.waitRecord(m, harness.MsgUndeclared, map[string]string{"DRIFT_PATH": p})
 }

@@ -65,6 +65,7 @@ func TestReconcileImageOstree(t *testing.T) {
 	writeFile(t, tree+"/usr/etc/profile.d/a.sh", "a\n", 0o644)
 	writeFile(t, tree+"/usr/etc/profile.d/b.sh", "b\n", 0o644)
 	writeFile(t, tree+"/usr/etc/declared.conf", "image\n", 0o644)
+	writeFile(t, tree+"/usr/etc/issue", "image issue\n", 0o644)
 	must(t, os.Symlink("motd", tree+"/usr/etc/motd.link"))
 	h.CommitTree("testos/x86_64", tree)
 	root := filepath.Join(h.DeployDir(), h.Deploy("testos/x86_64"))
@@ -82,7 +83,7 @@ func TestReconcileImageOstree(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "c.ign")
 	writeFile(t, cfg, `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/declared.conf","mode":420,"overwrite":true,"contents":{"source":"data:,declared%0A"}}]}}`, 0o600)
 	names := []string{"/etc/ssh/sshd_config", "/etc/motd", "/etc/profile.d", "/etc/motd.link", "/etc/added.conf",
-		"/etc/sudoers.d", "/etc/declared.conf", "/etc/machine-id", "/etc/profile.d/a.sh"}
+		"/etc/sudoers.d", "/etc/declared.conf", "/etc/machine-id", "/etc/profile.d/a.sh", "/etc/issue"}
 
 	// Nothing is restored unnamed.
 	if _, code := reconcileImage(t, bin, root, "--config", cfg); code != 2 {
@@ -91,9 +92,9 @@ func TestReconcileImageOstree(t *testing.T) {
 	// A dry run writes nothing.
 	before := h.ConfigDiff()
 	rep, code := reconcileImage(t, bin, root, append([]string{"--config", cfg, "--dry-run"}, names...)...)
-	// Seven nodes to write or remove (profile.d with its two files), four
-	// refused: profile.d/a.sh is under the removed directory, which is the
-	// change to name (in the real run, restored with it by then).
+	// Seven nodes to write or remove (profile.d with its two files:
+	// profile.d/a.sh, named too, is restored with it), four refused, as
+	// in the real run: every name is judged before anything is written.
 	if code != 1 || len(rep.Repaired) != 7 || len(rep.NotRepaired) != 4 {
 		t.Errorf("--dry-run: exit %d, %d to restore, %d refused, want 1, 7, 4: %+v", code, len(rep.Repaired), len(rep.NotRepaired), rep)
 	}
@@ -110,13 +111,14 @@ func TestReconcileImageOstree(t *testing.T) {
 		"/etc/sudoers.d":     "holds 1 entries",
 		"/etc/declared.conf": "a config declares it",
 		"/etc/machine-id":    "the OS writes it",
+		"/etc/issue":         "not a difference from the image",
 	} {
 		if !strings.Contains(refused[p], why) {
 			t.Errorf("%s: refused %q, want the reason %q", p, refused[p], why)
 		}
 	}
-	if code != 1 || len(refused) != 3 {
-		t.Errorf("exit %d, %d refused (%v); want 1, 3", code, len(refused), refused)
+	if code != 1 || len(refused) != 4 {
+		t.Errorf("exit %d, %d refused (%v); want 1, 4", code, len(refused), refused)
 	}
 	// config-diff, the oracle, lists only what was not restored.
 	got := h.ConfigDiff()

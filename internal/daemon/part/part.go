@@ -1,5 +1,6 @@
 // Package part is how the daemon's optional features plug into its event
-// loop: each is a Part, made by its own package (attribution, mcdfollow),
+// loop: each is a Part, made by its own package (attribution, mcdfollow,
+// imagewatch),
 // listed once in the daemon's table of parts (internal/daemon/parts.go) and
 // turned off by not being made. A part sees the daemon only through Host,
 // and the daemon sees a part only through Part and the hooks below that it
@@ -24,10 +25,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
 	"github.com/drift-monitor/drift-monitor/internal/model"
+	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
 // Part is one optional feature of the daemon.
@@ -48,6 +51,10 @@ type Host interface {
 	// Record journals one record of the type id (a journal.Msg* constant),
 	// from the loop or from any goroutine.
 	Record(ctx context.Context, level slog.Level, id, msg string, attrs ...slog.Attr)
+	// RecordDrift journals one record of the type id about dr: msg, with
+	// dr's fields (DRIFT_KIND, DRIFT_PATH, …) as every drift record has
+	// them, names escaped.
+	RecordDrift(ctx context.Context, level slog.Level, id, msg string, dr *drift.Drift)
 	// Log is the daemon's logger, for lines that are no record of their
 	// own (no MESSAGE_ID: debugging, a failure at stop).
 	Log() *slog.Logger
@@ -58,6 +65,26 @@ type Host interface {
 	// HoldChanged makes the daemon ask the Holders again whether they
 	// hold reports (on the loop): after a part's hold may have changed.
 	HoldChanged(ctx context.Context)
+
+	// The rest are for a part that checks something of its own (a
+	// Checker), on the loop.
+
+	// Active reports whether reports are acted on: no inhibitor (nor a
+	// Holder's hold) holds them. While they are held, a Checker drops its
+	// events: the release's full check compares everything.
+	Active() bool
+	// Report makes ds the drift known of the part's entry id (nil: none)
+	// and reports what appeared and was resolved, as the daemon reports a
+	// declared entry's drift (a Holder may hold a new one).
+	Report(ctx context.Context, id string, ds []drift.Drift)
+	// FullCheck runs a full check now (why says why, in the log).
+	FullCheck(ctx context.Context, why string)
+	// Excluded reports whether the exclusions in force leave dr
+	// unreported (the rules every command shares).
+	Excluded(dr *drift.Drift) bool
+	// CountsChanged says that what a Counter counts changed: the metrics
+	// are written again.
+	CountsChanged()
 }
 
 // Loader is told the entries in force: after every load the daemon makes
@@ -88,6 +115,45 @@ type Holder interface {
 	HoldDrift(ctx context.Context) bool
 	// ConfigChanged says that the desired-state files changed.
 	ConfigChanged(ctx context.Context)
+}
+
+// Checker is a part that checks something of its own, beside the
+// declared entries: every full check asks it for its drift and notices.
+type Checker interface {
+	// FullCheck compares everything the part checks. Its drift (each
+	// with its EntryID, the part's own) joins the full check's: the drift
+	// known of those entries is replaced by it, as any entry's is; its
+	// notices are journaled once when they appear, as the full check's.
+	FullCheck(ctx context.Context) (ds, notices []drift.Drift)
+}
+
+// Counter is a part whose reports the metrics count (drift_monitor_drift_entries).
+type Counter interface {
+	// Count adds to kinds what the part reports that is no drift the
+	// daemon knows (notices of its own), by kind.
+	Count(kinds map[drift.Kind]int)
+	// Kinds are the kinds of entry the part checks now: each has its
+	// series, 0 or not, as a declared kind's.
+	Kinds() []model.Kind
+}
+
+// Explainer adds to a declared entry's drift record what explains it.
+type Explainer interface {
+	// Explain says why e's drift dr is there ("" : nothing to say), with
+	// the daemon's checker and observer to look at the host with.
+	Explain(c *check.Checker, o *ondisk.Observer, e *model.Entry, dr *drift.Drift) string
+}
+
+// Poller is a part with directories of its own that inotify could not
+// watch (the limit reached): the daemon polls them with its own, says so
+// in its status line and metrics, and says when all are watched again.
+type Poller interface {
+	// Polled lists the part's directories without a watch.
+	Polled() []string
+	// Poll tries to watch them again and compares what is in those still
+	// without one; the daemon calls it every poll interval while Polled
+	// is not empty.
+	Poll(ctx context.Context)
 }
 
 // Attributor names the writers of drift.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drift-monitor/drift-monitor/internal/drift"
 )
 
 // Record is one record a part journaled, its fields as strings.
@@ -27,10 +29,20 @@ type Host struct {
 	// loop serialises the "loop": Do's functions and OnLoop's.
 	loop sync.Mutex
 
+	// Inactive is what Active answers, negated: reports held (set it on
+	// the loop, OnLoop).
+	Inactive bool
+	// Exclude answers Excluded (nil: nothing is excluded).
+	Exclude func(*drift.Drift) bool
+
 	mu      sync.Mutex
 	records []Record
 	holds   int
-	changed chan struct{} // closed and replaced on every record and HoldChanged
+	counts  int
+	checks  []string
+	// known is the drift Report made known, by entry id.
+	known   map[string][]drift.Drift
+	changed chan struct{} // closed and replaced on every record, report, full check and HoldChanged
 }
 
 // Record keeps the record.
@@ -57,6 +69,66 @@ func (h *Host) Do(ctx context.Context, f func(context.Context)) error {
 	defer h.loop.Unlock()
 	f(ctx)
 	return nil
+}
+
+// RecordDrift keeps the record, with the drift's kind and path as its
+// DRIFT_KIND and DRIFT_PATH fields.
+func (h *Host) RecordDrift(ctx context.Context, level slog.Level, id, msg string, dr *drift.Drift) {
+	h.Record(ctx, level, id, msg, slog.String("DRIFT_KIND", string(dr.Kind)), slog.String("DRIFT_PATH", dr.Path))
+}
+
+// Active is !Inactive.
+func (h *Host) Active() bool { return !h.Inactive }
+
+// Report keeps ds as the drift known of id.
+func (h *Host) Report(_ context.Context, id string, ds []drift.Drift) {
+	h.mu.Lock()
+	if h.known == nil {
+		h.known = map[string][]drift.Drift{}
+	}
+	if len(ds) == 0 {
+		delete(h.known, id)
+	} else {
+		h.known[id] = ds
+	}
+	h.wakeLocked()
+	h.mu.Unlock()
+}
+
+// Known returns the drift Report made known, by entry id.
+func (h *Host) Known() map[string][]drift.Drift {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string][]drift.Drift{}
+	for k, v := range h.known {
+		out[k] = v
+	}
+	return out
+}
+
+// FullCheck keeps why.
+func (h *Host) FullCheck(_ context.Context, why string) {
+	h.mu.Lock()
+	h.checks = append(h.checks, why)
+	h.wakeLocked()
+	h.mu.Unlock()
+}
+
+// FullChecks returns the reasons of the full checks asked for so far.
+func (h *Host) FullChecks() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.checks...)
+}
+
+// Excluded asks Exclude.
+func (h *Host) Excluded(dr *drift.Drift) bool { return h.Exclude != nil && h.Exclude(dr) }
+
+// CountsChanged counts.
+func (h *Host) CountsChanged() {
+	h.mu.Lock()
+	h.counts++
+	h.mu.Unlock()
 }
 
 // HoldChanged counts.
