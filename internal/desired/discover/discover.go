@@ -7,7 +7,7 @@
 // the readers' (Ignition, Butane, MachineConfig) to tell. It is apart from
 // the readers so that what needs only the files (the daemon's watch on the
 // config directories and its notices, reconcile's preview host, the state
-// key) links no parser of configs.
+// key, the trust of the image's settings file) links no parser of configs.
 package discover
 
 import (
