@@ -96,12 +96,12 @@ func cmdRun(ctx context.Context, args []string) error {
 	out := flags.String("out", "", "report file (default docs/benchmarks.md, or _build/benchmarks-quick.md with -quick)")
 	work := flags.String("work", "/var/tmp/drift-bench", "directory for the fixtures")
 	keep := flags.Bool("keep", false, "keep the fixtures for the next run")
-	parts := flags.String("parts", "123456", "parts to run: 1 full check, 2 latency, 3 idle, 4 micro-benchmarks, 5 memory through storms, 6 the OS image's /etc")
+	parts := flags.String("parts", "1234567", "parts to run: 1 full check, 2 latency, 3 idle, 4 micro-benchmarks, 5 memory through storms, 6 the OS image's /etc, 7 attribution under a write storm")
 	invoked := flags.String("invoked", "", "the command the user ran (for the report)")
 	onlyN := flags.Int("n", 0, "run every part at this number of files only (for investigations)")
 	idleWindow := flags.Duration("idle-window", 0, "length of an idle window (default 60s, 10s with -quick)")
 	flags.StringVar(&b.benchstat, "benchstat", "benchstat", "the benchstat binary")
-	flags.StringVar(&b.before, "before", "", "another drift-monitor `binary` (the build before a change) whose `check --no-cache` part 1 times too, alternated with the others")
+	flags.StringVar(&b.before, "before", "", "another drift-monitor `binary` (the build before a change) whose `check --no-cache` part 1 times, and whose daemon part 7 runs, alternated with the others")
 	fullN := flags.String("full-n", "", "part 1's numbers of files, comma-separated (default 1000,10000,100000; 1000,10000 with -quick)")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -149,7 +149,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	for _, p := range []struct {
 		id  string
 		run func(context.Context, *report, *fixtures) error
-	}{{"1", b.part1}, {"2", b.part2}, {"3", b.part3}, {"4", part4}, {"5", b.part5}, {"6", b.part6}} {
+	}{{"1", b.part1}, {"2", b.part2}, {"3", b.part3}, {"4", part4}, {"5", b.part5}, {"6", b.part6}, {"7", b.part7}} {
 		if strings.Contains(*parts, p.id) {
 			if err := p.run(ctx, rep, fx); err != nil {
 				return err

@@ -21,7 +21,9 @@ type report struct {
 	Micro   *microResult
 	Storms  []*stormResult
 	Image   *imageResult
-	Binary  *binaryResult
+	// AuditStorm is part 7: attribution under a write storm.
+	AuditStorm *auditStormResult
+	Binary     *binaryResult
 	// Notes is the hand-written part (bench/NOTES.md): method, profiles, limits.
 	Notes string
 }
@@ -35,7 +37,7 @@ type verdict struct {
 // verdicts are the targets, each with what this run measured, part by part.
 func (r *report) verdicts() []verdict {
 	var vs []verdict
-	for _, part := range [][]verdict{r.fullVerdicts(), r.specVerdicts(), r.latencyVerdicts(), r.idleVerdicts(), r.stormVerdicts(), r.imageVerdicts(), r.binaryVerdicts()} {
+	for _, part := range [][]verdict{r.fullVerdicts(), r.specVerdicts(), r.latencyVerdicts(), r.idleVerdicts(), r.stormVerdicts(), r.imageVerdicts(), r.auditStormVerdicts(), r.binaryVerdicts()} {
 		vs = append(vs, part...)
 	}
 	return vs
@@ -257,6 +259,9 @@ func (r *report) markdown() string {
 	}
 	if r.Image != nil {
 		r.mdImage(p)
+	}
+	if r.AuditStorm != nil {
+		r.mdAuditStorm(p)
 	}
 	if r.Binary != nil {
 		r.mdBinary(p)

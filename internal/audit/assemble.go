@@ -21,6 +21,10 @@ type Assembler struct {
 	MaxPending int
 
 	pending map[Stamp]*pendingEvent
+	// free holds events that came out, for the next ones: a storm's
+	// events would otherwise cost an allocation or two each.
+	free []*pendingEvent
+	in   interner
 	// began holds the waiting events in the order they began, from head
 	// on; an entry whose event has come out since is skipped (its seq is
 	// not the pending event's).
@@ -52,25 +56,29 @@ func NewAssembler() *Assembler {
 
 // Add takes one record received at now and returns the events it
 // completes, and those it forces out (partial) to keep within bounds.
-func (a *Assembler) Add(r Record, now time.Time) []Event {
+func (a *Assembler) Add(r Record, now time.Time) []Event { return a.Append(nil, r, now) }
+
+// Append is Add appending the events to out.
+func (a *Assembler) Append(out []Event, r Record, now time.Time) []Event {
 	if a.pending == nil {
 		a.pending = map[Stamp]*pendingEvent{}
 	}
 	switch r.Type {
 	case TypeConfigChange:
-		return []Event{event([]Record{r}, false)}
+		return append(out, event([]Record{r}, false, &a.in))
 	case TypeEOE:
 		p := a.pending[r.Stamp]
 		if p == nil {
-			return nil // an event with no record we keep
+			return out // an event with no record we keep
 		}
 		delete(a.pending, r.Stamp)
-		return []Event{event(p.recs, false)}
+		return append(out, a.done(p, false))
 	}
 	p := a.pending[r.Stamp]
 	if p == nil {
 		a.seq++
-		p = &pendingEvent{first: now, seq: a.seq}
+		p = a.fresh()
+		p.first, p.seq = now, a.seq
 		a.pending[r.Stamp] = p
 		a.began = append(a.began, begun{r.Stamp, p.seq})
 		if len(a.began)-a.head > 4*(a.MaxPending+1) {
@@ -80,7 +88,6 @@ func (a *Assembler) Add(r Record, now time.Time) []Event {
 	if len(p.recs) < maxRecords {
 		p.recs = append(p.recs, r)
 	}
-	var out []Event
 	for len(a.pending) > a.MaxPending {
 		out = append(out, a.takeOldest())
 	}
@@ -138,7 +145,29 @@ func (a *Assembler) takeOldest() Event {
 		// Keep the list's length within twice the events waiting.
 		a.began, a.head = append(a.began[:0], a.began[a.head:]...), 0
 	}
-	return event(p.recs, true)
+	return a.done(p, true)
+}
+
+// fresh is an empty pending event, a former one if there is one.
+func (a *Assembler) fresh() *pendingEvent {
+	if n := len(a.free); n > 0 {
+		p := a.free[n-1]
+		a.free = a.free[:n-1]
+		return p
+	}
+	return &pendingEvent{recs: make([]Record, 0, 4)}
+}
+
+// done makes p's event and keeps p for a later one (event copies out
+// what it keeps of the records).
+func (a *Assembler) done(p *pendingEvent, partial bool) Event {
+	e := event(p.recs, partial, &a.in)
+	clear(p.recs)
+	p.recs = p.recs[:0]
+	if len(a.free) < 64 {
+		a.free = append(a.free, p)
+	}
+	return e
 }
 
 // Before orders stamps as the kernel issued them.

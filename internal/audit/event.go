@@ -74,18 +74,21 @@ type ConfigChange struct {
 	Fields  []Field
 }
 
-// event builds an Event from the records of one stamp.
-func event(rs []Record, partial bool) Event {
+// event builds an Event from the records of one stamp; what it keeps of
+// them comes from in (nil: copies).
+func event(rs []Record, partial bool, in *interner) Event {
 	e := Event{Stamp: rs[0].Stamp, Partial: partial}
 	for _, r := range rs {
 		switch r.Type {
 		case TypeSyscall:
-			e.Writer = writer(r)
-			e.Key, _ = r.Get("key")
+			e.Writer = writer(r, in)
+			key, _ := r.Get("key")
+			e.Key = in.get(key)
 		case TypeCWD:
-			e.CWD, _ = r.Get("cwd")
+			cwd, _ := r.Get("cwd")
+			e.CWD = in.get(cwd)
 		case TypePath:
-			e.Paths = append(e.Paths, pathItem(r))
+			e.Paths = append(e.Paths, pathItem(r, in))
 		case TypeConfigChange:
 			op, _ := r.Get("op")
 			key, _ := r.Get("key")
@@ -98,12 +101,37 @@ func event(rs []Record, partial bool) Event {
 		p := &e.Paths[i]
 		switch {
 		case strings.HasPrefix(p.Name, "/"):
-			p.Path = path.Clean(p.Name)
+			p.Path = in.get(path.Clean(p.Name))
 		case e.CWD != "" && p.Name != "" && p.Name != "(null)" && !dirfdRelative(e.Writer.Syscall, e.Paths, i):
-			p.Path = path.Join(e.CWD, p.Name)
+			p.Path = in.get(path.Join(e.CWD, p.Name))
 		}
 	}
 	return e
+}
+
+// interner keeps one copy of each string events keep (a writer's comm and
+// exe, a path, a device): a storm's events name the same few again and
+// again, and a value parsed from a record would keep the whole record
+// alive. It forgets everything when it holds internMax strings: memory is
+// bounded, whatever the names seen.
+type interner struct{ m map[string]string }
+
+const internMax = 1 << 14
+
+// get is s's kept copy.
+func (in *interner) get(s string) string {
+	if in == nil {
+		return strings.Clone(s)
+	}
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if in.m == nil || len(in.m) >= internMax {
+		in.m = make(map[string]string, 256)
+	}
+	v := strings.Clone(s)
+	in.m[v] = v
+	return v
 }
 
 // dirfdRelative reports whether the i'th item's relative name may be
@@ -121,7 +149,7 @@ func dirfdRelative(syscall string, items []PathItem, i int) bool {
 	return !strings.Contains(items[i].Name, "/")
 }
 
-func writer(r Record) Writer {
+func writer(r Record, in *interner) Writer {
 	w := Writer{AUID: Unset, Session: Unset}
 	arch, _ := r.Get("arch")
 	for _, f := range r.Fields {
@@ -139,13 +167,13 @@ func writer(r Record) Writer {
 		case "ses":
 			w.Session = uid(f.Value)
 		case "comm":
-			w.Comm = f.Value
+			w.Comm = in.get(f.Value)
 		case "exe":
-			w.Exe = f.Value
+			w.Exe = in.get(f.Value)
 		case "syscall":
 			n, err := strconv.Atoi(f.Value)
 			if err != nil {
-				w.Syscall = f.Value // interpreted already (ausearch -i style)
+				w.Syscall = in.get(f.Value) // interpreted already (ausearch -i style)
 			} else {
 				w.Syscall = SyscallName(arch, n)
 			}
@@ -166,11 +194,12 @@ func uid(s string) uint32 {
 	return uint32(n)
 }
 
-func pathItem(r Record) PathItem {
+func pathItem(r Record, in *interner) PathItem {
 	var p PathItem
-	p.Name, _ = r.Get("name")
-	p.NameType, _ = r.Get("nametype")
-	p.Inode.Dev, _ = r.Get("dev")
+	name, _ := r.Get("name")
+	nametype, _ := r.Get("nametype")
+	dev, _ := r.Get("dev")
+	p.Name, p.NameType, p.Inode.Dev = in.get(name), in.get(nametype), in.get(dev)
 	if v, ok := r.Get("inode"); ok {
 		p.Inode.Ino, _ = strconv.ParseUint(v, 10, 64)
 	}

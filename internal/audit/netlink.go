@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -199,15 +200,44 @@ func (c *Conn) ListRules() ([]Rule, error) {
 // Reader receives the kernel's audit records on the multicast group
 // AUDIT_NLGRP_READLOG (CAP_AUDIT_READ), whether or not auditd runs.
 type Reader struct {
-	f   *os.File
-	buf []byte
+	f *os.File
+	// A read takes up to readBatch datagrams (one record each) in one
+	// recvmmsg: under a write storm records come in bursts, and each
+	// system call the daemon makes costs it the kernel's audit entry and
+	// exit too while rules exist.
+	bufs    [][]byte
+	iovs    []unix.Iovec
+	hdrs    []unix.Mmsghdr
+	repeats repeats
 }
 
-// Listen joins the record multicast group.
-func Listen() (*Reader, error) {
+// EventTypes are the record types an Event is made of (and the
+// Assembler completes events with): a reader of events needs no other.
+var EventTypes = []uint16{TypeSyscall, TypePath, TypeConfigChange, TypeCWD, TypeEOE}
+
+const (
+	readBatch = 32
+	// recordBuf holds one datagram: a record is at most
+	// MAX_AUDIT_MESSAGE_LENGTH (8970) bytes after its netlink header
+	// (include/uapi/linux/audit.h).
+	recordBuf = 16 << 10
+)
+
+// Listen joins the record multicast group. With types, the kernel hands
+// the reader only records of those types: a filter on the socket drops the
+// others before they are queued to it (a PROCTITLE record comes with every
+// audited system call, and other audit users' records with theirs).
+func Listen(types ...uint16) (*Reader, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_AUDIT)
 	if err != nil {
 		return nil, fmt.Errorf("opening audit netlink socket: %w", err)
+	}
+	if len(types) > 0 {
+		prog := typeFilter(types)
+		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("filtering the audit netlink socket: %w", err)
+		}
 	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: 1 << (unix.AUDIT_NLGRP_READLOG - 1)}); err != nil {
 		unix.Close(fd)
@@ -215,17 +245,46 @@ func Listen() (*Reader, error) {
 	}
 	// A burst must not overflow the socket: ask for a large buffer (the
 	// kernel caps it at rmem_max without CAP_NET_ADMIN). An overflow is
-	// reported by Read as ENOBUFS.
+	// reported by Read as ErrOverrun.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 8<<20)
-	return &Reader{f: os.NewFile(uintptr(fd), "audit-netlink"), buf: make([]byte, 1<<16)}, nil
+	r := &Reader{f: os.NewFile(uintptr(fd), "audit-netlink"), bufs: make([][]byte, readBatch), iovs: make([]unix.Iovec, readBatch), hdrs: make([]unix.Mmsghdr, readBatch)}
+	for i := range r.bufs {
+		r.bufs[i] = make([]byte, recordBuf)
+		r.iovs[i].Base = &r.bufs[i][0]
+		r.iovs[i].SetLen(recordBuf)
+		r.hdrs[i].Hdr.Iov = &r.iovs[i]
+		r.hdrs[i].Hdr.SetIovlen(1)
+	}
+	return r, nil
+}
+
+// typeFilter is a classic BPF program that accepts a datagram whose
+// (first) netlink message has one of types, and drops any other. The
+// filter reads the header's nlmsg_type, in the host's byte order, with a
+// load that reads in network order (BPF_ABS): the values compared are
+// the types' bytes as the host lays them out, read big-endian.
+func typeFilter(types []uint16) []unix.SockFilter {
+	n := len(types)
+	prog := []unix.SockFilter{{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 4}} // nlmsghdr.nlmsg_type
+	for i, t := range types {
+		var b [2]byte
+		binary.NativeEndian.PutUint16(b[:], t)
+		// Matched: on to the accepting return, n-i instructions on.
+		prog = append(prog, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: uint32(binary.BigEndian.Uint16(b[:])), Jt: uint8(n - i)})
+	}
+	return append(prog,
+		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: 0},          // drop
+		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: 0xffffffff}, // the whole datagram
+	)
 }
 
 // ErrOverrun is returned by Read when the socket buffer overflowed and
 // records were lost before reaching us.
 var ErrOverrun = errors.New("audit records lost: netlink socket buffer overrun")
 
-// Read blocks for the next datagram and returns its records; messages that
-// are no audit record are skipped. Close unblocks it (os.ErrClosed).
+// Read blocks for the next datagrams and returns their records, in the
+// order the kernel sent them; messages that are no audit record are
+// skipped. Close unblocks it (os.ErrClosed).
 func (r *Reader) Read() ([]Record, error) {
 	rc, err := r.f.SyscallConn()
 	if err != nil {
@@ -234,7 +293,7 @@ func (r *Reader) Read() ([]Record, error) {
 	var n int
 	var rerr error
 	err = rc.Read(func(fd uintptr) bool {
-		n, _, rerr = unix.Recvfrom(int(fd), r.buf, 0)
+		n, rerr = r.recvmmsg(fd)
 		return rerr != unix.EAGAIN
 	})
 	if err != nil {
@@ -246,19 +305,40 @@ func (r *Reader) Read() ([]Record, error) {
 	if rerr != nil {
 		return nil, fmt.Errorf("reading audit records: %w", rerr)
 	}
-	msgs, err := parseNetlink(r.buf[:n])
 	var out []Record
-	for _, m := range msgs {
-		if m.typ < 1100 { // control messages, not records
-			continue
+	var perr error
+	for i := 0; i < n; i++ {
+		msgs, err := parseNetlink(r.bufs[i][:min(int(r.hdrs[i].Len), recordBuf)])
+		if err != nil {
+			perr = err
 		}
-		rec, perr := ParseRecord(m.typ, m.data)
-		if perr != nil {
-			continue
+		for _, m := range msgs {
+			if m.typ < 1100 { // control messages, not records
+				continue
+			}
+			rec, err := r.repeats.parse(m.typ, m.data)
+			if err != nil {
+				continue
+			}
+			out = append(out, rec)
 		}
-		out = append(out, rec)
 	}
-	return out, err
+	return out, perr
+}
+
+// recvmmsg receives up to readBatch datagrams without blocking; once some
+// came, an error (an overrun) is the next call's (net/socket.c
+// do_recvmmsg keeps it for the socket).
+func (r *Reader) recvmmsg(fd uintptr) (int, error) {
+	for i := range r.hdrs {
+		r.hdrs[i].Len = 0
+		r.hdrs[i].Hdr.Flags = 0
+	}
+	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), unix.MSG_DONTWAIT, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 // Close stops the reader.

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -113,18 +115,21 @@ func TestStatusAndRules(t *testing.T) {
 type records struct {
 	ch  chan Event
 	err chan error
+
+	mu    sync.Mutex
+	other map[uint16]int // records of types the reader did not ask for
 }
 
-// listen reads the kernel's audit records, which it sends only to
-// readers in the initial network namespace.
+// listen reads the kernel's audit records of the types events are made
+// of, which it sends only to readers in the initial network namespace.
 func listen(t *testing.T) *records {
 	t.Helper()
 	harness.RequireInitialNetNS(t, "reading the kernel's audit records")
-	r, err := Listen()
+	r, err := Listen(EventTypes...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := &records{ch: make(chan Event, 1024), err: make(chan error, 1)}
+	rs := &records{ch: make(chan Event, 1024), err: make(chan error, 1), other: map[uint16]int{}}
 	done := make(chan struct{})
 	t.Cleanup(func() { r.Close(); <-done })
 	go func() {
@@ -137,6 +142,11 @@ func listen(t *testing.T) *records {
 				return
 			}
 			for _, rec := range recs {
+				if !slices.Contains(EventTypes, rec.Type) {
+					rs.mu.Lock()
+					rs.other[rec.Type]++
+					rs.mu.Unlock()
+				}
 				for _, e := range a.Add(rec, time.Now()) {
 					rs.ch <- e
 				}
@@ -224,6 +234,13 @@ func TestReaderAttributesAWriter(t *testing.T) {
 	e = rs.await(t, key, "the rule's removal", func(e Event) bool { return e.Config != nil })
 	if e.Config.Op != "remove_rule" {
 		t.Errorf("config change %+v, want op remove_rule", e.Config)
+	}
+	// Every audited system call above came with a PROCTITLE record, which
+	// the socket's filter kept from the reader.
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(rs.other) > 0 {
+		t.Errorf("the reader got records of types it did not ask for (type: count): %v", rs.other)
 	}
 }
 

@@ -37,7 +37,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 )
 
 // Record types this package reads (include/uapi/linux/audit.h).
@@ -87,21 +87,27 @@ var ErrNotAudit = errors.New("not an audit record: no audit(SEC.MSEC:SERIAL) sta
 
 // ParseRecord parses the payload of a netlink audit message of type typ.
 // Values the kernel hex-encoded are decoded; a quoted value loses its
-// quotes; "(null)" stays as it is.
+// quotes; "(null)" stays as it is. The payload is copied once: keys and
+// values are parts of that copy (a value keeps the whole record alive, so
+// what is kept long is copied out: see interner).
 func ParseRecord(typ uint16, payload []byte) (Record, error) {
-	payload = bytes.TrimRight(payload, "\x00\n")
-	st, rest, err := parseStamp(payload)
+	st, rest, err := parseStamp(bytes.TrimRight(payload, "\x00\n"))
 	if err != nil {
 		return Record{}, err
 	}
-	r := Record{Type: typ, Stamp: st}
+	return parseFields(typ, st, string(rest))
+}
+
+// parseFields parses what follows a record's stamp.
+func parseFields(typ uint16, st Stamp, rest string) (Record, error) {
+	r := Record{Type: typ, Stamp: st, Fields: make([]Field, 0, strings.Count(rest, "="))}
 	for len(rest) > 0 {
-		rest = bytes.TrimLeft(rest, " ")
+		rest = strings.TrimLeft(rest, " ")
 		if len(rest) == 0 {
 			break
 		}
-		eq := bytes.IndexByte(rest, '=')
-		sp := bytes.IndexByte(rest, ' ')
+		eq := strings.IndexByte(rest, '=')
+		sp := strings.IndexByte(rest, ' ')
 		if eq < 0 || (sp >= 0 && sp < eq) {
 			// A word without a value (the kernel writes none, but a
 			// userspace record may): skip it.
@@ -111,41 +117,67 @@ func ParseRecord(typ uint16, payload []byte) (Record, error) {
 			rest = rest[sp:]
 			continue
 		}
-		key := string(rest[:eq])
+		key := rest[:eq]
 		rest = rest[eq+1:]
 		var val string
 		switch {
-		case len(rest) > 0 && rest[0] == '"':
-			end := bytes.IndexByte(rest[1:], '"')
+		case len(rest) > 0 && (rest[0] == '"' || rest[0] == '\''):
+			// msg='...' of userspace records is kept whole.
+			end := strings.IndexByte(rest[1:], rest[0])
 			if end < 0 {
 				return r, fmt.Errorf("audit record %s: unterminated quote in %s=", st, key)
 			}
-			val = string(rest[1 : 1+end])
-			rest = rest[2+end:]
-		case len(rest) > 0 && rest[0] == '\'':
-			// msg='...' of userspace records: kept whole.
-			end := bytes.IndexByte(rest[1:], '\'')
-			if end < 0 {
-				return r, fmt.Errorf("audit record %s: unterminated quote in %s=", st, key)
-			}
-			val = string(rest[1 : 1+end])
+			val = rest[1 : 1+end]
 			rest = rest[2+end:]
 		default:
-			end := bytes.IndexByte(rest, ' ')
+			end := strings.IndexByte(rest, ' ')
 			if end < 0 {
 				end = len(rest)
 			}
-			word := rest[:end]
+			val = rest[:end]
 			rest = rest[end:]
-			val = string(word)
 			if hexEncoded(key) {
-				if b, ok := decodeHex(word); ok {
+				if b, ok := decodeHex(val); ok {
 					val = string(b)
 				}
 			}
 		}
 		r.Fields = append(r.Fields, Field{key, val})
 	}
+	return r, nil
+}
+
+// repeats parses records, reusing the fields of the last record of the
+// same type when all that follows the stamp is the same: a writer in a
+// loop makes records that differ in their stamps alone, and each of those
+// is compared, not parsed again. Fields are never changed once parsed, so
+// records may share them.
+type repeats struct {
+	last map[uint16]parsedRecord
+}
+
+type parsedRecord struct {
+	body   string // what followed the stamp
+	fields []Field
+}
+
+func (rp *repeats) parse(typ uint16, payload []byte) (Record, error) {
+	st, rest, err := parseStamp(bytes.TrimRight(payload, "\x00\n"))
+	if err != nil {
+		return Record{}, err
+	}
+	if l, ok := rp.last[typ]; ok && l.body == string(rest) {
+		return Record{Type: typ, Stamp: st, Fields: l.fields}, nil
+	}
+	body := string(rest)
+	r, err := parseFields(typ, st, body)
+	if err != nil {
+		return r, err
+	}
+	if rp.last == nil {
+		rp.last = map[uint16]parsedRecord{}
+	}
+	rp.last[typ] = parsedRecord{body, r.Fields}
 	return r, nil
 }
 
@@ -159,12 +191,12 @@ func hexEncoded(key string) bool {
 	return false
 }
 
-func decodeHex(w []byte) ([]byte, bool) {
-	if len(w) == 0 || len(w)%2 != 0 || bytes.Equal(w, []byte("(null)")) {
+func decodeHex(w string) ([]byte, bool) {
+	if len(w) == 0 || len(w)%2 != 0 || w == "(null)" {
 		return nil, false
 	}
-	b := make([]byte, len(w)/2)
-	if _, err := hex.Decode(b, w); err != nil {
+	b, err := hex.DecodeString(w)
+	if err != nil {
 		return nil, false
 	}
 	return b, true
@@ -189,11 +221,27 @@ func parseStamp(p []byte) (Stamp, []byte, error) {
 	if dot < 0 || colon < dot {
 		return Stamp{}, nil, ErrNotAudit
 	}
-	sec, err1 := strconv.ParseInt(string(inner[:dot]), 10, 64)
-	ms, err2 := strconv.Atoi(string(inner[dot+1 : colon]))
-	serial, err3 := strconv.ParseUint(string(inner[colon+1:]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	sec, ok1 := decimal(inner[:dot], 18)
+	ms, ok2 := decimal(inner[dot+1:colon], 9)
+	serial, ok3 := decimal(inner[colon+1:], 19)
+	if !ok1 || !ok2 || !ok3 {
 		return Stamp{}, nil, ErrNotAudit
 	}
-	return Stamp{sec, ms, serial}, rest, nil
+	return Stamp{int64(sec), int(ms), serial}, rest, nil
+}
+
+// decimal reads an unsigned decimal number of at most maxDigits digits
+// (so that it cannot overflow what it is read into).
+func decimal(b []byte, maxDigits int) (uint64, bool) {
+	if len(b) == 0 || len(b) > maxDigits {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
 }

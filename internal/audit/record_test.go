@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // Records as this kernel wrote them for a writer that set its login uid to
@@ -76,7 +77,7 @@ func TestEvent(t *testing.T) {
 		}
 		rs = append(rs, r)
 	}
-	e := event(rs, false)
+	e := event(rs, false, nil)
 	want := Writer{PID: 4242, PPID: 4241, UID: 65534, EUID: 65534, AUID: 1000, Session: 3,
 		Comm: "sh", Exe: "/usr/bin/dash", Syscall: "openat", Success: false, Exit: -13}
 	if diff := cmp.Diff(want, e.Writer); diff != "" {
@@ -95,7 +96,7 @@ func TestRelativeNames(t *testing.T) {
 		s, _ := ParseRecord(TypeSyscall, []byte(`audit(1.0:1): arch=c000003e syscall=`+syscall+` success=yes`))
 		c, _ := ParseRecord(TypeCWD, []byte(`audit(1.0:1): cwd="/etc"`))
 		p, _ := ParseRecord(TypePath, []byte(`audit(1.0:1): item=0 name="`+name+`" inode=5 dev=fe:01 nametype=NORMAL`))
-		return event([]Record{s, c, p}, false)
+		return event([]Record{s, c, p}, false, nil)
 	}
 	// chmod(2) takes a CWD-relative name; fchmodat(2) a name that may be
 	// relative to a directory descriptor the record does not name.
@@ -115,7 +116,29 @@ func FuzzParseRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, p string) {
 		r, err := ParseRecord(TypePath, []byte(p))
 		if err == nil {
-			_ = event([]Record{r}, true)
+			_ = event([]Record{r}, true, nil)
+		}
+	})
+}
+
+// FuzzRepeats: the Reader's parse, which reuses the fields of a record
+// that repeats the last one of its type but for the stamp, gives what
+// ParseRecord gives, whatever came before.
+func FuzzRepeats(f *testing.F) {
+	f.Add(deniedWrite[0].payload, `audit(1764770000.124:457): `+deniedWrite[0].payload[len(`audit(1764770000.123:456): `):])
+	f.Add(deniedWrite[2].payload, deniedWrite[2].payload)
+	f.Add(`audit(1.2:3): a=b`, `audit(1.2:4): a=c`)
+	f.Add(`audit(1.2:3): a="b`, `audit(1.2:4): a="b`)
+	f.Fuzz(func(t *testing.T, first, second string) {
+		var rp repeats
+		rp.parse(TypePath, []byte(first))
+		got, gotErr := rp.parse(TypePath, []byte(second))
+		want, wantErr := ParseRecord(TypePath, []byte(second))
+		if (gotErr != nil) != (wantErr != nil) {
+			t.Fatalf("after %q, parse(%q): error %v, ParseRecord's %v", first, second, gotErr, wantErr)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); gotErr == nil && diff != "" {
+			t.Errorf("after %q, parse(%q) (-ParseRecord +parse):\n%s", first, second, diff)
 		}
 	})
 }

@@ -154,3 +154,39 @@ func BenchmarkRingMemory(b *testing.B) {
 		})
 	}
 }
+
+// TestRingRepeats: a writer that writes the same node again and again (a
+// script appending in a loop) takes one place in the ring, stamped with
+// its last write, so that it evicts no other writer; a write between two
+// of its writes, or one naming the node otherwise, is an event of its own.
+func TestRingRepeats(t *testing.T) {
+	motd := PathItem{Name: "/etc/motd", Path: "/etc/motd", Inode: Inode{"fe:01", 10}, NameType: "NORMAL"}
+	r := NewRing(3)
+	r.Add(ev(1, "chmod", motd))
+	for i := uint64(2); i < 10_000; i++ {
+		e := ev(2, "sh", motd)
+		e.Stamp = Stamp{Sec: int64(i), Serial: i}
+		r.Add(e)
+	}
+	got := r.Find(Query{Path: "/etc/motd"})
+	if len(got) != 2 || got[0].Writer.Comm != "sh" || got[1].Writer.Comm != "chmod" {
+		t.Fatalf("Find after a loop of appends = %+v, want sh then chmod", got)
+	}
+	if got[0].Stamp.Serial != 9_999 || r.Len() != 2 || r.Evicted() != 0 {
+		t.Errorf("the repeated write: stamp %v, %d held, %d evicted; want the last stamp, 2 held, none evicted", got[0].Stamp, r.Len(), r.Evicted())
+	}
+	// Another writer between two of sh's writes; then sh again, and sh
+	// renaming (another system call): each an event.
+	r.Add(ev(3, "cp", motd))
+	r.Add(ev(2, "sh", motd))
+	renamed := ev(2, "sh", motd)
+	renamed.Writer.Syscall = "rename"
+	r.Add(renamed)
+	var comms []string
+	for _, e := range r.Find(Query{Path: "/etc/motd"}) {
+		comms = append(comms, e.Writer.Comm+"/"+e.Writer.Syscall)
+	}
+	if want := "[sh/rename sh/ cp/]"; fmt.Sprint(comms) != want {
+		t.Errorf("Find = %v, want %s", comms, want)
+	}
+}

@@ -139,7 +139,7 @@ func FuzzReadBuffer(f *testing.F) {
 			total += len(m.data)
 			if m.typ >= 1100 {
 				if r, err := ParseRecord(m.typ, m.data); err == nil {
-					event([]Record{r}, true)
+					event([]Record{r}, true, nil)
 				}
 			}
 		}

@@ -49,24 +49,25 @@ var archNames = map[string]uint32{
 // (arch 40000008)" when the architecture is not known here ("arch unknown"
 // when arch is no architecture at all: nothing of it is repeated).
 func SyscallName(arch string, n int) string {
-	num := "syscall " + strconv.Itoa(n)
 	a, ok := archNames[arch]
 	if !ok {
 		v, err := strconv.ParseUint(arch, 16, 32)
 		if err != nil {
-			return num + " (arch unknown)"
+			return syscallNum(n) + " (arch unknown)"
 		}
 		a = uint32(v)
 	}
 	table, ok := syscallTables[a]
 	if !ok {
-		return num + " (arch " + strconv.FormatUint(uint64(a), 16) + ")"
+		return syscallNum(n) + " (arch " + strconv.FormatUint(uint64(a), 16) + ")"
 	}
 	if s, ok := table[n]; ok {
 		return s
 	}
-	return num
+	return syscallNum(n)
 }
+
+func syscallNum(n int) string { return "syscall " + strconv.Itoa(n) }
 
 // x86_64Syscalls: lib/x86_64_table.h.
 var x86_64Syscalls = map[int]string{

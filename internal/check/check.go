@@ -110,6 +110,13 @@ type Checker struct {
 	// Labels, when set, compares SELinux labels with the policy's defaults
 	// (LoadLabels).
 	Labels *Labels
+	// NoDiff, when set, is true of an entry whose content drift would not
+	// be shown: the daemon journals a drift's diff when the drift appears,
+	// so one it knows already needs none. No diff is made of it then, nor
+	// its declared bytes read back from the Store (under a write storm on
+	// a drifted file every event would make one, of the whole file). A
+	// full check calls it from its workers at once.
+	NoDiff func(e *model.Entry) bool
 	// NoMeta observes without the metadata (ondisk.Observer.NoMeta): only
 	// to measure what it costs.
 	NoMeta bool
@@ -487,6 +494,11 @@ func (c *Checker) judge(o *ondisk.Observer, e *model.Entry, k *kargs, read *Cont
 		// The same version of the file: what was read of it still holds
 		// (its metadata is this fresh observation's).
 		ob.Content, deferred = read.Content, false
+	}
+	if c.NoDiff != nil && c.NoDiff(e) {
+		// Without the bytes read there is nothing to diff (drift.Diffable),
+		// nor a declared content to read back for it.
+		ob.Content.Got = nil
 	}
 	out := Outcome{Drift: drift.Compare(c.declared(e, &ob), &ob, c.Key), Deferred: deferred, Stamp: ob.Stamp,
 		Notices: drift.MetaNotices(e, &ob, c.Key)}

@@ -283,7 +283,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 		done: done, ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
 	d.loads.done, d.loads.slow = make(chan loaded, 1), loadSlow
-	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey, WaitForAccountLocks: true}
+	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey, WaitForAccountLocks: true, NoDiff: d.contentDriftKnown}
 	d.obs.ReadLimit = inlineReadLimit
 	d.reads = newContentReads(d.checker)
 	d.parts = newParts(o, d)

@@ -10,6 +10,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
 // record writes one journal record of the type id (a journal.Msg* constant,
@@ -48,6 +49,20 @@ func (d *Daemon) report(ctx context.Context, appeared, resolved []drift.Drift) {
 	if len(appeared) > 0 && d.o.OnDrift != "" && d.o.Hook != nil {
 		d.startHook(ctx)
 	}
+}
+
+// contentDriftKnown reports whether a content drift of e is known: its
+// diff was journaled when it appeared, and a drift that persists is not
+// journaled again (tracker.update), so a new diff of it would go unshown.
+// A full check's workers call it while the loop waits for them: nothing
+// changes the tracker meanwhile.
+func (d *Daemon) contentDriftKnown(e *model.Entry) bool {
+	for _, dr := range d.track.byEntry[e.ID()] {
+		if dr.Kind == drift.Content {
+			return true
+		}
+	}
+	return false
 }
 
 // reportNotices journals each of a full check's notices (what cannot be

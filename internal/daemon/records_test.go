@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/model"
+	"github.com/drift-monitor/drift-monitor/internal/statecache"
+	"github.com/drift-monitor/drift-monitor/internal/watch"
 )
 
 // records is a slog.Handler that keeps what the daemon records: MESSAGE_ID
@@ -82,4 +87,63 @@ func (r *records) find(id, path string) []map[string]string {
 		}
 	}
 	return out
+}
+
+// countingStore counts the declared contents read back (for a diff).
+type countingStore struct {
+	model.ContentStore
+	reads atomic.Int32
+}
+
+func (s *countingStore) ReadStored(st *model.Stored) ([]byte, error) {
+	s.reads.Add(1)
+	return s.ContentStore.ReadStored(st)
+}
+
+// TestKnownContentDriftNotDiffedAgain: a content drift's record carries
+// its diff when the drift appears; while it persists, later events (a
+// write storm on the drifted file) neither read the declared content back
+// nor make a diff no record would show, and once resolved, the next
+// drift has its diff again. The daemon keeps declared contents as digests
+// (desired.Stored) when it has its state cache, as here.
+func TestKnownContentDriftNotDiffedAgain(t *testing.T) {
+	ctx := context.Background()
+	d, _, log := syntheticDaemon(t, Options{Cache: &statecache.Cache{Dir: t.TempDir(), Mode: statecache.ModeLazy}})
+	store := &countingStore{ContentStore: d.checker.Store}
+	d.checker.Store = store
+	d.fullCheck(ctx, "first check")
+	file := filepath.Join(d.o.Root, "etc/a.conf")
+	write := func(content string) {
+		t.Helper()
+		writeFile(t, file, []byte(content))
+		d.handle(ctx, []watch.Event{{Path: "/etc/a.conf", Op: watch.Write}})
+	}
+	diffs := func() (n int) {
+		for _, r := range log.find(journal.RecordDriftDetected, "/etc/a.conf") {
+			if strings.Contains(r[journal.FieldDriftDiff], "+changed") {
+				n++
+			}
+		}
+		return n
+	}
+	write("changed\n")
+	if diffs() != 1 || store.reads.Load() != 1 {
+		t.Fatalf("drift appeared: %d records with the diff, %d reads of the declared content; want 1 and 1", diffs(), store.reads.Load())
+	}
+	for i := range 20 {
+		write(fmt.Sprintf("changed %d times\n", i+2))
+	}
+	if store.reads.Load() != 1 {
+		t.Errorf("20 writes to the drifted file read the declared content back %d more times, want none", store.reads.Load()-1)
+	}
+	for _, dr := range d.track.byEntry["file:/etc/a.conf"] {
+		if dr.Diff != "" {
+			t.Errorf("the tracker keeps a diff no record shows: %q", dr.Diff)
+		}
+	}
+	write("a\n")
+	write("changed\n")
+	if diffs() != 2 || store.reads.Load() != 2 {
+		t.Errorf("drift appeared again: %d records with the diff, %d reads; want 2 and 2", diffs(), store.reads.Load())
+	}
 }

@@ -560,7 +560,9 @@ ATTRIBUTION_STATE says what it can claim: "ok"; "audit-disabled" (the
 kernel's audit is off: auditctl -e 1); "rules-missing" (the rules could not
 be added: locked with -e 2, then install "drift-monitor audit-rules" under
 /etc/audit/rules.d/); "never-task" (an "-a never,task" rule exempts tasks
-from auditing); "records-lost" (the kernel's lost counter grew);
+from auditing); "records-lost" (the kernel's lost counter grew, or
+drift-monitor's audit socket overflowed: records came faster than it read
+them, and a larger net.core.rmem_max gives the socket more room);
 "unavailable" (no audit netlink: the service needs CAP_AUDIT_READ,
 CAP_AUDIT_CONTROL, AF_NETLINK and the host's network namespace, see the
 attribution.conf drop-in). Until it is "ok", drift says its writer is

@@ -2,6 +2,7 @@ package blackbox
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -340,4 +341,79 @@ func busWritersAreFields(t *testing.T, bus string, sedPID int) {
 			t.Errorf("GetDriftEx: /etc/sed-me's writer %v, want sed (pid %d)", ws[0], sedPID)
 		}
 	}
+}
+
+// TestAttributionOverrunSaid: records that come faster than the daemon
+// reads them overflow its socket's buffer, and the kernel drops them for
+// it alone, counting them on the socket (net/netlink/af_netlink.c,
+// netlink_overrun): the daemon says so at once, in a record and on its
+// status line, rather than leave writers missing without a word. Here the
+// daemon is stopped while a script appends to a declared file until the
+// kernel counts drops on the daemon's record socket.
+func TestAttributionOverrunSaid(t *testing.T) {
+	f, d, _ := attributionFixture(t, "")
+	pid := d.cmd.Process.Pid
+	if err := d.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			d.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+	for batch := 0; recordSocketDrops(t, pid) == 0; batch++ {
+		if batch == 100 {
+			t.Fatalf("50,000 audited appends and no record dropped on the stopped daemon's socket")
+		}
+		out, err := exec.Command("sh", "-c", `i=0; while [ "$i" -lt 500 ]; do echo y >>"$0"; i=$((i+1)); done`, f.host("/etc/shared")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("appending: %v: %s", err, out)
+		}
+	}
+	m := d.mark()
+	if err := d.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	r, _ := d.waitRecord(m, harness.MsgAttribution, map[string]string{"ATTRIBUTION_STATE": "records-lost"})
+	if !strings.Contains(r["MESSAGE"], "audit socket overflowed") {
+		t.Errorf("records-lost record %q does not say the socket overflowed", r["MESSAGE"])
+	}
+	d.wait("the status line saying so", 10*time.Second, func() bool {
+		return strings.HasSuffix(d.status(), "; writers unknown: attribution records-lost")
+	})
+}
+
+// recordSocketDrops is what the kernel dropped for pid's audit record
+// sockets (NETLINK_AUDIT, joined to a multicast group): /proc/net/netlink's
+// Drops, summed.
+func recordSocketDrops(t *testing.T, pid int) int {
+	t.Helper()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil {
+			if ino, ok := strings.CutPrefix(l, "socket:["); ok {
+				inodes[strings.TrimSuffix(ino, "]")] = true
+			}
+		}
+	}
+	b, err := os.ReadFile("/proc/net/netlink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drops := 0
+	// sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) >= 10 && f[1] == "9" && f[3] != "00000000" && inodes[f[9]] {
+			n, _ := strconv.Atoi(f[8])
+			drops += n
+		}
+	}
+	return drops
 }

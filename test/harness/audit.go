@@ -1,12 +1,12 @@
 package harness
 
 import (
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/test/auditlock"
 )
 
 // AuditHost prepares the kernel's audit subsystem for a test and restores
@@ -19,18 +19,12 @@ func AuditHost(t testing.TB, key string) {
 	t.Helper()
 	RequireRoot(t, "changing the kernel's audit rules")
 	RequireTools(t, "auditctl")
-	// The kernel's audit state is one per host, and go test runs
-	// packages in parallel (and rpmbuild's %check may run beside the
-	// tiers): one test at a time changes it. The lock's place is fixed,
-	// not under TMPDIR, which each runner may set differently.
-	lock, err := os.OpenFile(auditLock, os.O_RDWR|os.O_CREATE, 0o600)
+	// One test (or benchmark) at a time changes the host's audit state.
+	release, err := auditlock.Take()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatalf("locking the host's audit state for the test: %v", err)
-	}
-	t.Cleanup(func() { lock.Close() }) // registered first: runs last, after the restore
+	t.Cleanup(release) // registered first: runs last, after the restore
 	before, err := exec.Command("auditctl", "-s").CombinedOutput()
 	if err != nil {
 		Unavailable(t, "auditctl -s: %v: %s", err, before)
@@ -54,10 +48,6 @@ func AuditHost(t testing.TB, key string) {
 	})
 	AuditCommand(t, "-e", "1")
 }
-
-// auditLock serialises the tests that change the kernel's audit state,
-// whichever process runs them. They run as root, so /run is writable.
-const auditLock = "/run/drift-monitor-audit-tests.lock"
 
 // RulesChanged compares two listings of auditctl -l around a test that
 // owns the rules of key: lost are the host's other rules that went, left

@@ -82,8 +82,10 @@ type Attributor struct {
 	mu     sync.Mutex
 	ring   *audit.Ring
 	newRec chan struct{} // closed and replaced on every event kept
-	// overrun: the socket buffer overflowed since start (writers lost).
-	overrun bool
+	// overrun: the socket buffer overflowed since start (writers lost);
+	// overruns counts the overflows the health look has not said yet.
+	overrun  bool
+	overruns int
 
 	// canary is a file (in the state directory) covered by a rule of
 	// ours: a write to it must come back as a record. The kernel sends
@@ -151,7 +153,7 @@ func (a *Attributor) Start(ctx context.Context, h part.Host) {
 	a.h = h
 	var err error
 	// The reader first, so that no write after the rules goes unread.
-	if a.rd, err = audit.Listen(); err != nil {
+	if a.rd, err = audit.Listen(audit.EventTypes...); err != nil {
 		a.setState(StateUnavailable, err.Error())
 		a.journalState(ctx)
 		return
@@ -224,24 +226,26 @@ const healthOp = "drift-monitor-health"
 
 func (a *Attributor) setState(state, why string) { a.state, a.why = state, why }
 
-// read assembles the records into events until the reader is closed.
+// read assembles the records into events until the reader is closed. It
+// takes what each read brings at once: the ring, the waiters and the lock
+// are touched once per read, not once per event (a write storm brings
+// hundreds of events a read).
 func (a *Attributor) read(done <-chan struct{}) {
 	asm := audit.NewAssembler()
+	var evs, writes []audit.Event
 	for {
 		recs, err := a.rd.Read()
-		if errors.Is(err, audit.ErrOverrun) {
-			a.mu.Lock()
-			a.overrun = true
-			a.mu.Unlock()
-		} else if err != nil {
+		overrun := errors.Is(err, audit.ErrOverrun)
+		if err != nil && !overrun {
 			return // closed at stop
 		}
 		now := time.Now()
-		var evs []audit.Event
+		evs, writes = evs[:0], writes[:0]
 		for _, r := range recs {
-			evs = append(evs, asm.Add(r, now)...)
+			evs = asm.Append(evs, r, now)
 		}
 		evs = append(evs, asm.Flush(now)...)
+		canaries := uint64(0)
 		for _, e := range evs {
 			// Every CONFIG_CHANGE: audit disabled, a never,task rule
 			// added, our rules removed all change what we can claim.
@@ -249,34 +253,53 @@ func (a *Attributor) read(done <-chan struct{}) {
 				continue
 			}
 			if a.isCanary(e) {
-				a.mu.Lock()
-				a.canarySeen++
-				close(a.canaryRec)
-				a.canaryRec = make(chan struct{})
-				a.mu.Unlock()
+				canaries++
 				continue
 			}
 			if e.Config != nil || !e.Writer.Success {
-				select {
-				case a.events <- e:
-				case <-done:
+				if !a.tell(e, done) {
 					return
-				default: // the loop is far behind: a notice less, never a stall
 				}
-				if e.Config != nil {
-					continue
-				}
-			}
-			if !e.Writer.Success {
 				continue
 			}
-			a.mu.Lock()
+			writes = append(writes, e)
+		}
+		a.mu.Lock()
+		for _, e := range writes {
 			a.ring.Add(e)
+		}
+		if len(writes) > 0 {
 			close(a.newRec)
 			a.newRec = make(chan struct{})
-			a.mu.Unlock()
+		}
+		if canaries > 0 {
+			a.canarySeen += canaries
+			close(a.canaryRec)
+			a.canaryRec = make(chan struct{})
+		}
+		first := overrun && a.overruns == 0 // the first since the last look
+		if overrun {
+			a.overrun = true
+			a.overruns++
+		}
+		a.mu.Unlock()
+		// Records were lost: say so now, not at the next health look.
+		if first && !a.tell(audit.Event{Config: &audit.ConfigChange{Op: healthOp}}, done) {
+			return
 		}
 	}
+}
+
+// tell hands e to the loop (handle) unless the loop is far behind (a
+// notice less, never a stall); false once stopping.
+func (a *Attributor) tell(e audit.Event, done <-chan struct{}) bool {
+	select {
+	case a.events <- e:
+	case <-done:
+		return false
+	default:
+	}
+	return true
 }
 
 func (a *Attributor) isCanary(e audit.Event) bool {
@@ -373,6 +396,9 @@ func (a *Attributor) syncRules(ctx context.Context) {
 		if a.lostKnown && st.Lost > a.lost {
 			a.setState(StateRecordsLost, fmt.Sprintf("the kernel lost %d audit records since the last look (auditctl -s: lost %d): writers may be missing; raise the backlog limit (auditctl -b)", st.Lost-a.lost, st.Lost))
 		}
+		if n := a.takeOverruns(); n > 0 {
+			a.setState(StateRecordsLost, fmt.Sprintf("drift-monitor's audit socket overflowed %d times since the last look: records came faster than it read them, writers may be missing", n))
+		}
 		a.lost, a.lostKnown = st.Lost, true
 		a.checkNeverTask()
 		if a.state == StateOK && !a.barrier() {
@@ -380,6 +406,15 @@ func (a *Attributor) syncRules(ctx context.Context) {
 		}
 	}
 	a.journalState(ctx)
+}
+
+// takeOverruns is the number of socket overflows since the last call.
+func (a *Attributor) takeOverruns() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := a.overruns
+	a.overruns = 0
+	return n
 }
 
 // checkNeverTask marks the state never-task when such a rule exists.
