@@ -252,12 +252,17 @@ func cmdPhases(args []string) error {
 	cfg := flags.String("config", "", "config")
 	cpuprofile := flags.String("cpuprofile", "", "write a CPU profile of the load to this file")
 	memprofile := flags.String("memprofile", "", "write an allocation profile of the load to this file")
+	peakprofile := flags.String("peakprofile", "", "write the heap profile of the load's largest heap to this file")
 	cacheDir := flags.String("cache", "", "load through a state cache in `DIR` (as check does); empty parses")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	if *memprofile != "" {
+	if *memprofile != "" || *peakprofile != "" {
 		runtime.MemProfileRate = 64 << 10
+	}
+	var peak *peakProfiler
+	if *peakprofile != "" {
+		peak = startPeakProfiler(10 * time.Millisecond)
 	}
 	if *cpuprofile != "" {
 		out, err := os.Create(*cpuprofile)
@@ -280,6 +285,11 @@ func cmdPhases(args []string) error {
 	}
 	st, err := desired.LoadCached(cache, r, []string{*cfg}, memlimit.ConfigLoad)
 	pprof.StopCPUProfile()
+	if peak != nil {
+		if err := peak.write(*peakprofile); err != nil {
+			return err
+		}
+	}
 	if *memprofile != "" {
 		if err := writeHeapProfile(*memprofile); err != nil {
 			return err

@@ -15,13 +15,23 @@ import (
 // minutes and returns freed memory to the kernel in the background: one
 // window may hold a GC and the next none).
 type idleResult struct {
-	Files    int
-	Start    string        // "cold" (empty state cache: the config parsed) or "warm" (a restart)
+	Files int
+	// Start is "cold" (empty state cache: the config parsed), "warm" (a
+	// restart) or "cold, desired.d" (cold, the config read from the
+	// default locations inside the root, as a host's daemon reads it).
+	Start    string
+	CfgBytes int64         // the config's size
+	Binary   string        // "" for the binary measured, "before" for -before's
 	Ready    time.Duration // start → READY=1: load + first full check
 	HWMReady int64         // VmHWM right after READY=1
 	Windows  []idleWindow
 	HWM      int64 // VmHWM: peak resident memory since start (the load)
-	Watches  int   // inotify watches (inotify wd: lines in fdinfo)
+	// CheckRSS is the peak resident memory of the one-shot `check
+	// --no-cache` of the same config, run just before a cold start (0 for
+	// a warm one); CheckCmd is its command.
+	CheckRSS int64
+	CheckCmd string
+	Watches  int // inotify watches (inotify wd: lines in fdinfo)
 	Cmd      string
 }
 
@@ -32,6 +42,15 @@ type idleWindow struct {
 	Switches int64         // context switches over the window, all threads (voluntary + involuntary)
 	Threads  int
 	RSS      int64 // VmRSS at the end of the window
+}
+
+// label names the start in the report: its kind, and the binary if not the
+// one measured.
+func (r *idleResult) label() string {
+	if r.Binary != "" {
+		return r.Start + " (" + r.Binary + ")"
+	}
+	return r.Start
 }
 
 // worst is the window with the most CPU.
@@ -153,22 +172,53 @@ func freshCacheDir(f *fixture) (string, error) {
 // is parsed: a first boot, a new config); "warm" keeps what the cold start
 // stored (any restart).
 func (b *bench) idle(ctx context.Context, f *fixture, start string, window, settle time.Duration, windows int) (*idleResult, error) {
+	return b.idleOf(ctx, b.bin, "", f, start, window, settle, windows)
+}
+
+// idleOf is idle of the daemon of binary bin, whose results are labelled
+// with label ("" for the binary measured, "before" for -before's).
+func (b *bench) idleOf(ctx context.Context, bin, label string, f *fixture, start string, window, settle time.Duration, windows int) (*idleResult, error) {
 	dir := filepath.Join(f.Dir, "daemon-cache")
-	if start == "cold" {
+	if start != "warm" {
 		var err error
 		if dir, err = freshCacheDir(f); err != nil {
 			return nil, err
 		}
 	}
-	argv := []string{"env", "CACHE_DIRECTORY=" + dir, b.bin, "daemon", "--root", f.Root, "--config", f.Cfg}
+	argv := []string{"env", "CACHE_DIRECTORY=" + dir, bin, "daemon", "--root", f.Root, "--config", f.Cfg}
+	check := []string{bin, "check", "--no-cache", "--root", f.Root, "--config", f.Cfg}
+	if start == startDesiredD {
+		remove, err := linkDesiredD(f)
+		if err != nil {
+			return nil, err
+		}
+		defer remove()
+		argv, check = argv[:len(argv)-2], check[:len(check)-2]
+	}
+	var checkRSS int64
+	if start != "warm" {
+		// The one-shot cold check of the same config, just before: the
+		// bound a cold start is held to is the check's.
+		r, err := timeCmd(ctx, []int{0, 1}, check[0], check[1:]...)
+		if err != nil {
+			return nil, err
+		}
+		checkRSS = r.MaxRSS
+	}
 	m, err := startMonitor(ctx, 10*time.Minute, argv...)
 	if err != nil {
 		return nil, err
 	}
 	defer m.stop()
 	pid := m.pid()
-	res := &idleResult{Files: len(f.Paths), Start: start, Ready: m.readyAt.Sub(m.started), Cmd: shellQuote(argv),
-		HWMReady: memOf(pid, "VmHWM")}
+	res := &idleResult{Files: len(f.Paths), Start: start, Binary: label, Ready: m.readyAt.Sub(m.started), Cmd: shellQuote(argv),
+		HWMReady: memOf(pid, "VmHWM"), CheckRSS: checkRSS}
+	if checkRSS > 0 {
+		res.CheckCmd = shellQuote(check)
+	}
+	if fi, err := os.Stat(f.Cfg); err == nil {
+		res.CfgBytes = fi.Size()
+	}
 	select {
 	case <-time.After(settle):
 	case <-ctx.Done():
@@ -202,4 +252,24 @@ func (b *bench) idle(ctx context.Context, f *fixture, start string, window, sett
 	res.Watches = inotifyWatches(pid)
 	m.drain()
 	return res, nil
+}
+
+// startDesiredD is the cold start from the default locations.
+const startDesiredD = "cold, desired.d"
+
+// linkDesiredD puts the fixture's config where a host's daemon finds it,
+// /etc/drift-monitor/desired.d inside the root (a hard link: the same
+// bytes), until remove is called: the other parts' floors read every file
+// of the root.
+func linkDesiredD(f *fixture) (remove func(), err error) {
+	dir := filepath.Join(f.Root, "etc/drift-monitor/desired.d")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	link := filepath.Join(dir, "50-bench.ign")
+	os.Remove(link)
+	if err := os.Link(f.Cfg, link); err != nil {
+		return nil, err
+	}
+	return func() { os.RemoveAll(filepath.Join(f.Root, "etc/drift-monitor")) }, nil
 }

@@ -49,6 +49,8 @@ func main() {
 		err = cmdNaive(ctx, os.Args[2:])
 	case "audit-overhead":
 		err = cmdAuditOverhead(os.Args[2:])
+	case "daemon-peak":
+		err = cmdDaemonPeak(ctx, os.Args[2:])
 	default:
 		err = cmdRun(ctx, os.Args[1:])
 	}
@@ -101,7 +103,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	onlyN := flags.Int("n", 0, "run every part at this number of files only (for investigations)")
 	idleWindow := flags.Duration("idle-window", 0, "length of an idle window (default 60s, 10s with -quick)")
 	flags.StringVar(&b.benchstat, "benchstat", "benchstat", "the benchstat binary")
-	flags.StringVar(&b.before, "before", "", "another drift-monitor `binary` (the build before a change) whose `check --no-cache` part 1 times, and whose daemon part 7 runs, alternated with the others")
+	flags.StringVar(&b.before, "before", "", "another drift-monitor `binary` (the build before a change) whose `check --no-cache` part 1 times too, alternated with the others, whose cold starts part 3 measures before each of this one's, and whose daemon part 7 runs")
 	fullN := flags.String("full-n", "", "part 1's numbers of files, comma-separated (default 1000,10000,100000; 1000,10000 with -quick)")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -338,7 +340,22 @@ func (b *bench) part3(ctx context.Context, rep *report, fx *fixtures) error {
 		if err != nil {
 			return err
 		}
-		for _, start := range []string{"cold", "warm"} {
+		starts := []string{"cold", "warm"}
+		if n >= 100000 || len(b.idleN) == 1 {
+			// As a host's daemon reads its config: the read's own peak.
+			starts = append(starts, startDesiredD)
+		}
+		for _, start := range starts {
+			if b.before != "" && start != "warm" {
+				// The build before a change, side by side: its cold start
+				// just before this one's.
+				b.logf("part 3 N=%d, %s start of -before: %d × %s idle", n, start, b.idleWindows, b.idleWindow)
+				r, err := b.idleOf(ctx, b.before, "before", f, start, b.idleWindow, b.idleSettle, b.idleWindows)
+				if err != nil {
+					return err
+				}
+				rep.Idle = append(rep.Idle, r)
+			}
 			b.logf("part 3 N=%d, %s start: %d × %s idle", n, start, b.idleWindows, b.idleWindow)
 			r, err := b.idle(ctx, f, start, b.idleWindow, b.idleSettle, b.idleWindows)
 			if err != nil {

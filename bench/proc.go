@@ -105,6 +105,15 @@ func (m *monitor) readStderr(stderr io.Reader, logw *os.File, conn *net.UnixConn
 
 // readNotify closes m.ready at the first READY=1 on the notify socket.
 func (m *monitor) readNotify(conn *net.UnixConn) {
+	readReady(conn, func() {
+		m.readyAt = time.Now()
+		close(m.ready)
+	})
+}
+
+// readReady calls ready at the first READY=1 on the notify socket conn,
+// reading until it fails (is closed).
+func readReady(conn *net.UnixConn, ready func()) {
 	buf := make([]byte, 64<<10)
 	once := false
 	for {
@@ -115,8 +124,7 @@ func (m *monitor) readNotify(conn *net.UnixConn) {
 		for _, l := range strings.Split(string(buf[:n]), "\n") {
 			if l == "READY=1" && !once {
 				once = true
-				m.readyAt = time.Now()
-				close(m.ready)
+				ready()
 			}
 		}
 	}

@@ -49,6 +49,9 @@ type Notifier interface {
 	Stopping() error
 	Watchdog() error
 	WatchdogInterval() (time.Duration, bool)
+	// ExtendTimeout asks for the timeout of the state the service is in
+	// (its start) to end no sooner than d from now (EXTEND_TIMEOUT_USEC).
+	ExtendTimeout(d time.Duration) error
 }
 
 // Units answers for unit enablement and says when unit files changed.
@@ -160,6 +163,8 @@ type Daemon struct {
 	good    goodState
 	// loads is the reload under way off the loop (loader.go).
 	loads loads
+	// startExt is how the start's timeout is extended (startextend.go).
+	startExt startExtend
 	// acct is the lock on the account files the user and group entries
 	// wait for (accountlock.go).
 	acct accountWait
@@ -283,6 +288,7 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 		done: done, ix: newIndex(nil), requests: make(chan func(context.Context)),
 	}
 	d.loads.done, d.loads.slow = make(chan loaded, 1), loadSlow
+	d.startExt = startExtend{step: startExtension, max: startExtendMax}
 	d.checker = &check.Checker{Root: root, ReadLimit: inlineReadLimit, Key: o.DigestKey, WaitForAccountLocks: true, NoDiff: d.contentDriftKnown}
 	d.obs.ReadLimit = inlineReadLimit
 	d.reads = newContentReads(d.checker)

@@ -32,6 +32,7 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 // start loads the desired state, starts the event sources, runs the first
 // check and says the daemon is ready.
 func (d *Daemon) start(ctx context.Context, s *sources) {
+	stopExtending := d.extendStart()
 	d.record(ctx, slog.LevelInfo, journal.MsgStarted, fmt.Sprintf("Starting drift-monitor %s", d.o.Version))
 	d.followInhibitors(ctx, s)
 	d.startParts(ctx, s)
@@ -60,6 +61,7 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 	}
 	d.ready = true
 	d.noteJudged()
+	stopExtending()
 	if d.o.Notify != nil {
 		d.o.Notify.Ready(d.status())
 	}

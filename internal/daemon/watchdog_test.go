@@ -15,9 +15,20 @@ type fakeNotifier struct {
 	watchdogs int
 	ready     chan struct{}
 	interval  time.Duration
+	// extends are the extensions asked for (EXTEND_TIMEOUT_USEC), and
+	// readyAfter how many of them came before the first READY=1 (once
+	// readied).
+	extends    []time.Duration
+	readied    bool
+	readyAfter int
 }
 
 func (f *fakeNotifier) Ready(string) error {
+	f.mu.Lock()
+	if !f.readied {
+		f.readied, f.readyAfter = true, len(f.extends)
+	}
+	f.mu.Unlock()
 	select {
 	case f.ready <- struct{}{}:
 	default:
@@ -34,6 +45,24 @@ func (f *fakeNotifier) Watchdog() error {
 	return nil
 }
 func (f *fakeNotifier) WatchdogInterval() (time.Duration, bool) { return f.interval, true }
+func (f *fakeNotifier) ExtendTimeout(d time.Duration) error {
+	f.mu.Lock()
+	f.extends = append(f.extends, d)
+	f.mu.Unlock()
+	return nil
+}
+
+// extensions returns the extensions asked for so far, and how many came
+// before the first READY=1 (-1 before it).
+func (f *fakeNotifier) extensions() ([]time.Duration, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	before := -1
+	if f.readied {
+		before = f.readyAfter
+	}
+	return append([]time.Duration(nil), f.extends...), before
+}
 func (f *fakeNotifier) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

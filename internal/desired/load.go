@@ -112,22 +112,7 @@ func loadFiles(c statekey.Cache, src discover.Files, files []string, bound Bound
 	}
 	// The parse lets go of the bytes (reading one again should its report
 	// need it), and nothing of it stays alive into Put (see statekey.Cache).
-	reread := func(file string) func() ([]byte, error) {
-		// Only a regular file can be read again (discover.Files.Open
-		// opens nothing else): a pipe's bytes are kept.
-		f, err := src.Open(file)
-		if err != nil {
-			return nil
-		}
-		f.Close()
-		return func() ([]byte, error) {
-			r, err := src.ReadAll([]string{file})
-			if err != nil {
-				return nil, err
-			}
-			return r[0], nil
-		}
-	}
+	reread := func(file string) types.Reopen { return src.Reopen(file) }
 	if bound != nil {
 		var size int64
 		for _, r := range raws {
@@ -183,7 +168,7 @@ func readAccountFiles(root Host) ([4][]byte, error) {
 // With reread, which gives how to read a file again (nil for a file that
 // cannot be: a pipe), it lets go of each such fragment's bytes as it parses
 // them (raws[i] is then nil; see ignspec.Bytes).
-func parseWithSupplies(files []string, raws [][]byte, reread func(file string) func() ([]byte, error)) (types.Config, []parsed.Fragment, ignition.Supplies, error) {
+func parseWithSupplies(files []string, raws [][]byte, reread func(file string) types.Reopen) (types.Config, []parsed.Fragment, ignition.Supplies, error) {
 	sup := ignition.Supplies{}
 	for i, f := range files {
 		if filepath.Ext(f) == discover.ChildExt {
@@ -196,7 +181,7 @@ func parseWithSupplies(files []string, raws [][]byte, reread func(file string) f
 			continue
 		}
 		raw := raws[i]
-		var again func() ([]byte, error)
+		var again types.Reopen
 		if reread != nil {
 			again = reread(f)
 		}
@@ -223,7 +208,7 @@ func deriveState(root string, files []string, raws [][]byte, acct [4][]byte) (mo
 
 // deriveStateFrom is deriveState; with reread (see parseWithSupplies) it
 // lets go of the config files' bytes as it parses them.
-func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte, reread func(file string) func() ([]byte, error)) (model.State, error) {
+func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte, reread func(file string) types.Reopen) (model.State, error) {
 	cfg, frags, sup, err := parseWithSupplies(files, raws, reread)
 	if err != nil {
 		return model.State{}, err

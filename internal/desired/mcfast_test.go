@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
+
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
 // mcSeeds are MachineConfigs of every shape the fast path (mcfast.go) must
@@ -214,10 +216,8 @@ func TestMachineConfigReread(t *testing.T) {
 	raw := mcSeeds(t)["mc-special bits.json"]
 	const file = "/etc/drift-monitor/desired.d/50-mc.json"
 	reads := 0
-	again := func(b []byte) func(string) func() ([]byte, error) {
-		return func(string) func() ([]byte, error) {
-			return func() ([]byte, error) { reads++; return b, nil }
-		}
+	again := func(b []byte) func(string) types.Reopen {
+		return func(string) types.Reopen { return reopenBytes(b, &reads) }
 	}
 	want, err := deriveState("/", []string{file}, [][]byte{raw}, [4][]byte{})
 	if err != nil {

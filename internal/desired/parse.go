@@ -10,6 +10,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
 	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
+	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
 // Reading one config file: format detection (package format) says
@@ -52,7 +53,7 @@ func parse(file string, raw []byte, sup ignition.Supplies) (parsed.Fragment, err
 // It only dispatches: a Butane config (package butane), an Ignition config
 // (ignition.ParseFile) and a MachineConfig (machineconfig.Parse) are three
 // readings of a file that share no step but the YAML decoding.
-func parseFragment(file string, raw []byte, sup ignition.Supplies, cache bool, reread func() ([]byte, error)) (parsed.Fragment, error) {
+func parseFragment(file string, raw []byte, sup ignition.Supplies, cache bool, reread types.Reopen) (parsed.Fragment, error) {
 	if !cache && format.IsButane(file, raw) {
 		return butane.Parse(file, raw, func(file string, raw []byte) (parsed.Fragment, error) {
 			return parseFragment(file, raw, sup, false, nil)

@@ -82,7 +82,7 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 	cfg, rpt, err := types.ParseBytes(raw, version)
 	compare("parseIgnition", cfg, rpt, err)
 	reread := 0
-	src := types.NewBytes(raw, func() ([]byte, error) { reread++; return bytes.Clone(raw), nil })
+	src := types.NewBytes(raw, reopenBytes(bytes.Clone(raw), &reread))
 	cfg, rpt, err = types.Parse(src, version)
 	compare("parseIgnitionFrom, the bytes dropped", cfg, rpt, err)
 	if reread > 1 {
@@ -380,7 +380,7 @@ func TestConfigBytesChanged(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reads := 0
-			_, err := parseFragment("50-x.ign", bytes.Clone(raw), ignition.Supplies{}, false, func() ([]byte, error) { reads++; return tt.again, nil })
+			_, err := parseFragment("50-x.ign", bytes.Clone(raw), ignition.Supplies{}, false, reopenBytes(tt.again, &reads))
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("parse = %v, want %q", err, tt.want)
 			}

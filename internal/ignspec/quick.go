@@ -3,7 +3,6 @@ package ignspec
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"hash/crc32"
 	"reflect"
 	"strings"
@@ -285,11 +284,10 @@ func filesDeclared(raw []byte) int {
 // (exactKeys): then src drops them. ok false: Ignition's Parse must read
 // them.
 func decodeExact[C any](src *Bytes, version string, keys reflect.Type) (c C, ok bool) {
-	raw := src.b
-	if len(raw) == 0 {
+	if len(src.b) == 0 {
 		return c, false
 	}
-	if n := filesDeclared(raw); n > 0 {
+	if n := filesDeclared(src.b); n > 0 {
 		// encoding/json appends a list's elements to the slice it finds
 		// (decode.go, array: it grows it only past its capacity): one of
 		// the right size spares the copies of doubling and up to half a
@@ -298,6 +296,14 @@ func decodeExact[C any](src *Bytes, version string, keys reflect.Type) (c C, ok 
 		reflect.ValueOf(&c).Elem().FieldByName("Storage").FieldByName("Files").Set(
 			reflect.MakeSlice(reflect.ValueOf(c).FieldByName("Storage").FieldByName("Files").Type(), 0, n))
 	}
+	if cfg, isConfig := any(&c).(*Config); isConfig {
+		// Before raw is taken from src: a variable holding it would keep
+		// the bytes that the lean decoding lets go.
+		if tried, ok := decodeLean(src, cfg, version, keys, leanMin); tried {
+			return c, ok
+		}
+	}
+	raw := src.b
 	if json.Unmarshal(raw, &c) != nil {
 		return c, false
 	}
@@ -314,7 +320,7 @@ func decodeExact[C any](src *Bytes, version string, keys reflect.Type) (c C, ok 
 }
 
 // Bytes are the bytes of a config file being parsed. A parse that has
-// decoded them lets them go (drop) when they can be read again (reread), so
+// decoded them lets them go (drop) when they can be read again (reopen), so
 // that the bytes and the config decoded from them are not both alive through
 // its validation, which allocates several times the config's size: the
 // live heap is smaller by the bytes, and the memory peak by twice that.
@@ -323,24 +329,33 @@ func decodeExact[C any](src *Bytes, version string, keys reflect.Type) (c C, ok 
 // between, which the decoded config no longer describes.
 type Bytes struct {
 	b      []byte
-	reread func() ([]byte, error) // nil: the bytes are never dropped
+	reopen Reopen // nil: the bytes are never dropped
+	// part, if not nil, finds the bytes in the file reopen opens (they are
+	// a part of it).
+	part func(file []byte) ([]byte, error)
 	// Of the bytes dropped: their length and CRC-32C, to know them again.
 	dropped bool
 	n       int
 	sum     uint32
 }
 
-// NewBytes holds b; reread, if not nil, reads them again (and the caller
+// NewBytes holds b; reopen, if not nil, opens them again (and the caller
 // should then hold no reference to b: the parse may let it go).
-func NewBytes(b []byte, reread func() ([]byte, error)) *Bytes {
-	return &Bytes{b: b, reread: reread}
+func NewBytes(b []byte, reopen Reopen) *Bytes {
+	return &Bytes{b: b, reopen: reopen}
+}
+
+// NewPartBytes is NewBytes of bytes that are a part of the file reopen
+// opens, which part finds in that file's bytes.
+func NewPartBytes(b []byte, reopen Reopen, part func(file []byte) ([]byte, error)) *Bytes {
+	return &Bytes{b: b, reopen: reopen, part: part}
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // drop lets the bytes go if they can be read again.
 func (c *Bytes) drop() {
-	if c.reread == nil || c.dropped {
+	if c.reopen == nil || c.dropped {
 		return
 	}
 	c.dropped, c.n, c.sum = true, len(c.b), crc32.Checksum(c.b, castagnoli)
@@ -352,12 +367,15 @@ func (c *Bytes) Bytes() ([]byte, error) {
 	if !c.dropped {
 		return c.b, nil
 	}
-	b, err := c.reread()
+	b, err := c.reopen.ReadAll()
+	if err == nil && c.part != nil {
+		b, err = c.part(b)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if len(b) != c.n || crc32.Checksum(b, castagnoli) != c.sum {
-		return nil, errors.New("changed while it was being read: load it again")
+		return nil, errChanged
 	}
 	c.b, c.dropped = b, false
 	return b, nil

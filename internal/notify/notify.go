@@ -1,5 +1,6 @@
 // Package notify speaks sd_notify(3) for a Type=notify service: READY=1,
-// STATUS=, RELOADING=1 with MONOTONIC_USEC, STOPPING=1 and WATCHDOG=1.
+// STATUS=, RELOADING=1 with MONOTONIC_USEC, STOPPING=1, WATCHDOG=1 and
+// EXTEND_TIMEOUT_USEC.
 //
 // It promises: every method is a no-op returning nil when the process was not
 // started with NOTIFY_SOCKET (a terminal, a test); every message is sent as one
@@ -94,6 +95,16 @@ func (n *Notifier) Stopping() error {
 // Watchdog sends WATCHDOG=1. Send it at least every half WatchdogInterval.
 func (n *Notifier) Watchdog() error {
 	return n.notify(daemon.SdNotifyWatchdog)
+}
+
+// ExtendTimeout sends EXTEND_TIMEOUT_USEC=<d in µs>: the service manager
+// moves the timeout of the state it is in (TimeoutStartSec= while
+// starting) to d from now, if that is later than the timeout in force
+// (systemd's service_extend_timeout, src/core/service.c: it never brings
+// a timeout closer). Send it again within d to keep the state alive; a
+// d under a microsecond is sent as one (zero would be ignored).
+func (n *Notifier) ExtendTimeout(d time.Duration) error {
+	return n.notify("EXTEND_TIMEOUT_USEC=" + strconv.FormatInt(max(d.Microseconds(), 1), 10))
 }
 
 // WatchdogInterval returns the watchdog timeout systemd enforces

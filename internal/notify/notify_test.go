@@ -65,6 +65,10 @@ func TestMessages(t *testing.T) {
 			"READY=1\nSTATUS=a\\x1b[2Jb\\tc"},
 		{"stopping", (*Notifier).Stopping, "STOPPING=1"},
 		{"watchdog", (*Notifier).Watchdog, "WATCHDOG=1"},
+		{"extend the timeout", func(n *Notifier) error { return n.ExtendTimeout(90 * time.Second) },
+			"EXTEND_TIMEOUT_USEC=90000000"},
+		{"extend the timeout by less than a microsecond", func(n *Notifier) error { return n.ExtendTimeout(time.Nanosecond) },
+			"EXTEND_TIMEOUT_USEC=1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

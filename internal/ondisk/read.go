@@ -44,11 +44,37 @@ func (r *Root) ReadFile(hostPath string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
+	data, err := ReadAll(f)
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: f.Name(), Err: errpath.Strip(err)}
 	}
 	return data, nil
+}
+
+// ReadAll reads an open file to its end into a buffer of the size fstat
+// gives (and a byte more, to see the end without growing it), as
+// os.ReadFile reads a path: io.ReadAll's growing chunks, copied into one
+// buffer at the end, would hold twice a large file (a config of a hundred
+// megabytes) at once.
+func ReadAll(f *os.File) ([]byte, error) {
+	size := 0
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() < 1<<40 {
+		size = int(fi.Size())
+	}
+	data := make([]byte, 0, size+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return data, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // it grew since fstat
+		}
+	}
 }
 
 // openFileIn resolves a host path to a regular file and opens it. The

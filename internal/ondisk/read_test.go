@@ -1,6 +1,7 @@
 package ondisk
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -143,5 +144,37 @@ func TestIsHost(t *testing.T) {
 			t.Errorf("OpenRoot(%s).IsHost() = %v, want %v", tc.dir, got, tc.want)
 		}
 		r.Close()
+	}
+}
+
+// TestReadAllSized: a regular file is read into one buffer of its size (a
+// byte more to see its end), never grown and copied, which would hold a
+// large config twice; a file whose size fstat does not give (in /proc) is
+// read whole all the same.
+func TestReadAllSized(t *testing.T) {
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	p := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(p, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := ReadAll(f)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("ReadAll: %d bytes, %v; want the file's %d", len(got), err, len(want))
+	}
+	if cap(got) != len(want)+1 {
+		t.Errorf("read into a buffer of %d bytes, want the file's size and one", cap(got))
+	}
+	proc, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Close()
+	if got, err := ReadAll(proc); err != nil || !bytes.Contains(got, []byte("VmRSS")) {
+		t.Errorf("ReadAll of a file fstat says is empty: %q, %v", got, err)
 	}
 }

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -55,6 +56,25 @@ func (src Files) ReadAll(files []string) ([][]byte, error) {
 		raws[i] = raw
 	}
 	return raws, nil
+}
+
+// Reopen says how to open a listed file again, for a parse that lets its
+// bytes go and reads them again should its report need them
+// (ignspec.Reopen); nil for a file that cannot be (not a regular file: a
+// pipe's bytes are kept). An error names the file.
+func (src Files) Reopen(name string) func() (io.ReadCloser, error) {
+	f, err := src.Open(name)
+	if err != nil {
+		return nil
+	}
+	f.Close()
+	return func() (io.ReadCloser, error) {
+		f, err := src.Open(name)
+		if err != nil {
+			return nil, &configerr.LoadError{File: name, Err: errpath.Strip(err)}
+		}
+		return f, nil
+	}
 }
 
 // HostPath is a config file as the host under root sees it (file without

@@ -27,7 +27,7 @@ import (
 
 // ParseFile reads raw as an Ignition config of the given version (or
 // Ignition's config cache), with its children resolved unless it is the cache.
-func ParseFile(file string, raw []byte, version string, sup Supplies, cache bool, reread func() ([]byte, error)) (parsed.Fragment, error) {
+func ParseFile(file string, raw []byte, version string, sup Supplies, cache bool, reread types.Reopen) (parsed.Fragment, error) {
 	frag := parsed.Fragment{File: file}
 	cfg, rpt, src, raw, err := decodeIgnition(file, raw, version, cache, reread)
 	if err != nil {
@@ -60,7 +60,7 @@ func ParseFile(file string, raw []byte, version string, sup Supplies, cache bool
 // decodeIgnition parses and validates raw. Unless cache, it hands raw to a
 // types.Bytes (src) that may let it go; raw is then returned nil, and read
 // again from src only for a report that needs positions.
-func decodeIgnition(file string, raw []byte, version string, cache bool, reread func() ([]byte, error)) (cfg types.Config, rpt report.Report, src *types.Bytes, _ []byte, err error) {
+func decodeIgnition(file string, raw []byte, version string, cache bool, reread types.Reopen) (cfg types.Config, rpt report.Report, src *types.Bytes, _ []byte, err error) {
 	if cache {
 		cfg, rpt, err = types.ParseCache(raw, version)
 	} else {

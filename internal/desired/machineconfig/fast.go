@@ -161,16 +161,12 @@ func specConfigVersion(raw []byte) string {
 // (the load's memory bound) and cost a third more time. Where the parse reports
 // something, mc.Spec.Config holds the bytes again (read again, found again
 // by Detect, and refused if they changed).
-func parseSpecConfig(mc *Object, version, file string, reread func() ([]byte, error)) (types.Config, report.Report, error) {
+func parseSpecConfig(mc *Object, version, file string, reread types.Reopen) (types.Config, report.Report, error) {
 	ext := filepath.Ext(file)
 	if reread == nil || !fastMachineConfig || ext == ".yaml" || ext == ".yml" {
 		return types.ParseBytes(mc.Spec.Config, version)
 	}
-	src := types.NewBytes(mc.Spec.Config, func() ([]byte, error) {
-		raw, err := reread()
-		if err != nil {
-			return nil, err
-		}
+	src := types.NewPartBytes(mc.Spec.Config, reread, func(raw []byte) ([]byte, error) {
 		again, isMC, _, err := Detect(raw)
 		if err != nil || !isMC {
 			return nil, errChanged

@@ -28,7 +28,7 @@ import (
 // Parse reads a MachineConfig: its spec.config as an Ignition
 // config, and its kernel arguments added to that config's. reread is
 // the dispatch's (see parseSpecConfig).
-func Parse(file string, mc *Object, sup ignition.Supplies, reread func() ([]byte, error)) (parsed.Fragment, error) {
+func Parse(file string, mc *Object, sup ignition.Supplies, reread types.Reopen) (parsed.Fragment, error) {
 	frag := parsed.Fragment{File: file, MachineConfig: true}
 	fields, err := mc.fields(file)
 	if err != nil {
@@ -58,7 +58,7 @@ func Parse(file string, mc *Object, sup ignition.Supplies, reread func() ([]byte
 
 // readSpecConfig reads a MachineConfig's spec.config into frag (parsed by
 // parseSpecConfig, fast.go, which may let mc.Spec.Config go).
-func readSpecConfig(frag *parsed.Fragment, mc *Object, version string, sup ignition.Supplies, reread func() ([]byte, error)) error {
+func readSpecConfig(frag *parsed.Fragment, mc *Object, version string, sup ignition.Supplies, reread types.Reopen) error {
 	cfg, rpt, err := parseSpecConfig(mc, version, frag.File, reread)
 	if err != nil {
 		// Positions would point into the re-encoded spec.config, not into the
