@@ -63,10 +63,13 @@ demo:
 # benchstat): a full check against AIDE and cat, detection latency with the
 # daemon running against the naive strategy, the cost of waiting, the Go
 # micro-benchmarks, the daemon's memory through repeated storms of
-# changes (part 5), and the comparison with the OS image's /etc against
-# ostree admin config-diff and rpm -Va (part 6), and --attribution=audit
-# under a write storm (part 7: it changes the kernel's audit state, under
-# the audit tests' lock). Needs root, aide, ostree, rpmbuild, auditctl and ~1.5 GiB under /var/tmp; takes about an hour. BENCH_QUICK=1: smaller N and fewer runs, about 2 minutes, written
+# changes (part 5), the comparison with the OS image's /etc against
+# ostree admin config-diff and rpm -Va (part 6), --attribution=audit under a
+# write storm (part 7: it changes the kernel's audit state, under the audit
+# tests' lock), and SELinux-labelled hosts against plain ones (part 8:
+# setfiles and selinux-policy-default). Needs root, aide, ostree, rpmbuild,
+# auditctl and ~2.5 GiB under /var/tmp; takes over an hour. BENCH_QUICK=1:
+# smaller N and fewer runs, a few minutes, written
 # to _build/benchmarks-quick.md. BENCH_ARGS passes more flags (e.g. -parts 2).
 # `make test` never runs these: bench/ has no tests, the Go benchmarks only
 # run with -bench.

@@ -137,7 +137,7 @@ func (r *report) binaryVerdicts() []verdict {
 // mdBinary is the section on the binary itself.
 func (r *report) mdBinary(p printf) {
 	b := r.Binary
-	p("## 8. The binary\n\n")
+	p("## 9. The binary\n\n")
 	p("The binary measured (`make build`: tools/release-goenv.sh's release build) and what it links beyond Go's standard library ")
 	p("(`go list -deps`; cmd/drift-monitor/depaware.txt lists the packages, and its test fails when they change), ")
 	p("and what a build costs with warm caches: tools/release-goenv.sh alone, and the whole of `make build` ")

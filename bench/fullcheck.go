@@ -41,7 +41,7 @@ type fullResult struct {
 	Runs     int
 	Order    []string
 	Cont     map[string]contender
-	Samples  map[string][]run
+	Samples  samples
 	Phases   []phaseReport
 	AIDEInit time.Duration
 	CfgBytes int64 // the config's size
@@ -50,26 +50,35 @@ type fullResult struct {
 	Specs []specConfig
 }
 
-func (r *fullResult) medWall(k string) time.Duration {
+func (r *fullResult) medWall(k string) time.Duration { return r.Samples.medWall(k) }
+
+func (r *fullResult) medCPU(k string) time.Duration { return r.Samples.medCPU(k) }
+
+func (r *fullResult) maxRSS(k string) int64 { return r.Samples.maxRSS(k) }
+
+// samples are the timed runs of each contender, by key.
+type samples map[string][]run
+
+func (s samples) medWall(k string) time.Duration {
 	var ds []time.Duration
-	for _, s := range r.Samples[k] {
-		ds = append(ds, s.Wall)
+	for _, r := range s[k] {
+		ds = append(ds, r.Wall)
 	}
 	return median(ds)
 }
 
-func (r *fullResult) medCPU(k string) time.Duration {
+func (s samples) medCPU(k string) time.Duration {
 	var ds []time.Duration
-	for _, s := range r.Samples[k] {
-		ds = append(ds, s.CPU)
+	for _, r := range s[k] {
+		ds = append(ds, r.CPU)
 	}
 	return median(ds)
 }
 
-func (r *fullResult) maxRSS(k string) int64 {
+func (s samples) maxRSS(k string) int64 {
 	var m int64
-	for _, s := range r.Samples[k] {
-		m = max(m, s.MaxRSS)
+	for _, r := range s[k] {
+		m = max(m, r.MaxRSS)
 	}
 	return m
 }
@@ -121,7 +130,7 @@ func (b *bench) fullCheck(ctx context.Context, f *fixture, label string) (*fullR
 		return nil, err
 	}
 	res := &fullResult{Label: label, Files: len(f.Paths), Bytes: f.Bytes, Runs: b.runs, Cont: map[string]contender{},
-		Samples: map[string][]run{}, AIDEInit: init.Wall}
+		Samples: samples{}, AIDEInit: init.Wall}
 	if fi, err := os.Stat(f.Cfg); err == nil {
 		res.CfgBytes = fi.Size()
 	}

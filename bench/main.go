@@ -12,7 +12,8 @@
 //
 // Subcommands used by the benchmark itself: `read` (the one-process read
 // floor), `phases` (load and compare timed apart), `naive` (the baseline
-// monitor); `fixture` writes a part-1 fixture for profiling by hand.
+// monitor); `fixture` writes a part-1 fixture for profiling by hand, and
+// `profile` runs a drift-monitor command line under pprof.
 package main
 
 import (
@@ -51,6 +52,8 @@ func main() {
 		err = cmdAuditOverhead(os.Args[2:])
 	case "daemon-peak":
 		err = cmdDaemonPeak(ctx, os.Args[2:])
+	case "profile":
+		err = cmdProfile(os.Args[2:])
 	default:
 		err = cmdRun(ctx, os.Args[1:])
 	}
@@ -83,6 +86,7 @@ type bench struct {
 	microShort                      bool
 	stormN, stormCount, stormSize   int
 	stormPause                      time.Duration
+	labelN                          []int
 	start                           time.Time
 }
 
@@ -98,9 +102,10 @@ func cmdRun(ctx context.Context, args []string) error {
 	out := flags.String("out", "", "report file (default docs/benchmarks.md, or _build/benchmarks-quick.md with -quick)")
 	work := flags.String("work", "/var/tmp/drift-bench", "directory for the fixtures")
 	keep := flags.Bool("keep", false, "keep the fixtures for the next run")
-	parts := flags.String("parts", "1234567", "parts to run: 1 full check, 2 latency, 3 idle, 4 micro-benchmarks, 5 memory through storms, 6 the OS image's /etc, 7 attribution under a write storm")
+	parts := flags.String("parts", "12345678", "parts to run: 1 full check, 2 latency, 3 idle, 4 micro-benchmarks, 5 memory through storms, 6 the OS image's /etc, 7 attribution under a write storm, 8 labelled hosts")
 	invoked := flags.String("invoked", "", "the command the user ran (for the report)")
 	onlyN := flags.Int("n", 0, "run every part at this number of files only (for investigations)")
+	runs := flags.Int("runs", 0, "rounds of parts 1 and 8 (default 5, 3 with -quick; more for a ratio on a busy machine)")
 	idleWindow := flags.Duration("idle-window", 0, "length of an idle window (default 60s, 10s with -quick)")
 	flags.StringVar(&b.benchstat, "benchstat", "benchstat", "the benchstat binary")
 	flags.StringVar(&b.before, "before", "", "another drift-monitor `binary` (the build before a change) whose `check --no-cache` part 1 times too, alternated with the others, whose cold starts part 3 measures before each of this one's, and whose daemon part 7 runs")
@@ -135,6 +140,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	if err := b.override(*fullN, *onlyN, *idleWindow); err != nil {
 		return err
 	}
+	if *runs > 0 {
+		b.runs = *runs
+	}
 	rep := &report{Quick: b.quick, Started: b.start, Invoked: *invoked, Argv: shellQuote(os.Args), Machine: describeMachine(b.bin)}
 	rep.Load = append(rep.Load, loadMark("start"))
 	if err := b.checkWork(*work); err != nil {
@@ -151,7 +159,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	for _, p := range []struct {
 		id  string
 		run func(context.Context, *report, *fixtures) error
-	}{{"1", b.part1}, {"2", b.part2}, {"3", b.part3}, {"4", part4}, {"5", b.part5}, {"6", b.part6}, {"7", b.part7}} {
+	}{{"1", b.part1}, {"2", b.part2}, {"3", b.part3}, {"4", part4}, {"5", b.part5}, {"6", b.part6}, {"7", b.part7}, {"8", b.part8}} {
 		if strings.Contains(*parts, p.id) {
 			if err := p.run(ctx, rep, fx); err != nil {
 				return err
@@ -197,7 +205,7 @@ func (b *bench) override(fullN string, onlyN int, idleWindow time.Duration) erro
 		}
 	}
 	if onlyN > 0 {
-		b.fullN, b.latN, b.idleN, b.stormN = []int{onlyN}, []int{onlyN}, []int{onlyN}, onlyN
+		b.fullN, b.latN, b.idleN, b.stormN, b.labelN = []int{onlyN}, []int{onlyN}, []int{onlyN}, onlyN, []int{onlyN}
 		b.naiveChanges[onlyN] = min(b.changes, 20)
 	}
 	if idleWindow > 0 {
@@ -219,6 +227,7 @@ func (b *bench) scale() {
 		b.idleWindow, b.idleSettle, b.idleWindows = 10*time.Second, 2*time.Second, 1
 		b.microCount, b.microTime, b.microShort = 1, "100ms", true
 		b.stormN, b.stormCount, b.stormSize, b.stormPause = 10000, 3, 5000, 10*time.Second
+		b.labelN = []int{10000}
 	} else {
 		b.runs = 5
 		b.fullN = []int{1000, 10000, 100000}
@@ -236,6 +245,8 @@ func (b *bench) scale() {
 		// A limit that rose at every storm (the GC tuner's old ratchet,
 		// internal/daemon/gc.go): five show whether it keeps rising.
 		b.stormN, b.stormCount, b.stormSize, b.stormPause = 10000, 5, 5000, 30*time.Second
+		// The labels' targets are set at 10,000 and 100,000 files.
+		b.labelN = []int{10000, 100000}
 	}
 }
 
@@ -246,7 +257,7 @@ func (b *bench) checkWork(work string) error {
 	}
 	need := int64(256 << 20)
 	if !b.quick {
-		need = 2 << 30 // 1 GiB file + 100,000 small files and their config
+		need = 5 << 29 // 1 GiB file + 100,000 small files and their config, twice (part 6)
 	}
 	var sfs syscall.Statfs_t
 	if err := syscall.Statfs(work, &sfs); err == nil && int64(sfs.Bavail)*sfs.Bsize < need {

@@ -165,20 +165,27 @@ func (m *monitor) pid() int { return m.cmd.Process.Pid }
 // waitRecord consumes records until one of the type naming path
 // arrives and returns when it was read.
 func (m *monitor) waitRecord(id, path string, timeout time.Duration) (time.Time, error) {
+	r, err := m.waitFor(func(r record) bool { return r.Type == id && r.Path == path }, fmt.Sprintf("record %s for %s", id, path), timeout)
+	return r.At, err
+}
+
+// waitFor consumes records until one that want is true of arrives (what,
+// for the error that says it never did).
+func (m *monitor) waitFor(want func(record) bool, what string, timeout time.Duration) (record, error) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		select {
 		case r := <-m.recs:
 			m.keep(r.Line)
-			if r.Type == id && r.Path == path {
-				return r.At, nil
+			if want(r) {
+				return r, nil
 			}
 		case err := <-m.exited:
 			m.exited <- err
-			return time.Time{}, fmt.Errorf("monitor exited (%v) waiting for %s on %s:\n%s", err, id, path, strings.Join(m.tail, "\n"))
+			return record{}, fmt.Errorf("monitor exited (%v) waiting for %s:\n%s", err, what, strings.Join(m.tail, "\n"))
 		case <-deadline.C:
-			return time.Time{}, fmt.Errorf("no record %s for %s after %s:\n%s", id, path, timeout, strings.Join(m.tail, "\n"))
+			return record{}, fmt.Errorf("no %s after %s:\n%s", what, timeout, strings.Join(m.tail, "\n"))
 		}
 	}
 }

@@ -208,15 +208,7 @@ func benchLabels(b *testing.B, root string, c *check.Checker, entries []model.En
 		b.Logf("labels not measured: needs root and %s", contexts)
 		return false
 	}
-	if err := os.MkdirAll(filepath.Join(root, "etc/selinux/default"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-a", contexts, filepath.Join(root, "etc/selinux/default/")).CombinedOutput(); err != nil {
-		b.Fatalf("%v\n%s", err, out)
-	}
-	if err := os.WriteFile(filepath.Join(root, "etc/selinux/config"), []byte("SELINUX=permissive\nSELINUXTYPE=default\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	installPolicy(b, root, contexts, "permissive")
 	fc, err := selinux.ForRoot(c.Root.ReadFile)
 	if err != nil || fc == nil {
 		b.Fatalf("loading the copied policy: %v", err)
@@ -232,6 +224,24 @@ func benchLabels(b *testing.B, root string, c *check.Checker, entries []model.En
 		}
 	}
 	return true
+}
+
+// installPolicy copies src (Debian's policy, or its contexts) into root's
+// /etc/selinux/default and names it in root's /etc/selinux/config, in mode.
+func installPolicy(b *testing.B, root, src, mode string) {
+	dst := filepath.Join(root, "etc/selinux/default")
+	if filepath.Base(src) == "default" {
+		dst = filepath.Dir(dst)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", src, dst+"/").CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/selinux/config"), []byte("SELINUX="+mode+"\nSELINUXTYPE=default\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkEntry: re-checking one entry after an event, among n. Its cost

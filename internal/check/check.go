@@ -127,7 +127,7 @@ func (c *Checker) Observer() *ondisk.Observer {
 	o := ondisk.NewObserver(c.Root)
 	o.ReadLimit = c.ReadLimit
 	o.NoMeta = c.NoMeta
-	o.NoLabel = c.Labels == nil || c.Labels.contexts == nil
+	o.NoLabel = !c.Labels.checks()
 	return o
 }
 

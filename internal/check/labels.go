@@ -21,6 +21,13 @@ type Labels struct {
 	linksTo  map[string][]string
 	// homes are relabelled with what is in them (ondisk.RelabelledHomes).
 	homes []ondisk.RelabelledHome
+	// entries and slots: each entry's own default, by its position
+	// (labelslots.go).
+	entries []model.Entry
+	slots   *selinux.Slots
+	// kept: a check's answers kept between runs (labelkeep.go); it then
+	// answers every lookup, and contexts may be nil.
+	kept *keptAnswers
 	// Full compares whole contexts; else type and MLS range.
 	Full bool
 	// Err: the root has a policy configured whose file contexts cannot be
@@ -37,7 +44,7 @@ func LoadLabels(r *ondisk.Root, entries []model.Entry, full bool) *Labels {
 
 // withHomes gives l the homes Ignition relabels.
 func withHomes(l *Labels, r *ondisk.Root, entries []model.Entry) *Labels {
-	if l != nil && l.contexts != nil {
+	if l.checks() {
 		l.homes = r.RelabelledHomes(entries)
 	}
 	return l
@@ -47,7 +54,13 @@ func newLabels(c *selinux.Contexts, memo *selinux.Memo, err error, entries []mod
 	if c == nil && err == nil {
 		return nil
 	}
+	return labelsOf(c, memo, err, entries, full)
+}
+
+// labelsOf is newLabels, even without a policy (when kept answers serve).
+func labelsOf(c *selinux.Contexts, memo *selinux.Memo, err error, entries []model.Entry, full bool) *Labels {
 	l := &Labels{contexts: c, memo: memo, Err: err, Full: full, linksTo: map[string][]string{}}
+	l.entries, l.slots = entries, slotsFor(memo, entries)
 	for i := range entries {
 		if e := &entries[i]; e.Type == model.TypeHardLink {
 			l.linksTo[e.Target] = append(l.linksTo[e.Target], e.Path)
@@ -61,7 +74,7 @@ var labelTypes = map[ondisk.FileType]selinux.FileType{ondisk.Regular: selinux.Re
 
 // compare adds the entry's label drift (or notice) to out.
 func (l *Labels) compare(r *ondisk.Root, e *model.Entry, ob *ondisk.Observation, out *Outcome) {
-	if l == nil || l.contexts == nil {
+	if !l.checks() {
 		return
 	}
 	t, ok := labelTypes[ob.Type]
@@ -76,10 +89,7 @@ func (l *Labels) compare(r *ondisk.Root, e *model.Entry, ob *ondisk.Observation,
 		// root) is left without a label.
 		return
 	}
-	lookup := l.contexts.Lookup
-	if l.memo != nil {
-		lookup = l.memo.Lookup
-	}
+	lookup := entryLookup{l, e}.lookup
 	// Room for the path's and one link's, without an allocation per node.
 	var room [2]string
 	want := room[:0]
@@ -104,13 +114,20 @@ func (l *Labels) compare(r *ondisk.Root, e *model.Entry, ob *ondisk.Observation,
 // notice is the notice that labels are not checked, on the first entry
 // with a node (nil when they are, or there is none).
 func (l *Labels) notice(entries []model.Entry) *drift.Drift {
-	if l == nil || l.Err == nil {
+	if l == nil {
+		return nil
+	}
+	err := l.Err
+	if err == nil && l.kept != nil {
+		err = l.kept.err // the policy could not be read again when a lookup needed it
+	}
+	if err == nil {
 		return nil
 	}
 	for i := range entries {
 		if e := &entries[i]; e.Type <= model.TypeSymlink && e.Kind.Means().Source == model.FromNode {
 			return &drift.Drift{Kind: drift.Unverifiable, Entry: e.Kind, Path: e.Path, Unit: e.Unit, User: e.User, EntryID: e.ID() + "|labels",
-				Message: "SELinux labels are not checked on any declared node: " + l.Err.Error()}
+				Message: "SELinux labels are not checked on any declared node: " + err.Error()}
 		}
 	}
 	return nil

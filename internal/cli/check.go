@@ -190,9 +190,16 @@ func runFullCheck(ctx context.Context, cache statekey.Cache, root string, config
 	if err != nil {
 		return checkResult{}, err
 	}
-	res, err := checkState(ctx, r, state, key, fullLabels, rules)
+	// The state cache keeps the SELinux defaults looked up, too.
+	kept, _ := cache.(check.LabelStore)
+	res, err := checkState(ctx, r, state, key, fullLabels, rules, kept)
 	if err != nil {
 		return checkResult{}, err
+	}
+	if !contentsHold(state, &res) {
+		// A content compared came from a damaged cache entry: the config is
+		// parsed, and the entry written anew.
+		return runFullCheck(ctx, reparse{cache}, root, configs, key, fullLabels, warn, checkCerts, excl, img)
 	}
 	out := checkResult{Result: res, Root: r.Dir(), Files: state.Files, Left: rules.Report(left)}
 	if err := checkImage(ctx, r, state, img, rules, &out, warn); err != nil {
@@ -200,6 +207,28 @@ func runFullCheck(ctx context.Context, cache statekey.Cache, root string, config
 	}
 	return out, nil
 }
+
+// contentsHold reports whether res stands on state's declared contents: a
+// state the cache mapped has their checksum checked only when a content it
+// compared differs (statecache.ModeMap), false when it does not match.
+func contentsHold(state *model.State, res *check.Result) bool {
+	v, ok := state.Store.(interface{ VerifyContents() error })
+	if !ok {
+		return true
+	}
+	for i := range res.Drift {
+		if res.Drift[i].Kind == drift.Content {
+			return v.VerifyContents() == nil
+		}
+	}
+	return true
+}
+
+// reparse is a cache that serves nothing and keeps what it is given: the
+// load after an entry was found damaged.
+type reparse struct{ statekey.Cache }
+
+func (reparse) Get(statekey.Key) (model.State, bool) { return model.State{}, false }
 
 // openRoot opens the root a command reads, once: the configs, the accounts
 // and every observation are resolved inside it. The root is made absolute
@@ -271,12 +300,14 @@ func loadDesiredFrom(cache statekey.Cache, host desired.Host, root *ondisk.Root,
 }
 
 // checkState compares root with state's entries, leaving out the drift
-// rules leave unreported.
-func checkState(ctx context.Context, r *ondisk.Root, state *model.State, key model.Key, fullLabels bool, rules *exclude.Rules) (check.Result, error) {
+// rules leave unreported; the SELinux defaults it looks up are kept in
+// labels (nil: none are).
+func checkState(ctx context.Context, r *ondisk.Root, state *model.State, key model.Key, fullLabels bool, rules *exclude.Rules, labels check.LabelStore) (check.Result, error) {
 	units, release := unitStates(ctx, r)
 	defer release()
+	defaults := check.LoadLabelsKept(r, state.Entries, fullLabels, labels)
 	c := &check.Checker{Root: r, Units: units, Key: key, Store: state.Store,
-		Labels: check.LoadLabels(r, state.Entries, fullLabels), Exclude: rules.DriftFilter()}
+		Labels: defaults, Exclude: rules.DriftFilter()}
 	if r.IsHost() {
 		c.Cmdline = check.ProcCmdline
 		c.NextBoot = check.BootLoaderEntries(check.BootEntriesDir)
@@ -287,6 +318,7 @@ func checkState(ctx context.Context, r *ondisk.Root, state *model.State, key mod
 		// All stopped early: what it found is not the machine's state.
 		return check.Result{}, fmt.Errorf("check interrupted: %w", err)
 	}
+	defaults.Keep()
 	explainMerges(c, state, &res)
 	return res, nil
 }

@@ -171,7 +171,7 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 	if err != nil {
 		return nil, err
 	}
-	first, err := checkState(ctx, r, state, key, false, rules)
+	first, err := checkState(ctx, r, state, key, false, rules, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +294,7 @@ func (j *reconcileJob) repair(ctx context.Context, warn io.Writer) (*reconcileRe
 	state, _, err := j.derive(j.root)
 	if err == nil {
 		var after check.Result
-		if after, err = checkState(ctx, j.root, state, j.key, false, j.rules); err == nil {
+		if after, err = checkState(ctx, j.root, state, j.key, false, j.rules, nil); err == nil {
 			rep.Remaining = j.sel.drift(after.Drift, state.Entries)
 			return rep, nil
 		}
@@ -324,7 +324,7 @@ func (j *reconcileJob) repairAccounts(ctx context.Context, accounts []*model.Ent
 	if err != nil {
 		return done, nil, fmt.Errorf("deriving the state again after the account repairs: %w", err)
 	}
-	res, err := checkState(ctx, j.root, state, j.key, false, j.rules)
+	res, err := checkState(ctx, j.root, state, j.key, false, j.rules, nil)
 	if err != nil {
 		return done, nil, fmt.Errorf("checking again after the account repairs: %w", err)
 	}

@@ -209,6 +209,10 @@ type xattrScratch struct {
 	list  []byte
 	vals  []byte
 	spans []xattrSpan
+	// last is what the last reading returned: nodes side by side mostly
+	// have the same xattrs (on an SELinux host, the same label), and the
+	// same copy serves them all (no Observation changes what it holds).
+	last []Xattr
 }
 
 // xattrSpan is one xattr in the scratch buffers: its name is
@@ -356,10 +360,14 @@ func getInto[C xattrCalls](s *xattrScratch, c C, z []byte, sp *xattrSpan) (bool,
 	}
 }
 
-// copyOut returns the xattrs in s's spans, in storage of their own.
+// copyOut returns the xattrs in s's spans, in storage of their own (or
+// shared with the last reading's, when they are the same).
 func (s *xattrScratch) copyOut() []Xattr {
 	if len(s.spans) == 0 {
 		return nil
+	}
+	if s.sameAsLast() {
+		return s.last
 	}
 	xs := make([]Xattr, len(s.spans))
 	vals := []byte{}
@@ -373,7 +381,33 @@ func (s *xattrScratch) copyOut() []Xattr {
 		}
 	}
 	slices.SortFunc(xs, func(a, b Xattr) int { return strings.Compare(a.Name, b.Name) })
+	s.last = xs
 	return xs
+}
+
+// sameAsLast: the spans hold what the last reading returned, name for
+// name and value for value.
+func (s *xattrScratch) sameAsLast() bool {
+	if len(s.spans) != len(s.last) {
+		return false
+	}
+	for _, sp := range s.spans {
+		x, ok := findXattr(s.last, s.list[sp.name:sp.nameEnd])
+		if !ok || (sp.val < 0) != (x.Value == nil) || sp.val >= 0 && !bytes.Equal(x.Value, s.vals[sp.val:sp.valEnd]) {
+			return false
+		}
+	}
+	return true
+}
+
+// findXattr is the xattr of xs named name.
+func findXattr(xs []Xattr, name []byte) (Xattr, bool) {
+	for _, x := range xs {
+		if x.Name == string(name) {
+			return x, true
+		}
+	}
+	return Xattr{}, false
 }
 
 // internXattrName is name as a string, the ones nearly every node has

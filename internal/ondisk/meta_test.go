@@ -209,3 +209,65 @@ func TestObserveXattrsReuse(t *testing.T) {
 		})
 	}
 }
+
+// TestObserveSameXattrsShared: nodes observed one after the other each get
+// their own xattrs, whether the last node's were the same (then shared) or
+// differed by a value, a name, or a value read against one only listed.
+func TestObserveSameXattrsShared(t *testing.T) {
+	harness.RequireRoot(t, "setting security.selinux without SELinux")
+	dir := t.TempDir()
+	nodes := []struct {
+		name string
+		xs   map[string]string
+	}{
+		{"a", map[string]string{ondisk.XattrSELinux: "u:r:etc_t:s0"}},
+		{"b", map[string]string{ondisk.XattrSELinux: "u:r:etc_t:s0"}},
+		{"c", map[string]string{ondisk.XattrSELinux: "u:r:bin_t:s0"}},
+		{"d", map[string]string{ondisk.XattrSELinux: "u:r:bin_t:s0", "user.note": "n"}},
+		{"e", map[string]string{"user.note": "n", ondisk.XattrSELinux: "u:r:bin_t:s0"}},
+		{"f", map[string]string{"user.other": "n", ondisk.XattrSELinux: "u:r:bin_t:s0"}},
+		{"g", nil},
+		{"h", map[string]string{ondisk.XattrSELinux: "u:r:etc_t:s0"}},
+	}
+	var entries []model.Entry
+	for _, n := range nodes {
+		p := filepath.Join(dir, n.name)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range n.xs {
+			if err := unix.Lsetxattr(p, k, []byte(v), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		entries = append(entries, model.Entry{Kind: model.KindFile, Path: "/" + n.name, Type: model.TypeRegular,
+			Content: &model.Content{Exact: []byte("x")}})
+	}
+	r, err := ondisk.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, noLabel := range []bool{false, true} {
+		o := ondisk.NewObserver(r)
+		o.NoLabel = noLabel
+		for i, n := range nodes {
+			ob := o.Observe(&entries[i])
+			got := map[string]string{}
+			for _, x := range ob.Meta.Xattrs {
+				got[x.Name] = string(x.Value)
+			}
+			want := map[string]string{}
+			for k, v := range n.xs {
+				if noLabel && k == ondisk.XattrSELinux {
+					v = "" // listed, not read
+				}
+				want[k] = v
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("noLabel %v: %s: xattrs %v, want %v", noLabel, n.name, got, want)
+			}
+		}
+		o.Close()
+	}
+}

@@ -196,7 +196,8 @@ func (o *Observer) ObserveContext(ctx context.Context, e *model.Entry) Observati
 		return ob
 	}
 	dir, base := path.Split(e.Path)
-	dfd, detour, err := o.dirs.get(path.Clean(dir))
+	dir = path.Clean(dir)
+	dfd, detour, err := o.dirs.get(dir)
 	if err != nil {
 		// A missing or non-directory parent: the path does not exist.
 		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
@@ -209,7 +210,7 @@ func (o *Observer) ObserveContext(ctx context.Context, e *model.Entry) Observati
 		return ob
 	}
 	ob.Resolved = e.Path
-	if r := o.dirs.resolved; r != path.Clean(dir) {
+	if r := o.dirs.resolved; r != dir {
 		ob.Resolved = path.Join(r, base)
 	}
 	var st unix.Stat_t

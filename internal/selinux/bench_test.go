@@ -26,7 +26,7 @@ func BenchmarkLookup(b *testing.B) {
 	if err != nil {
 		b.Skip(err)
 	}
-	for _, p := range []string{"/srv/d001/f00123.conf", "/etc/chrony.conf", "/etc/systemd/system/foo.service", "/usr/local/bin/tool"} {
+	for _, p := range []string{"/srv/d001/f00123.conf", "/etc/bench/d0001/f000123.conf", "/etc/chrony.conf", "/etc/systemd/system/foo.service", "/usr/local/bin/tool"} {
 		b.Run(fmt.Sprint(p), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				c.Lookup(p, selinux.Regular)

@@ -27,8 +27,11 @@
 // Regular expressions are Go's (RE2) rather than PCRE's: the policies'
 // file_contexts use the common subset (Debian's: 0 of 5,621 fail to
 // compile). The lookup indexes literals in a map and regular expressions by
-// stem, as libselinux does, and compiles an expression the first time a
-// path gets past its literal prefix (a load only parses them).
+// their literal prefix (index.go: libselinux indexes them by stem, and from
+// 3.10 by literal path components), tests what else an expression needs a
+// path to hold before running it, matches the two commonest shapes of
+// expression without the regexp package, and compiles an expression the
+// first time a path gets that far (a load only parses them).
 package selinux
 
 import (
@@ -69,7 +72,11 @@ type spec struct {
 	// together).
 	compile sync.Once
 	re      *regexp.Regexp
-	prefix  string // what every path the regular expression matches starts with
+	prefix  string   // what every path the regular expression matches starts with
+	suffix  string   // what every path it matches ends with
+	infixes []string // what every path it matches holds (index.go, literals)
+	shape   int      // how matchesFast matches it, with lit (index.go)
+	lit     string
 	literal string // the path a literal spec matches (escapes resolved)
 	stem    string // "" without one
 	typ     FileType
@@ -86,7 +93,9 @@ type Contexts struct {
 	// literals by path, each in file order.
 	literals map[string][]*spec
 	// regexes by stem ("" for the specs without one), each in file order.
-	regexes  map[string][]*spec
+	regexes map[string][]*spec
+	// index finds the regular expressions a path can match (index.go).
+	index    *prefixIndex
 	subs     []sub // .subs, last line first
 	distSubs []sub // .subs_dist, last line first
 	// Specs counts what was loaded, for messages.
@@ -121,6 +130,7 @@ func Load(read Reader, path string) (*Contexts, error) {
 			return nil, err
 		}
 	}
+	c.index = newPrefixIndex(c.regexes)
 	return c, nil
 }
 
@@ -161,10 +171,13 @@ func (c *Contexts) parse(file string, data []byte, order *int) error {
 		}
 		// What syntax.Parse accepts, regexp.Compile compiles: it parses with
 		// the same flags, and its further steps do not fail.
-		if _, err := syntax.Parse(anchored(s.src), syntax.Perl); err != nil {
+		re, err := syntax.Parse(anchored(s.src), syntax.Perl)
+		if err != nil {
 			return fmt.Errorf("%s:%d: %q: %v", file, n, s.src, err)
 		}
 		s.prefix = regexPrefix(s.src)
+		s.suffix, s.infixes = literals(re)
+		s.shape, s.lit = shapeOf(re)
 		c.regexes[s.stem] = append(c.regexes[s.stem], s)
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
@@ -366,7 +379,7 @@ func (c *Contexts) key(p string) string {
 // and false when it gives none (no spec matches, or <<none>>).
 func (c *Contexts) Lookup(p string, t FileType) (string, bool) {
 	k := c.key(p)
-	s := c.match(k, t)
+	s := c.matchIndexed(k, t)
 	if s == nil || s.context == "<<none>>" {
 		return "", false
 	}
@@ -375,14 +388,12 @@ func (c *Contexts) Lookup(p string, t FileType) (string, bool) {
 
 func typeMatches(s *spec, t FileType) bool { return t == AnyType || s.typ == AnyType || s.typ == t }
 
+// match is the lookup of k by every regular expression of its stem, as
+// libselinux 3.4's lookup_all walks them: the reference that matchIndexed
+// is tested against.
 func (c *Contexts) match(k string, t FileType) *spec {
-	// A literal matches its path only, and one whose stem is not the
-	// path's cannot match it anyway (the stem is a prefix of its path).
-	lits := c.literals[k]
-	for i := len(lits) - 1; i >= 0; i-- {
-		if typeMatches(lits[i], t) {
-			return lits[i]
-		}
+	if s := c.matchLiteral(k, t); s != nil {
+		return s
 	}
 	// Regular expressions: those without a stem and those with the path's,
 	// merged by file order, the last first.
@@ -400,6 +411,20 @@ func (c *Contexts) match(k string, t FileType) *spec {
 		}
 		if typeMatches(s, t) && strings.HasPrefix(k, s.prefix) && s.matches(k) {
 			return s
+		}
+	}
+	return nil
+}
+
+// matchLiteral is the literal spec for k, if one matches: literals are
+// tried before every regular expression.
+func (c *Contexts) matchLiteral(k string, t FileType) *spec {
+	// A literal matches its path only, and one whose stem is not the
+	// path's cannot match it anyway (the stem is a prefix of its path).
+	lits := c.literals[k]
+	for i := len(lits) - 1; i >= 0; i-- {
+		if typeMatches(lits[i], t) {
+			return lits[i]
 		}
 	}
 	return nil

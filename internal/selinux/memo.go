@@ -9,9 +9,10 @@ import "sync"
 // for concurrent use; it grows with the paths asked about (the declared
 // ones), and is dropped with its Contexts when the policy changes.
 type Memo struct {
-	c  *Contexts
-	mu sync.RWMutex
-	m  map[memoKey]memoAnswer
+	c     *Contexts
+	mu    sync.RWMutex
+	m     map[memoKey]memoAnswer
+	slots *Slots // by position (slots.go)
 }
 
 type memoKey struct {

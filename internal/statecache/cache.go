@@ -9,7 +9,8 @@
 //
 // Each entry carries a CRC-32C of its metadata and one of its contents, and
 // an entry whose bytes do not match them is a miss: the config is parsed
-// again and the entry written anew. A flipped bit, on disk or in memory
+// again and the entry written anew. (A mapped entry's contents are checked
+// when a content that differs from its file is to be reported: ModeMap.) A flipped bit, on disk or in memory
 // before it got there, costs one parse, never a wrong state (a digest off by
 // one bit would be lasting false drift). The checksums guard against
 // damage, not against a writer: whoever can write the directory can write a
@@ -38,6 +39,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,7 +69,10 @@ const (
 	// cache instead of being copied onto fresh heap pages (a mapping costs
 	// a fraction of a read). The mapping is
 	// never released, and an entry truncated while mapped would fault: the
-	// daemon, which lives long and reloads, does not map.
+	// daemon, which lives long and reloads, does not map. The contents'
+	// checksum is checked when the state's user asks (VerifyContents, see
+	// mapped), not at the load, where summing every declared byte held up
+	// the start of every check.
 	ModeMap
 	// ModeLazy keeps declared contents out of memory: a state's exact
 	// contents become model.Stored (size and SHA-256), read back from the
@@ -99,7 +104,8 @@ type Cache struct {
 // alone is larger (the entry of the largest configs make bench derives).
 const DefaultBytes = 256 << 20
 
-// cacheSuffix ends every entry's name; trim removes nothing else.
+// cacheSuffix ends every entry's name; trim removes nothing else but the
+// answers of labels.go.
 const cacheSuffix = ".state"
 
 // Default is the cache used by `check` and the daemon: the directory
@@ -258,6 +264,24 @@ func (c *Cache) openDir(create bool) (int, bool) {
 	return fd, true
 }
 
+// openTrusted opens the file name in the cache directory dfd (path names
+// it) for reading: a regular file that only the caller or root can have
+// written; false when it is not one. O_NONBLOCK: a FIFO in its place must
+// not block the open.
+func openTrusted(dfd int, name, path string) (*os.File, unix.Stat_t, bool) {
+	var st unix.Stat_t
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, st, false
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !trusted(&st) {
+		f.Close()
+		return nil, st, false
+	}
+	return f, st, true
+}
+
 // get reads the entry named key, if there is a trustworthy one, and marks
 // it used (its modification time: trim keeps the most recently used).
 func (c *Cache) get(key [sha256.Size]byte) (model.State, bool) {
@@ -267,19 +291,14 @@ func (c *Cache) get(key [sha256.Size]byte) (model.State, bool) {
 	}
 	defer unix.Close(dfd)
 	name := entryName(key)
-	// O_NONBLOCK: a FIFO in its place must not block the open.
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
+	f, st, ok := openTrusted(dfd, name, filepath.Join(c.Dir, name))
+	if !ok {
 		return model.State{}, false
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(c.Dir, name))
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !trusted(&st) {
-		f.Close()
-		return model.State{}, false
-	}
+	fd := int(f.Fd())
 	size := st.Size
 	var state model.State
+	var err error
 	switch {
 	case c.Mode == ModeLazy:
 		// The entry stays open: its stored contents are read from it, even
@@ -287,8 +306,11 @@ func (c *Cache) get(key [sha256.Size]byte) (model.State, bool) {
 		state, err = decodeLazy(f, size, key)
 	case c.Mode == ModeMap && size > 0 && size == int64(int(size)):
 		var data []byte
+		var contentsOK func() error
 		if data, err = unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE); err == nil {
-			state, err = decodeState(data, key)
+			if state, contentsOK, err = decodeMapped(data, key); err == nil {
+				state.Store = &mapped{c: c, contentsOK: sync.OnceValue(contentsOK)}
+			}
 		}
 	default:
 		data := make([]byte, size)
@@ -364,7 +386,8 @@ func (c *Cache) trim(dfd int, keep string) {
 	total := int64(0)
 	for _, n := range names {
 		var st unix.Stat_t
-		if !strings.HasSuffix(n, cacheSuffix) || unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		kept := strings.HasSuffix(n, cacheSuffix) || strings.HasSuffix(n, labelsSuffix) // labels.go
+		if !kept || unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 			st.Mode&unix.S_IFMT != unix.S_IFREG {
 			continue
 		}
@@ -381,4 +404,32 @@ func (c *Cache) trim(dfd int, keep string) {
 			unix.Unlinkat(dfd, e.name, 0)
 		}
 	}
+}
+
+// mapped is the Store of a state read from a mapped entry (ModeMap): its
+// contents are Exact, in the mapping, and their checksum is checked only
+// when VerifyContents is called. A check calls it when a content it
+// compared differs (cli's runFullCheck): a declared content that equals
+// its file is right whatever the checksum says, since a flipped bit that
+// made it so would have had to make the same change to the file; one that
+// differs is reported only once the checksum matches, and otherwise the
+// config is parsed again, as at a damaged load.
+type mapped struct {
+	c          *Cache
+	contentsOK func() error
+}
+
+// ReadStored: a mapped state keeps no Stored contents.
+func (m *mapped) ReadStored(*model.Stored) ([]byte, error) {
+	return nil, errors.New("a mapped state cache entry keeps its contents in memory")
+}
+
+// VerifyContents checks the contents' checksum (once), warning as a
+// damaged load does when it does not match.
+func (m *mapped) VerifyContents() error {
+	err := m.contentsOK()
+	if err != nil && m.c.Log != nil {
+		m.c.Log.Warn(fmt.Sprintf("ignoring a state cache entry in %s: %v; parsing the config again", m.c.Dir, err))
+	}
+	return err
 }

@@ -398,6 +398,11 @@ func TestStateCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Its store checks the contents when asked (mapped).
+		if v, ok := got.Store.(interface{ VerifyContents() error }); !ok || v.VerifyContents() != nil {
+			t.Errorf("a mapped hit's store %T does not verify its contents as undamaged", got.Store)
+		}
+		got.Store = nil
 		if diff := cmp.Diff(uncached, got); diff != "" {
 			t.Errorf("mapped hit (-uncached +cached):\n%s", diff)
 		}
@@ -639,6 +644,9 @@ func TestCacheEntryTrailingData(t *testing.T) {
 			if got, err := decodeState(d, key); err == nil {
 				t.Errorf("%s (checksums resealed: %v): read as a state (%d entries)", name, sealed, len(got.Entries))
 			}
+			if _, _, err := decodeMapped(d, key); err == nil {
+				t.Errorf("%s (checksums resealed: %v): mapped as a state", name, sealed)
+			}
 			file := filepath.Join(t.TempDir(), "entry")
 			if err := os.WriteFile(file, d, 0o600); err != nil {
 				t.Fatal(err)
@@ -651,6 +659,38 @@ func TestCacheEntryTrailingData(t *testing.T) {
 				t.Errorf("%s (checksums resealed: %v): read lazily as a state", name, sealed)
 			}
 			f.Close()
+		}
+	}
+}
+
+// TestMappedContentsCheckedWhenAsked: a mapped entry whose contents have a
+// flipped bit is served, and its store says it is damaged when asked (once
+// a content differs from its file, see mapped); any other damage is a
+// miss, as for every reader.
+func TestMappedContentsCheckedWhenAsked(t *testing.T) {
+	st, key, data := damageState(t)
+	metaLen, off, err := splitHead(data, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobStart := off + int(metaLen) + crcLen
+	if _, ok, err := decodeMapped(data, key); err != nil || ok() != nil {
+		t.Fatalf("the undamaged entry mapped: %v, contents %v", err, ok())
+	}
+	for i := range data {
+		d := bytes.Clone(data)
+		d[i] ^= 0x08
+		got, ok, err := decodeMapped(d, key)
+		inContents := i >= blobStart && i < len(data)-crcLen
+		switch {
+		case inContents && err != nil:
+			t.Errorf("byte %d (contents) flipped: a miss (%v), want the state and its contents found damaged when asked", i, err)
+		case inContents && ok() == nil:
+			t.Errorf("byte %d (contents) flipped: the contents' check passes", i)
+		case inContents && !cmp.Equal(len(st.Entries), len(got.Entries)):
+			t.Errorf("byte %d (contents) flipped: %d entries, want %d", i, len(got.Entries), len(st.Entries))
+		case !inContents && err == nil && ok() == nil:
+			t.Errorf("byte %d flipped: read as a state whose contents check", i)
 		}
 	}
 }

@@ -385,27 +385,52 @@ func decodeMeta(r *reader) (model.State, error) {
 // it is the entry for key (not a file renamed over another name) and that
 // both its checksums match.
 func decodeState(data []byte, key [sha256.Size]byte) (model.State, error) {
-	metaLen, off, err := splitHead(data, key)
-	if err != nil || metaLen > uint64(len(data)-off) || uint64(len(data)-off)-metaLen < 2*crcLen {
-		return model.State{}, errCacheEntry
-	}
-	end := off + int(metaLen)
-	if err := checkCRC(data[end:], crc32.Checksum(data[:end], castagnoli)); err != nil {
+	meta, blob, blobOK, err := splitEntry(data, key)
+	if err != nil {
 		return model.State{}, err
 	}
-	blob := data[end+crcLen : len(data)-crcLen]
 	// The contents' checksum is summed on another core while the metadata
-	// (whose checksum matched) is decoded: both are a walk over the entry
-	// that a cached check waits for. The state is returned only when the
-	// contents' checksum matches too.
+	// (whose checksum matched) is decoded: both are a walk over the entry.
+	// The state is returned only when the contents' checksum matches too.
 	blobErr := make(chan error, 1)
-	go func() { blobErr <- checkCRC(data[len(data)-crcLen:], crc32.Checksum(blob, castagnoli)) }()
-	// The metadata is copied out of data, which may be a mapping (see reader).
-	st, err := decodeMeta(&reader{b: bytes.Clone(data[off:end]), blob: blob, blobLen: int64(len(blob))})
+	go func() { blobErr <- blobOK() }()
+	st, err := decodeBody(meta, blob)
 	if err := <-blobErr; err != nil {
 		return model.State{}, err
 	}
 	return st, err
+}
+
+// decodeMapped is decodeState but for the contents' checksum, which the
+// function it returns checks: for a mapped entry (ModeMap).
+func decodeMapped(data []byte, key [sha256.Size]byte) (model.State, func() error, error) {
+	meta, blob, blobOK, err := splitEntry(data, key)
+	if err != nil {
+		return model.State{}, nil, err
+	}
+	st, err := decodeBody(meta, blob)
+	return st, blobOK, err
+}
+
+// splitEntry checks data's head and its metadata's checksum, and returns
+// its metadata, its contents and the check of the contents' checksum.
+func splitEntry(data []byte, key [sha256.Size]byte) (meta, blob []byte, blobOK func() error, err error) {
+	metaLen, off, err := splitHead(data, key)
+	if err != nil || metaLen > uint64(len(data)-off) || uint64(len(data)-off)-metaLen < 2*crcLen {
+		return nil, nil, nil, errCacheEntry
+	}
+	end := off + int(metaLen)
+	if err := checkCRC(data[end:], crc32.Checksum(data[:end], castagnoli)); err != nil {
+		return nil, nil, nil, err
+	}
+	blob = data[end+crcLen : len(data)-crcLen]
+	return data[off:end], blob, func() error { return checkCRC(data[len(data)-crcLen:], crc32.Checksum(blob, castagnoli)) }, nil
+}
+
+// decodeBody decodes the metadata of an entry whose contents are blob. The
+// metadata is copied out of data, which may be a mapping (see reader).
+func decodeBody(meta, blob []byte) (model.State, error) {
+	return decodeMeta(&reader{b: bytes.Clone(meta), blob: blob, blobLen: int64(len(blob))})
 }
 
 // decodeLazy reads the metadata of the entry in f (of size bytes) and

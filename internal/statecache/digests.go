@@ -143,15 +143,13 @@ func readDigests(dfd int) []digestRecord {
 	if head == nil {
 		return nil
 	}
-	fd, err := unix.Openat(dfd, digestsName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
+	f, st, ok := openTrusted(dfd, digestsName, digestsName)
+	if !ok {
 		return nil
 	}
-	f := os.NewFile(uintptr(fd), digestsName)
 	defer f.Close()
-	var st unix.Stat_t
 	most := len(head) + maxDigests*recordLen + crcLen
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !trusted(&st) || st.Size > int64(most) {
+	if st.Size > int64(most) {
 		return nil
 	}
 	b, err := io.ReadAll(io.LimitReader(f, int64(most)+1))

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"golang.org/x/sys/unix"
 )
 
@@ -172,15 +171,15 @@ func heldDigest(b []byte) FileDigest {
 	}))
 }
 
-// hashFile returns the size and the digest of the regular file name as src
-// reads it now; false when it is not one or cannot be read whole. Only
+// hashFile returns the size and the digest of the regular file name as open
+// opens it now; false when it is not one or cannot be read whole. Only
 // regular files are hashed (see discover.Files.Open), the rest not cached.
 // A file whose trusted stamp lookup knows is not read. A file hashed is put
 // in learned when its stamp is trusted, was settled when taken (at now())
 // and is the same after the read.
-func hashFile(src discover.Files, name string, lookup func(FileStamp) (FileDigest, bool), now func() time.Time,
+func hashFile(open func(string) (*os.File, error), name string, lookup func(FileStamp) (FileDigest, bool), now func() time.Time,
 	learned map[FileStamp]FileDigest) (size int64, d FileDigest, ok bool) {
-	f, err := src.Open(name)
+	f, err := open(name)
 	if err != nil {
 		return 0, d, false
 	}

@@ -11,6 +11,7 @@ package statekey
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"os"
 	"path/filepath"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
@@ -58,7 +59,7 @@ func Of(src discover.Files, files []string, acct [4][]byte, raws [][]byte, dg Di
 	if err != nil {
 		return key, false
 	}
-	sizes, sums, ok := fileDigests(src, files, raws, dg)
+	sizes, sums, ok := fileDigests(src.Open, files, raws, dg)
 	if !ok {
 		return key, false
 	}
@@ -94,9 +95,9 @@ func Of(src discover.Files, files []string, acct [4][]byte, raws [][]byte, dg Di
 }
 
 // fileDigests returns the size and FileDigest of each of files: of raws[i]
-// when raws is not nil, else of the file as src reads it now (see Of).
+// when raws is not nil, else of the file as open opens it now (see Of).
 // The memo is read at most once and written at most once.
-func fileDigests(src discover.Files, files []string, raws [][]byte, dg Digests) (sizes []int64, sums []FileDigest, ok bool) {
+func fileDigests(open func(string) (*os.File, error), files []string, raws [][]byte, dg Digests) (sizes []int64, sums []FileDigest, ok bool) {
 	sizes, sums = make([]int64, len(files)), make([]FileDigest, len(files))
 	if raws != nil {
 		for i, r := range raws {
@@ -119,7 +120,7 @@ func fileDigests(src discover.Files, files []string, raws [][]byte, dg Digests) 
 	}
 	learned := map[FileStamp]FileDigest{}
 	for i, name := range files {
-		if sizes[i], sums[i], ok = hashFile(src, name, lookup, dg.Now, learned); !ok {
+		if sizes[i], sums[i], ok = hashFile(open, name, lookup, dg.Now, learned); !ok {
 			return nil, nil, false
 		}
 	}
