@@ -2,9 +2,10 @@
 // (Key: the root, the config files' names and bytes, the root's account
 // files), and says what a store of derived states offers the loader
 // (Cache). It exists apart from the load so that the state cache
-// (package statecache), which the daemon keeps, and the daemon's record of
-// its last good state name states without linking any config reader:
-// naming a state reads bytes and file stamps (FileStamp, DigestMemo), never
+// (package statecache), which the daemon keeps, the daemon's record of its
+// last good state, and check, which names the SELinux policy's files the
+// same way (DigestFiles), name what they keep without linking any config
+// reader: naming reads bytes and file stamps (FileStamp, DigestMemo), never
 // what they mean.
 package statekey
 
