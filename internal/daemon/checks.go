@@ -25,6 +25,25 @@ func (d *Daemon) load(ctx context.Context) error {
 	return d.apply(ctx, d.obtain())
 }
 
+// startLoad is the start's load: obtained off the loop, as a reload is,
+// so that a stop while a large config loads is not held up by it (the
+// load cannot be cancelled; Close leaves it to the process's exit). false
+// when ctx ended first.
+func (d *Daemon) startLoad(ctx context.Context) (bool, error) {
+	got := make(chan loaded, 1)
+	d.loads.wg.Add(1)
+	go func() {
+		defer d.loads.wg.Done()
+		got <- d.obtain() // buffered: never blocks, even once the start is gone
+	}()
+	select {
+	case r := <-got:
+		return true, d.apply(ctx, r)
+	case <-ctx.Done():
+		return false, nil
+	}
+}
+
 // install makes st, a desired state just loaded (or the last good one,
 // kept from an earlier run), the one checked against.
 func (d *Daemon) install(ctx context.Context, st model.State) error {

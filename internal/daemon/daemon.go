@@ -149,6 +149,9 @@ type Daemon struct {
 	o   Options
 	log *slog.Logger
 	gc  *gcTuner
+	// closeWait is how long Close waits for a load under way
+	// (closeLoadWait; tests shorten it).
+	closeWait time.Duration
 
 	// What is checked, and how (checks.go).
 	root    *ondisk.Root
@@ -307,9 +310,29 @@ func newDaemon(o Options, newSource func(*ondisk.Root) (eventSource, error)) (*D
 	return d, nil
 }
 
+// closeLoadWait is how long a stop waits for a load under way: well
+// inside the unit's TimeoutStopSec=, long enough for a small config's load
+// to end and everything to be closed in order.
+const closeLoadWait = 3 * time.Second
+
 // Close releases the daemon's root, watches and descriptors.
 func (d *Daemon) Close() {
-	d.loads.wg.Wait() // a reload under way reads the root
+	// A load under way reads the root, and nothing cancels it: a stop
+	// waits for it a moment, then leaves it to the process's exit with
+	// everything it may use still open, rather than hold the stop past
+	// systemd's TimeoutStopSec= and end in SIGKILL.
+	loaded := make(chan struct{})
+	go func() { d.loads.wg.Wait(); close(loaded) }()
+	wait := d.closeWait
+	if wait == 0 {
+		wait = closeLoadWait
+	}
+	select {
+	case <-loaded:
+	case <-time.After(wait):
+		d.log.Warn("stopping while the desired configuration loads: loading the desired configuration was abandoned", "waited", wait.String())
+		return
+	}
 	d.noteAccountLock(nil)
 	d.gc.close()
 	d.obs.Close()

@@ -14,7 +14,9 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 	defer close(d.done)
 	s := &sources{reload: reload}
 	defer s.stop()
-	d.start(ctx, s)
+	if !d.start(ctx, s) {
+		return nil
+	}
 	for {
 		// After the first check, then after each message handled: what the
 		// work freed goes back to the kernel once the loop is quiet.
@@ -31,13 +33,19 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 
 // start loads the desired state, starts the event sources, runs the first
 // check and says the daemon is ready.
-func (d *Daemon) start(ctx context.Context, s *sources) {
+func (d *Daemon) start(ctx context.Context, s *sources) bool {
 	stopExtending := d.extendStart()
 	d.record(ctx, slog.LevelInfo, journal.MsgStarted, fmt.Sprintf("Starting drift-monitor %s", d.o.Version))
 	d.followInhibitors(ctx, s)
 	d.startParts(ctx, s)
 	d.removeStaleMetrics(ctx)
-	if err := d.load(ctx); err != nil && !d.good.have {
+	loaded, err := d.startLoad(ctx)
+	if !loaded {
+		stopExtending()
+		d.stopping()
+		return false
+	}
+	if err != nil && !d.good.have {
 		// Refused, and no last good state to check against (loader.go):
 		// the parts are told the entries in force at start, none.
 		d.partsLoaded(ctx)
@@ -82,6 +90,15 @@ func (d *Daemon) start(ctx context.Context, s *sources) {
 	if d.pub != nil {
 		s.api = d.pub.Events()
 	}
+	return true
+}
+
+// stopping tells systemd and the journal that the daemon stops.
+func (d *Daemon) stopping() {
+	if d.o.Notify != nil {
+		d.o.Notify.Stopping()
+	}
+	d.record(context.Background(), slog.LevelInfo, journal.MsgStopping, "Stopping drift-monitor")
 }
 
 // step waits for one message and handles it; false once ctx ended. While
@@ -91,10 +108,7 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 	active := !d.inhibited()
 	select {
 	case <-ctx.Done():
-		if d.o.Notify != nil {
-			d.o.Notify.Stopping()
-		}
-		d.record(context.Background(), slog.LevelInfo, journal.MsgStopping, "Stopping drift-monitor")
+		d.stopping()
 		return false
 	case r := <-s.events:
 		if active && d.syncInhibitors(ctx, s) {

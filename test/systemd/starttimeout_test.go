@@ -46,6 +46,17 @@ func TestLongStartOutlastsTheStartTimeout(t *testing.T) {
 	if out := h.sh(`journalctl -u "$1" --no-pager -o cat | grep -ci 'start operation timed out' || true`, service); strings.TrimSpace(out) != "0" {
 		t.Errorf("the journal says %s times that %s's start operation timed out", strings.TrimSpace(out), service)
 	}
+
+	// A stop while the same config loads again (a reload) is not held up
+	// by the load: the daemon stops well within the unit's TimeoutStopSec=,
+	// not killed at its end.
+	h.sh(`systemctl reload "$1" && systemctl stop "$1"`, service)
+	if r := h.prop("Result"); r != "success" {
+		t.Errorf("stopped during a reload's load: Result=%s, want success", r)
+	}
+	if out := h.sh(`journalctl -u "$1" --no-pager -o cat | grep -ci 'stop-sigterm.* timed out' || true`, service); strings.TrimSpace(out) != "0" {
+		t.Errorf("the journal says %s's stop timed out during a reload's load", service)
+	}
 }
 
 // monotonic reads a unit property that is a CLOCK_MONOTONIC time in µs.
