@@ -250,7 +250,7 @@ func TestParseErrors(t *testing.T) {
 			raw:  "kind: MachineConfig\nspec:\n  kernelArguments:\n    a: b\n",
 			want: []string{"invalid MachineConfig"},
 		},
-		// Ignition's config cache (igncache.go): what the stable spec cannot
+		// Ignition's config cache (the Ignition reader's cache.go): what the stable spec cannot
 		// carry is refused, naming the field.
 		{
 			// 3.7.0-experimental adds no field, but values: a virtiofs

@@ -31,7 +31,7 @@ func benchMachineConfig(b *testing.B, n int) string {
 
 // BenchmarkLoadStateMachineConfig: BenchmarkLoadStateSpec's 10,000 files at
 // spec 3.2.0, as an Ignition config and as a MachineConfig carrying it,
-// read by the fast path (mcfast.go) and by the decoding it spares
+// read by the fast path (machineconfig/fast.go) and by the decoding it spares
 // (path=slow), side by side.
 func BenchmarkLoadStateMachineConfig(b *testing.B) {
 	b.Run("ign-3.2.0", func(b *testing.B) { benchLoad(b, benchConfig(b, "3.2.0", 10000), 10000) })

@@ -18,7 +18,7 @@ import (
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
-// mcSeeds are MachineConfigs of every shape the fast path (mcfast.go) must
+// mcSeeds are MachineConfigs of every shape the fast path (machineconfig/fast.go) must
 // either read as encoding/json does or leave to it, with the real ones
 // (quickSeeds' real-*) and the fuzz corpus.
 func mcSeeds(t testing.TB) map[string][]byte {
@@ -86,7 +86,7 @@ func mcSeeds(t testing.TB) map[string][]byte {
 }
 
 // sameMachineConfig: where the fast path reads raw, it reads what
-// asMachineConfig's decoding does; and Parse of raw gives the same
+// machineconfig.Detect's decoding does; and Parse of raw gives the same
 // fragment, or the same error, by either. It returns whether the fast path
 // answered.
 func sameMachineConfig(t *testing.T, name string, raw []byte) bool {

@@ -424,7 +424,7 @@ func TestLoadReportsWhatItDropped(t *testing.T) {
 	}
 }
 
-// TestAsMachineConfigIsTheProbe: asMachineConfig, with its shortcuts
+// TestAsMachineConfigIsTheProbe: machineconfig.Detect, with its shortcuts
 // (ignspec.PlainIgnitionVersion, ignspec.PlainKind), reads of valid JSON
 // what the encoding/json probe reads; and the MachineConfig shortcut is
 // taken for the MachineConfigs the machine-config operator writes.
@@ -457,7 +457,7 @@ func TestAsMachineConfigIsTheProbe(t *testing.T) {
 		gotMC, gotIs, gotV, gotErr := machineconfig.Detect(raw)
 		wantMC, wantIs, wantV, wantErr := machineconfig.Probe(raw)
 		if !cmp.Equal(gotMC, wantMC) || gotIs != wantIs || gotV != wantV || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-			t.Errorf("%s: asMachineConfig = %+v, %v, %q, %v; the probe: %+v, %v, %q, %v", name, gotMC, gotIs, gotV, gotErr, wantMC, wantIs, wantV, wantErr)
+			t.Errorf("%s: Detect = %+v, %v, %q, %v; the probe: %+v, %v, %q, %v", name, gotMC, gotIs, gotV, gotErr, wantMC, wantIs, wantV, wantErr)
 		}
 		if kind, ok := types.PlainKind(raw); ok && kind == "MachineConfig" && wantIs {
 			shortcut++
