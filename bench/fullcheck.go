@@ -17,7 +17,9 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 	"github.com/drift-monitor/drift-monitor/test/floor"
@@ -286,11 +288,11 @@ func cmdPhases(args []string) error {
 		return err
 	}
 	start := time.Now()
-	var cache desired.Cache
+	var cache statekey.Cache
 	if *cacheDir != "" {
 		cache = &statecache.Cache{Dir: *cacheDir}
 	}
-	st, err := desired.LoadCached(cache, r, []string{*cfg})
+	st, err := desired.LoadCached(cache, r, []string{*cfg}, memlimit.ConfigLoad)
 	pprof.StopCPUProfile()
 	if peak != nil {
 		if err := peak.write(*peakprofile); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/fsnotify/fsnotify"
@@ -37,7 +38,7 @@ func cmdNaive(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := desired.LoadState(r, []string{*cfg})
+	st, err := desired.LoadCached(nil, r, []string{*cfg}, memlimit.ConfigLoad)
 	if err != nil {
 		return err
 	}

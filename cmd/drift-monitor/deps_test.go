@@ -191,3 +191,28 @@ func TestLeavesLinkNoLoader(t *testing.T) {
 		}
 	}
 }
+
+// TestLoaderSetsNoProcessSetting: no package of the loader (desired and
+// its stages) links memlimit or sets a runtime setting itself: the memory
+// limit a load runs under is its caller's to choose (the command, the
+// daemon), handed to the load as a desired.Bound, and memlimit alone sets
+// it.
+func TestLoaderSetsNoProcessSetting(t *testing.T) {
+	for _, p := range deps(t, nil, "./internal/desired/...") {
+		if p.ImportPath == self+"/internal/memlimit" {
+			t.Errorf("the loader links %s", p.ImportPath)
+		}
+	}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./internal/desired/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		imports := strings.Fields(line)
+		if slices.Contains(imports[1:], "runtime/debug") {
+			t.Errorf("%s imports runtime/debug", imports[0])
+		}
+	}
+}

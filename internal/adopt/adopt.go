@@ -30,7 +30,7 @@
 // atomically: a reader sees no fragment or the whole one, and after a crash
 // at most a temporary file (not a fragment name) is left behind. The bytes
 // are the cache's, unchanged. The fragment's name ends in
-// desired.CacheSuffix, which has the loader read it as Ignition's cache:
+// discover.CacheSuffix, which has the loader read it as Ignition's cache:
 // its experimental spec taken as the stable spec with the same fields, and
 // the children it lists not resolved again (they are merged in). It refuses
 // a cache that the loader refuses under the fragment's name (a field the
@@ -52,6 +52,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -65,8 +67,8 @@ const (
 	// DefaultDest is the fragment it becomes, in the admin's desired-state
 	// directory. "10-" sorts it before the configs an admin adds, which
 	// therefore override it; the suffix says it is Ignition's cache (see
-	// desired.CacheSuffix).
-	DefaultDest = model.AdminDir + "/10-firstboot" + desired.CacheSuffix
+	// discover.CacheSuffix).
+	DefaultDest = model.AdminDir + "/10-firstboot" + discover.CacheSuffix
 )
 
 // maxSize bounds what is read from the cache: an Ignition config is
@@ -106,7 +108,7 @@ func Adopt(root *ondisk.Root, src, dst string) (Result, error) {
 		return 0, &Error{"adopting", src + " as " + dst, errors.New("want absolute host paths")}
 	}
 	dst = path.Clean(dst)
-	if !desired.IsConfigName(dst) {
+	if !discover.IsConfigName(dst) {
 		// Written, it would be ignored (or taken for a child's copy):
 		// the host would look adopted and be watched against nothing.
 		return 0, &Error{"adopting as", root.Join(dst), errors.New("not a name the daemon loads a config from (.ign, .json, .yaml or .yml, not hidden)")}
@@ -128,7 +130,7 @@ func Adopt(root *ondisk.Root, src, dst string) (Result, error) {
 	// JSON or YAML, a cache or not. The error is src's, the file that
 	// exists; the position in it is the same in both.
 	parse := desired.Parse
-	if desired.IsCacheName(dst) {
+	if discover.IsCacheName(dst) {
 		parse = desired.ParseCache
 	}
 	if _, err := parse(root.Join(dst), raw); err != nil {
@@ -170,8 +172,8 @@ func readSource(root *ondisk.Root, src string) ([]byte, error) {
 	defer f.Close()
 	// Ignition writes its cache 0640, root's, in /run: one another user
 	// could have written is no config of Ignition's.
-	if err := desired.CheckWriters(root, src, f); err != nil {
-		var le *desired.LoadError
+	if err := discover.CheckWriters(root, src, f); err != nil {
+		var le *configerr.LoadError
 		if errors.As(err, &le) {
 			return nil, &Error{"adopting", le.File, le.Err}
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -182,7 +182,7 @@ func TestAdoptErrorsNameTheFile(t *testing.T) {
 			path: func(src, _ string) string { return src }, is: ErrNotLoadable,
 		},
 		{
-			// Ignition 2.24's spec, with a key 3.6.0 lacks (desired.CacheSuffix).
+			// Ignition 2.24's spec, with a key 3.6.0 lacks (discover.CacheSuffix).
 			name: "experimental spec, a key 3.6.0 lacks", content: []byte(strings.Replace(strings.Replace(cache, `"3.4.0"`, `"3.6.0-experimental"`, 1), `"mode"`, `"mdoe"`, 1)),
 			path: func(src, _ string) string { return src }, is: ErrNotLoadable,
 		},
@@ -193,7 +193,7 @@ func TestAdoptErrorsNameTheFile(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			path: func(src, _ string) string { return src }, is: desired.ErrOthersMayWrite,
+			path: func(src, _ string) string { return src }, is: discover.ErrOthersMayWrite,
 		},
 		{
 			name: "cache is a directory", content: nil,
@@ -335,7 +335,7 @@ func TestAdoptParsesUnderTheFragmentsName(t *testing.T) {
 		is      error
 	}{
 		{name: "JSON config as YAML", content: []byte(cache), to: "10-firstboot.yaml", is: ErrNotLoadable},
-		{name: "a cache's name, a plain fragment", content: experimental, from: "/run/x" + desired.CacheSuffix, to: "10-firstboot.json", is: ErrNotLoadable},
+		{name: "a cache's name, a plain fragment", content: experimental, from: "/run/x" + discover.CacheSuffix, to: "10-firstboot.json", is: ErrNotLoadable},
 		{name: "not a fragment name", content: []byte(cache), to: "10-firstboot.conf"},
 		{name: "hidden", content: []byte(cache), to: ".10-firstboot.json"},
 		{name: "a child's copy", content: []byte(cache), to: "10-firstboot.child"},

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
@@ -19,7 +20,8 @@ import (
 // record is made right after Ignition, on the first boot, and only then is
 // the node as Ignition left it; a second first boot (one cut short) keeps
 // the first one's record. problems lists the nodes it could not record.
-func Record(root *ondisk.Root, cfg, dst string, key []byte) (res Result, problems []string, err error) {
+// The config is loaded under bound (desired.Bound).
+func Record(root *ondisk.Root, cfg, dst string, key []byte, bound desired.Bound) (res Result, problems []string, err error) {
 	if err := CheckRecord(root, cfg, dst); err != nil {
 		return 0, nil, err
 	}
@@ -33,7 +35,7 @@ func Record(root *ondisk.Root, cfg, dst string, key []byte) (res Result, problem
 	// The config as the daemon will read it, alone, inside the root as
 	// the daemon reads it there: what the record is of is what Ignition
 	// wrote from it.
-	state, err := desired.LoadInRoot(root, []string{cfg})
+	state, err := desired.LoadInRoot(root, []string{cfg}, bound)
 	if err != nil {
 		return 0, nil, &Error{"recording", root.Join(dst), err}
 	}
@@ -59,7 +61,7 @@ func CheckRecord(root *ondisk.Root, cfg, dst string) error {
 	if !path.IsAbs(cfg) || !path.IsAbs(dst) {
 		return &Error{"recording", cfg + " as " + dst, errors.New("want absolute host paths")}
 	}
-	if desired.IsConfigName(path.Clean(dst)) {
+	if discover.IsConfigName(path.Clean(dst)) {
 		// The loader would take it for a config, and refuse the state.
 		return &Error{"recording as", root.Join(path.Clean(dst)), errors.New("a config's name (.ign, .json, .yaml, .yml): the daemon would load it as one")}
 	}

@@ -39,10 +39,10 @@ func TestRecord(t *testing.T) {
 	defer r.Close()
 	key := []byte("0123456789abcdef0123456789abcdef")
 
-	if _, _, err := Record(r, cfg, "/etc/drift-monitor/desired.d/record.json", key); err == nil || !strings.Contains(err.Error(), "config") {
+	if _, _, err := Record(r, cfg, "/etc/drift-monitor/desired.d/record.json", key, nil); err == nil || !strings.Contains(err.Error(), "config") {
 		t.Errorf("Record to a config's name: %v, want it refused", err)
 	}
-	res, problems, err := Record(r, cfg, firstboot.DefaultPath, key)
+	res, problems, err := Record(r, cfg, firstboot.DefaultPath, key, nil)
 	if err != nil || res != Adopted {
 		t.Fatalf("Record: %v, %v", res, err)
 	}
@@ -66,7 +66,7 @@ func TestRecord(t *testing.T) {
 	if err := os.Chmod(filepath.Join(root, "foo/bar"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if res, _, err := Record(r, cfg, firstboot.DefaultPath, key); err != nil || res != Kept {
+	if res, _, err := Record(r, cfg, firstboot.DefaultPath, key, nil); err != nil || res != Kept {
 		t.Errorf("Record again: %v, %v; want Kept", res, err)
 	}
 	if again, _ := os.ReadFile(p); string(again) != string(first) {

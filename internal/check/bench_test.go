@@ -16,6 +16,7 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -63,7 +64,7 @@ func benchState(b *testing.B, n int) (string, []model.Entry) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := desired.Derive(frag.Config, emptyAccounts{})
+	st, err := derive.Derive(frag.Config, emptyAccounts{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,8 +76,8 @@ func benchState(b *testing.B, n int) (string, []model.Entry) {
 
 type emptyAccounts struct{}
 
-func (emptyAccounts) LookupUser(string) (desired.User, bool) { return desired.User{}, false }
-func (emptyAccounts) LookupGroup(string) (int, bool)         { return 0, false }
+func (emptyAccounts) LookupUser(string) (derive.User, bool) { return derive.User{}, false }
+func (emptyAccounts) LookupGroup(string) (int, bool)        { return 0, false }
 
 // BenchmarkFullCheck: one full check of a clean machine.
 func BenchmarkFullCheck(b *testing.B) {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/selinux"
@@ -24,8 +24,8 @@ import (
 // the policy then, and the answers are kept again with it.
 //
 // The key is a digest of each policy file as a load of the desired state
-// names each config file (desired.DigestFiles): through the stamps the
-// state cache remembers, where and while they are trusted (desired.FileStamp
+// names each config file (statekey.DigestFiles): through the stamps the
+// state cache remembers, where and while they are trusted (statekey.FileStamp
 // says where: local filesystems this kernel writes, within one boot, once
 // settled), otherwise by reading it. The policy is an input of a check as
 // its config is, and is trusted as far; what a check compares — every
@@ -36,7 +36,7 @@ import (
 
 // LabelStore keeps a policy's answers between checks (statecache.Cache).
 type LabelStore interface {
-	desired.DigestMemo
+	statekey.DigestMemo
 	// LabelAnswers returns the answers kept under key; nil when none are.
 	LabelAnswers(key selinux.PolicyKey) *selinux.Answers
 	// KeepLabelAnswers keeps answers under key, replacing those kept.
@@ -178,7 +178,7 @@ func (k *keptAnswers) load() {
 		}
 		pf := policyFile{present: f.present}
 		if f.present {
-			pf.size, pf.sum = int64(len(f.data)), desired.DigestOf(f.data)
+			pf.size, pf.sum = int64(len(f.data)), statekey.DigestOf(f.data)
 		}
 		files = append(files, pf)
 	}
@@ -227,14 +227,14 @@ func (l *Labels) Keep() {
 type policyFile struct {
 	present bool
 	size    int64
-	sum     desired.FileDigest
+	sum     statekey.FileDigest
 }
 
 // policyKey names the policy the root's config names by its files'
 // contents, through the stamps memo remembers; false when the root names
 // none, or a file cannot be read whole (the policy is then loaded, and
 // what is wrong said as LoadLabels says it).
-func policyKey(r *ondisk.Root, memo desired.DigestMemo) (selinux.PolicyKey, bool) {
+func policyKey(r *ondisk.Root, memo statekey.DigestMemo) (selinux.PolicyKey, bool) {
 	fc, _, err := selinux.PolicyOf(r.ReadFile)
 	if err != nil || fc == "" {
 		return selinux.PolicyKey{}, false
@@ -254,7 +254,7 @@ func policyKey(r *ondisk.Root, memo desired.DigestMemo) (selinux.PolicyKey, bool
 		files[i].present = true
 		present = append(present, name)
 	}
-	sizes, sums, ok := desired.DigestFiles(r.Open, present, memo)
+	sizes, sums, ok := statekey.DigestFiles(r.Open, present, memo)
 	if !ok {
 		return selinux.PolicyKey{}, false
 	}

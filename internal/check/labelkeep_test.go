@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -85,7 +86,7 @@ func (lr *labelledRoot) declare(files map[string]string) []model.Entry {
 	if err != nil {
 		lr.t.Fatal(err)
 	}
-	st, err := desired.Derive(frag.Config, noAccounts{})
+	st, err := derive.Derive(frag.Config, noAccounts{})
 	if err != nil {
 		lr.t.Fatal(err)
 	}
@@ -94,8 +95,8 @@ func (lr *labelledRoot) declare(files map[string]string) []model.Entry {
 
 type noAccounts struct{}
 
-func (noAccounts) LookupUser(string) (desired.User, bool) { return desired.User{}, false }
-func (noAccounts) LookupGroup(string) (int, bool)         { return 0, false }
+func (noAccounts) LookupUser(string) (derive.User, bool) { return derive.User{}, false }
+func (noAccounts) LookupGroup(string) (int, bool)        { return 0, false }
 
 // check runs a check as `check` does, its defaults kept in store, and
 // returns its label drift and notices as "path: want" lines, and its

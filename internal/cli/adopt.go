@@ -10,6 +10,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
 
@@ -101,7 +102,7 @@ func adoptRecord(r *ondisk.Root, cfg, record string, std Stdio) int {
 			fmt.Fprintf(std.Err, "drift-monitor adopt: warning: %s: the bases of append-only files are not recorded\n", escape.Text(err.Error()))
 		}
 	}
-	res, problems, err := adopt.Record(r, cfg, record, key)
+	res, problems, err := adopt.Record(r, cfg, record, key, memlimit.ConfigLoad)
 	for _, p := range problems {
 		fmt.Fprintf(std.Err, "drift-monitor adopt: warning: %s\n", escape.Text(p))
 	}

@@ -14,12 +14,16 @@ import (
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/digestkey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
 	"github.com/drift-monitor/drift-monitor/internal/firstboot"
 	"github.com/drift-monitor/drift-monitor/internal/ignspec"
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/osstate"
@@ -65,7 +69,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor check: --label-compare %q: want type or full\n", escape.Text(*labels))
 		return ExitFailed
 	}
-	var cache desired.Cache
+	var cache statekey.Cache
 	if c := statecache.Default(); c != nil && !*noCache {
 		c.Mode = statecache.ModeMap
 		c.Log = slog.New(warnLines{std.Err})
@@ -96,7 +100,7 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 }
 
 // The flag that checks the files the machine-config daemon's certificate
-// writer owns (desired.MCDCertificatePaths), which a MachineConfig's
+// writer owns (machineconfig.MCDCertificatePaths), which a MachineConfig's
 // check otherwise lists as not checked.
 const (
 	checkMCDCertsFlag  = "check-mcd-certificates"
@@ -166,14 +170,14 @@ func firstBoot() firstboot.Use {
 // SELinux contexts; checkCerts checks the files the machine-config daemon's
 // certificate writer owns too; excl says what is left alone; img what to
 // make of the OS image's /etc.
-func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageFlag) (checkResult, error) {
+func runFullCheck(ctx context.Context, cache statekey.Cache, root string, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageFlag) (checkResult, error) {
 	r, err := openRoot(root)
 	if err != nil {
 		return checkResult{}, err
 	}
 	defer r.Close()
 	state, err := loadDesired(cache, r, configs, "check", warn)
-	if errors.Is(err, desired.ErrNoConfig) && img.list {
+	if errors.Is(err, discover.ErrNoConfig) && img.list {
 		// Listing the image's differences needs no config: without one,
 		// every difference is undeclared.
 		state, err = &model.State{}, nil
@@ -181,7 +185,7 @@ func runFullCheck(ctx context.Context, cache desired.Cache, root string, configs
 	if err != nil {
 		return checkResult{}, err
 	}
-	state.Entries = desired.ApplyMCDExemptions(state.Entries, !checkCerts)
+	state.Entries = machineconfig.ApplyMCDExemptions(state.Entries, !checkCerts)
 	rules, left, err := applyExclusions(r, excl, state)
 	if err != nil {
 		return checkResult{}, err
@@ -222,9 +226,9 @@ func contentsHold(state *model.State, res *check.Result) bool {
 
 // reparse is a cache that serves nothing and keeps what it is given: the
 // load after an entry was found damaged.
-type reparse struct{ desired.Cache }
+type reparse struct{ statekey.Cache }
 
-func (reparse) Get(desired.StateKey) (model.State, bool) { return model.State{}, false }
+func (reparse) Get(statekey.Key) (model.State, bool) { return model.State{}, false }
 
 // openRoot opens the root a command reads, once: the configs, the accounts
 // and every observation are resolved inside it. The root is made absolute
@@ -264,20 +268,20 @@ func absRoot(root string) (string, error) {
 // A file of a desired-state directory that is not loaded is named in a
 // warning: one that the admin believes declares something would otherwise
 // be skipped without a word. No config file at all is an error
-// (desired.ErrNoConfig): nothing is declared, and a host checked against
+// (discover.ErrNoConfig): nothing is declared, and a host checked against
 // nothing is not clean.
-func loadDesired(cache desired.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
+func loadDesired(cache statekey.Cache, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
 	return loadDesiredFrom(cache, root, root, configs, command, warn)
 }
 
 // loadDesiredFrom is loadDesired, with the root's files read through host
 // (a dry run of reconcile reads the account files as its account repairs
 // would leave them).
-func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
-	for _, ig := range desired.IgnoredFiles(root, configs) {
+func loadDesiredFrom(cache statekey.Cache, host desired.Host, root *ondisk.Root, configs []string, command string, warn io.Writer) (*model.State, error) {
+	for _, ig := range discover.IgnoredFiles(root, configs) {
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Name(ig.String()))
 	}
-	state, err := desired.LoadCached(cache, host, configs)
+	state, err := desired.LoadCached(cache, host, configs, memlimit.ConfigLoad)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +289,7 @@ func loadDesiredFrom(cache desired.Cache, host desired.Host, root *ondisk.Root, 
 		fmt.Fprintf(warn, "drift-monitor %s: warning: %s\n", command, escape.Text(w))
 	}
 	if len(state.Files) == 0 {
-		return nil, desired.NoConfigError(root, configs)
+		return nil, discover.NoConfigError(root, configs)
 	}
 	// What the configs leave to the node, as the first boot recorded it:
 	// the nodes are the root's whatever configs are checked.
@@ -340,7 +344,7 @@ func writeJSON(w io.Writer, root string, res *checkResult) error {
 	for _, f := range res.Files {
 		// The default locations are read under the root: say which host
 		// files they are, as every other path in the report does.
-		rep.Configs = append(rep.Configs, desired.HostPath(root, f))
+		rep.Configs = append(rep.Configs, discover.HostPath(root, f))
 	}
 	if rep.Drift == nil {
 		rep.Drift = []drift.Drift{}
@@ -416,7 +420,7 @@ func specsHelp() string {
 		"cache (/run/ignition.json, spec %s), which `drift-monitor adopt`\n"+
 		"saves at first boot.\n\n",
 		model.VendorDir, model.AdminDir, v[0], v[len(v)-1], strings.TrimPrefix(ignspec.VerifiedAgainst, "v"),
-		desired.CacheSuffix, ignspec.LatestExperimental())
+		discover.CacheSuffix, ignspec.LatestExperimental())
 }
 
 // labelCompareFlag is --label-compare: what of an SELinux label is compared

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
@@ -52,9 +52,9 @@ const imageUsage = "the OS image's /etc, for this run: =notice (the default) rep
 	image.SettingsFile + "'s mode); --image alone lists every difference with its class"
 
 // trustSettings refuses a settings file another user could have written,
-// as a config is refused (desired.CheckWriters).
+// as a config is refused (discover.CheckWriters).
 func trustSettings(r *ondisk.Root) func(string, *os.File) error {
-	return func(p string, f *os.File) error { return desired.CheckWriters(r, p, f) }
+	return func(p string, f *os.File) error { return discover.CheckWriters(r, p, f) }
 }
 
 // imageModeOf is the mode a command runs in: the flag's, else the settings

@@ -14,6 +14,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/accountdb"
 	"github.com/drift-monitor/drift-monitor/internal/check"
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
@@ -164,7 +165,7 @@ func planReconcile(ctx context.Context, r *ondisk.Root, o *reconcileOptions, key
 	if err != nil {
 		return nil, err
 	}
-	state.Entries = desired.ApplyMCDExemptions(state.Entries, !o.checkCerts)
+	state.Entries = machineconfig.ApplyMCDExemptions(state.Entries, !o.checkCerts)
 	all := state.Entries
 	rules, left, err := applyExclusions(r, o.exclude, state)
 	if err != nil {
@@ -342,7 +343,7 @@ func (j *reconcileJob) derive(host desired.Host) (*model.State, []model.Entry, e
 	if err != nil {
 		return nil, nil, err
 	}
-	state.Entries = desired.ApplyMCDExemptions(state.Entries, !j.o.checkCerts)
+	state.Entries = machineconfig.ApplyMCDExemptions(state.Entries, !j.o.checkCerts)
 	all := state.Entries
 	state.Entries, _ = j.rules.Split(all)
 	return state, all, nil

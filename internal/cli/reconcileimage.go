@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
@@ -46,7 +46,7 @@ func reconcileImage(ctx context.Context, o *reconcileOptions, std Stdio) int {
 	}
 	defer r.Close()
 	state, err := loadDesired(nil, r, o.configs, "reconcile", std.Err)
-	if errors.Is(err, desired.ErrNoConfig) {
+	if errors.Is(err, discover.ErrNoConfig) {
 		state, err = &model.State{}, nil // nothing declared: every difference is undeclared
 	}
 	if err != nil {

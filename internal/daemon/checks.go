@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
@@ -50,7 +51,7 @@ func (d *Daemon) install(ctx context.Context, st model.State) error {
 		d.log.Warn("config warning: " + w)
 	}
 	d.noticeIgnored(ctx)
-	d.ix = newIndex(d.applyExclusions(ctx, desired.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates)))
+	d.ix = newIndex(d.applyExclusions(ctx, machineconfig.ApplyMCDExemptions(st.Entries, !d.o.CheckMCDCertificates)))
 	d.reads.reset() // their entries' indices and contents are the old state's
 	d.checker.Declared = ondisk.Declare(d.ix.entries)
 	d.refreshLabels()
@@ -260,11 +261,11 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 }
 
 // noticeIgnored journals each file of the desired-state directories that is
-// not loaded, once when it appears (see desired.IgnoredFiles): what it
+// not loaded, once when it appears (see discover.IgnoredFiles): what it
 // declares is not watched, and the admin may believe it is.
 func (d *Daemon) noticeIgnored(ctx context.Context) {
 	now := map[string]bool{}
-	for _, ig := range desired.IgnoredFiles(d.root, d.o.Configs) {
+	for _, ig := range discover.IgnoredFiles(d.root, d.o.Configs) {
 		now[ig.File] = true
 		if !d.ignored[ig.File] {
 			d.record(ctx, journal.LevelNotice, journal.MsgConfigIgnored, escape.Name(ig.String()))
@@ -279,7 +280,7 @@ func (d *Daemon) noticeNothing(ctx context.Context) {
 	was := d.nothing
 	d.nothing = ""
 	if len(d.files) == 0 {
-		d.nothing = desired.NoConfigWhere(d.root, d.o.Configs)
+		d.nothing = discover.NoConfigWhere(d.root, d.o.Configs)
 	}
 	if d.nothing != "" && d.nothing != was {
 		d.record(ctx, slog.LevelWarn, journal.MsgNothingToWatch,

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/watch"
@@ -120,7 +120,7 @@ func (c *configWatch) relevant(name string) bool {
 		if under(t, name) {
 			return true
 		}
-		if base := path.Base(name); path.Dir(name) == t && (desired.IsFragmentName(base) || !strings.HasPrefix(base, ".")) {
+		if base := path.Base(name); path.Dir(name) == t && (discover.IsFragmentName(base) || !strings.HasPrefix(base, ".")) {
 			return true
 		}
 	}

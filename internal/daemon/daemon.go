@@ -28,7 +28,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/daemon/attribution"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/enablement"
 	"github.com/drift-monitor/drift-monitor/internal/exclude"
@@ -78,7 +78,7 @@ type Options struct {
 	Configs []string
 	// Cache keeps derived states across loads and runs (statecache); nil
 	// parses every time.
-	Cache desired.Cache
+	Cache statekey.Cache
 	// Interval between periodic full checks (the safety net); 0 disables.
 	Interval time.Duration
 	// FileattrInterval paces the sweep of the immutable and append-only
@@ -96,7 +96,7 @@ type Options struct {
 	Exclude exclude.Options
 	// CheckMCDCertificates checks a MachineConfig's files that the
 	// machine-config daemon's certificate writer owns
-	// (desired.MCDCertificatePaths) like any other; otherwise each is a
+	// (machineconfig.MCDCertificatePaths) like any other; otherwise each is a
 	// not-checked notice.
 	CheckMCDCertificates bool
 	// LabelFull compares whole SELinux contexts, not only type and range.

@@ -26,7 +26,8 @@ import (
 // (drift found after a load, with its diffs, would otherwise hold the heap
 // near a fixed limit and make nearly every allocation collect) and down. A
 // load itself, which allocates several times the config's size, runs with the
-// settings the process started with and desired's bound: internal/memlimit
+// settings the process started with and the bound the daemon hands the
+// loader (memlimit.ConfigLoad, through desired.Bound): internal/memlimit
 // owns the settings and keeps the two regimes from undoing each other.
 //
 // With GOGC off the runtime returns freed memory to the kernel only to stay

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/escape"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -42,11 +45,11 @@ const loadSlow = 5 * time.Second
 type lastGoodStore interface {
 	// Served returns (and forgets) the key of the state the cache served
 	// last: after a load, that of the state it gave.
-	Served() (desired.StateKey, bool)
+	Served() (statekey.Key, bool)
 	// MarkGood remembers the state of the key as the last good one.
-	MarkGood(desired.StateKey)
+	MarkGood(statekey.Key)
 	// LastGood returns the key MarkGood remembered.
-	LastGood() (desired.StateKey, bool)
+	LastGood() (statekey.Key, bool)
 }
 
 // goodState says what the state in force is.
@@ -63,7 +66,7 @@ type loaded struct {
 	st  model.State
 	err error
 	// key names st in the state cache, when keyed.
-	key   desired.StateKey
+	key   statekey.Key
 	keyed bool
 	took  time.Duration
 	// largest is the largest config file and its size, for the record of
@@ -87,6 +90,12 @@ type loads struct {
 	slow time.Duration
 }
 
+// loadBound bounds the memory of the daemon's loads: the loader leaves
+// that to its caller (desired.Bound), and the daemon takes memlimit's
+// bound for a load of the desired state. A test replaces it to see it
+// used.
+var loadBound desired.Bound = memlimit.ConfigLoad
+
 // obtain loads the desired state: the part of a load that touches nothing
 // of the daemon's but the root and the cache, so that it may run off the
 // event loop.
@@ -97,7 +106,7 @@ func (d *Daemon) obtain() loaded {
 	if store != nil {
 		store.Served() // a state served before this load is not this load's
 	}
-	st, err := desired.LoadCached(d.o.Cache, d.root, d.o.Configs)
+	st, err := desired.LoadCached(d.o.Cache, d.root, d.o.Configs, loadBound)
 	r := loaded{st: st, err: err}
 	if err == nil {
 		for _, w := range d.o.FirstBoot.Apply(d.root, &r.st) {
@@ -116,7 +125,7 @@ func (d *Daemon) obtain() loaded {
 
 // largestConfig names the largest of the config files in place now.
 func (d *Daemon) largestConfig() (string, int64) {
-	files, err := desired.Fragments(d.root, d.o.Configs)
+	files, err := discover.Fragments(d.root, d.o.Configs)
 	if err != nil {
 		return "", 0
 	}
@@ -130,7 +139,7 @@ func (d *Daemon) largestConfig() (string, int64) {
 	if len(d.o.Configs) == 0 && name != "" {
 		// The default locations, inside the root: named as the host
 		// names them. (--config names paths of this machine.)
-		name = desired.HostPath(d.root.Dir(), name)
+		name = discover.HostPath(d.root.Dir(), name)
 	}
 	return name, size
 }

@@ -3,14 +3,16 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/journal"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -41,7 +43,7 @@ func (g *gatedCache) open() {
 	}
 }
 
-func (g *gatedCache) Get(desired.StateKey) (model.State, bool) {
+func (g *gatedCache) Get(statekey.Key) (model.State, bool) {
 	g.mu.Lock()
 	gate, reached := g.gate, g.reached
 	g.mu.Unlock()
@@ -52,7 +54,7 @@ func (g *gatedCache) Get(desired.StateKey) (model.State, bool) {
 	return model.State{}, false
 }
 
-func (g *gatedCache) Put(desired.StateKey, *model.State) bool { return true }
+func (g *gatedCache) Put(statekey.Key, *model.State) bool { return true }
 
 // TestReloadOffTheLoop: while a reload's load takes its time, the event
 // loop goes on: the watchdog is fed, the bus is answered, and the status
@@ -192,5 +194,44 @@ func TestRestartWithARefusedConfig(t *testing.T) {
 				t.Errorf("the edit of /etc/a.conf reported: %v, want %v", got, c.reportsTheEdit)
 			}
 		})
+	}
+}
+
+// TestLoadsBounded: the daemon bounds the memory of each load it runs, at
+// start and on a reload, with the size of the configs it parses (the
+// loader sets no limit of its own: the daemon is the caller that must), and
+// lifts the bound before the load is applied.
+func TestLoadsBounded(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int64
+	lifted := 0
+	was := loadBound
+	loadBound = func(size int64) func() {
+		mu.Lock()
+		defer mu.Unlock()
+		sizes = append(sizes, size)
+		return func() {
+			mu.Lock()
+			defer mu.Unlock()
+			lifted++
+		}
+	}
+	t.Cleanup(func() { loadBound = was })
+	root := t.TempDir()
+	cfg := syntheticConfig(t, root)
+	raw, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &fakeNotifier{ready: make(chan struct{}, 1)}
+	d := runDaemon(t, Options{Root: root, Configs: []string{cfg}}, n)
+	if err := d.ReloadNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []int64{int64(len(raw)), int64(len(raw))}
+	if !slices.Equal(sizes, want) || lifted != len(want) {
+		t.Errorf("bounds asked for %v, %d lifted; want %v, all lifted", sizes, lifted, want)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/daemon/mcdfollow"
 	"github.com/drift-monitor/drift-monitor/internal/daemon/part"
 	"github.com/drift-monitor/drift-monitor/internal/dbusapi"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/image"
 	"github.com/drift-monitor/drift-monitor/internal/inhibit"
@@ -52,7 +52,7 @@ var partTable = []struct {
 		}
 		// The settings file is held to the rule configs are: root's
 		// alone may say what is reported.
-		trust := func(p string, f *os.File) error { return desired.CheckWriters(d.root, p, f) }
+		trust := func(p string, f *os.File) error { return discover.CheckWriters(d.root, p, f) }
 		return imagewatch.New(imagewatch.Options{Root: d.root, Mode: o.Image, Key: o.DigestKey, Trust: trust})
 	}},
 }

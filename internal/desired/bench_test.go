@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/memlimit"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/drift-monitor/drift-monitor/internal/statecache"
 )
@@ -149,7 +150,7 @@ func benchLoadOf(b *testing.B, cfg string, n int, refused bool) {
 		runtime.GC()
 		h := startHeapPeak()
 		c0 := cpuTime()
-		st, err := desired.LoadState(root, []string{cfg})
+		st, err := desired.LoadCached(nil, root, []string{cfg}, memlimit.ConfigLoad)
 		cpu += cpuTime() - c0
 		peak = max(peak, h.end())
 		switch {
@@ -187,14 +188,14 @@ func BenchmarkLoadStateCached(b *testing.B) {
 				cfg := benchConfig(b, types.MaxVersion.String(), n)
 				root := openRoot(b, b.TempDir())
 				c := &statecache.Cache{Dir: filepath.Join(b.TempDir(), "cache"), Mode: modes[mode]}
-				if _, err := desired.LoadCached(c, root, []string{cfg}); err != nil {
+				if _, err := desired.LoadCached(c, root, []string{cfg}, memlimit.ConfigLoad); err != nil {
 					b.Fatal(err)
 				}
 				b.ReportAllocs()
 				var cpu time.Duration
 				for b.Loop() {
 					c0 := cpuTime()
-					st, err := desired.LoadCached(c, root, []string{cfg})
+					st, err := desired.LoadCached(c, root, []string{cfg}, memlimit.ConfigLoad)
 					cpu += cpuTime() - c0
 					if err != nil {
 						b.Fatal(err)

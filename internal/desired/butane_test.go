@@ -4,12 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/drift-monitor/drift-monitor/internal/desired/butane"
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -52,8 +52,8 @@ func TestButaneVariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if frag.File != c.file || frag.machineConfig != c.mc {
-				t.Errorf("fragment %q, MachineConfig %v; want %q, %v", frag.File, frag.machineConfig, c.file, c.mc)
+			if frag.File != c.file || frag.MachineConfig != c.mc {
+				t.Errorf("fragment %q, MachineConfig %v; want %q, %v", frag.File, frag.MachineConfig, c.file, c.mc)
 			}
 			fs := frag.Config.Storage.Files
 			if len(fs) != 1 || fs[0].Path != "/etc/from-butane" || fs[0].Mode == nil || *fs[0].Mode != 0o640 ||
@@ -73,8 +73,8 @@ func TestButaneNotButane(t *testing.T) {
 	}
 	// A MachineConfig that happens to have a version field somewhere.
 	mc := "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nvariant: x\nversion: 1\nspec:\n  config:\n    ignition: {version: 3.2.0}\n"
-	if frag, err := Parse("mc.yaml", []byte(mc)); err != nil || !frag.machineConfig {
-		t.Errorf("a MachineConfig with variant: and version: keys: %v, MachineConfig %v", err, frag.machineConfig)
+	if frag, err := Parse("mc.yaml", []byte(mc)); err != nil || !frag.MachineConfig {
+		t.Errorf("a MachineConfig with variant: and version: keys: %v, MachineConfig %v", err, frag.MachineConfig)
 	}
 	// YAML that is neither says what it may be.
 	_, err = Parse("x.yaml", []byte("foo: bar\n"))
@@ -93,9 +93,9 @@ func TestButaneErrors(t *testing.T) {
 		{"not absolute", "variant: fcos\nversion: 1.7.0\nstorage:\n  files:\n    - path: etc/x\n",
 			"a.bu:5:13: $.storage.files.0.path: Butane: path not absolute"},
 		{"local contents", "variant: fcos\nversion: 1.7.0\nstorage:\n  files:\n    - path: /etc/x\n      contents:\n        local: x.txt\n",
-			"a.bu:7:16: $.storage.files.0.contents.local: Butane: " + errButaneFilesDir.Error()},
+			"a.bu:7:16: $.storage.files.0.contents.local: Butane: " + butane.ErrFilesDir.Error()},
 		{"trees", "variant: fcos\nversion: 1.7.0\nstorage:\n  trees:\n    - local: tree\n      path: /etc/tree\n",
-			"a.bu:5:7: $.storage.trees.0: Butane: " + errButaneFilesDir.Error()},
+			"a.bu:5:7: $.storage.trees.0: Butane: " + butane.ErrFilesDir.Error()},
 		{"unknown version", "variant: fcos\nversion: 9.0.0\n",
 			"a.bu: Butane: No translator exists for variant fcos with version 9.0.0"},
 		{"no variant", "version: 1.7.0\nstorage: {}\n", "a.bu: Butane: error parsing variant; must be specified"},
@@ -109,7 +109,7 @@ func TestButaneErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse("a.bu", []byte(c.src))
-			var le *LoadError
+			var le *configerr.LoadError
 			if !errors.As(err, &le) {
 				t.Fatalf("error %v (%T), want a LoadError", err, err)
 			}
@@ -137,7 +137,7 @@ func TestButaneFragmentListed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(d, "50-site.bu"), []byte(butaneFile("fcos", "1.7.0")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if ig := IgnoredFiles(dirHost(root), nil); len(ig) != 0 {
+	if ig := discover.IgnoredFiles(dirHost(root), nil); len(ig) != 0 {
 		t.Errorf("a .bu file is reported not loaded: %v", ig)
 	}
 	st, err := LoadState(dirHost(root), nil)
@@ -166,94 +166,4 @@ func TestButaneWarnings(t *testing.T) {
 	if len(frag.Warnings) != 1 || frag.Warnings[0] != "line 3 column 1: Butane: unused key bogus" {
 		t.Errorf("warnings %q; want Butane's unused key, at line 3 column 1", frag.Warnings)
 	}
-}
-
-// slowIsButane is isButane's decision for YAML by the full decoding alone,
-// as it was before blockRootKeys.
-func slowIsButane(raw []byte) bool {
-	var f butaneFields
-	if yamlDocuments(raw) > 1 || yaml.Unmarshal(raw, &f) != nil {
-		return false
-	}
-	return f.Variant != "" && f.Version != "" && f.Kind != "MachineConfig"
-}
-
-// butaneProbeSeeds are YAML shapes around blockRootKeys' rule: the root's
-// keys, or a variant hidden from a line scan in every way YAML allows.
-var butaneProbeSeeds = []string{
-	"apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n      version: 3.2.0\n",
-	butaneFile("fcos", "1.6.0"),
-	"# comment\n---\nvariant: fcos\nversion: 1.6.0\n",
-	"Variant: fcos\nversion: 1.6.0\n",
-	"VARIANT: fcos\nVERSION: 1.6.0\n",
-	"\"variant\": fcos\nversion: 1.6.0\n",
-	"'variant': fcos\nversion: 1.6.0\n",
-	"\"v\\x61riant\": fcos\nversion: 1.6.0\n",
-	"? variant\n: fcos\nversion: 1.6.0\n",
-	"{variant: fcos, version: 1.6.0}\n",
-	"--- {variant: fcos, version: 1.6.0}\n",
-	"  variant: fcos\n  version: 1.6.0\n",
-	"&a variant: fcos\nversion: 1.6.0\n",
-	"base: &b {variant: fcos}\n<<: *b\nversion: 1.6.0\n",
-	"!!binary dmFyaWFudA==: fcos\nversion: 1.6.0\n",
-	"%YAML 1.1\n---\nvariant: fcos\nversion: 1.6.0\n",
-	"\ufeffvariant: fcos\nversion: 1.6.0\n",
-	"variant : fcos\nversion: 1.6.0\n",
-	"variant:\tfcos\nversion: 1.6.0\n",
-	"kind: \"a\nvariant: x\"\nversion: 1.6.0\n",
-	"version: 1.6.0\r\nvariant: fcos\r\n",
-	"version: 1.6.0\rvariant: fcos\n",
-	"version: 1.6.0\u0085variant: fcos\n",
-	"version: 1.6.0\u2028variant: fcos\n",
-	"version: 1.6.0\u2029variant: fcos\n",
-	"kind: x\n#c\rvariant: fcos\nversion: 1.6.0\n",
-	"kind: x\n  y\rvariant: fcos\nversion: 1.6.0\n",
-	"version: 1.6.0\nkind: x\r",
-	"version: 1.6.0\nspec:\n- a\nvariant: fcos\n",
-	"version: 1.6.0\nnote: |\n  variant: in a block scalar\n",
-	"version: 1.6.0\n\tvariant: fcos\n",
-	"- variant: fcos\n",
-	"",
-	"# only a comment\n",
-}
-
-// TestButaneProbe: for every seed, isButane decides as the full decoding
-// does, and blockRootKeys answers only for the shapes its rule covers.
-func TestButaneProbe(t *testing.T) {
-	for _, s := range butaneProbeSeeds {
-		if got, want := isButane("x.yaml", []byte(s)), slowIsButane([]byte(s)); got != want {
-			t.Errorf("isButane(%q) = %v, the full decoding says %v", s, got, want)
-		}
-	}
-	for s, want := range map[string][]string{
-		"apiVersion: v1\nkind: MachineConfig\nspec:\n  variant: x\n": {"apiVersion", "kind", "spec"},
-		"# c\n---\nkind: X\n\nspec: {}\n...\n":                       {"kind", "spec"},
-	} {
-		keys, ok := blockRootKeys([]byte(s))
-		var got []string
-		for _, k := range keys {
-			got = append(got, string(k))
-		}
-		if !ok || !slices.Equal(got, want) {
-			t.Errorf("blockRootKeys(%q) = %q, %v; want %q", s, got, ok, want)
-		}
-	}
-	for _, s := range []string{"  kind: X\n", "{kind: X}\n", "\"kind\": X\n", "kind: X\n- a\n", "", "\ufeffkind: X\n", "kind: X\rspec: {}\n", "kind: X\u2028spec: {}\n"} {
-		if keys, ok := blockRootKeys([]byte(s)); ok {
-			t.Errorf("blockRootKeys(%q) = %q, ok; want not ok", s, keys)
-		}
-	}
-}
-
-// FuzzButaneProbe: whatever the bytes, isButane on a YAML file decides as
-// the full decoding does.
-func FuzzButaneProbe(f *testing.F) {
-	for _, s := range butaneProbeSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if got, want := isButane("x.yaml", raw), slowIsButane(raw); got != want {
-			t.Fatalf("isButane(%q) = %v, the full decoding says %v", raw, got, want)
-		}
-	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -154,8 +155,8 @@ func TestHostPath(t *testing.T) {
 		{"/srv/root", "/srv/root/etc/x.ign", "/etc/x.ign"},
 		{"/srv/root", "/tmp/x.ign", "/tmp/x.ign"},
 	} {
-		if got := hostPath(tt.root, tt.file); got != tt.want {
-			t.Errorf("hostPath(%q, %q) = %q, want %q", tt.root, tt.file, got, tt.want)
+		if got := discover.HostPath(tt.root, tt.file); got != tt.want {
+			t.Errorf("discover.HostPath(%q, %q) = %q, want %q", tt.root, tt.file, got, tt.want)
 		}
 	}
 }
@@ -215,7 +216,7 @@ func TestSuppliedChild(t *testing.T) {
 			}
 		})
 	}
-	if !IsFragmentName("worker.child") {
+	if !discover.IsFragmentName("worker.child") {
 		t.Error("a .child file is not read with the config files: its changes would not reload the daemon")
 	}
 }

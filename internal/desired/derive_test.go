@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
@@ -20,12 +21,12 @@ var cmpEntries = cmpopts.IgnoreUnexported(model.Content{})
 
 type emptyAccounts struct{}
 
-func (emptyAccounts) LookupUser(string) (User, bool) { return User{}, false }
-func (emptyAccounts) LookupGroup(string) (int, bool) { return 0, false }
+func (emptyAccounts) LookupUser(string) (derive.User, bool) { return derive.User{}, false }
+func (emptyAccounts) LookupGroup(string) (int, bool)        { return 0, false }
 
 // fixtureAccounts reads testdata/root: alice and wheel in /etc, core and adm
 // in /usr/lib (nss-altfiles), shadowed in both (the /etc entry wins).
-func fixtureAccounts(t *testing.T) *RootAccounts {
+func fixtureAccounts(t *testing.T) *derive.RootAccounts {
 	t.Helper()
 	a, err := readAccounts(dirHost("testdata/root"))
 	if err != nil {
@@ -38,16 +39,16 @@ func TestReadAccounts(t *testing.T) {
 	a := fixtureAccounts(t)
 	users := []struct {
 		name string
-		want User
+		want derive.User
 		ok   bool
 	}{
-		{"root", User{Name: "root", UID: 0, GID: 0, Home: "/root"}, true},
-		{"alice", User{Name: "alice", UID: 1000, GID: 1000, Home: "/home/alice"}, true},
-		{"core", User{Name: "core", UID: 1001, GID: 1001, Home: "/var/home/core"}, true},
-		{"shadowed", User{Name: "shadowed", UID: 1500, GID: 1500, Home: "/home/shadowed-etc"}, true},
-		{"broken", User{}, false}, // its uid is not a number
-		{"nobody", User{}, false},
-		{"# a comment", User{}, false},
+		{"root", derive.User{Name: "root", UID: 0, GID: 0, Home: "/root"}, true},
+		{"alice", derive.User{Name: "alice", UID: 1000, GID: 1000, Home: "/home/alice"}, true},
+		{"core", derive.User{Name: "core", UID: 1001, GID: 1001, Home: "/var/home/core"}, true},
+		{"shadowed", derive.User{Name: "shadowed", UID: 1500, GID: 1500, Home: "/home/shadowed-etc"}, true},
+		{"broken", derive.User{}, false}, // its uid is not a number
+		{"nobody", derive.User{}, false},
+		{"# a comment", derive.User{}, false},
 	}
 	for _, u := range users {
 		got, ok := a.LookupUser(u.name)
@@ -95,13 +96,13 @@ func config(body string) string {
 	return `{"ignition":{"version":"` + types.MaxVersion.String() + `"},` + body + `}`
 }
 
-func derive(t *testing.T, acct Accounts, raw string) []model.Entry {
+func deriveOf(t *testing.T, acct derive.Accounts, raw string) []model.Entry {
 	t.Helper()
 	frag, err := Parse("test.ign", []byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Derive(frag.Config, acct)
+	st, err := derive.Derive(frag.Config, acct)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +416,7 @@ func TestDerive(t *testing.T) {
 	acct := fixtureAccounts(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := derive(t, acct, tt.cfg)
+			got := deriveOf(t, acct, tt.cfg)
 			if diff := cmp.Diff(tt.want, got, cmpEntries); diff != "" {
 				t.Errorf("Derive (-want +got):\n%s", diff)
 			}
@@ -433,7 +434,7 @@ func TestDeriveOverwriteWithoutSource(t *testing.T) {
 		{Node: types.Node{Path: "/etc/appended", Overwrite: ptr(true)},
 			FileEmbedded1: types.FileEmbedded1{Append: []types.Resource{{Source: ptr("data:,x")}}}},
 	}
-	st, err := Derive(cfg, emptyAccounts{})
+	st, err := derive.Derive(cfg, emptyAccounts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +516,7 @@ func TestSpecialBits(t *testing.T) {
 	if len(frag.Warnings) != 0 {
 		t.Errorf("spec 3.6.0: warnings %q", frag.Warnings)
 	}
-	if st, err := Derive(frag.Config, emptyAccounts{}); err != nil || *st.Entries[0].Mode != 0o4755 {
+	if st, err := derive.Derive(frag.Config, emptyAccounts{}); err != nil || *st.Entries[0].Mode != 0o4755 {
 		t.Errorf("spec 3.6.0: Derive = %+v, %v; want mode 04755", st.Entries, err)
 	}
 	for _, v := range []string{"3.0.0", "3.3.0", "3.4.0", "3.5.0"} {
@@ -526,7 +527,7 @@ func TestSpecialBits(t *testing.T) {
 		if !strings.Contains(strings.Join(frag.Warnings, "\n"), "setuid/setgid/sticky") {
 			t.Errorf("spec %s: warnings %q lack Ignition's on special bits", v, frag.Warnings)
 		}
-		st, err := Derive(frag.Config, emptyAccounts{})
+		st, err := derive.Derive(frag.Config, emptyAccounts{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
@@ -35,7 +40,7 @@ func FuzzParseCache(f *testing.F) {
 			`"},"kernelArguments":{},"passwd":{},"storage":{"files":[{"group":{},"path":"/etc/x","user":{},"contents":{"source":"data:,x","verification":{}},"mode":420}]},"systemd":{}}`))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		checkParse(t, "/etc/drift-monitor/desired.d/10-firstboot"+CacheSuffix, raw)
+		checkParse(t, "/etc/drift-monitor/desired.d/10-firstboot"+discover.CacheSuffix, raw)
 	})
 }
 
@@ -44,7 +49,7 @@ func checkParse(t *testing.T, name string, raw []byte) {
 	t.Helper()
 	frag, err := Parse(name, raw)
 	if err != nil {
-		var le *LoadError
+		var le *configerr.LoadError
 		if !errors.As(err, &le) || le.File != name {
 			t.Fatalf("Parse error %v (%T) is not a LoadError for %s", err, err, name)
 		}
@@ -56,11 +61,11 @@ func checkParse(t *testing.T, name string, raw []byte) {
 	if frag.File != name || frag.Config.Ignition.Version != types.MaxVersion.String() {
 		t.Fatalf("Parse = file %q, version %q; want %q, %s", frag.File, frag.Config.Ignition.Version, name, types.MaxVersion)
 	}
-	cfg, err := Merge([]Fragment{frag})
+	cfg, err := merge.All([]parsed.Fragment{frag})
 	if err != nil {
 		t.Fatalf("Merge of a parsed fragment: %v", err)
 	}
-	if _, err := Derive(cfg, emptyAccounts{}); err != nil {
+	if _, err := derive.Derive(cfg, emptyAccounts{}); err != nil {
 		t.Fatalf("Derive of a parsed fragment: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 )
@@ -76,7 +77,7 @@ func TestCacheTakenAsStable(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			want, _, err := parseIgnition(asStable(tc.raw, tc.exp, tc.stable), tc.stable)
+			want, _, err := types.ParseBytes(asStable(tc.raw, tc.exp, tc.stable), tc.stable)
 			if err != nil {
 				t.Fatalf("as %s: %v", tc.stable, err)
 			}
@@ -86,14 +87,14 @@ func TestCacheTakenAsStable(t *testing.T) {
 			if len(frag.Unfetched) != 0 || len(frag.Warnings) != 0 {
 				t.Errorf("unfetched %+v, warnings %q: want none (the children are merged in)", frag.Unfetched, frag.Warnings)
 			}
-			if !frag.validated {
+			if !frag.Validated {
 				t.Error("not marked validated")
 			}
 			// The same bytes under another name are a config someone wrote:
 			// its version is refused.
 			if _, err := Parse("/etc/drift-monitor/desired.d/10-copy.json", tc.raw); !errors.Is(err, ignerrors.ErrUnknownVersion) ||
-				!strings.Contains(err.Error(), CacheSuffix) {
-				t.Errorf("as a plain config: %v, want an unknown version that names %s", err, CacheSuffix)
+				!strings.Contains(err.Error(), discover.CacheSuffix) {
+				t.Errorf("as a plain config: %v, want an unknown version that names %s", err, discover.CacheSuffix)
 			}
 		})
 	}

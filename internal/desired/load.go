@@ -1,794 +1,166 @@
 package desired
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path"
 	"path/filepath"
-	"slices"
-	"sort"
-	"strings"
-	"syscall"
+	"time"
 
-	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	"github.com/coreos/ignition/v2/config/validate"
-	"github.com/coreos/vcontext/report"
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
+	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
-	"sigs.k8s.io/yaml"
-
-	"github.com/drift-monitor/drift-monitor/internal/errpath"
 )
 
-// extensions a config fragment may have; other files in a directory are ignored.
-var extensions = []string{".ign", ".json", ".yaml", ".yml", butaneExt}
+// Bound is how the caller bounds the process's memory while a load parses
+// (package memlimit owns that setting: memlimit.ConfigLoad): called with
+// the size of the config files a load is about to parse, and never for a
+// state the cache serves, it returns what lifts the bound, which the load
+// calls once the state is derived (and stored). The loader changes no
+// process-wide setting itself: the command or the daemon that loads
+// decides, and a nil Bound leaves the settings in force alone.
+type Bound func(configBytes int64) (lift func())
 
-// childExt names a file that supplies the bytes of a remote child config
-// (see Supplies): read with the fragments, never merged as one.
-const childExt = ".child"
-
-// IsConfigName reports whether a file of this name in a desired-state
-// directory is loaded as a config: not ignored, and not a child's copy.
-func IsConfigName(file string) bool {
-	base := filepath.Base(file)
-	return isFragment(base) && filepath.Ext(base) != childExt
+// LoadCached is LoadState through c: a state that c holds under the key of
+// these inputs is served from it, and a state derived is given to it. Only
+// successful loads are kept: a bad config is parsed every time and
+// reported with its position. Configs that cannot be hashed without being
+// consumed (a pipe) are not cached at all. The SSH keys are then put where
+// root's layout puts them, decided at every load: it is the host's, not
+// the config's. A nil c caches nothing; the parse runs under bound (see
+// Bound).
+func LoadCached(c statekey.Cache, root Host, explicit []string, bound Bound) (model.State, error) {
+	st, err := loadState(c, root, explicit, bound)
+	if err != nil {
+		return st, err
+	}
+	return st, applySSHLayout(root, &st)
 }
 
-func isFragment(name string) bool {
-	if strings.HasPrefix(name, ".") {
-		return false // editors' swap and backup files, atomic-write temporaries
+// LoadInRoot is LoadState for the config files at these host paths, read
+// inside root as the default locations are (a link on the way resolved as
+// if root were /, never to the running host's file), merged in the order
+// given, under bound (see Bound). Errors name the files inside root
+// (Host.Join).
+func LoadInRoot(root Host, hostFiles []string, bound Bound) (model.State, error) {
+	files := make([]string, len(hostFiles))
+	for i, f := range hostFiles {
+		files[i] = root.Join(f)
 	}
-	ext := filepath.Ext(name)
-	if ext == childExt {
-		return true
+	st, err := loadFiles(nil, discover.Files{Root: root}, files, bound)
+	if err != nil {
+		return st, err
 	}
-	for _, e := range extensions {
-		if ext == e {
-			return true
-		}
-	}
-	return false
+	return st, applySSHLayout(root, &st)
 }
 
-// IsFragmentName reports whether a file with this base name is read as a config
-// fragment when it lies in a config directory.
-func IsFragmentName(name string) bool { return isFragment(name) }
-
-// LoadError is a config that cannot be loaded: it names the file and, where
-// Ignition's report has them, the line, column and JSON path of the problem.
-type LoadError struct {
-	File    string
-	Line    int // 0 when unknown
-	Column  int
-	Context string // the config path, e.g. $.storage.files.0.path
-	Err     error
+// LoadState finds (see discover.Fragments), parses and merges the configuration and
+// derives the entries, with owners resolved in root's account files. It is
+// LoadCached without a cache: it parses every time, and leaves the
+// process's memory settings alone (no Bound).
+func LoadState(root Host, explicit []string) (model.State, error) {
+	return LoadCached(nil, root, explicit, nil)
 }
 
-func (e *LoadError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
+func loadState(c statekey.Cache, root Host, explicit []string, bound Bound) (model.State, error) {
+	files, err := discover.Fragments(root, explicit)
+	if err != nil {
+		return model.State{}, err
 	}
-	b.WriteString(": ")
-	if e.Context != "" && e.Context != "$" {
-		fmt.Fprintf(&b, "%s: ", e.Context)
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
+	return loadFiles(c, discover.Files{Root: root, Explicit: len(explicit) > 0}, files, bound)
 }
 
-func (e *LoadError) Unwrap() error { return e.Err }
-
-// Fragments lists the config files to load, in merge order.
-//
-// With no explicit paths, it reads DefaultDirs inside root, keeps only
-// fragment names, lets a later directory mask a name from an earlier one, and
-// orders them by file name; the files are named by their paths inside root
-// (root.Join). Explicit paths (files or directories) replace the defaults:
-// they are paths on the machine running the check, not host paths inside
-// root. Each directory contributes its fragments in lexical order, and the
-// paths are taken in the order given. A missing default directory is not an
-// error; a missing explicit path is.
-func Fragments(root Host, explicit []string) ([]string, error) {
-	if len(explicit) == 0 {
-		byName := map[string]string{}
-		for _, d := range model.DefaultDirs {
-			ents, err := root.ReadDir(d)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return nil, &LoadError{File: root.Join(d), Err: errpath.Strip(err)}
-			}
-			for _, n := range fragmentNames(ents) {
-				byName[n] = root.Join(path.Join(d, n))
-			}
-		}
-		names := make([]string, 0, len(byName))
-		for n := range byName {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		files := make([]string, len(names))
-		for i, n := range names {
-			files[i] = byName[n]
-		}
-		return files, nil
+// loadFiles is loadState for the config files listed, read through src.
+// A config another user could have written is refused (discover's
+// CheckWriters).
+func loadFiles(c statekey.Cache, src discover.Files, files []string, bound Bound) (model.State, error) {
+	if err := src.CheckWriters(files); err != nil {
+		return model.State{}, err
 	}
-	var files []string
-	for _, p := range explicit {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, &LoadError{File: p, Err: errors.Unwrap(err)}
-		}
-		if !st.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		ents, err := os.ReadDir(p)
-		if err != nil {
-			return nil, &LoadError{File: p, Err: errors.Unwrap(err)}
-		}
-		for _, n := range fragmentNames(ents) {
-			files = append(files, filepath.Join(p, n))
+	root := src.Root
+	acct, err := readAccountFiles(root)
+	if err != nil {
+		return model.State{}, fmt.Errorf("reading accounts in %s: %w", root.Dir(), err)
+	}
+	if c != nil {
+		// The config files are hashed as they are read, without holding them
+		// (or named by their stamps, unread): on a hit their bytes are not
+		// needed.
+		memo, _ := c.(statekey.DigestMemo)
+		key, ok := statekey.Of(src, files, acct, nil, statekey.Digests{Memo: memo, Now: time.Now})
+		if !ok {
+			c = nil
+		} else if st, ok := c.Get(key); ok {
+			return st, nil
 		}
 	}
-	return files, nil
+	raws, err := src.ReadAll(files)
+	if err != nil {
+		return model.State{}, err
+	}
+	var key statekey.Key
+	ok := false
+	if c != nil {
+		// Named by the bytes parsed, which may differ from those hashed above.
+		key, ok = statekey.Of(src, files, acct, raws, statekey.Digests{})
+	}
+	// The parse lets go of the bytes (reading one again should its report
+	// need it), and nothing of it stays alive into Put (see statekey.Cache).
+	reread := func(file string) types.Reopen { return src.Reopen(file) }
+	if bound != nil {
+		var size int64
+		for _, r := range raws {
+			size += int64(len(r))
+		}
+		lift := bound(size) // until the state is stored, which copies its contents
+		defer lift()
+	}
+	st, err := deriveStateFrom(root.Dir(), files, raws, acct, reread)
+	raws = nil
+	if err != nil {
+		return model.State{}, err
+	}
+	if c != nil {
+		if ok && !c.Put(key, &st) {
+			// The state went into the cache, which lost it (an entry
+			// removed by hand in between): parse again.
+			return loadFiles(nil, src, files, bound)
+		}
+	}
+	return st, nil
 }
 
-// fragmentNames are the names of the fragments among a directory's entries,
-// sorted.
-func fragmentNames(ents []fs.DirEntry) []string {
-	var names []string
-	for _, e := range ents {
-		if e.IsDir() || !isFragment(e.Name()) {
-			continue
-		}
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	return names
-}
+// accountFiles are the account databases readAccounts reads, in lookup order:
+// users from the first two, groups from the last two.
+var accountFiles = [4]string{"/etc/passwd", "/usr/lib/passwd", "/etc/group", "/usr/lib/group"}
 
-// fragmentFiles reads the files Fragments listed: inside root when they are
-// the default locations, at the paths given when explicit ones replaced
-// them.
-type fragmentFiles struct {
-	root     Host
-	explicit bool
-}
-
-// open opens a listed file for reading. Only a regular file is opened, and
-// without blocking: a pipe or a device has no size to trust, and opening one
-// (even without reading) could take what the parse needs from its writer.
-func (c fragmentFiles) open(name string) (*os.File, error) {
-	if !c.explicit {
-		return c.root.Open(hostPath(c.root.Dir(), name))
-	}
-	if fi, err := os.Stat(name); err != nil {
+// readAccounts reads the account databases inside root. Missing files are
+// empty databases; an unreadable one is an error.
+func readAccounts(root Host) (*derive.RootAccounts, error) {
+	raw, err := readAccountFiles(root)
+	if err != nil {
 		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
 	}
-	return os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return derive.ParseAccounts(raw), nil
 }
 
-// read reads a listed file whole. An explicit file is read as it is, even
-// a pipe (`--config /dev/stdin`).
-func (c fragmentFiles) read(name string) ([]byte, error) {
-	if !c.explicit {
-		return c.root.ReadFile(hostPath(c.root.Dir(), name))
-	}
-	return os.ReadFile(name)
-}
-
-// Fragment is one parsed config file.
-type Fragment struct {
-	File   string
-	Config types.Config
-	// Warnings are Ignition's non-fatal findings (deprecations, unused keys).
-	Warnings []string
-	// Unfetched are the child configs (ignition.config.merge, replace) that
-	// need the network: Config lacks what they declare.
-	Unfetched []Unfetched
-	// machineConfig: the fragment is a MachineConfig, written by the MCD.
-	machineConfig bool
-	// mcFields: a MachineConfig's fields beyond Ignition (mcfields.go).
-	mcFields *mcFields
-	// specialBits are the optional special bits it declares, by path
-	// (declaredSpecialBits).
-	specialBits map[string]uint32
-	// validated: Config passed Ignition's validation with the newest spec's
-	// rules as it is (Parse of an Ignition config); Merge need not validate
-	// it again when it is the only fragment.
-	validated bool
-}
-
-// loadFile reads and parses one config file: an Ignition config (spec 3.0.0 to
-// 3.6.0, translated to 3.6.0) or a MachineConfig in YAML or JSON.
-func loadFile(file string) (Fragment, error) {
-	raw, err := readConfigs(fragmentFiles{explicit: true}, []string{file})
-	if err != nil {
-		return Fragment{}, err
-	}
-	return Parse(file, raw[0])
-}
-
-// readConfigs reads the config files; an error names the file.
-func readConfigs(src fragmentFiles, files []string) ([][]byte, error) {
-	raws := make([][]byte, len(files))
-	for i, f := range files {
-		raw, err := src.read(f)
-		if err != nil {
-			return nil, &LoadError{File: f, Err: errpath.Strip(err)}
+// readAccountFiles reads accountFiles inside root; a missing file is nil.
+func readAccountFiles(root Host) ([4][]byte, error) {
+	var raw [4][]byte
+	for i, f := range accountFiles {
+		data, err := root.ReadFile(f)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return raw, err
 		}
-		raws[i] = raw
+		raw[i] = data
 	}
-	return raws, nil
-}
-
-// Parse parses the bytes of a config named file (the name picks YAML or JSON
-// and appears in errors). Its remote child configs are never fetched.
-func Parse(file string, raw []byte) (Fragment, error) { return parse(file, raw, Supplies{}) }
-
-// parse is Parse with the local copies of remote children.
-func parse(file string, raw []byte, sup Supplies) (Fragment, error) {
-	return parseFragment(file, raw, sup, IsCacheName(file), nil)
-}
-
-// parseFragment is parse; cache says whether raw is Ignition's config cache
-// (see CacheSuffix). reread, if not nil, reads raw again: the parse may then
-// let raw go once decoded (see ignspec.Bytes), and the caller should hold no
-// reference to it either.
-//
-// It only dispatches: a Butane config (butane.go), an Ignition config
-// (parseIgnitionFile) and a MachineConfig (parseMachineConfig) are three
-// readings of a file that share no step but the YAML decoding.
-func parseFragment(file string, raw []byte, sup Supplies, cache bool, reread types.Reopen) (Fragment, error) {
-	if !cache && isButane(file, raw) {
-		return parseButane(file, raw, sup) // butane.go
-	}
-	ext := filepath.Ext(file)
-	isYAML := ext == ".yaml" || ext == ".yml"
-	if isYAML {
-		j, err := yamlToJSON(file, raw)
-		if err != nil {
-			return Fragment{File: file}, err
-		}
-		raw = j
-	}
-	mc, isMC, version, err := asMachineConfig(raw)
-	if err != nil {
-		return Fragment{File: file}, &LoadError{File: file, Err: err}
-	}
-	switch {
-	case isMC && cache:
-		return Fragment{File: file}, &LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
-	case isMC:
-		return parseMachineConfig(file, &mc, sup, reread)
-	case isYAML:
-		return Fragment{File: file}, &LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
-	}
-	return parseIgnitionFile(file, raw, version, sup, cache, reread)
-}
-
-// yamlToJSON decodes the one YAML document of file.
-func yamlToJSON(file string, raw []byte) ([]byte, error) {
-	if n := yamlDocuments(raw); n > 1 {
-		// YAMLToJSON would keep the first and drop the rest silently.
-		return nil, &LoadError{File: file, Err: fmt.Errorf("holds %d YAML documents; put one MachineConfig in each file", n)}
-	}
-	j, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		le := &LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
-		yamlPosition(le, raw)
-		return nil, le
-	}
-	return j, nil
-}
-
-// parseIgnitionFile reads raw as an Ignition config of the given version (or
-// Ignition's config cache), with its children resolved unless it is the cache.
-func parseIgnitionFile(file string, raw []byte, version string, sup Supplies, cache bool, reread types.Reopen) (Fragment, error) {
-	frag := Fragment{File: file}
-	cfg, rpt, src, raw, err := decodeIgnition(file, raw, version, cache, reread)
-	if err != nil {
-		return frag, err
-	}
-	frag.Config = cfg
-	frag.Warnings = warnings(rpt)
-	frag.validated = true
-	if warnsSpecialBits(rpt) {
-		if src != nil {
-			if raw, err = src.Bytes(); err != nil {
-				return frag, &LoadError{File: file, Err: err}
-			}
-		}
-		frag.specialBits = declaredSpecialBits(raw)
-	}
-	switch {
-	case cache && cfg.Ignition.Config.Replace.Source != nil:
-		return frag, &LoadError{File: file, Context: "$.ignition.config.replace", Err: errCacheReplace}
-	case cache:
-		// Its children are merged in already (see CacheSuffix).
-	default:
-		if err := resolveChildren(&frag, sup); err != nil {
-			return frag, &LoadError{File: file, Err: err}
-		}
-	}
-	return frag, checkDecodable(file, frag.Config, "", 0)
-}
-
-// decodeIgnition parses and validates raw. Unless cache, it hands raw to a
-// types.Bytes (src) that may let it go; raw is then returned nil, and read
-// again from src only for a report that needs positions.
-func decodeIgnition(file string, raw []byte, version string, cache bool, reread types.Reopen) (cfg types.Config, rpt report.Report, src *types.Bytes, _ []byte, err error) {
-	if cache {
-		cfg, rpt, err = types.ParseCache(raw, version)
-	} else {
-		src = types.NewBytes(raw, reread)
-		raw = nil // src holds them, and may let them go
-		cfg, rpt, err = types.Parse(src, version)
-		if err != nil {
-			var rerr error
-			if re := (*types.RereadError)(nil); errors.As(err, &re) {
-				rerr = re.Err
-			} else {
-				raw, rerr = src.Bytes() // no read when the parse has read them again
-			}
-			if rerr != nil {
-				if le := (*LoadError)(nil); errors.As(rerr, &le) {
-					return cfg, rpt, src, nil, le // the read's own error names the file
-				}
-				return cfg, rpt, src, nil, &LoadError{File: file, Err: rerr}
-			}
-		}
-	}
-	if err != nil {
-		le := reportError(file, raw, rpt, err, true)
-		if !cache && strings.HasSuffix(version, types.ExperimentalSuffix) && errors.Is(err, ignerrors.ErrUnknownVersion) {
-			le.Err = fmt.Errorf("%w; Ignition's config cache (/run/ignition.json) in an experimental spec is read from a file named *%s",
-				le.Err, CacheSuffix)
-		}
-		return cfg, rpt, src, raw, le
-	}
-	return cfg, rpt, src, raw, nil
-}
-
-// checkDecodable refuses what Ignition's validation lets through but Derive
-// cannot use (see undecodable and negativeIDs) or no tool can apply (see
-// accountFields). under, if not empty, is where cfg sits in the file
-// (spec.config for a MachineConfig's): it replaces the contexts' leading $.
-func checkDecodable(file string, cfg types.Config, under string, minID int) error {
-	at := func(ctx string) string {
-		if under == "" {
-			return ctx
-		}
-		return under + strings.TrimPrefix(ctx, "$")
-	}
-	if ctx, err := undecodable(cfg); err != nil {
-		return &LoadError{File: file, Context: at(ctx), Err: err}
-	}
-	if ctx, err := negativeIDs(cfg, minID); err != nil {
-		return &LoadError{File: file, Context: at(ctx), Err: err}
-	}
-	if ctx, err := accountFields(cfg.Passwd); err != nil {
-		return &LoadError{File: file, Context: at(ctx), Err: err}
-	}
-	return nil
-}
-
-// parseMachineConfig reads a MachineConfig: its spec.config as an Ignition
-// config, and its kernel arguments added to that config's. reread is
-// parseFragment's (see parseSpecConfig).
-func parseMachineConfig(file string, mc *machineConfig, sup Supplies, reread types.Reopen) (Fragment, error) {
-	frag := Fragment{File: file, machineConfig: true}
-	fields, err := mc.fields(file)
-	if err != nil {
-		return frag, err
-	}
-	frag.mcFields = &fields
-	specVersion := specConfigVersion(mc.Spec.Config)
-	switch {
-	case strings.HasPrefix(specVersion, "2."):
-		// The MCO translates a spec 2.x config with ign-converter, which
-		// drift-monitor does not carry (nor does Ignition's config module):
-		// say so rather than refuse the node's kernel arguments too.
-		frag.Config.Ignition.Version = types.MaxVersion.String()
-		frag.Unfetched = []Unfetched{{Ref: "spec.config", Source: "Ignition spec " + specVersion,
-			Why: "drift-monitor reads Ignition spec 3.x only (the machine-config operator translates 2.x with ign-converter): " +
-				"nothing spec.config declares is checked, only the kernel arguments"}}
-	case len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null":
-		if err := readSpecConfig(&frag, mc, specVersion, sup, reread); err != nil {
-			return frag, err
-		}
-	default:
-		frag.Config.Ignition.Version = types.MaxVersion.String()
-	}
-	addKernelArguments(&frag, mc.Spec.KernelArguments)
-	return frag, nil
-}
-
-// readSpecConfig reads a MachineConfig's spec.config into frag (parsed by
-// parseSpecConfig, mcfast.go, which may let mc.Spec.Config go).
-func readSpecConfig(frag *Fragment, mc *machineConfig, version string, sup Supplies, reread types.Reopen) error {
-	cfg, rpt, err := parseSpecConfig(mc, version, frag.File, reread)
-	if err != nil {
-		// Positions would point into the re-encoded spec.config, not into the
-		// file: report the config path only.
-		le := reportError(frag.File, mc.Spec.Config, rpt, err, false)
-		if le.Context != "" {
-			le.Context = "spec.config" + strings.TrimPrefix(le.Context, "$")
-		} else {
-			le.Context = "spec.config"
-		}
-		return le
-	}
-	frag.Config = cfg
-	frag.Warnings = warnings(rpt)
-	// Validated as it is, until kernel arguments are added (addKernelArguments).
-	frag.validated = true
-	if warnsSpecialBits(rpt) {
-		frag.specialBits = declaredSpecialBits(mc.Spec.Config)
-	}
-	if err := resolveChildren(frag, sup); err != nil {
-		return &LoadError{File: frag.File, Context: "spec.config", Err: err}
-	}
-	return checkDecodable(frag.File, frag.Config, "spec.config", -1)
-}
-
-// addKernelArguments adds a MachineConfig's spec.kernelArguments to frag's
-// shouldExist.
-//
-// kernelArguments is a list in which repeats are normal (hugepagesz=1G
-// hugepages=4 hugepagesz=2M hugepages=4): the MCD checks that every
-// declared argument is on the command line (machine-config-operator
-// pkg/daemon/daemon.go, validateKernelArguments), not Ignition's
-// shouldExist set, whose validation forbids duplicates. One entry per
-// distinct argument is that check.
-func addKernelArguments(frag *Fragment, args []string) {
-	seen := map[types.KernelArgument]bool{}
-	for _, a := range frag.Config.KernelArguments.ShouldExist {
-		seen[a] = true
-	}
-	for _, s := range args {
-		// The MCO splits each entry into arguments (rhbz#1812605): "a b" is two.
-		for _, a := range model.SplitKernelArguments(s) {
-			if ka := types.KernelArgument(a); !seen[ka] {
-				seen[ka] = true
-				frag.Config.KernelArguments.ShouldExist = append(frag.Config.KernelArguments.ShouldExist, ka)
-				// Merge validates them with spec.config's (one may be
-				// in shouldNotExist).
-				frag.validated = false
-			}
-		}
-	}
-}
-
-// undecodable finds file contents that Ignition's validation accepts but that
-// cannot be decoded (a gzip data URL that is not gzip) or whose declared
-// hash they do not have: Derive would fail on them after merging, when the
-// file that declared them is no longer known.
-//
-// Ignition's validation has decoded every data URL already; what it does not
-// try is decompressing or hashing, so only compressed files and those with a
-// verified data URL are decoded here (decoding all of them was a tenth of a
-// load).
-func undecodable(cfg types.Config) (context string, err error) {
-	for i, f := range cfg.Storage.Files {
-		if !compressed(f) && !verifiedDataURL(f) {
-			continue
-		}
-		if _, err := fileContent(f); err != nil {
-			return fmt.Sprintf("$.storage.files.%d", i), err
-		}
-	}
-	return "", nil
-}
-
-// negativeIDs refuses a user or group id below min. Ignition validates no
-// sign and hands the id to chown, where -1 means "unchanged" and other
-// negative values wrap to ids nobody declares: in an Ignition config (min 0)
-// any negative id is a mistake. The MCD writes MachineConfigs, whose -1
-// means "leave as created" (min -1; see node).
-func negativeIDs(cfg types.Config, min int) (context string, err error) {
-	check := func(list string, i int, n types.Node) (string, error) {
-		for _, id := range []struct {
-			what string
-			v    *int
-		}{{"user", n.User.ID}, {"group", n.Group.ID}} {
-			if id.v != nil && *id.v < min {
-				return fmt.Sprintf("$.storage.%s.%d.%s.id", list, i, id.what),
-					fmt.Errorf("%s id %d is negative: not an id", id.what, *id.v)
-			}
-		}
-		return "", nil
-	}
-	for i, f := range cfg.Storage.Files {
-		if ctx, err := check("files", i, f.Node); err != nil {
-			return ctx, err
-		}
-	}
-	for i, d := range cfg.Storage.Directories {
-		if ctx, err := check("directories", i, d.Node); err != nil {
-			return ctx, err
-		}
-	}
-	for i, l := range cfg.Storage.Links {
-		if ctx, err := check("links", i, l.Node); err != nil {
-			return ctx, err
-		}
-	}
-	return "", nil
-}
-
-func compressed(f types.File) bool {
-	return anySource(f, func(r types.Resource) bool { return r.Compression != nil && *r.Compression != "" })
-}
-
-// anySource says whether is holds for the file's contents or one of its
-// append fragments.
-func anySource(f types.File, is func(types.Resource) bool) bool {
-	return is(f.Contents) || slices.ContainsFunc(f.Append, is)
-}
-
-// yamlDocuments counts the documents of a YAML stream that hold more than
-// comments, directives and white space. Document markers ("---", "...")
-// stand at the start of a line, where no scalar's content can.
-func yamlDocuments(raw []byte) int {
-	n, content := 0, false
-	for _, line := range bytes.Split(raw, []byte("\n")) {
-		if rest, ok := documentMarker(line); ok {
-			if content {
-				n++
-			}
-			content = hasContent(rest)
-			continue
-		}
-		if !bytes.HasPrefix(line, []byte("%")) && hasContent(line) {
-			content = true
-		}
-	}
-	if content {
-		n++
-	}
-	return n
-}
-
-func documentMarker(line []byte) (rest []byte, ok bool) {
-	for _, m := range []string{"---", "..."} {
-		if rest, found := bytes.CutPrefix(line, []byte(m)); found &&
-			(len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r') {
-			return rest, true
-		}
-	}
-	return nil, false
-}
-
-func hasContent(line []byte) bool {
-	t := bytes.TrimSpace(line)
-	return len(t) > 0 && t[0] != '#'
-}
-
-// parseIgnition parses an Ignition config of the stable specs this tool
-// supports, declaring version (the caller has read it), into the newest
-// (ignspec.Parse). Experimental specs are refused as unknown versions (but
-// see ParseCache).
-func parseIgnition(raw []byte, version string) (types.Config, report.Report, error) {
-	return types.ParseBytes(raw, version)
-}
-
-type machineConfig struct {
-	Kind       string `json:"kind"`
-	APIVersion string `json:"apiVersion"`
-	Spec       struct {
-		Config          json.RawMessage `json:"config"`
-		KernelArguments []string        `json:"kernelArguments"`
-		// The fields beyond Ignition (see mcfields.go).
-		OSImageURL *string  `json:"osImageURL"`
-		KernelType *string  `json:"kernelType"`
-		Extensions []string `json:"extensions"`
-		FIPS       *bool    `json:"fips"`
-	} `json:"spec"`
-}
-
-// asMachineConfig decides whether raw JSON is a MachineConfig object rather
-// than an Ignition config, by its kind; it also returns the ignition.version
-// raw declares (for an Ignition config), from the same reading: each reading
-// of a large config scans all of it.
-func asMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
-	if v, ok := types.PlainIgnitionVersion(raw); ok {
-		// What the probe below would read: a config, its version v.
-		return machineConfig{}, false, v, nil
-	}
-	if mc, ok := plainMachineConfig(raw); ok {
-		return mc, true, "", nil // mcfast.go: spec.config not decoded here
-	}
-	if kind, ok := types.PlainKind(raw); ok && kind == "MachineConfig" {
-		// What the probe would find, when raw decodes as a MachineConfig:
-		// its kind, no ignition section, a spec that is an object. One
-		// decoding of a large MachineConfig instead of two.
-		if err := json.Unmarshal(raw, &mc); err == nil {
-			return mc, true, "", nil
-		}
-		mc = machineConfig{}
-	}
-	return probeMachineConfig(raw)
-}
-
-// probeMachineConfig is asMachineConfig, reading raw with encoding/json.
-func probeMachineConfig(raw []byte) (mc machineConfig, isMC bool, version string, err error) {
-	var probe struct {
-		Kind     *string `json:"kind"`
-		Ignition *struct {
-			Version string `json:"version"`
-		} `json:"ignition"`
-		Spec *struct {
-			Config json.RawMessage `json:"config"`
-		} `json:"spec"`
-	}
-	err = json.Unmarshal(raw, &probe)
-	// The MCD's /etc/machine-config-daemon/currentconfig is a MachineConfig
-	// that lost its kind and apiVersion (a typed object from the informer's
-	// cache, marshalled: machine-config-operator pkg/daemon/daemon.go,
-	// storeCurrentConfigOnDisk). Its shape tells it: a spec holding a config,
-	// and no ignition section of its own.
-	currentConfig := err == nil && probe.Kind == nil && probe.Ignition == nil && probe.Spec != nil && len(probe.Spec.Config) > 0
-	if !currentConfig && (err != nil || probe.Kind == nil) {
-		// Not a MachineConfig; Ignition's parser reports syntax errors with
-		// positions.
-		if probe.Ignition != nil {
-			version = probe.Ignition.Version
-		}
-		return machineConfig{}, false, version, nil
-	}
-	if !currentConfig && *probe.Kind != "MachineConfig" {
-		return machineConfig{}, false, "", fmt.Errorf("unsupported object kind %q (want an Ignition config or kind: MachineConfig)", *probe.Kind)
-	}
-	if err := json.Unmarshal(raw, &mc); err != nil {
-		return mc, false, "", fmt.Errorf("invalid MachineConfig: %w", err)
-	}
-	return mc, true, "", nil
-}
-
-// reportError turns Ignition's report on raw into a LoadError; positions
-// says whether raw is the file itself, so that positions in it mean something.
-func reportError(file string, raw []byte, rpt report.Report, err error, positions bool) *LoadError {
-	le := &LoadError{File: file, Err: err}
-	for _, e := range rpt.Entries {
-		if !e.Kind.IsFatal() {
-			continue
-		}
-		le.Err = errors.New(e.Message)
-		if e.Context.Len() > 0 {
-			le.Context = e.Context.String()
-		}
-		if positions && e.Marker.StartP != nil {
-			p := e.Marker.StartP
-			le.Line, le.Column = int(p.Line), int(p.Column)
-			if le.Line == 0 && p.Index > 0 && p.Index <= int64(len(raw)) {
-				// Ignition cannot place a JSON syntax error on a line (it
-				// has no tree of a broken document) but keeps its offset.
-				le.Line, le.Column = lineColumn(raw, p.Index)
-			}
-		}
-		break
-	}
-	if errors.Is(err, ignerrors.ErrUnknownVersion) {
-		le.Err = fmt.Errorf("%w %q (supported: 3.0.0 to %s)", err, configVersion(raw), types.MaxVersion)
-	}
-	return le
-}
-
-// lineColumn converts the offset of a JSON syntax error (the bytes read up to
-// and including the offending one) into its 1-based line and column.
-func lineColumn(raw []byte, offset int64) (line, column int) {
-	before := raw[:offset-1]
-	line = 1 + bytes.Count(before, []byte("\n"))
-	column = len(before) - bytes.LastIndexByte(before, '\n')
-	return line, column
-}
-
-// configVersion is the ignition.version a config declares, for messages.
-func configVersion(raw []byte) string {
-	var stub struct {
-		Ignition struct {
-			Version string `json:"version"`
-		} `json:"ignition"`
-	}
-	_ = json.Unmarshal(raw, &stub) // only called once Ignition has read the version
-	return stub.Ignition.Version
-}
-
-func warnings(rpt report.Report) []string {
-	var w []string
-	for _, e := range rpt.Entries {
-		if !e.Kind.IsFatal() {
-			w = append(w, e.String())
-		}
-	}
-	return w
-}
-
-// Merge merges fragments in order with Ignition's merge semantics (a later
-// fragment's entry replaces an earlier one with the same key) and validates
-// the result, so that entries from different fragments that conflict (one path
-// declared as a file and as a directory) are refused.
-func Merge(frags []Fragment) (types.Config, error) {
-	if len(frags) == 1 && frags[0].validated {
-		// One fragment, validated when parsed: nothing to conflict with
-		// (validating again would cost as much as the parse's validation),
-		// and Ignition's merge onto an empty config gives it back as it is
-		// (config/merge/merge.go, mergeStruct: every field of an empty
-		// parent takes the child's; an empty list becomes nil) after
-		// copying all of it by reflection: a tenth of a load of 10,000
-		// files. The config returned shares the fragment's lists.
-		cfg := frags[0].Config
-		cfg.Ignition.Version = types.MaxVersion.String()
-		return cfg, nil
-	}
-	if err := typeConflicts(frags); err != nil {
-		return types.Config{}, err
-	}
-	var merged types.Config
-	merged.Ignition.Version = types.MaxVersion.String()
-	for _, f := range frags {
-		merged = types.Merge(merged, f.Config)
-	}
-	if rpt := validate.ValidateWithContext(merged, nil); rpt.IsFatal() {
-		names := make([]string, len(frags))
-		for i, f := range frags {
-			names[i] = f.File
-		}
-		le := reportError(strings.Join(names, ", "), nil, rpt, ignerrors.ErrInvalid, false)
-		le.Err = fmt.Errorf("fragments conflict after merging: %w", le.Err)
-		return merged, le
-	}
-	return merged, nil
-}
-
-// typeConflicts refuses a path declared as one type of node (file, directory,
-// link) in a fragment and as another type in a later one. Ignition's merge
-// shares one key space for the three lists and would silently keep only the
-// later node: an admin's file would vanish from the checks because another
-// fragment happens to declare a directory there.
-func typeConflicts(frags []Fragment) error {
-	type decl struct{ what, file string }
-	seen := map[string]decl{}
-	for _, f := range frags {
-		check := func(what, list string, i int, p string) error {
-			p = path.Clean(p)
-			prev, ok := seen[p]
-			if ok && prev.what != what && prev.file != f.File {
-				return &LoadError{File: f.File, Context: fmt.Sprintf("$.storage.%s.%d", list, i),
-					Err: fmt.Errorf("%q is declared as a %s here and as a %s in %s", p, what, prev.what, prev.file)}
-			}
-			seen[p] = decl{what, f.File}
-			return nil
-		}
-		s := &f.Config.Storage
-		for i, n := range s.Files {
-			if err := check("file", "files", i, n.Path); err != nil {
-				return err
-			}
-		}
-		for i, n := range s.Directories {
-			if err := check("directory", "directories", i, n.Path); err != nil {
-				return err
-			}
-		}
-		for i, n := range s.Links {
-			if err := check("link", "links", i, n.Path); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return raw, nil
 }
 
 // parseWithSupplies parses the fragments among files, with the .child files
@@ -796,16 +168,16 @@ func typeConflicts(frags []Fragment) error {
 // With reread, which gives how to read a file again (nil for a file that
 // cannot be: a pipe), it lets go of each such fragment's bytes as it parses
 // them (raws[i] is then nil; see ignspec.Bytes).
-func parseWithSupplies(files []string, raws [][]byte, reread func(file string) types.Reopen) (types.Config, []Fragment, Supplies, error) {
-	sup := Supplies{}
+func parseWithSupplies(files []string, raws [][]byte, reread func(file string) types.Reopen) (types.Config, []parsed.Fragment, ignition.Supplies, error) {
+	sup := ignition.Supplies{}
 	for i, f := range files {
-		if filepath.Ext(f) == childExt {
-			sup.add(f, raws[i])
+		if filepath.Ext(f) == discover.ChildExt {
+			sup.Add(f, raws[i])
 		}
 	}
-	frags := make([]Fragment, 0, len(files))
+	frags := make([]parsed.Fragment, 0, len(files))
 	for i, f := range files {
-		if filepath.Ext(f) == childExt {
+		if filepath.Ext(f) == discover.ChildExt {
 			continue
 		}
 		raw := raws[i]
@@ -818,21 +190,14 @@ func parseWithSupplies(files []string, raws [][]byte, reread func(file string) t
 			// may let them go, and reads them again should it need them.
 			raws[i] = nil
 		}
-		frag, err := parseFragment(f, raw, sup, IsCacheName(f), again)
+		frag, err := parseFragment(f, raw, sup, discover.IsCacheName(f), again)
 		if err != nil {
-			return types.Config{}, nil, Supplies{}, err
+			return types.Config{}, nil, ignition.Supplies{}, err
 		}
 		frags = append(frags, frag)
 	}
-	cfg, err := Merge(frags)
+	cfg, err := merge.All(frags)
 	return cfg, frags, sup, err
-}
-
-// LoadState finds (see Fragments), parses and merges the configuration and
-// derives the entries, with owners resolved in root's account files. It is
-// LoadCached without a cache: it parses every time.
-func LoadState(root Host, explicit []string) (model.State, error) {
-	return LoadCached(nil, root, explicit)
 }
 
 // deriveState parses the config files' contents and derives the entries with
@@ -848,79 +213,32 @@ func deriveStateFrom(root string, files []string, raws [][]byte, acct [4][]byte,
 	if err != nil {
 		return model.State{}, err
 	}
-	bits := mergedSpecialBits(frags)
-	mcPaths := machineConfigPaths(frags) // before their storage goes
-	certs := mcdCertificateFiles(frags)
+	bits := ignition.MergedSpecialBits(frags)
+	mcd := machineconfig.Note(frags) // before their storage goes
 	// What the fragments declare in storage is in cfg, which nothing reads
 	// after deriving: deriveReleasing lets each file's source go once
 	// decoded.
 	for i := range frags {
 		frags[i].Config.Storage = types.Storage{}
 	}
-	st, err := deriveReleasing(cfg, parseAccounts(acct), true)
+	st, err := derive.Releasing(cfg, derive.ParseAccounts(acct))
 	if err != nil {
 		return model.State{}, err
 	}
-	optionalSpecialBits(&st, bits)
-	emptyDropins(&st, frags)
-	mcdExemptions(&st, certs)
-	st.Entries = append(st.Entries, machineConfigEntries(frags)...)
-	mcdPasswords(&st, frags)
-	notRelabelled(&st, mcPaths)
+	ignition.OptionalSpecialBits(&st, bits)
+	mcd.Apply(&st, frags)
 	for _, f := range frags {
-		st.Entries = append(st.Entries, unfetchedEntries(hostPath(root, f.File), f.Unfetched)...)
+		st.Entries = append(st.Entries, derive.UnfetchedEntries(discover.HostPath(root, f.File), f.Unfetched)...)
 		st.Files = append(st.Files, f.File)
 		for _, w := range f.Warnings {
 			st.Warnings = append(st.Warnings, f.File+": "+w)
 		}
 	}
-	for _, f := range sup.files() {
+	for _, f := range sup.Files() {
 		st.Files = append(st.Files, f)
-		if !sup.used[f] {
+		if !sup.Used(f) {
 			st.Warnings = append(st.Warnings, f+": supplies no child config: its digest is no remote child's verification.hash")
 		}
 	}
 	return st, nil
-}
-
-// HostPath is a config file as the host under root sees it (file without
-// root), for output: every path drift-monitor prints is the host's.
-func HostPath(root, file string) string { return hostPath(root, file) }
-
-// hostPath is file as the host under root sees it: file without root.
-func hostPath(root, file string) string {
-	if rel, err := filepath.Rel(root, file); err == nil && root != "" && filepath.Clean(root) != "/" &&
-		rel != ".." && !strings.HasPrefix(rel, "../") {
-		return "/" + rel
-	}
-	if abs, err := filepath.Abs(file); err == nil {
-		return abs
-	}
-	return file
-}
-
-// emptyDropins lets a drop-in declared empty by a MachineConfig be absent:
-// the MCD deletes an empty drop-in instead of writing it
-// (machine-config-operator pkg/daemon/update.go, writeUnits: "Dropin for %s
-// has no content, skipping write"); Ignition writes it empty.
-func emptyDropins(st *model.State, frags []Fragment) {
-	mcEmpty := map[string]bool{}
-	for _, f := range frags {
-		if !f.machineConfig {
-			continue
-		}
-		for _, u := range f.Config.Systemd.Units {
-			for _, d := range u.Dropins {
-				if d.Contents != nil && *d.Contents == "" {
-					mcEmpty[path.Join(unitDir, u.Name+".d", d.Name)] = true
-				}
-			}
-		}
-	}
-	for i := range st.Entries {
-		e := &st.Entries[i]
-		if e.Kind == model.KindDropin && mcEmpty[e.Path] && e.Content != nil && len(e.Content.Exact) == 0 {
-			e.MayBeAbsent = true
-		}
-	}
 }

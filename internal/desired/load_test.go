@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
+	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
@@ -246,7 +250,7 @@ func TestParseErrors(t *testing.T) {
 			raw:  "kind: MachineConfig\nspec:\n  kernelArguments:\n    a: b\n",
 			want: []string{"invalid MachineConfig"},
 		},
-		// Ignition's config cache (igncache.go): what the stable spec cannot
+		// Ignition's config cache (the Ignition reader's cache.go): what the stable spec cannot
 		// carry is refused, naming the field.
 		{
 			// 3.7.0-experimental adds no field, but values: a virtiofs
@@ -321,7 +325,7 @@ func TestParseErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Parse(%q) = %+v, want an error", tt.file, frag.Config)
 			}
-			var le *LoadError
+			var le *configerr.LoadError
 			if !errors.As(err, &le) {
 				t.Fatalf("Parse error %v (%T) is not a *LoadError", err, err)
 			}
@@ -354,7 +358,7 @@ func TestLoadFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.ign")
 	_, err := loadFile(missing)
-	var le *LoadError
+	var le *configerr.LoadError
 	if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("loadFile(missing) = %v, want a LoadError naming %s that is fs.ErrNotExist", err, missing)
 	}
@@ -421,7 +425,7 @@ func TestParseSpecVersions(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("translated config (-want +got):\n%s", diff)
 			}
-			st, err := Derive(c, emptyAccounts{})
+			st, err := derive.Derive(c, emptyAccounts{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -496,7 +500,7 @@ func TestParseMachineConfig(t *testing.T) {
 			if diff := cmp.Diff(wantArgs, c.KernelArguments.ShouldExist); diff != "" {
 				t.Errorf("kernel arguments (-want +got):\n%s", diff)
 			}
-			st, err := Derive(c, emptyAccounts{})
+			st, err := derive.Derive(c, emptyAccounts{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -520,31 +524,6 @@ func TestParseMachineConfig(t *testing.T) {
 			t.Error(err)
 		}
 	})
-}
-
-func TestYAMLDocuments(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int
-	}{
-		{"", 0},
-		{"# only a comment\n", 0},
-		{"kind: MachineConfig\n", 1},
-		{"---\nkind: MachineConfig\n", 1},
-		{"%YAML 1.2\n---\nkind: MachineConfig\n...\n", 1},
-		{"---\n# header\n---\nkind: MachineConfig\n---\n", 1},
-		{"a: 1\n---\nb: 2\n", 2},
-		{"a: 1\n...\nb: 2\n", 2},
-		{"--- {a: 1}\n--- {b: 2}\n", 2},
-		{"a: 1\r\n---\r\nb: 2\r\n", 2},
-		{"a: |\n  ---\n  not a marker\nb: ----\n", 1},
-		{"a: 1\n----\n", 1}, // not a marker: part of the document
-	}
-	for _, tt := range tests {
-		if got := yamlDocuments([]byte(tt.in)); got != tt.want {
-			t.Errorf("yamlDocuments(%q) = %d, want %d", tt.in, got, tt.want)
-		}
-	}
 }
 
 func TestSplitKernelArguments(t *testing.T) {
@@ -589,7 +568,7 @@ func TestParseWarnings(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, file, raw string) Fragment {
+func mustParse(t *testing.T, file, raw string) parsed.Fragment {
 	t.Helper()
 	f, err := Parse(file, []byte(raw))
 	if err != nil {
@@ -606,22 +585,22 @@ func TestMerge(t *testing.T) {
 
 	conflicts := []struct {
 		name   string
-		frags  []Fragment
+		frags  []parsed.Fragment
 		file   string
 		want   string
 		ctxStr string
 	}{
-		{"file then directory", []Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", dir)},
+		{"file then directory", []parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", dir)},
 			"20-b.ign", `"/x" is declared as a directory here and as a file in 10-a.ign`, "$.storage.directories.0"},
-		{"directory then file", []Fragment{mustParse(t, "10-a.ign", dir), mustParse(t, "20-b.ign", file)},
+		{"directory then file", []parsed.Fragment{mustParse(t, "10-a.ign", dir), mustParse(t, "20-b.ign", file)},
 			"20-b.ign", `"/x" is declared as a file here and as a directory in 10-a.ign`, "$.storage.files.0"},
-		{"file then link", []Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", link)},
+		{"file then link", []parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", link)},
 			"20-b.ign", `"/x" is declared as a link here and as a file in 10-a.ign`, "$.storage.links.0"},
 	}
 	for _, tt := range conflicts {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Merge(tt.frags)
-			var le *LoadError
+			_, err := merge.All(tt.frags)
+			var le *configerr.LoadError
 			if !errors.As(err, &le) {
 				t.Fatalf("Merge = %v, want a LoadError", err)
 			}
@@ -634,11 +613,11 @@ func TestMerge(t *testing.T) {
 	}
 
 	t.Run("a later fragment replaces an entry of the same type", func(t *testing.T) {
-		cfg, err := Merge([]Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", later)})
+		cfg, err := merge.All([]parsed.Fragment{mustParse(t, "10-a.ign", file), mustParse(t, "20-b.ign", later)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := Derive(cfg, emptyAccounts{})
+		st, err := derive.Derive(cfg, emptyAccounts{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -647,109 +626,12 @@ func TestMerge(t *testing.T) {
 		}
 	})
 	t.Run("no fragments", func(t *testing.T) {
-		cfg, err := Merge(nil)
+		cfg, err := merge.All(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Ignition.Version != types.MaxVersion.String() {
 			t.Errorf("version = %q", cfg.Ignition.Version)
-		}
-	})
-}
-
-func writeFile(t *testing.T, name, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestFragments(t *testing.T) {
-	root := t.TempDir()
-	usr := filepath.Join(root, "usr/lib/drift-monitor/desired.d")
-	etc := filepath.Join(root, "etc/drift-monitor/desired.d")
-	for _, n := range []string{"10-base.ign", "30-mc.yaml", "50-shared.ign", "99-late.yml", "README", ".hidden.ign", "40-notes.txt"} {
-		writeFile(t, filepath.Join(usr, n), "{}")
-	}
-	if err := os.Mkdir(filepath.Join(usr, "60-dir.ign"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"50-shared.ign", "20-etc.json", "70-x.ign~", ".#lock.ign", ".50-shared.ign.swp"} {
-		writeFile(t, filepath.Join(etc, n), "{}")
-	}
-
-	t.Run("defaults", func(t *testing.T) {
-		got, err := Fragments(dirHost(root), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := []string{
-			filepath.Join(usr, "10-base.ign"),
-			filepath.Join(etc, "20-etc.json"),
-			filepath.Join(usr, "30-mc.yaml"),
-			filepath.Join(etc, "50-shared.ign"), // /etc masks /usr/lib
-			filepath.Join(usr, "99-late.yml"),
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("Fragments (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("no default directories", func(t *testing.T) {
-		got, err := Fragments(dirHost(t.TempDir()), nil)
-		if err != nil || len(got) != 0 {
-			t.Errorf("Fragments(empty root) = %q, %v; want nothing and no error", got, err)
-		}
-	})
-	t.Run("only /etc", func(t *testing.T) {
-		r := t.TempDir()
-		writeFile(t, filepath.Join(r, "etc/drift-monitor/desired.d/a.ign"), "{}")
-		got, err := Fragments(dirHost(r), nil)
-		if diff := cmp.Diff([]string{filepath.Join(r, "etc/drift-monitor/desired.d/a.ign")}, got); err != nil || diff != "" {
-			t.Errorf("Fragments: %v (-want +got):\n%s", err, diff)
-		}
-	})
-	t.Run("default location is a file", func(t *testing.T) {
-		r := t.TempDir()
-		writeFile(t, filepath.Join(r, "etc/drift-monitor/desired.d"), "not a dir")
-		_, err := Fragments(dirHost(r), nil)
-		if err == nil || !strings.Contains(err.Error(), filepath.Join(r, "etc/drift-monitor/desired.d")) {
-			t.Errorf("Fragments = %v, want an error naming the directory", err)
-		}
-	})
-	t.Run("explicit file and directory replace the defaults", func(t *testing.T) {
-		other := t.TempDir()
-		one := filepath.Join(other, "z-one.ign")
-		writeFile(t, one, "{}")
-		d := filepath.Join(other, "d")
-		for _, n := range []string{"b.yaml", "a.json", ".c.ign", "notes"} {
-			writeFile(t, filepath.Join(d, n), "{}")
-		}
-		got, err := Fragments(dirHost(root), []string{one, d})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := []string{one, filepath.Join(d, "a.json"), filepath.Join(d, "b.yaml")}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("Fragments (-want +got):\n%s", diff)
-		}
-		// An explicit file is read whatever its name.
-		odd := filepath.Join(other, "config.txt")
-		writeFile(t, odd, "{}")
-		got, err = Fragments(dirHost(root), []string{odd})
-		if diff := cmp.Diff([]string{odd}, got); err != nil || diff != "" {
-			t.Errorf("Fragments(odd name): %v (-want +got):\n%s", err, diff)
-		}
-	})
-	t.Run("missing explicit path", func(t *testing.T) {
-		missing := filepath.Join(t.TempDir(), "nope.ign")
-		_, err := Fragments(dirHost(root), []string{missing})
-		var le *LoadError
-		if !errors.As(err, &le) || le.File != missing || !errors.Is(err, fs.ErrNotExist) ||
-			!strings.HasPrefix(err.Error(), missing+": ") {
-			t.Errorf("Fragments(missing) = %v, want a LoadError naming %s", err, missing)
 		}
 	})
 }

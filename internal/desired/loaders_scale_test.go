@@ -11,6 +11,9 @@ import (
 	"github.com/drift-monitor/drift-monitor/test/harness"
 	"sigs.k8s.io/yaml"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/derive"
+	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -96,11 +99,11 @@ func loadScales(t *testing.T, what, name string, inputs map[int][]byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := Merge([]Fragment{frag})
+		cfg, err := merge.All([]parsed.Fragment{frag})
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := Derive(cfg, emptyAccounts{})
+		st, err := derive.Derive(cfg, emptyAccounts{})
 		if err != nil {
 			t.Fatal(err)
 		}

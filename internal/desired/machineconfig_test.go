@@ -99,7 +99,7 @@ func TestMachineConfigRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !frag.machineConfig || len(frag.Config.Storage.Files) != 1 ||
+		if !frag.MachineConfig || len(frag.Config.Storage.Files) != 1 ||
 			!cmp.Equal(frag.Config.KernelArguments.ShouldExist, []types.KernelArgument{"nosmt"}) {
 			t.Errorf("not read as a MachineConfig: %+v", frag.Config)
 		}
@@ -134,13 +134,13 @@ func TestMachineConfigRules(t *testing.T) {
 func TestMachineConfigValidated(t *testing.T) {
 	files := `{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a"}}]}}}}`
 	frag, err := Parse("99-files.json", []byte(files))
-	if err != nil || !frag.validated {
-		t.Fatalf("Parse = validated %v, %v; want a validated fragment", frag.validated, err)
+	if err != nil || !frag.Validated {
+		t.Fatalf("Parse = validated %v, %v; want a validated fragment", frag.Validated, err)
 	}
 	conflict := `{"kind":"MachineConfig","spec":{"kernelArguments":["quiet"],` +
 		`"config":{"ignition":{"version":"3.2.0"},"kernelArguments":{"shouldNotExist":["quiet"]}}}}`
 	frag, err = Parse("99-kargs.json", []byte(conflict))
-	if err != nil || frag.validated {
-		t.Fatalf("Parse = validated %v, %v; want a fragment Merge validates", frag.validated, err)
+	if err != nil || frag.Validated {
+		t.Fatalf("Parse = validated %v, %v; want a fragment Merge validates", frag.Validated, err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"sigs.k8s.io/yaml"
 )
 
@@ -31,13 +31,13 @@ func benchMachineConfig(b *testing.B, n int) string {
 
 // BenchmarkLoadStateMachineConfig: BenchmarkLoadStateSpec's 10,000 files at
 // spec 3.2.0, as an Ignition config and as a MachineConfig carrying it,
-// read by the fast path (mcfast.go) and by the decoding it spares
+// read by the fast path (machineconfig/fast.go) and by the decoding it spares
 // (path=slow), side by side.
 func BenchmarkLoadStateMachineConfig(b *testing.B) {
 	b.Run("ign-3.2.0", func(b *testing.B) { benchLoad(b, benchConfig(b, "3.2.0", 10000), 10000) })
 	b.Run("mc-json/path=fast", func(b *testing.B) { benchLoad(b, benchMachineConfig(b, 10000), 10000) })
 	b.Run("mc-json/path=slow", func(b *testing.B) {
-		defer desired.SlowMachineConfig()()
+		defer machineconfig.SlowPath()()
 		benchLoad(b, benchMachineConfig(b, 10000), 10000)
 	})
 }
@@ -49,7 +49,7 @@ func BenchmarkLoadStateMachineConfigYAML(b *testing.B) {
 	for _, path := range []string{"fast", "slow"} {
 		b.Run("path="+path, func(b *testing.B) {
 			if path == "slow" {
-				defer desired.SlowMachineConfig()()
+				defer machineconfig.SlowPath()()
 			}
 			benchLoad(b, benchMachineConfigYAML(b, 10000), 10000)
 		})

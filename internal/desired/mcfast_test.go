@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/format"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
@@ -14,7 +18,7 @@ import (
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 )
 
-// mcSeeds are MachineConfigs of every shape the fast path (mcfast.go) must
+// mcSeeds are MachineConfigs of every shape the fast path (machineconfig/fast.go) must
 // either read as encoding/json does or leave to it, with the real ones
 // (quickSeeds' real-*) and the fuzz corpus.
 func mcSeeds(t testing.TB) map[string][]byte {
@@ -82,14 +86,14 @@ func mcSeeds(t testing.TB) map[string][]byte {
 }
 
 // sameMachineConfig: where the fast path reads raw, it reads what
-// asMachineConfig's decoding does; and Parse of raw gives the same
+// machineconfig.Detect's decoding does; and Parse of raw gives the same
 // fragment, or the same error, by either. It returns whether the fast path
 // answered.
 func sameMachineConfig(t *testing.T, name string, raw []byte) bool {
 	t.Helper()
 	in := raw
 	if ext := filepath.Ext(name); ext == ".yaml" || ext == ".yml" {
-		if yamlDocuments(raw) > 1 {
+		if format.Documents(raw) > 1 {
 			return false
 		}
 		var err error
@@ -97,9 +101,9 @@ func sameMachineConfig(t *testing.T, name string, raw []byte) bool {
 			return false
 		}
 	}
-	fast, ok := plainMachineConfig(in)
-	restore := SlowMachineConfig()
-	mc, isMC, version, err := asMachineConfig(in)
+	fast, ok := machineconfig.Plain(in)
+	restore := machineconfig.SlowPath()
+	mc, isMC, version, err := machineconfig.Detect(in)
 	slowFrag, slowErr := Parse(name, raw)
 	restore()
 	if ok && (!isMC || err != nil || version != "" || !cmp.Equal(fast, mc)) {
@@ -109,7 +113,7 @@ func sameMachineConfig(t *testing.T, name string, raw []byte) bool {
 	if errString(fastErr) != errString(slowErr) {
 		t.Errorf("%s: Parse error %q; without the fast path %q", name, errString(fastErr), errString(slowErr))
 	}
-	if diff := cmp.Diff(slowFrag, fastFrag, cmp.AllowUnexported(Fragment{}), cmpopts.EquateEmpty(), anyOrderWarnings); diff != "" {
+	if diff := cmp.Diff(slowFrag, fastFrag, cmp.AllowUnexported(parsed.Fragment{}), cmpopts.EquateEmpty(), anyOrderWarnings); diff != "" {
 		t.Errorf("%s: Parse (-without the fast path +with it):\n%s", name, diff)
 	}
 	return ok
@@ -190,7 +194,7 @@ func TestMachineConfigFastPathLoads(t *testing.T) {
 			if err := os.WriteFile(f, raw, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			restore := SlowMachineConfig()
+			restore := machineconfig.SlowPath()
 			want, wantErr := LoadState(dirHost(dir), []string{f})
 			restore()
 			got, err := LoadState(dirHost(dir), []string{f})
@@ -231,7 +235,7 @@ func TestMachineConfigReread(t *testing.T) {
 	}
 	changed := []byte(strings.Replace(string(raw), "/usr/bin/x", "/usr/bin/y", 1))
 	_, err = deriveStateFrom("/", []string{file}, [][]byte{append([]byte(nil), raw...)}, [4][]byte{}, again(changed))
-	var le *LoadError
+	var le *configerr.LoadError
 	if !errors.As(err, &le) || le.File != file || !strings.Contains(err.Error(), "changed while it was being read") {
 		t.Errorf("a file changed before it was read again: %v, want a LoadError naming %s", err, file)
 	}

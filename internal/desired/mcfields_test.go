@@ -1,11 +1,15 @@
 package desired
 
 import (
+	"strings"
+
 	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -70,7 +74,7 @@ func TestMachineConfigFieldsRefused(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := deriveState("/", []string{"mc.yaml"}, [][]byte{[]byte(tt.raw)}, [4][]byte{})
-			var le *LoadError
+			var le *configerr.LoadError
 			if !errors.As(err, &le) || le.File != "mc.yaml" || le.Context != tt.context {
 				t.Fatalf("err %v: want a LoadError of mc.yaml at %s", err, tt.context)
 			}
@@ -145,9 +149,9 @@ func TestMCDCertificateExemptions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			kept := ApplyMCDExemptions(st.Entries, tt.exempt)
+			kept := machineconfig.ApplyMCDExemptions(st.Entries, tt.exempt)
 			for _, e := range kept {
-				if e.Kind == model.KindNotChecked && (e.Content == nil || e.Content.Unverifiable != mcdCertificateReason) {
+				if e.Kind == model.KindNotChecked && (e.Content == nil || !strings.Contains(e.Content.Unverifiable, "certificate writer owns it")) {
 					t.Errorf("not-checked entry %s has no reason: %+v", e.Path, e.Content)
 				}
 			}

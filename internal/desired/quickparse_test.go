@@ -15,6 +15,11 @@ import (
 	"testing"
 
 	"github.com/coreos/vcontext/report"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
+	"github.com/drift-monitor/drift-monitor/internal/desired/ignition"
+	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
+	"github.com/drift-monitor/drift-monitor/internal/desired/merge"
+	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
 	types "github.com/drift-monitor/drift-monitor/internal/ignspec"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -44,12 +49,12 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 		}
 		raw = j
 	}
-	mc, isMC, version, err := asMachineConfig(raw)
+	mc, isMC, version, err := machineconfig.Detect(raw)
 	if err != nil {
 		return false
 	}
 	if isMC {
-		raw, version, positions = mc.Spec.Config, configVersion(mc.Spec.Config), false
+		raw, version, positions = mc.Spec.Config, ignition.ConfigVersion(mc.Spec.Config), false
 		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 			return false
 		}
@@ -67,14 +72,14 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 			t.Errorf("%s: error %v; Ignition's %v", how, err, wantErr)
 		}
 		if err != nil && wantErr != nil {
-			got := reportError(file, raw, rpt, err, positions).Error()
-			want := reportError(file, raw, wantRpt, wantErr, positions).Error()
+			got := ignition.ReportError(file, raw, rpt, err, positions).Error()
+			want := ignition.ReportError(file, raw, wantRpt, wantErr, positions).Error()
 			if got != want {
 				t.Errorf("%s: refused with %q; Ignition's path: %q", how, got, want)
 			}
 		}
 	}
-	cfg, rpt, err := parseIgnition(raw, version)
+	cfg, rpt, err := types.ParseBytes(raw, version)
 	compare("parseIgnition", cfg, rpt, err)
 	reread := 0
 	src := types.NewBytes(raw, reopenBytes(bytes.Clone(raw), &reread))
@@ -155,7 +160,7 @@ func quickSeeds(t testing.TB) map[string][]byte {
 	for _, dir := range []string{realConfigsCopy, sharedRealConfigs} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for _, f := range files {
-			if !isFragment(filepath.Base(f)) || filepath.Ext(f) == childExt {
+			if !discover.IsFragmentName(filepath.Base(f)) || filepath.Ext(f) == discover.ChildExt {
 				continue
 			}
 			b, err := os.ReadFile(f)
@@ -255,7 +260,7 @@ func TestQuickParseIsIgnitions(t *testing.T) {
 	for name, raw := range quickSeeds(t) {
 		t.Run(name, func(t *testing.T) {
 			if sameAsIgnition(t, name, raw) {
-				_, _, version, _ := asMachineConfig(raw)
+				_, _, version, _ := machineconfig.Detect(raw)
 				answered[version]++
 			}
 		})
@@ -308,20 +313,20 @@ func TestPlainIgnitionVersion(t *testing.T) {
 			continue
 		}
 		answered++
-		mc, isMC, want, err := probeMachineConfig(raw)
+		mc, isMC, want, err := machineconfig.Probe(raw)
 		if json.Valid(raw) {
-			if isMC || err != nil || v != want || !cmp.Equal(mc, machineConfig{}) {
+			if isMC || err != nil || v != want || !cmp.Equal(mc, machineconfig.Object{}) {
 				t.Errorf("%s: plainIgnitionVersion = %q; the probe: %v, %v, %q, %v", name, v, mc, isMC, want, err)
 			}
 			continue
 		}
-		_, rpt, err := parseIgnition(raw, v)
-		_, wantRpt, wantErr := parseIgnition(raw, want)
+		_, rpt, err := types.ParseBytes(raw, v)
+		_, wantRpt, wantErr := types.ParseBytes(raw, want)
 		if err == nil || wantErr == nil {
 			t.Errorf("%s: not JSON, yet parsed: %v, %v", name, err, wantErr)
 			continue
 		}
-		if got, want := reportError(name, raw, rpt, err, true).Error(), reportError(name, raw, wantRpt, wantErr, true).Error(); got != want {
+		if got, want := ignition.ReportError(name, raw, rpt, err, true).Error(), ignition.ReportError(name, raw, wantRpt, wantErr, true).Error(); got != want {
 			t.Errorf("%s: refused as %q with version %q; as %q with the probe's %q", name, got, v, want, want)
 		}
 	}
@@ -340,7 +345,7 @@ func TestMergeOneIsIgnitions(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		got, err := Merge([]Fragment{frag})
+		got, err := merge.All([]parsed.Fragment{frag})
 		if err != nil {
 			t.Errorf("%s: Merge: %v", name, err)
 			continue
@@ -375,7 +380,7 @@ func TestConfigBytesChanged(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reads := 0
-			_, err := parseFragment("50-x.ign", bytes.Clone(raw), Supplies{}, false, reopenBytes(tt.again, &reads))
+			_, err := parseFragment("50-x.ign", bytes.Clone(raw), ignition.Supplies{}, false, reopenBytes(tt.again, &reads))
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("parse = %v, want %q", err, tt.want)
 			}
@@ -419,7 +424,7 @@ func TestLoadReportsWhatItDropped(t *testing.T) {
 	}
 }
 
-// TestAsMachineConfigIsTheProbe: asMachineConfig, with its shortcuts
+// TestAsMachineConfigIsTheProbe: machineconfig.Detect, with its shortcuts
 // (ignspec.PlainIgnitionVersion, ignspec.PlainKind), reads of valid JSON
 // what the encoding/json probe reads; and the MachineConfig shortcut is
 // taken for the MachineConfigs the machine-config operator writes.
@@ -449,10 +454,10 @@ func TestAsMachineConfigIsTheProbe(t *testing.T) {
 		if !json.Valid(raw) {
 			continue
 		}
-		gotMC, gotIs, gotV, gotErr := asMachineConfig(raw)
-		wantMC, wantIs, wantV, wantErr := probeMachineConfig(raw)
+		gotMC, gotIs, gotV, gotErr := machineconfig.Detect(raw)
+		wantMC, wantIs, wantV, wantErr := machineconfig.Probe(raw)
 		if !cmp.Equal(gotMC, wantMC) || gotIs != wantIs || gotV != wantV || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-			t.Errorf("%s: asMachineConfig = %+v, %v, %q, %v; the probe: %+v, %v, %q, %v", name, gotMC, gotIs, gotV, gotErr, wantMC, wantIs, wantV, wantErr)
+			t.Errorf("%s: Detect = %+v, %v, %q, %v; the probe: %+v, %v, %q, %v", name, gotMC, gotIs, gotV, gotErr, wantMC, wantIs, wantV, wantErr)
 		}
 		if kind, ok := types.PlainKind(raw); ok && kind == "MachineConfig" && wantIs {
 			shortcut++

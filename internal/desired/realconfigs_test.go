@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 )
 
 // realConfigsCopy holds the real MachineConfigs of ../shared/real-configs
@@ -33,7 +35,7 @@ func TestRealConfigs(t *testing.T) {
 	default:
 		for _, e := range shared {
 			p := filepath.Join(sharedRealConfigs, e.Name())
-			if !isFragment(e.Name()) {
+			if !discover.IsFragmentName(e.Name()) {
 				continue
 			}
 			mine, err := os.ReadFile(filepath.Join(realConfigsCopy, e.Name()))
@@ -69,7 +71,7 @@ func configFiles(t *testing.T, dir string) []string {
 	}
 	var files []string
 	for _, e := range ents {
-		if isFragment(e.Name()) {
+		if discover.IsFragmentName(e.Name()) {
 			files = append(files, filepath.Join(dir, e.Name()))
 		}
 	}

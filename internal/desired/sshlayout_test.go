@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -76,9 +77,9 @@ func TestLoadStateSSHLayout(t *testing.T) {
 			writeFile(t, filepath.Join(root, "etc/passwd"), "core:x:1000:1000::/home/core:/bin/sh\n")
 			writeFile(t, filepath.Join(root, "usr/lib/os-release"), tt.osRelease)
 			writeFile(t, filepath.Join(root, "etc/drift-monitor/desired.d/a.ign"), cfg)
-			for _, c := range []Cache{nil, &memCache{}} {
+			for _, c := range []statekey.Cache{nil, &memCache{}} {
 				for range 2 { // the second through the cache, when there is one
-					st, err := LoadCached(c, dirHost(root), nil)
+					st, err := LoadCached(c, dirHost(root), nil, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

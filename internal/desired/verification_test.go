@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/drift-monitor/drift-monitor/internal/desired/configerr"
+	"github.com/drift-monitor/drift-monitor/internal/desired/contents"
 )
 
 // TestDataURLHashVerified: a data URL's verification.hash is checked
@@ -50,9 +53,9 @@ func TestDataURLHashVerified(t *testing.T) {
 				}
 				return
 			}
-			var le *LoadError
-			if !errors.As(err, &le) || le.Context != "$.storage.files.1" || !errors.Is(err, ErrHashMismatch) {
-				t.Fatalf("error %v, want a LoadError at $.storage.files.1 wrapping ErrHashMismatch", err)
+			var le *configerr.LoadError
+			if !errors.As(err, &le) || le.Context != "$.storage.files.1" || !errors.Is(err, contents.ErrHashMismatch) {
+				t.Fatalf("error %v, want a LoadError at $.storage.files.1 wrapping contents.ErrHashMismatch", err)
 			}
 			if strings.Contains(err.Error(), hex.EncodeToString(s512[:])[:16]) || strings.Contains(err.Error(), strings.Repeat("0", 16)) {
 				t.Errorf("the error says a digest: %v", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -92,7 +93,7 @@ func TestConfigWriters(t *testing.T) {
 				}
 				return
 			}
-			if want := strings.ReplaceAll(tt.want, "ROOT", root); !errors.Is(err, ErrOthersMayWrite) || !strings.Contains(err.Error(), want) {
+			if want := strings.ReplaceAll(tt.want, "ROOT", root); !errors.Is(err, discover.ErrOthersMayWrite) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("error %v, want one saying %q", err, want)
 			}
 		})

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	chk "github.com/drift-monitor/drift-monitor/internal/check"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -705,7 +705,7 @@ func TestCompareOnDisk(t *testing.T) {
 				// (size and digest; check reads the bytes back for a diff),
 				// must give the same drift.
 				lazy := model.State{Entries: []model.Entry{tt.entry}}
-				if !cache.Put(desired.StateKey{byte(len(tt.name)), tt.name[0]}, &lazy) || lazy.Entries[0].Content.Stored == nil || lazy.Store == nil {
+				if !cache.Put(statekey.Key{byte(len(tt.name)), tt.name[0]}, &lazy) || lazy.Entries[0].Content.Stored == nil || lazy.Store == nil {
 					t.Fatal("the lazy cache kept the content in memory")
 				}
 				if diff := cmp.Diff(tt.want, checkStored(t, f.root, lazy)); diff != "" {

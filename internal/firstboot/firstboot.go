@@ -95,7 +95,7 @@ import (
 
 // DefaultPath is the record's host path: beside the fragment adopt writes
 // (adopt.DefaultDest), in the directory it makes 0700. Its name is no
-// config name (desired.IsConfigName) and one the loader knows
+// config name (discover.IsConfigName) and one the loader knows
 // (model.OwnFile): it neither loads it nor names it as a file it leaves
 // alone.
 const DefaultPath = model.FirstBootRecord

@@ -45,7 +45,7 @@ const maxSettings = 64 << 10
 
 // LoadMode reads the mode from SettingsFile inside r: ModeNotice when there
 // is no such file. trust refuses the open file when a user other than root
-// could have written it (desired.CheckWriters: the rule configs are held
+// could have written it (discover.CheckWriters: the rule configs are held
 // to, for the same reason: it decides what is reported). An error names
 // the file, and the line for a bad one.
 func LoadMode(r *ondisk.Root, trust func(p string, f *os.File) error) (Mode, error) {

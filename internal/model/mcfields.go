@@ -72,6 +72,6 @@ func Extensions() []string {
 
 // KindNotChecked is a declared file that is deliberately not checked: the
 // machine-config daemon's certificate writer owns it (see
-// desired.MCDCertificatePaths). Its entry carries the reason
+// machineconfig.MCDCertificatePaths). Its entry carries the reason
 // (Content.Unverifiable) and stands for nothing on disk.
 const KindNotChecked Kind = "not-checked"

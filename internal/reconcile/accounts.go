@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/drift-monitor/drift-monitor/internal/accountdb"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
@@ -95,7 +94,7 @@ func (c command) String() string {
 // drifted only. It reads the account files, and writes nothing.
 func (r *Reconciler) planAccount(e *model.Entry, kinds []drift.Kind) ([]Step, error) {
 	acct := e.Account
-	if field, err := desired.AccountProblem(acct); err != nil {
+	if field, err := model.AccountProblem(acct); err != nil {
 		// The loader refuses such a config; a state from elsewhere is
 		// refused here, before any tool is handed the value.
 		return nil, refuse("its %s is refused: %v", field, err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/drift-monitor/drift-monitor/internal/accountdb"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
 	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/test/harness"
@@ -43,7 +42,7 @@ const (
 	fuzzGShadow = "root:*::\nwheel:!::\ncore:!::\nnext:!::\n"
 )
 
-// FuzzAccountFields: a value that desired.AccountFieldProblem takes as one
+// FuzzAccountFields: a value that model.AccountFieldProblem takes as one
 // field, handed to the real shadow-utils (Debian's passwd package, with
 // --root on a temporary root) by the commands reconcile builds and runs,
 // sets that field of that account and nothing else: every other line of
@@ -89,7 +88,7 @@ func FuzzAccountFields(f *testing.F) {
 			acct.Creation.NoCreateHome = true
 			acct.Gecos = &value
 		}
-		if _, err := desired.AccountProblem(acct); err != nil {
+		if _, err := model.AccountProblem(acct); err != nil {
 			return // refused before any tool: nothing to run
 		}
 		switch fl.name {

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/drift-monitor/drift-monitor/internal/accountdb"
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/discover"
 	"github.com/drift-monitor/drift-monitor/internal/errpath"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 )
@@ -68,7 +68,7 @@ func (p *AccountPreview) Close() error { return os.RemoveAll(p.dir) }
 
 // Host is the root with the copy's account files in place of its own:
 // what a state derived after the account repairs resolves owners in.
-func (p *AccountPreview) Host() desired.Host { return previewHost{p.root, p.dir} }
+func (p *AccountPreview) Host() discover.Host { return previewHost{p.root, p.dir} }
 
 // previewHost reads the account files from the copy, everything else from
 // the root.
@@ -92,7 +92,7 @@ func (h previewHost) ReadFile(hostPath string) ([]byte, error) {
 
 // accountHost is where the account files are read: the preview's in a dry
 // run that has one, else the root's.
-func (r *Reconciler) accountHost() desired.Host {
+func (r *Reconciler) accountHost() discover.Host {
 	if r.Accounts != nil {
 		return r.Accounts.Host()
 	}

@@ -21,7 +21,7 @@
 //     arguments (with the rpm-ostree command that would fix them), entries
 //     the caller excluded, accounts only the image has;
 //   - no value reaches an account tool that the account files would not
-//     take as one field (desired.AccountProblem);
+//     take as one field (model.AccountProblem);
 //   - a dry run plans the steps a run takes: its account repairs are made
 //     with the same tools in a copy of the account files (AccountPreview),
 //     and the enablement of a unit whose files it writes is planned from

@@ -1,8 +1,8 @@
 // Package statecache keeps derived desired states on disk, the way AIDE
-// keeps its database: it is the desired.Cache of `check` and the daemon.
+// keeps its database: it is the statekey.Cache of `check` and the daemon.
 //
 // An entry is named by a SHA-256 of the executable's Go build ID (new code
-// never reads an old entry) and the derivation's desired.StateKey (the
+// never reads an old entry) and the derivation's statekey.Key (the
 // root, the config files, the account files): a changed byte in any of
 // them is another name, so an entry is never stale and needs no
 // invalidation.
@@ -23,9 +23,9 @@
 // nothing, and the state is parsed.
 //
 // Beside the entries it remembers config files' digests by their stamps
-// (desired.DigestMemo, digests.go), so that a load names the state of an
+// (statekey.DigestMemo, digests.go), so that a load names the state of an
 // unchanged config without reading it; an entry is then as fresh as the
-// stamps are (desired.FileStamp says where they are trusted).
+// stamps are (statekey.FileStamp says where they are trusted).
 //
 // It does not promise that an entry survives: the directory is trimmed to
 // MaxBytes, least recently used first, and anyone with root may remove
@@ -51,7 +51,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"golang.org/x/sys/unix"
@@ -96,7 +96,7 @@ type Cache struct {
 
 	// The key of the state served last (lastgood.go, Served).
 	servedMu sync.Mutex
-	served   desired.StateKey
+	served   statekey.Key
 	servedOK bool
 }
 
@@ -125,7 +125,7 @@ func Default() *Cache {
 
 // entryKey names the entry of the derivation k by this executable; false
 // when the executable cannot be identified (then nothing is cached).
-func entryKey(k desired.StateKey) (key [sha256.Size]byte, ok bool) {
+func entryKey(k statekey.Key) (key [sha256.Size]byte, ok bool) {
 	id := executableID()
 	if id == nil {
 		return key, false
@@ -144,8 +144,8 @@ func entryKey(k desired.StateKey) (key [sha256.Size]byte, ok bool) {
 }
 
 // Get returns the state stored under k, if there is a trustworthy entry
-// of it (see desired.Cache).
-func (c *Cache) Get(k desired.StateKey) (model.State, bool) {
+// of it (see statekey.Cache).
+func (c *Cache) Get(k statekey.Key) (model.State, bool) {
 	if c == nil {
 		return model.State{}, false
 	}
@@ -162,9 +162,9 @@ func (c *Cache) Get(k desired.StateKey) (model.State, bool) {
 
 // Put stores *st under k. In ModeLazy it then replaces *st with the entry
 // read back lazily, after returning the memory of *st to the system; false
-// when that read back failed (see desired.Cache). A state that cannot be
+// when that read back failed (see statekey.Cache). A state that cannot be
 // stored stays as it is.
-func (c *Cache) Put(k desired.StateKey, st *model.State) bool {
+func (c *Cache) Put(k statekey.Key, st *model.State) bool {
 	if c == nil {
 		return true
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/drift-monitor/drift-monitor/internal/ondisk"
 	"github.com/google/go-cmp/cmp"
@@ -37,15 +38,15 @@ func writeFile(t *testing.T, name, content string) {
 // asked for.
 type recorder struct {
 	c          *Cache
-	gets, puts []desired.StateKey
+	gets, puts []statekey.Key
 }
 
-func (r *recorder) Get(k desired.StateKey) (model.State, bool) {
+func (r *recorder) Get(k statekey.Key) (model.State, bool) {
 	r.gets = append(r.gets, k)
 	return r.c.Get(k)
 }
 
-func (r *recorder) Put(k desired.StateKey, st *model.State) bool {
+func (r *recorder) Put(k statekey.Key, st *model.State) bool {
 	r.puts = append(r.puts, k)
 	return r.c.Put(k, st)
 }
@@ -57,7 +58,7 @@ func load(c *Cache, root string) (model.State, error) {
 		return model.State{}, err
 	}
 	defer r.Close()
-	return desired.LoadCached(c, r, nil)
+	return desired.LoadCached(c, r, nil, nil)
 }
 
 // host opens root as the root a load reads, closed at the test's end.
@@ -76,7 +77,7 @@ func host(t *testing.T, root string) *ondisk.Root {
 func keyNow(t *testing.T, c *Cache, root string) [sha256.Size]byte {
 	t.Helper()
 	r := &recorder{c: c}
-	if _, err := desired.LoadCached(r, host(t, root), nil); err != nil || len(r.gets) == 0 {
+	if _, err := desired.LoadCached(r, host(t, root), nil, nil); err != nil || len(r.gets) == 0 {
 		t.Fatalf("load: %v, %d lookups", err, len(r.gets))
 	}
 	key, ok := entryKey(r.gets[0])
@@ -315,7 +316,7 @@ func TestCacheConfigFromAPipe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- os.WriteFile(fifo, raw, 0o600) }()
 	c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
-	got, err := desired.LoadCached(c, host(t, root), []string{fifo})
+	got, err := desired.LoadCached(c, host(t, root), []string{fifo}, nil)
 	if err != nil {
 		t.Fatalf("LoadState(a pipe): %v", err)
 	}
@@ -414,7 +415,7 @@ func TestStateCache(t *testing.T) {
 		// the key stored, of the bytes parsed.
 		miss := &Cache{Dir: t.TempDir()}
 		r := &recorder{c: miss}
-		if _, err := desired.LoadCached(r, host(t, root), nil); err != nil {
+		if _, err := desired.LoadCached(r, host(t, root), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if len(r.gets) != 1 || len(r.puts) != 1 || r.gets[0] != r.puts[0] {
@@ -812,7 +813,7 @@ func TestNilCache(t *testing.T) {
 			t.Errorf("through a nil cache (-parsed +got):\n%s", diff)
 		}
 	}
-	if _, ok := c.Get(desired.StateKey{}); ok {
+	if _, ok := c.Get(statekey.Key{}); ok {
 		t.Error("a nil cache served a state")
 	}
 }

@@ -10,13 +10,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
 )
 
-// The config files' digests by their stamps (desired.DigestMemo) are kept
+// The config files' digests by their stamps (statekey.DigestMemo) are kept
 // in one file beside the entries: digestsMagic, the boot they were taken
-// in and how they were computed (desired.DigestScheme), each on a line of
+// in and how they were computed (statekey.DigestScheme), each on a line of
 // its own, then one record per file (its stamp and its digest, fixed
 // size), then the CRC-32C of all of it. A file that does not read as one,
 // or that another boot or another way of hashing wrote, is empty: a digest
@@ -34,8 +34,8 @@ const (
 )
 
 type digestRecord struct {
-	stamp  desired.FileStamp
-	digest desired.FileDigest
+	stamp  statekey.FileStamp
+	digest statekey.FileDigest
 }
 
 var (
@@ -61,12 +61,12 @@ func digestsHead() []byte {
 	if thisBoot() == nil {
 		return nil
 	}
-	return []byte(digestsMagic + "boot " + string(thisBoot()) + "\n" + "scheme " + desired.DigestScheme)
+	return []byte(digestsMagic + "boot " + string(thisBoot()) + "\n" + "scheme " + statekey.DigestScheme)
 }
 
 // Digests returns the digests remembered this boot, by stamp; nil when
 // there are none.
-func (c *Cache) Digests() map[desired.FileStamp]desired.FileDigest {
+func (c *Cache) Digests() map[statekey.FileStamp]statekey.FileDigest {
 	if c == nil {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (c *Cache) Digests() map[desired.FileStamp]desired.FileDigest {
 	if len(rs) == 0 {
 		return nil
 	}
-	m := make(map[desired.FileStamp]desired.FileDigest, len(rs))
+	m := make(map[statekey.FileStamp]statekey.FileDigest, len(rs))
 	for _, r := range rs {
 		m[r.stamp] = r.digest
 	}
@@ -89,7 +89,7 @@ func (c *Cache) Digests() map[desired.FileStamp]desired.FileDigest {
 // Remember keeps the digests learned beside the newest of those already
 // kept (a record of the same file, by mount and inode, is replaced), up to
 // maxDigests. Errors are ignored: the memo is only a speed-up.
-func (c *Cache) Remember(learned map[desired.FileStamp]desired.FileDigest) {
+func (c *Cache) Remember(learned map[statekey.FileStamp]statekey.FileDigest) {
 	if c == nil || len(learned) == 0 || digestsHead() == nil {
 		return
 	}

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 )
 
 // The state cache is the memo of the configs' digests that desired asks.
-var _ desired.DigestMemo = (*Cache)(nil)
+var _ statekey.DigestMemo = (*Cache)(nil)
 
 // TestDigestMemo: digests remembered by one Cache are found by another on
 // the same directory, for exactly their stamps; a later digest of the same
@@ -26,39 +26,39 @@ func TestDigestMemo(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "cache")
 	a, b := &Cache{Dir: dir}, &Cache{Dir: dir}
-	s := desired.FileStamp{Dev: 1, Ino: 2, Mount: 3, Size: 4, Mtime: 5, Ctime: 6, Btime: 7, Mode: 0o100644}
-	other := desired.FileStamp{Dev: 1, Ino: 9, Mount: 3, Size: 4, Mtime: 5, Ctime: 6, Btime: 7, Mode: 0o100644}
+	s := statekey.FileStamp{Dev: 1, Ino: 2, Mount: 3, Size: 4, Mtime: 5, Ctime: 6, Btime: 7, Mode: 0o100644}
+	other := statekey.FileStamp{Dev: 1, Ino: 9, Mount: 3, Size: 4, Mtime: 5, Ctime: 6, Btime: 7, Mode: 0o100644}
 	if got := b.Digests(); got != nil {
 		t.Fatalf("digests in an empty directory: %v", got)
 	}
-	a.Remember(map[desired.FileStamp]desired.FileDigest{s: {7}, other: {8}})
-	if got := b.Digests(); len(got) != 2 || got[s] != (desired.FileDigest{7}) || got[other] != (desired.FileDigest{8}) {
+	a.Remember(map[statekey.FileStamp]statekey.FileDigest{s: {7}, other: {8}})
+	if got := b.Digests(); len(got) != 2 || got[s] != (statekey.FileDigest{7}) || got[other] != (statekey.FileDigest{8}) {
 		t.Fatalf("remembered by another Cache: %v; want both", got)
 	}
 	changed := s
 	changed.Ctime = 10
-	a.Remember(map[desired.FileStamp]desired.FileDigest{changed: {9}})
+	a.Remember(map[statekey.FileStamp]statekey.FileDigest{changed: {9}})
 	got := b.Digests()
-	if _, ok := got[s]; ok || got[changed] != (desired.FileDigest{9}) || got[other] != (desired.FileDigest{8}) {
+	if _, ok := got[s]; ok || got[changed] != (statekey.FileDigest{9}) || got[other] != (statekey.FileDigest{8}) {
 		t.Errorf("after a later stamp of the same file: %v; want it instead of the earlier, and the other file kept", got)
 	}
 	// Across another mount the same device and inode are another file.
 	elsewhere := s
 	elsewhere.Mount = 4
-	a.Remember(map[desired.FileStamp]desired.FileDigest{elsewhere: {5}})
-	if got := b.Digests(); got[changed] != (desired.FileDigest{9}) {
+	a.Remember(map[statekey.FileStamp]statekey.FileDigest{elsewhere: {5}})
+	if got := b.Digests(); got[changed] != (statekey.FileDigest{9}) {
 		t.Errorf("a record of another mount replaced this one's: %v", got)
 	}
-	many := map[desired.FileStamp]desired.FileDigest{}
+	many := map[statekey.FileStamp]statekey.FileDigest{}
 	for i := range maxDigests {
-		many[desired.FileStamp{Dev: 2, Ino: uint64(i)}] = desired.FileDigest{byte(i)}
+		many[statekey.FileStamp{Dev: 2, Ino: uint64(i)}] = statekey.FileDigest{byte(i)}
 	}
 	a.Remember(many)
 	got = b.Digests()
 	if _, ok := got[changed]; ok || len(got) != maxDigests {
 		t.Errorf("after %d newer records: %d kept, the oldest kept %v; want %d, not the oldest", maxDigests, len(got), ok, maxDigests)
 	}
-	newest := desired.FileStamp{Dev: 2, Ino: maxDigests - 1}
+	newest := statekey.FileStamp{Dev: 2, Ino: maxDigests - 1}
 	p := filepath.Join(dir, digestsName)
 	good, err := os.ReadFile(p)
 	if err != nil {

@@ -9,12 +9,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drift-monitor/drift-monitor/internal/desired"
+	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
 )
 
 // The last good state: the key of the state the daemon last loaded, kept in
-// one file beside the entries (lastGoodMagic, the desired.StateKey, the
+// one file beside the entries (lastGoodMagic, the statekey.Key, the
 // CRC-32C of both), so that a daemon restarted while the config in place is
 // refused checks against that state, not nothing. The entry it names is
 // never trimmed. Like the entries, it is only a help: when it cannot be
@@ -24,16 +24,16 @@ import (
 const (
 	lastGoodName  = "last-good"
 	lastGoodMagic = "drift-monitor last good state 1\n"
-	lastGoodLen   = len(lastGoodMagic) + len(desired.StateKey{}) + crcLen
+	lastGoodLen   = len(lastGoodMagic) + len(statekey.Key{}) + crcLen
 )
 
 // Served returns the key of the state that the last Get found or the last
 // Put stored, and forgets it: after a load, the key of the state it
 // returned, when it came through the cache. False when no state was served
 // since the last call.
-func (c *Cache) Served() (desired.StateKey, bool) {
+func (c *Cache) Served() (statekey.Key, bool) {
 	if c == nil {
-		return desired.StateKey{}, false
+		return statekey.Key{}, false
 	}
 	c.servedMu.Lock()
 	defer c.servedMu.Unlock()
@@ -43,7 +43,7 @@ func (c *Cache) Served() (desired.StateKey, bool) {
 }
 
 // serve notes that the state of k was served (see Served).
-func (c *Cache) serve(k desired.StateKey) {
+func (c *Cache) serve(k statekey.Key) {
 	c.servedMu.Lock()
 	c.served, c.servedOK = k, true
 	c.servedMu.Unlock()
@@ -51,7 +51,7 @@ func (c *Cache) serve(k desired.StateKey) {
 
 // MarkGood remembers k as the last good state. Errors are ignored (see
 // above).
-func (c *Cache) MarkGood(k desired.StateKey) {
+func (c *Cache) MarkGood(k statekey.Key) {
 	if c == nil {
 		return
 	}
@@ -75,20 +75,20 @@ func (c *Cache) MarkGood(k desired.StateKey) {
 
 // LastGood returns the key MarkGood remembered; false when there is no
 // trustworthy record of one.
-func (c *Cache) LastGood() (desired.StateKey, bool) {
+func (c *Cache) LastGood() (statekey.Key, bool) {
 	if c == nil {
-		return desired.StateKey{}, false
+		return statekey.Key{}, false
 	}
 	dfd, ok := c.openDir(false)
 	if !ok {
-		return desired.StateKey{}, false
+		return statekey.Key{}, false
 	}
 	defer unix.Close(dfd)
 	return readLastGood(dfd)
 }
 
 // readLastGood reads the record in the directory dfd.
-func readLastGood(dfd int) (k desired.StateKey, ok bool) {
+func readLastGood(dfd int) (k statekey.Key, ok bool) {
 	fd, err := unix.Openat(dfd, lastGoodName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return k, false

@@ -24,7 +24,7 @@ func TestLastGood(t *testing.T) {
 	if _, ok := c.Served(); ok {
 		t.Fatal("a key served before any load")
 	}
-	want, err := desired.LoadCached(c, host(t, root), nil)
+	want, err := desired.LoadCached(c, host(t, root), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -401,7 +401,7 @@ func runPeerCase(t *testing.T, bin string, srv *peerServers, c peerCase, cfg str
 }
 
 // cacheSuffix is the name by which check reads Ignition's config cache
-// (internal/desired.CacheSuffix).
+// (internal/discover.CacheSuffix).
 const cacheSuffix = ".ignition-cache.json"
 
 // declaresPath reports whether the Ignition config cfg declares a file or

@@ -67,7 +67,7 @@ type Options struct {
 	// with it.
 	Key model.Key
 	// Trust refuses a settings file another user could have written
-	// (desired.CheckWriters).
+	// (discover.CheckWriters).
 	Trust func(p string, f *os.File) error
 }
 
