@@ -99,7 +99,7 @@ func makeLabelledFixture(dir string, n int) (*fixture, error) {
 	return f, os.WriteFile(stamp, []byte(want), 0o644)
 }
 
-// part7 times the cached check, the check's floor and the daemon's full pass
+// part8 times the cached check, the check's floor and the daemon's full pass
 // on plain and labelled roots of the same files, side by side.
 func (b *bench) part8(ctx context.Context, rep *report, fx *fixtures) error {
 	for _, n := range b.labelN {

@@ -221,6 +221,12 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	start, cpu := time.Now(), processCPU()
 	d.refreshLabels()
 	res := d.checker.All(ctx, d.ix.entries)
+	if ctx.Err() != nil {
+		// Stopped during the pass: its result is partial (Checker.All),
+		// the entries it did not reach look clean, and replacing the
+		// drift known with it would resolve drift that is still there.
+		return
+	}
 	d.lastCheck = time.Now()
 	d.noteAccountLock(res.AccountLock)
 	now := map[string][]drift.Drift{}
@@ -254,7 +260,7 @@ func (d *Daemon) fullCheck(ctx context.Context, why string) {
 	d.report(ctx, appeared, resolved)
 	d.reportNotices(ctx, res.Notices)
 	// How long it took, and the process's CPU time meanwhile, for whoever
-	// weighs a pass (drift-bench's part 7): on a loaded machine the CPU
+	// weighs a pass (drift-bench's part 8): on a loaded machine the CPU
 	// time is what the wall-clock time is not, the pass's own.
 	d.log.Debug(fmt.Sprintf("full check (%s): %d entries, %d differences, took %s, CPU %s", why, res.Checked, len(res.Drift),
 		time.Since(start).Round(time.Microsecond), (processCPU() - cpu).Round(time.Microsecond)))

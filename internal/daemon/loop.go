@@ -67,6 +67,12 @@ func (d *Daemon) start(ctx context.Context, s *sources) bool {
 		// waits for the release: a half-applied transition is not drift.
 		d.fullCheck(ctx, "first check")
 	}
+	if ctx.Err() != nil {
+		// Stopped during the first check: not ready, and nothing judged.
+		stopExtending()
+		d.stopping()
+		return false
+	}
 	d.ready = true
 	d.noteJudged()
 	stopExtending()
