@@ -50,6 +50,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/drift-monitor/drift-monitor/internal/desired/statekey"
 	"github.com/drift-monitor/drift-monitor/internal/fsx"
@@ -344,7 +345,7 @@ func (c *Cache) put(key [sha256.Size]byte, st *model.State) bool {
 	defer unix.Close(dfd)
 	// No fsync: a cache may lose an entry to a power cut.
 	err := fsx.WriteFile(fsx.Sys{}, dfd, fsx.File{
-		Name: entryName(key), Pattern: ".tmp-*", Mode: 0o600, How: fsx.Replace, NoSync: true,
+		Name: entryName(key), Pattern: tmpPrefix + "*", Mode: 0o600, How: fsx.Replace, NoSync: true,
 	}, func(f io.Writer) error {
 		w := bufio.NewWriterSize(f, 1<<20)
 		if err := encodeState(w, key, st); err != nil {
@@ -359,8 +360,32 @@ func (c *Cache) put(key [sha256.Size]byte, st *model.State) bool {
 	return true
 }
 
-// trim removes the least recently used entries beyond MaxBytes; keep and
-// the last good state's entry (lastgood.go) are never removed.
+// tmpPrefix starts the name of a file being written (fsx.WriteFile's
+// Pattern in this package).
+const tmpPrefix = ".tmp-"
+
+// staleTemp is the age after which a temporary file is a leftover: a
+// process that exited while it wrote (a stop abandons a load under way,
+// daemon.Close) leaves it, and nothing renames it any more. A writer
+// renames its own within the time it takes to write one state.
+const staleTemp = time.Hour
+
+// removeStaleTemp unlinks the temporary file name of dfd when it is a
+// leftover (staleTemp), so that leftovers neither pile up nor escape
+// MaxBytes.
+func removeStaleTemp(dfd int, name string) {
+	var st unix.Stat_t
+	if unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return
+	}
+	if time.Since(time.Unix(st.Mtim.Unix())) > staleTemp {
+		unix.Unlinkat(dfd, name, 0)
+	}
+}
+
+// trim removes the least recently used entries beyond MaxBytes, and the
+// leftovers of writes that never ended (removeStaleTemp); keep and the
+// last good state's entry (lastgood.go) are never removed.
 func (c *Cache) trim(dfd int, keep string) {
 	good := lastGoodEntry(dfd)
 	max := c.MaxBytes
@@ -386,6 +411,10 @@ func (c *Cache) trim(dfd int, keep string) {
 	total := int64(0)
 	for _, n := range names {
 		var st unix.Stat_t
+		if strings.HasPrefix(n, tmpPrefix) {
+			removeStaleTemp(dfd, n)
+			continue
+		}
 		kept := strings.HasSuffix(n, cacheSuffix) || strings.HasSuffix(n, labelsSuffix) // labels.go
 		if !kept || unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 			st.Mode&unix.S_IFMT != unix.S_IFREG {

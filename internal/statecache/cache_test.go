@@ -817,3 +817,31 @@ func TestNilCache(t *testing.T) {
 		t.Error("a nil cache served a state")
 	}
 }
+
+// TestCacheTrimRemovesLeftovers: a temporary file an exited writer left
+// (a stop abandons a load under way) is removed once it is stale, and one
+// being written now is not.
+func TestCacheTrimRemovesLeftovers(t *testing.T) {
+	st := model.State{Entries: []model.Entry{{Kind: model.KindFile, Path: "/etc/a", Content: &model.Content{Exact: []byte("x")}}}}
+	c := &Cache{Dir: filepath.Join(t.TempDir(), "cache")}
+	if !c.put([sha256.Size]byte{1}, &st) {
+		t.Fatal("put failed")
+	}
+	left, writing := filepath.Join(c.Dir, tmpPrefix+"left"), filepath.Join(c.Dir, tmpPrefix+"writing")
+	for _, p := range []string{left, writing} {
+		if err := os.WriteFile(p, []byte("half a state"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * staleTemp)
+	os.Chtimes(left, old, old)
+	if !c.put([sha256.Size]byte{2}, &st) {
+		t.Fatal("put failed")
+	}
+	if _, err := os.Lstat(left); !os.IsNotExist(err) {
+		t.Errorf("a stale temporary file is left: %v", err)
+	}
+	if _, err := os.Lstat(writing); err != nil {
+		t.Errorf("a temporary file being written was removed: %v", err)
+	}
+}

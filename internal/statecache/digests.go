@@ -116,7 +116,7 @@ func (c *Cache) Remember(learned map[statekey.FileStamp]statekey.FileDigest) {
 		kept = kept[len(kept)-maxDigests:]
 	}
 	fsx.WriteFile(fsx.Sys{}, dfd, fsx.File{
-		Name: digestsName, Pattern: ".tmp-*", Mode: 0o600, How: fsx.Replace, NoSync: true,
+		Name: digestsName, Pattern: tmpPrefix + "*", Mode: 0o600, How: fsx.Replace, NoSync: true,
 	}, func(w io.Writer) error {
 		_, err := w.Write(encodeDigests(digestsHead(), kept))
 		return err

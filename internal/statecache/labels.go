@@ -110,7 +110,7 @@ func (c *Cache) KeepLabelAnswers(key selinux.PolicyKey, answers []selinux.Answer
 	b := append([]byte(labelsMagic), key[:]...)
 	b = append(b, selinux.EncodeAnswers(answers)...)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	err := fsx.WriteFile(fsx.Sys{}, dfd, fsx.File{Name: name, Pattern: ".tmp-*", Mode: 0o600, How: fsx.Replace, NoSync: true},
+	err := fsx.WriteFile(fsx.Sys{}, dfd, fsx.File{Name: name, Pattern: tmpPrefix + "*", Mode: 0o600, How: fsx.Replace, NoSync: true},
 		func(w io.Writer) error {
 			_, err := w.Write(b)
 			return err

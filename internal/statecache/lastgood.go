@@ -66,7 +66,7 @@ func (c *Cache) MarkGood(k statekey.Key) {
 	b := append([]byte(lastGoodMagic), k[:]...)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	fsx.WriteFile(fsx.Sys{}, dfd, fsx.File{
-		Name: lastGoodName, Pattern: ".tmp-*", Mode: 0o600, How: fsx.Replace, NoSync: true,
+		Name: lastGoodName, Pattern: tmpPrefix + "*", Mode: 0o600, How: fsx.Replace, NoSync: true,
 	}, func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err
