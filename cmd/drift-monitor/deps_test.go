@@ -32,7 +32,15 @@ type pkg struct {
 // module's root.
 func deps(t *testing.T, env []string, pkgs ...string) []pkg {
 	t.Helper()
-	args := append([]string{"list", "-deps", "-json=ImportPath,Standard,Module"}, pkgs...)
+	return goList[pkg](t, env, append([]string{"-deps", "-json=ImportPath,Standard,Module"}, pkgs...)...)
+}
+
+// goList runs go list with args in the module's root, the go command's
+// environment env added to this process's, and decodes the packages it
+// lists as T; listing none fails the test.
+func goList[T any](t *testing.T, env []string, args ...string) []T {
+	t.Helper()
+	args = append([]string{"list"}, args...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), env...)
@@ -44,9 +52,9 @@ func deps(t *testing.T, env []string, pkgs ...string) []pkg {
 		}
 		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
 	}
-	var ps []pkg
+	var ps []T
 	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var p pkg
+		var p T
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {

@@ -1,11 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -89,31 +84,7 @@ type listed struct {
 // and everything they link (not their tests').
 func list(t *testing.T, patterns ...string) []listed {
 	t.Helper()
-	args := append([]string{"list", "-json=ImportPath,Imports,Deps"}, patterns...)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = "../.."
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("go %s: %v: %s", strings.Join(args, " "), err, ee.Stderr)
-		}
-		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
-	}
-	var ps []listed
-	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var p listed
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("reading go list's output: %v", err)
-		}
-		ps = append(ps, p)
-	}
-	if len(ps) == 0 {
-		t.Fatalf("go %s listed nothing", strings.Join(args, " "))
-	}
-	return ps
+	return goList[listed](t, nil, append([]string{"-json=ImportPath,Imports,Deps"}, patterns...)...)
 }
 
 // stageOf is the row of the loader's package path, if it is one.
