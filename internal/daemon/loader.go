@@ -85,6 +85,8 @@ type loads struct {
 	again string
 	next  []func(context.Context)
 	done  chan loaded
+	// since is when the load under way started (extendReload).
+	since time.Time
 	wg    sync.WaitGroup
 	// slow is loadSlow (a test's shorter).
 	slow time.Duration
@@ -252,6 +254,8 @@ func (d *Daemon) startReload(why string) {
 		d.o.Notify.Reloading()
 	}
 	d.loads.running, d.loads.why, d.loads.then, d.loads.next = true, why, d.loads.next, nil
+	d.loads.since = time.Now()
+	d.extendReload() // at once: the first ping may come after TimeoutStartSec=
 	d.loads.wg.Add(1)
 	go func() {
 		defer d.loads.wg.Done()

@@ -102,6 +102,19 @@ func TestReloadOffTheLoop(t *testing.T) {
 		t.Fatalf("ReloadNow returned before its load ended: %v", err)
 	default:
 	}
+	// The reload's timeout (systemd's reload state, bounded by
+	// TimeoutStartSec=) is extended from the loop while the load runs, by
+	// the watchdog's interval.
+	during, started := n.extensions()
+	during = during[started:] // the start's came before READY=1
+	if len(during) == 0 {
+		t.Error("no extension of the reload's timeout while its load runs")
+	}
+	for i, e := range during {
+		if e != n.interval {
+			t.Errorf("extension %d: %s, want the watchdog's interval %s", i, e, n.interval)
+		}
+	}
 
 	cache.open()
 	select {
@@ -117,6 +130,20 @@ func TestReloadOffTheLoop(t *testing.T) {
 	}
 	if want := "No drift: watching 3 paths, 1 unit"; status != want {
 		t.Errorf("status after the reload:\nwant %q\ngot  %q", want, status)
+	}
+	// None once the load is applied: the pings that follow put off
+	// nothing.
+	after, _ := n.extensions()
+	pinged := n.count()
+	deadline = time.Now().Add(10 * time.Second)
+	for n.count() < pinged+3 {
+		if time.Now().After(deadline) {
+			t.Fatal("no watchdog ping after the reload")
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval inside a bounded wait
+	}
+	if now, _ := n.extensions(); len(now) != len(after) {
+		t.Errorf("%d extensions asked for after the reload was applied", len(now)-len(after))
 	}
 	slow := log.find(journal.MsgLoadSlow, "")
 	if want := "(loaded; the largest config file " + cfg; len(slow) != 1 || !strings.Contains(slow[0]["MESSAGE"], want) {

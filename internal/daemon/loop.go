@@ -179,6 +179,7 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 	case req := <-d.requests:
 		req(ctx)
 	case reply := <-s.pings:
+		d.extendReload()
 		close(reply)
 	}
 	return true

@@ -66,3 +66,21 @@ func (d *Daemon) extendStart() (stop func()) {
 		}
 	}
 }
+
+// extendReload asks systemd for more time for a reload under way: it is
+// called by the loop when it answers a watchdog ping. RELOADING=1 puts the
+// unit in systemd's reload state, which TimeoutStartSec= bounds too
+// (service_enter_reload_by_notify, src/core/service.c), and a large
+// config's load can outlast it: the reload job would fail though the
+// daemon finishes it. Unlike the start's, these requests come from the
+// loop, so they also put off the watchdog only while the loop answers it:
+// a stuck loop sends none. The extension is the watchdog's interval (a
+// ping comes every half of it), for at most startExtendMax of a load.
+func (d *Daemon) extendReload() {
+	if d.o.Notify == nil || !d.loads.running || time.Since(d.loads.since) > d.startExt.max {
+		return
+	}
+	if every, ok := d.o.Notify.WatchdogInterval(); ok {
+		d.o.Notify.ExtendTimeout(every)
+	}
+}

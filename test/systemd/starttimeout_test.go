@@ -47,6 +47,14 @@ func TestLongStartOutlastsTheStartTimeout(t *testing.T) {
 		t.Errorf("the journal says %s times that %s's start operation timed out", strings.TrimSpace(out), service)
 	}
 
+	// A reload job whose load outlasts TimeoutStartSec= (systemd's reload
+	// state is bounded by it) succeeds: the daemon asks for more time while
+	// it loads. The config is touched first so that the reload parses it.
+	h.sh(`printf '\n' >> "$2" && systemctl reload "$1"`, service, configPath)
+	if out := h.sh(`journalctl -u "$1" --no-pager -o cat | grep -ci 'reload operation timed out' || true`, service); strings.TrimSpace(out) != "0" {
+		t.Errorf("the journal says %s times that %s's reload timed out", strings.TrimSpace(out), service)
+	}
+
 	// A stop while the config loads again is not held up by the load: the
 	// daemon stops within the unit's TimeoutStopSec=, not killed at its
 	// end. The config is touched first, so that the reload parses it (its
