@@ -85,8 +85,10 @@ type loads struct {
 	again string
 	next  []func(context.Context)
 	done  chan loaded
-	// since is when the load under way started (extendReload).
+	// since is when the load under way started, and tick its ticker of
+	// extendReload while it runs (nil otherwise).
 	since time.Time
+	tick  *time.Ticker
 	wg    sync.WaitGroup
 	// slow is loadSlow (a test's shorter).
 	slow time.Duration
@@ -255,7 +257,8 @@ func (d *Daemon) startReload(why string) {
 	}
 	d.loads.running, d.loads.why, d.loads.then, d.loads.next = true, why, d.loads.next, nil
 	d.loads.since = time.Now()
-	d.extendReload() // at once: the first ping may come after TimeoutStartSec=
+	d.loads.tick = time.NewTicker(reloadExtendEvery)
+	d.extendReload()
 	d.loads.wg.Add(1)
 	go func() {
 		defer d.loads.wg.Done()
@@ -272,7 +275,11 @@ func (d *Daemon) startReload(why string) {
 // one.
 func (d *Daemon) reloadDone(ctx context.Context, r loaded) {
 	why, then := d.loads.why, d.loads.then
+	// Once more for what follows on the loop before READY=1 (applying the
+	// state, a full check), which no tick can interrupt.
+	d.extendReload()
 	d.loads.running, d.loads.then = false, nil
+	d.loads.stopTick()
 	switch {
 	case d.inhibited():
 		d.gc.loaded()
@@ -301,5 +308,22 @@ func (d *Daemon) reloadDone(ctx context.Context, r loaded) {
 		again := d.loads.again
 		d.loads.again = ""
 		d.startReload(again)
+	}
+}
+
+// tickC is the ticker of extendReload while a load runs, nil (a case no
+// select takes) otherwise.
+func (l *loads) tickC() <-chan time.Time {
+	if l.tick == nil {
+		return nil
+	}
+	return l.tick.C
+}
+
+// stopTick stops the ticker of extendReload.
+func (l *loads) stopTick() {
+	if l.tick != nil {
+		l.tick.Stop()
+		l.tick = nil
 	}
 }

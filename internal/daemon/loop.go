@@ -179,8 +179,9 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 	case req := <-d.requests:
 		req(ctx)
 	case reply := <-s.pings:
-		d.extendReload()
 		close(reply)
+	case <-d.loads.tickC():
+		d.extendReload()
 	}
 	return true
 }

@@ -67,20 +67,25 @@ func (d *Daemon) extendStart() (stop func()) {
 	}
 }
 
-// extendReload asks systemd for more time for a reload under way: it is
-// called by the loop when it answers a watchdog ping. RELOADING=1 puts the
-// unit in systemd's reload state, which TimeoutStartSec= bounds too
-// (service_enter_reload_by_notify, src/core/service.c), and a large
-// config's load can outlast it: the reload job would fail though the
-// daemon finishes it. Unlike the start's, these requests come from the
-// loop, so they also put off the watchdog only while the loop answers it:
-// a stuck loop sends none. The extension is the watchdog's interval (a
-// ping comes every half of it), for at most startExtendMax of a load.
+// extendReload asks systemd for more time for a reload under way: the loop
+// calls it when a load starts and every reloadExtendEvery while it runs.
+// RELOADING=1 puts the unit in systemd's reload state, which
+// TimeoutStartSec= bounds too, and systemd arms that timer afresh when the
+// ExecReload= process (kill -HUP) exits and the reload goes on by
+// notification (service_enter_reload_by_notify, src/core/service.c): an
+// extension asked before then is lost, so they are asked again often. A
+// large config's load can outlast the timeout: the reload job would fail
+// though the daemon finishes it. Unlike the start's, these requests come
+// from the loop, so that they put off the watchdog (service_extend_timeout
+// extends it too) only while the loop runs: a stuck loop asks no more. At
+// most startExtendMax of a load is extended.
 func (d *Daemon) extendReload() {
 	if d.o.Notify == nil || !d.loads.running || time.Since(d.loads.since) > d.startExt.max {
 		return
 	}
-	if every, ok := d.o.Notify.WatchdogInterval(); ok {
-		d.o.Notify.ExtendTimeout(every)
-	}
+	d.o.Notify.ExtendTimeout(d.startExt.step)
 }
+
+// reloadExtendEvery is how often a reload's extension is asked again: well
+// within the shortest TimeoutStartSec= a unit would set.
+const reloadExtendEvery = time.Second
