@@ -117,9 +117,15 @@ func (d *Daemon) step(ctx context.Context, s *sources) bool {
 		d.stopping()
 		return false
 	case r := <-s.events:
-		if active && d.syncInhibitors(ctx, s) {
+		switch {
+		case d.loads.running:
+			// A reload is under way, and a full check against what it
+			// loads follows it (reloadDone): checked now, the change
+			// would be judged by the state it replaces (an update tool's
+			// write, read after its release, by the old config).
+		case active && d.syncInhibitors(ctx, s):
 			d.handle(ctx, r.evs)
-		} else {
+		default:
 			d.heldActivity()
 		}
 		if r.err != nil {
