@@ -30,14 +30,9 @@ func (d *Daemon) load(ctx context.Context) error {
 // load cannot be cancelled; Close leaves it to the process's exit). false
 // when ctx ended first.
 func (d *Daemon) startLoad(ctx context.Context) (bool, error) {
-	got := make(chan loaded, 1)
-	d.loads.wg.Add(1)
-	go func() {
-		defer d.loads.wg.Done()
-		got <- d.obtain() // buffered: never blocks, even once the start is gone
-	}()
+	d.obtainOffLoop()
 	select {
-	case r := <-got:
+	case r := <-d.loads.done:
 		return true, d.apply(ctx, r)
 	case <-ctx.Done():
 		return false, nil

@@ -259,6 +259,12 @@ func (d *Daemon) startReload(why string) {
 	d.loads.since = time.Now()
 	d.loads.tick = time.NewTicker(reloadExtendEvery)
 	d.extendReload()
+	d.obtainOffLoop()
+}
+
+// obtainOffLoop runs a load off the loop, its result on d.loads.done; Close
+// waits for it a moment (closeLoadWait).
+func (d *Daemon) obtainOffLoop() {
 	d.loads.wg.Add(1)
 	go func() {
 		defer d.loads.wg.Done()
