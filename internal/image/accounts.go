@@ -15,9 +15,10 @@ import (
 )
 
 // The account files hold the lines of declared accounts among the others:
-// useradd, usermod, groupadd and userdel (Ignition's, or reconcile's
-// putting a declared account back) rewrite a whole file to change one
-// line, and append a new one at its end. The user and group entries report
+// useradd, usermod, groupadd and userdel (Ignition's: v2.27.0
+// internal/exec/util/passwd.go, EnsureUser and EnsureGroup, run them with
+// --root; or reconcile's putting a declared account back) rewrite a whole
+// file to change one line, and append a new one at its end. The user and group entries report
 // their own lines; a difference of the file from the image (or from the
 // first boot's record) is undeclared only when another line differs.
 
