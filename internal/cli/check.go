@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,7 +177,17 @@ func runFullCheck(ctx context.Context, cache statekey.Cache, root string, config
 		return checkResult{}, err
 	}
 	defer r.Close()
-	state, err := loadDesired(cache, r, configs, "check", warn)
+	// The load's warnings are held until the check stands on what was
+	// loaded: a damaged cache entry means the config is parsed again, which
+	// says them again.
+	var held bytes.Buffer
+	reparsing := false
+	defer func() {
+		if !reparsing {
+			_, _ = held.WriteTo(warn)
+		}
+	}()
+	state, err := loadDesired(cache, r, configs, "check", &held)
 	if errors.Is(err, discover.ErrNoConfig) && img.list {
 		// Listing the image's differences needs no config: without one,
 		// every difference is undeclared.
@@ -199,8 +210,10 @@ func runFullCheck(ctx context.Context, cache statekey.Cache, root string, config
 	if !contentsHold(state, &res) {
 		// A content compared came from a damaged cache entry: the config is
 		// parsed, and the entry written anew.
+		reparsing = true
 		return runFullCheck(ctx, reparse{cache}, root, configs, key, fullLabels, warn, checkCerts, excl, img)
 	}
+	_, _ = held.WriteTo(warn)
 	out := checkResult{Result: res, Root: r.Dir(), Files: state.Files, Left: rules.Report(left)}
 	if err := checkImage(ctx, r, state, img, rules, &out, warn); err != nil {
 		return checkResult{}, err
