@@ -7,7 +7,11 @@
 //     deployment's /usr/etc, compared by `ostree admin config-diff`'s rules
 //     (Tree); with a transient /etc (etc.transient) the same /usr/etc, the
 //     lower layer of the overlay whose upper directory holds the boot's
-//     changes;
+//     changes, compared with the merged /etc: what the upper directory's
+//     whiteouts and opaque directories hide of /usr/etc is missing there
+//     (overlayfs.rst, "whiteouts and opaque directories"), so the upper
+//     directory, whose trusted.overlay.* xattrs need CAP_SYS_ADMIN, need not
+//     be read;
 //   - on bootc's composefs-native backend (a composefs= kernel argument,
 //     no /usr/etc) the image's own /etc, under the bind mount of the
 //     deployment's state onto /etc: read from a copy of the root mount

@@ -8,7 +8,9 @@
 //	  --keep-unit -M NAME [--bind-ro=SRC:DST]... [--bind=SRC:DST]... \
 //	  -- systemd.firstboot=off ...
 //
-// waits until `systemctl is-system-running` answers running or degraded, and
+// (or, with Options.Directory, `-D DIRECTORY -b ...`: a tree of its own, such
+// as an ostree deployment, booted as it is), waits until `systemctl
+// is-system-running` answers running or degraded, and
 // registers a cleanup that powers the container off. Commands run inside
 // through `nsenter -t INIT -a`.
 //
@@ -16,7 +18,8 @@
 //   - every container boots the host's own /usr with a fresh tmpfs root, so
 //     /etc, /var and /run start almost empty and anything written under /usr
 //     lands in a throwaway overlay layer; nothing a test writes inside reaches
-//     the host, except through a Bind mount the test asked for;
+//     the host, except through a Bind mount the test asked for (or, with
+//     Options.Directory, into that tree, which the test owns);
 //   - every container gets a unique machine name (dm-e2e-PID-N, also its
 //     hostname) and its own cgroup subtree, so several can run at once
 //     without one container's systemd seeing the other's units;
@@ -31,8 +34,9 @@
 //     shows the container's console log or journal.
 //
 // It does not promise:
-//   - an image other than the host's: the container runs the host's /usr,
-//     so it has exactly the host's systemd (252 on Debian 12) and binaries;
+//   - an image other than the host's: the container runs the host's /usr
+//     (or a Directory the test built from it), so it has exactly the host's
+//     systemd (252 on Debian 12) and binaries;
 //   - networking: the container shares the host's network namespace;
 //   - that a process started with Run is supervised by the container's
 //     systemd: nsenter puts it in the container's namespaces but leaves it

@@ -50,6 +50,12 @@ type Options struct {
 	// what Options does not cover (for example "--setenv=NAME=VALUE").
 	NspawnArgs []string
 
+	// Directory, when set, is the container's root instead of the host's:
+	// a tree with a /usr and an /etc of its own (an ostree deployment),
+	// booted as it is (-D DIRECTORY, not volatile). What the container
+	// writes there stays, as on a host's disk.
+	Directory string
+
 	// BootTimeout bounds the whole boot, from starting systemd-nspawn until
 	// `systemctl is-system-running` answers running or degraded. Zero
 	// means 60s.
@@ -156,10 +162,14 @@ func Boot(t testing.TB, opts Options) *Machine {
 
 // nspawnArgs builds systemd-nspawn's command line as in the e2e recipe.
 func nspawnArgs(name string, opts Options) ([]string, error) {
-	args := []string{
-		"-D", "/", "--volatile=yes", "--overlay=/usr::/usr", "-b",
-		"--register=no", "--keep-unit", "-M", name,
+	args := []string{"-D", "/", "--volatile=yes", "--overlay=/usr::/usr"}
+	if opts.Directory != "" {
+		if !filepath.IsAbs(opts.Directory) || strings.Contains(opts.Directory, ":") {
+			return nil, fmt.Errorf("the root directory %q is not an absolute path without a colon", opts.Directory)
+		}
+		args = []string{"-D", opts.Directory}
 	}
+	args = append(args, "-b", "--register=no", "--keep-unit", "-M", name)
 	binds := []struct {
 		flag   string
 		mounts []Mount

@@ -5,7 +5,9 @@
 // of dummy packages (InstallRPMs, with rpm and rpmbuild).
 //
 // It promises real entries, written by `ostree admin deploy` into a
-// temporary directory; it does not boot them.
+// temporary directory; it does not boot them. BootableTree makes an image
+// from the host's own packages that systemd-nspawn can boot once deployed
+// (test/systemd boots it).
 package ostree
 
 import (

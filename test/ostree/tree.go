@@ -22,6 +22,11 @@ func (h *Host) CommitTree(branch, dir string, opts ...string) string {
 	} {
 		full := filepath.Join(dir, p)
 		mkdir(h.t, filepath.Dir(full))
+		// Anew, not in place: the tree's file may be a hard link to the
+		// host's (BootableTree's usr/lib/os-release).
+		if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
+			h.t.Fatal(err)
+		}
 		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
 			h.t.Fatal(err)
 		}
@@ -62,4 +67,14 @@ func (h *Host) TryDeploy(ref string) error {
 func (h *Host) Checkout(ref, dir string) {
 	h.t.Helper()
 	h.run("--repo="+filepath.Join(h.Root, "ostree/repo"), "checkout", ref, dir)
+}
+
+// Layer commits to branch the tree of the commit base with the tree at dir
+// laid over it (`ostree commit --tree=ref=BASE --tree=dir=DIR`: dir's
+// files replace base's of the same path) and returns the commit's
+// checksum. Only dir is read: an image's next version that changes its
+// /etc costs what its /etc weighs, not what its /usr does.
+func (h *Host) Layer(branch, base, dir string) string {
+	h.t.Helper()
+	return h.run("--repo="+filepath.Join(h.Root, "ostree/repo"), "commit", "--branch="+branch, "--tree=ref="+base, "--tree=dir="+dir, "-s", "test")
 }
