@@ -54,6 +54,10 @@ type setup struct {
 	// bind are host directories bound read-write into the container
 	// (a scratch ext4, say), there from boot.
 	bind []nspawn.Mount
+	// longStart: the daemon's start loads a config that takes long to
+	// parse, longer than a command's bound on a loaded machine; the
+	// restart may take until near the test's deadline (untilDeadline).
+	longStart bool
 }
 
 // busPolicyName is the policy file, in packaging/ and in
@@ -131,7 +135,11 @@ func bootDaemon(t *testing.T, s setup) *host {
 		m.WriteFile(t, "/etc/systemd/system/"+service+".d/test.conf", []byte(s.dropIn), 0o644)
 		m.MustRun(t, "systemctl", "daemon-reload")
 	}
-	m.MustRun(t, "systemctl", "restart", service)
+	if s.longStart {
+		h.shUntilDeadline(`systemctl restart "$1"`, service)
+	} else {
+		m.MustRun(t, "systemctl", "restart", service)
+	}
 	h.inv = h.prop("InvocationID")
 	if st := h.prop("ActiveState"); st != "active" || h.inv == "" {
 		t.Fatalf("after systemctl restart: ActiveState=%s InvocationID=%q, want active with an invocation", st, h.inv)
@@ -299,4 +307,26 @@ func (h *host) driftAndResolve(bad, clean string) {
 func (h *host) sh(script string, args ...string) string {
 	h.t.Helper()
 	return h.MustRun(h.t, append([]string{"sh", "-c", script, "sh"}, args...)...)
+}
+
+// shUntilDeadline is sh for a command whose time is the daemon's work on a
+// large config: a loaded machine stretches it past any fixed bound, so it
+// may take until a minute before the test's deadline (go test -timeout),
+// and then fails as sh does, naming the command. Without a deadline it has
+// an hour.
+func (h *host) shUntilDeadline(script string, args ...string) string {
+	h.t.Helper()
+	deadline, ok := h.t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Hour)
+	} else {
+		deadline = deadline.Add(-time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(h.ctx, deadline)
+	defer cancel()
+	out, errOut, err := h.Run(ctx, append([]string{"sh", "-c", script, "sh"}, args...)...)
+	if err != nil {
+		h.t.Fatalf("%v\n--- stdout ---\n%s--- stderr ---\n%s", err, out, errOut)
+	}
+	return out
 }
