@@ -70,6 +70,9 @@ func runCheck(ctx context.Context, args []string, std Stdio) int {
 		fmt.Fprintf(std.Err, "drift-monitor check: --label-compare %q: want type or full\n", escape.Text(*labels))
 		return ExitFailed
 	}
+	// One check, then the process exits: what it allocates stays live
+	// until then, and a collection would only mark it (memlimit.OneShot).
+	defer memlimit.OneShot()()
 	var cache statekey.Cache
 	if c := statecache.Default(); c != nil && !*noCache {
 		c.Mode = statecache.ModeMap

@@ -292,6 +292,11 @@ func mergeNotices(ctx context.Context, r *ondisk.Root, b *image.Baseline, st *mo
 // (image.Explain): the file is the booted image's default, and a previous
 // deployment's default is the declared content.
 func explainMerges(c *check.Checker, st *model.State, res *check.Result) {
+	if len(res.Drift) == 0 {
+		// Nothing to explain: the index below would cost a clean check a
+		// string and a map slot per declared entry, for nothing.
+		return
+	}
 	byID := map[string]*model.Entry{}
 	for i := range st.Entries {
 		byID[st.Entries[i].ID()] = &st.Entries[i]

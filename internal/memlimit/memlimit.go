@@ -1,10 +1,12 @@
 // Package memlimit owns the process's garbage-collector settings, the
 // runtime's soft memory limit and GOGC (runtime/debug.SetMemoryLimit and
-// SetGCPercent). Two regimes want them: a load of the desired state (Load:
+// SetGCPercent). Three regimes want them: a load of the desired state (Load:
 // the start-up settings, with the limit lowered to a bound its configs'
-// size gives, internal/desired, but never below what its live heap needs)
-// and the quiet time between loads (Quiet: no GOGC, a limit that follows
-// the live heap, internal/daemon's gcTuner). Each tells this package what
+// size gives, internal/desired, but never below what its live heap needs),
+// the quiet time between loads (Quiet: no GOGC, a limit that follows
+// the live heap, internal/daemon's gcTuner), and a process that checks once
+// and exits (OneShot: no GOGC, a limit that follows the live heap, the
+// check command). Each tells this package what
 // it wants, and the settings in force are worked out here from all of it
 // under one lock, so that neither regime can undo the other: a load runs
 // with its bound whatever the quiet regime does meanwhile, and when the
@@ -34,13 +36,14 @@ var state struct {
 	percent      int   // GOGC as last set here
 	loads        int   // loads in progress
 	bound        int64 // the largest of their bounds
-	// floor is the least limit the loads run with: what the live heap
-	// of the last collection during them needs (loadFloor); following
+	// floor is the least limit the loads (and the one-shot regime) run
+	// with: what the live heap of the last collection needs (loadFloor); following
 	// says a collection will set it again.
 	floor      int64
 	following  bool
 	quiet      bool
 	quietLimit int64
+	oneShots   int // one-shot regimes entered and not ended (checks run in one process)
 }
 
 // Managed reports whether the settings are this package's to set: false
@@ -55,35 +58,50 @@ func Managed() bool {
 // last to end hands the settings back (to the quiet regime, or to the
 // start-up settings).
 func Load(bound int64) (end func()) {
+	return enter(func() {
+		if state.loads == 0 {
+			state.bound, state.floor = 0, 0
+		}
+		state.loads++
+		state.bound = max(state.bound, bound)
+	}, func() { state.loads-- })
+}
+
+// enter puts in force a regime that follows the live heap until the
+// function it returns is called (once): begin and finish, under the lock,
+// say that it starts and that it ends.
+func enter(begin, finish func()) (end func()) {
 	if !Managed() {
 		return func() {}
 	}
 	state.mu.Lock()
 	defer state.mu.Unlock()
 	takeCharge()
-	if state.loads == 0 {
-		state.bound, state.floor = 0, 0
-	}
-	state.loads++
-	state.bound = max(state.bound, bound)
-	if !state.following {
-		state.following = true
-		followLoads()
-	}
+	begin()
+	follow()
 	apply()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			state.mu.Lock()
 			defer state.mu.Unlock()
-			state.loads--
+			finish()
 			apply()
 		})
 	}
 }
 
+// follow starts following the live heap (followLoads), unless it is
+// followed already.
+func follow() {
+	if !state.following {
+		state.following = true
+		followLoads()
+	}
+}
+
 // followLoads raises the loads' floor after every collection while a load
-// runs: a cleanup on an object nothing references runs once a cycle has
+// runs or the one-shot regime is in force: a cleanup on an object nothing references runs once a cycle has
 // found it unreachable, and registers the next. The bound a load is given is
 // a guess from its configs' size; a config of many small entries decodes to
 // a live heap several times that size, and a limit at the live heap makes
@@ -96,7 +114,7 @@ func followLoads() {
 	runtime.AddCleanup(sentinel, func(struct{}) {
 		state.mu.Lock()
 		defer state.mu.Unlock()
-		if state.loads == 0 {
+		if state.loads == 0 && state.oneShots == 0 {
 			state.following = false
 			return
 		}
@@ -167,10 +185,37 @@ func IsQuiet() bool {
 	return state.quiet && state.loads == 0
 }
 
+// OneShot enters, until the function it returns is called, the regime of
+// a process that does one check and exits (the check command): no GOGC, and
+// a memory limit of oneShotLimit, or above the live heap by a quarter of it
+// after a collection (loadFloor, followed as a load's is). A load in the
+// meantime runs with its own settings (Load), and the regime is back after
+// it.
+//
+// Why: what such a process allocates is nearly all live until it exits (the
+// state loaded, then what the check finds), so a collection frees little and
+// costs a mark of all of it, on a core the check's reads want. With GOGC at
+// its default the runtime collected twice while a large cached state was
+// decoded, and marked it while the check ran. Under the limit a state that
+// fits is never marked, and a larger one is collected as a load's is, its
+// heap staying within a quarter above what is live (GOGC lets it double).
+// It is not for the daemon, which lives on and has its own quiet regime.
+// Checks run at once in one process share the regime until the last ends.
+func OneShot() (end func()) {
+	return enter(func() { state.oneShots++ }, func() { state.oneShots-- })
+}
+
+// oneShotLimit is the least memory limit of the one-shot regime: what the
+// runtime may map before its first collection: room for the state of a
+// large cached check (make bench's largest config) to decode without one. A
+// cold load runs under its own bound (Load) and, after it, the limit follows
+// the live heap.
+const oneShotLimit = 64 << 20
+
 // takeCharge saves the settings in force as the start-up ones when no
 // regime holds them yet.
 func takeCharge() {
-	if state.loads > 0 || state.quiet {
+	if state.loads > 0 || state.quiet || state.oneShots > 0 {
 		return
 	}
 	state.startPercent = debug.SetGCPercent(100)
@@ -180,7 +225,8 @@ func takeCharge() {
 }
 
 // apply puts in force what the regimes want: a load's settings while one
-// runs, else the quiet regime's, else the start-up ones.
+// runs, else the quiet regime's, else the one-shot regime's, else the
+// start-up ones.
 func apply() {
 	percent, limit := state.startPercent, state.startLimit
 	switch {
@@ -190,6 +236,8 @@ func apply() {
 		}
 	case state.quiet:
 		percent, limit = -1, state.quietLimit
+	case state.oneShots > 0:
+		percent, limit = -1, min(limit, max(state.floor, oneShotLimit))
 	}
 	if percent != state.percent {
 		// Only on a change: turning GOGC off waits for a mark phase in

@@ -121,11 +121,65 @@ func TestAdministratorsSettings(t *testing.T) {
 func TestLoadFollowsLiveHeap(t *testing.T) {
 	startup(t)
 	const live = 64 << 20
+	end := followsLiveHeap(t, live, "a load", func() func() { return Load(1 << 20) })
+	end()
+	want(t, "after the load", 100, math.MaxInt64)
+	end = Load(1 << 20)
+	if _, l := settings(); l >= live {
+		t.Errorf("the next load starts at a limit of %d MiB: the last load's floor was kept", l>>20)
+	}
+	end()
+}
+
+// TestOneShot: a one-shot process runs with GOGC off and the one-shot
+// limit, a load in it with the load's settings, the one-shot settings are
+// back after the load, and the start-up ones after the regime ends; the
+// administrator's settings are left alone.
+func TestOneShot(t *testing.T) {
+	startup(t)
+	end := OneShot()
+	want(t, "one-shot", -1, oneShotLimit)
+	endLoad := Load(200)
+	want(t, "a load in a one-shot process", 100, 200)
+	endLoad()
+	if p, l := settings(); p != -1 || l < oneShotLimit {
+		t.Errorf("after the load: GOGC %d, limit %d; want -1, at least %d", p, l, oneShotLimit)
+	}
+	end()
+	end() // a second call does nothing
+	want(t, "after the regime", 100, math.MaxInt64)
+
+	debug.SetMemoryLimit(1 << 20)
+	OneShot()()
+	end = OneShot()
+	want(t, "one-shot under a lower limit", -1, 1<<20)
+	end()
+	want(t, "after it", 100, 1<<20)
+
+	debug.SetMemoryLimit(math.MaxInt64)
+	t.Setenv("GOGC", "50")
+	OneShot()
+	want(t, "with GOGC set", 100, math.MaxInt64)
+}
+
+// TestOneShotFollowsLiveHeap: a one-shot process whose live heap outgrows
+// the one-shot limit runs, after the next collection, with a limit above
+// that heap (a limit at the live heap makes every few allocations collect).
+func TestOneShotFollowsLiveHeap(t *testing.T) {
+	startup(t)
+	followsLiveHeap(t, oneShotLimit+oneShotLimit/2, "a one-shot process", OneShot)()
+}
+
+// followsLiveHeap holds live bytes, enters a regime with start, and waits
+// until a collection has raised the memory limit above them by a quarter;
+// it returns the regime's end.
+func followsLiveHeap(t *testing.T, live int64, regime string, start func() func()) (end func()) {
+	t.Helper()
 	held := make([]byte, live)
 	for i := range held {
 		held[i] = 1
 	}
-	end := Load(1 << 20)
+	end = start()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		runtime.GC()
@@ -134,16 +188,11 @@ func TestLoadFollowsLiveHeap(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			_, l := settings()
-			t.Fatalf("20 s into a load holding %d MiB, the limit is %d MiB", live>>20, l>>20)
+			end()
+			t.Fatalf("20 s into %s holding %d MiB, the limit is %d MiB", regime, live>>20, l>>20)
 		}
 		time.Sleep(10 * time.Millisecond) // the cleanup runs on its own goroutine after the cycle
 	}
 	runtime.KeepAlive(held)
-	end()
-	want(t, "after the load", 100, math.MaxInt64)
-	end = Load(1 << 20)
-	if _, l := settings(); l >= live {
-		t.Errorf("the next load starts at a limit of %d MiB: the last load's floor was kept", l>>20)
-	}
-	end()
+	return end
 }

@@ -197,7 +197,7 @@ func TestCacheWireMany(t *testing.T) {
 // entry fails the read back rather than give other bytes.
 func TestCacheLazy(t *testing.T) {
 	var want model.State
-	for i := range 300 {
+	for i := range 2*partLen + 300 { // parts apart, each with its contents' offset
 		e := model.Entry{Kind: model.KindFile, Path: fmt.Sprintf("/etc/f%d", i), Mode: ptr[uint32](0o644)}
 		switch i % 3 {
 		case 0:
@@ -718,6 +718,46 @@ func TestCacheDecoderBehindChecksums(t *testing.T) {
 			d[i] ^= x
 			reseal(d, key)
 			decodeState(d, key)
+		}
+	}
+}
+
+// TestCacheDecoderPartsBehindChecksums: were a changed byte of the parts'
+// lengths to get past the checksums, the decoder refuses the entry or reads
+// a state of as many entries: it never panics, nor reads a part's entries
+// from another's bytes without noticing.
+func TestCacheDecoderPartsBehindChecksums(t *testing.T) {
+	var st model.State
+	for i := range 2*partLen + 5 {
+		st.Entries = append(st.Entries, model.Entry{Kind: model.KindFile, Path: fmt.Sprintf("/etc/f%d", i),
+			Content: &model.Content{Exact: []byte(fmt.Sprint(i))}})
+	}
+	var key [sha256.Size]byte
+	var buf bytes.Buffer
+	if err := encodeState(&buf, key, &st); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	if got, err := decodeState(data, key); err != nil || !cmp.Equal(st, got) {
+		t.Fatalf("the undamaged entry: %v, or it came back different", err)
+	}
+	_, off, err := splitHead(data, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The files, the warnings (none), the count, then the parts' lengths.
+	for i := off; i < off+32; i++ {
+		for _, x := range []byte{0x01, 0x80, 0xff} {
+			d := bytes.Clone(data)
+			d[i] ^= x
+			reseal(d, key)
+			if got, err := decodeState(d, key); err == nil {
+				for j := range got.Entries {
+					if c := got.Entries[j].Content; c == nil || string(c.Exact) != fmt.Sprint(j) {
+						t.Fatalf("byte %d ^ %#x: entry %d read with another's content", i, x, j)
+					}
+				}
+			}
 		}
 	}
 }

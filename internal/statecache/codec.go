@@ -8,6 +8,9 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/drift-monitor/drift-monitor/internal/model"
@@ -15,8 +18,9 @@ import (
 
 // cacheMagic starts every entry: the format's name and version. Format 3
 // added the checksums, format 4 the accounts (an entry of format 3 is a
-// state derived without its users and groups: it must not be served).
-const cacheMagic = "drift-monitor state cache 4\n"
+// state derived without its users and groups: it must not be served),
+// format 5 the entries in parts (partLen).
+const cacheMagic = "drift-monitor state cache 5\n"
 
 // castagnoli is CRC-32C, the entries' checksum. A CRC catches every single
 // flipped bit and every burst of up to 32, which is the damage a disk or a
@@ -32,10 +36,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 const crcLen = 4
 
 // The entry format, after the magic and the key: the length of the metadata,
-// the metadata (the config files, the warnings, then the entries, each as
-// flags and fields in a fixed order; an exact content as its length and
-// SHA-256), the CRC-32C of everything so far, then the exact contents one
-// after the other and their CRC-32C. Numbers are varints, strings and byte
+// the metadata (the config files, the warnings, the number of entries, the
+// length of each part of the entries' metadata and of its exact contents
+// (partLen), then the entries, each as flags and fields in a fixed order; an
+// exact content as its length and SHA-256), the CRC-32C of everything so
+// far, then the exact contents one after the other and their CRC-32C. Numbers are varints, strings and byte
 // strings a length and their bytes, checksums 4 bytes little-endian. Keeping
 // the contents apart lets a lazy reader skip them, and a mapped or read entry
 // serve them without a copy: a state's Exact slices share the entry's buffer
@@ -58,17 +63,29 @@ const (
 
 // encodeState writes the magic, the key and st.
 func encodeState(w io.Writer, key [sha256.Size]byte, st *model.State) error {
-	meta := make([]byte, 0, 64<<10)
+	body := make([]byte, 0, 64<<10)
+	var parts []byte // each part's metadata and contents lengths
+	for i := 0; i < len(st.Entries); i += partLen {
+		start, contents := len(body), 0
+		for j := i; j < min(i+partLen, len(st.Entries)); j++ {
+			c := st.Entries[j].Content
+			if c != nil && c.Stored != nil {
+				// A lazy state came from an entry; it is never stored again.
+				return errors.New("a state with stored contents cannot be stored")
+			}
+			if c != nil {
+				contents += len(c.Exact)
+			}
+			body = appendEntry(body, &st.Entries[j])
+		}
+		parts = binary.AppendUvarint(parts, uint64(len(body)-start))
+		parts = binary.AppendUvarint(parts, uint64(contents))
+	}
+	meta := make([]byte, 0, len(body)+len(parts)+1024)
 	meta = appendStrings(meta, st.Files)
 	meta = appendStrings(meta, st.Warnings)
 	meta = binary.AppendUvarint(meta, uint64(len(st.Entries)))
-	for i := range st.Entries {
-		if c := st.Entries[i].Content; c != nil && c.Stored != nil {
-			// A lazy state came from an entry; it is never stored again.
-			return errors.New("a state with stored contents cannot be stored")
-		}
-		meta = appendEntry(meta, &st.Entries[i])
-	}
+	meta = append(append(meta, parts...), body...)
 	head := append([]byte(cacheMagic), key[:]...)
 	head = binary.AppendUvarint(head, uint64(len(meta)))
 	sum := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, meta)
@@ -359,7 +376,23 @@ func splitHead(head []byte, key [sha256.Size]byte) (metaLen uint64, metaOff int,
 // lengths and its type.
 const minEntryLen = 10
 
-// decodeMeta takes the metadata apart.
+// partLen is how many entries make a part: the entries' metadata is stored
+// in parts whose lengths, and their contents', come first, so that the
+// parts are decoded at once on the cores there are (decodeMeta). The
+// decoding of a large state was a cached check's longest stretch on one
+// core before its first comparison.
+const partLen = 2048
+
+// part is one part of the entries: its metadata, where its exact contents
+// start in the blob and how long they are, and its entries' indices.
+type part struct {
+	meta            []byte
+	blobAt, blobLen int64
+	first, end      int
+}
+
+// decodeMeta takes the metadata apart, its parts on as many goroutines as
+// the process may run at once.
 func decodeMeta(r *reader) (model.State, error) {
 	st := model.State{Files: r.strings(), Warnings: r.strings()}
 	n := r.uvarint()
@@ -368,17 +401,67 @@ func decodeMeta(r *reader) (model.State, error) {
 	if n > uint64(len(r.b))/minEntryLen {
 		return model.State{}, errCacheEntry
 	}
-	st.Entries = make([]model.Entry, 0, n)
-	for range n {
-		st.Entries = append(st.Entries, r.entry())
+	parts := make([]part, (int(n)+partLen-1)/partLen)
+	lens := make([][2]uint64, len(parts))
+	for i := range lens {
+		lens[i] = [2]uint64{r.uvarint(), r.uvarint()}
 	}
-	if r.err == nil && (len(r.b) != 0 || r.next != r.blobLen) {
+	var blobAt int64
+	for i := range parts {
+		metaLen, blobLen := lens[i][0], lens[i][1]
+		if r.err == nil && blobLen > uint64(r.blobLen-blobAt) {
+			r.err = errCacheEntry
+		}
+		parts[i] = part{meta: r.take(metaLen), blobAt: blobAt, blobLen: int64(blobLen),
+			first: i * partLen, end: min((i+1)*partLen, int(n))}
+		blobAt += int64(blobLen)
+	}
+	if r.err == nil && (len(r.b) != 0 || blobAt != r.blobLen) {
 		r.err = errCacheEntry
 	}
 	if r.err != nil {
 		return model.State{}, r.err
 	}
+	st.Entries = make([]model.Entry, n)
+	errs := make([]error, len(parts))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(parts) {
+				return
+			}
+			errs[i] = parts[i].decode(r, st.Entries)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(parts)) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return model.State{}, err
+		}
+	}
 	return st, nil
+}
+
+// decode decodes p, a part of what r reads, into its entries; each part has
+// its own reader, and so its own slabs.
+func (p *part) decode(r *reader, entries []model.Entry) error {
+	pr := reader{b: p.meta, blobLen: p.blobLen, blobOff: r.blobOff + p.blobAt}
+	if r.blob != nil {
+		pr.blob = r.blob[p.blobAt : p.blobAt+p.blobLen : p.blobAt+p.blobLen]
+	}
+	for i := p.first; i < p.end; i++ {
+		entries[i] = pr.entry()
+	}
+	if pr.err == nil && (len(pr.b) != 0 || pr.next != pr.blobLen) {
+		pr.err = errCacheEntry
+	}
+	return pr.err
 }
 
 // decodeState reads what encodeState wrote, whole in data, and checks that
