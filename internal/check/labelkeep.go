@@ -67,8 +67,8 @@ type keptAnswers struct {
 	// own: for each entry (by its position), the index of the kept
 	// answer for its own path as the node it declares, or -1. A check
 	// answered from kept answers finds its entries' defaults here, not
-	// in slots: a slot holds two strings, and a slot per entry was
-	// megabytes the collector had to scan at every check.
+	// in slots: a slot holds two strings, and a slot per entry was memory
+	// the collector had to scan at every check, growing with the entries.
 	own     []int32
 	mu      sync.Mutex
 	others  []selinux.Answer
