@@ -49,6 +49,9 @@ const (
 	keyFloorLabelled = "floor-labelled"
 	keyPass          = "pass"
 	keyPassLabelled  = "pass-labelled"
+	// The cached check of another build (-before), on each root.
+	keyCheckBefore         = "check-before"
+	keyCheckLabelledBefore = "check-labelled-before"
 )
 
 func (r *labelResult) medPass(k string) time.Duration    { return median(r.Passes[k]) }
@@ -140,6 +143,12 @@ func (b *bench) labelRounds(ctx context.Context, plain, labelled *fixture) (*lab
 	// labelled root holds the policy too).
 	add(keyCheck, "env", "CACHE_DIRECTORY="+filepath.Join(plain.Dir, "check-cache"), b.bin, "check", "--root", plain.Root, "--config", plain.Cfg)
 	add(keyCheckLabelled, "env", "CACHE_DIRECTORY="+filepath.Join(labelled.Dir, "check-cache"), b.bin, "check", "--root", labelled.Root, "--config", labelled.Cfg)
+	if b.before != "" {
+		// Its own cache directories: its entries are named by its
+		// executable, and would trim this build's out.
+		add(keyCheckBefore, "env", "CACHE_DIRECTORY="+filepath.Join(plain.Dir, "check-cache-before"), b.before, "check", "--root", plain.Root, "--config", plain.Cfg)
+		add(keyCheckLabelledBefore, "env", "CACHE_DIRECTORY="+filepath.Join(labelled.Dir, "check-cache-before"), b.before, "check", "--root", labelled.Root, "--config", labelled.Cfg)
+	}
 	add(keyFloor, b.self, "read", "-meta", "-j", par, filepath.Join(plain.Root, "etc/bench"))
 	add(keyFloorLabelled, b.self, "read", "-meta", "-j", par, filepath.Join(labelled.Root, "etc/bench"))
 	daemons := map[string]*monitor{}
@@ -291,6 +300,20 @@ func (r *report) mdLabels(p printf) {
 	table(samples.medWall, (*labelResult).medPass)
 	p("\nCPU time (user and system; the processes' own, the daemon's during its pass), the same runs:\n\n")
 	table(samples.medCPU, (*labelResult).medPassCPU)
+	if _, ok := r.Labels[0].Cont[keyCheckBefore]; ok {
+		p("\nThe cached check side by side with `before`, another build (`-before`; see its command below), in the same rounds:\n\n")
+		p("| declared | check, before | check | labelled, before | labelled | labelled ÷ plain, before | labelled ÷ plain | CPU, labelled, before | CPU, labelled | CPU labelled ÷ plain, before | CPU labelled ÷ plain |\n")
+		p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+		for _, l := range r.Labels {
+			s := l.Samples
+			w := func(k string) time.Duration { return s.medWall(k) }
+			c := func(k string) time.Duration { return s.medCPU(k) }
+			p("| %d files | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Files, fmtDur(w(keyCheckBefore)), fmtDur(w(keyCheck)),
+				fmtDur(w(keyCheckLabelledBefore)), fmtDur(w(keyCheckLabelled)), ratio(w(keyCheckLabelledBefore), w(keyCheckBefore)),
+				ratio(w(keyCheckLabelled), w(keyCheck)), fmtDur(c(keyCheckLabelledBefore)), fmtDur(c(keyCheckLabelled)),
+				ratio(c(keyCheckLabelledBefore), c(keyCheckBefore)), ratio(c(keyCheckLabelled), c(keyCheck)))
+		}
+	}
 	last := r.Labels[len(r.Labels)-1]
 	p("\nThe exact commands (for %d files):\n\n", last.Files)
 	for _, k := range last.Order {

@@ -60,9 +60,16 @@ type keptAnswers struct {
 	err       error
 	// asked: which kept answers this check used; others: the answers it
 	// gave to lookups of no entry's own path (the entries' are in the
-	// slots); missed: a lookup was answered by the policy, so the kept
+	// slots, or own's answers), and, with own, of an entry's own path that
+	// own lacked; missed: a lookup was answered by the policy, so the kept
 	// answers lack one.
-	asked   []atomic.Bool
+	asked []atomic.Bool
+	// own: for each entry (by its position), the index of the kept
+	// answer for its own path as the node it declares, or -1. A check
+	// answered from kept answers finds its entries' defaults here, not
+	// in slots: a slot holds two strings, and a slot per entry was memory
+	// the collector had to scan at every check, growing with the entries.
+	own     []int32
 	mu      sync.Mutex
 	others  []selinux.Answer
 	missed  atomic.Bool
@@ -91,24 +98,35 @@ func LoadLabelsKept(r *ondisk.Root, entries []model.Entry, full bool, store Labe
 		return withHomes(l, r, entries)
 	}
 	k.asked = make([]atomic.Bool, k.answers.Len())
-	l := labelsOf(nil, nil, nil, entries, full)
+	l := labelsWithout(nil, nil, entries, full)
 	l.kept = k
 	k.fill(l)
 	return withHomes(l, r, entries)
 }
 
-// declaredTypes are the node types entries declare, as their defaults are
-// first asked for.
-var declaredTypes = map[model.Type]selinux.FileType{model.TypeRegular: selinux.Regular,
-	model.TypeDirectory: selinux.Directory, model.TypeSymlink: selinux.Symlink, model.TypeHardLink: selinux.Regular}
+// declaredType is the node type an entry declares, as its default is
+// first asked for; false for an entry that declares no node.
+func declaredType(t model.Type) (selinux.FileType, bool) {
+	switch t {
+	case model.TypeRegular, model.TypeHardLink:
+		return selinux.Regular, true
+	case model.TypeDirectory:
+		return selinux.Directory, true
+	case model.TypeSymlink:
+		return selinux.Symlink, true
+	}
+	return selinux.AnyType, false
+}
 
-// fill puts in l's slots the kept answers for the entries' own paths as the
-// nodes they declare: in one walk, both being sorted by path.
+// fill finds the kept answers for the entries' own paths as the nodes they
+// declare (k.own): in one walk, both being sorted by path.
 func (k *keptAnswers) fill(l *Labels) {
+	k.own = make([]int32, len(l.entries))
 	hint := 0
 	for i := range l.entries {
+		k.own[i] = -1
 		e := &l.entries[i]
-		t, ok := declaredTypes[e.Type]
+		t, ok := declaredType(e.Type)
 		if !ok {
 			continue
 		}
@@ -117,10 +135,19 @@ func (k *keptAnswers) fill(l *Labels) {
 		if !found {
 			continue
 		}
-		c, ok := k.answers.At(j)
-		l.slots.Put(i, e.Path, t, c, ok)
+		k.own[i] = int32(j)
 		k.asked[j].Store(true)
 	}
+}
+
+// ownLookup is the default of the entry at position i, whose path is p, as
+// a node of type t: its kept answer when it is for that type, else as any
+// other path's (noted for Keep when the policy answers it).
+func (k *keptAnswers) ownLookup(i int, p string, t selinux.FileType) (string, bool) {
+	if j := k.own[i]; j >= 0 && k.answers.TypeAt(int(j)) == t {
+		return k.answers.At(int(j))
+	}
+	return k.lookup(p, t, false)
 }
 
 // lookup answers from the kept answers, else from the policy; what the
@@ -200,8 +227,15 @@ func (l *Labels) Keep() {
 	var list []selinux.Answer
 	for i := range l.entries {
 		e := &l.entries[i]
-		t, ok := declaredTypes[e.Type]
+		t, ok := declaredType(e.Type)
 		if !ok {
+			continue
+		}
+		if k.own != nil {
+			// Answered from the kept answers, or noted in others.
+			if j := k.own[i]; j >= 0 {
+				list = append(list, k.answers.Answer(int(j)))
+			}
 			continue
 		}
 		if c, ok, found := l.slots.Get(i, e.Path, t); found {

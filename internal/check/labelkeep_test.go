@@ -212,3 +212,43 @@ func cmpLines(want, got []string) string {
 	}
 	return fmt.Sprintf("-%q\n+%q", want, got)
 }
+
+// TestKeptLabelsOwnPathAsAnotherType: a check answered from kept answers
+// finds each entry's default by the entry's position, for the node type
+// it declares; its own path as a node of another type (the file replaced
+// by a directory) is the policy's default for that type, not the kept
+// one for the file, and is kept for the next check with the rest.
+func TestKeptLabelsOwnPathAsAnotherType(t *testing.T) {
+	lr := newLabelledRoot(t, "/etc(/.*)? u:object_r:etc_t:s0\n/etc/c\\.conf -d u:object_r:dir_t:s0\n")
+	entries := lr.declare(map[string]string{"etc/a.conf": "u:object_r:etc_t:s0", "etc/c.conf": "u:object_r:etc_t:s0"})
+	store := &statecache.Cache{Dir: t.TempDir()}
+	if got, _ := lr.check(store, entries); len(got) != 0 {
+		t.Fatalf("first check: %q, want none", got)
+	}
+	c := &entries[slices.IndexFunc(entries, func(e model.Entry) bool { return e.Path == "/etc/c.conf" })]
+	l := LoadLabelsKept(lr.r, entries, false, store)
+	lookup := entryLookup{l, c}.lookup
+	if got, ok := lookup(c.Path, selinux.Regular); !ok || got != "u:object_r:etc_t:s0" || l.kept.contexts != nil {
+		t.Errorf("the file's own default: %q, %v (policy loaded: %v), want etc_t from the kept answers", got, ok, l.kept.contexts != nil)
+	}
+	if got, ok := lookup(c.Path, selinux.Directory); !ok || got != "u:object_r:dir_t:s0" {
+		t.Errorf("its path as a directory: %q, %v, want dir_t", got, ok)
+	}
+	l.Keep()
+	l = LoadLabelsKept(lr.r, entries, false, store)
+	for _, want := range []struct {
+		typ  selinux.FileType
+		want string
+	}{{selinux.Regular, "u:object_r:etc_t:s0"}, {selinux.Directory, "u:object_r:dir_t:s0"}, {selinux.Regular, "u:object_r:etc_t:s0"}} {
+		if got, ok := (entryLookup{l, c}).lookup(c.Path, want.typ); !ok || got != want.want {
+			t.Errorf("the next check, as type %v: %q, %v, want %q", want.typ, got, ok, want.want)
+		}
+	}
+	if l.kept.contexts != nil {
+		t.Error("the next check loaded the policy: the directory's default was not kept")
+	}
+	a := &entries[slices.IndexFunc(entries, func(e model.Entry) bool { return e.Path == "/etc/a.conf" })]
+	if got, ok := (entryLookup{l, a}).lookup(a.Path, selinux.Regular); !ok || got != "u:object_r:etc_t:s0" {
+		t.Errorf("another entry's own default: %q, %v, want etc_t", got, ok)
+	}
+}

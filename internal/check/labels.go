@@ -57,10 +57,17 @@ func newLabels(c *selinux.Contexts, memo *selinux.Memo, err error, entries []mod
 	return labelsOf(c, memo, err, entries, full)
 }
 
-// labelsOf is newLabels, even without a policy (when kept answers serve).
+// labelsOf is newLabels, even without a policy.
 func labelsOf(c *selinux.Contexts, memo *selinux.Memo, err error, entries []model.Entry, full bool) *Labels {
-	l := &Labels{contexts: c, memo: memo, Err: err, Full: full, linksTo: map[string][]string{}}
-	l.entries, l.slots = entries, slotsFor(memo, entries)
+	l := labelsWithout(c, err, entries, full)
+	l.memo, l.slots = memo, slotsFor(memo, entries)
+	return l
+}
+
+// labelsWithout is labelsOf without slots: kept answers (keptAnswers.own)
+// hold the entries' defaults.
+func labelsWithout(c *selinux.Contexts, err error, entries []model.Entry, full bool) *Labels {
+	l := &Labels{contexts: c, Err: err, Full: full, linksTo: map[string][]string{}, entries: entries}
 	for i := range entries {
 		if e := &entries[i]; e.Type == model.TypeHardLink {
 			l.linksTo[e.Target] = append(l.linksTo[e.Target], e.Path)

@@ -80,6 +80,9 @@ func (x entryLookup) lookup(p string, t selinux.FileType) (string, bool) {
 	if i < 0 {
 		return x.l.lookup(p, t)
 	}
+	if k := x.l.kept; k != nil && k.own != nil {
+		return k.ownLookup(i, p, t)
+	}
 	if c, ok, found := x.l.slots.Get(i, p, t); found {
 		return c, ok
 	}

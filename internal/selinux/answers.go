@@ -92,6 +92,9 @@ func (a *Answers) At(i int) (context string, ok bool) {
 	return "", false
 }
 
+// TypeAt is the node type the answer at index i is for.
+func (a *Answers) TypeAt(i int) FileType { return FileType(a.types[i]) }
+
 // Answer is the whole answer at index i, its path copied.
 func (a *Answers) Answer(i int) Answer {
 	c, ok := a.At(i)
