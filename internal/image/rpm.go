@@ -119,6 +119,12 @@ type RPM struct {
 // QueryRPM reads the rpm database of r at dbdir (a host path) with the
 // rpm program, read-only (`rpm -qa --qf`), keeping the files under /etc.
 func QueryRPM(ctx context.Context, r *ondisk.Root, dbdir string) (*RPM, error) {
+	return queryRPM(ctx, r, dbdir, nil)
+}
+
+// queryRPM is QueryRPM, handing every record to ahead (if not nil) as it
+// is read.
+func queryRPM(ctx context.Context, r *ondisk.Root, dbdir string, ahead *verifyAhead) (*RPM, error) {
 	prog, err := exec.LookPath("rpm")
 	if err != nil {
 		return nil, osstate.ErrNoRPM
@@ -136,7 +142,7 @@ func QueryRPM(ctx context.Context, r *ondisk.Root, dbdir string) (*RPM, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("running rpm: %w", err)
 	}
-	b, perr := parseRPMQuery(out)
+	b, perr := parseRPMQuery(out, ahead)
 	if perr != nil {
 		io.Copy(io.Discard, out)
 	}
@@ -150,10 +156,10 @@ func QueryRPM(ctx context.Context, r *ondisk.Root, dbdir string) (*RPM, error) {
 	return b, nil
 }
 
-// parseRPMQuery reads rpmQueryFormat's lines, keeping the files of /etc.
-// Every other file's line is skipped as read, without a copy: most of a
-// host's files are elsewhere.
-func parseRPMQuery(rd io.Reader) (*RPM, error) {
+// parseRPMQuery reads rpmQueryFormat's lines, keeping the files of /etc,
+// each handed to ahead (if not nil) as read. Every other file's line is
+// skipped as read, without a copy: most of a host's files are elsewhere.
+func parseRPMQuery(rd io.Reader, ahead *verifyAhead) (*RPM, error) {
 	b := &RPM{Files: map[string][]rpmFile{}}
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -179,6 +185,9 @@ func parseRPMQuery(rd io.Reader) (*RPM, error) {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
 			b.Files[p] = append(b.Files[p], f)
+			if ahead != nil {
+				ahead.add(p, f)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -307,25 +316,95 @@ func (b *RPM) verifyPaths(ctx context.Context, r *ondisk.Root, paths []string) (
 	v := newVerifier(r, db)
 	defer v.close()
 	var out []Change
+	var res []verifyResult
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if c, ok := v.path(p, b.Files[p]); ok {
+		fs := b.Files[p]
+		res = res[:0]
+		for i := range fs {
+			res = append(res, v.file(p, &fs[i]))
+		}
+		if c, ok := pathChange(p, fs, res); ok {
 			out = append(out, c)
 		}
 	}
 	return out, nil
 }
 
-// path verifies a path against every package's record of it: it differs
-// where any of them says so (rpm -V lists it once per package).
-func (v *verifier) path(p string, fs []rpmFile) (Change, bool) {
+// verifyAhead verifies the records of an rpm query as the query reads
+// them, on a goroutine of its own: the query's time is rpm formatting every
+// file of every package, and the verification of the files under /etc
+// fits beside it instead of after it. Each record is verified as Verify
+// verifies it, and the results are put together as Verify does
+// (pathChange), path by path in the records' order.
+type verifyAhead struct {
+	ctx     context.Context
+	v       *verifier
+	recs    chan aheadRecord
+	done    chan struct{}
+	results map[string][]verifyResult
+}
+
+type aheadRecord struct {
+	path string
+	f    rpmFile
+}
+
+// startVerifyAhead reads the root's accounts and starts verifying; finish
+// ends it, once.
+func startVerifyAhead(ctx context.Context, r *ondisk.Root) (*verifyAhead, error) {
+	db, err := accountdb.Read(r)
+	if err != nil {
+		return nil, err
+	}
+	a := &verifyAhead{ctx: ctx, v: newVerifier(r, db), recs: make(chan aheadRecord, 256), done: make(chan struct{}), results: map[string][]verifyResult{}}
+	go func() {
+		defer close(a.done)
+		defer a.v.close()
+		for rec := range a.recs {
+			if ctx.Err() != nil {
+				continue // the query is being given up: drain
+			}
+			a.results[rec.path] = append(a.results[rec.path], a.v.file(rec.path, &rec.f))
+		}
+	}()
+	return a, nil
+}
+
+func (a *verifyAhead) add(p string, f rpmFile) { a.recs <- aheadRecord{p, f} }
+
+// finish waits for the records handed over to be verified.
+func (a *verifyAhead) finish() {
+	close(a.recs)
+	<-a.done
+}
+
+// changes are the differences of the paths of b, all of whose records
+// were handed over.
+func (a *verifyAhead) changes(b *RPM) ([]Change, error) {
+	if err := a.ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []Change
+	for _, p := range b.Paths {
+		if c, ok := pathChange(p, b.Files[p], a.results[p]); ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// pathChange is a path's difference from every package's record of it
+// (res[i] the verification of fs[i]): it differs where any of them says so
+// (rpm -V lists it once per package).
+func pathChange(p string, fs []rpmFile, res []verifyResult) (Change, bool) {
 	var c Change
 	var owners []string
 	letters := []byte(".........")
 	for i := range fs {
-		res := v.file(p, &fs[i])
+		res := &res[i]
 		if !res.differs() {
 			continue
 		}

@@ -58,10 +58,7 @@ func TestRPMVerify(t *testing.T) {
 		rpmLine("/etc/sub/same", "p", sha("same\n"), 0o100644, 0, all, "", 0, 5),
 		rpmLine("/usr/bin/tool", "p", sha("x"), 0o100755, 0, all, "", 0, 1),
 	}, "\n") + "\n"
-	b, err := parseRPMQuery(strings.NewReader(q))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, cs := verifyBoth(t, root, q)
 	if _, ok := b.Files["/usr/bin/tool"]; ok {
 		t.Error("a file outside /etc was kept")
 	}
@@ -70,10 +67,6 @@ func TestRPMVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cs, err := b.Verify(context.Background(), r)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
 	for _, c := range cs {
 		got = append(got, c.RPM+" "+c.Path)
@@ -105,16 +98,51 @@ func TestRPMSharedPath(t *testing.T) {
 	write(t, filepath.Join(root, "etc/shared"), "x\n")
 	q := rpmLine("/etc/shared", "a", sha("x\n"), 0o100644, 0, 0xffffffff, "", 0, 2) + "\n" +
 		rpmLine("/etc/shared", "b", sha("x\n"), 0o100600, 0, 0xffffffff, "", 0, 2) + "\n"
-	b, err := parseRPMQuery(strings.NewReader(q))
+	if _, cs := verifyBoth(t, root, q); len(cs) != 1 || cs[0].Owner != "b" || cs[0].What != WMode {
+		t.Fatalf("Verify = %+v; want one mode difference of b", cs)
+	}
+	write(t, filepath.Join(root, "etc/shared"), "changed\n")
+	if _, cs := verifyBoth(t, root, q); len(cs) != 1 || cs[0].Owner != "a,b" || cs[0].RPM != "SM5......" {
+		t.Fatalf("Verify = %+v; want one difference of a and b, their letters merged", cs)
+	}
+}
+
+// verifyBoth verifies the records of the query output q in root both
+// ways: after the query (Verify, as the daemon does) and as the query
+// reads them (verifyAhead, as FindDiff does); they must agree.
+func verifyBoth(t *testing.T, root, q string) (*RPM, []Change) {
+	t.Helper()
+	r, err := ondisk.OpenRoot(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := ondisk.OpenRoot(root)
 	defer r.Close()
-	cs, err := b.Verify(context.Background(), r)
-	if err != nil || len(cs) != 1 || cs[0].Owner != "b" || cs[0].What != WMode {
-		t.Fatalf("Verify = %+v, %v; want one mode difference of b", cs, err)
+	ctx := context.Background()
+	b, err := parseRPMQuery(strings.NewReader(q), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	after, err := b.Verify(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := startVerifyAhead(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := parseRPMQuery(strings.NewReader(q), a)
+	a.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	beside, err := a.changes(b2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(after, beside); diff != "" {
+		t.Errorf("verified beside the query (-after +beside):\n%s", diff)
+	}
+	return b, after
 }
 
 func TestRPMQueryRefusesBadLines(t *testing.T) {
@@ -126,13 +154,13 @@ func TestRPMQueryRefusesBadLines(t *testing.T) {
 		{"a package's line without its algorithm", "p\n"},
 		{"a digest algorithm that is no number", "p\tsha\n"},
 	} {
-		if _, err := parseRPMQuery(strings.NewReader(tc.q)); err == nil {
+		if _, err := parseRPMQuery(strings.NewReader(tc.q), nil); err == nil {
 			t.Errorf("%s was taken", tc.what)
 		}
 	}
 	// Lines outside /etc are skipped unread: what they hold is never
 	// looked at (a file under /usr of any shape).
-	b, err := parseRPMQuery(strings.NewReader("p\t(none)\n/usr/x\tnot a record\n/etc/x\t\t33188\troot\troot\t0\t4294967295\t\t0\t0\t0\t(none)\n"))
+	b, err := parseRPMQuery(strings.NewReader("p\t(none)\n/usr/x\tnot a record\n/etc/x\t\t33188\troot\troot\t0\t4294967295\t\t0\t0\t0\t(none)\n"), nil)
 	if err != nil || len(b.Paths) != 1 || b.Files["/etc/x"][0].algo != 1 || b.Files["/etc/x"][0].pkg != "p" {
 		t.Errorf("parseRPMQuery = %+v, %v; want /etc/x of p, MD5 for a package without FILEDIGESTALGO", b, err)
 	}
