@@ -26,8 +26,8 @@ type imageResult struct {
 	Entries    int
 	ConfigDiff []time.Duration
 	Check      []time.Duration
-	Packages int
-	RPMFiles int
+	Packages   int
+	RPMFiles   int
 	// RPM are the timed runs of the rpm comparison, by key: "rpm -Va",
 	// "check", and "check, before" with -before.
 	RPM samples
