@@ -108,7 +108,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	runs := flags.Int("runs", 0, "rounds of parts 1 and 8 (default 5, 3 with -quick; more for a ratio on a busy machine)")
 	idleWindow := flags.Duration("idle-window", 0, "length of an idle window (default 60s, 10s with -quick)")
 	flags.StringVar(&b.benchstat, "benchstat", "benchstat", "the benchstat binary")
-	flags.StringVar(&b.before, "before", "", "another drift-monitor `binary` (the build before a change) whose `check --no-cache` part 1 times too, alternated with the others, whose cached check part 8 times on each root, whose cold starts part 3 measures before each of this one's, and whose daemon part 7 runs")
+	flags.StringVar(&b.before, "before", "", "another drift-monitor `binary` (the build before a change) whose `check --no-cache` part 1 times too, alternated with the others, whose cold starts part 3 measures before each of this one's, whose `check --image` part 6 times beside rpm -Va, whose daemon part 7 runs, and whose cached check part 8 times on each root")
 	fullN := flags.String("full-n", "", "part 1's numbers of files, comma-separated (default 1000,10000,100000; 1000,10000 with -quick)")
 	if err := flags.Parse(args); err != nil {
 		return err

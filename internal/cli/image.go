@@ -90,7 +90,7 @@ func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, f imageFla
 	if mode == image.ModeOff && !f.list {
 		return nil
 	}
-	b, err := image.Find(ctx, r)
+	b, cs, err := image.FindDiff(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -107,10 +107,6 @@ func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, f imageFla
 			EntryID: string(model.KindUndeclared) + ":" + image.EtcDir, Message: "the OS image's /etc is not compared: " + b.Unavailable})
 		drift.Sort(res.Notices)
 		return nil
-	}
-	cs, err := b.Diff(ctx, r)
-	if err != nil {
-		return fmt.Errorf("comparing %s with the image: %w", image.EtcDir, err)
 	}
 	if err := mergeNotices(ctx, r, b, st, res); err != nil {
 		return err

@@ -207,17 +207,13 @@ func imageRefusals(ctx context.Context, r *ondisk.Root, state *model.State, rule
 	if err != nil || mode != image.ModeDrift {
 		return nil, err
 	}
-	b, err := image.Find(ctx, r)
+	b, cs, err := image.FindDiff(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
 	if !b.Available() {
 		return nil, nil
-	}
-	cs, err := b.Diff(ctx, r)
-	if err != nil {
-		return nil, fmt.Errorf("comparing %s with the image: %w", image.EtcDir, err)
 	}
 	key, _ := hostKey()
 	cl, _ := image.NewClassifierFor(r, b, state.Entries, key, imageExclusions(rules))

@@ -138,23 +138,65 @@ func (b *Baseline) DiffAt(ctx context.Context, r *ondisk.Root, p string) (string
 // refuses); a host without one is KindNone, and one whose baseline cannot
 // be reached says why in Unavailable.
 func Find(ctx context.Context, r *ondisk.Root) (*Baseline, error) {
-	b, err := find(ctx, r)
+	b, _, err := findDiff(ctx, r, false)
+	return b, err
+}
+
+// FindDiff is Find, then the baseline's Diff of the whole /etc (none
+// where the baseline is not available). On an rpm host each file is
+// verified as the rpm query reads its record: the verification runs beside
+// the query instead of after it.
+func FindDiff(ctx context.Context, r *ondisk.Root) (*Baseline, []Change, error) {
+	return findDiff(ctx, r, true)
+}
+
+func findDiff(ctx context.Context, r *ondisk.Root, diff bool) (*Baseline, []Change, error) {
+	var ahead *verifyAhead
+	b, err := find(ctx, r, func() (*verifyAhead, error) {
+		if !diff {
+			return nil, nil
+		}
+		a, err := startVerifyAhead(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("comparing %s with the image: %w", EtcDir, err)
+		}
+		ahead = a
+		return a, nil
+	})
+	if ahead != nil {
+		ahead.finish()
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if b.Available() {
 		x, err := ReadExtensions(r)
 		if err != nil {
 			b.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		b.Extensions = x
 		b.Stamp += x.stamp()
 	}
-	return b, nil
+	if !diff || !b.Available() {
+		return b, nil, nil
+	}
+	var cs []Change
+	if ahead != nil && b.RPM != nil {
+		cs, err = ahead.changes(b.RPM)
+	} else {
+		cs, err = b.Diff(ctx, r)
+	}
+	if err != nil {
+		b.Close()
+		return nil, nil, fmt.Errorf("comparing %s with the image: %w", EtcDir, err)
+	}
+	return b, cs, nil
 }
 
-func find(ctx context.Context, r *ondisk.Root) (*Baseline, error) {
+// find finds the baseline; on an rpm host it calls ahead first, for what
+// to hand the query's records to (nil: nothing).
+func find(ctx context.Context, r *ondisk.Root, ahead func() (*verifyAhead, error)) (*Baseline, error) {
 	booted, ostree, err := osstate.ReadBooted(r)
 	if err != nil {
 		return nil, err
@@ -169,7 +211,11 @@ func find(ctx context.Context, r *ondisk.Root) (*Baseline, error) {
 	if dbdir == "" {
 		return &Baseline{Kind: KindNone, Unavailable: "no OS image to compare /etc with: not booted through ostree or bootc, and no rpm database"}, nil
 	}
-	rpm, err := QueryRPM(ctx, r, dbdir)
+	a, err := ahead()
+	if err != nil {
+		return nil, err
+	}
+	rpm, err := queryRPM(ctx, r, dbdir, a)
 	if errors.Is(err, osstate.ErrNoRPM) {
 		return &Baseline{Kind: KindRPM, Unavailable: "the rpm database " + dbfile + " cannot be read: " + err.Error()}, nil
 	}

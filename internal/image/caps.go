@@ -21,10 +21,11 @@ type capSet struct{ eff, perm, inh uint64 }
 const xattrCaps = "security.capability"
 
 // sameCaps compares a file's capabilities with a record's text ("" for
-// none). A file whose xattr or a record whose text cannot be read differs.
-func (v *verifier) sameCaps(dfd int, name, text string) bool {
-	raw, err := getxattrAt(dfd, name, xattrCaps)
-	if err != nil && !errors.Is(err, unix.ENODATA) {
+// none; a filesystem without xattrs has none). A file whose xattr or a
+// record whose text cannot be read differs.
+func sameCaps(x *xattrReader, text string) bool {
+	raw, err := x.get(xattrCaps)
+	if err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOTSUP) {
 		return false
 	}
 	var got capSet
@@ -152,9 +153,42 @@ func capBit(name string) (int, error) {
 // link (lgetxattr through the descriptor's /proc path).
 func getxattrAt(dfd int, name, attr string) ([]byte, error) {
 	p := "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + name
+	return readXattr(func(buf []byte) (int, error) { return unix.Lgetxattr(p, attr, buf) })
+}
+
+// fgetxattr reads the xattr attr of the node open as fd.
+func fgetxattr(fd int, attr string) ([]byte, error) {
+	return readXattr(func(buf []byte) (int, error) { return unix.Fgetxattr(fd, attr, buf) })
+}
+
+// flistxattr lists the xattr names of the node open as fd into *scratch
+// (grown as needed), NUL-terminated.
+func flistxattr(fd int, scratch *[]byte) ([]byte, error) {
+	if *scratch == nil {
+		*scratch = make([]byte, 256)
+	}
+	for {
+		n, err := unix.Flistxattr(fd, *scratch)
+		if errors.Is(err, unix.ERANGE) && len(*scratch) < 64<<10 {
+			*scratch = make([]byte, 4*len(*scratch))
+			continue
+		}
+		if errors.Is(err, unix.ENOTSUP) {
+			return nil, nil // a filesystem without xattrs
+		}
+		if err != nil {
+			return nil, err
+		}
+		return (*scratch)[:n], nil
+	}
+}
+
+// readXattr reads a value with get, growing its buffer while the kernel
+// says it is too small (ERANGE), up to the kernel's XATTR_SIZE_MAX.
+func readXattr(get func([]byte) (int, error)) ([]byte, error) {
 	buf := make([]byte, 256)
 	for {
-		n, err := unix.Lgetxattr(p, attr, buf)
+		n, err := get(buf)
 		if errors.Is(err, unix.ERANGE) && len(buf) < 64<<10 {
 			buf = make([]byte, 4*len(buf))
 			continue

@@ -52,13 +52,23 @@ const (
 	stateWrongColor   = 4
 )
 
-// rpmQueryFormat reads, per file of every installed package, what rpm -V
-// compares it with: the headers only, no file is touched. Fields are
-// separated by tabs, which rpmbuild refuses in file names (build/files.c:
-// "Illegal character (0x9) in filename").
-const rpmQueryFormat = `[%{FILENAMES}\t%{=NAME}\t%{=FILEDIGESTALGO}\t%{FILEDIGESTS}\t%{FILEMODES}\t%{FILEUSERNAME}\t%{FILEGROUPNAME}\t%{FILEFLAGS}\t%{FILEVERIFYFLAGS}\t%{FILELINKTOS}\t%{FILESTATES}\t%{FILESIZES}\t%{FILERDEVS}\t%{FILECAPS}\n]`
+// rpmQueryFormat reads what rpm -V compares each file of every installed
+// package with: the headers only, no file is touched. Per package, a line
+// of its name and digest algorithm, then a line per file, its path first
+// (absolute: a package's line never starts with "/"). Fields are separated
+// by tabs, which rpmbuild refuses in file names (build/files.c: "Illegal
+// character (0x9) in filename"). What is the package's is said once, not
+// per file: rpm formats every value of every file of every package, and
+// the query's cost is that formatting. LONGFILESIZES is rpm's own
+// extension (lib/tagexts.c, longfilesizesTag): the 64-bit sizes where a
+// package has them, else FILESIZES.
+const rpmQueryFormat = `%{NAME}\t%{FILEDIGESTALGO}\n[%{FILENAMES}\t%{FILEDIGESTS}\t%{FILEMODES}\t%{FILEUSERNAME}\t%{FILEGROUPNAME}\t%{FILEFLAGS}\t%{FILEVERIFYFLAGS}\t%{FILELINKTOS}\t%{FILESTATES}\t%{LONGFILESIZES}\t%{FILERDEVS}\t%{FILECAPS}\n]`
 
-const rpmQueryFields = 14
+// The fields of rpmQueryFormat's lines.
+const (
+	rpmPackageFields = 2
+	rpmFileFields    = 12
+)
 
 // rpmFile is one package's record of a file.
 type rpmFile struct {
@@ -109,6 +119,12 @@ type RPM struct {
 // QueryRPM reads the rpm database of r at dbdir (a host path) with the
 // rpm program, read-only (`rpm -qa --qf`), keeping the files under /etc.
 func QueryRPM(ctx context.Context, r *ondisk.Root, dbdir string) (*RPM, error) {
+	return queryRPM(ctx, r, dbdir, nil)
+}
+
+// queryRPM is QueryRPM, handing every record to ahead (if not nil) as it
+// is read.
+func queryRPM(ctx context.Context, r *ondisk.Root, dbdir string, ahead *verifyAhead) (*RPM, error) {
 	prog, err := exec.LookPath("rpm")
 	if err != nil {
 		return nil, osstate.ErrNoRPM
@@ -126,7 +142,7 @@ func QueryRPM(ctx context.Context, r *ondisk.Root, dbdir string) (*RPM, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("running rpm: %w", err)
 	}
-	b, perr := parseRPMQuery(out)
+	b, perr := parseRPMQuery(out, ahead)
 	if perr != nil {
 		io.Copy(io.Discard, out)
 	}
@@ -140,21 +156,39 @@ func QueryRPM(ctx context.Context, r *ondisk.Root, dbdir string) (*RPM, error) {
 	return b, nil
 }
 
-// parseRPMQuery reads rpmQueryFormat's lines, keeping those of /etc.
-func parseRPMQuery(rd io.Reader) (*RPM, error) {
+// parseRPMQuery reads rpmQueryFormat's lines, keeping the files of /etc,
+// each handed to ahead (if not nil) as read. Every other file's line is
+// skipped as read, without a copy: most of a host's files are elsewhere.
+func parseRPMQuery(rd io.Reader, ahead *verifyAhead) (*RPM, error) {
 	b := &RPM{Files: map[string][]rpmFile{}}
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var pkg rpmPackage
+	havePkg := false
+	prefix := []byte(EtcDir + "/")
 	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if !strings.HasPrefix(line, EtcDir+"/") {
+		line := sc.Bytes()
+		switch {
+		case len(line) > 0 && line[0] != '/':
+			p, err := parseRPMPackage(line)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			pkg, havePkg = p, true
+		case !bytes.HasPrefix(line, prefix):
 			continue
+		case !havePkg:
+			return nil, fmt.Errorf("line %d: a file before any package", n)
+		default:
+			p, f, err := parseRPMFile(string(line), pkg)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			b.Files[p] = append(b.Files[p], f)
+			if ahead != nil {
+				ahead.add(p, f)
+			}
 		}
-		p, f, err := parseRPMLine(line)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		b.Files[p] = append(b.Files[p], f)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -166,36 +200,64 @@ func parseRPMQuery(rd io.Reader) (*RPM, error) {
 	return b, nil
 }
 
-func parseRPMLine(line string) (string, rpmFile, error) {
-	fs := strings.Split(line, "\t")
-	if len(fs) != rpmQueryFields {
-		return "", rpmFile{}, fmt.Errorf("%d fields, want %d", len(fs), rpmQueryFields)
+// rpmPackage is what a package's line says of all its files.
+type rpmPackage struct {
+	name string
+	algo int
+}
+
+func parseRPMPackage(line []byte) (rpmPackage, error) {
+	name, algo, ok := bytes.Cut(line, []byte("\t"))
+	if !ok || bytes.IndexByte(algo, '\t') >= 0 {
+		return rpmPackage{}, fmt.Errorf("a package's line of %d fields, want %d", bytes.Count(line, []byte("\t"))+1, rpmPackageFields)
 	}
-	var f rpmFile
+	p := rpmPackage{name: string(name), algo: 1} // PGPHASHALGO_MD5: a header without FILEDIGESTALGO
+	if string(algo) != "(none)" {
+		a, err := strconv.ParseUint(string(algo), 10, 8)
+		if err != nil {
+			return rpmPackage{}, fmt.Errorf("package %s: digest algorithm: %w", p.name, err)
+		}
+		p.algo = int(a)
+	}
+	return p, nil
+}
+
+func parseRPMFile(line string, pkg rpmPackage) (string, rpmFile, error) {
+	var fs [rpmFileFields]string
+	n := 0
+	for rest := line; ; n++ {
+		field, more, ok := strings.Cut(rest, "\t")
+		if n < len(fs) {
+			fs[n] = field
+		}
+		if !ok {
+			break
+		}
+		rest = more
+	}
+	if n+1 != rpmFileFields {
+		return "", rpmFile{}, fmt.Errorf("%d fields, want %d", n+1, rpmFileFields)
+	}
+	f := rpmFile{pkg: pkg.name, algo: pkg.algo}
 	var errs []error
 	num := func(s string, bits int) uint64 {
 		v, err := strconv.ParseUint(s, 10, bits)
 		errs = append(errs, err)
 		return v
 	}
-	f.pkg = fs[1]
-	f.algo = 1 // PGPHASHALGO_MD5: a header without FILEDIGESTALGO
-	if fs[2] != "(none)" {
-		f.algo = int(num(fs[2], 8))
-	}
-	f.digest = strings.ToLower(fs[3])
-	f.mode = uint32(num(fs[4], 32))
-	f.user, f.group = fs[5], fs[6]
-	f.flags = uint32(num(fs[7], 32))
-	f.verify = uint32(num(fs[8], 32))
-	f.linkTo = fs[9]
-	state, err := strconv.Atoi(fs[10])
+	f.digest = strings.ToLower(fs[1])
+	f.mode = uint32(num(fs[2], 32))
+	f.user, f.group = fs[3], fs[4]
+	f.flags = uint32(num(fs[5], 32))
+	f.verify = uint32(num(fs[6], 32))
+	f.linkTo = fs[7]
+	state, err := strconv.Atoi(fs[8])
 	errs = append(errs, err)
 	f.state = state
-	f.size = int64(num(fs[11], 63))
-	f.rdev = num(fs[12], 64)
-	if fs[13] != "(none)" {
-		f.caps = fs[13]
+	f.size = int64(num(fs[9], 63))
+	f.rdev = num(fs[10], 64)
+	if fs[11] != "(none)" {
+		f.caps = fs[11]
 	}
 	if err := errors.Join(errs...); err != nil {
 		return "", rpmFile{}, fmt.Errorf("%s: %w", fs[0], err)
@@ -208,6 +270,26 @@ type verifier struct {
 	root *ondisk.Root
 	db   *accountdb.DB
 	buf  []byte
+	// dir is the directory dirFD holds (or dirErr says why it could not
+	// be opened): the paths come sorted, a directory's files side by
+	// side, and each directory is opened once for all of them.
+	dir    string
+	dirFD  int
+	dirErr error
+	// xattrs is the scratch of xattrReader's listings.
+	xattrs []byte
+}
+
+func newVerifier(r *ondisk.Root, db *accountdb.DB) *verifier {
+	return &verifier{root: r, db: db, dirFD: -1}
+}
+
+// close closes the directory held.
+func (v *verifier) close() {
+	if v.dirFD >= 0 {
+		unix.Close(v.dirFD)
+	}
+	v.dir, v.dirFD, v.dirErr = "", -1, nil
 }
 
 // Verify verifies every packaged path under /etc.
@@ -231,27 +313,98 @@ func (b *RPM) verifyPaths(ctx context.Context, r *ondisk.Root, paths []string) (
 	if err != nil {
 		return nil, err
 	}
-	v := &verifier{root: r, db: db}
+	v := newVerifier(r, db)
+	defer v.close()
 	var out []Change
+	var res []verifyResult
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if c, ok := v.path(p, b.Files[p]); ok {
+		fs := b.Files[p]
+		res = res[:0]
+		for i := range fs {
+			res = append(res, v.file(p, &fs[i]))
+		}
+		if c, ok := pathChange(p, fs, res); ok {
 			out = append(out, c)
 		}
 	}
 	return out, nil
 }
 
-// path verifies a path against every package's record of it: it differs
-// where any of them says so (rpm -V lists it once per package).
-func (v *verifier) path(p string, fs []rpmFile) (Change, bool) {
+// verifyAhead verifies the records of an rpm query as the query reads
+// them, on a goroutine of its own: the query's time is rpm formatting every
+// file of every package, and the verification of the files under /etc
+// fits beside it instead of after it. Each record is verified as Verify
+// verifies it, and the results are put together as Verify does
+// (pathChange), path by path in the records' order.
+type verifyAhead struct {
+	ctx     context.Context
+	v       *verifier
+	recs    chan aheadRecord
+	done    chan struct{}
+	results map[string][]verifyResult
+}
+
+type aheadRecord struct {
+	path string
+	f    rpmFile
+}
+
+// startVerifyAhead reads the root's accounts and starts verifying; finish
+// ends it, once.
+func startVerifyAhead(ctx context.Context, r *ondisk.Root) (*verifyAhead, error) {
+	db, err := accountdb.Read(r)
+	if err != nil {
+		return nil, err
+	}
+	a := &verifyAhead{ctx: ctx, v: newVerifier(r, db), recs: make(chan aheadRecord, 256), done: make(chan struct{}), results: map[string][]verifyResult{}}
+	go func() {
+		defer close(a.done)
+		defer a.v.close()
+		for rec := range a.recs {
+			if ctx.Err() != nil {
+				continue // the query is being given up: drain
+			}
+			a.results[rec.path] = append(a.results[rec.path], a.v.file(rec.path, &rec.f))
+		}
+	}()
+	return a, nil
+}
+
+func (a *verifyAhead) add(p string, f rpmFile) { a.recs <- aheadRecord{p, f} }
+
+// finish waits for the records handed over to be verified.
+func (a *verifyAhead) finish() {
+	close(a.recs)
+	<-a.done
+}
+
+// changes are the differences of the paths of b, all of whose records
+// were handed over.
+func (a *verifyAhead) changes(b *RPM) ([]Change, error) {
+	if err := a.ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []Change
+	for _, p := range b.Paths {
+		if c, ok := pathChange(p, b.Files[p], a.results[p]); ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// pathChange is a path's difference from every package's record of it
+// (res[i] the verification of fs[i]): it differs where any of them says so
+// (rpm -V lists it once per package).
+func pathChange(p string, fs []rpmFile, res []verifyResult) (Change, bool) {
 	var c Change
 	var owners []string
 	letters := []byte(".........")
 	for i := range fs {
-		res := v.file(p, &fs[i])
+		res := &res[i]
 		if !res.differs() {
 			continue
 		}
@@ -323,7 +476,6 @@ func (v *verifier) file(p string, f *rpmFile) verifyResult {
 		}
 		return verifyResult{err: errText(err), base: &want}
 	}
-	defer unix.Close(dfd)
 	var st unix.Stat_t
 	if err := fstatat(dfd, name, &st); err != nil {
 		if isNotExist(err) {
@@ -356,8 +508,12 @@ func (v *verifier) file(p string, f *rpmFile) verifyResult {
 	}
 	res := verifyResult{base: &want, live: &live}
 	l := []byte(".........")
+	// A file whose content is read is open when its xattrs are: they are
+	// listed on its descriptor.
+	x := xattrReader{v: v, dfd: dfd, name: name, fd: -1}
+	defer x.close()
 	if flags&verifyDigest != 0 {
-		same, err := v.sameDigest(dfd, name, f)
+		same, err := v.sameDigest(&x, f)
 		switch {
 		case err != nil:
 			res.err = "reading: " + errText(err)
@@ -386,7 +542,7 @@ func (v *verifier) file(p string, f *rpmFile) verifyResult {
 		if ghost {
 			meta, file = meta&^unix.S_IFMT, file&^unix.S_IFMT
 		}
-		if meta != file || v.extendedACL(dfd, name) {
+		if meta != file || extendedACL(&x) {
 			l[1] = 'M'
 			if !ghost && meta&unix.S_IFMT != file&unix.S_IFMT {
 				res.what |= WType
@@ -404,7 +560,7 @@ func (v *verifier) file(p string, f *rpmFile) verifyResult {
 			l[3] = 'D'
 		}
 	}
-	if flags&verifyCaps != 0 && !v.sameCaps(dfd, name, f.caps) {
+	if flags&verifyCaps != 0 && !sameCaps(&x, f.caps) {
 		res.what |= WCaps
 		l[8] = 'P'
 	}
@@ -487,18 +643,26 @@ func typeBits(t ondisk.FileType) uint32 {
 
 // parent opens the directory of host path p inside the root (links on
 // the way resolved inside it, as rpm's own lstat through the chroot
-// resolves them) and returns p's last name.
+// resolves them) and returns p's last name. The verifier keeps the
+// descriptor for p's siblings.
 func (v *verifier) parent(p string) (int, string, error) {
 	dir, name := path.Split(p)
-	fd, err := v.root.OpenDir(path.Clean(dir))
-	return fd, name, err
+	dir = path.Clean(dir)
+	if dir != v.dir || v.dirFD < 0 && v.dirErr == nil {
+		v.close()
+		v.dir = dir
+		if v.dirFD, v.dirErr = v.root.OpenDir(dir); v.dirErr != nil {
+			v.dirFD = -1
+		}
+	}
+	return v.dirFD, name, v.dirErr
 }
 
 // sameDigest hashes a regular file with the record's algorithm
 // (rpm's PGPHASHALGO numbers) and compares it with the record's digest;
 // a record without one never matches (verify.cc: no digest is a
 // difference).
-func (v *verifier) sameDigest(dfd int, name string, f *rpmFile) (bool, error) {
+func (v *verifier) sameDigest(x *xattrReader, f *rpmFile) (bool, error) {
 	if f.digest == "" {
 		return false, nil
 	}
@@ -519,11 +683,11 @@ func (v *verifier) sameDigest(dfd int, name string, f *rpmFile) (bool, error) {
 	default:
 		return false, fmt.Errorf("digest algorithm %d unknown", f.algo)
 	}
-	fd, err := openRegular(dfd, name)
+	fd, err := openRegular(x.dfd, x.name)
 	if err != nil {
 		return false, err
 	}
-	defer unix.Close(fd)
+	x.fd = fd
 	if v.buf == nil {
 		v.buf = make([]byte, compareChunk)
 	}
@@ -536,8 +700,8 @@ func (v *verifier) sameDigest(dfd int, name string, f *rpmFile) (bool, error) {
 // extendedACL reports whether a node has an access ACL with entries beyond
 // its mode (libacl's acl_equiv_mode returning 1), which rpm -V counts as
 // a mode difference: rpm cannot have set it.
-func (v *verifier) extendedACL(dfd int, name string) bool {
-	b, err := getxattrAt(dfd, name, ondisk.XattrACLAccess)
+func extendedACL(x *xattrReader) bool {
+	b, err := x.get(ondisk.XattrACLAccess)
 	if err != nil || len(b) == 0 {
 		return false
 	}
@@ -546,4 +710,47 @@ func (v *verifier) extendedACL(dfd int, name string) bool {
 		return true
 	}
 	return len(es) > 3
+}
+
+// xattrReader reads the xattrs rpm -V compares of one node: on its
+// descriptor once the file is open (one listing says which it has, and
+// only those are read: most files have neither an ACL nor capabilities),
+// else by name.
+type xattrReader struct {
+	v      *verifier
+	dfd    int
+	name   string
+	fd     int
+	listed bool
+	names  []byte
+	err    error
+}
+
+func (x *xattrReader) close() {
+	if x.fd >= 0 {
+		unix.Close(x.fd)
+		x.fd = -1
+	}
+}
+
+// get reads attr: unix.ENODATA when the node has none.
+func (x *xattrReader) get(attr string) ([]byte, error) {
+	if x.fd < 0 {
+		return getxattrAt(x.dfd, x.name, attr)
+	}
+	if !x.listed {
+		x.names, x.err = flistxattr(x.fd, &x.v.xattrs)
+		x.listed = true
+	}
+	if x.err != nil {
+		return nil, x.err
+	}
+	for rest := x.names; len(rest) > 0; {
+		n, more, _ := bytes.Cut(rest, []byte{0})
+		if string(n) == attr {
+			return fgetxattr(x.fd, attr)
+		}
+		rest = more
+	}
+	return nil, unix.ENODATA
 }

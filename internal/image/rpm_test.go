@@ -17,9 +17,9 @@ import (
 
 func sha(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 
-// rpmLine is a line of rpmQueryFormat.
+// rpmLine is rpmQueryFormat's output for a package of one file.
 func rpmLine(p, pkg, digest string, mode uint32, flags, verify uint32, link string, state int, size int64) string {
-	return strings.Join([]string{p, pkg, "8", digest, strconv.FormatInt(int64(mode), 10), "root", "root", strconv.FormatInt(int64(flags), 10), strconv.FormatInt(int64(verify), 10),
+	return pkg + "\t8\n" + strings.Join([]string{p, digest, strconv.FormatInt(int64(mode), 10), "root", "root", strconv.FormatInt(int64(flags), 10), strconv.FormatInt(int64(verify), 10),
 		link, strconv.FormatInt(int64(state), 10), strconv.FormatInt(size, 10), "0", "(none)"}, "\t")
 }
 
@@ -37,6 +37,8 @@ func TestRPMVerify(t *testing.T) {
 	must(t, os.Chmod(etc+"/same", 0o600))           // mode differs too
 	must(t, os.Symlink("elsewhere", etc+"/link"))   // target differs
 	must(t, os.Mkdir(etc+"/dir", 0o700))            // directory mode
+	write(t, etc+"/sub/same", "same\n")             // siblings: their directory opened once
+	write(t, etc+"/sub/changed", "changed\n")
 	const all = 0xffffffff
 	q := strings.Join([]string{
 		rpmLine("/etc/a.conf", "p", sha("conf\n"), 0o100644, 1, all, "", 0, 5),
@@ -50,12 +52,13 @@ func TestRPMVerify(t *testing.T) {
 		rpmLine("/etc/missing", "p", sha("m\n"), 0o100644, 1, all, "", 0, 2),
 		rpmLine("/etc/link", "p", "", 0o120777, 0, all, "target", 0, 6),
 		rpmLine("/etc/dir", "p", "", 0o40755, 0, all, "", 0, 0),
+		rpmLine("/etc/gone/a", "p", sha("a\n"), 0o100644, 0, all, "", 0, 2), // their directory missing
+		rpmLine("/etc/gone/b", "p", sha("b\n"), 0o100644, 0, all, "", 0, 2),
+		rpmLine("/etc/sub/changed", "p", sha("orig\n"), 0o100644, 0, all, "", 0, 5),
+		rpmLine("/etc/sub/same", "p", sha("same\n"), 0o100644, 0, all, "", 0, 5),
 		rpmLine("/usr/bin/tool", "p", sha("x"), 0o100755, 0, all, "", 0, 1),
 	}, "\n") + "\n"
-	b, err := parseRPMQuery(strings.NewReader(q))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, cs := verifyBoth(t, root, q)
 	if _, ok := b.Files["/usr/bin/tool"]; ok {
 		t.Error("a file outside /etc was kept")
 	}
@@ -64,10 +67,6 @@ func TestRPMVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cs, err := b.Verify(context.Background(), r)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
 	for _, c := range cs {
 		got = append(got, c.RPM+" "+c.Path)
@@ -75,9 +74,12 @@ func TestRPMVerify(t *testing.T) {
 	want := []string{
 		"S.5...... /etc/a.conf",
 		".M....... /etc/dir",
+		"missing /etc/gone/a",
+		"missing /etc/gone/b",
 		"....L.... /etc/link",
 		"missing /etc/missing",
 		".M....... /etc/same",
+		"S.5...... /etc/sub/changed",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("verified (-want +got):\n%s", diff)
@@ -96,24 +98,71 @@ func TestRPMSharedPath(t *testing.T) {
 	write(t, filepath.Join(root, "etc/shared"), "x\n")
 	q := rpmLine("/etc/shared", "a", sha("x\n"), 0o100644, 0, 0xffffffff, "", 0, 2) + "\n" +
 		rpmLine("/etc/shared", "b", sha("x\n"), 0o100600, 0, 0xffffffff, "", 0, 2) + "\n"
-	b, err := parseRPMQuery(strings.NewReader(q))
-	if err != nil {
-		t.Fatal(err)
+	if _, cs := verifyBoth(t, root, q); len(cs) != 1 || cs[0].Owner != "b" || cs[0].What != WMode {
+		t.Fatalf("Verify = %+v; want one mode difference of b", cs)
 	}
-	r, _ := ondisk.OpenRoot(root)
-	defer r.Close()
-	cs, err := b.Verify(context.Background(), r)
-	if err != nil || len(cs) != 1 || cs[0].Owner != "b" || cs[0].What != WMode {
-		t.Fatalf("Verify = %+v, %v; want one mode difference of b", cs, err)
+	write(t, filepath.Join(root, "etc/shared"), "changed\n")
+	if _, cs := verifyBoth(t, root, q); len(cs) != 1 || cs[0].Owner != "a,b" || cs[0].RPM != "SM5......" {
+		t.Fatalf("Verify = %+v; want one difference of a and b, their letters merged", cs)
 	}
 }
 
-func TestRPMQueryRefusesBadLines(t *testing.T) {
-	if _, err := parseRPMQuery(strings.NewReader("/etc/x\tonly three\tfields\n")); err == nil {
-		t.Error("a short line was taken")
+// verifyBoth verifies the records of the query output q in root both
+// ways: after the query (Verify, as the daemon does) and as the query
+// reads them (verifyAhead, as FindDiff does); they must agree.
+func verifyBoth(t *testing.T, root, q string) (*RPM, []Change) {
+	t.Helper()
+	r, err := ondisk.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := parseRPMQuery(strings.NewReader("/etc/x\tp\t8\t\tNaN\troot\troot\t0\t0\t\t0\t0\t0\t(none)\n")); err == nil {
-		t.Error("a mode that is no number was taken")
+	defer r.Close()
+	ctx := context.Background()
+	b, err := parseRPMQuery(strings.NewReader(q), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := b.Verify(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := startVerifyAhead(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := parseRPMQuery(strings.NewReader(q), a)
+	a.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	beside, err := a.changes(b2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(after, beside); diff != "" {
+		t.Errorf("verified beside the query (-after +beside):\n%s", diff)
+	}
+	return b, after
+}
+
+func TestRPMQueryRefusesBadLines(t *testing.T) {
+	for _, tc := range []struct{ what, q string }{
+		{"a short line", "p\t8\n/etc/x\tonly three\tfields\n"},
+		{"a long line", "p\t8\n/etc/x\t\t0\troot\troot\t0\t0\t\t0\t0\t0\t(none)\textra\n"},
+		{"a mode that is no number", "p\t8\n/etc/x\t\tNaN\troot\troot\t0\t0\t\t0\t0\t0\t(none)\n"},
+		{"a file before any package", "/etc/x\t\t0\troot\troot\t0\t0\t\t0\t0\t0\t(none)\n"},
+		{"a package's line without its algorithm", "p\n"},
+		{"a digest algorithm that is no number", "p\tsha\n"},
+	} {
+		if _, err := parseRPMQuery(strings.NewReader(tc.q), nil); err == nil {
+			t.Errorf("%s was taken", tc.what)
+		}
+	}
+	// Lines outside /etc are skipped unread: what they hold is never
+	// looked at (a file under /usr of any shape).
+	b, err := parseRPMQuery(strings.NewReader("p\t(none)\n/usr/x\tnot a record\n/etc/x\t\t33188\troot\troot\t0\t4294967295\t\t0\t0\t0\t(none)\n"), nil)
+	if err != nil || len(b.Paths) != 1 || b.Files["/etc/x"][0].algo != 1 || b.Files["/etc/x"][0].pkg != "p" {
+		t.Errorf("parseRPMQuery = %+v, %v; want /etc/x of p, MD5 for a package without FILEDIGESTALGO", b, err)
 	}
 }
 
