@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -164,9 +165,15 @@ func specConfigVersion(raw []byte) string {
 // mc.Spec.Config holds the bytes again (the file read again, and refused if
 // it changed).
 func parseSpecConfig(raw []byte, mc *Object, version, file string, reread types.Reopen) (types.Config, report.Report, error) {
-	ext := filepath.Ext(file)
+	if ext := filepath.Ext(file); ext == ".yaml" || ext == ".yml" {
+		// raw is the JSON converted from the file, in memory only: read
+		// again from there, never let go, but decoded lean all the same
+		// (the sources copied out of raw, not decoded by encoding/json).
+		held := raw
+		reread = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(held)), nil }
+	}
 	from, found := configAt(raw, mc.Spec.Config)
-	if reread == nil || !fastMachineConfig || ext == ".yaml" || ext == ".yml" || !found {
+	if reread == nil || !fastMachineConfig || !found {
 		return types.ParseBytes(mc.Spec.Config, version)
 	}
 	src := types.NewRangeBytes(raw, from, from+len(mc.Spec.Config), reread)
