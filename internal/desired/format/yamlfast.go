@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
-	"slices"
 )
 
 // The YAML fast path: a MachineConfig in the YAML that `oc get -o yaml`
@@ -19,8 +18,9 @@ import (
 // without escapes, the empty flow collections [] and {}, and literal block
 // scalars (| and |-) without indentation indicator. Anything else (a tab,
 // a comment, an anchor, a tag, a flow collection, a multi-line plain or
-// quoted scalar, a key repeated, a byte that is not printable ASCII, a
-// document marker) is not ok, and YAMLToJSON asks sigs.k8s.io/yaml.
+// quoted scalar, keys out of order or repeated, a byte that is not
+// printable ASCII, a document marker) is not ok, and YAMLToJSON asks
+// sigs.k8s.io/yaml.
 //
 // What it answers is what sigs.k8s.io/yaml's YAMLToJSON gives, byte for
 // byte: go-yaml v2's resolution of each plain scalar (resolve.go: a first
@@ -28,7 +28,10 @@ import (
 // resolveMap are booleans and null; a decimal integer without a sign or a
 // leading zero is an int; a few shapes that begin with a digit are
 // strings, checked against resolve's tries below; any other plain scalar
-// is not ok), then encoding/json's Marshal of the objects, keys sorted.
+// is not ok), then encoding/json's Marshal of the objects, keys sorted:
+// JSONToYAML writes them sorted (go-yaml's Marshal of a map sorts its
+// keys), so the JSON is written as the YAML is read, without a tree, and a
+// mapping whose keys are not in that order is not ok.
 // TestPlainYAMLIsSigsYAML and FuzzPlainYAML hold it to YAMLToJSON.
 func plainYAMLToJSON(raw []byte) ([]byte, bool) {
 	if len(raw) == 0 || raw[len(raw)-1] != '\n' {
@@ -39,59 +42,14 @@ func plainYAMLToJSON(raw []byte) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	p := yamlParser{b: raw, col: -1}
-	n, ok := p.block(0)
-	if !ok || n.kind != 'm' {
+	p := yamlParser{b: raw, col: -1, out: make([]byte, 0, len(raw))}
+	if in, content, more := p.peek(); !more || in != 0 || content[0] == '-' || !p.mapping(0) {
 		return nil, false
 	}
 	if _, _, more := p.peek(); more {
 		return nil, false
 	}
-	out := make([]byte, 0, len(raw))
-	return n.appendJSON(out), true
-}
-
-// A yamlNode is a value read: 'm' a mapping, 'q' a sequence, 's' a string
-// (text its value), 'j' a scalar whose JSON is text.
-type yamlNode struct {
-	kind byte
-	text []byte
-	keys [][]byte
-	vals []*yamlNode
-}
-
-func (n *yamlNode) appendJSON(out []byte) []byte {
-	switch n.kind {
-	case 's':
-		return appendJSONString(out, n.text)
-	case 'j':
-		return append(out, n.text...)
-	case 'q':
-		out = append(out, '[')
-		for i, v := range n.vals {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = v.appendJSON(out)
-		}
-		return append(out, ']')
-	}
-	// encoding/json writes a map's keys sorted (encode.go, mapEncoder).
-	order := make([]int, len(n.keys))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(n.keys[a], n.keys[b]) })
-	out = append(out, '{')
-	for k, i := range order {
-		if k > 0 {
-			out = append(out, ',')
-		}
-		out = appendJSONString(out, n.keys[i])
-		out = append(out, ':')
-		out = n.vals[i].appendJSON(out)
-	}
-	return append(out, '}')
+	return p.out, true
 }
 
 // appendJSONString appends s as encoding/json's Marshal writes it: as it
@@ -115,8 +73,9 @@ func appendJSONString(out, s []byte) []byte {
 }
 
 type yamlParser struct {
-	b []byte
-	i int // the start of the next line
+	b   []byte
+	out []byte // the JSON written so far
+	i   int    // the start of the next line
 	// col, when not negative, is where the next line's content starts: the
 	// first key of a mapping that is a sequence's item ("- key: v").
 	col int
@@ -150,11 +109,11 @@ func (p *yamlParser) next() {
 	p.col = -1
 }
 
-// block reads the mapping or sequence whose lines are indented by indent.
-func (p *yamlParser) block(indent int) (*yamlNode, bool) {
+// block writes the mapping or sequence whose lines are indented by indent.
+func (p *yamlParser) block(indent int) bool {
 	in, content, more := p.peek()
 	if !more || in != indent {
-		return nil, false
+		return false
 	}
 	if content[0] == '-' {
 		return p.sequence(indent)
@@ -162,62 +121,66 @@ func (p *yamlParser) block(indent int) (*yamlNode, bool) {
 	return p.mapping(indent)
 }
 
-func (p *yamlParser) sequence(indent int) (*yamlNode, bool) {
-	n := &yamlNode{kind: 'q'}
-	for {
+func (p *yamlParser) sequence(indent int) bool {
+	p.out = append(p.out, '[')
+	for first := true; ; first = false {
 		in, content, more := p.peek()
 		if !more || in < indent || content[0] != '-' {
 			// A line that is not an item ends the sequence: the next key
 			// of the mapping it is a value of, at the same indentation.
-			return n, true
+			p.out = append(p.out, ']')
+			return true
 		}
 		if in > indent {
-			return nil, false
+			return false
 		}
 		if len(content) < 2 || content[1] != ' ' {
-			return nil, false // "-" alone, or "-x": not an item this reads
+			return false // "-" alone, or "-x": not an item this reads
 		}
 		rest := content[2:]
 		if len(rest) == 0 || rest[0] == ' ' {
-			return nil, false
+			return false
+		}
+		if !first {
+			p.out = append(p.out, ',')
 		}
 		if _, _, isKey := splitKey(rest); isKey {
 			// "- key: v": a mapping whose keys are at indent+2.
 			p.col = indent + 2
-			m, ok := p.mapping(indent + 2)
-			if !ok {
-				return nil, false
+			if !p.mapping(indent + 2) {
+				return false
 			}
-			n.vals = append(n.vals, m)
 			continue
 		}
-		v, ok := scalar(rest)
-		if !ok {
-			return nil, false
+		if !p.scalar(rest) {
+			return false
 		}
-		n.vals = append(n.vals, v)
 		p.next()
 	}
 }
 
-func (p *yamlParser) mapping(indent int) (*yamlNode, bool) {
-	n := &yamlNode{kind: 'm'}
-	seen := map[string]bool{}
-	for {
+func (p *yamlParser) mapping(indent int) bool {
+	p.out = append(p.out, '{')
+	var last []byte
+	for first := true; ; first = false {
 		in, content, more := p.peek()
 		if !more || in < indent {
-			return n, true
+			p.out = append(p.out, '}')
+			return true
 		}
 		if in > indent {
-			return nil, false
+			return false
 		}
 		key, rest, isKey := splitKey(content)
-		if !isKey || seen[string(key)] {
-			return nil, false
+		if !isKey || (!first && bytes.Compare(last, key) >= 0) {
+			return false // out of order or repeated: not as JSONToYAML writes
 		}
-		seen[string(key)] = true
+		last = key
+		if !first {
+			p.out = append(p.out, ',')
+		}
+		p.out = append(appendJSONString(p.out, key), ':')
 		p.next()
-		var v *yamlNode
 		var ok bool
 		switch {
 		case len(rest) == 0:
@@ -226,27 +189,26 @@ func (p *yamlParser) mapping(indent int) (*yamlNode, bool) {
 			in, content, more := p.peek()
 			switch {
 			case more && in > indent:
-				v, ok = p.block(in)
+				ok = p.block(in)
 			case more && in == indent && content[0] == '-':
-				v, ok = p.sequence(indent)
+				ok = p.sequence(indent)
 			default:
-				v, ok = &yamlNode{kind: 'j', text: []byte("null")}, true
+				p.out, ok = append(p.out, "null"...), true
 			}
 		case string(rest) == "|" || string(rest) == "|-":
-			v, ok = p.literal(indent, rest[len(rest)-1] == '-')
+			ok = p.literal(indent, rest[len(rest)-1] == '-')
 		default:
-			v, ok = scalar(rest)
+			ok = p.scalar(rest)
 		}
 		if !ok {
-			return nil, false
+			return false
 		}
-		n.keys, n.vals = append(n.keys, key), append(n.vals, v)
 	}
 }
 
 // literal reads a literal block scalar's lines, below a key indented by
 // indent; strip: "|-" (no final line break), else "|" (one kept).
-func (p *yamlParser) literal(indent int, strip bool) (*yamlNode, bool) {
+func (p *yamlParser) literal(indent int, strip bool) bool {
 	var text []byte
 	at := -1 // the content's indentation, from its first line
 	for p.i < len(p.b) {
@@ -258,7 +220,7 @@ func (p *yamlParser) literal(indent int, strip bool) (*yamlNode, bool) {
 		}
 		if n == len(line) { // blank
 			if at < 0 || n > at {
-				return nil, false // before the first line, or spaces of content
+				return false // before the first line, or spaces of content
 			}
 			text = append(text, '\n')
 			p.i = end + 1
@@ -271,19 +233,20 @@ func (p *yamlParser) literal(indent int, strip bool) (*yamlNode, bool) {
 			at = n
 		}
 		if n < at {
-			return nil, false
+			return false
 		}
 		text = append(append(text, line[at:]...), '\n')
 		p.i = end + 1
 	}
 	if at < 0 {
-		return nil, false
+		return false
 	}
 	text = bytes.TrimRight(text, "\n")
 	if !strip {
 		text = append(text, '\n')
 	}
-	return &yamlNode{kind: 's', text: text}, true
+	p.out = appendJSONString(p.out, text)
+	return true
 }
 
 // splitKey splits "key: rest" or "key:" (a key of plain word bytes that
@@ -297,7 +260,7 @@ func splitKey(content []byte) (key, rest []byte, isKey bool) {
 		return nil, nil, false
 	}
 	key = content[:i]
-	if v, ok := plainScalar(key); !ok || v.kind != 's' {
+	if isString, ok := plainScalar(key); !ok || !isString {
 		return nil, nil, false
 	}
 	switch {
@@ -317,30 +280,45 @@ func keyByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '/' || c == '-' || c == '_'
 }
 
-// scalar reads a value on one line: [] and {}, a quoted scalar of the
+// scalar writes a value on one line: [] and {}, a quoted scalar of the
 // shapes read, or a plain scalar.
-func scalar(s []byte) (*yamlNode, bool) {
+func (p *yamlParser) scalar(s []byte) bool {
 	switch {
-	case string(s) == "[]":
-		return &yamlNode{kind: 'q'}, true
-	case string(s) == "{}":
-		return &yamlNode{kind: 'm'}, true
+	case string(s) == "[]" || string(s) == "{}":
+		p.out = append(p.out, s...)
+		return true
 	case s[0] == '\'':
-		return singleQuoted(s)
+		text, ok := singleQuoted(s)
+		if ok {
+			p.out = appendJSONString(p.out, text)
+		}
+		return ok
 	case s[0] == '"':
 		// Without escapes: its value is its bytes.
 		if len(s) < 2 || s[len(s)-1] != '"' || bytes.ContainsAny(s[1:len(s)-1], `"\`) {
-			return nil, false
+			return false
 		}
-		return &yamlNode{kind: 's', text: s[1 : len(s)-1]}, true
+		p.out = appendJSONString(p.out, s[1:len(s)-1])
+		return true
 	}
-	return plainScalar(s)
+	isString, ok := plainScalar(s)
+	switch {
+	case !ok:
+		return false
+	case isString:
+		p.out = appendJSONString(p.out, s)
+	case s[0] >= '0' && s[0] <= '9':
+		p.out = append(p.out, s...) // decimal: JSON writes the int so
+	default:
+		p.out = append(p.out, resolveWords[string(s)]...)
+	}
+	return true
 }
 
 // singleQuoted reads a single-quoted scalar on one line, in which two
 // quotes stand for one.
-func singleQuoted(s []byte) (*yamlNode, bool) {
-	var text []byte
+func singleQuoted(s []byte) ([]byte, bool) {
+	text := []byte{}
 	i := 1
 	for {
 		j := bytes.IndexByte(s[i:], '\'')
@@ -356,39 +334,34 @@ func singleQuoted(s []byte) (*yamlNode, bool) {
 		}
 		break
 	}
-	if i != len(s) {
-		return nil, false
-	}
-	if text == nil {
-		text = []byte{}
-	}
-	return &yamlNode{kind: 's', text: text}, true
+	return text, i == len(s)
 }
 
-// plainScalar is a plain scalar on one line, resolved as go-yaml v2's
-// resolve does (see plainYAMLToJSON); ok false for a shape not read here.
-func plainScalar(s []byte) (*yamlNode, bool) {
+// plainScalar resolves a plain scalar on one line as go-yaml v2's resolve
+// does (see plainYAMLToJSON): a string, or else a decimal int or a word
+// of resolveWords; ok false for a shape not read here.
+func plainScalar(s []byte) (isString, ok bool) {
 	// What cannot be a plain scalar on one line, or could end one: an
 	// indicator first, ": " or " #" inside, a space or a colon last.
 	if len(s) == 0 || bytes.IndexByte([]byte("-?:,[]{}#&*!|>'\"%@`"), s[0]) >= 0 ||
 		bytes.Contains(s, []byte(": ")) || bytes.Contains(s, []byte(" #")) || s[len(s)-1] == ' ' || s[len(s)-1] == ':' {
-		return nil, false
+		return false, false
 	}
 	switch s[0] {
 	case '+', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '.':
 		switch {
 		case decimal.Match(s):
-			return &yamlNode{kind: 'j', text: s}, true
+			return false, true
 		case dotted.Match(s), digitsThenWord.Match(s):
-			return &yamlNode{kind: 's', text: s}, true
+			return true, true
 		}
-		return nil, false
+		return false, false
 	case 'y', 'Y', 'n', 'N', 't', 'T', 'f', 'F', 'o', 'O', '~':
-		if v, ok := resolveWords[string(s)]; ok {
-			return &yamlNode{kind: 'j', text: []byte(v)}, true
+		if _, ok := resolveWords[string(s)]; ok {
+			return false, true
 		}
 	}
-	return &yamlNode{kind: 's', text: s}, true
+	return true, true
 }
 
 // resolveWords are go-yaml v2's resolveMap words of the first bytes

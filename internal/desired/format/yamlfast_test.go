@@ -44,7 +44,7 @@ func yamlSeeds(t testing.TB) (written []string, plain int, made []string) {
 		"a:\n- - b\n", "a:\n-\n  b: c\n", "---\na: b\n", "a: b\n...\n", "a: b", "a:\tb\n", "a: b\r\n", "a:  b\n", "a: b \n", "a : b\n",
 		"a: |\n  x\n  y\n", "a: |-\n  x\n\n", "a: |+\n  x\n\n", "a: |2\n   x\n", "a: >\n  x\n  y\n", "a: |\n\n  x\n", "a: |\n  x\n   y\n  z\n", "a: |\n   x\n  y\n",
 		"a: |\n  x\n    \n", "a: |\nb: c\n", "a:\n  b: |\n    x\n  c: d\n", "a: b:c\n", "a: b:\n", "a: -b\n", "a: ?b\n", "a: x#y\n", "a: <<\n", "<<: a\n",
-		"a: \"\"\n", "a: \"x\\\"\"\n", "a: b\n\n\nc: d\n", "a:\n\n  b: c\n", "\na: b\n", "a:\n  b:\n  - c\n  d: e\n", "a:\n  - b\n  c: d\n",
+		"a: \"\"\n", "a: \"x\\\"\"\n", "b: 1\na: 2\n", "a:\n  d: 1\n  c: 2\n", "a: b\n\n\nc: d\n", "a:\n\n  b: c\n", "\na: b\n", "a:\n  b:\n  - c\n  d: e\n", "a:\n  - b\n  c: d\n",
 	}
 	return written, plain, made
 }
