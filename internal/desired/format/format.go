@@ -60,7 +60,7 @@ func YAMLToJSON(file string, raw []byte) ([]byte, error) {
 // stand at the start of a line, where no scalar's content can.
 func Documents(raw []byte) int {
 	n, content := 0, false
-	for _, line := range bytes.Split(raw, []byte("\n")) {
+	for line := range bytes.SplitSeq(raw, []byte("\n")) { // the lines of a large file, none kept
 		if rest, ok := documentMarker(line); ok {
 			if content {
 				n++
