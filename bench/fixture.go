@@ -187,7 +187,8 @@ const machineConfigSpec = "3.2.0"
 
 // specConfigs writes the fixture's config once per stable spec drift-monitor
 // reads (its version changed; the keys of the config exist in every spec),
-// and once as a MachineConfig in JSON carrying it in spec 3.2.0. It streams
+// and once as a MachineConfig carrying it in spec 3.2.0, in JSON and in
+// YAML. It streams
 // the config: a child's peak RSS as the kernel reports it is at least its
 // parent's at the fork, so drift-bench must stay small.
 func specConfigs(f *fixture) ([]specConfig, error) {
@@ -243,5 +244,41 @@ func specConfigs(f *fixture) ([]specConfig, error) {
 	if err := write("MachineConfig ("+machineConfigSpec+")", "cold@mc", "config-mc.json", mc, body-1, "}}\n"); err != nil {
 		return nil, err
 	}
-	return out, nil
+	y, err := machineConfigYAML(f)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, y), nil
+}
+
+// machineConfigYAML writes the MachineConfig of specConfigs in YAML, as
+// `oc get machineconfig -o yaml` gives it (sigs.k8s.io/yaml's JSONToYAML
+// of the JSON: keys sorted, block style), the same files and contents. It
+// writes it line by line, as specConfigs streams the others.
+func machineConfigYAML(f *fixture) (specConfig, error) {
+	p := filepath.Join(f.Dir, "config-mc.yaml")
+	o, err := os.Create(p)
+	if err != nil {
+		return specConfig{}, err
+	}
+	w := bufio.NewWriterSize(o, 1<<20)
+	w.WriteString("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  labels:\n" +
+		"    machineconfiguration.openshift.io/role: worker\n  name: 99-bench\nspec:\n  config:\n    ignition:\n" +
+		"      version: " + machineConfigSpec + "\n    storage:\n      files:\n")
+	for i, path := range f.Paths {
+		fmt.Fprintf(w, "      - contents:\n          source: data:;base64,%s\n        mode: 420\n        path: %s\n",
+			base64.StdEncoding.EncodeToString(content(i)), path)
+	}
+	if err := w.Flush(); err != nil {
+		o.Close()
+		return specConfig{}, err
+	}
+	if err := o.Close(); err != nil {
+		return specConfig{}, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return specConfig{}, err
+	}
+	return specConfig{Label: "MachineConfig YAML (" + machineConfigSpec + ")", Key: "cold@mc-yaml", Path: p, Bytes: fi.Size()}, nil
 }

@@ -73,15 +73,26 @@ func (h *liveHeap) stop(t *testing.T) uint64 {
 // config once: not its bytes read twice (a read whole into growing
 // buffers), nor its bytes beside the strings decoded from them (the
 // daemon's cold start peaked at both, docs/benchmarks.md). Measured as the
-// live heap after every collection, with collections made frequent.
+// live heap after every collection, with collections made frequent. The
+// same of the config as a MachineConfig's spec.config, in JSON.
 func TestLoadPeakHeap(t *testing.T) {
+	for _, form := range []struct{ name, file, head, tail string }{
+		{"ignition", "50-peak.ign", "", "\n"},
+		{"machineconfig", "50-peak.json", `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig",` +
+			`"metadata":{"name":"50-peak"},"spec":{"config":`, "}}\n"},
+	} {
+		t.Run(form.name, func(t *testing.T) { loadPeakHeap(t, form.file, form.head, form.tail) })
+	}
+}
+
+func loadPeakHeap(t *testing.T, name, head, tail string) {
 	dir := t.TempDir()
 	cfgDir := filepath.Join(dir, "etc/drift-monitor/desired.d")
 	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	b.WriteString(`{"ignition":{"version":"3.4.0"},"storage":{"files":[`)
+	b.WriteString(head + `{"ignition":{"version":"3.4.0"},"storage":{"files":[`)
 	for i := 0; i < 1000; i++ {
 		c := bytes.Repeat([]byte{byte('a' + i%26)}, 8<<10)
 		copy(c, fmt.Sprintf("file %d\n", i))
@@ -91,9 +102,9 @@ func TestLoadPeakHeap(t *testing.T) {
 		fmt.Fprintf(&b, "\n"+`{"path":"/etc/peak/f%04d.conf","mode":420,"contents":{"source":"data:;base64,%s"}}`,
 			i, base64.StdEncoding.EncodeToString(c))
 	}
-	b.WriteString("\n]}}\n")
+	b.WriteString("\n]}}" + tail)
 	size := b.Len()
-	if err := os.WriteFile(filepath.Join(cfgDir, "50-peak.ign"), b.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cfgDir, name), b.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b = bytes.Buffer{}

@@ -1,7 +1,10 @@
 package desired
 
 import (
+	"bytes"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/desired/format"
 	"github.com/drift-monitor/drift-monitor/internal/desired/machineconfig"
 	"github.com/drift-monitor/drift-monitor/internal/desired/parsed"
+	"github.com/drift-monitor/drift-monitor/internal/model"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
@@ -238,5 +242,56 @@ func TestMachineConfigReread(t *testing.T) {
 	var le *configerr.LoadError
 	if !errors.As(err, &le) || le.File != file || !strings.Contains(err.Error(), "changed while it was being read") {
 		t.Errorf("a file changed before it was read again: %v, want a LoadError naming %s", err, file)
+	}
+}
+
+// TestLargeMachineConfigLoads: a MachineConfig large enough for the lean
+// decoding, in JSON (its spec.config a part of the file) and in the YAML
+// JSONToYAML writes of it (converted without go-yaml, decoded lean from
+// memory), gives the state the paths without these shortcuts give (the
+// JSON decoded by encoding/json: machineconfig.SlowPath).
+func TestLargeMachineConfigLoads(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"ignition":{"version":"3.2.0"},"storage":{"files":[`)
+	for i := range 40 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"path":"/etc/large/f%d","mode":420,"contents":{"source":"data:;base64,%s"}}`, i,
+			base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{byte('a' + i%26)}, 30000)))
+	}
+	b.WriteString(`]},"systemd":{"units":[{"name":"a.service","enabled":true,"contents":"[Unit]\nDescription=a\n\n[Install]\nWantedBy=multi-user.target\n"}]}}`)
+	mc := `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"99-large"},"spec":{"config":` + b.String() + `}}`
+	y, err := yaml.JSONToYAML([]byte(mc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, raw := range map[string][]byte{"large.json": []byte(mc), "large.yaml": y} {
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(name string, slow bool) model.State {
+		t.Helper()
+		if slow {
+			defer machineconfig.SlowPath()()
+		}
+		st, err := LoadState(dirHost(dir), []string{filepath.Join(dir, name)})
+		if err != nil {
+			t.Fatalf("%s (slow path %v): %v", name, slow, err)
+		}
+		if len(st.Entries) < 40 {
+			t.Fatalf("%s (slow path %v): %d entries", name, slow, len(st.Entries))
+		}
+		return st
+	}
+	want := load("large.json", true)
+	for _, name := range []string{"large.json", "large.yaml"} {
+		got := load(name, false)
+		// Contents compared as bytes: element by element, cmp takes seconds.
+		if !cmp.Equal(want.Entries, got.Entries, cmpEntries, cmp.Comparer(bytes.Equal)) {
+			t.Errorf("%s: entries differ from the slow path's", name)
+		}
 	}
 }

@@ -75,7 +75,7 @@ func parseFragment(file string, raw []byte, sup ignition.Supplies, cache bool, r
 	case isMC && cache:
 		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("an Ignition config cache holds an Ignition config, not a MachineConfig")}
 	case isMC:
-		return machineconfig.Parse(file, &mc, sup, reread)
+		return machineconfig.Parse(file, raw, &mc, sup, reread)
 	case isYAML:
 		return parsed.Fragment{File: file}, &configerr.LoadError{File: file, Err: errors.New("a YAML file must hold a MachineConfig (kind: MachineConfig) or a Butane config (variant: and version:)")}
 	}

@@ -79,12 +79,12 @@ func (r Reopen) ReadAll() ([]byte, error) {
 type leanSource struct{ start, end int }
 
 // decodeLean is decodeExact's decoding into c by the skeleton, when src's
-// bytes are a whole file that can be read again and the sources of at least
-// min bytes are worth it: tried says it took charge (src has dropped the bytes), and ok is then
+// bytes (a whole file, or a part of one) can be read again and the sources
+// of at least min bytes are worth it: tried says it took charge (src has dropped the bytes), and ok is then
 // decodeExact's answer. keys is decodeExact's.
 func decodeLean(src *Bytes, c *Config, version string, keys reflect.Type, min int) (tried, ok bool) {
 	raw := src.b
-	if src.reopen == nil || src.part != nil || bytes.Contains(raw, []byte(`\u0000`)) {
+	if src.reopen == nil || bytes.Contains(raw, []byte(`\u0000`)) {
 		return false, false
 	}
 	sources, total := leanSources(raw)
@@ -203,7 +203,8 @@ func leanDestinations(c *Config, n int) (dest []*string, ok bool) {
 var errChanged = errors.New("changed while it was being read: load it again")
 
 // fillSources reads the dropped bytes again as a stream and sets *dest[k]
-// to source k's bytes; an error if the stream is not the bytes dropped.
+// to source k's bytes (at c.from in the file, for a part); an error if the
+// stream is not the file dropped.
 func (c *Bytes) fillSources(sources []leanSource, dest []*string) error {
 	f, err := c.reopen()
 	if err != nil {
@@ -219,7 +220,7 @@ func (c *Bytes) fillSources(sources []leanSource, dest []*string) error {
 		chunk := buf[:n]
 		sum = crc32.Update(sum, castagnoli, chunk)
 		for len(chunk) > 0 && k < len(sources) {
-			s := sources[k]
+			s := leanSource{sources[k].start + c.from, sources[k].end + c.from}
 			end := off + len(chunk)
 			if end <= s.start {
 				break

@@ -118,22 +118,41 @@ func TestLeanIsDecodeExact(t *testing.T) {
 			if stream == nil {
 				stream = tt.raw
 			}
-			opens := 0
-			src := NewBytes(bytes.Clone(tt.raw), reopenOf(stream, &opens))
-			var c Config
-			tried, ok := decodeLean(src, &c, v, reflect.TypeFor[Config](), 0)
-			if tried != tt.tried || ok != tt.lean {
-				t.Fatalf("decodeLean: tried %v, decoded %v; want %v, %v", tried, ok, tt.tried, tt.lean)
-			}
-			if !tried && (src.dropped || opens != 0) {
-				t.Errorf("declined, but dropped the bytes (%v) or read them again (%d times)", src.dropped, opens)
-			}
-			if ok {
-				if diff := cmp.Diff(plain, c); diff != "" {
-					t.Errorf("lean decoding (-whole +lean):\n%s", diff)
+			// The config as a file, and as a part of one (a
+			// MachineConfig's spec.config: NewRangeBytes).
+			for _, wrap := range [][2]string{{"", ""}, {`{"kind":"MachineConfig","spec":{"config":`, "}}\n"}} {
+				opens := 0
+				src := NewBytes(bytes.Clone(tt.raw), reopenOf(stream, &opens))
+				if wrap[0] != "" {
+					file := []byte(wrap[0] + string(tt.raw) + wrap[1])
+					src = NewRangeBytes(file, len(wrap[0]), len(wrap[0])+len(tt.raw), reopenOf([]byte(wrap[0]+string(stream)+wrap[1]), &opens))
 				}
-				if opens != 1 {
-					t.Errorf("read again %d times, want once", opens)
+				var c Config
+				tried, ok := decodeLean(src, &c, v, reflect.TypeFor[Config](), 0)
+				if tried != tt.tried || ok != tt.lean {
+					t.Fatalf("decodeLean %q: tried %v, decoded %v; want %v, %v", wrap[0], tried, ok, tt.tried, tt.lean)
+				}
+				if !tried && (src.dropped || opens != 0) {
+					t.Errorf("declined, but dropped the bytes (%v) or read them again (%d times)", src.dropped, opens)
+				}
+				if ok {
+					if diff := cmp.Diff(plain, c); diff != "" {
+						t.Errorf("lean decoding %q (-whole +lean):\n%s", wrap[0], diff)
+					}
+					if opens != 1 {
+						t.Errorf("read again %d times, want once", opens)
+					}
+				}
+				if tried {
+					// Read again for a report: the part, or refused
+					// as changed.
+					b, err := src.Bytes()
+					switch {
+					case tt.stream != nil && !errors.Is(err, errChanged):
+						t.Errorf("Bytes of a changed file: %v, want %v", err, errChanged)
+					case tt.stream == nil && (err != nil || !bytes.Equal(b, tt.raw)):
+						t.Errorf("Bytes: %v; the part again: %v", err, bytes.Equal(b, tt.raw))
+					}
 				}
 			}
 		})

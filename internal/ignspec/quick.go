@@ -68,8 +68,13 @@ func quickDecode(src *Bytes, version string) (Config, report.Report, bool) {
 // one resource per file, in no list: ValidateDups does not see them.
 func validQuick(cfg *Config) bool { return len(quickReport(cfg).Entries) == 0 }
 
-// quickReport is the report of validQuick's validation.
+// quickReport is the report of validQuick's validation. validFast answers
+// first for a config it has nothing to say on, without vcontext's walk of
+// the whole config; the walk gives the report when there is one.
 func quickReport(cfg *Config) report.Report {
+	if validFast(cfg) {
+		return report.Report{}
+	}
 	var swapped []int
 	var saved []*string
 	var scratch []byte
@@ -319,24 +324,28 @@ func decodeExact[C any](src *Bytes, version string, keys reflect.Type) (c C, ok 
 	return c, true
 }
 
-// Bytes are the bytes of a config file being parsed. A parse that has
-// decoded them lets them go (drop) when they can be read again (reopen), so
-// that the bytes and the config decoded from them are not both alive through
-// its validation, which allocates several times the config's size: the
-// live heap is smaller by the bytes, and the memory peak by twice that.
-// Should Ignition's report need the bytes after all (to place an
-// entry on a line), Bytes reads them again and refuses bytes that changed in
+// Bytes are the bytes of a config file being parsed, or of a part of one
+// (a MachineConfig's spec.config). A parse that has decoded them lets them
+// go (drop) when they can be read again (reopen), so that the bytes and the
+// config decoded from them are not both alive through its validation,
+// which allocates several times the config's size: the live heap is
+// smaller by the bytes, and the memory peak by twice that. Should
+// Ignition's report need the bytes after all (to place an entry on a
+// line), Bytes reads them again and refuses a file that changed in
 // between, which the decoded config no longer describes.
 type Bytes struct {
 	b      []byte
 	reopen Reopen // nil: the bytes are never dropped
-	// part, if not nil, finds the bytes in the file reopen opens (they are
-	// a part of it).
-	part func(file []byte) ([]byte, error)
-	// Of the bytes dropped: their length and CRC-32C, to know them again.
+	// file, if not nil, is the whole file reopen opens, of which b is
+	// file[from:from+len(b)].
+	file []byte
+	from int
+	// Of the file whose bytes were dropped: its length and CRC-32C, to
+	// know it again, and the length of the part.
 	dropped bool
 	n       int
 	sum     uint32
+	partLen int
 }
 
 // NewBytes holds b; reopen, if not nil, opens them again (and the caller
@@ -345,10 +354,11 @@ func NewBytes(b []byte, reopen Reopen) *Bytes {
 	return &Bytes{b: b, reopen: reopen}
 }
 
-// NewPartBytes is NewBytes of bytes that are a part of the file reopen
-// opens, which part finds in that file's bytes.
-func NewPartBytes(b []byte, reopen Reopen, part func(file []byte) ([]byte, error)) *Bytes {
-	return &Bytes{b: b, reopen: reopen, part: part}
+// NewRangeBytes is NewBytes of file[from:to], a part of the file whose
+// bytes are file, which reopen opens again (the caller should then hold no
+// reference to file).
+func NewRangeBytes(file []byte, from, to int, reopen Reopen) *Bytes {
+	return &Bytes{b: file[from:to], reopen: reopen, file: file, from: from}
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -358,19 +368,21 @@ func (c *Bytes) drop() {
 	if c.reopen == nil || c.dropped {
 		return
 	}
-	c.dropped, c.n, c.sum = true, len(c.b), crc32.Checksum(c.b, castagnoli)
-	c.b = nil
+	whole := c.b
+	if c.file != nil {
+		whole = c.file
+	}
+	c.dropped, c.n, c.sum, c.partLen = true, len(whole), crc32.Checksum(whole, castagnoli), len(c.b)
+	c.b, c.file = nil, nil
 }
 
-// Bytes are the config's bytes, read again if they were dropped.
+// Bytes are the config's bytes, read again if they were dropped: the whole
+// file, which must be the one dropped, and of it the part they were.
 func (c *Bytes) Bytes() ([]byte, error) {
 	if !c.dropped {
 		return c.b, nil
 	}
 	b, err := c.reopen.ReadAll()
-	if err == nil && c.part != nil {
-		b, err = c.part(b)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +390,10 @@ func (c *Bytes) Bytes() ([]byte, error) {
 		return nil, errChanged
 	}
 	c.b, c.dropped = b, false
-	return b, nil
+	if c.from != 0 || c.partLen != len(b) {
+		c.file, c.b = b, b[c.from:c.from+c.partLen]
+	}
+	return c.b, nil
 }
 
 // validateNoTree is Ignition's validate.ValidateWithContext(cfg, nil)

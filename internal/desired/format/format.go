@@ -43,6 +43,9 @@ func YAMLToJSON(file string, raw []byte) ([]byte, error) {
 		// yaml.YAMLToJSON would keep the first and drop the rest silently.
 		return nil, &configerr.LoadError{File: file, Err: fmt.Errorf("holds %d YAML documents; put one MachineConfig in each file", n)}
 	}
+	if j, ok := plainYAMLToJSON(raw); ok {
+		return j, nil // what yaml.YAMLToJSON gives, without go-yaml (yamlfast.go)
+	}
 	j, err := yaml.YAMLToJSON(raw)
 	if err != nil {
 		le := &configerr.LoadError{File: file, Err: fmt.Errorf("invalid YAML: %w", err)}
@@ -57,7 +60,7 @@ func YAMLToJSON(file string, raw []byte) ([]byte, error) {
 // stand at the start of a line, where no scalar's content can.
 func Documents(raw []byte) int {
 	n, content := 0, false
-	for _, line := range bytes.Split(raw, []byte("\n")) {
+	for line := range bytes.SplitSeq(raw, []byte("\n")) { // the lines of a large file, none kept
 		if rest, ok := documentMarker(line); ok {
 			if content {
 				n++

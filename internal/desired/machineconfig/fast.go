@@ -1,8 +1,10 @@
 package machineconfig
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -151,29 +153,31 @@ func specConfigVersion(raw []byte) string {
 	return ignition.ConfigVersion(raw)
 }
 
-// parseSpecConfig is ignspec.ParseBytes of mc's spec.config, declaring version.
-// With reread (the dispatch's), a JSON file's spec.config is parsed as
-// an Ignition config file is:
-// the parse may let the bytes go (ignspec.Bytes), and mc.Spec.Config is
-// then nil, which nothing reads when the parse has nothing to report: the
-// bytes and the config decoded from them are not both alive through its
-// validation, which at 10,000 files kept the load against its memory bound
-// (the load's memory bound) and cost a third more time. Where the parse reports
-// something, mc.Spec.Config holds the bytes again (read again, found again
-// by Detect, and refused if they changed).
-func parseSpecConfig(mc *Object, version, file string, reread types.Reopen) (types.Config, report.Report, error) {
-	ext := filepath.Ext(file)
-	if reread == nil || !fastMachineConfig || ext == ".yaml" || ext == ".yml" {
+// parseSpecConfig is ignspec.ParseBytes of mc's spec.config, declaring
+// version; raw is the file's bytes (of a JSON file, as read), which hold it.
+// With reread (the dispatch's), a JSON file's spec.config is parsed as an
+// Ignition config file is: the parse may let the file's bytes go
+// (ignspec.Bytes: the lean decoding too, a large config's sources copied out
+// of the file read again as a stream), and mc.Spec.Config is then nil,
+// which nothing reads when the parse has nothing to report: the bytes and
+// the config decoded from them are not both alive through its validation,
+// the load's memory bound. Where the parse reports something,
+// mc.Spec.Config holds the bytes again (the file read again, and refused if
+// it changed).
+func parseSpecConfig(raw []byte, mc *Object, version, file string, reread types.Reopen) (types.Config, report.Report, error) {
+	if ext := filepath.Ext(file); ext == ".yaml" || ext == ".yml" {
+		// raw is the JSON converted from the file, in memory only: read
+		// again from there, never let go, but decoded lean all the same
+		// (the sources copied out of raw, not decoded by encoding/json).
+		held := raw
+		reread = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(held)), nil }
+	}
+	from, found := configAt(raw, mc.Spec.Config)
+	if reread == nil || !fastMachineConfig || !found {
 		return types.ParseBytes(mc.Spec.Config, version)
 	}
-	src := types.NewPartBytes(mc.Spec.Config, reread, func(raw []byte) ([]byte, error) {
-		again, isMC, _, err := Detect(raw)
-		if err != nil || !isMC {
-			return nil, errChanged
-		}
-		return again.Spec.Config, nil
-	})
-	mc.Spec.Config = nil // src holds them, and may let them go
+	src := types.NewRangeBytes(raw, from, from+len(mc.Spec.Config), reread)
+	mc.Spec.Config, raw = nil, nil // src holds them, and may let them go
 	cfg, rpt, err := types.Parse(src, version)
 	if err == nil && len(rpt.Entries) == 0 {
 		return cfg, rpt, nil
@@ -189,5 +193,17 @@ func parseSpecConfig(mc *Object, version, file string, reread types.Reopen) (typ
 	return cfg, rpt, err
 }
 
-// errChanged: a file read again is not the one parsed.
-var errChanged = errors.New("changed while it was being read: load it again")
+// configAt is where config, a MachineConfig's spec.config, lies in raw, the
+// bytes it was found in: Plain hands on raw's own bytes; Detect's
+// encoding/json copies them (json.RawMessage: the value's bytes as they
+// are), and any place of raw holding the same bytes is as good.
+func configAt(raw, config []byte) (int, bool) {
+	if len(config) == 0 {
+		return 0, false
+	}
+	if from := cap(raw) - cap(config); from >= 0 && from+len(config) <= len(raw) && &raw[from] == &config[0] {
+		return from, true
+	}
+	from := bytes.Index(raw, config)
+	return from, from >= 0
+}

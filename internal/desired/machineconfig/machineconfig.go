@@ -25,10 +25,10 @@ import (
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
-// Parse reads a MachineConfig: its spec.config as an Ignition
-// config, and its kernel arguments added to that config's. reread is
-// the dispatch's (see parseSpecConfig).
-func Parse(file string, mc *Object, sup ignition.Supplies, reread types.Reopen) (parsed.Fragment, error) {
+// Parse reads a MachineConfig, which Detect found in raw: its spec.config as
+// an Ignition config, and its kernel arguments added to that config's.
+// reread is the dispatch's (see parseSpecConfig).
+func Parse(file string, raw []byte, mc *Object, sup ignition.Supplies, reread types.Reopen) (parsed.Fragment, error) {
 	frag := parsed.Fragment{File: file, MachineConfig: true}
 	fields, err := mc.fields(file)
 	if err != nil {
@@ -46,7 +46,7 @@ func Parse(file string, mc *Object, sup ignition.Supplies, reread types.Reopen) 
 			Why: "drift-monitor reads Ignition spec 3.x only (the machine-config operator translates 2.x with ign-converter): " +
 				"nothing spec.config declares is checked, only the kernel arguments"}}
 	case len(bytes.TrimSpace(mc.Spec.Config)) > 0 && string(bytes.TrimSpace(mc.Spec.Config)) != "null":
-		if err := readSpecConfig(&frag, mc, specVersion, sup, reread); err != nil {
+		if err := readSpecConfig(&frag, raw, mc, specVersion, sup, reread); err != nil {
 			return frag, err
 		}
 	default:
@@ -58,8 +58,8 @@ func Parse(file string, mc *Object, sup ignition.Supplies, reread types.Reopen) 
 
 // readSpecConfig reads a MachineConfig's spec.config into frag (parsed by
 // parseSpecConfig, fast.go, which may let mc.Spec.Config go).
-func readSpecConfig(frag *parsed.Fragment, mc *Object, version string, sup ignition.Supplies, reread types.Reopen) error {
-	cfg, rpt, err := parseSpecConfig(mc, version, frag.File, reread)
+func readSpecConfig(frag *parsed.Fragment, raw []byte, mc *Object, version string, sup ignition.Supplies, reread types.Reopen) error {
+	cfg, rpt, err := parseSpecConfig(raw, mc, version, frag.File, reread)
 	if err != nil {
 		// Positions would point into the re-encoded spec.config, not into the
 		// file: report the config path only.
