@@ -92,28 +92,20 @@ func sameAsIgnition(t *testing.T, file string, raw []byte) (quick bool) {
 }
 
 // reportShown is what is shown of a report: of a refused config (a fatal
-// entry) its fatal entries in order, the first with its line and column
-// (the LoadError's), the others with their config paths (ignspec's
-// refusal path places only the first, and gathers no warnings); of any
-// other, every entry with its position (reportLines).
+// entry) its first fatal entry with its line and column (the LoadError's:
+// ignspec's refusal path places only that one, stops at the first
+// duplicate, and gathers no warnings); of any other, every entry with its
+// position (reportLines).
 func reportShown(r report.Report) string {
 	if !r.IsFatal() {
 		return reportLines(r)
 	}
-	var b strings.Builder
-	first := true
 	for _, e := range r.Entries {
-		if !e.Kind.IsFatal() {
-			continue
+		if e.Kind.IsFatal() {
+			return e.String() + "\n"
 		}
-		if first {
-			b.WriteString(e.String() + "\n")
-			first = false
-			continue
-		}
-		fmt.Fprintf(&b, "%s at %s: %s\n", e.Kind, e.Context, e.Message)
 	}
-	return b.String()
+	return ""
 }
 
 // reportLines is a report's entries, one a line, sorted: Ignition reports

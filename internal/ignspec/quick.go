@@ -42,10 +42,12 @@ import (
 // config of the newest spec that is the report of Ignition's validation
 // but for the positions and unused keys (it refuses the config when an
 // entry is fatal: see refuse.go), since the keys are exact and the
-// placeholder below is accepted as the source it stands for.
+// placeholder below is accepted as the source it stands for. A config with
+// storage nodes of one path it leaves to the refusal path, whose report
+// stops at the first duplicate (duplicateNodes, refuse.go: firstFatal).
 func quickDecode(src *Bytes, version string) (Config, report.Report, bool) {
 	c, ok := decodeExact[Config](src, version, reflect.TypeFor[Config]())
-	if !ok {
+	if !ok || duplicateNodes(&c) {
 		return Config{}, report.Report{}, false
 	}
 	if r := quickReport(&c); len(r.Entries) > 0 {
@@ -180,10 +182,12 @@ func quickOlder[C any](src *Bytes, version string, d direct) (Config, report.Rep
 }
 
 // duplicateNodes reports whether two of the storage nodes (files,
-// directories, links) have one path: Ignition's ValidateDups refuses them
+// directories, links) have one path, or two units, dropins, users or groups
+// one name (duplicateNames): Ignition's ValidateDups refuses them
 // (config/vX_Y/types/storage.go: MergedKeys puts the three lists in one key
 // space, Node's Key is its path, in every spec), so the quick path would
-// walk the whole config for nothing. It only saves that walk: the refusal
+// walk the whole config for nothing, and gather an entry for every
+// duplicate. It only saves that walk: the refusal
 // path (refuse.go) decides what is reported, and were it wrong, Ignition's.
 func duplicateNodes(cfg *Config) bool {
 	s := &cfg.Storage
@@ -210,7 +214,7 @@ func duplicateNodes(cfg *Config) bool {
 			return true
 		}
 	}
-	return false
+	return duplicateNames(cfg)
 }
 
 // sourcesAllowed: no URL of the config has a scheme d excludes (url.Parse

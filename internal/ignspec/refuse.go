@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"reflect"
 
+	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/path"
 	"github.com/coreos/vcontext/report"
 	"github.com/coreos/vcontext/tree"
+	vvalidate "github.com/coreos/vcontext/validate"
 )
 
 // The refusal path: a config that decodes but that Ignition's validation
@@ -28,16 +30,21 @@ import (
 //
 // So, where Ignition's path would refuse a config in validation, refuse
 // reaches the same verdict with the same functions, minus the tree: the
-// same decoding, the same version check, ValidateWithContext without raw
-// bytes (vcontext's Validate and ValidateDups, whose fatal entries are the
-// tree's, in the same order: the tree only adds unused-key warnings and
-// positions), and for a config of an older spec the translation and the
-// newest spec's validation that Parse adds (parse.go, validated). The
-// first fatal entry is then placed where Correlate would place it (place),
-// by one scan of the bytes. What it leaves out: the unused-key warnings of a
-// refused config, and the positions of its other entries, which nothing
-// shows. Anything else (bytes encoding/json refuses, another version, a
-// config Ignition accepts, with or without warnings) goes Ignition's path.
+// same decoding, the same version check, Ignition's validation without raw
+// bytes (ValidateWithContext(cfg, nil): vcontext's Validate, then
+// ValidateDups over every struct, whose fatal entries are the tree's, in the
+// same order: the tree only adds unused-key warnings and positions), and for
+// a config of an older spec the translation and the newest spec's
+// validation that Parse adds (parse.go, validated). Of that validation it
+// keeps what decides the first fatal entry (firstFatal): Validate's report
+// whole and, when it holds no fatal entry, the first duplicate that
+// ValidateDups reports, without the others. The first fatal entry is then
+// placed where Correlate would place it (place), by one scan of the bytes.
+// What it leaves out: the unused-key warnings of a refused config, the
+// duplicates after the first, and the positions of the entries after the
+// first fatal one, which nothing shows. Anything else (bytes encoding/json
+// refuses, another version, a config Ignition accepts, with or without
+// warnings) goes Ignition's path.
 
 // refuser is the refusal path of spec version, whose configs decode into C
 // and which up translates to the newest spec: the report and true when
@@ -54,7 +61,7 @@ func refuser[C any](version string, up func(C) Config) func(raw []byte) (report.
 		if reflect.ValueOf(c).FieldByName("Ignition").FieldByName("Version").String() != version {
 			return report.Report{}, false
 		}
-		if r := validateNoTree(c); r.IsFatal() {
+		if r := firstFatal(c); r.IsFatal() {
 			placeFirstFatal(&r, raw)
 			return r, true
 		}
@@ -63,11 +70,149 @@ func refuser[C any](version string, up func(C) Config) func(raw []byte) (report.
 		}
 		// Accepted by its own spec: Parse validates the translation with
 		// the newest spec's rules, without positions (validated).
-		if r := validateNoTree(up(c)); r.IsFatal() {
+		if r := firstFatal(up(c)); r.IsFatal() {
 			return r, true
 		}
 		return report.Report{}, false
 	}
+}
+
+// firstFatal is the report of Ignition's validation of cfg without raw
+// bytes (config/validate/validate.go, ValidateWithContext(cfg, nil):
+// vcontext's Validate, then ValidateCustom with ValidateDups, the second
+// report appended to the first) up to its first fatal entry: the same
+// first fatal entry, if any, and no fatal entry when it has none.
+//
+// Validate's report comes first, whole: if it is fatal, its first fatal
+// entry is the report's. If not, every entry of ValidateDups' report is an
+// error (AddOnError), so the first fatal entry is its first entry: that of
+// the first struct, in the order vcontext's walk visits them, at which
+// ValidateDups finds a duplicate (firstDuplicate). ValidateDups would
+// otherwise report every duplicate with its own context path (one per
+// repeated entry: tens of thousands in a config of many copies), merged
+// into the reports of every level above it while the rest of the walk
+// runs: a load's memory limit (internal/memlimit) then has the collector
+// run far more often than for a valid config of the same size.
+func firstFatal(cfg any) report.Report {
+	r := vvalidate.Validate(cfg, "json")
+	if r.IsFatal() {
+		return r
+	}
+	if dup, ok := firstDuplicate(cfg); ok {
+		r.Entries = append(r.Entries, dup)
+	}
+	return r
+}
+
+// firstDuplicate is the first entry of ValidateCustom(cfg, "json",
+// ValidateDups): vcontext's walk (vcontext validate/validate.go: validate,
+// validateStruct, validateSlice) calls the validator on every value it
+// reaches before walking into it, depth first: the fields of a struct in
+// the order GetFields gives them (embedded structs flattened), under the
+// name FieldName gives, the elements of a slice by index, what a non-nil
+// pointer or interface holds. ValidateDups says nothing but of a struct's
+// slice fields. So the walk below takes the same steps with the same
+// context path, and calls Ignition's ValidateDups itself on each struct,
+// until one reports: its first entry is the report's. The walk stops there,
+// and builds no more than that struct's report (its own lists' duplicates).
+// TestFirstDuplicateIsValidateDups and FuzzRefusal hold it to
+// ValidateCustom.
+func firstDuplicate(cfg any) (report.Entry, bool) {
+	w := dupWalk{at: path.ContextPath{Tag: "json"}}
+	if !w.value(reflect.ValueOf(cfg)) {
+		return report.Entry{}, false
+	}
+	return w.first, true
+}
+
+// dupWalk is firstDuplicate's walk: at is the context path of the value
+// being walked; first, once found, the first duplicate's entry.
+type dupWalk struct {
+	at    path.ContextPath
+	first report.Entry
+}
+
+// value walks v; true once a duplicate is found.
+func (w *dupWalk) value(v reflect.Value) bool {
+	if !v.IsValid() {
+		return false
+	}
+	if v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return false
+		}
+		v = reflect.ValueOf(v.Interface())
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		// ValidateDups copies the path it is given into its entries
+		// (report.AddOn), so at may be reused after.
+		if r := validate.ValidateDups(v, w.at); len(r.Entries) > 0 {
+			w.first = r.Entries[0]
+			return true
+		}
+		for _, f := range vvalidate.GetFields(v) {
+			if w.child(vvalidate.FieldName(f, w.at.Tag), f.Value) {
+				return true
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if w.child(i, v.Index(i)) {
+				return true
+			}
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return w.value(v.Elem())
+		}
+	}
+	return false
+}
+
+// child walks v, the element el of the value at w.at.
+func (w *dupWalk) child(el any, v reflect.Value) bool {
+	n := len(w.at.Path)
+	w.at.Path = append(w.at.Path, el)
+	if w.value(v) {
+		return true
+	}
+	w.at.Path = w.at.Path[:n]
+	return false
+}
+
+// duplicateNames reports whether two units, two dropins of one unit, two
+// users or two groups have one name: Ignition's ValidateDups refuses them
+// (config/vX_Y/types/unit.go and passwd.go: the Key of each is its name, in
+// every spec). As duplicateNodes (quick.go), which asks it, it only spares
+// the quick path a validation that reports every duplicate: the refusal
+// path decides.
+func duplicateNames(cfg *Config) bool {
+	dup := func(n int, name func(int) string) bool {
+		if n < 2 {
+			return false
+		}
+		seen := make(map[string]struct{}, n)
+		for i := range n {
+			if _, ok := seen[name(i)]; ok {
+				return true
+			}
+			seen[name(i)] = struct{}{}
+		}
+		return false
+	}
+	units, p := cfg.Systemd.Units, cfg.Passwd
+	if dup(len(units), func(i int) string { return units[i].Name }) ||
+		dup(len(p.Users), func(i int) string { return p.Users[i].Name }) ||
+		dup(len(p.Groups), func(i int) string { return p.Groups[i].Name }) {
+		return true
+	}
+	for _, u := range units {
+		if dup(len(u.Dropins), func(i int) string { return u.Dropins[i].Name }) {
+			return true
+		}
+	}
+	return false
 }
 
 // placeFirstFatal gives r's first fatal entry the marker Correlate gives it

@@ -3,9 +3,7 @@ package ignspec
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
-	"strings"
 	"testing"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
@@ -122,10 +120,9 @@ func FuzzPlace(f *testing.F) {
 }
 
 // TestRefusalIsIgnitions: a config that Ignition's validation refuses is
-// refused by Parse with Ignition's error and fatal entries, the first one
-// placed where Ignition's tree places it, in every spec; and the refusal of
-// many entries builds no tree (its report's other entries are unplaced,
-// where Ignition's path places every one).
+// refused by Parse with Ignition's error and first fatal entry, placed
+// where Ignition's tree places it, in every spec (TestRefusalOfGeneratedConfigs
+// and FuzzRefusal try many more).
 func TestRefusalIsIgnitions(t *testing.T) {
 	bodies := map[string]string{
 		"a duplicate":         `"storage":{"files":[{"path":"/a"},` + "\n" + `  {"path":"/a"}]}`,
@@ -133,6 +130,11 @@ func TestRefusalIsIgnitions(t *testing.T) {
 		"a duplicate unit":    `"systemd":{"units":[{"name":"a.service"},{"name":"a.service","mask":true}]}`,
 		"with an unknown key": `"storage":{"files":[{"path":"/a","mdoe":1},{"path":"/a"}]}`,
 		"a duplicate, cased":  `"Storage":{"Files":[{"path":"/a"},{"path":"/a"}]}`,
+		"many duplicates":     `"storage":{"directories":[{"path":"/a"}],"files":[{"path":"/a"},{"path":"/b"},{"path":"/a"},{"path":"/b"}],"links":[{"path":"/b","target":"/t"}]}`,
+		"an invalid value after a duplicate": `"storage":{"files":[{"path":"/a"},{"path":"/a"}]},` +
+			`"systemd":{"units":[{"name":"bad"}]}`,
+		"a duplicate dropin before a duplicate user": `"systemd":{"units":[{"name":"a.service","dropins":[{"name":"x.conf"},{"name":"x.conf"}]}]},` +
+			`"passwd":{"users":[{"name":"core"},{"name":"core"}],"groups":[{"name":"g"},{"name":"g"}]}`,
 	}
 	for _, v := range Versions() {
 		for name, body := range bodies {
@@ -151,18 +153,11 @@ func TestRefusalIsIgnitions(t *testing.T) {
 	}
 }
 
-// fatal is a report's fatal entries, the first with its position.
+// fatal is a report's first fatal entry, with its position: what a
+// LoadError shows.
 func fatal(r report.Report) string {
-	var b strings.Builder
-	for _, e := range r.Entries {
-		if !e.Kind.IsFatal() {
-			continue
-		}
-		if b.Len() == 0 {
-			b.WriteString(e.String() + "\n")
-			continue
-		}
-		fmt.Fprintf(&b, "%v: %s\n", e.Context.Path, e.Message)
+	if e := firstFatalEntry(r); e != nil {
+		return e.String()
 	}
-	return b.String()
+	return ""
 }
