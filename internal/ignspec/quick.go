@@ -47,8 +47,11 @@ import (
 // stops at the first duplicate (duplicateNodes, refuse.go: firstFatal).
 func quickDecode(src *Bytes, version string) (Config, report.Report, bool) {
 	c, ok := decodeExact[Config](src, version, reflect.TypeFor[Config]())
-	if !ok || duplicateNodes(&c) {
+	if !ok {
 		return Config{}, report.Report{}, false
+	}
+	if duplicateNodes(&c) {
+		return Config{}, firstDuplicateReport(&c), false
 	}
 	if r := quickReport(&c); len(r.Entries) > 0 {
 		return Config{}, r, false
@@ -175,10 +178,36 @@ func quickOlder[C any](src *Bytes, version string, d direct) (Config, report.Rep
 		return Config{}, report.Report{}, false
 	}
 	cfg.Ignition.Version = MaxVersion.String()
-	if duplicateNodes(&cfg) || !validQuick(&cfg) {
+	if duplicateNodes(&cfg) {
+		// The older spec's walks meet the same fields in the same order
+		// (the spec's types are the newest ones' by name and JSON shape,
+		// in the order of their schema), and ValidateDups is one function
+		// of every spec's lists: TestRefusalOfGeneratedConfigs holds the
+		// entry to Ignition's in every spec.
+		return Config{}, firstDuplicateReport(&cfg), false
+	}
+	if !validQuick(&cfg) {
 		return Config{}, report.Report{}, false
 	}
 	return cfg, report.Report{}, true
+}
+
+// firstDuplicateReport is the refusal of cfg, which repeats a node path or
+// a unit, dropin, user or group name (duplicateNodes), when that is all
+// Ignition's validation has to say of it but for more duplicates
+// (validatesClean): its first duplicate's entry, which is the first fatal
+// entry of Ignition's report (ValidateWithContext: the Validate walk's
+// entries, none here, then the ValidateDups walk's, in order). Else the
+// empty report, and the refusal path decides (refuse.go).
+func firstDuplicateReport(cfg *Config) report.Report {
+	if !validatesClean(cfg, false) {
+		return report.Report{}
+	}
+	dup, ok := firstDuplicate(*cfg)
+	if !ok {
+		return report.Report{}
+	}
+	return report.Report{Entries: []report.Entry{dup}}
 }
 
 // duplicateNodes reports whether two of the storage nodes (files,

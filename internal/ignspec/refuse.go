@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 
-	"github.com/coreos/ignition/v2/config/validate"
+	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
+	"github.com/coreos/ignition/v2/config/util"
 	"github.com/coreos/vcontext/path"
 	"github.com/coreos/vcontext/report"
 	"github.com/coreos/vcontext/tree"
@@ -145,10 +146,8 @@ func (w *dupWalk) value(v reflect.Value) bool {
 	}
 	switch v.Kind() {
 	case reflect.Struct:
-		// ValidateDups copies the path it is given into its entries
-		// (report.AddOn), so at may be reused after.
-		if r := validate.ValidateDups(v, w.at); len(r.Entries) > 0 {
-			w.first = r.Entries[0]
+		if e, ok := firstDupOf(v, w.at); ok {
+			w.first = e
 			return true
 		}
 		for _, f := range vvalidate.GetFields(v) {
@@ -397,4 +396,58 @@ func lineColumnAt(raw []byte, i int) (line, column int64) {
 	line = 1 + int64(bytes.Count(before, []byte("\n")))
 	column = int64(len(before) - bytes.LastIndexByte(before, '\n'))
 	return line, column
+}
+
+// firstDupOf is the first entry of Ignition's ValidateDups(v, c)
+// (config/validate/validate.go), found as it finds its entries and
+// reported as it reports them, without the entries after it: a struct's
+// slice fields in GetFields' order but those it ignores (IgnoresDups), the
+// fields MergesKeys names sharing one list of keys, each element's key
+// (CallKey) a duplicate when an earlier one of its list has it. A list of
+// many copies made ValidateDups build an entry for each.
+func firstDupOf(v reflect.Value, c path.ContextPath) (report.Entry, bool) {
+	if v.Kind() != reflect.Struct {
+		return report.Entry{}, false
+	}
+	var ignore map[string]struct{}
+	if i, ok := v.Interface().(util.IgnoresDups); ok {
+		ignore = i.IgnoreDuplicates()
+	}
+	var merged map[string]string
+	if m, ok := v.Interface().(util.MergesKeys); ok {
+		merged = m.MergedKeys()
+	}
+	var lists map[string]map[string]struct{}
+	for _, f := range vvalidate.GetFields(v) {
+		// An empty list adds no key (ValidateDups makes its map of keys
+		// all the same, which stays empty).
+		if f.Type.Kind() != reflect.Slice || f.Value.Len() == 0 {
+			continue
+		}
+		if _, ignored := ignore[f.Name]; ignored {
+			continue
+		}
+		name := f.Name
+		if m, ok := merged[f.Name]; ok {
+			name = m
+		}
+		if lists == nil {
+			lists = map[string]map[string]struct{}{}
+		}
+		seen := lists[name]
+		if seen == nil {
+			seen = make(map[string]struct{}, f.Value.Len())
+			lists[name] = seen
+		}
+		for i := 0; i < f.Value.Len(); i++ {
+			key := util.CallKey(f.Value.Index(i))
+			if _, dup := seen[key]; dup {
+				var r report.Report
+				r.AddOnError(c.Append(vvalidate.FieldName(f, c.Tag), i), ignerrors.ErrDuplicate)
+				return r.Entries[0], true
+			}
+			seen[key] = struct{}{}
+		}
+	}
+	return report.Entry{}, false
 }

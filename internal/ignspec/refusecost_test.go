@@ -74,8 +74,12 @@ func TestRefusalCostsNoMoreThanValid(t *testing.T) {
 }
 
 // refusalCost: parsing valid succeeds, parsing dup fails with one fatal
-// entry, and allocates no more than parsing valid.
+// entry, and allocates no more than parsing valid (but for noise).
 func refusalCost(t *testing.T, valid, dup []byte, v string) {
+	// Once untimed each: what either path sets up once (a type's methods
+	// looked up, a table built) is no cost of a parse.
+	_, _, _ = ParseBytes(valid, v)
+	_, _, _ = ParseBytes(dup, v)
 	var err error
 	vb, vo := allocated(func() { _, _, err = ParseBytes(valid, v) })
 	if err != nil {
@@ -95,7 +99,16 @@ func refusalCost(t *testing.T, valid, dup []byte, v string) {
 		t.Fatal("a config of duplicates parsed")
 	}
 	t.Logf("refused/valid: %.2f of the bytes, %.2f of the objects", float64(rb)/float64(vb), float64(ro)/float64(vo))
-	if rb > vb || ro > vo {
+	// The parse alone does the same work either way (the decoding, the
+	// validation), the refusal's first duplicate and its place against the
+	// valid config's list of every path: equal in objects but for a few,
+	// and in bytes but for what the runtime's own caches, emptied by the
+	// collection before each, take back (a tenth, from run to run). What a
+	// refusal spares, the state derived from the config, is
+	// BenchmarkLoadRefused's (package desired). A refusal that reported
+	// every copy (five times the objects) or walked what the valid config
+	// does not (eight times the bytes) fails.
+	if float64(rb) > 1.3*float64(vb) || float64(ro) > 1.1*float64(vo) {
 		t.Errorf("refusing allocated %d B in %d objects; parsing a valid config of the same size %d B in %d", rb, ro, vb, vo)
 	}
 	if fatal != 1 {

@@ -38,42 +38,51 @@ import (
 // So validFast gives the answer of validateNoTree on every config, not on a
 // subset: where a rule is not checked here, Ignition's walk decides.
 // TestValidFastIsIgnitions and FuzzValidFast hold it to validateNoTree.
-func validFast(cfg *Config) bool {
+func validFast(cfg *Config) bool { return !duplicateNodes(cfg) && validatesClean(cfg, true) }
+
+// validatesClean is validFast but for the one list of duplicates it looks
+// for itself (duplicateNodes): true when Ignition's Validate walk has
+// nothing to say on cfg, nor, with dups, its ValidateDups walk on the
+// sections and lists that duplicateNodes does not look at. A config of
+// which that is true without dups, and that repeats a node path, unit,
+// dropin, user or group name, is refused for its first duplicate alone
+// (firstDuplicateReport).
+func validatesClean(cfg *Config, dups bool) bool {
 	ctx := vpath.ContextPath{Tag: "json"}
 	if len(cfg.Validate(ctx).Entries) > 0 {
 		return false
 	}
-	if !walkClean(cfg.Ignition) || !walkClean(cfg.KernelArguments) || !walkClean(cfg.Passwd) || !walkClean(cfg.Systemd) {
+	if !walkClean(cfg.Ignition, dups) || !walkClean(cfg.KernelArguments, dups) || !walkClean(cfg.Passwd, dups) || !walkClean(cfg.Systemd, dups) {
 		return false
 	}
 	s := &cfg.Storage
-	if len(s.Validate(ctx).Entries) > 0 || duplicateNodes(cfg) {
+	if len(s.Validate(ctx).Entries) > 0 {
 		return false
 	}
 	// The storage's other lists, walked on a copy without the nodes:
 	// Storage.Validate of it says what it says of them on s (the node
 	// rules see empty lists), and ValidateDups compares each list apart.
 	if len(s.Disks) > 0 || len(s.Raid) > 0 || len(s.Filesystems) > 0 || len(s.Luks) > 0 {
-		if !walkClean(Storage{Disks: s.Disks, Raid: s.Raid, Filesystems: s.Filesystems, Luks: s.Luks}) {
+		if !walkClean(Storage{Disks: s.Disks, Raid: s.Raid, Filesystems: s.Filesystems, Luks: s.Luks}, dups) {
 			return false
 		}
 	}
 	var scratch []byte
 	for i := range s.Files {
 		var ok bool
-		if scratch, ok = fileClean(&s.Files[i], scratch); !ok && !walkClean(s.Files[i]) {
+		if scratch, ok = fileClean(&s.Files[i], scratch); !ok && !walkClean(s.Files[i], dups) {
 			return false
 		}
 	}
 	for i := range s.Directories {
 		d := &s.Directories[i]
-		if !(nodeClean(&d.Node) && modeClean(d.Mode)) && !walkClean(*d) {
+		if !(nodeClean(&d.Node) && modeClean(d.Mode)) && !walkClean(*d, dups) {
 			return false
 		}
 	}
 	for i := range s.Links {
 		l := &s.Links[i]
-		if !nodeClean(&l.Node) && !walkClean(*l) {
+		if !nodeClean(&l.Node) && !walkClean(*l, dups) {
 			return false
 		}
 	}
@@ -82,10 +91,11 @@ func validFast(cfg *Config) bool {
 
 // walkClean: Ignition's validation without the tree has nothing to say on
 // v, a part of a config: vcontext's walk of it with the Validate methods,
-// and with ValidateDups (validateNoTree's two walks, of v alone).
-func walkClean(v any) bool {
+// and with dups the walk with ValidateDups (validateNoTree's two walks, of
+// v alone).
+func walkClean(v any, dups bool) bool {
 	return len(vvalidate.Validate(v, "json").Entries) == 0 &&
-		len(vvalidate.ValidateCustom(v, "json", validate.ValidateDups).Entries) == 0
+		(!dups || len(vvalidate.ValidateCustom(v, "json", validate.ValidateDups).Entries) == 0)
 }
 
 // fileClean: vcontext's walks of f have nothing to say, when f is of the
@@ -120,10 +130,15 @@ func fileClean(f *File, scratch []byte) ([]byte, bool) {
 // and validateVerification's rules, left to the walk too). Then what is
 // left of resource.go's rules is: a compression that is absent, "" or
 // "gzip" (validateCompression), and a source that is absent, empty, or a
-// valid URL (validateURLNilOK, url.go). Only the source of a base64 data
-// URL of the shape Ignition's tools write is accepted here: url.Parse
-// accepts it with scheme "data", and dataurl.DecodeString decodes it where
-// validBase64DataURL does (FuzzBase64DataURL).
+// valid URL (validateURLNilOK, url.go). The source of a base64 data URL
+// of the shape Ignition's tools write is accepted here: url.Parse accepts
+// it with scheme "data", and dataurl.DecodeString decodes it where
+// validBase64DataURL does (FuzzBase64DataURL). Any other source is judged
+// by Resource.Validate itself, called directly: on a resource without
+// headers or hash the walk adds nothing to it (it meets HTTPHeaders empty,
+// and Verification.Validate returns at once on a nil hash: verification.go),
+// and the walk's reflection is what a config of many plain data URLs or
+// remote sources paid for each file.
 func resourceClean(r *Resource, scratch []byte) ([]byte, bool) {
 	if len(r.HTTPHeaders) > 0 || r.Verification.Hash != nil {
 		return scratch, false
@@ -134,7 +149,10 @@ func resourceClean(r *Resource, scratch []byte) ([]byte, bool) {
 	if r.Source == nil || *r.Source == "" {
 		return scratch, true
 	}
-	return validBase64DataURL(*r.Source, scratch)
+	if scratch, ok := validBase64DataURL(*r.Source, scratch); ok {
+		return scratch, true
+	}
+	return scratch, len(r.Validate(vpath.ContextPath{}).Entries) == 0
 }
 
 // nodeClean: Node.Validate, NodeUser.Validate and NodeGroup.Validate
