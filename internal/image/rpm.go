@@ -165,21 +165,33 @@ func parseRPMQuery(rd io.Reader, ahead *verifyAhead) (*RPM, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var pkg rpmPackage
 	havePkg := false
+	// skipping: the last line was of a file outside /etc, whose path or
+	// link target may hold a new line (build/files.c's validFilename
+	// refuses control bytes in file names, not in link targets, and a
+	// package built before it checked names may hold one there too): a
+	// line after it that is not a package's, of rpmPackageFields fields,
+	// is the rest of that record.
+	skipping := false
 	prefix := []byte(EtcDir + "/")
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
 		switch {
 		case len(line) > 0 && line[0] != '/':
+			if skipping && bytes.Count(line, []byte("\t"))+1 != rpmPackageFields {
+				continue
+			}
 			p, err := parseRPMPackage(line)
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
-			pkg, havePkg = p, true
+			pkg, havePkg, skipping = p, true, false
 		case !bytes.HasPrefix(line, prefix):
+			skipping = true
 			continue
 		case !havePkg:
 			return nil, fmt.Errorf("line %d: a file before any package", n)
 		default:
+			skipping = false
 			p, f, err := parseRPMFile(string(line), pkg)
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
