@@ -73,11 +73,14 @@ func quickDecode(src *Bytes, version string) (Config, report.Report, bool) {
 // one resource per file, in no list: ValidateDups does not see them.
 func validQuick(cfg *Config) bool { return len(quickReport(cfg).Entries) == 0 }
 
-// quickReport is the report of validQuick's validation. validFast answers
-// first for a config it has nothing to say on, without vcontext's walk of
-// the whole config; the walk gives the report when there is one.
+// quickReport is the report of validQuick's validation of cfg, which
+// repeats no node path or name: its callers (quickDecode, quickOlder) have
+// found none (duplicateNodes) before. validatesClean answers first for a
+// config it has nothing to say on, without vcontext's walk of the whole
+// config (with no duplicate node, that is validFast); the walk gives the
+// report when there is one.
 func quickReport(cfg *Config) report.Report {
-	if validFast(cfg) {
+	if validatesClean(cfg, true) {
 		return report.Report{}
 	}
 	var swapped []int
