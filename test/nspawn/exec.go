@@ -116,6 +116,19 @@ func (m *Machine) mustRunInput(t testing.TB, stdin io.Reader, args ...string) st
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
+	return m.mustRunContext(t, ctx, stdin, args...)
+}
+
+// MustRunContext is MustRun bounded by ctx instead of commandTimeout: for a
+// command whose time is the work it waits for (a daemon's start on a large
+// config), which a loaded machine stretches past any fixed bound.
+func (m *Machine) MustRunContext(t testing.TB, ctx context.Context, args ...string) string {
+	t.Helper()
+	return m.mustRunContext(t, ctx, nil, args...)
+}
+
+func (m *Machine) mustRunContext(t testing.TB, ctx context.Context, stdin io.Reader, args ...string) string {
+	t.Helper()
 	out, errOut, err := m.RunInput(ctx, stdin, args...)
 	if err != nil {
 		t.Fatalf("%v\n--- stdout ---\n%s--- stderr ---\n%s", err, out, errOut)

@@ -324,9 +324,5 @@ func (h *host) shUntilDeadline(script string, args ...string) string {
 	}
 	ctx, cancel := context.WithDeadline(h.ctx, deadline)
 	defer cancel()
-	out, errOut, err := h.Run(ctx, append([]string{"sh", "-c", script, "sh"}, args...)...)
-	if err != nil {
-		h.t.Fatalf("%v\n--- stdout ---\n%s--- stderr ---\n%s", err, out, errOut)
-	}
-	return out
+	return h.MustRunContext(h.t, ctx, append([]string{"sh", "-c", script, "sh"}, args...)...)
 }
