@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -135,11 +136,15 @@ func queryRPM(ctx context.Context, r *ondisk.Root, dbdir string, ahead *verifyAh
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	out, w, err := batchPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	defer out.Close()
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
 		return nil, fmt.Errorf("running rpm: %w", err)
 	}
 	b, perr := parseRPMQuery(out, ahead)
@@ -155,6 +160,81 @@ func queryRPM(ctx context.Context, r *ondisk.Root, dbdir string, ahead *verifyAh
 	}
 	return b, nil
 }
+
+// rpmBatch is how long the query's reader lets rpm fill the pipe before it
+// reads again. rpm writes its output a package at a time (lib/query.c
+// hands each package's text to rpmlog), a few kilobytes per write, and a
+// reader that waits in the pipe for each of them is woken, on the other
+// core, for every one: a wake-up the writer pays, which costs more than
+// formatting the package. Reading at intervals, rpm's writes wake nobody.
+const rpmBatch = time.Millisecond
+
+// rpmPipeSize is the pipe's capacity asked for (F_SETPIPE_SZ): more than
+// rpm writes in rpmBatch, so that it does not wait for the reader. A
+// smaller pipe (the kernel's pipe-max-size, or a user's pipe quota) only
+// makes the batches smaller.
+const rpmPipeSize = 1 << 20
+
+// batchPipe is a pipe for rpm's output: the write end is the child's own
+// standard output (exec passes an *os.File as it is), the read end a
+// batchReader.
+func batchPipe() (*batchReader, *os.File, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("a pipe for rpm: %w", err)
+	}
+	_, _ = unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, rpmPipeSize)
+	// The read end alone is non-blocking: the two ends are two open files.
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, nil, fmt.Errorf("a pipe for rpm: %w", err)
+	}
+	return &batchReader{fd: p[0]}, os.NewFile(uintptr(p[1]), "rpm query"), nil
+}
+
+// batchReader reads a pipe a child is filling: what is there, then, when
+// it is empty, again after rpmBatch; only when a whole interval brought
+// nothing does it wait in poll(2) for the next write, so that a child that
+// stalls (rpm waiting for its database's lock) costs no reads.
+type batchReader struct {
+	fd     int
+	waited bool // the last read found the pipe empty after an interval
+	// empty counts the reads that found the pipe empty, polls the waits
+	// in poll(2).
+	empty, polls atomic.Int64
+}
+
+func (b *batchReader) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(b.fd, p)
+		switch {
+		case err == nil && n == 0:
+			return 0, io.EOF
+		case err == nil:
+			b.waited = false
+			return n, nil
+		case err == unix.EINTR:
+			continue
+		case err != unix.EAGAIN:
+			return 0, err
+		}
+		b.empty.Add(1)
+		if !b.waited {
+			b.waited = true
+			time.Sleep(rpmBatch)
+			continue
+		}
+		b.polls.Add(1)
+		fds := []unix.PollFd{{Fd: int32(b.fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			return 0, err
+		}
+		b.waited = false
+	}
+}
+
+func (b *batchReader) Close() error { return unix.Close(b.fd) }
 
 // parseRPMQuery reads rpmQueryFormat's lines, keeping the files of /etc,
 // each handed to ahead (if not nil) as read. Every other file's line is
@@ -346,22 +426,18 @@ func (b *RPM) verifyPaths(ctx context.Context, r *ondisk.Root, paths []string) (
 }
 
 // verifyAhead verifies the records of an rpm query as the query reads
-// them, on a goroutine of its own: the query's time is rpm formatting every
-// file of every package, and the verification of the files under /etc
-// fits beside it instead of after it. Each record is verified as Verify
-// verifies it, and the results are put together as Verify does
-// (pathChange), path by path in the records' order.
+// them, while rpm goes on formatting the rest in its own process: the
+// query's time is rpm formatting every file of every package, and the
+// verification of the files under /etc fits beside it instead of after
+// it. The reader verifies what it read before it reads again, on its own
+// goroutine: a goroutine more, woken per record, would cost more wake-ups
+// than the verification. Each record is verified as Verify verifies it,
+// and the results are put together as Verify does (pathChange), path by
+// path in the records' order.
 type verifyAhead struct {
 	ctx     context.Context
 	v       *verifier
-	recs    chan aheadRecord
-	done    chan struct{}
 	results map[string][]verifyResult
-}
-
-type aheadRecord struct {
-	path string
-	f    rpmFile
 }
 
 // startVerifyAhead reads the root's accounts and starts verifying; finish
@@ -371,27 +447,19 @@ func startVerifyAhead(ctx context.Context, r *ondisk.Root) (*verifyAhead, error)
 	if err != nil {
 		return nil, err
 	}
-	a := &verifyAhead{ctx: ctx, v: newVerifier(r, db), recs: make(chan aheadRecord, 256), done: make(chan struct{}), results: map[string][]verifyResult{}}
-	go func() {
-		defer close(a.done)
-		defer a.v.close()
-		for rec := range a.recs {
-			if ctx.Err() != nil {
-				continue // the query is being given up: drain
-			}
-			a.results[rec.path] = append(a.results[rec.path], a.v.file(rec.path, &rec.f))
-		}
-	}()
-	return a, nil
+	return &verifyAhead{ctx: ctx, v: newVerifier(r, db), results: map[string][]verifyResult{}}, nil
 }
 
-func (a *verifyAhead) add(p string, f rpmFile) { a.recs <- aheadRecord{p, f} }
-
-// finish waits for the records handed over to be verified.
-func (a *verifyAhead) finish() {
-	close(a.recs)
-	<-a.done
+// add verifies one record, unless the query is being given up.
+func (a *verifyAhead) add(p string, f rpmFile) {
+	if a.ctx.Err() != nil {
+		return
+	}
+	a.results[p] = append(a.results[p], a.v.file(p, &f))
 }
+
+// finish ends the verification.
+func (a *verifyAhead) finish() { a.v.close() }
 
 // changes are the differences of the paths of b, all of whose records
 // were handed over.
