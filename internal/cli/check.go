@@ -180,6 +180,14 @@ func runFullCheck(ctx context.Context, cache statekey.Cache, root string, config
 		return checkResult{}, err
 	}
 	defer r.Close()
+	look := startImage(ctx, r, img)
+	defer look.close()
+	return fullCheckIn(ctx, cache, r, look, configs, key, fullLabels, warn, checkCerts, excl, img)
+}
+
+// fullCheckIn is runFullCheck in the opened root r, the image's comparison
+// look already started.
+func fullCheckIn(ctx context.Context, cache statekey.Cache, r *ondisk.Root, look *imageLook, configs []string, key model.Key, fullLabels bool, warn io.Writer, checkCerts bool, excl exclude.Options, img imageFlag) (checkResult, error) {
 	// The load's warnings are held until the check stands on what was
 	// loaded: a damaged cache entry means the config is parsed again, which
 	// says them again.
@@ -214,11 +222,11 @@ func runFullCheck(ctx context.Context, cache statekey.Cache, root string, config
 		// A content compared came from a damaged cache entry: the config is
 		// parsed, and the entry written anew.
 		reparsing = true
-		return runFullCheck(ctx, reparse{cache}, root, configs, key, fullLabels, warn, checkCerts, excl, img)
+		return fullCheckIn(ctx, reparse{cache}, r, look, configs, key, fullLabels, warn, checkCerts, excl, img)
 	}
 	_, _ = held.WriteTo(warn)
 	out := checkResult{Result: res, Root: r.Dir(), Files: state.Files, Left: rules.Report(left)}
-	if err := checkImage(ctx, r, state, img, rules, &out, warn); err != nil {
+	if err := checkImage(ctx, r, state, look, img, rules, &out, warn); err != nil {
 		return checkResult{}, err
 	}
 	return out, nil

@@ -79,22 +79,58 @@ type imageResult struct {
 	Undeclared, Excluded int
 }
 
-// checkImage compares the root's /etc with its image and adds what it
-// found to res: the undeclared differences as notices or drift (by mode),
-// and, listing, every difference.
-func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, f imageFlag, rules *exclude.Rules, res *checkResult, warn io.Writer) error {
-	mode, err := imageModeOf(r, f.mode)
-	if err != nil {
-		return err
+// imageLook is the comparison of the root's /etc with its image, started
+// before the declared check and run beside it: it needs nothing the
+// desired state says (only classifying its differences does), and on an
+// rpm host the query of the rpm database is most of a check's time.
+type imageLook struct {
+	mode   image.Mode
+	b      *image.Baseline
+	cs     []image.Change
+	err    error
+	done   chan struct{}
+	cancel context.CancelFunc
+}
+
+// startImage starts comparing the root's /etc with its image, unless the
+// mode turns the image off and nothing is listed.
+func startImage(ctx context.Context, r *ondisk.Root, f imageFlag) *imageLook {
+	l := &imageLook{done: make(chan struct{}), cancel: func() {}}
+	l.mode, l.err = imageModeOf(r, f.mode)
+	if l.err != nil || (l.mode == image.ModeOff && !f.list) {
+		close(l.done)
+		return l
 	}
-	if mode == image.ModeOff && !f.list {
-		return nil
+	ctx, l.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(l.done)
+		l.b, l.cs, l.err = image.FindDiff(ctx, r)
+	}()
+	return l
+}
+
+// close stops a comparison still running (the check failed before it was
+// needed) and releases the baseline.
+func (l *imageLook) close() {
+	l.cancel()
+	<-l.done
+	if l.b != nil {
+		l.b.Close()
 	}
-	b, cs, err := image.FindDiff(ctx, r)
-	if err != nil {
-		return err
+}
+
+// checkImage adds what the comparison l found to res: the undeclared
+// differences as notices or drift (by mode), and, listing, every
+// difference.
+func checkImage(ctx context.Context, r *ondisk.Root, st *model.State, l *imageLook, f imageFlag, rules *exclude.Rules, res *checkResult, warn io.Writer) error {
+	<-l.done
+	mode, b, cs := l.mode, l.b, l.cs
+	if l.err != nil {
+		return l.err
 	}
-	defer b.Close()
+	if b == nil {
+		return nil // the image is off
+	}
 	if b.Kind == image.KindNone && mode == image.ModeNotice && !f.list {
 		// Not an image host: nothing to say unless asked (the daemon
 		// says the same).
