@@ -19,9 +19,11 @@ import (
 
 // BootPackages are the host's packages an image of BootableTree holds
 // besides their dependencies: a systemd that boots with its journal and
-// system bus, the shell and tools the tests run inside, and ostree itself,
-// which updates the booted host from within as on Fedora CoreOS.
-var BootPackages = []string{"systemd", "dbus", "dash", "coreutils", "util-linux", "ostree"}
+// system bus, the shell and tools the tests run inside, ostree itself,
+// which updates the booted host from within as on Fedora CoreOS, and its
+// units (ostree-boot), whose ostree-finalize-staged.service makes a
+// staged deployment at shutdown.
+var BootPackages = []string{"systemd", "dbus", "dash", "coreutils", "util-linux", "ostree", "ostree-boot"}
 
 // BootableTree fills dir, which must be empty, with an OS image's tree
 // that systemd-nspawn can boot once ostree deployed it: the /usr files of

@@ -59,61 +59,16 @@ func TestImageOnOstreeDeployment(t *testing.T) {
 	nspawn.Require(t)
 	bin := harness.Binary(t) // built once for the whole tier: not this test's cost
 	began := time.Now()
-	h := ostree.NewHost(t)
-
-	image := filepath.Join(t.TempDir(), "image")
-	ostree.BootableTree(t, image, ostree.BootPackages...)
-	install(t, bin, filepath.Join(image, "usr/bin/drift-monitor"), 0o755)
-	for _, u := range []string{service, "drift-monitor-adopt-image.service"} {
-		install(t, harness.Repo(t, "units/"+u), filepath.Join(image, "usr/lib/systemd/system", u), 0o644)
-	}
-	install(t, harness.Repo(t, "packaging/50-drift-monitor.preset"), filepath.Join(image, "usr/lib/systemd/system-preset/50-drift-monitor.preset"), 0o644)
+	m := newOstreeMachine(t, bin)
 	built := time.Now()
-	h.CommitTree("testos/base", image)
-	committed := time.Now()
-
-	version := func(n int) string {
-		dir := filepath.Join(t.TempDir(), "etc-v"+strconv.Itoa(n))
-		files := map[string]string{
-			strings.TrimPrefix(configPath, "/etc/"): `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + sentinel + `","mode":420,"overwrite":true,"contents":{"source":"data:,s%0A"}}]}}`,
-			strings.TrimPrefix(sentinel, "/etc/"):   sentinelFile.content,
-		}
-		for p, c := range ostreeImageEtc[n-1] {
-			files[p] = c
-		}
-		for p, c := range files {
-			install(t, "", filepath.Join(dir, "usr/etc", p), 0o644, c)
-		}
-		return h.Layer("testos/x86_64", "testos/base", dir)
-	}
+	h := m.h
+	version := func(n int) string { return m.version(n, sentinelConfig) }
 	c1 := version(1)
 	d1 := h.Deploy("testos/x86_64")
 	deployed := time.Now()
-	t.Logf("the image: tree of the host's packages in %v, committed in %v, its /etc layered and deployed in %v",
-		built.Sub(began).Round(time.Millisecond), committed.Sub(built).Round(time.Millisecond), deployed.Sub(committed).Round(time.Millisecond))
-
-	// ostree-prepare-root (2022.7, as Debian ships it) leaves an empty
-	// /run/ostree-booted; newer ones an a{sv} that ReadBooted also reads.
-	booted := filepath.Join(t.TempDir(), "ostree-booted")
-	install(t, "", booted, 0o644, "")
-	boot := func(dep string) *host {
-		m := nspawn.Boot(t, nspawn.Options{
-			Directory: filepath.Join(h.DeployDir(), dep),
-			Bind: []nspawn.Mount{
-				{Src: h.Root, Dst: "/sysroot"},
-				{Src: filepath.Join(h.Root, "boot"), Dst: "/boot"},
-				{Src: filepath.Join(h.Root, "ostree/deploy", h.OS, "var"), Dst: "/var"},
-			},
-			BindRO: []nspawn.Mount{{Src: booted, Dst: "/run/ostree-booted"}},
-		})
-		b := newHost(t, m)
-		b.WaitFor(t, recordTimeout, service+" active", func() (bool, string) {
-			st := b.prop("ActiveState")
-			return st == "active", st
-		})
-		b.inv = b.prop("InvocationID")
-		return b
-	}
+	t.Logf("the image: tree of the host's packages committed in %v, its /etc layered and deployed in %v",
+		built.Sub(began).Round(time.Millisecond), deployed.Sub(built).Round(time.Millisecond))
+	boot := m.boot
 
 	b := boot(d1)
 	b.dumpOnFailure()
@@ -160,15 +115,7 @@ func TestImageOnOstreeDeployment(t *testing.T) {
 	// The reboot into it.
 	_, _, _ = b.Run(b.ctx, "systemctl", "reboot")
 	b.WaitRebooted(t, time.Minute)
-	var d2 string
-	for _, d := range h.Deployments() {
-		if strings.HasPrefix(d, c2+".") {
-			d2 = d
-		}
-	}
-	if d2 == "" {
-		t.Fatalf("no deployment of %s in %v", c2, h.Deployments())
-	}
+	d2 := m.deploymentOf(c2)
 	b = boot(d2)
 	b.dumpOnFailure()
 	if st := b.MustRun(t, "ostree", "admin", "status"); !strings.Contains(st, "* "+h.OS+" "+d2) {
@@ -224,6 +171,93 @@ func TestImageOnOstreeDeployment(t *testing.T) {
 		t.Errorf("check --image classes %v as undeclared, want the edit alone:\n%s", undeclaredPaths, js)
 	}
 	t.Logf("the whole test: %v", time.Since(began).Round(time.Millisecond))
+}
+
+// sentinelConfig declares the sentinel alone.
+const sentinelConfig = `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + sentinel + `","mode":420,"overwrite":true,"contents":{"source":"data:,s%0A"}}]}}`
+
+// ostreeMachine is an OS image committed with the real ostree from the
+// host's own packages (ostree.BootPackages) and the daemon as the package
+// installs it (binary, units, preset), in a sysroot of its own, which
+// systemd-nspawn boots as ostree-prepare-root leaves a host.
+type ostreeMachine struct {
+	t      *testing.T
+	h      *ostree.Host
+	booted string // the /run/ostree-booted given to every boot
+}
+
+func newOstreeMachine(t *testing.T, bin string) *ostreeMachine {
+	h := ostree.NewHost(t)
+	image := filepath.Join(t.TempDir(), "image")
+	ostree.BootableTree(t, image, ostree.BootPackages...)
+	install(t, bin, filepath.Join(image, "usr/bin/drift-monitor"), 0o755)
+	for _, u := range []string{service, "drift-monitor-adopt-image.service"} {
+		install(t, harness.Repo(t, "units/"+u), filepath.Join(image, "usr/lib/systemd/system", u), 0o644)
+	}
+	install(t, harness.Repo(t, "packaging/50-drift-monitor.preset"), filepath.Join(image, "usr/lib/systemd/system-preset/50-drift-monitor.preset"), 0o644)
+	// The container may not make a deployment immutable (chattr +i needs
+	// CAP_LINUX_IMMUTABLE): the deploy at shutdown that a staged
+	// deployment waits for runs, as the tests' own deploys do, without it.
+	install(t, "", filepath.Join(image, "usr/lib/systemd/system/ostree-finalize-staged.service.d/test.conf"), 0o644,
+		"[Service]\nEnvironment=OSTREE_SYSROOT_DEBUG=mutable-deployments\n")
+	h.CommitTree("testos/base", image)
+	// ostree-prepare-root (2022.7, as Debian ships it) leaves an empty
+	// /run/ostree-booted; newer ones an a{sv} that ReadBooted also reads.
+	booted := filepath.Join(t.TempDir(), "ostree-booted")
+	install(t, "", booted, 0o644, "")
+	return &ostreeMachine{t: t, h: h, booted: booted}
+}
+
+// version layers the image's /etc of version n (ostreeImageEtc), with the
+// daemon's config cfg and the sentinel, on the base, as the next commit
+// of testos/x86_64.
+func (m *ostreeMachine) version(n int, cfg string) string {
+	dir := filepath.Join(m.t.TempDir(), "etc-v"+strconv.Itoa(n))
+	files := map[string]string{
+		strings.TrimPrefix(configPath, "/etc/"): cfg,
+		strings.TrimPrefix(sentinel, "/etc/"):   sentinelFile.content,
+	}
+	for p, c := range ostreeImageEtc[n-1] {
+		files[p] = c
+	}
+	for p, c := range files {
+		install(m.t, "", filepath.Join(dir, "usr/etc", p), 0o644, c)
+	}
+	return m.h.Layer("testos/x86_64", "testos/base", dir)
+}
+
+// boot boots deployment dep: its directory as /, the sysroot at /sysroot
+// and /boot, the stateroot's /var, and /run/ostree-booted; it returns
+// once the daemon is active.
+func (m *ostreeMachine) boot(dep string) *host {
+	t, h := m.t, m.h
+	c := nspawn.Boot(t, nspawn.Options{
+		Directory: filepath.Join(h.DeployDir(), dep),
+		Bind: []nspawn.Mount{
+			{Src: h.Root, Dst: "/sysroot"},
+			{Src: filepath.Join(h.Root, "boot"), Dst: "/boot"},
+			{Src: filepath.Join(h.Root, "ostree/deploy", h.OS, "var"), Dst: "/var"},
+		},
+		BindRO: []nspawn.Mount{{Src: m.booted, Dst: "/run/ostree-booted"}},
+	})
+	b := newHost(t, c)
+	b.WaitFor(t, recordTimeout, service+" active", func() (bool, string) {
+		st := b.prop("ActiveState")
+		return st == "active", st
+	})
+	b.inv = b.prop("InvocationID")
+	return b
+}
+
+// deploymentOf is the deployment of commit c in the sysroot.
+func (m *ostreeMachine) deploymentOf(c string) string {
+	for _, d := range m.h.Deployments() {
+		if strings.HasPrefix(d, c+".") {
+			return d
+		}
+	}
+	m.t.Fatalf("no deployment of %s in %v", c, m.h.Deployments())
+	return ""
 }
 
 // quietSince proves that the daemon said nothing of the image since the
