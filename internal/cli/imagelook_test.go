@@ -16,7 +16,7 @@ import (
 
 // The image's comparison runs beside the declared check; a check that
 // fails first closes it, which kills its rpm query and waits for it, so
-// that no rpm outlives the check.
+// that no rpm outlives the check, and not for what rpm started.
 func TestImageLookClosedKillsTheQuery(t *testing.T) {
 	root := t.TempDir()
 	db := filepath.Join(root, "var/lib/rpm/rpmdb.sqlite")
@@ -26,11 +26,12 @@ func TestImageLookClosedKillsTheQuery(t *testing.T) {
 	if err := os.WriteFile(db, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// An rpm that says its process ID, then blocks as one waiting for its
-	// database's lock would.
+	// An rpm that starts a process holding its output (which killing rpm
+	// does not end), says its process ID and that process's, then blocks
+	// as one waiting for its database's lock would.
 	bin := t.TempDir()
 	pidFile := filepath.Join(bin, "pid")
-	script := "#!/bin/sh\necho $$ >" + pidFile + ".new && mv " + pidFile + ".new " + pidFile + "\nexec sleep 600\n"
+	script := "#!/bin/sh\nsleep 600 &\necho $$ $! >" + pidFile + ".new && mv " + pidFile + ".new " + pidFile + "\nexec sleep 600\n"
 	if err := os.WriteFile(filepath.Join(bin, "rpm"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -42,15 +43,21 @@ func TestImageLookClosedKillsTheQuery(t *testing.T) {
 	defer r.Close()
 
 	look := startImage(context.Background(), r, imageFlag{list: true})
-	var pid int
+	var pid, child int
 	deadline := time.Now().Add(time.Minute)
 	for {
 		b, err := os.ReadFile(pidFile)
 		if err == nil {
-			pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
+			f := strings.Fields(string(b))
+			if len(f) != 2 {
+				t.Fatalf("the fake rpm wrote %q", b)
 			}
+			pid, _ = strconv.Atoi(f[0])
+			child, _ = strconv.Atoi(f[1])
+			t.Cleanup(func() {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				_ = syscall.Kill(child, syscall.SIGKILL)
+			})
 			break
 		}
 		if time.Now().After(deadline) {

@@ -136,7 +136,10 @@ func queryRPM(ctx context.Context, r *ondisk.Root, dbdir string, ahead *verifyAh
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, w, err := batchPipe()
+	// Killed, rpm leaves its output's pipes to whatever it started: they
+	// are not waited for long.
+	cmd.WaitDelay = rpmIdleCheck
+	out, w, err := batchPipe(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -163,22 +166,29 @@ func queryRPM(ctx context.Context, r *ondisk.Root, dbdir string, ahead *verifyAh
 
 // rpmBatch is how long the query's reader lets rpm fill the pipe before it
 // reads again. rpm writes its output a package at a time (lib/query.c
-// hands each package's text to rpmlog), a few kilobytes per write, and a
-// reader that waits in the pipe for each of them is woken, on the other
-// core, for every one: a wake-up the writer pays, which costs more than
-// formatting the package. Reading at intervals, rpm's writes wake nobody.
+// hands each package's text to rpmlog, which flushes it), a few kilobytes
+// per write, and a reader that waits in the pipe for each of them is
+// woken, on the other core, for every one: a wake-up the writer pays,
+// which costs more than formatting the package. A reader that sleeps
+// between batches is not waiting in the pipe, and rpm's writes wake
+// nobody.
 const rpmBatch = time.Millisecond
 
 // rpmPipeSize is the pipe's capacity asked for (F_SETPIPE_SZ): more than
-// rpm writes in rpmBatch, so that it does not wait for the reader. A
-// smaller pipe (the kernel's pipe-max-size, or a user's pipe quota) only
-// makes the batches smaller.
+// rpm writes in rpmBatch, so that it does not wait for the reader. Where
+// it is refused (over the kernel's pipe-max-size, or a user's pipe quota)
+// the pipe keeps its default size, and the batches are smaller.
 const rpmPipeSize = 1 << 20
+
+// rpmIdleCheck is how often a reader waiting for a stalled rpm looks at
+// its context: killing rpm ends the pipe only if no process rpm started
+// still holds it.
+const rpmIdleCheck = time.Second
 
 // batchPipe is a pipe for rpm's output: the write end is the child's own
 // standard output (exec passes an *os.File as it is), the read end a
-// batchReader.
-func batchPipe() (*batchReader, *os.File, error) {
+// batchReader that gives up when ctx ends.
+func batchPipe(ctx context.Context) (*batchReader, *os.File, error) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return nil, nil, fmt.Errorf("a pipe for rpm: %w", err)
@@ -190,22 +200,27 @@ func batchPipe() (*batchReader, *os.File, error) {
 		unix.Close(p[1])
 		return nil, nil, fmt.Errorf("a pipe for rpm: %w", err)
 	}
-	return &batchReader{fd: p[0]}, os.NewFile(uintptr(p[1]), "rpm query"), nil
+	return &batchReader{ctx: ctx, fd: p[0]}, os.NewFile(uintptr(p[1]), "rpm query"), nil
 }
 
 // batchReader reads a pipe a child is filling: what is there, then, when
-// it is empty, again after rpmBatch; only when a whole interval brought
-// nothing does it wait in poll(2) for the next write, so that a child that
-// stalls (rpm waiting for its database's lock) costs no reads.
+// it is empty, again after rpmBatch; only when that finds it empty too does
+// it wait in poll(2) for the next write, so that a child that stalls (rpm
+// waiting for its database's lock) costs no reads.
 type batchReader struct {
+	ctx    context.Context
 	fd     int
-	waited bool // the last read found the pipe empty after an interval
-	// empty counts the reads that found the pipe empty, polls the waits
-	// in poll(2).
-	empty, polls atomic.Int64
+	waited bool // the pipe was found empty an interval ago: wait in poll(2)
+	// empty counts the reads that found the pipe empty; polling is set
+	// while the reader waits in poll(2). Tests read them.
+	empty   atomic.Int64
+	polling atomic.Bool
 }
 
 func (b *batchReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	for {
 		n, err := unix.Read(b.fd, p)
 		switch {
@@ -225,12 +240,31 @@ func (b *batchReader) Read(p []byte) (int, error) {
 			time.Sleep(rpmBatch)
 			continue
 		}
-		b.polls.Add(1)
-		fds := []unix.PollFd{{Fd: int32(b.fd), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+		if err := b.wait(); err != nil {
 			return 0, err
 		}
-		b.waited = false
+	}
+}
+
+// wait waits in poll(2) until the pipe has something to read or is
+// closed, or the reader's context ends.
+func (b *batchReader) wait() error {
+	b.polling.Store(true)
+	defer b.polling.Store(false)
+	fds := []unix.PollFd{{Fd: int32(b.fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(rpmIdleCheck/time.Millisecond))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n > 0:
+			return nil
+		}
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
 	}
 }
 
@@ -440,7 +474,7 @@ type verifyAhead struct {
 	results map[string][]verifyResult
 }
 
-// startVerifyAhead reads the root's accounts and starts verifying; finish
+// startVerifyAhead reads the root's accounts for the verification; finish
 // ends it, once.
 func startVerifyAhead(ctx context.Context, r *ondisk.Root) (*verifyAhead, error) {
 	db, err := accountdb.Read(r)
