@@ -59,7 +59,8 @@ const (
 	// MsgNotice: something declared is not checked, or not fully (DRIFT_KIND
 	// unverifiable, not-checked, not-applicable), or takes effect at the
 	// next boot (reboot-pending), or can never be done (cannot-enable); or a
-	// fact about the OS image (same-image, finalization-failed).
+	// fact about the OS image (same-image, finalization-failed), or what a
+	// staged deployment's /etc merge will undo (merge-loss).
 	MsgNotice = "a094d4906b084c73bb73fef724cd195b"
 	// MsgReconciled: `drift-monitor reconcile` released its inhibitor
 	// and drift the daemon knew of is gone: it was repaired.
@@ -452,7 +453,14 @@ through ostree; "same-image" when the booted OS image is the declared one
 under another name (the same manifest digest); "finalization-failed" when
 the previous boot's ostree finalization failed, so the host did not boot the
 deployment staged for it (the record's message has ostree's error; see
-"journalctl -b -1 -u ostree-finalize-staged.service"); "cannot-enable" when
+"journalctl -b -1 -u ostree-finalize-staged.service"); "merge-loss" when an
+OS update is staged and the next boot's /etc merge will undo what is
+declared: it will replace a declared file that is the booted image's default
+with the new image's default, keep a whole old file whose mode or owner only
+is declared, reset a declared directory's mode or owner, or fail on a
+declared file where the new image has a directory (the message says which,
+and names the staged deployment; after the reboot the drift record of such
+a file says that the merge replaced it); "cannot-enable" when
 a unit declared enabled is disabled (or linked, or enabled in /run only)
 and enabling it, as Ignition's preset does, would make no link that systemd
 counts (a template without DefaultInstance= or Alias= wanted by plain
@@ -472,7 +480,9 @@ The notice is logged once when it appears (again after a restart);
 "drift-monitor check" lists every notice. To have the content checked,
 declare it inline or give its source a verification hash; a pending reboot
 resolves itself when the host is rebooted; for a template, declare the
-instances to enable (foo@bar.service) or give it a DefaultInstance=.`,
+instances to enable (foo@bar.service) or give it a DefaultInstance=; to keep
+a declaration through the merge, declare it as a drop-in or with content
+that differs from the image's default.`,
 	},
 	{
 		ID: MsgReconciled, Name: "MsgReconciled",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/drift-monitor/drift-monitor/internal/drift"
 	"github.com/drift-monitor/drift-monitor/internal/model"
 )
 
@@ -227,5 +228,30 @@ func TestRecordTypes(t *testing.T) {
 			t.Errorf("%s and %s share the record type %q", e.Name, other, e.Record)
 		}
 		types[e.Record] = e.Name
+	}
+}
+
+// TestNoticeExplainsEveryNotice: journalctl -x shows MsgNotice's text for
+// every notice the daemon logs under it (every kind of drift.Notices but
+// undeclared, which has records of its own), so that text must say what
+// each DRIFT_KIND means.
+func TestNoticeExplainsEveryNotice(t *testing.T) {
+	var body string
+	for _, c := range Catalog {
+		if c.ID == MsgNotice {
+			body = c.Body
+		}
+	}
+	if body == "" {
+		t.Fatal("no catalog entry for MsgNotice")
+	}
+	flat := strings.Join(strings.Fields(body), " ")
+	for _, k := range drift.Notices {
+		if k == drift.Undeclared {
+			continue
+		}
+		if !strings.Contains(flat, `"`+string(k)+`"`) {
+			t.Errorf("MsgNotice's catalog text does not explain the notice %q", k)
+		}
 	}
 }
