@@ -456,9 +456,10 @@ deployment staged for it (the record's message has ostree's error; see
 "journalctl -b -1 -u ostree-finalize-staged.service"); "merge-loss" when an
 OS update is staged and the next boot's /etc merge will undo what is
 declared: it will replace a declared file that is the booted image's default
-with the new image's default, keep a whole old file whose mode or owner only
-is declared, reset a declared directory's mode or owner, or fail on a
-declared file where the new image has a directory (the message says which,
+with the new image's default (or remove it, where the new image has none),
+keep a whole old file whose mode or owner only is declared, reset a
+declared directory's mode or owner, or fail on a declared file where the
+new image has a directory (the message says which,
 and names the staged deployment; after the reboot the drift record of such
 a file says that the merge replaced it); "cannot-enable" when
 a unit declared enabled is disabled (or linked, or enabled in /run only)
