@@ -173,8 +173,12 @@ func TestImageOnOstreeDeployment(t *testing.T) {
 	t.Logf("the whole test: %v", time.Since(began).Round(time.Millisecond))
 }
 
-// sentinelConfig declares the sentinel alone.
-const sentinelConfig = `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + sentinel + `","mode":420,"overwrite":true,"contents":{"source":"data:,s%0A"}}]}}`
+// sentinelEntry declares the sentinel (sentinelFile) as an Ignition
+// storage.files item; sentinelConfig declares it alone.
+const (
+	sentinelEntry  = `{"path":"` + sentinel + `","mode":420,"overwrite":true,"contents":{"source":"data:,s%0A"}}`
+	sentinelConfig = `{"ignition":{"version":"3.4.0"},"storage":{"files":[` + sentinelEntry + `]}}`
+)
 
 // ostreeMachine is an OS image committed with the real ostree from the
 // host's own packages (ostree.BootPackages) and the daemon as the package

@@ -24,8 +24,7 @@ func TestStagedDeployMergeLoss(t *testing.T) {
 	bin := harness.Binary(t) // built once for the whole tier: not this test's cost
 	m := newOstreeMachine(t, bin)
 	const declared = "/etc/unchanged.conf" // "one\n" in version 1, "two\n" in version 2
-	cfg := `{"ignition":{"version":"3.4.0"},"storage":{"files":[` +
-		`{"path":"` + sentinel + `","mode":420,"overwrite":true,"contents":{"source":"data:,s%0A"}},` +
+	cfg := `{"ignition":{"version":"3.4.0"},"storage":{"files":[` + sentinelEntry + `,` +
 		`{"path":"` + declared + `","mode":420,"overwrite":true,"contents":{"source":"data:,one%0A"}}]}}`
 	m.version(1, cfg)
 	d1 := m.h.Deploy("testos/x86_64")
